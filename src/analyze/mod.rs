@@ -1,0 +1,234 @@
+//! Records of runs → rankings per comparison and the baseline-vs-optimized
+//! table, computed with polars.                                          [pure]
+
+mod records;
+
+use polars::prelude::*;
+
+pub use records::{RunRecord, Source, from_expectations, from_store};
+
+use crate::spec::Spec;
+
+/// Everything a report shows, computed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub comparisons: Vec<ComparisonResult>,
+    pub conclusion: Option<ConclusionTable>,
+    pub runs: Vec<RunRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparisonResult {
+    pub title: String,
+    pub workload: String,
+    /// Best first; only steps with a result on the workload.
+    pub ranking: Vec<Ranked>,
+    /// Steps that failed on the workload, with their error.
+    pub failed: Vec<(String, String)>,
+    /// Steps with no result yet.
+    pub missing: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub step: String,
+    pub label: String,
+    pub replicas: u32,
+    /// Total token throughput of one instance.
+    pub tps: f64,
+    pub tpot_ms: f64,
+    pub is_baseline: bool,
+}
+
+impl Ranked {
+    /// Throughput of all replicas: the number compared.
+    pub fn aggregate(&self) -> f64 {
+        self.tps * f64::from(self.replicas)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConclusionTable {
+    pub baseline: String,
+    pub optimized: String,
+    pub baseline_replicas: u32,
+    pub optimized_replicas: u32,
+    pub rows: Vec<ConclusionRow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConclusionRow {
+    pub workload: String,
+    pub base_tps: f64,
+    pub base_tpot_ms: f64,
+    /// Per instance.
+    pub opt_tps: f64,
+    pub opt_tpot_ms: f64,
+    /// (optimized aggregate − baseline aggregate) / baseline aggregate × 100.
+    pub delta_pct: f64,
+}
+
+const TPS: &str = "total_token_throughput";
+const TPOT: &str = "mean_tpot_ms";
+
+/// Ranks every comparison and builds the conclusion table.
+pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsError> {
+    let frame = runs_frame(spec, &runs)?;
+    let comparisons = spec
+        .comparisons
+        .iter()
+        .map(|c| {
+            let steps: Vec<&str> = std::iter::once(c.baseline.as_str())
+                .chain(c.candidates.iter().map(String::as_str))
+                .collect();
+            rank(spec, &frame, &runs, &c.title, &c.baseline, &steps, &c.workload)
+        })
+        .collect::<Result<_, _>>()?;
+    let conclusion = match &spec.conclusion {
+        Some(c) => conclusion(spec, &frame, &c.baseline, &c.optimized)?,
+        None => None,
+    };
+    Ok(Analysis {
+        comparisons,
+        conclusion,
+        runs,
+    })
+}
+
+/// One row per successful run: step, workload, workload order, replicas, TPS, TPOT.
+fn runs_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
+    let ok: Vec<&RunRecord> = runs.iter().filter(|r| r.metrics.contains_key(TPS)).collect();
+    let order = |w: &str| spec.workloads.iter().position(|x| x.name.value == w).unwrap_or(usize::MAX) as u32;
+    let replicas = |s: &str| spec.step(s).map_or(1, |s| s.replicas);
+    df!(
+        "step" => ok.iter().map(|r| r.step.clone()).collect::<Vec<_>>(),
+        "workload" => ok.iter().map(|r| r.workload.clone()).collect::<Vec<_>>(),
+        "order" => ok.iter().map(|r| order(&r.workload)).collect::<Vec<_>>(),
+        "replicas" => ok.iter().map(|r| replicas(&r.step)).collect::<Vec<_>>(),
+        "tps" => ok.iter().map(|r| r.metrics[TPS]).collect::<Vec<_>>(),
+        "tpot" => ok.iter().map(|r| r.metrics.get(TPOT).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
+    )
+}
+
+fn rank(
+    spec: &Spec,
+    frame: &DataFrame,
+    runs: &[RunRecord],
+    title: &str,
+    baseline: &str,
+    steps: &[&str],
+    workload: &str,
+) -> PolarsResult<ComparisonResult> {
+    let in_comparison = steps.iter().fold(lit(false), |acc, s| acc.or(col("step").eq(lit(*s))));
+    let ranked = frame
+        .clone()
+        .lazy()
+        .filter(col("workload").eq(lit(workload)).and(in_comparison))
+        .with_column((col("tps") * col("replicas").cast(DataType::Float64)).alias("aggregate"))
+        .sort(["aggregate"], SortMultipleOptions::default().with_order_descending(true).with_maintain_order(true))
+        .collect()?;
+    let step_col = ranked.column("step")?.str()?.clone();
+    let replicas = ranked.column("replicas")?.u32()?.clone();
+    let tps = ranked.column("tps")?.f64()?.clone();
+    let tpot = ranked.column("tpot")?.f64()?.clone();
+    let engines: Vec<&str> = steps
+        .iter()
+        .filter_map(|s| spec.step(s).map(|s| s.engine.display_name()))
+        .collect();
+    let label = |step: &str| match spec.step(step) {
+        Some(s) if engines.iter().filter(|e| **e == s.engine.display_name()).count() == 1 => {
+            s.engine.display_name().to_owned()
+        }
+        _ => step.to_owned(),
+    };
+    let ranking: Vec<Ranked> = (0..ranked.height())
+        .map(|i| {
+            let step = step_col.get(i).unwrap_or_default().to_owned();
+            Ranked {
+                label: label(&step),
+                is_baseline: step == baseline,
+                step,
+                replicas: replicas.get(i).unwrap_or(1),
+                tps: tps.get(i).unwrap_or(f64::NAN),
+                tpot_ms: tpot.get(i).unwrap_or(f64::NAN),
+            }
+        })
+        .collect();
+    let mut failed = Vec::new();
+    let mut missing = Vec::new();
+    for step in steps {
+        if ranking.iter().any(|r| r.step == *step) {
+            continue;
+        }
+        match runs.iter().find(|r| r.step == *step && r.workload == workload) {
+            Some(RunRecord { failure: Some(error), .. }) => failed.push((step.to_string(), error.clone())),
+            _ => missing.push(step.to_string()),
+        }
+    }
+    Ok(ComparisonResult {
+        title: title.to_owned(),
+        workload: workload.to_owned(),
+        ranking,
+        failed,
+        missing,
+    })
+}
+
+fn conclusion(spec: &Spec, frame: &DataFrame, baseline: &str, optimized: &str) -> PolarsResult<Option<ConclusionTable>> {
+    let side = |step: &str, suffix: &str| {
+        frame
+            .clone()
+            .lazy()
+            .filter(col("step").eq(lit(step)))
+            .select([
+                col("workload"),
+                col("order"),
+                (col("tps") * col("replicas").cast(DataType::Float64)).alias(format!("aggregate{suffix}")),
+                col("tps").alias(format!("tps{suffix}")),
+                col("tpot").alias(format!("tpot{suffix}")),
+            ])
+    };
+    let joined = side(baseline, "_base")
+        .join(
+            side(optimized, "_opt").select([col("workload"), col("aggregate_opt"), col("tps_opt"), col("tpot_opt")]),
+            [col("workload")],
+            [col("workload")],
+            JoinArgs::new(JoinType::Inner),
+        )
+        .with_column(((col("aggregate_opt") - col("aggregate_base")) / col("aggregate_base") * lit(100.0)).alias("delta"))
+        .sort(["order"], SortMultipleOptions::default())
+        .collect()?;
+    if joined.height() == 0 {
+        return Ok(None);
+    }
+    let get = |name: &str| -> PolarsResult<Vec<f64>> {
+        let values = joined.column(name)?.f64()?.clone();
+        Ok((0..values.len()).map(|i| values.get(i).unwrap_or(f64::NAN)).collect())
+    };
+    let names = joined.column("workload")?.str()?.clone();
+    let workloads: Vec<String> = (0..names.len())
+        .map(|i| names.get(i).unwrap_or_default().to_owned())
+        .collect();
+    let (base_tps, base_tpot, opt_tps, opt_tpot, delta) =
+        (get("tps_base")?, get("tpot_base")?, get("tps_opt")?, get("tpot_opt")?, get("delta")?);
+    let rows = workloads
+        .into_iter()
+        .enumerate()
+        .map(|(i, workload)| ConclusionRow {
+            workload,
+            base_tps: base_tps[i],
+            base_tpot_ms: base_tpot[i],
+            opt_tps: opt_tps[i],
+            opt_tpot_ms: opt_tpot[i],
+            delta_pct: delta[i],
+        })
+        .collect();
+    let replicas = |s: &str| spec.step(s).map_or(1, |s| s.replicas);
+    Ok(Some(ConclusionTable {
+        baseline: baseline.to_owned(),
+        optimized: optimized.to_owned(),
+        baseline_replicas: replicas(baseline),
+        optimized_replicas: replicas(optimized),
+        rows,
+    }))
+}

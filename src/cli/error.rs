@@ -1,0 +1,67 @@
+//! Errors as the user sees them: message, cause, hint, exit code.
+
+use miette::Diagnostic;
+use thiserror::Error;
+
+use crate::exec::ExecError;
+use crate::exit_code;
+use crate::spec::SpecErrors;
+
+#[derive(Debug, Error, Diagnostic)]
+pub enum CliError {
+    #[error("cannot read the experiment `{path}`")]
+    #[diagnostic(help("experiments live under `experiments/`, e.g. `perfpipe run experiments/qwen3-14b-a100.kdl`"))]
+    ReadExperiment {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Spec(Box<SpecErrors>),
+    #[error("an input of the experiment is missing")]
+    #[diagnostic(help(
+        "paths are relative to the directory perfpipe runs in; a `sharegpt` dataset may name a `sample=` file to use when the real one is absent"
+    ))]
+    Inputs(#[source] crate::inputs::Error),
+    #[error("runtime `{0}` is not available in this build")]
+    #[diagnostic(help("run with `--runtime sim` to use the simulated engine; `docker` and `local` come with the real-engine runtimes"))]
+    RuntimeUnavailable(&'static str),
+    #[error("interrupted: engines were stopped, runs already finished are kept in the store")]
+    Interrupted,
+    #[error("execution failed")]
+    Exec(#[source] ExecError),
+    #[error("cannot read the store")]
+    Store(#[source] crate::store::Error),
+    #[error("cannot write `{path}`")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("analysis failed")]
+    Analysis(#[source] polars::error::PolarsError),
+}
+
+impl From<ExecError> for CliError {
+    fn from(e: ExecError) -> Self {
+        match e {
+            ExecError::Interrupted => Self::Interrupted,
+            ExecError::RuntimeUnavailable(r) => Self::RuntimeUnavailable(r),
+            other => Self::Exec(other),
+        }
+    }
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::ReadExperiment { .. } | Self::Spec(_) | Self::Inputs(_) | Self::RuntimeUnavailable(_) => {
+                exit_code::USAGE
+            }
+            Self::Exec(ExecError::Dataset { .. } | ExecError::DatasetRead { .. }) => exit_code::USAGE,
+            Self::Interrupted => exit_code::INTERRUPTED,
+            Self::Exec(_) | Self::Store(_) | Self::Write { .. } | Self::Analysis(_) => exit_code::INTERNAL,
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! The command line: parses arguments, calls each stage, prints, and maps
+//! errors to exit codes (the only place that happens).
+
+mod args;
+mod error;
+mod plan;
+mod report;
+mod run;
+
+use std::path::Path;
+
+use clap::Parser;
+
+pub use args::Cli;
+use args::{Command, Common, RuntimeArg};
+pub use error::CliError;
+
+use crate::exit_code;
+use crate::inputs::{self, ResolvedInputs};
+use crate::spec::{self, Runtime, SourceFile, Spec};
+use crate::store::Store;
+
+/// Runs perfpipe with the process's arguments; returns the exit code.
+pub fn main() -> u8 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { exit_code::USAGE } else { exit_code::OK };
+        }
+    };
+    raise_open_file_limit();
+    let result = match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Plan(args) => plan::plan(&args),
+        Command::Report(args) => report::report(&args),
+        Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            let code = err.exit_code();
+            eprintln!("{:?}", miette::Report::new(err));
+            code
+        }
+    }
+}
+
+/// What every command loads first.
+struct Loaded {
+    spec: Spec,
+    runtime: Runtime,
+    inputs: ResolvedInputs,
+    store: Store,
+}
+
+fn load(common: &Common) -> Result<Loaded, CliError> {
+    let path = &common.experiment;
+    let text = fs_err::read_to_string(path).map_err(|source| CliError::ReadExperiment {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let source = SourceFile {
+        name: path.display().to_string(),
+        text,
+    };
+    let spec = spec::parse(&source).map_err(|e| CliError::Spec(Box::new(e)))?;
+    let runtime = match (common.runtime, spec.runtime) {
+        (Some(RuntimeArg::Docker), _) => Runtime::Docker,
+        (Some(RuntimeArg::Local), _) => Runtime::Local,
+        (Some(RuntimeArg::Sim), _) => Runtime::Sim,
+        (None, Some(declared)) => declared,
+        (None, None) => Runtime::Docker,
+    };
+    let inputs = inputs::resolve(&spec, Path::new(".")).map_err(CliError::Inputs)?;
+    Ok(Loaded {
+        spec,
+        runtime,
+        inputs,
+        store: Store::new(&common.store),
+    })
+}
+
+/// 1000 requests in flight need more sockets than the usual soft limit of 1024.
+fn raise_open_file_limit() {
+    // SAFETY: get/setrlimit on our own process with a valid struct.
+    unsafe {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+/// Writes a whole text file (reports), creating its directory.
+#[expect(clippy::disallowed_methods, reason = "reports are plain text files the user asked for")]
+fn write_text(path: &Path, text: &str) -> Result<(), CliError> {
+    let io = |source| CliError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs_err::create_dir_all(dir).map_err(io)?;
+    }
+    std::fs::write(path, text).map_err(io)
+}

@@ -1,0 +1,91 @@
+//! `perfpipe run`: execute what is missing, then print and write the report.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::args::RunArgs;
+use super::plan::build_plan;
+use super::report::{render, stored_records};
+use super::{CliError, load, write_text};
+use crate::exec::{self, ExecEvent, ExecOptions};
+use crate::exit_code;
+use crate::spec::{ExpectedOutcome, Spec};
+use crate::store::Outcome;
+
+pub fn run(args: &RunArgs) -> Result<u8, CliError> {
+    let loaded = load(&args.common)?;
+    let plan = build_plan(&loaded, &args.common)?;
+    let to_run = plan.missing().len();
+    eprintln!(
+        "perfpipe: {} runs, {} cached, {to_run} to run (runtime `{}`)",
+        plan.runs.len(),
+        plan.runs.len() - plan.runs.iter().filter(|r| plan.missing().iter().any(|m| m.key == r.key)).count(),
+        plan.runtime.name()
+    );
+    let options = ExecOptions {
+        sim_program: std::env::current_exe().map_err(|source| CliError::Write {
+            path: "current executable".into(),
+            source,
+        })?,
+        startup_timeout: Duration::from_secs(args.startup_timeout),
+        attempts: 3,
+    };
+    let summary = exec::execute(&loaded.spec, &loaded.inputs, &plan, &loaded.store, &options, &mut |event| {
+        progress(&event)
+    })?;
+
+    let records = stored_records(&loaded, &plan)?;
+    let unexpected_failures = records
+        .iter()
+        .filter(|r| r.failure.as_deref().is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e)))
+        .count();
+    let text = render(&loaded, records)?;
+    print!("{text}");
+    let path = args.report.clone().unwrap_or_else(|| {
+        let stem = args.common.experiment.file_stem().unwrap_or_default();
+        PathBuf::from("reports").join(stem).with_extension("md")
+    });
+    write_text(&path, &text)?;
+    eprintln!(
+        "perfpipe: {} run, {} failed; report written to `{}`",
+        summary.succeeded + summary.failed,
+        summary.failed,
+        path.display()
+    );
+    Ok(if unexpected_failures > 0 { exit_code::RUNS_FAILED } else { exit_code::OK })
+}
+
+/// A failure the experiment declares (`expect-failure`) is the published outcome, not an error.
+fn failure_expected(spec: &Spec, step: &str, workload: &str, error: &str) -> bool {
+    spec.step(step).is_some_and(|s| {
+        s.expectations.iter().any(|x| {
+            x.workload == workload && matches!(&x.outcome, ExpectedOutcome::Failure(expected) if error.contains(expected.as_str()))
+        })
+    })
+}
+
+fn progress(event: &ExecEvent) {
+    match event {
+        ExecEvent::Started { index, total, run } => {
+            eprintln!("[{}/{total}] `{}` × `{}` ({})", index + 1, run.step, run.workload, run.key.short());
+        }
+        ExecEvent::AlreadyDone { run } => {
+            eprintln!("      already in the store (committed by another perfpipe): {}", run.key.short());
+        }
+        ExecEvent::Retrying { error, .. } => eprintln!("      transient failure, retrying: {error}"),
+        ExecEvent::Finished { result, elapsed, .. } => match &result.outcome {
+            Outcome::Success { metrics, warnings } => {
+                eprintln!(
+                    "      done in {:.1}s: {:.2} tok/s total, mean TPOT {:.2} ms",
+                    elapsed.as_secs_f64(),
+                    metrics.total_token_throughput,
+                    metrics.mean_tpot_ms
+                );
+                for w in warnings {
+                    eprintln!("      warning: {w}");
+                }
+            }
+            Outcome::Failure { error, .. } => eprintln!("      failed: {error}"),
+        },
+    }
+}

@@ -1,0 +1,164 @@
+//! Executes the missing runs of a plan: for each, lock its key, start the
+//! engine, wait until it serves, benchmark it, stop it, commit the sample.
+//! The only tokio runtime of the main process lives here; progress goes to
+//! a synchronous callback.                                            [effects]
+
+mod run;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use thiserror::Error;
+use tokio::sync::watch;
+
+use crate::inputs::ResolvedInputs;
+use crate::plan::{Plan, PlannedRun};
+use crate::spec::{Runtime, Spec};
+use crate::store::{self, Outcome, RunResult, Store};
+
+pub use run::RunContext;
+
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    /// The program that serves `sim` engines (perfpipe itself).
+    pub sim_program: PathBuf,
+    /// How long an engine may take to answer `/health`.
+    pub startup_timeout: Duration,
+    /// Attempts per run when failures are transient.
+    pub attempts: usize,
+}
+
+/// What the executor tells its caller as it goes.
+pub enum ExecEvent<'a> {
+    Started { index: usize, total: usize, run: &'a PlannedRun },
+    /// Another process committed this key while we waited for its lock.
+    AlreadyDone { run: &'a PlannedRun },
+    Retrying { run: &'a PlannedRun, error: &'a str },
+    Finished { run: &'a PlannedRun, result: &'a RunResult, elapsed: Duration },
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ExecSummary {
+    pub succeeded: usize,
+    pub failed: usize,
+}
+
+#[derive(Debug, Error)]
+pub enum ExecError {
+    #[error("interrupted; runs already finished are kept in the store")]
+    Interrupted,
+    #[error("runtime `{0}` is not available in this build")]
+    RuntimeUnavailable(&'static str),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    #[error("cannot start the async runtime")]
+    Tokio(#[source] std::io::Error),
+    #[error("dataset of workload `{workload}` cannot be used")]
+    Dataset {
+        workload: String,
+        #[source]
+        source: crate::harness::DatasetError,
+    },
+    #[error("cannot read dataset `{path}`")]
+    DatasetRead {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs every missing run of `plan` until each key holds `plan.samples` samples.
+pub fn execute(
+    spec: &Spec,
+    inputs: &ResolvedInputs,
+    plan: &Plan,
+    store: &Store,
+    options: &ExecOptions,
+    report: &mut dyn FnMut(ExecEvent),
+) -> Result<ExecSummary, ExecError> {
+    if plan.runtime != Runtime::Sim {
+        return Err(ExecError::RuntimeUnavailable(plan.runtime.name()));
+    }
+    let missing = plan.missing();
+    let mut summary = ExecSummary::default();
+    if missing.is_empty() {
+        return Ok(summary);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(ExecError::Tokio)?;
+    let cancel = runtime.block_on(async { watch_signals() }).map_err(ExecError::Tokio)?;
+    let ctx = RunContext {
+        spec,
+        inputs,
+        store,
+        options,
+        client: runtime.block_on(async { crate::harness::http_client() }),
+        cancel,
+        host: crate::host::name(),
+    };
+    for (index, run) in missing.iter().enumerate() {
+        report(ExecEvent::Started {
+            index,
+            total: missing.len(),
+            run,
+        });
+        let lock = runtime.block_on(ctx.lock(run))?;
+        let mut stored = store.samples(&run.key)?;
+        let ok = |s: &[store::Sample]| s.iter().filter(|s| s.metrics().is_some()).count();
+        if ok(&stored) >= plan.samples {
+            report(ExecEvent::AlreadyDone { run });
+            continue;
+        }
+        while ok(&stored) < plan.samples {
+            let started = std::time::Instant::now();
+            let mut attempt = 0;
+            let result = loop {
+                attempt += 1;
+                match runtime.block_on(ctx.measure(run))? {
+                    run::Attempt::Done(result, pending) => {
+                        pending.commit(store, &run.key, &run.canonical, &result, &lock)?;
+                        break result;
+                    }
+                    run::Attempt::Transient(result) if attempt >= options.attempts => break result,
+                    run::Attempt::Transient(result) => {
+                        if let Outcome::Failure { error, .. } = &result.outcome {
+                            report(ExecEvent::Retrying { run, error });
+                        }
+                    }
+                }
+            };
+            report(ExecEvent::Finished {
+                run,
+                result: &result,
+                elapsed: started.elapsed(),
+            });
+            if matches!(result.outcome, Outcome::Failure { .. }) {
+                summary.failed += 1;
+                break;
+            }
+            summary.succeeded += 1;
+            stored = store.samples(&run.key)?;
+        }
+    }
+    Ok(summary)
+}
+
+/// A channel that turns true on SIGINT or SIGTERM. Handlers are installed
+/// now, so a signal never kills perfpipe before it has stopped its engines.
+fn watch_signals() -> std::io::Result<watch::Receiver<bool>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        let _ = tx.send(true);
+    });
+    Ok(rx)
+}

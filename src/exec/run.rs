@@ -1,0 +1,247 @@
+//! One run's life: dataset → engine up → benchmark → engine down → result.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::{ExecError, ExecOptions};
+use crate::engine::command::serve_argv;
+use crate::engine::health::{NotReady, wait_ready};
+use crate::engine::process::{EngineProcess, free_port};
+use crate::engine::{SIM_ENGINE_VERSION, sim};
+use crate::harness::{self, BenchRequest, Load, RequestSettings};
+use crate::inputs::ResolvedInputs;
+use crate::metrics::{Provenance, compute, render_serving_block};
+use crate::plan::PlannedRun;
+use crate::spec::{Dataset, Spec, Step, Workload};
+use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
+
+/// Everything a run needs from its surroundings.
+pub struct RunContext<'a> {
+    pub spec: &'a Spec,
+    pub inputs: &'a ResolvedInputs,
+    pub store: &'a Store,
+    pub options: &'a ExecOptions,
+    pub client: reqwest::Client,
+    pub cancel: watch::Receiver<bool>,
+    pub host: String,
+}
+
+/// How one attempt ended.
+pub enum Attempt {
+    /// A result to commit: metrics, or a failure that will happen again.
+    Done(RunResult, PendingSample),
+    /// A failure that may not happen again (port taken, engine never ready).
+    Transient(RunResult),
+}
+
+const STOP_GRACE: Duration = Duration::from_secs(10);
+const LOG_TAIL_LINES: usize = 20;
+
+impl RunContext<'_> {
+    /// Waits for the key's lock, or for a signal.
+    pub async fn lock(&self, run: &PlannedRun) -> Result<KeyLock, ExecError> {
+        let store = self.store.clone();
+        let key = run.key.clone();
+        let mut cancel = self.cancel.clone();
+        tokio::select! {
+            lock = tokio::task::spawn_blocking(move || store.lock(&key)) => {
+                Ok(lock.map_err(|e| ExecError::Store(crate::store::Error::Io(std::io::Error::other(e))))??)
+            }
+            _ = cancel.wait_for(|c| *c) => Err(ExecError::Interrupted),
+        }
+    }
+
+    pub async fn measure(&self, run: &PlannedRun) -> Result<Attempt, ExecError> {
+        let step = self.spec.step(&run.step).expect("plan runs name declared steps");
+        let workload = self.spec.workload(&run.workload).expect("plan runs name declared workloads");
+        let requests = self.requests(workload).await?;
+        let pending = self.store.begin_sample()?;
+        let started_at = crate::clock::unix_now();
+
+        let port = free_port().map_err(crate::store::Error::Io)?;
+        let argv = serve_argv(step.engine, &step.model.id, "127.0.0.1", port, &step.args);
+        let mut env: BTreeMap<String, String> = step.env.clone();
+        env.insert(sim::GPU_ENV.into(), self.spec.hardware.gpu.clone());
+        let mut sim_args = vec!["sim-engine".to_owned()];
+        sim_args.extend(argv.iter().cloned());
+        let engine_log = pending.logs_dir().join("engine.log");
+        let mut engine = EngineProcess::spawn(&self.options.sim_program, &sim_args, &env, &engine_log)
+            .map_err(crate::store::Error::Io)?;
+        let base_url = format!("http://127.0.0.1:{port}");
+        let mut cancel = self.cancel.clone();
+
+        let result = |outcome: Outcome| RunResult {
+            key: run.key.to_string(),
+            outcome,
+            provenance: Provenance::Simulated {
+                host: self.host.clone(),
+                perfpipe_version: env!("CARGO_PKG_VERSION").into(),
+                sim_engine_version: SIM_ENGINE_VERSION.into(),
+                started_at: crate::clock::rfc3339(started_at),
+                finished_at: crate::clock::rfc3339(crate::clock::unix_now()),
+            },
+            engine_command: argv.clone(),
+        };
+        let failure = |kind, error: String| {
+            let log_tail = tail(&engine_log);
+            result(Outcome::Failure { kind, error, log_tail })
+        };
+
+        let ready = tokio::select! {
+            r = wait_ready(&self.client, &base_url, &mut engine, self.options.startup_timeout) => r,
+            _ = cancel.wait_for(|c| *c) => {
+                engine.stop(STOP_GRACE).await;
+                return Err(ExecError::Interrupted);
+            }
+        };
+        match ready {
+            Ok(()) => {}
+            Err(NotReady::Exited(status)) => {
+                let log = fs_err::read_to_string(&engine_log).unwrap_or_default();
+                let error = last_error_line(&log).unwrap_or_else(|| format!("engine exited with {status} before it was ready"));
+                let kind = if is_transient(&log) { FailureKind::Transient } else { FailureKind::Deterministic };
+                let r = failure(kind, error);
+                return Ok(match kind {
+                    FailureKind::Transient => Attempt::Transient(r),
+                    FailureKind::Deterministic => Attempt::Done(r, pending),
+                });
+            }
+            Err(NotReady::TimedOut(after)) => {
+                engine.stop(STOP_GRACE).await;
+                let r = failure(FailureKind::Transient, format!("engine did not answer /health within {}s", after.as_secs()));
+                return Ok(Attempt::Transient(r));
+            }
+        }
+
+        let settings = RequestSettings {
+            url: format!("{base_url}{}", self.spec.harness.endpoint),
+            backend: self.spec.harness.backend,
+            model: step.model.id.clone(),
+            temperature: self.spec.harness.temperature,
+            ignore_eos: self.spec.harness.ignore_eos,
+        };
+        let load = Load {
+            rate: workload.rate,
+            max_concurrency: workload.concurrency,
+            seed: dataset_seed(workload),
+        };
+        let output = tokio::select! {
+            out = harness::run(&self.client, &settings, requests, &load) => out,
+            status = engine.exited() => {
+                let error = match status {
+                    Ok(s) => format!("engine exited with {s} during the benchmark"),
+                    Err(e) => format!("engine was lost during the benchmark: {e}"),
+                };
+                return Ok(Attempt::Done(failure(FailureKind::Deterministic, error), pending));
+            }
+            _ = cancel.wait_for(|c| *c) => {
+                engine.stop(STOP_GRACE).await;
+                return Err(ExecError::Interrupted);
+            }
+        };
+        engine.stop(STOP_GRACE).await;
+
+        let metrics = compute(&output.records, output.duration);
+        write_harness_log(&pending, step, &metrics, &output.records);
+        if metrics.completed == 0 {
+            let first = output.records.iter().find_map(|r| r.error.clone()).unwrap_or_default();
+            let r = failure(FailureKind::Deterministic, format!("every request failed; first error: {first}"));
+            return Ok(Attempt::Done(r, pending));
+        }
+        let mut warnings = Vec::new();
+        warnings.extend(harness::short_output_warning(&output.records));
+        if metrics.failed > 0 {
+            warnings.push(format!("{} of {} requests failed", metrics.failed, output.records.len()));
+        }
+        Ok(Attempt::Done(result(Outcome::Success { metrics, warnings }), pending))
+    }
+
+    /// The workload's requests; building 100 prompts of 32,000 tokens takes a
+    /// moment, so it runs off the async threads and before the engine starts.
+    async fn requests(&self, workload: &Workload) -> Result<Vec<BenchRequest>, ExecError> {
+        let dataset = workload.dataset.clone();
+        let n = workload.prompts;
+        let name = workload.name.value.clone();
+        let path = self.inputs.dataset(&name).map(|d| d.path.clone());
+        tokio::task::spawn_blocking(move || match dataset {
+            Dataset::Random { input_len, output_len, range_ratio, seed } => {
+                Ok(harness::dataset::random(input_len, output_len, range_ratio, seed, n))
+            }
+            Dataset::ShareGpt { output_len, seed, .. } => {
+                let path = path.expect("inputs resolve every sharegpt dataset");
+                let text = fs_err::read_to_string(&path).map_err(|source| ExecError::DatasetRead {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                harness::dataset::sharegpt(&text, n, seed, output_len)
+                    .map_err(|source| ExecError::Dataset { workload: name, source })
+            }
+        })
+        .await
+        .expect("dataset sampling does not panic")
+    }
+}
+
+fn dataset_seed(workload: &Workload) -> u64 {
+    match &workload.dataset {
+        Dataset::Random { seed, .. } | Dataset::ShareGpt { seed, .. } => *seed,
+    }
+}
+
+/// A port race or similar: the same inputs may well succeed next time.
+fn is_transient(log: &str) -> bool {
+    log.contains("Address already in use") || log.contains("Errno 98")
+}
+
+/// The engine's own last word: the last line that names an error.
+fn last_error_line(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let last = *lines.last()?;
+    Some(
+        lines
+            .iter()
+            .rev()
+            .find(|l| l.contains("Error") && !l.starts_with("ERROR"))
+            .copied()
+            .unwrap_or(last)
+            .to_owned(),
+    )
+}
+
+fn tail(path: &std::path::Path) -> String {
+    let log = fs_err::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
+}
+
+fn write_harness_log(pending: &PendingSample, step: &Step, metrics: &crate::metrics::ServingMetrics, records: &[crate::metrics::RequestRecord]) {
+    let mut text = format!("# step `{}`\n", step.name.value);
+    text.push_str(&render_serving_block(metrics));
+    for (i, r) in records.iter().enumerate() {
+        if let Some(e) = &r.error {
+            let _ = writeln!(text, "request {i}: {e}");
+        }
+    }
+    if let Ok(mut f) = fs_err::File::create(pending.logs_dir().join("harness.log")) {
+        let _ = f.write_all(text.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_line_is_the_engines_message() {
+        let log = "INFO loading\nERROR perfpipe-sim: engine failed to start\nRuntimeError: Unsupported SM version for FP8 block scaling GEMM\n";
+        assert_eq!(
+            last_error_line(log).as_deref(),
+            Some("RuntimeError: Unsupported SM version for FP8 block scaling GEMM")
+        );
+        assert!(is_transient("OSError: [Errno 98] Address already in use"));
+    }
+}

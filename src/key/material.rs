@@ -1,0 +1,176 @@
+//! Everything that can change a run's numbers, and nothing else.
+//!
+//! In: model id and revision; engine, version and runtime (with the simulated
+//! engine's own version); the canonical serve argv; declared environment; GPU
+//! type and GPUs per instance; the harness, its version and every option with
+//! its default made explicit, and the tokenizer; the workload (dataset identity
+//! and sha256, lengths, prompts, seed, rate, concurrency).
+//! Out: step and workload names, titles, comments, file layout, expectations,
+//! comparisons, and `replicas` (one instance is measured, the published convention).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::KEY_SCHEMA_VERSION;
+use super::args::canonical_args;
+use crate::engine::SIM_ENGINE_VERSION;
+use crate::harness::{BUILTIN_HARNESS_VERSION, TOKENIZER};
+use crate::inputs::ResolvedInputs;
+use crate::spec::{Dataset, RequestRate, Runtime, Spec, Step, Workload};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyMaterial {
+    pub schema: u32,
+    pub runtime: RuntimeMaterial,
+    pub engine: EngineMaterial,
+    pub model: ModelMaterial,
+    pub serve_args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub hardware: HardwareMaterial,
+    pub harness: HarnessMaterial,
+    pub workload: WorkloadMaterial,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeMaterial {
+    pub name: String,
+    /// The simulated engine's version under `sim`, else `null`.
+    pub sim_engine_version: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineMaterial {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelMaterial {
+    pub id: String,
+    pub revision: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HardwareMaterial {
+    pub gpu: String,
+    pub gpus_per_instance: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HarnessMaterial {
+    pub name: String,
+    pub version: String,
+    pub backend: String,
+    pub endpoint: String,
+    pub temperature: f64,
+    pub ignore_eos: bool,
+    pub percentile_metrics: String,
+    pub metric_percentiles: String,
+    pub tokenizer: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadMaterial {
+    pub dataset: DatasetMaterial,
+    pub num_prompts: u32,
+    /// `"inf"` or requests per second.
+    pub request_rate: String,
+    pub max_concurrency: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DatasetMaterial {
+    Sharegpt {
+        sha256: String,
+        output_len: Option<u32>,
+        seed: u64,
+    },
+    Random {
+        input_len: u32,
+        output_len: u32,
+        range_ratio: f64,
+        seed: u64,
+    },
+}
+
+impl KeyMaterial {
+    /// The key material of one run. `inputs` must hold the workload's dataset.
+    pub fn new(
+        spec: &Spec,
+        runtime: Runtime,
+        step: &Step,
+        workload: &Workload,
+        inputs: &ResolvedInputs,
+    ) -> Self {
+        let version = spec
+            .engine(step.engine)
+            .map(|e| e.version.clone())
+            .unwrap_or_default();
+        let harness = &spec.harness;
+        KeyMaterial {
+            schema: KEY_SCHEMA_VERSION,
+            runtime: RuntimeMaterial {
+                name: runtime.name().into(),
+                sim_engine_version: (runtime == Runtime::Sim).then(|| SIM_ENGINE_VERSION.into()),
+            },
+            engine: EngineMaterial {
+                name: step.engine.name().into(),
+                version,
+            },
+            model: ModelMaterial {
+                id: step.model.id.clone(),
+                revision: step.model.revision.clone(),
+            },
+            serve_args: canonical_args(step.engine, &step.args),
+            env: step.env.clone(),
+            hardware: HardwareMaterial {
+                gpu: spec.hardware.gpu.clone(),
+                gpus_per_instance: step.gpus,
+            },
+            harness: HarnessMaterial {
+                name: "builtin".into(),
+                version: BUILTIN_HARNESS_VERSION.into(),
+                backend: harness.backend.name().into(),
+                endpoint: harness.endpoint.clone(),
+                temperature: harness.temperature,
+                ignore_eos: harness.ignore_eos,
+                percentile_metrics: "ttft,tpot,itl,e2el".into(),
+                metric_percentiles: "99".into(),
+                tokenizer: TOKENIZER.into(),
+            },
+            workload: WorkloadMaterial {
+                dataset: match &workload.dataset {
+                    Dataset::ShareGpt {
+                        output_len, seed, ..
+                    } => DatasetMaterial::Sharegpt {
+                        sha256: inputs
+                            .dataset(&workload.name.value)
+                            .map(|d| d.sha256.clone())
+                            .unwrap_or_default(),
+                        output_len: *output_len,
+                        seed: *seed,
+                    },
+                    Dataset::Random {
+                        input_len,
+                        output_len,
+                        range_ratio,
+                        seed,
+                    } => DatasetMaterial::Random {
+                        input_len: *input_len,
+                        output_len: *output_len,
+                        range_ratio: *range_ratio,
+                        seed: *seed,
+                    },
+                },
+                num_prompts: workload.prompts,
+                request_rate: match workload.rate {
+                    RequestRate::Infinite => "inf".into(),
+                    RequestRate::PerSecond(r) => r.to_string(),
+                },
+                max_concurrency: workload.concurrency,
+            },
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! perfpipe: declared, reproducible, cached pipelines for LLM-serving
+//! performance studies.
+//!
+//! ```text
+//! parse    (KDL → typed spec, with spans)     spec       pure
+//! resolve  (dataset files → sha256)           inputs     reads files
+//! plan     (runs, keys, store lookups)        key, plan  pure over a StoreIndex
+//! execute  (missing runs only)                exec       processes, HTTP (engine, harness)
+//! store    (atomic, per-key locks)            store      files
+//! analyze  (polars: deltas, rankings)         analyze    pure
+//! render   (markdown)                         report     pure
+//! ```
+
+pub mod analyze;
+pub mod cli;
+pub mod clock;
+pub mod engine;
+pub mod exec;
+pub mod exit_code;
+pub mod gpu;
+pub mod harness;
+pub mod host;
+pub mod inputs;
+pub mod key;
+pub mod metrics;
+pub mod plan;
+pub mod report;
+pub mod rng;
+pub mod spec;
+pub mod store;
+pub mod tokenizer;

@@ -1,0 +1,208 @@
+//! Per-request timings → [`ServingMetrics`], exactly as vLLM v0.11's
+//! `calculate_metrics` does it (see `../shared/research/serving-benchmarks.md` §2.2).
+
+use serde::{Deserialize, Serialize};
+
+use super::ServingMetrics;
+
+/// What the client saw of one request. Times are seconds; `start` is relative
+/// to the benchmark's start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub success: bool,
+    /// Prompt tokens as the client counted them (vLLM's `prompt_len`).
+    pub prompt_len: u64,
+    /// Output tokens from the server's usage.
+    pub output_tokens: u64,
+    /// Output tokens that were asked for (`max_tokens`).
+    pub requested_output_tokens: u64,
+    pub start: f64,
+    /// Send → first chunk carrying `choices`.
+    pub ttft: f64,
+    /// Send → end of the stream.
+    pub latency: f64,
+    /// Gaps between successive chunks after the first.
+    pub itl: Vec<f64>,
+    pub error: Option<String>,
+}
+
+/// vLLM's metrics over one benchmark of `duration` seconds.
+pub fn compute(records: &[RequestRecord], duration: f64) -> ServingMetrics {
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.success).collect();
+    let completed = ok.len() as u64;
+    let total_input: u64 = ok.iter().map(|r| r.prompt_len).sum();
+    let total_output: u64 = ok.iter().map(|r| r.output_tokens).sum();
+    let ttfts: Vec<f64> = ok.iter().map(|r| r.ttft).collect();
+    let e2els: Vec<f64> = ok.iter().map(|r| r.latency).collect();
+    let tpots: Vec<f64> = ok
+        .iter()
+        .filter(|r| r.output_tokens > 1)
+        .map(|r| (r.latency - r.ttft) / (r.output_tokens - 1) as f64)
+        .collect();
+    let itls: Vec<f64> = ok.iter().flat_map(|r| r.itl.iter().copied()).collect();
+    let (peak_tokens, peak_concurrency) = peaks(&ok);
+    let per_s = |n: f64| if duration > 0.0 { n / duration } else { 0.0 };
+    let ms = |v: &[f64], f: fn(&[f64]) -> f64| f(v) * 1000.0;
+
+    ServingMetrics {
+        completed,
+        failed: records.len() as u64 - completed,
+        duration,
+        total_input_tokens: total_input,
+        total_output_tokens: total_output,
+        request_throughput: per_s(completed as f64),
+        output_throughput: per_s(total_output as f64),
+        total_token_throughput: per_s((total_input + total_output) as f64),
+        max_output_tokens_per_s: peak_tokens,
+        max_concurrent_requests: peak_concurrency,
+        mean_ttft_ms: ms(&ttfts, mean),
+        median_ttft_ms: ms(&ttfts, median),
+        std_ttft_ms: ms(&ttfts, std),
+        p99_ttft_ms: ms(&ttfts, p99),
+        mean_tpot_ms: ms(&tpots, mean),
+        median_tpot_ms: ms(&tpots, median),
+        std_tpot_ms: ms(&tpots, std),
+        p99_tpot_ms: ms(&tpots, p99),
+        mean_itl_ms: ms(&itls, mean),
+        median_itl_ms: ms(&itls, median),
+        std_itl_ms: ms(&itls, std),
+        p99_itl_ms: ms(&itls, p99),
+        mean_e2el_ms: ms(&e2els, mean),
+        median_e2el_ms: ms(&e2els, median),
+        std_e2el_ms: ms(&e2els, std),
+        p99_e2el_ms: ms(&e2els, p99),
+    }
+}
+
+/// vLLM v0.11's peaks: chunks per 1-second bin, and requests alive in each
+/// 1-second bucket (a request counts in every bucket from its start to its end).
+fn peaks(ok: &[&RequestRecord]) -> (f64, f64) {
+    let Some(t0) = ok.iter().map(|r| r.start).min_by(f64::total_cmp) else {
+        return (0.0, 0.0);
+    };
+    let t_end = ok
+        .iter()
+        .map(|r| r.start + r.latency)
+        .fold(t0, f64::max);
+    let buckets = (t_end - t0).ceil() as usize + 1;
+    let mut tokens = vec![0u64; buckets];
+    let mut alive = vec![0u64; buckets];
+    for r in ok {
+        let mut t = r.start + r.ttft;
+        for gap in std::iter::once(&0.0).chain(&r.itl) {
+            t += gap;
+            if let Some(b) = tokens.get_mut((t - t0) as usize) {
+                *b += 1;
+            }
+        }
+        let first = (r.start - t0) as usize;
+        let last = ((r.start + r.latency - t0) as usize).min(buckets - 1);
+        for b in &mut alive[first..=last] {
+            *b += 1;
+        }
+    }
+    let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64;
+    (max(&tokens), max(&alive))
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Population standard deviation (numpy's default, ddof=0).
+fn std(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let m = mean(v);
+    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt()
+}
+
+fn median(v: &[f64]) -> f64 {
+    percentile(v, 50.0)
+}
+
+fn p99(v: &[f64]) -> f64 {
+    percentile(v, 99.0)
+}
+
+/// `np.percentile` with linear interpolation; 0 for no values, as vLLM's `x or 0`.
+pub fn percentile(v: &[f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = v.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(start: f64, ttft: f64, itl: &[f64], out: u64) -> RequestRecord {
+        RequestRecord {
+            success: true,
+            prompt_len: 10,
+            output_tokens: out,
+            requested_output_tokens: out,
+            start,
+            ttft,
+            latency: ttft + itl.iter().sum::<f64>(),
+            itl: itl.to_vec(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn percentiles_interpolate_linearly_like_numpy() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), 2.5);
+        // np.percentile([1,2,3,4], 99) == 3.97
+        assert!((percentile(&v, 99.0) - 3.97).abs() < 1e-12);
+        assert_eq!(percentile(&[], 99.0), 0.0);
+    }
+
+    #[test]
+    fn tpot_excludes_the_first_token_and_itl_pools_chunks() {
+        let records = [
+            request(0.0, 0.5, &[0.1, 0.1, 0.1], 4),
+            request(0.0, 1.0, &[0.3], 2),
+            RequestRecord {
+                error: Some("HTTP 500".into()),
+                prompt_len: 99,
+                ..Default::default()
+            },
+        ];
+        let m = compute(&records, 2.0);
+        assert_eq!((m.completed, m.failed), (2, 1));
+        // Failed requests contribute neither input nor output tokens.
+        assert_eq!((m.total_input_tokens, m.total_output_tokens), (20, 6));
+        assert_eq!(m.total_token_throughput, 13.0);
+        // TPOT per request: 0.3/3 = 0.1 s and 0.3/1 = 0.3 s.
+        assert!((m.mean_tpot_ms - 200.0).abs() < 1e-9);
+        // ITL pools all four gaps.
+        assert!((m.mean_itl_ms - 150.0).abs() < 1e-9);
+        assert!((m.mean_ttft_ms - 750.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn peaks_count_chunks_per_second_and_requests_per_bucket() {
+        let records = [
+            request(0.0, 0.1, &[0.1, 0.1, 1.0], 4),
+            request(0.5, 0.1, &[0.1], 2),
+            request(1.5, 0.1, &[], 1),
+        ];
+        let m = compute(&records, 2.0);
+        // Second 0 holds chunks at 0.1, 0.2, 0.3 (first) and 0.6, 0.7 (second).
+        assert_eq!(m.max_output_tokens_per_s, 5.0);
+        // Bucket 1 holds the first (0..1.3), the second (0.5..0.7 ends in 0) no, the third.
+        assert_eq!(m.max_concurrent_requests, 2.0);
+    }
+}

@@ -1,0 +1,12 @@
+//! Serving metrics under `vllm bench serve`'s names and definitions, and where
+//! a number came from.                                                  [pure]
+
+mod compute;
+mod model;
+mod provenance;
+mod serving_block;
+
+pub use compute::{RequestRecord, compute};
+pub use model::{METRIC_NAMES, ServingMetrics};
+pub use provenance::Provenance;
+pub use serving_block::render_serving_block;

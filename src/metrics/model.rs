@@ -1,0 +1,122 @@
+//! The metric set, named as `vllm bench serve --save-result` names them.
+
+use serde::{Deserialize, Serialize};
+
+/// One benchmark's numbers; field names are vLLM v0.11's JSON keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServingMetrics {
+    pub completed: u64,
+    pub failed: u64,
+    /// Seconds from the first request sent to the last response finished.
+    pub duration: f64,
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    pub request_throughput: f64,
+    pub output_throughput: f64,
+    /// (input + output tokens) / duration: the "Total TPS" of published tables.
+    pub total_token_throughput: f64,
+    /// vLLM v0.11's peak: the largest number of chunks in one 1-second bin.
+    pub max_output_tokens_per_s: f64,
+    /// vLLM v0.11's peak concurrency: the max over 1-second buckets.
+    pub max_concurrent_requests: f64,
+    pub mean_ttft_ms: f64,
+    pub median_ttft_ms: f64,
+    pub std_ttft_ms: f64,
+    pub p99_ttft_ms: f64,
+    pub mean_tpot_ms: f64,
+    pub median_tpot_ms: f64,
+    pub std_tpot_ms: f64,
+    pub p99_tpot_ms: f64,
+    pub mean_itl_ms: f64,
+    pub median_itl_ms: f64,
+    pub std_itl_ms: f64,
+    pub p99_itl_ms: f64,
+    pub mean_e2el_ms: f64,
+    pub median_e2el_ms: f64,
+    pub std_e2el_ms: f64,
+    pub p99_e2el_ms: f64,
+}
+
+/// Metrics an experiment may state a published value for (the rows of vLLM's block).
+pub const METRIC_NAMES: &[&str] = &[
+    "completed",
+    "failed",
+    "duration",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "output_throughput",
+    "max_output_tokens_per_s",
+    "max_concurrent_requests",
+    "total_token_throughput",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "mean_e2el_ms",
+    "median_e2el_ms",
+    "p99_e2el_ms",
+];
+
+impl ServingMetrics {
+    /// A metric by its `--save-result` name.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        Some(match name {
+            "completed" => self.completed as f64,
+            "failed" => self.failed as f64,
+            "duration" => self.duration,
+            "total_input_tokens" => self.total_input_tokens as f64,
+            "total_output_tokens" => self.total_output_tokens as f64,
+            "request_throughput" => self.request_throughput,
+            "output_throughput" => self.output_throughput,
+            "total_token_throughput" => self.total_token_throughput,
+            "max_output_tokens_per_s" => self.max_output_tokens_per_s,
+            "max_concurrent_requests" => self.max_concurrent_requests,
+            "mean_ttft_ms" => self.mean_ttft_ms,
+            "median_ttft_ms" => self.median_ttft_ms,
+            "std_ttft_ms" => self.std_ttft_ms,
+            "p99_ttft_ms" => self.p99_ttft_ms,
+            "mean_tpot_ms" => self.mean_tpot_ms,
+            "median_tpot_ms" => self.median_tpot_ms,
+            "std_tpot_ms" => self.std_tpot_ms,
+            "p99_tpot_ms" => self.p99_tpot_ms,
+            "mean_itl_ms" => self.mean_itl_ms,
+            "median_itl_ms" => self.median_itl_ms,
+            "std_itl_ms" => self.std_itl_ms,
+            "p99_itl_ms" => self.p99_itl_ms,
+            "mean_e2el_ms" => self.mean_e2el_ms,
+            "median_e2el_ms" => self.median_e2el_ms,
+            "std_e2el_ms" => self.std_e2el_ms,
+            "p99_e2el_ms" => self.p99_e2el_ms,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_expectable_metric_can_be_read() {
+        let m: ServingMetrics = serde_json::from_value(serde_json::json!({
+            "completed": 1, "failed": 0, "duration": 1.0, "total_input_tokens": 1,
+            "total_output_tokens": 1, "request_throughput": 1.0, "output_throughput": 1.0,
+            "total_token_throughput": 1.0, "max_output_tokens_per_s": 1.0,
+            "max_concurrent_requests": 1.0, "mean_ttft_ms": 1.0, "median_ttft_ms": 1.0,
+            "std_ttft_ms": 1.0, "p99_ttft_ms": 1.0, "mean_tpot_ms": 1.0, "median_tpot_ms": 1.0,
+            "std_tpot_ms": 1.0, "p99_tpot_ms": 1.0, "mean_itl_ms": 1.0, "median_itl_ms": 1.0,
+            "std_itl_ms": 1.0, "p99_itl_ms": 1.0, "mean_e2el_ms": 1.0, "median_e2el_ms": 1.0,
+            "std_e2el_ms": 1.0, "p99_e2el_ms": 1.0
+        }))
+        .unwrap();
+        for name in METRIC_NAMES {
+            assert_eq!(m.get(name), Some(if *name == "failed" { 0.0 } else { 1.0 }), "{name}");
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! Where a number came from. A report never shows a simulated or published
+//! number as measured.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Provenance {
+    /// Measured on real GPUs.
+    Measured {
+        host: String,
+        perfpipe_version: String,
+        started_at: String,
+        finished_at: String,
+    },
+    /// Produced by the simulated engine: shows the pipeline works, predicts nothing.
+    Simulated {
+        host: String,
+        perfpipe_version: String,
+        sim_engine_version: String,
+        started_at: String,
+        finished_at: String,
+    },
+    /// Taken from a published report.
+    Published { source: String },
+}

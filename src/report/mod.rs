@@ -1,0 +1,5 @@
+//! Rendering an analysis for people (markdown).                          [pure]
+
+mod markdown;
+
+pub use markdown::markdown;

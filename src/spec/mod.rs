@@ -1,0 +1,11 @@
+//! The experiment language: KDL v2 text → typed [`Spec`].             [pure]
+//!
+//! The language is documented in `docs/experiment-language.md`.
+
+mod diag;
+mod model;
+mod parse;
+
+pub use diag::{SpecDiagnostic, SpecErrors};
+pub use model::*;
+pub use parse::{SourceFile, parse};

@@ -1,0 +1,268 @@
+//! The typed experiment: what `spec::parse` produces and every later stage reads.
+
+use std::collections::BTreeMap;
+
+use miette::SourceSpan;
+
+/// A value together with where it was written, for diagnostics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: SourceSpan,
+}
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub name: String,
+    pub title: Option<String>,
+    pub hardware: Hardware,
+    pub model: ModelRef,
+    pub runtime: Option<Runtime>,
+    pub engines: Vec<EngineDecl>,
+    pub harness: HarnessDecl,
+    pub workloads: Vec<Workload>,
+    pub steps: Vec<Step>,
+    pub comparisons: Vec<Comparison>,
+    pub conclusion: Option<Conclusion>,
+}
+
+impl Spec {
+    pub fn step(&self, name: &str) -> Option<&Step> {
+        self.steps.iter().find(|s| s.name.value == name)
+    }
+
+    pub fn workload(&self, name: &str) -> Option<&Workload> {
+        self.workloads.iter().find(|w| w.name.value == name)
+    }
+
+    pub fn engine(&self, kind: EngineKind) -> Option<&EngineDecl> {
+        self.engines.iter().find(|e| e.kind == kind)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Hardware {
+    /// Normalized GPU type, e.g. `nvidia-a100-sxm4-80gb`.
+    pub gpu: String,
+    /// GPUs on the box.
+    pub gpus: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRef {
+    pub id: String,
+    pub revision: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    Docker,
+    Local,
+    Sim,
+}
+
+impl Runtime {
+    pub const NAMES: &[&str] = &["docker", "local", "sim"];
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "docker" => Some(Self::Docker),
+            "local" => Some(Self::Local),
+            "sim" => Some(Self::Sim),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Docker => "docker",
+            Self::Local => "local",
+            Self::Sim => "sim",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EngineKind {
+    Vllm,
+    Sglang,
+    Trtllm,
+}
+
+impl EngineKind {
+    pub const NAMES: &[&str] = &["vllm", "sglang", "trtllm"];
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "vllm" => Some(Self::Vllm),
+            "sglang" => Some(Self::Sglang),
+            "trtllm" => Some(Self::Trtllm),
+            _ => None,
+        }
+    }
+
+    /// The name used in files and keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Vllm => "vllm",
+            Self::Sglang => "sglang",
+            Self::Trtllm => "trtllm",
+        }
+    }
+
+    /// The name a reader knows.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Self::Vllm => "vLLM",
+            Self::Sglang => "SGLang",
+            Self::Trtllm => "TensorRT-LLM",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct EngineDecl {
+    pub kind: EngineKind,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `/v1/completions`.
+    Openai,
+    /// `/v1/chat/completions`.
+    OpenaiChat,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::OpenaiChat => "openai-chat",
+        }
+    }
+
+    pub fn default_endpoint(self) -> &'static str {
+        match self {
+            Self::Openai => "/v1/completions",
+            Self::OpenaiChat => "/v1/chat/completions",
+        }
+    }
+}
+
+/// The benchmark client with every option made explicit.
+#[derive(Debug, Clone)]
+pub struct HarnessDecl {
+    pub backend: Backend,
+    pub endpoint: String,
+    /// Sampling temperature; 0 is greedy, as `vllm bench serve` v0.11 sends by default.
+    pub temperature: f64,
+    pub ignore_eos: bool,
+}
+
+impl Default for HarnessDecl {
+    fn default() -> Self {
+        Self {
+            backend: Backend::OpenaiChat,
+            endpoint: Backend::OpenaiChat.default_endpoint().to_owned(),
+            temperature: 0.0,
+            ignore_eos: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub name: Spanned<String>,
+    pub dataset: Dataset,
+    pub prompts: u32,
+    pub rate: RequestRate,
+    pub concurrency: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dataset {
+    ShareGpt {
+        /// The declared file (the real dataset).
+        path: String,
+        /// A small stand-in used when `path` does not exist.
+        sample: Option<String>,
+        /// Fixed output length instead of the reply's length.
+        output_len: Option<u32>,
+        /// Seed of the shuffle (`--seed`, default 0).
+        seed: u64,
+    },
+    Random {
+        input_len: u32,
+        output_len: u32,
+        range_ratio: f64,
+        /// Seed of the generator (`--seed`, default 0).
+        seed: u64,
+    },
+}
+
+/// Requests per second, or all at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RequestRate {
+    Infinite,
+    PerSecond(f64),
+}
+
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub name: Spanned<String>,
+    pub engine: EngineKind,
+    pub model: ModelRef,
+    pub gpus: u32,
+    pub replicas: u32,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Workload names, in the order they are measured.
+    pub workloads: Vec<String>,
+    pub expectations: Vec<Expectation>,
+    /// The sweep this step was expanded from, and its value there.
+    pub sweep: Option<SweepOrigin>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepOrigin {
+    pub sweep: String,
+    pub flag: String,
+    pub value: String,
+}
+
+/// A published number (or failure) for one step and workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expectation {
+    pub workload: String,
+    pub outcome: ExpectedOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExpectedOutcome {
+    /// Metric name (a `--save-result` key) to value, as printed.
+    Metrics(Vec<ExpectedMetric>),
+    Failure(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpectedMetric {
+    pub name: String,
+    pub value: f64,
+    /// The text as written, so a report prints `3792.50`, not `3792.5`.
+    pub text: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub title: String,
+    pub baseline: String,
+    pub candidates: Vec<String>,
+    pub workload: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Conclusion {
+    pub baseline: String,
+    pub optimized: String,
+}
