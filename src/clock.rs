@@ -1,9 +1,15 @@
 //! Wall-clock time, read in one place so tests can fix it (`PERFPIPE_NOW`).
 
 /// Seconds since the Unix epoch, or `PERFPIPE_NOW` when set.
-#[expect(clippy::disallowed_methods, reason = "the one reader of the wall clock")]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the one reader of the wall clock"
+)]
 pub fn unix_now() -> u64 {
-    if let Some(fixed) = std::env::var("PERFPIPE_NOW").ok().and_then(|v| v.parse().ok()) {
+    if let Some(fixed) = std::env::var("PERFPIPE_NOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         return fixed;
     }
     std::time::SystemTime::now()
@@ -39,6 +45,6 @@ mod tests {
     #[test]
     fn formats_utc() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339(1_795_290_164), "2026-11-22T19:42:44Z");
+        assert_eq!(super::rfc3339(1_795_290_164), "2026-11-21T19:42:44Z");
     }
 }

@@ -34,8 +34,18 @@ mod tests {
 
     #[test]
     fn is_deterministic_and_in_range() {
-        let a: Vec<u64> = (0..5).map({ let mut r = Rng::new(42); move |_| r.range(3, 7) }).collect();
-        let b: Vec<u64> = (0..5).map({ let mut r = Rng::new(42); move |_| r.range(3, 7) }).collect();
+        let a: Vec<u64> = (0..5)
+            .map({
+                let mut r = Rng::new(42);
+                move |_| r.range(3, 7)
+            })
+            .collect();
+        let b: Vec<u64> = (0..5)
+            .map({
+                let mut r = Rng::new(42);
+                move |_| r.range(3, 7)
+            })
+            .collect();
         assert_eq!(a, b);
         assert!(a.iter().all(|v| (3..=7).contains(v)));
     }

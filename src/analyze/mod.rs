@@ -81,7 +81,15 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
             let steps: Vec<&str> = std::iter::once(c.baseline.as_str())
                 .chain(c.candidates.iter().map(String::as_str))
                 .collect();
-            rank(spec, &frame, &runs, &c.title, &c.baseline, &steps, &c.workload)
+            rank(
+                spec,
+                &frame,
+                &runs,
+                &c.title,
+                &c.baseline,
+                &steps,
+                &c.workload,
+            )
         })
         .collect::<Result<_, _>>()?;
     let conclusion = match &spec.conclusion {
@@ -97,8 +105,16 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
 
 /// One row per successful run: step, workload, workload order, replicas, TPS, TPOT.
 fn runs_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
-    let ok: Vec<&RunRecord> = runs.iter().filter(|r| r.metrics.contains_key(TPS)).collect();
-    let order = |w: &str| spec.workloads.iter().position(|x| x.name.value == w).unwrap_or(usize::MAX) as u32;
+    let ok: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| r.metrics.contains_key(TPS))
+        .collect();
+    let order = |w: &str| {
+        spec.workloads
+            .iter()
+            .position(|x| x.name.value == w)
+            .unwrap_or(usize::MAX) as u32
+    };
     let replicas = |s: &str| spec.step(s).map_or(1, |s| s.replicas);
     df!(
         "step" => ok.iter().map(|r| r.step.clone()).collect::<Vec<_>>(),
@@ -119,13 +135,20 @@ fn rank(
     steps: &[&str],
     workload: &str,
 ) -> PolarsResult<ComparisonResult> {
-    let in_comparison = steps.iter().fold(lit(false), |acc, s| acc.or(col("step").eq(lit(*s))));
+    let in_comparison = steps
+        .iter()
+        .fold(lit(false), |acc, s| acc.or(col("step").eq(lit(*s))));
     let ranked = frame
         .clone()
         .lazy()
         .filter(col("workload").eq(lit(workload)).and(in_comparison))
         .with_column((col("tps") * col("replicas").cast(DataType::Float64)).alias("aggregate"))
-        .sort(["aggregate"], SortMultipleOptions::default().with_order_descending(true).with_maintain_order(true))
+        .sort(
+            ["aggregate"],
+            SortMultipleOptions::default()
+                .with_order_descending(true)
+                .with_maintain_order(true),
+        )
         .collect()?;
     let step_col = ranked.column("step")?.str()?.clone();
     let replicas = ranked.column("replicas")?.u32()?.clone();
@@ -136,7 +159,13 @@ fn rank(
         .filter_map(|s| spec.step(s).map(|s| s.engine.display_name()))
         .collect();
     let label = |step: &str| match spec.step(step) {
-        Some(s) if engines.iter().filter(|e| **e == s.engine.display_name()).count() == 1 => {
+        Some(s)
+            if engines
+                .iter()
+                .filter(|e| **e == s.engine.display_name())
+                .count()
+                == 1 =>
+        {
             s.engine.display_name().to_owned()
         }
         _ => step.to_owned(),
@@ -160,8 +189,14 @@ fn rank(
         if ranking.iter().any(|r| r.step == *step) {
             continue;
         }
-        match runs.iter().find(|r| r.step == *step && r.workload == workload) {
-            Some(RunRecord { failure: Some(error), .. }) => failed.push((step.to_string(), error.clone())),
+        match runs
+            .iter()
+            .find(|r| r.step == *step && r.workload == workload)
+        {
+            Some(RunRecord {
+                failure: Some(error),
+                ..
+            }) => failed.push((step.to_string(), error.clone())),
             _ => missing.push(step.to_string()),
         }
     }
@@ -174,7 +209,12 @@ fn rank(
     })
 }
 
-fn conclusion(spec: &Spec, frame: &DataFrame, baseline: &str, optimized: &str) -> PolarsResult<Option<ConclusionTable>> {
+fn conclusion(
+    spec: &Spec,
+    frame: &DataFrame,
+    baseline: &str,
+    optimized: &str,
+) -> PolarsResult<Option<ConclusionTable>> {
     let side = |step: &str, suffix: &str| {
         frame
             .clone()
@@ -183,19 +223,28 @@ fn conclusion(spec: &Spec, frame: &DataFrame, baseline: &str, optimized: &str) -
             .select([
                 col("workload"),
                 col("order"),
-                (col("tps") * col("replicas").cast(DataType::Float64)).alias(format!("aggregate{suffix}")),
+                (col("tps") * col("replicas").cast(DataType::Float64))
+                    .alias(format!("aggregate{suffix}")),
                 col("tps").alias(format!("tps{suffix}")),
                 col("tpot").alias(format!("tpot{suffix}")),
             ])
     };
     let joined = side(baseline, "_base")
         .join(
-            side(optimized, "_opt").select([col("workload"), col("aggregate_opt"), col("tps_opt"), col("tpot_opt")]),
+            side(optimized, "_opt").select([
+                col("workload"),
+                col("aggregate_opt"),
+                col("tps_opt"),
+                col("tpot_opt"),
+            ]),
             [col("workload")],
             [col("workload")],
             JoinArgs::new(JoinType::Inner),
         )
-        .with_column(((col("aggregate_opt") - col("aggregate_base")) / col("aggregate_base") * lit(100.0)).alias("delta"))
+        .with_column(
+            ((col("aggregate_opt") - col("aggregate_base")) / col("aggregate_base") * lit(100.0))
+                .alias("delta"),
+        )
         .sort(["order"], SortMultipleOptions::default())
         .collect()?;
     if joined.height() == 0 {
@@ -203,14 +252,21 @@ fn conclusion(spec: &Spec, frame: &DataFrame, baseline: &str, optimized: &str) -
     }
     let get = |name: &str| -> PolarsResult<Vec<f64>> {
         let values = joined.column(name)?.f64()?.clone();
-        Ok((0..values.len()).map(|i| values.get(i).unwrap_or(f64::NAN)).collect())
+        Ok((0..values.len())
+            .map(|i| values.get(i).unwrap_or(f64::NAN))
+            .collect())
     };
     let names = joined.column("workload")?.str()?.clone();
     let workloads: Vec<String> = (0..names.len())
         .map(|i| names.get(i).unwrap_or_default().to_owned())
         .collect();
-    let (base_tps, base_tpot, opt_tps, opt_tpot, delta) =
-        (get("tps_base")?, get("tpot_base")?, get("tps_opt")?, get("tpot_opt")?, get("delta")?);
+    let (base_tps, base_tpot, opt_tps, opt_tpot, delta) = (
+        get("tps_base")?,
+        get("tpot_base")?,
+        get("tps_opt")?,
+        get("tpot_opt")?,
+        get("delta")?,
+    );
     let rows = workloads
         .into_iter()
         .enumerate()

@@ -55,7 +55,9 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
             step.workloads.iter().map(move |w| {
                 let expectation = step.expectations.iter().find(|x| &x.workload == w);
                 let (metrics, failure) = match expectation.map(|x| &x.outcome) {
-                    Some(ExpectedOutcome::Metrics(m)) => (m.iter().map(|m| (m.name.clone(), m.value)).collect(), None),
+                    Some(ExpectedOutcome::Metrics(m)) => {
+                        (m.iter().map(|m| (m.name.clone(), m.value)).collect(), None)
+                    }
                     Some(ExpectedOutcome::Failure(e)) => (BTreeMap::new(), Some(e.clone())),
                     None => (BTreeMap::new(), None),
                 };
@@ -80,12 +82,16 @@ pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
         .iter()
         .map(|run| {
             let samples = index.samples(&run.key);
-            let ok: Vec<_> = samples.iter().filter_map(|s| s.metrics().map(|m| (s, m))).collect();
+            let ok: Vec<_> = samples
+                .iter()
+                .filter_map(|s| s.metrics().map(|m| (s, m)))
+                .collect();
             let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
             for (_, m) in &ok {
                 let value = serde_json::to_value(m).expect("metrics are plain data");
                 for (name, v) in value.as_object().into_iter().flatten() {
-                    *metrics.entry(name.clone()).or_default() += v.as_f64().unwrap_or(f64::NAN) / ok.len() as f64;
+                    *metrics.entry(name.clone()).or_default() +=
+                        v.as_f64().unwrap_or(f64::NAN) / ok.len() as f64;
                 }
             }
             let failure = if ok.is_empty() {

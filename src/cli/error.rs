@@ -10,7 +10,9 @@ use crate::spec::SpecErrors;
 #[derive(Debug, Error, Diagnostic)]
 pub enum CliError {
     #[error("cannot read the experiment `{path}`")]
-    #[diagnostic(help("experiments live under `experiments/`, e.g. `perfpipe run experiments/qwen3-14b-a100.kdl`"))]
+    #[diagnostic(help(
+        "experiments live under `experiments/`, e.g. `perfpipe run experiments/qwen3-14b-a100.kdl`"
+    ))]
     ReadExperiment {
         path: String,
         #[source]
@@ -25,7 +27,9 @@ pub enum CliError {
     ))]
     Inputs(#[source] crate::inputs::Error),
     #[error("runtime `{0}` is not available in this build")]
-    #[diagnostic(help("run with `--runtime sim` to use the simulated engine; `docker` and `local` come with the real-engine runtimes"))]
+    #[diagnostic(help(
+        "run with `--runtime sim` to use the simulated engine; `docker` and `local` come with the real-engine runtimes"
+    ))]
     RuntimeUnavailable(&'static str),
     #[error("interrupted: engines were stopped, runs already finished are kept in the store")]
     Interrupted,
@@ -56,12 +60,17 @@ impl From<ExecError> for CliError {
 impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::ReadExperiment { .. } | Self::Spec(_) | Self::Inputs(_) | Self::RuntimeUnavailable(_) => {
+            Self::ReadExperiment { .. }
+            | Self::Spec(_)
+            | Self::Inputs(_)
+            | Self::RuntimeUnavailable(_) => exit_code::USAGE,
+            Self::Exec(ExecError::Dataset { .. } | ExecError::DatasetRead { .. }) => {
                 exit_code::USAGE
             }
-            Self::Exec(ExecError::Dataset { .. } | ExecError::DatasetRead { .. }) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
-            Self::Exec(_) | Self::Store(_) | Self::Write { .. } | Self::Analysis(_) => exit_code::INTERNAL,
+            Self::Exec(_) | Self::Store(_) | Self::Write { .. } | Self::Analysis(_) => {
+                exit_code::INTERNAL
+            }
         }
     }
 }

@@ -26,7 +26,11 @@ pub fn main() -> u8 {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { exit_code::USAGE } else { exit_code::OK };
+            return if e.use_stderr() {
+                exit_code::USAGE
+            } else {
+                exit_code::OK
+            };
         }
     };
     raise_open_file_limit();
@@ -89,7 +93,8 @@ fn raise_open_file_limit() {
             rlim_cur: 0,
             rlim_max: 0,
         };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
             limit.rlim_cur = limit.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
@@ -97,7 +102,10 @@ fn raise_open_file_limit() {
 }
 
 /// Writes a whole text file (reports), creating its directory.
-#[expect(clippy::disallowed_methods, reason = "reports are plain text files the user asked for")]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "reports are plain text files the user asked for"
+)]
 fn write_text(path: &Path, text: &str) -> Result<(), CliError> {
     let io = |source| CliError::Write {
         path: path.display().to_string(),

@@ -17,7 +17,10 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
 /// Keys every run and looks each key up in the store.
 pub(super) fn build_plan(loaded: &Loaded, common: &Common) -> Result<Plan, CliError> {
     let runs = plan::keyed_runs(&loaded.spec, loaded.runtime, &loaded.inputs);
-    let index = loaded.store.index(runs.iter().map(|r| &r.key)).map_err(CliError::Store)?;
+    let index = loaded
+        .store
+        .index(runs.iter().map(|r| &r.key))
+        .map_err(CliError::Store)?;
     Ok(plan::build(
         runs,
         &index,
@@ -47,12 +50,30 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
             );
         }
     }
-    let step_w = plan.runs.iter().map(|r| r.step.len()).max().unwrap_or(4).max(4);
-    let work_w = plan.runs.iter().map(|r| r.workload.len()).max().unwrap_or(8).max(8);
-    let _ = writeln!(out, "\n{:step_w$}  {:work_w$}  {:12}  {:7}  DETAIL", "STEP", "WORKLOAD", "KEY", "STATUS");
+    let step_w = plan
+        .runs
+        .iter()
+        .map(|r| r.step.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let work_w = plan
+        .runs
+        .iter()
+        .map(|r| r.workload.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let _ = writeln!(
+        out,
+        "\n{:step_w$}  {:work_w$}  {:12}  {:7}  DETAIL",
+        "STEP", "WORKLOAD", "KEY", "STATUS"
+    );
     for r in &plan.runs {
         let detail = match &r.status {
-            RunStatus::Cached { samples } => format!("{samples} sample{}", if *samples == 1 { "" } else { "s" }),
+            RunStatus::Cached { samples } => {
+                format!("{samples} sample{}", if *samples == 1 { "" } else { "s" })
+            }
             RunStatus::Failed { error } => error.clone(),
             RunStatus::Missing { reason } => reason.clone(),
         };
@@ -65,7 +86,12 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
             r.status.label()
         );
     }
-    let count = |label: &str| plan.runs.iter().filter(|r| r.status.label() == label).count();
+    let count = |label: &str| {
+        plan.runs
+            .iter()
+            .filter(|r| r.status.label() == label)
+            .count()
+    };
     let to_run = plan.missing().len();
     let _ = writeln!(
         out,

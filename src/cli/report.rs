@@ -24,7 +24,10 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
 }
 
 pub(super) fn stored_records(loaded: &Loaded, plan: &Plan) -> Result<Vec<RunRecord>, CliError> {
-    let index = loaded.store.index(plan.runs.iter().map(|r| &r.key)).map_err(CliError::Store)?;
+    let index = loaded
+        .store
+        .index(plan.runs.iter().map(|r| &r.key))
+        .map_err(CliError::Store)?;
     Ok(analyze::from_store(plan, &index))
 }
 

@@ -19,7 +19,12 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     eprintln!(
         "perfpipe: {} runs, {} cached, {to_run} to run (runtime `{}`)",
         plan.runs.len(),
-        plan.runs.len() - plan.runs.iter().filter(|r| plan.missing().iter().any(|m| m.key == r.key)).count(),
+        plan.runs.len()
+            - plan
+                .runs
+                .iter()
+                .filter(|r| plan.missing().iter().any(|m| m.key == r.key))
+                .count(),
         plan.runtime.name()
     );
     let options = ExecOptions {
@@ -30,14 +35,23 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         startup_timeout: Duration::from_secs(args.startup_timeout),
         attempts: 3,
     };
-    let summary = exec::execute(&loaded.spec, &loaded.inputs, &plan, &loaded.store, &options, &mut |event| {
-        progress(&event)
-    })?;
+    let summary = exec::execute(
+        &loaded.spec,
+        &loaded.inputs,
+        &plan,
+        &loaded.store,
+        &options,
+        &mut |event| progress(&event),
+    )?;
 
     let records = stored_records(&loaded, &plan)?;
     let unexpected_failures = records
         .iter()
-        .filter(|r| r.failure.as_deref().is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e)))
+        .filter(|r| {
+            r.failure
+                .as_deref()
+                .is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e))
+        })
         .count();
     let text = render(&loaded, records)?;
     print!("{text}");
@@ -52,7 +66,11 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         summary.failed,
         path.display()
     );
-    Ok(if unexpected_failures > 0 { exit_code::RUNS_FAILED } else { exit_code::OK })
+    Ok(if unexpected_failures > 0 {
+        exit_code::RUNS_FAILED
+    } else {
+        exit_code::OK
+    })
 }
 
 /// A failure the experiment declares (`expect-failure`) is the published outcome, not an error.
@@ -67,13 +85,26 @@ fn failure_expected(spec: &Spec, step: &str, workload: &str, error: &str) -> boo
 fn progress(event: &ExecEvent) {
     match event {
         ExecEvent::Started { index, total, run } => {
-            eprintln!("[{}/{total}] `{}` × `{}` ({})", index + 1, run.step, run.workload, run.key.short());
+            eprintln!(
+                "[{}/{total}] `{}` × `{}` ({})",
+                index + 1,
+                run.step,
+                run.workload,
+                run.key.short()
+            );
         }
         ExecEvent::AlreadyDone { run } => {
-            eprintln!("      already in the store (committed by another perfpipe): {}", run.key.short());
+            eprintln!(
+                "      already in the store (committed by another perfpipe): {}",
+                run.key.short()
+            );
         }
-        ExecEvent::Retrying { error, .. } => eprintln!("      transient failure, retrying: {error}"),
-        ExecEvent::Finished { result, elapsed, .. } => match &result.outcome {
+        ExecEvent::Retrying { error, .. } => {
+            eprintln!("      transient failure, retrying: {error}")
+        }
+        ExecEvent::Finished {
+            result, elapsed, ..
+        } => match &result.outcome {
             Outcome::Success { metrics, warnings } => {
                 eprintln!(
                     "      done in {:.1}s: {:.2} tok/s total, mean TPOT {:.2} ms",

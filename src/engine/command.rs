@@ -4,7 +4,13 @@
 use crate::spec::EngineKind;
 
 /// The engine's serve command, as a user would type it on the GPU box.
-pub fn serve_argv(engine: EngineKind, model: &str, host: &str, port: u16, args: &[String]) -> Vec<String> {
+pub fn serve_argv(
+    engine: EngineKind,
+    model: &str,
+    host: &str,
+    port: u16,
+    args: &[String],
+) -> Vec<String> {
     let port = port.to_string();
     let mut argv: Vec<String> = match engine {
         EngineKind::Vllm => vec!["vllm", "serve", model, "--host", host, "--port", &port],
@@ -53,11 +59,22 @@ mod tests {
     fn each_engine_gets_its_own_host_and_port_flags() {
         let args = vec!["--tp-size".to_string(), "8".to_string()];
         assert_eq!(
-            serve_argv(EngineKind::Sglang, "Qwen/Qwen3-14B", "127.0.0.1", 8001, &args).join(" "),
+            serve_argv(
+                EngineKind::Sglang,
+                "Qwen/Qwen3-14B",
+                "127.0.0.1",
+                8001,
+                &args
+            )
+            .join(" "),
             "python3 -m sglang.launch_server --model-path Qwen/Qwen3-14B --host 127.0.0.1 --port 8001 --tp-size 8"
         );
         assert_eq!(
-            display_command(EngineKind::Trtllm, "Qwen/Qwen3-14B", &["--max_seq_len=40960".into()]),
+            display_command(
+                EngineKind::Trtllm,
+                "Qwen/Qwen3-14B",
+                &["--max_seq_len=40960".into()]
+            ),
             "trtllm-serve Qwen/Qwen3-14B --max_seq_len=40960"
         );
     }

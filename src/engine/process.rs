@@ -15,7 +15,10 @@ pub struct EngineProcess {
 
 impl EngineProcess {
     /// Starts `program args` in a new process group with `env` added.
-    #[expect(clippy::disallowed_methods, reason = "the one place engines are spawned")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the one place engines are spawned"
+    )]
     pub fn spawn(
         program: &Path,
         args: &[String],
@@ -57,7 +60,10 @@ impl EngineProcess {
     /// SIGTERM to the group, `grace` to exit, then SIGKILL to the group.
     pub async fn stop(&mut self, grace: Duration) {
         self.signal_group(libc::SIGTERM);
-        if tokio::time::timeout(grace, self.child.wait()).await.is_err() {
+        if tokio::time::timeout(grace, self.child.wait())
+            .await
+            .is_err()
+        {
             self.signal_group(libc::SIGKILL);
             let _ = self.child.wait().await;
         }

@@ -30,11 +30,24 @@ pub struct ExecOptions {
 
 /// What the executor tells its caller as it goes.
 pub enum ExecEvent<'a> {
-    Started { index: usize, total: usize, run: &'a PlannedRun },
+    Started {
+        index: usize,
+        total: usize,
+        run: &'a PlannedRun,
+    },
     /// Another process committed this key while we waited for its lock.
-    AlreadyDone { run: &'a PlannedRun },
-    Retrying { run: &'a PlannedRun, error: &'a str },
-    Finished { run: &'a PlannedRun, result: &'a RunResult, elapsed: Duration },
+    AlreadyDone {
+        run: &'a PlannedRun,
+    },
+    Retrying {
+        run: &'a PlannedRun,
+        error: &'a str,
+    },
+    Finished {
+        run: &'a PlannedRun,
+        result: &'a RunResult,
+        elapsed: Duration,
+    },
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +102,9 @@ pub fn execute(
         .enable_all()
         .build()
         .map_err(ExecError::Tokio)?;
-    let cancel = runtime.block_on(async { watch_signals() }).map_err(ExecError::Tokio)?;
+    let cancel = runtime
+        .block_on(async { watch_signals() })
+        .map_err(ExecError::Tokio)?;
     let ctx = RunContext {
         spec,
         inputs,

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -14,7 +13,7 @@ use crate::engine::process::{EngineProcess, free_port};
 use crate::engine::{SIM_ENGINE_VERSION, sim};
 use crate::harness::{self, BenchRequest, Load, RequestSettings};
 use crate::inputs::ResolvedInputs;
-use crate::metrics::{Provenance, compute, render_serving_block};
+use crate::metrics::{Provenance, RequestRecord, ServingMetrics, compute, render_serving_block};
 use crate::plan::PlannedRun;
 use crate::spec::{Dataset, Spec, Step, Workload};
 use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
@@ -49,15 +48,21 @@ impl RunContext<'_> {
         let mut cancel = self.cancel.clone();
         tokio::select! {
             lock = tokio::task::spawn_blocking(move || store.lock(&key)) => {
-                Ok(lock.map_err(|e| ExecError::Store(crate::store::Error::Io(std::io::Error::other(e))))??)
+                Ok(lock.expect("taking a lock does not panic")?)
             }
             _ = cancel.wait_for(|c| *c) => Err(ExecError::Interrupted),
         }
     }
 
     pub async fn measure(&self, run: &PlannedRun) -> Result<Attempt, ExecError> {
-        let step = self.spec.step(&run.step).expect("plan runs name declared steps");
-        let workload = self.spec.workload(&run.workload).expect("plan runs name declared workloads");
+        let step = self
+            .spec
+            .step(&run.step)
+            .expect("plan runs name declared steps");
+        let workload = self
+            .spec
+            .workload(&run.workload)
+            .expect("plan runs name declared workloads");
         let requests = self.requests(workload).await?;
         let pending = self.store.begin_sample()?;
         let started_at = crate::clock::unix_now();
@@ -69,8 +74,9 @@ impl RunContext<'_> {
         let mut sim_args = vec!["sim-engine".to_owned()];
         sim_args.extend(argv.iter().cloned());
         let engine_log = pending.logs_dir().join("engine.log");
-        let mut engine = EngineProcess::spawn(&self.options.sim_program, &sim_args, &env, &engine_log)
-            .map_err(crate::store::Error::Io)?;
+        let mut engine =
+            EngineProcess::spawn(&self.options.sim_program, &sim_args, &env, &engine_log)
+                .map_err(crate::store::Error::Io)?;
         let base_url = format!("http://127.0.0.1:{port}");
         let mut cancel = self.cancel.clone();
 
@@ -88,7 +94,11 @@ impl RunContext<'_> {
         };
         let failure = |kind, error: String| {
             let log_tail = tail(&engine_log);
-            result(Outcome::Failure { kind, error, log_tail })
+            result(Outcome::Failure {
+                kind,
+                error,
+                log_tail,
+            })
         };
 
         let ready = tokio::select! {
@@ -102,8 +112,13 @@ impl RunContext<'_> {
             Ok(()) => {}
             Err(NotReady::Exited(status)) => {
                 let log = fs_err::read_to_string(&engine_log).unwrap_or_default();
-                let error = last_error_line(&log).unwrap_or_else(|| format!("engine exited with {status} before it was ready"));
-                let kind = if is_transient(&log) { FailureKind::Transient } else { FailureKind::Deterministic };
+                let error = last_error_line(&log)
+                    .unwrap_or_else(|| format!("engine exited with {status} before it was ready"));
+                let kind = if is_transient(&log) {
+                    FailureKind::Transient
+                } else {
+                    FailureKind::Deterministic
+                };
                 let r = failure(kind, error);
                 return Ok(match kind {
                     FailureKind::Transient => Attempt::Transient(r),
@@ -112,7 +127,10 @@ impl RunContext<'_> {
             }
             Err(NotReady::TimedOut(after)) => {
                 engine.stop(STOP_GRACE).await;
-                let r = failure(FailureKind::Transient, format!("engine did not answer /health within {}s", after.as_secs()));
+                let r = failure(
+                    FailureKind::Transient,
+                    format!("engine did not answer /health within {}s", after.as_secs()),
+                );
                 return Ok(Attempt::Transient(r));
             }
         }
@@ -146,18 +164,34 @@ impl RunContext<'_> {
         engine.stop(STOP_GRACE).await;
 
         let metrics = compute(&output.records, output.duration);
-        write_harness_log(&pending, step, &metrics, &output.records);
+        pending
+            .write_log("harness.log", &harness_log(step, &metrics, &output.records))
+            .map_err(crate::store::Error::Io)?;
         if metrics.completed == 0 {
-            let first = output.records.iter().find_map(|r| r.error.clone()).unwrap_or_default();
-            let r = failure(FailureKind::Deterministic, format!("every request failed; first error: {first}"));
+            let first = output
+                .records
+                .iter()
+                .find_map(|r| r.error.clone())
+                .unwrap_or_default();
+            let r = failure(
+                FailureKind::Deterministic,
+                format!("every request failed; first error: {first}"),
+            );
             return Ok(Attempt::Done(r, pending));
         }
         let mut warnings = Vec::new();
         warnings.extend(harness::short_output_warning(&output.records));
         if metrics.failed > 0 {
-            warnings.push(format!("{} of {} requests failed", metrics.failed, output.records.len()));
+            warnings.push(format!(
+                "{} of {} requests failed",
+                metrics.failed,
+                output.records.len()
+            ));
         }
-        Ok(Attempt::Done(result(Outcome::Success { metrics, warnings }), pending))
+        Ok(Attempt::Done(
+            result(Outcome::Success { metrics, warnings }),
+            pending,
+        ))
     }
 
     /// The workload's requests; building 100 prompts of 32,000 tokens takes a
@@ -168,17 +202,33 @@ impl RunContext<'_> {
         let name = workload.name.value.clone();
         let path = self.inputs.dataset(&name).map(|d| d.path.clone());
         tokio::task::spawn_blocking(move || match dataset {
-            Dataset::Random { input_len, output_len, range_ratio, seed } => {
-                Ok(harness::dataset::random(input_len, output_len, range_ratio, seed, n))
-            }
-            Dataset::ShareGpt { output_len, seed, .. } => {
+            Dataset::Random {
+                input_len,
+                output_len,
+                range_ratio,
+                seed,
+            } => Ok(harness::dataset::random(
+                input_len,
+                output_len,
+                range_ratio,
+                seed,
+                n,
+            )),
+            Dataset::ShareGpt {
+                output_len, seed, ..
+            } => {
                 let path = path.expect("inputs resolve every sharegpt dataset");
-                let text = fs_err::read_to_string(&path).map_err(|source| ExecError::DatasetRead {
-                    path: path.display().to_string(),
-                    source,
-                })?;
-                harness::dataset::sharegpt(&text, n, seed, output_len)
-                    .map_err(|source| ExecError::Dataset { workload: name, source })
+                let text =
+                    fs_err::read_to_string(&path).map_err(|source| ExecError::DatasetRead {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
+                harness::dataset::sharegpt(&text, n, seed, output_len).map_err(|source| {
+                    ExecError::Dataset {
+                        workload: name,
+                        source,
+                    }
+                })
             }
         })
         .await
@@ -199,7 +249,11 @@ fn is_transient(log: &str) -> bool {
 
 /// The engine's own last word: the last line that names an error.
 fn last_error_line(log: &str) -> Option<String> {
-    let lines: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     let last = *lines.last()?;
     Some(
         lines
@@ -218,7 +272,8 @@ fn tail(path: &std::path::Path) -> String {
     lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
 }
 
-fn write_harness_log(pending: &PendingSample, step: &Step, metrics: &crate::metrics::ServingMetrics, records: &[crate::metrics::RequestRecord]) {
+/// The printed result block and every failed request's error.
+fn harness_log(step: &Step, metrics: &ServingMetrics, records: &[RequestRecord]) -> String {
     let mut text = format!("# step `{}`\n", step.name.value);
     text.push_str(&render_serving_block(metrics));
     for (i, r) in records.iter().enumerate() {
@@ -226,9 +281,7 @@ fn write_harness_log(pending: &PendingSample, step: &Step, metrics: &crate::metr
             let _ = writeln!(text, "request {i}: {e}");
         }
     }
-    if let Ok(mut f) = fs_err::File::create(pending.logs_dir().join("harness.log")) {
-        let _ = f.write_all(text.as_bytes());
-    }
+    text
 }
 
 #[cfg(test)]

@@ -33,7 +33,12 @@ pub fn http_client() -> reqwest::Client {
 /// Sends `req` and records TTFT (first chunk with `choices`), the gaps between
 /// chunks, the latency (to the last chunk, usage included) and the server's
 /// `completion_tokens`. `t0` is the benchmark's start.
-pub async fn send(client: &reqwest::Client, settings: &RequestSettings, req: &BenchRequest, t0: Instant) -> RequestRecord {
+pub async fn send(
+    client: &reqwest::Client,
+    settings: &RequestSettings,
+    req: &BenchRequest,
+    t0: Instant,
+) -> RequestRecord {
     let body = match settings.backend {
         Backend::OpenaiChat => json!({
             "model": settings.model,
@@ -88,14 +93,21 @@ pub async fn send(client: &reqwest::Client, settings: &RequestSettings, req: &Be
             Ok(v) => v,
             Err(e) => return failed(record, format!("malformed chunk `{}`: {e}", event.data)),
         };
-        if chunk.get("choices").and_then(Value::as_array).is_some_and(|c| !c.is_empty()) {
+        if chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty())
+        {
             if first {
                 record.ttft = (now - start).as_secs_f64();
                 first = false;
             } else {
                 record.itl.push((now - last).as_secs_f64());
             }
-        } else if let Some(tokens) = chunk.pointer("/usage/completion_tokens").and_then(Value::as_u64) {
+        } else if let Some(tokens) = chunk
+            .pointer("/usage/completion_tokens")
+            .and_then(Value::as_u64)
+        {
             record.output_tokens = tokens;
         }
         last = now;

@@ -20,22 +20,94 @@ pub struct BenchRequest {
 pub enum DatasetError {
     #[error("the dataset is not ShareGPT JSON (a list of {{\"conversations\": [...]}})")]
     Shape(#[source] serde_json::Error),
-    #[error("the dataset has no usable conversation (≥ 2 turns, prompt 4..=1024 tokens, prompt + reply ≤ 2048)")]
+    #[error(
+        "the dataset has no usable conversation (≥ 2 turns, prompt 4..=1024 tokens, prompt + reply ≤ 2048)"
+    )]
     Empty,
 }
 
 const VOCABULARY: &[&str] = &[
-    "time", "person", "year", "way", "day", "thing", "man", "world", "life", "hand", "part", "child",
-    "eye", "woman", "place", "work", "week", "case", "point", "number", "group", "problem", "fact",
-    "be", "have", "do", "say", "get", "make", "go", "know", "take", "see", "come", "think", "look",
-    "want", "give", "use", "find", "tell", "ask", "seem", "feel", "try", "leave", "call", "good",
-    "new", "first", "last", "long", "great", "little", "own", "other", "old", "right", "big", "high",
-    "different", "small", "large", "next", "early", "young", "important", "few", "public", "bad",
+    "time",
+    "person",
+    "year",
+    "way",
+    "day",
+    "thing",
+    "man",
+    "world",
+    "life",
+    "hand",
+    "part",
+    "child",
+    "eye",
+    "woman",
+    "place",
+    "work",
+    "week",
+    "case",
+    "point",
+    "number",
+    "group",
+    "problem",
+    "fact",
+    "be",
+    "have",
+    "do",
+    "say",
+    "get",
+    "make",
+    "go",
+    "know",
+    "take",
+    "see",
+    "come",
+    "think",
+    "look",
+    "want",
+    "give",
+    "use",
+    "find",
+    "tell",
+    "ask",
+    "seem",
+    "feel",
+    "try",
+    "leave",
+    "call",
+    "good",
+    "new",
+    "first",
+    "last",
+    "long",
+    "great",
+    "little",
+    "own",
+    "other",
+    "old",
+    "right",
+    "big",
+    "high",
+    "different",
+    "small",
+    "large",
+    "next",
+    "early",
+    "young",
+    "important",
+    "few",
+    "public",
+    "bad",
 ];
 
 /// `random`: input and output lengths drawn from
 /// `[⌊L(1−r)⌋, ⌈L(1+r)⌉]` (output at least 1), prompts of random words.
-pub fn random(input_len: u32, output_len: u32, range_ratio: f64, seed: u64, n: u32) -> Vec<BenchRequest> {
+pub fn random(
+    input_len: u32,
+    output_len: u32,
+    range_ratio: f64,
+    seed: u64,
+    n: u32,
+) -> Vec<BenchRequest> {
     let mut rng = Rng::new(seed);
     let bounds = |len: u32, min: u64| {
         let lo = ((f64::from(len) * (1.0 - range_ratio)).floor() as u64).max(min);
@@ -75,7 +147,12 @@ struct Turn {
 /// shuffle, the first turn as prompt and the reply's length as output length
 /// (unless fixed), vLLM's filters (prompt and reply ≥ 4 tokens, prompt ≤ 1024,
 /// total ≤ 2048), and oversampling by seeded draws when there are too few.
-pub fn sharegpt(json: &str, n: u32, seed: u64, fixed_output: Option<u32>) -> Result<Vec<BenchRequest>, DatasetError> {
+pub fn sharegpt(
+    json: &str,
+    n: u32,
+    seed: u64,
+    fixed_output: Option<u32>,
+) -> Result<Vec<BenchRequest>, DatasetError> {
     let data: Vec<Conversation> = serde_json::from_str(json).map_err(DatasetError::Shape)?;
     let mut pairs: Vec<(String, String)> = data
         .into_iter()
@@ -127,7 +204,11 @@ mod tests {
         assert_eq!(a, random(128, 4, 0.0, 42, 10));
         assert_ne!(a, random(128, 4, 0.0, 43, 10));
         let ranged = random(100, 10, 0.5, 1, 200);
-        assert!(ranged.iter().all(|r| (50..=150).contains(&r.prompt_len) && (5..=15).contains(&r.output_len)));
+        assert!(
+            ranged
+                .iter()
+                .all(|r| (50..=150).contains(&r.prompt_len) && (5..=15).contains(&r.output_len))
+        );
     }
 
     #[test]
@@ -143,9 +224,15 @@ mod tests {
         .to_string();
         let reqs = sharegpt(&json, 3, 0, None).unwrap();
         assert_eq!(reqs.len(), 3);
-        assert!(reqs.iter().all(|r| r.prompt_len == 10 && r.output_len == 20));
+        assert!(
+            reqs.iter()
+                .all(|r| r.prompt_len == 10 && r.output_len == 20)
+        );
         let fixed = sharegpt(&json, 1, 0, Some(7)).unwrap();
         assert_eq!(fixed[0].output_len, 7);
-        assert!(matches!(sharegpt("{\"not\": 1}", 1, 0, None), Err(DatasetError::Shape(_))));
+        assert!(matches!(
+            sharegpt("{\"not\": 1}", 1, 0, None),
+            Err(DatasetError::Shape(_))
+        ));
     }
 }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tokio::time::{Duration, Instant};
 
+pub use crate::tokenizer::TOKENIZER;
 pub use client::{RequestSettings, http_client};
 pub use dataset::{BenchRequest, DatasetError};
-pub use crate::tokenizer::TOKENIZER;
 
 use crate::metrics::RequestRecord;
 use crate::rng::Rng;
@@ -38,9 +38,16 @@ pub struct BenchOutput {
 
 /// Sends every request (at `load`'s rate, at most `max_concurrency` in flight)
 /// and waits for all of them.
-pub async fn run(client: &reqwest::Client, settings: &RequestSettings, requests: Vec<BenchRequest>, load: &Load) -> BenchOutput {
+pub async fn run(
+    client: &reqwest::Client,
+    settings: &RequestSettings,
+    requests: Vec<BenchRequest>,
+    load: &Load,
+) -> BenchOutput {
     let delays = arrival_delays(requests.len(), load);
-    let semaphore = load.max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
+    let semaphore = load
+        .max_concurrency
+        .map(|n| Arc::new(Semaphore::new(n as usize)));
     let settings = Arc::new(settings.clone());
     let t0 = Instant::now();
     let mut tasks = Vec::with_capacity(requests.len());
@@ -49,7 +56,12 @@ pub async fn run(client: &reqwest::Client, settings: &RequestSettings, requests:
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep_until(t0 + delay).await;
             let _permit = match &semaphore {
-                Some(s) => Some(s.clone().acquire_owned().await.expect("semaphore is never closed")),
+                Some(s) => Some(
+                    s.clone()
+                        .acquire_owned()
+                        .await
+                        .expect("semaphore is never closed"),
+                ),
                 None => None,
             };
             client::send(&client, &settings, &req, t0).await
@@ -94,11 +106,17 @@ fn arrival_delays(n: usize, load: &Load) -> Vec<Duration> {
 /// A warning when requests generated fewer tokens than asked.
 pub fn short_output_warning(records: &[RequestRecord]) -> Option<String> {
     let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.success).collect();
-    let short = ok.iter().filter(|r| r.output_tokens < r.requested_output_tokens).count();
+    let short = ok
+        .iter()
+        .filter(|r| r.output_tokens < r.requested_output_tokens)
+        .count();
     (short > 0).then(|| {
         let got: u64 = ok.iter().map(|r| r.output_tokens).sum();
         let asked: u64 = ok.iter().map(|r| r.requested_output_tokens).sum();
-        format!("{short} of {} requests generated fewer tokens than asked ({got} of {asked})", ok.len())
+        format!(
+            "{short} of {} requests generated fewer tokens than asked ({got} of {asked})",
+            ok.len()
+        )
     })
 }
 
@@ -108,11 +126,18 @@ mod tests {
 
     #[test]
     fn poisson_arrivals_end_at_n_over_rate() {
-        let load = Load { rate: RequestRate::PerSecond(4.0), max_concurrency: None, seed: 0 };
+        let load = Load {
+            rate: RequestRate::PerSecond(4.0),
+            max_concurrency: None,
+            seed: 0,
+        };
         let d = arrival_delays(100, &load);
         assert!((d[99].as_secs_f64() - 25.0).abs() < 1e-6);
         assert!(d.windows(2).all(|w| w[0] <= w[1]));
-        let inf = Load { rate: RequestRate::Infinite, ..load };
+        let inf = Load {
+            rate: RequestRate::Infinite,
+            ..load
+        };
         assert!(arrival_delays(3, &inf).iter().all(|d| d.is_zero()));
     }
 }

@@ -97,30 +97,58 @@ mod tests {
 
     #[test]
     fn equals_form_aliases_and_order_do_not_matter() {
-        let a = canon(EngineKind::Vllm, &["-tp", "4", "--max-num-batched-tokens=4096"]);
+        let a = canon(
+            EngineKind::Vllm,
+            &["-tp", "4", "--max-num-batched-tokens=4096"],
+        );
         let b = canon(
             EngineKind::Vllm,
-            &["--max_num_batched_tokens", "4096", "--tensor-parallel-size", "4"],
+            &[
+                "--max_num_batched_tokens",
+                "4096",
+                "--tensor-parallel-size",
+                "4",
+            ],
         );
         assert_eq!(a, b);
         assert_eq!(
             a,
-            ["--max-num-batched-tokens", "4096", "--tensor-parallel-size", "4"]
+            [
+                "--max-num-batched-tokens",
+                "4096",
+                "--tensor-parallel-size",
+                "4"
+            ]
         );
     }
 
     #[test]
     fn boolean_flags_and_negative_values_survive() {
         assert_eq!(
-            canon(EngineKind::Vllm, &["--enable-expert-parallel", "-tp", "8", "--seed", "-1"]),
-            ["--enable-expert-parallel", "--seed", "-1", "--tensor-parallel-size", "8"]
+            canon(
+                EngineKind::Vllm,
+                &["--enable-expert-parallel", "-tp", "8", "--seed", "-1"]
+            ),
+            [
+                "--enable-expert-parallel",
+                "--seed",
+                "-1",
+                "--tensor-parallel-size",
+                "8"
+            ]
         );
     }
 
     #[test]
     fn aliases_are_per_engine() {
-        assert_eq!(canon(EngineKind::Sglang, &["--tp", "8"]), ["--tp-size", "8"]);
-        assert_eq!(canon(EngineKind::Trtllm, &["--max_num_tokens=8192"]), ["--max_num_tokens", "8192"]);
+        assert_eq!(
+            canon(EngineKind::Sglang, &["--tp", "8"]),
+            ["--tp-size", "8"]
+        );
+        assert_eq!(
+            canon(EngineKind::Trtllm, &["--max_num_tokens=8192"]),
+            ["--max_num_tokens", "8192"]
+        );
     }
 
     #[test]

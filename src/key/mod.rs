@@ -38,8 +38,10 @@ impl RunKey {
 
     /// Accepts only what a key looks like, so a key can name a store path.
     pub fn parse(s: &str) -> Option<RunKey> {
-        (s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-            .then(|| RunKey(s.to_owned()))
+        (s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| RunKey(s.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {

@@ -80,10 +80,7 @@ fn peaks(ok: &[&RequestRecord]) -> (f64, f64) {
     let Some(t0) = ok.iter().map(|r| r.start).min_by(f64::total_cmp) else {
         return (0.0, 0.0);
     };
-    let t_end = ok
-        .iter()
-        .map(|r| r.start + r.latency)
-        .fold(t0, f64::max);
+    let t_end = ok.iter().map(|r| r.start + r.latency).fold(t0, f64::max);
     let buckets = (t_end - t0).ceil() as usize + 1;
     let mut tokens = vec![0u64; buckets];
     let mut alive = vec![0u64; buckets];

@@ -116,7 +116,11 @@ mod tests {
         }))
         .unwrap();
         for name in METRIC_NAMES {
-            assert_eq!(m.get(name), Some(if *name == "failed" { 0.0 } else { 1.0 }), "{name}");
+            assert_eq!(
+                m.get(name),
+                Some(if *name == "failed" { 0.0 } else { 1.0 }),
+                "{name}"
+            );
         }
     }
 }

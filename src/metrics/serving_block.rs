@@ -25,11 +25,31 @@ pub fn render_serving_block(m: &ServingMetrics) -> String {
     float(&mut out, "Benchmark duration (s):", m.duration);
     int(&mut out, "Total input tokens:", m.total_input_tokens);
     int(&mut out, "Total generated tokens:", m.total_output_tokens);
-    float(&mut out, "Request throughput (req/s):", m.request_throughput);
-    float(&mut out, "Output token throughput (tok/s):", m.output_throughput);
-    float(&mut out, "Peak output token throughput (tok/s):", m.max_output_tokens_per_s);
-    float(&mut out, "Peak concurrent requests:", m.max_concurrent_requests);
-    float(&mut out, "Total Token throughput (tok/s):", m.total_token_throughput);
+    float(
+        &mut out,
+        "Request throughput (req/s):",
+        m.request_throughput,
+    );
+    float(
+        &mut out,
+        "Output token throughput (tok/s):",
+        m.output_throughput,
+    );
+    float(
+        &mut out,
+        "Peak output token throughput (tok/s):",
+        m.max_output_tokens_per_s,
+    );
+    float(
+        &mut out,
+        "Peak concurrent requests:",
+        m.max_concurrent_requests,
+    );
+    float(
+        &mut out,
+        "Total Token throughput (tok/s):",
+        m.total_token_throughput,
+    );
     for (title, name, short) in [
         ("Time to First Token", "ttft", "TTFT"),
         ("Time per Output Token (excl. 1st token)", "tpot", "TPOT"),
@@ -42,5 +62,9 @@ pub fn render_serving_block(m: &ServingMetrics) -> String {
         }
     }
     let _ = writeln!(out, "{}", "=".repeat(50));
-    out.lines().map(str::trim_end).collect::<Vec<_>>().join("\n") + "\n"
+    out.lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }

@@ -28,10 +28,16 @@ pub struct PlannedRun {
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunStatus {
     /// Enough successful samples are stored.
-    Cached { samples: usize },
+    Cached {
+        samples: usize,
+    },
     /// A deterministic failure is stored; it is not retried unless asked.
-    Failed { error: String },
-    Missing { reason: String },
+    Failed {
+        error: String,
+    },
+    Missing {
+        reason: String,
+    },
 }
 
 impl RunStatus {

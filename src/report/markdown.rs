@@ -12,8 +12,19 @@ pub fn markdown(spec: &Spec, analysis: &Analysis) -> String {
     let mut out = String::new();
     let title = spec.title.as_deref().unwrap_or(&spec.name);
     let _ = writeln!(out, "# {title}\n");
-    let _ = writeln!(out, "Experiment `{}` · hardware {} × `{}` · numbers: {}\n", spec.name, spec.hardware.gpus, spec.hardware.gpu, sources(&analysis.runs));
-    if analysis.runs.iter().any(|r| r.source == Some(Source::Simulated)) {
+    let _ = writeln!(
+        out,
+        "Experiment `{}` · hardware {} × `{}` · numbers: {}\n",
+        spec.name,
+        spec.hardware.gpus,
+        spec.hardware.gpu,
+        sources(&analysis.runs)
+    );
+    if analysis
+        .runs
+        .iter()
+        .any(|r| r.source == Some(Source::Simulated))
+    {
         out.push_str(
             "> **Simulated.** These numbers come from perfpipe's simulated engine: they show that the \
              pipeline runs end to end and move with flags and workloads, but they do not predict any GPU.\n\n",
@@ -31,20 +42,45 @@ pub fn markdown(spec: &Spec, analysis: &Analysis) -> String {
 
 /// Which kinds of numbers the report holds, e.g. "published" or "simulated, published".
 fn sources(runs: &[RunRecord]) -> String {
-    let mut kinds: Vec<&str> = runs.iter().filter_map(|r| r.source.map(Source::label)).collect();
+    let mut kinds: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r.source.map(Source::label))
+        .collect();
     kinds.sort();
     kinds.dedup();
-    if kinds.is_empty() { "none yet".into() } else { kinds.join(", ") }
+    if kinds.is_empty() {
+        "none yet".into()
+    } else {
+        kinds.join(", ")
+    }
 }
 
 fn conclusion(out: &mut String, spec: &Spec, table: &ConclusionTable) {
     out.push_str("## Conclusion\n\n");
     if let Some(step) = spec.step(&table.optimized) {
-        let replicas = if step.replicas > 1 { format!(", {} replicas of {} GPUs", step.replicas, step.gpus) } else { String::new() };
-        let _ = writeln!(out, "Recommended configuration (`{}`{replicas}):\n", table.optimized);
-        let _ = writeln!(out, "```bash\n{}\n```\n", display_command(step.engine, &step.model.id, &step.args));
+        let replicas = if step.replicas > 1 {
+            format!(", {} replicas of {} GPUs", step.replicas, step.gpus)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "Recommended configuration (`{}`{replicas}):\n",
+            table.optimized
+        );
+        let _ = writeln!(
+            out,
+            "```bash\n{}\n```\n",
+            display_command(step.engine, &step.model.id, &step.args)
+        );
     }
-    let times = |n: u32| if n > 1 { format!(", ×{n}") } else { String::new() };
+    let times = |n: u32| {
+        if n > 1 {
+            format!(", ×{n}")
+        } else {
+            String::new()
+        }
+    };
     let _ = writeln!(
         out,
         "| Benchmark Case | Baseline (`{}`{}) | Optimized (`{}`{}) |",
@@ -55,12 +91,25 @@ fn conclusion(out: &mut String, spec: &Spec, table: &ConclusionTable) {
     );
     out.push_str("|---|---|---|\n");
     for row in &table.rows {
-        let base_x = if table.baseline_replicas > 1 { format!("x{}", table.baseline_replicas) } else { String::new() };
-        let opt_x = if table.optimized_replicas > 1 { format!("x{}", table.optimized_replicas) } else { String::new() };
+        let base_x = if table.baseline_replicas > 1 {
+            format!("x{}", table.baseline_replicas)
+        } else {
+            String::new()
+        };
+        let opt_x = if table.optimized_replicas > 1 {
+            format!("x{}", table.optimized_replicas)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
             "| **{}** | Total TPS: {:.2}{base_x}<br>Mean TPOT(ms): {:.2} | Total TPS: {:.2}{opt_x} ({:+.1}%)<br>Mean TPOT(ms): {:.2} |",
-            row.workload, row.base_tps, row.base_tpot_ms, row.opt_tps, row.delta_pct, row.opt_tpot_ms
+            row.workload,
+            row.base_tps,
+            row.base_tpot_ms,
+            row.opt_tps,
+            row.delta_pct,
+            row.opt_tpot_ms
         );
     }
     out.push('\n');
@@ -68,16 +117,34 @@ fn conclusion(out: &mut String, spec: &Spec, table: &ConclusionTable) {
 
 fn section(out: &mut String, spec: &Spec, c: &ComparisonResult) {
     let _ = writeln!(out, "## {}\n", c.title);
-    let _ = writeln!(out, "Ranked by total token throughput on `{}`.\n", c.workload);
+    let _ = writeln!(
+        out,
+        "Ranked by total token throughput on `{}`.\n",
+        c.workload
+    );
     out.push_str("| Step | Serving command | Total TPS | Mean TPOT (ms) |\n|---|---|---|---|\n");
     for r in &c.ranking {
-        let command = spec.step(&r.step).map(|s| display_command(s.engine, &s.model.id, &s.args)).unwrap_or_default();
-        let tps = if r.replicas > 1 { format!("{:.2}x{}", r.tps, r.replicas) } else { format!("{:.2}", r.tps) };
+        let command = spec
+            .step(&r.step)
+            .map(|s| display_command(s.engine, &s.model.id, &s.args))
+            .unwrap_or_default();
+        let tps = if r.replicas > 1 {
+            format!("{:.2}x{}", r.tps, r.replicas)
+        } else {
+            format!("{:.2}", r.tps)
+        };
         let baseline = if r.is_baseline { " (baseline)" } else { "" };
-        let _ = writeln!(out, "| `{}`{baseline} | `{command}` | {tps} | {:.2} |", r.step, r.tpot_ms);
+        let _ = writeln!(
+            out,
+            "| `{}`{baseline} | `{command}` | {tps} | {:.2} |",
+            r.step, r.tpot_ms
+        );
     }
     for (step, error) in &c.failed {
-        let command = spec.step(step).map(|s| display_command(s.engine, &s.model.id, &s.args)).unwrap_or_default();
+        let command = spec
+            .step(step)
+            .map(|s| display_command(s.engine, &s.model.id, &s.args))
+            .unwrap_or_default();
         let _ = writeln!(out, "| `{step}` | `{command}` | failed: `{error}` | - |");
     }
     for step in &c.missing {
@@ -88,7 +155,11 @@ fn section(out: &mut String, spec: &Spec, c: &ComparisonResult) {
             .ranking
             .iter()
             .map(|r| {
-                let label = if r.replicas > 1 { format!("{} ×{}", r.label, r.replicas) } else { r.label.clone() };
+                let label = if r.replicas > 1 {
+                    format!("{} ×{}", r.label, r.replicas)
+                } else {
+                    r.label.clone()
+                };
                 format!("{label} ({:.2} tok/s)", r.aggregate())
             })
             .collect();
@@ -119,17 +190,28 @@ fn runs(out: &mut String, runs: &[RunRecord]) {
     out.push_str(&"---:|".repeat(RUN_COLUMNS.len()));
     out.push('\n');
     for r in runs {
-        let key = r.key.as_deref().map_or("-".to_owned(), |k| format!("`{}`", &k[..12]));
+        let key = r
+            .key
+            .as_deref()
+            .map_or("-".to_owned(), |k| format!("`{}`", &k[..12]));
         let source = match (r.source, r.samples) {
             (Some(s), n) if n > 1 => format!("{} (n={n})", s.label()),
             (Some(s), _) => s.label().to_owned(),
             (None, _) => "not run".to_owned(),
         };
-        let _ = write!(out, "| `{}` | `{}` | {key} | {source} |", r.step, r.workload);
+        let _ = write!(
+            out,
+            "| `{}` | `{}` | {key} | {source} |",
+            r.step, r.workload
+        );
         for (name, _) in RUN_COLUMNS {
             match (r.metrics.get(*name), &r.failure) {
-                (Some(v), _) if *name == "completed" => { let _ = write!(out, " {v:.0} |"); }
-                (Some(v), _) => { let _ = write!(out, " {v:.2} |"); }
+                (Some(v), _) if *name == "completed" => {
+                    let _ = write!(out, " {v:.0} |");
+                }
+                (Some(v), _) => {
+                    let _ = write!(out, " {v:.2} |");
+                }
                 (None, Some(_)) if *name == "completed" => out.push_str(" failed |"),
                 _ => out.push_str(" - |"),
             }
@@ -140,7 +222,13 @@ fn runs(out: &mut String, runs: &[RunRecord]) {
     if !failures.is_empty() {
         out.push_str("\nFailed runs:\n\n");
         for r in failures {
-            let _ = writeln!(out, "- `{}` × `{}`: `{}`", r.step, r.workload, r.failure.as_deref().unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "- `{}` × `{}`: `{}`",
+                r.step,
+                r.workload,
+                r.failure.as_deref().unwrap_or_default()
+            );
         }
     }
     let warned: Vec<&RunRecord> = runs.iter().filter(|r| !r.warnings.is_empty()).collect();

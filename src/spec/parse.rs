@@ -250,7 +250,11 @@ impl Decoder {
         }
 
         let hardware = hardware.or_else(|| {
-            self.missing_node(node, "hardware", "hardware \"nvidia-a100-sxm4-80gb\" gpus=8");
+            self.missing_node(
+                node,
+                "hardware",
+                "hardware \"nvidia-a100-sxm4-80gb\" gpus=8",
+            );
             None
         });
         let model = model.or_else(|| {
@@ -337,15 +341,14 @@ impl Decoder {
                 continue;
             }
             let noun = r.kind.noun();
-            let help = did_you_mean(&r.name, known.iter().copied()).unwrap_or_else(|| match r
-                .kind
-            {
-                RefKind::Engine if EngineKind::from_name(&r.name).is_some() => format!(
-                    "declare it in the experiment: `engine {} version=\"<exact version>\"`",
-                    r.name
-                ),
-                _ => format!("declared {noun}s: {}", one_of(known.iter().copied())),
-            });
+            let help =
+                did_you_mean(&r.name, known.iter().copied()).unwrap_or_else(|| match r.kind {
+                    RefKind::Engine if EngineKind::from_name(&r.name).is_some() => format!(
+                        "declare it in the experiment: `engine {} version=\"<exact version>\"`",
+                        r.name
+                    ),
+                    _ => format!("declared {noun}s: {}", one_of(known.iter().copied())),
+                });
             self.error(
                 SpecDiagnostic::new(
                     r.span,
@@ -404,7 +407,10 @@ impl Decoder {
             let needed = step.gpus * step.replicas;
             if needed > spec.hardware.gpus {
                 let what = if step.replicas > 1 {
-                    format!("{} GPUs ({} × {} replicas)", needed, step.gpus, step.replicas)
+                    format!(
+                        "{} GPUs ({} × {} replicas)",
+                        needed, step.gpus, step.replicas
+                    )
                 } else {
                     format!("{needed} GPUs")
                 };
@@ -423,7 +429,11 @@ impl Decoder {
         }
     }
 
-    fn check_duplicates<'a>(&mut self, names: impl Iterator<Item = &'a Spanned<String>>, noun: &str) {
+    fn check_duplicates<'a>(
+        &mut self,
+        names: impl Iterator<Item = &'a Spanned<String>>,
+        noun: &str,
+    ) {
         let mut seen = HashSet::new();
         for name in names {
             if !seen.insert(name.value.as_str()) {
@@ -519,10 +529,7 @@ impl Decoder {
     }
 
     fn harness(&mut self, node: &KdlNode) -> Option<HarnessDecl> {
-        self.props(
-            node,
-            &["backend", "endpoint", "temperature", "ignore-eos"],
-        );
+        self.props(node, &["backend", "endpoint", "temperature", "ignore-eos"]);
         self.no_children(node);
         let name = self.required_string_arg(node, 0, "the harness")?;
         if name != "builtin" {
@@ -613,22 +620,22 @@ impl Decoder {
         self.no_children(node);
         let kind = self.required_string_arg(node, 0, "the dataset kind")?;
         let seed = match prop(node, "seed") {
-                    Some(e) => {
-                        let i = self.integer(e, "the seed")?;
-                        match u64::try_from(i) {
-                            Ok(seed) => seed,
-                            Err(_) => {
-                                self.error(SpecDiagnostic::new(
-                                    e.span(),
-                                    format!("the seed must be between 0 and {}, found {i}", u64::MAX),
-                                    "out of range",
-                                ));
-                                return None;
-                            }
-                        }
+            Some(e) => {
+                let i = self.integer(e, "the seed")?;
+                match u64::try_from(i) {
+                    Ok(seed) => seed,
+                    Err(_) => {
+                        self.error(SpecDiagnostic::new(
+                            e.span(),
+                            format!("the seed must be between 0 and {}, found {i}", u64::MAX),
+                            "out of range",
+                        ));
+                        return None;
                     }
-                    None => 0,
-                };
+                }
+            }
+            None => 0,
+        };
         match kind.as_str() {
             "sharegpt" => {
                 self.props(node, &["path", "sample", "output-len", "seed"]);
@@ -659,8 +666,11 @@ impl Decoder {
                 self.props(node, &["input", "output", "seed", "range-ratio"]);
                 let input_len =
                     self.required_count_prop(node, "input", "dataset random input=4000 output=200");
-                let output_len =
-                    self.required_count_prop(node, "output", "dataset random input=4000 output=200");
+                let output_len = self.required_count_prop(
+                    node,
+                    "output",
+                    "dataset random input=4000 output=200",
+                );
                 let range_ratio = match prop(node, "range-ratio") {
                     Some(e) => {
                         let r = self.number(e, "the range ratio")?;
@@ -687,8 +697,12 @@ impl Decoder {
                 let help = did_you_mean(other, ["sharegpt", "random"])
                     .unwrap_or_else(|| one_of(["sharegpt", "random"]));
                 self.error(
-                    SpecDiagnostic::new(span, format!("unknown dataset `{other}`"), "unknown dataset")
-                        .with_help(help),
+                    SpecDiagnostic::new(
+                        span,
+                        format!("unknown dataset `{other}`"),
+                        "unknown dataset",
+                    )
+                    .with_help(help),
                 );
                 None
             }
@@ -709,15 +723,21 @@ impl Decoder {
             }),
             None => {
                 self.error(
-                    SpecDiagnostic::new(node.name().span(), format!("{} has no engine", node.name().value()), "missing `engine=`")
-                        .with_help("e.g. `step vllm-tp8 engine=vllm gpus=8`"),
+                    SpecDiagnostic::new(
+                        node.name().span(),
+                        format!("{} has no engine", node.name().value()),
+                        "missing `engine=`",
+                    )
+                    .with_help("e.g. `step vllm-tp8 engine=vllm gpus=8`"),
                 );
                 None
             }
         };
         let model = ModelRef {
             id: self.optional_string_prop(node, "model").unwrap_or_default(),
-            revision: self.optional_string_prop(node, "revision").unwrap_or_default(),
+            revision: self
+                .optional_string_prop(node, "revision")
+                .unwrap_or_default(),
         };
         let gpus = self.required_count_prop(node, "gpus", "step vllm-tp8 engine=vllm gpus=8");
         let replicas = match prop(node, "replicas") {
@@ -739,7 +759,12 @@ impl Decoder {
     }
 
     /// Children shared by steps and sweeps; `at` values are kept for sweeps.
-    fn step_body(&mut self, node: &KdlNode, step: &mut Step, allowed: &[&str]) -> Vec<(Option<String>, Expectation, SourceSpan)> {
+    fn step_body(
+        &mut self,
+        node: &KdlNode,
+        step: &mut Step,
+        allowed: &[&str],
+    ) -> Vec<(Option<String>, Expectation, SourceSpan)> {
         let mut expectations = Vec::new();
         for child in self.children(node, allowed) {
             match child.name().value() {
@@ -762,8 +787,12 @@ impl Decoder {
                                 }
                             }
                             None => self.error(
-                                SpecDiagnostic::new(e.span(), "environment variables are written `NAME=\"value\"`", "not a property")
-                                    .with_help("e.g. `env VLLM_USE_V1=\"1\"`"),
+                                SpecDiagnostic::new(
+                                    e.span(),
+                                    "environment variables are written `NAME=\"value\"`",
+                                    "not a property",
+                                )
+                                .with_help("e.g. `env VLLM_USE_V1=\"1\"`"),
                             ),
                         }
                     }
@@ -809,11 +838,14 @@ impl Decoder {
             ExpectedOutcome::Failure(self.required_string_arg(node, 1, "the published error")?)
         } else {
             if arg(node, 1).is_some() {
-                self.error(SpecDiagnostic::new(
-                    arg(node, 1).unwrap().span(),
-                    "`expect` takes one workload; metrics go in its block",
-                    "unexpected argument",
-                ).with_help("e.g. `expect sharegpt { total_token_throughput 3792.50 }`"));
+                self.error(
+                    SpecDiagnostic::new(
+                        arg(node, 1).unwrap().span(),
+                        "`expect` takes one workload; metrics go in its block",
+                        "unexpected argument",
+                    )
+                    .with_help("e.g. `expect sharegpt { total_token_throughput 3792.50 }`"),
+                );
             }
             let mut metrics = Vec::new();
             for m in self.children(node, METRIC_NAMES) {
@@ -852,8 +884,12 @@ impl Decoder {
         for (at, x, span) in expectations {
             if at.is_some() {
                 self.error(
-                    SpecDiagnostic::new(span, "`at=` is for expectations inside a `sweep`", "not a sweep")
-                        .with_help("remove `at=`"),
+                    SpecDiagnostic::new(
+                        span,
+                        "`at=` is for expectations inside a `sweep`",
+                        "not a sweep",
+                    )
+                    .with_help("remove `at=`"),
                 );
             }
             self.expect_refs.push(ExpectRef {
@@ -872,7 +908,12 @@ impl Decoder {
         let expectations = self.step_body(node, &mut base, SWEEP_NODES);
         let vary: Vec<&KdlNode> = node
             .children()
-            .map(|c| c.nodes().iter().filter(|n| n.name().value() == "vary").collect())
+            .map(|c| {
+                c.nodes()
+                    .iter()
+                    .filter(|n| n.name().value() == "vary")
+                    .collect()
+            })
             .unwrap_or_default();
         let (flag, values) = match vary.as_slice() {
             [v] => {
@@ -907,12 +948,20 @@ impl Decoder {
             match at {
                 Some(v) if values.contains(v) => {}
                 Some(v) => self.error(
-                    SpecDiagnostic::new(*span, format!("the sweep has no value `{v}`"), "unknown sweep value")
-                        .with_help(one_of(values.iter().map(String::as_str))),
+                    SpecDiagnostic::new(
+                        *span,
+                        format!("the sweep has no value `{v}`"),
+                        "unknown sweep value",
+                    )
+                    .with_help(one_of(values.iter().map(String::as_str))),
                 ),
                 None => self.error(
-                    SpecDiagnostic::new(*span, "an expectation in a sweep needs `at=<value>`", "which value?")
-                        .with_help(one_of(values.iter().map(String::as_str))),
+                    SpecDiagnostic::new(
+                        *span,
+                        "an expectation in a sweep needs `at=<value>`",
+                        "which value?",
+                    )
+                    .with_help(one_of(values.iter().map(String::as_str))),
                 ),
             }
         }
@@ -920,7 +969,11 @@ impl Decoder {
             .iter()
             .map(|value| {
                 let mut step = base_header.clone();
-                step.name.value = format!("{}-{}", base_header.name.value, value.trim_start_matches('-'));
+                step.name.value = format!(
+                    "{}-{}",
+                    base_header.name.value,
+                    value.trim_start_matches('-')
+                );
                 step.args = base.args.clone();
                 step.args.push(flag.clone());
                 step.args.push(value.clone());
@@ -949,7 +1002,11 @@ impl Decoder {
     fn compare(&mut self, node: &KdlNode) -> Option<Comparison> {
         self.props(node, &["baseline", "workload"]);
         let title = self.required_string_arg(node, 0, "the comparison's title");
-        let baseline = self.step_ref_prop(node, "baseline", "compare \"Engine Selection\" baseline=vllm { candidate sglang }");
+        let baseline = self.step_ref_prop(
+            node,
+            "baseline",
+            "compare \"Engine Selection\" baseline=vllm { candidate sglang }",
+        );
         let workload = match prop(node, "workload") {
             Some(e) => {
                 let w = self.string(e, "a workload")?;
@@ -1054,8 +1111,8 @@ impl Decoder {
         for e in node.entries() {
             let Some(name) = e.name() else { continue };
             if !allowed.contains(&name.value()) {
-                let help = did_you_mean(name.value(), allowed.iter().copied())
-                    .unwrap_or_else(|| {
+                let help =
+                    did_you_mean(name.value(), allowed.iter().copied()).unwrap_or_else(|| {
                         if allowed.is_empty() {
                             format!("`{}` takes no properties", node.name().value())
                         } else {

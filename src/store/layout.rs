@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use crate::key::RunKey;
 
 pub fn entry_dir(root: &Path, key: &RunKey) -> PathBuf {
-    root.join("entries").join(&key.as_str()[..2]).join(key.as_str())
+    root.join("entries")
+        .join(&key.as_str()[..2])
+        .join(key.as_str())
 }
 
 pub fn samples_dir(root: &Path, key: &RunKey) -> PathBuf {

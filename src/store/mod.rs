@@ -67,7 +67,10 @@ impl Store {
     }
 
     /// Reads the samples of each key; keys without an entry are left out.
-    pub fn index<'a>(&self, keys: impl IntoIterator<Item = &'a RunKey>) -> Result<StoreIndex, Error> {
+    pub fn index<'a>(
+        &self,
+        keys: impl IntoIterator<Item = &'a RunKey>,
+    ) -> Result<StoreIndex, Error> {
         let mut entries = BTreeMap::new();
         for key in keys {
             let samples = self.samples(key)?;

@@ -41,7 +41,9 @@ impl Store {
     pub fn begin_sample(&self) -> Result<PendingSample, Error> {
         let tmp = tmp_dir(&self.root);
         fs_err::create_dir_all(&tmp)?;
-        let dir = tempfile::Builder::new().prefix("sample-").tempdir_in(&tmp)?;
+        let dir = tempfile::Builder::new()
+            .prefix("sample-")
+            .tempdir_in(&tmp)?;
         fs_err::create_dir_all(dir.path().join("logs"))?;
         Ok(PendingSample { dir })
     }
@@ -50,6 +52,11 @@ impl Store {
 impl PendingSample {
     pub fn logs_dir(&self) -> PathBuf {
         self.dir.path().join("logs")
+    }
+
+    /// Writes `logs/<name>` (the engine writes its own log there directly).
+    pub fn write_log(&self, name: &str, text: &str) -> std::io::Result<()> {
+        write_synced(&self.logs_dir().join(name), text.as_bytes())
     }
 
     /// Writes the result and makes the sample visible with one rename. The
@@ -99,7 +106,10 @@ impl PendingSample {
     }
 }
 
-#[expect(clippy::disallowed_methods, reason = "the store's one writer: write + fsync")]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the store's one writer: write + fsync"
+)]
 fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut file = fs_err::File::create(path)?;
     file.write_all(bytes)?;
@@ -124,7 +134,9 @@ mod tests {
                 error: "boom".into(),
                 log_tail: String::new(),
             },
-            provenance: Provenance::Published { source: "test".into() },
+            provenance: Provenance::Published {
+                source: "test".into(),
+            },
             engine_command: vec![],
         }
     }
@@ -142,13 +154,16 @@ mod tests {
 
         for expected in ["0001", "0002"] {
             let pending = store.begin_sample().unwrap();
-            let id = pending.commit(&store, &key, "{}", &result(&key), &lock).unwrap();
+            let id = pending
+                .commit(&store, &key, "{}", &result(&key), &lock)
+                .unwrap();
             assert_eq!(id, expected);
         }
         let samples = store.samples(&key).unwrap();
         assert_eq!(samples.len(), 2);
         assert_eq!(samples[1].result, result(&key));
-        let inputs = fs_err::read_to_string(entry_dir(store.root(), &key).join("inputs.json")).unwrap();
+        let inputs =
+            fs_err::read_to_string(entry_dir(store.root(), &key).join("inputs.json")).unwrap();
         assert_eq!(RunKey::of_canonical(&inputs), key);
         assert_eq!(fs_err::read_dir(tmp_dir(store.root())).unwrap().count(), 0);
     }
@@ -160,7 +175,9 @@ mod tests {
         let key = RunKey::of_canonical("{}");
         let lock = store.lock(&key).unwrap();
         let pending = store.begin_sample().unwrap();
-        pending.commit(&store, &key, "{}", &result(&key), &lock).unwrap();
+        pending
+            .commit(&store, &key, "{}", &result(&key), &lock)
+            .unwrap();
         let file = samples_dir(store.root(), &key).join("0001/result.json");
         write_synced(&file, b"{\"truncated").unwrap();
         assert!(store.samples(&key).unwrap().is_empty());

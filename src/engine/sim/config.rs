@@ -32,7 +32,9 @@ pub fn parse_argv(argv: &[String], gpu_sm: u32) -> Result<SimConfig, String> {
     let words: Vec<&str> = argv.iter().map(String::as_str).collect();
     let (engine, rest) = match words.as_slice() {
         ["vllm", "serve", ..] => (EngineKind::Vllm, &argv[2..]),
-        ["python3" | "python", "-m", "sglang.launch_server", ..] => (EngineKind::Sglang, &argv[3..]),
+        ["python3" | "python", "-m", "sglang.launch_server", ..] => {
+            (EngineKind::Sglang, &argv[3..])
+        }
         ["trtllm-serve", ..] => (EngineKind::Trtllm, &argv[1..]),
         _ => {
             return Err(format!(
@@ -52,7 +54,10 @@ pub fn parse_argv(argv: &[String], gpu_sm: u32) -> Result<SimConfig, String> {
     let has = |name: &str| flags.iter().any(|f| f.name == name);
     let number = |name: &str| -> Result<Option<u32>, String> {
         value(name)
-            .map(|v| v.parse::<u32>().map_err(|_| format!("argument {name}: invalid int value: '{v}'")))
+            .map(|v| {
+                v.parse::<u32>()
+                    .map_err(|_| format!("argument {name}: invalid int value: '{v}'"))
+            })
             .transpose()
     };
     let model = match engine {
@@ -110,14 +115,37 @@ mod tests {
 
     #[test]
     fn reads_each_engines_own_flags() {
-        let v = parse_argv(&argv("vllm serve M --port 9 -tp 4 --max-num-batched-tokens=4096"), 80).unwrap();
-        assert_eq!((v.engine, v.model.as_str(), v.port), (EngineKind::Vllm, "M", 9));
-        assert_eq!((v.tensor_parallel, v.token_budget, v.max_seqs), (4, 4096, 256));
+        let v = parse_argv(
+            &argv("vllm serve M --port 9 -tp 4 --max-num-batched-tokens=4096"),
+            80,
+        )
+        .unwrap();
+        assert_eq!(
+            (v.engine, v.model.as_str(), v.port),
+            (EngineKind::Vllm, "M", 9)
+        );
+        assert_eq!(
+            (v.tensor_parallel, v.token_budget, v.max_seqs),
+            (4, 4096, 256)
+        );
 
-        let s = parse_argv(&argv("python3 -m sglang.launch_server --model-path M --tp 8 --max-running-requests 64"), 80).unwrap();
-        assert_eq!((s.model.as_str(), s.tensor_parallel, s.max_seqs), ("M", 8, 64));
+        let s = parse_argv(
+            &argv(
+                "python3 -m sglang.launch_server --model-path M --tp 8 --max-running-requests 64",
+            ),
+            80,
+        )
+        .unwrap();
+        assert_eq!(
+            (s.model.as_str(), s.tensor_parallel, s.max_seqs),
+            ("M", 8, 64)
+        );
 
-        let t = parse_argv(&argv("trtllm-serve M --max_num_tokens 16384 --max_batch_size=512"), 80).unwrap();
+        let t = parse_argv(
+            &argv("trtllm-serve M --max_num_tokens 16384 --max_batch_size=512"),
+            80,
+        )
+        .unwrap();
         assert_eq!((t.token_budget, t.max_seqs), (16384, 512));
     }
 

@@ -14,7 +14,10 @@ use super::speed::Speed;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Event {
     Token,
-    Done { prompt_tokens: u32, completion_tokens: u32 },
+    Done {
+        prompt_tokens: u32,
+        completion_tokens: u32,
+    },
 }
 
 /// A request handed to the scheduler.
@@ -54,7 +57,11 @@ pub async fn run(mut inbox: mpsc::UnboundedReceiver<Submission>, limits: Limits,
         }
 
         let mut budget = limits.token_budget;
-        let decoding = running.iter().filter(|s| s.is_decoding()).count().min(budget);
+        let decoding = running
+            .iter()
+            .filter(|s| s.is_decoding())
+            .count()
+            .min(budget);
         budget -= decoding;
         let mut prefill_tokens = 0;
         let mut prefill_plan: Vec<(usize, u32)> = Vec::new();
@@ -68,7 +75,9 @@ pub async fn run(mut inbox: mpsc::UnboundedReceiver<Submission>, limits: Limits,
             prefill_tokens += take;
         }
         while budget > 0 && running.len() < limits.max_seqs {
-            let Some(seq) = waiting.pop_front() else { break };
+            let Some(seq) = waiting.pop_front() else {
+                break;
+            };
             let take = (seq.remaining_prefill() as usize).min(budget);
             running.push(seq);
             prefill_plan.push((running.len() - 1, take as u32));

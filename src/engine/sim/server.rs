@@ -88,16 +88,40 @@ enum Api {
     Chat,
 }
 
-async fn completions(State(state): State<Arc<AppState>>, Json(req): Json<CompletionRequest>) -> Response {
+async fn completions(
+    State(state): State<Arc<AppState>>,
+    Json(req): Json<CompletionRequest>,
+) -> Response {
     let usage = req.stream_options.is_some_and(|o| o.include_usage);
-    generate(state, Api::Completions, req.model, &req.prompt, req.max_tokens, req.stream, usage).await
+    generate(
+        state,
+        Api::Completions,
+        req.model,
+        &req.prompt,
+        req.max_tokens,
+        req.stream,
+        usage,
+    )
+    .await
 }
 
-async fn chat_completions(State(state): State<Arc<AppState>>, Json(req): Json<ChatRequest>) -> Response {
+async fn chat_completions(
+    State(state): State<Arc<AppState>>,
+    Json(req): Json<ChatRequest>,
+) -> Response {
     let prompt: Vec<&str> = req.messages.iter().map(|m| m.content.as_str()).collect();
     let usage = req.stream_options.is_some_and(|o| o.include_usage);
     let max_tokens = req.max_completion_tokens.or(req.max_tokens);
-    generate(state, Api::Chat, req.model, &prompt.join("\n"), max_tokens, req.stream, usage).await
+    generate(
+        state,
+        Api::Chat,
+        req.model,
+        &prompt.join("\n"),
+        max_tokens,
+        req.stream,
+        usage,
+    )
+    .await
 }
 
 fn error(status: StatusCode, kind: &str, message: String) -> Response {
@@ -141,7 +165,11 @@ async fn generate(
         events: tx,
     };
     if state.scheduler.send(submission).is_err() {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", "engine is shutting down".into());
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            "engine is shutting down".into(),
+        );
     }
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let chunks = Chunks {
@@ -155,27 +183,30 @@ async fn generate(
         max_tokens,
     };
     if stream {
-        let body = futures_util::stream::unfold((rx, chunks, 0u32, false), move |(mut rx, c, n, done)| async move {
-            if done {
-                return None;
-            }
-            let text = match rx.recv().await {
-                Some(Event::Token) => c.token(n + 1),
-                Some(Event::Done {
-                    prompt_tokens,
-                    completion_tokens,
-                }) => {
-                    let mut out = String::new();
-                    if include_usage {
-                        out.push_str(&c.usage(prompt_tokens, completion_tokens));
-                    }
-                    out.push_str("data: [DONE]\n\n");
-                    return Some((Ok::<_, Infallible>(Bytes::from(out)), (rx, c, n, true)));
+        let body = futures_util::stream::unfold(
+            (rx, chunks, 0u32, false),
+            move |(mut rx, c, n, done)| async move {
+                if done {
+                    return None;
                 }
-                None => return None,
-            };
-            Some((Ok(Bytes::from(text)), (rx, c, n + 1, false)))
-        });
+                let text = match rx.recv().await {
+                    Some(Event::Token) => c.token(n + 1),
+                    Some(Event::Done {
+                        prompt_tokens,
+                        completion_tokens,
+                    }) => {
+                        let mut out = String::new();
+                        if include_usage {
+                            out.push_str(&c.usage(prompt_tokens, completion_tokens));
+                        }
+                        out.push_str("data: [DONE]\n\n");
+                        return Some((Ok::<_, Infallible>(Bytes::from(out)), (rx, c, n, true)));
+                    }
+                    None => return None,
+                };
+                Some((Ok(Bytes::from(text)), (rx, c, n + 1, false)))
+            },
+        );
         Response::builder()
             .header(header::CONTENT_TYPE, "text/event-stream")
             .header(header::CACHE_CONTROL, "no-cache")
@@ -194,9 +225,16 @@ async fn generate(
                 Some(Event::Done {
                     prompt_tokens,
                     completion_tokens,
-                }) => return Json(chunks.whole(&text, prompt_tokens, completion_tokens)).into_response(),
+                }) => {
+                    return Json(chunks.whole(&text, prompt_tokens, completion_tokens))
+                        .into_response();
+                }
                 None => {
-                    return error(StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError", "generation aborted".into());
+                    return error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "InternalServerError",
+                        "generation aborted".into(),
+                    );
                 }
             }
         }
@@ -212,7 +250,9 @@ struct Chunks {
     max_tokens: u32,
 }
 
-const WORDS: &[&str] = &[" the", " engine", " serves", " tokens", " quickly", " and", " well", "."];
+const WORDS: &[&str] = &[
+    " the", " engine", " serves", " tokens", " quickly", " and", " well", ".",
+];
 
 fn word(n: u32) -> &'static str {
     WORDS[n as usize % WORDS.len()]
@@ -220,10 +260,18 @@ fn word(n: u32) -> &'static str {
 
 impl Chunks {
     fn token(&self, n: u32) -> String {
-        let finish = if n == self.max_tokens { json!("length") } else { Value::Null };
+        let finish = if n == self.max_tokens {
+            json!("length")
+        } else {
+            Value::Null
+        };
         let choice = match self.api {
-            Api::Completions => json!({"index": 0, "text": word(n), "logprobs": null, "finish_reason": finish}),
-            Api::Chat => json!({"index": 0, "delta": {"content": word(n)}, "logprobs": null, "finish_reason": finish}),
+            Api::Completions => {
+                json!({"index": 0, "text": word(n), "logprobs": null, "finish_reason": finish})
+            }
+            Api::Chat => {
+                json!({"index": 0, "delta": {"content": word(n)}, "logprobs": null, "finish_reason": finish})
+            }
         };
         self.event(json!([choice]), None)
     }
@@ -247,7 +295,9 @@ impl Chunks {
     fn whole(&self, text: &str, prompt: u32, completion: u32) -> Value {
         let choice = match self.api {
             Api::Completions => json!({"index": 0, "text": text, "finish_reason": "length"}),
-            Api::Chat => json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}),
+            Api::Chat => {
+                json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"})
+            }
         };
         let object = match self.api {
             Api::Completions => "text_completion",

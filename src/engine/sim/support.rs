@@ -56,7 +56,11 @@ impl Quantization {
 
 /// Known models by their Hugging Face id without the quantization suffix.
 pub fn model_info(model: &str) -> ModelInfo {
-    let base = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let base = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
     if base.starts_with("qwen3-235b-a22b") {
         ModelInfo {
             params_b: 235.0,
@@ -106,7 +110,7 @@ pub fn startup_error(config: &SimConfig, gpu: &GpuType) -> Option<String> {
         (EngineKind::Vllm, Quantization::Fp8) if !config.expert_parallel => {
             if let Some(width) = info.moe_intermediate_size {
                 let shard = width / config.tensor_parallel;
-                if shard % 128 != 0 {
+                if !shard.is_multiple_of(128) {
                     return Some(format!(
                         "ValueError: The output_size of gate's and up's weight = {shard} is not divisible by weight quantization block_n = 128."
                     ));
@@ -145,26 +149,55 @@ mod tests {
             error("trtllm-serve Qwen/Qwen3-14B-FP8", a100).as_deref(),
             Some("RuntimeError: Unsupported SM version for FP8 block scaling GEMM")
         );
-        assert_eq!(error("trtllm-serve Qwen/Qwen3-14B-AWQ", a100).as_deref(), Some("KeyError: 'weight'"));
+        assert_eq!(
+            error("trtllm-serve Qwen/Qwen3-14B-AWQ", a100).as_deref(),
+            Some("KeyError: 'weight'")
+        );
         assert_eq!(
             error("python3 -m sglang.launch_server --model-path Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 --tp-size 8", a100).as_deref(),
             Some("FP8 quantization is not supported on A100")
         );
-        assert!(error("vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 8", a100).unwrap().contains("= 192 is not divisible"));
+        assert!(
+            error(
+                "vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 8",
+                a100
+            )
+            .unwrap()
+            .contains("= 192 is not divisible")
+        );
     }
 
     #[test]
     fn what_runs_on_a100_and_h100() {
         let a100 = "nvidia-a100-sxm4-80gb";
         assert_eq!(error("vllm serve Qwen/Qwen3-14B-FP8", a100), None);
-        assert_eq!(error("vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 8 --enable-expert-parallel", a100), None);
-        assert_eq!(error("vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 4", a100), None);
-        assert_eq!(error("trtllm-serve Qwen/Qwen3-14B-FP8", "nvidia-h100-sxm5-80gb"), None);
+        assert_eq!(
+            error(
+                "vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 8 --enable-expert-parallel",
+                a100
+            ),
+            None
+        );
+        assert_eq!(
+            error(
+                "vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 4",
+                a100
+            ),
+            None
+        );
+        assert_eq!(
+            error("trtllm-serve Qwen/Qwen3-14B-FP8", "nvidia-h100-sxm5-80gb"),
+            None
+        );
     }
 
     #[test]
     fn weights_that_do_not_fit_fail_with_oom() {
-        let err = error("vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507 -tp 4", "nvidia-a100-sxm4-80gb").unwrap();
+        let err = error(
+            "vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507 -tp 4",
+            "nvidia-a100-sxm4-80gb",
+        )
+        .unwrap();
         assert!(err.starts_with("torch.OutOfMemoryError"), "{err}");
     }
 }
