@@ -6,7 +6,7 @@ use thiserror::Error;
 /// One problem at one place in the file.
 #[derive(Debug, Error, Diagnostic, Clone, PartialEq)]
 #[error("{message}")]
-#[diagnostic(code(perfpipe::spec))]
+#[diagnostic()]
 pub struct SpecDiagnostic {
     pub message: String,
     #[label("{label}")]
@@ -35,7 +35,7 @@ impl SpecDiagnostic {
 /// All problems found in one experiment file, reported together.
 #[derive(Debug, Error, Diagnostic)]
 #[error("{}", summary(&self.src, self.errors.len()))]
-#[diagnostic(code(perfpipe::spec::invalid))]
+#[diagnostic()]
 pub struct SpecErrors {
     #[source_code]
     pub src: NamedSource<String>,
@@ -48,14 +48,19 @@ fn summary(src: &NamedSource<String>, n: usize) -> String {
     format!("`{}` has {n} error{plural}", src.name())
 }
 
-/// `Some("did you mean `x`?")` when `got` is close to one of `known`.
-pub fn did_you_mean<'a>(got: &str, known: impl IntoIterator<Item = &'a str>) -> Option<String> {
+/// The known name closest to `got`, if it is close enough to be a typo.
+pub fn closest<'a>(got: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     known
         .into_iter()
         .map(|k| (strsim::jaro_winkler(got, k), k))
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, k)| format!("did you mean `{k}`?"))
+        .map(|(_, k)| k)
+}
+
+/// `Some("did you mean `x`?")` when `got` is close to one of `known`.
+pub fn did_you_mean<'a>(got: &str, known: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    closest(got, known).map(|k| format!("did you mean `{k}`?"))
 }
 
 /// The names a reader can pick from, as a hint.

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::{NamedSource, SourceSpan};
 
-use super::diag::{SpecDiagnostic, SpecErrors, did_you_mean, one_of};
+use super::diag::{SpecDiagnostic, SpecErrors, closest, did_you_mean, one_of};
 use super::model::*;
 use crate::gpu;
 use crate::metrics::METRIC_NAMES;
@@ -120,6 +120,11 @@ struct Decoder {
     errors: Vec<SpecDiagnostic>,
     refs: Vec<Reference>,
     expect_refs: Vec<ExpectRef>,
+    /// Every name declared, even where its node had errors, so a broken step
+    /// does not also make each reference to it an error.
+    declared: Vec<(RefKind, String)>,
+    /// Node names offered as "did you mean", so a typo is not also reported missing.
+    suggested: Vec<String>,
 }
 
 impl Decoder {
@@ -249,26 +254,24 @@ impl Decoder {
             }
         }
 
-        let hardware = hardware.or_else(|| {
+        if !seen_singletons.contains_key("hardware") {
             self.missing_node(
                 node,
                 "hardware",
                 "hardware \"nvidia-a100-sxm4-80gb\" gpus=8",
             );
-            None
-        });
-        let model = model.or_else(|| {
+        }
+        if !seen_singletons.contains_key("model") {
             self.missing_node(node, "model", "model \"Qwen/Qwen3-14B\"");
-            None
-        });
-        if workloads.is_empty() {
+        }
+        if !node_has_child(node, "workload") {
             self.missing_node(
                 node,
                 "workload",
                 "workload sharegpt { dataset random input=128 output=4; prompts 100 }",
             );
         }
-        if steps.is_empty() {
+        if !node_has_child(node, "step") && !node_has_child(node, "sweep") {
             self.missing_node(node, "step", "step vllm engine=vllm gpus=1");
         }
 
@@ -337,7 +340,8 @@ impl Decoder {
                 RefKind::Workload => &workloads,
                 RefKind::Step => &steps,
             };
-            if known.contains(&r.name.as_str()) {
+            if known.contains(&r.name.as_str()) || self.declared.contains(&(r.kind, r.name.clone()))
+            {
                 continue;
             }
             let noun = r.kind.noun();
@@ -567,7 +571,7 @@ impl Decoder {
 
     fn workload(&mut self, node: &KdlNode) -> Option<Workload> {
         self.no_props(node);
-        let name = self.required_name(node, "the workload's name");
+        let name = self.required_name(node, "the workload's name", RefKind::Workload);
         let mut dataset = None;
         let mut prompts = None;
         let mut rate = RequestRate::Infinite;
@@ -602,10 +606,10 @@ impl Decoder {
             }
         }
         if dataset.is_none() && !node_has_child(node, "dataset") {
-            self.missing_child(node, "dataset", "dataset random input=128 output=4 seed=42");
+            self.missing_node(node, "dataset", "dataset random input=128 output=4 seed=42");
         }
         if prompts.is_none() && !node_has_child(node, "prompts") {
-            self.missing_child(node, "prompts", "prompts 1000");
+            self.missing_node(node, "prompts", "prompts 1000");
         }
         Some(Workload {
             name: name?,
@@ -710,8 +714,9 @@ impl Decoder {
     }
 
     fn step_header(&mut self, node: &KdlNode, what: &str) -> Option<Step> {
+        let kind = RefKind::Step;
         self.props(node, STEP_PROPS);
-        let name = self.required_name(node, what);
+        let name = self.required_name(node, what, kind);
         let engine = match prop(node, "engine") {
             Some(e) => self.string(e, "the engine").and_then(|n| {
                 self.refs.push(Reference {
@@ -930,7 +935,7 @@ impl Decoder {
                 (flag, values)
             }
             [] => {
-                self.missing_child(node, "vary", "vary \"--max-num-seqs\" 256 512");
+                self.missing_node(node, "vary", "vary \"--max-num-seqs\" 256 512");
                 return Vec::new();
             }
             [_, second, ..] => {
@@ -1035,7 +1040,7 @@ impl Decoder {
             }
         }
         if candidates.is_empty() {
-            self.missing_child(node, "candidate", "candidate sglang-tp8");
+            self.missing_node(node, "candidate", "candidate sglang-tp8");
         }
         Some(Comparison {
             title: title?,
@@ -1095,7 +1100,10 @@ impl Decoder {
 
     fn unknown_node(&mut self, node: &KdlNode, allowed: &[&str], context: &str) {
         let name = node.name().value();
-        let help = did_you_mean(name, allowed.iter().copied())
+        let suggestion = closest(name, allowed.iter().copied());
+        self.suggested.extend(suggestion.map(str::to_owned));
+        let help = suggestion
+            .map(|k| format!("did you mean `{k}`?"))
             .unwrap_or_else(|| one_of(allowed.iter().copied()));
         self.error(
             SpecDiagnostic::new(
@@ -1155,6 +1163,9 @@ impl Decoder {
     }
 
     fn missing_node(&mut self, parent: &KdlNode, name: &str, example: &str) {
+        if self.suggested.iter().any(|s| s == name) {
+            return;
+        }
         self.error(
             SpecDiagnostic::new(
                 parent.name().span(),
@@ -1163,10 +1174,6 @@ impl Decoder {
             )
             .with_help(format!("add e.g. `{example}`")),
         );
-    }
-
-    fn missing_child(&mut self, parent: &KdlNode, name: &str, example: &str) {
-        self.missing_node(parent, name, example);
     }
 
     fn missing_prop(&mut self, node: &KdlNode, name: &str, example: &str) {
@@ -1198,9 +1205,15 @@ impl Decoder {
         }
     }
 
-    fn required_name(&mut self, node: &KdlNode, what: &str) -> Option<Spanned<String>> {
+    fn required_name(
+        &mut self,
+        node: &KdlNode,
+        what: &str,
+        kind: RefKind,
+    ) -> Option<Spanned<String>> {
         let entry = arg(node, 0);
         let value = self.required_string_arg(node, 0, what)?;
+        self.declared.push((kind, value.clone()));
         Some(Spanned {
             value,
             span: entry.map(|e| e.span()).unwrap_or(node.span()),

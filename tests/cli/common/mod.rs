@@ -1,0 +1,124 @@
+//! A temporary project, the real `perfpipe` binary, and snapshot filters.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+/// A project directory of its own, with a fixed clock and host name.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// A project holding the tiny experiment and its dataset.
+    pub fn tiny() -> Self {
+        let env = Self::new();
+        env.copy_fixture("experiments/tiny.kdl", "tiny.kdl");
+        env.copy_fixture("datasets/sharegpt-tiny.json", "sharegpt-tiny.json");
+        env
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let path = self.path(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap()
+    }
+
+    pub fn copy_fixture(&self, fixture: &str, rel: &str) {
+        let text = std::fs::read_to_string(Path::new(FIXTURES).join(fixture)).unwrap();
+        self.write(rel, &text);
+    }
+
+    /// `perfpipe ARGS` in the project, with a clean, fixed environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfpipe"));
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .env_clear()
+            .env("PERFPIPE_HOST", "test-host")
+            .env("PERFPIPE_NOW", "1795290164")
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100");
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("perfpipe runs")
+    }
+
+    /// Sample directories under `store/entries`, as `key/sample` paths.
+    pub fn samples(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let entries = self.path("store/entries");
+        for shard in std::fs::read_dir(entries).into_iter().flatten().flatten() {
+            for entry in std::fs::read_dir(shard.path()).unwrap().flatten() {
+                for sample in std::fs::read_dir(entry.path().join("samples"))
+                    .unwrap()
+                    .flatten()
+                {
+                    out.push(format!(
+                        "{}/{}",
+                        entry.file_name().to_string_lossy(),
+                        sample.file_name().to_string_lossy()
+                    ));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+/// Exit code, stdout and stderr in one text, for snapshots.
+pub fn render(output: &Output) -> String {
+    format!(
+        "exit_code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
+        output
+            .status
+            .code()
+            .map_or("signal".into(), |c| c.to_string()),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Filters shared by every CLI snapshot: keys, temp paths, times.
+pub fn filters() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (r"\b[0-9a-f]{64}\b", "[KEY]"),
+        (r"\b[0-9a-f]{12}\b", "[SHORT-KEY]"),
+        (r"/tmp/\.tmp[A-Za-z0-9]+", "[TEMP]"),
+        (r"\d+\.\ds\b", "[TIME]"),
+    ]
+}
+
+#[macro_export]
+macro_rules! perfpipe_snapshot {
+    ($output:expr, @$snapshot:literal) => {{
+        let rendered = $crate::common::render(&$output);
+        insta::with_settings!({ filters => $crate::common::filters() }, {
+            insta::assert_snapshot!(rendered, @$snapshot);
+        });
+    }};
+    ($name:expr, $output:expr) => {{
+        let rendered = $crate::common::render(&$output);
+        insta::with_settings!({ filters => $crate::common::filters() }, {
+            insta::assert_snapshot!($name, rendered);
+        });
+    }};
+}

@@ -1,0 +1,210 @@
+//! `perfpipe run` end to end on the simulated engine.
+
+use std::time::{Duration, Instant};
+
+use crate::common::TestEnv;
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `(step, workload)` of every run the executor started, from its progress lines.
+fn started(output: &std::process::Output) -> Vec<String> {
+    stderr(output)
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .map(|l| {
+            l.split_once("] ")
+                .unwrap()
+                .1
+                .rsplit_once(" (")
+                .unwrap()
+                .0
+                .replace('`', "")
+        })
+        .collect()
+}
+
+#[test]
+fn runs_every_run_once_then_finds_them_cached() {
+    let env = TestEnv::tiny();
+    let first = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let mut runs = started(&first);
+    runs.sort();
+    assert_eq!(
+        runs,
+        [
+            "trtllm × chat",
+            "trtllm × short",
+            "trtllm-fp8 × chat",
+            "vllm × chat",
+            "vllm × short",
+            "vllm-seqs-64 × short",
+            "vllm-seqs-8 × short",
+        ]
+    );
+    let report = stdout(&first);
+    assert!(report.contains("numbers: simulated"), "{report}");
+    assert!(report.contains("Result: trtllm ×2 ("), "{report}");
+    assert!(
+        report
+            .contains("failed: `RuntimeError: Unsupported SM version for FP8 block scaling GEMM`")
+    );
+    assert_eq!(env.read("reports/tiny.md"), report);
+    // Seven runs, seven committed samples (the deterministic failure included), nothing half-written.
+    let samples = env.samples();
+    assert_eq!(samples.len(), 7, "{samples:?}");
+    assert_eq!(std::fs::read_dir(env.path("store/tmp")).unwrap().count(), 0);
+
+    let plan = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+    assert!(
+        stdout(&plan).contains("7 runs: 6 cached, 1 failed, 0 missing; 0 to run"),
+        "{}",
+        stdout(&plan)
+    );
+
+    let second = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(second.status.code(), Some(0));
+    assert!(started(&second).is_empty(), "{}", stderr(&second));
+    assert_eq!(
+        env.samples(),
+        samples,
+        "a cached run must not start an engine"
+    );
+    assert_eq!(stdout(&second), report, "the same report, from the store");
+}
+
+#[test]
+fn editing_one_flag_reruns_exactly_the_runs_of_that_step() {
+    let env = TestEnv::tiny();
+    assert_eq!(
+        env.run(&["run", "tiny.kdl", "--runtime", "sim"])
+            .status
+            .code(),
+        Some(0)
+    );
+
+    // Renaming steps, reformatting and comments keep every key.
+    let text = env.read("tiny.kdl");
+    let renamed = text
+        .replace(
+            "step vllm engine",
+            "// renamed\n    step   vllm-baseline   engine",
+        )
+        .replace("baseline=vllm ", "baseline=vllm-baseline ");
+    env.write("tiny.kdl", &renamed);
+    let again = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(started(&again).is_empty(), "{}", stderr(&again));
+
+    env.write(
+        "tiny.kdl",
+        &renamed.replace("--max_num_tokens=4096", "--max_num_tokens=8192"),
+    );
+    let edited = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(edited.status.code(), Some(0), "{}", stderr(&edited));
+    assert_eq!(started(&edited), ["trtllm × chat", "trtllm × short"]);
+}
+
+#[test]
+fn an_unexpected_failure_is_stored_and_exits_1() {
+    let env = TestEnv::tiny();
+    let text = env.read("tiny.kdl");
+    let start = text.find("        expect-failure").unwrap();
+    let end = start + text[start..].find('\n').unwrap() + 1;
+    env.write("tiny.kdl", &format!("{}{}", &text[..start], &text[end..]));
+    let out = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // Recorded, so the next run does not retry it (but still reports it).
+    let again = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(started(&again).is_empty());
+    let retried = env.run(&["run", "tiny.kdl", "--runtime", "sim", "--retry-failed"]);
+    assert_eq!(started(&retried), ["trtllm-fp8 × chat"]);
+}
+
+/// Live (not zombie) processes whose command line contains `needle`.
+fn live_processes(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rsplit_once(") ")
+                .map(|(_, rest)| rest.chars().next())
+                .unwrap_or(None);
+            String::from_utf8_lossy(&cmdline).contains(needle)
+                && state != Some('Z')
+                && state != None
+        })
+        .collect()
+}
+
+#[test]
+fn ctrl_c_stops_the_engine_and_commits_nothing() {
+    let env = TestEnv::new();
+    let tag = format!(
+        "sigint{}x{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    );
+    env.write(
+        "slow.kdl",
+        &format!(
+            r#"experiment "slow" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "test/{tag}-14B"
+    engine vllm version="0.11.0"
+    workload long-output {{
+        dataset random input=16 output=8000
+        prompts 8
+    }}
+    step vllm engine=vllm gpus=1
+}}"#
+        ),
+    );
+    let mut child = env
+        .cmd(&["run", "slow.kdl", "--runtime", "sim"])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while live_processes(&tag).is_empty() {
+        assert!(Instant::now() < deadline, "the engine never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Let the benchmark start streaming.
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "perfpipe did not stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(
+        live_processes(&tag),
+        Vec::<u32>::new(),
+        "an engine survived Ctrl-C"
+    );
+    assert!(
+        env.samples().is_empty(),
+        "an interrupted run must not be committed"
+    );
+    assert_eq!(std::fs::read_dir(env.path("store/tmp")).unwrap().count(), 0);
+}
