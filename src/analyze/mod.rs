@@ -1,5 +1,5 @@
 //! Records of runs → rankings per comparison and the baseline-vs-optimized
-//! table, computed with polars.                                          [pure]
+//! table, computed with polars. (pure)
 
 mod records;
 

@@ -1,5 +1,5 @@
 //! How each engine is started: its argv, with perfpipe's own arguments
-//! (model, host, port) before the step's.                                [pure]
+//! (model, host, port) before the step's. (pure)
 
 use crate::spec::EngineKind;
 

@@ -1,4 +1,4 @@
-//! Starting, watching and stopping inference engines.          [effects]
+//! Starting, watching and stopping inference engines. (effects)
 
 pub mod command;
 pub mod health;

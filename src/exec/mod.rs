@@ -1,7 +1,7 @@
 //! Executes the missing runs of a plan: for each, lock its key, start the
 //! engine, wait until it serves, benchmark it, stop it, commit the sample.
 //! The only tokio runtime of the main process lives here; progress goes to
-//! a synchronous callback.                                            [effects]
+//! a synchronous callback. (effects)
 
 mod run;
 

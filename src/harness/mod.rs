@@ -1,5 +1,5 @@
 //! The built-in benchmark client: a tokio + reqwest load generator that
-//! measures what `vllm bench serve` measures, under its definitions. [effects]
+//! measures what `vllm bench serve` measures, under its definitions. (effects)
 
 pub mod client;
 pub mod dataset;

@@ -1,4 +1,4 @@
-//! Run keys: sha256 over the canonical serialization of a run's key material. [pure]
+//! Run keys: sha256 over the canonical serialization of a run's key material. (pure)
 
 mod args;
 mod canonical;

@@ -1,5 +1,5 @@
 //! Serving metrics under `vllm bench serve`'s names and definitions, and where
-//! a number came from.                                                  [pure]
+//! a number came from. (pure)
 
 mod compute;
 mod model;

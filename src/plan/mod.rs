@@ -1,4 +1,4 @@
-//! Steps × workloads → runs with keys, and what the store already holds. [pure]
+//! Steps × workloads → runs with keys, and what the store already holds. (pure)
 
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
@@ -145,5 +145,140 @@ impl Plan {
             .filter(|r| matches!(r.status, RunStatus::Missing { .. }))
             .filter(|r| seen.insert(r.key.clone()))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::inputs::ResolvedDataset;
+    use crate::spec::{SourceFile, parse};
+
+    const STUDY: &str = include_str!("../../experiments/qwen3-235b-a100.kdl");
+
+    fn inputs() -> ResolvedInputs {
+        let dataset = ResolvedDataset {
+            path: "sharegpt.json".into(),
+            sha256: "0".repeat(64),
+            is_sample: false,
+        };
+        ResolvedInputs {
+            datasets: BTreeMap::from([("sharegpt".to_owned(), dataset)]),
+        }
+    }
+
+    /// `(step, workload) → key` of every run of `text`.
+    fn keys(text: &str) -> BTreeMap<(String, String), RunKey> {
+        let spec = parse(&SourceFile {
+            name: "study.kdl".into(),
+            text: text.into(),
+        })
+        .unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)));
+        keyed_runs(&spec, Runtime::Sim, &inputs())
+            .into_iter()
+            .map(|r| ((r.step, r.workload), r.key))
+            .collect()
+    }
+
+    fn changed(before: &str, after: &str) -> Vec<(String, String)> {
+        let (a, b) = (keys(before), keys(after));
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .filter(|(run, key)| b.get(*run) != Some(key))
+            .map(|(run, _)| run.clone())
+            .collect()
+    }
+
+    #[test]
+    fn golden_key_of_the_235b_baseline() {
+        let keys = keys(STUDY);
+        let run = |s: &str, w: &str| keys[&(s.to_owned(), w.to_owned())].to_string();
+        // Changing these on purpose means bumping KEY_SCHEMA_VERSION (see its history).
+        insta::assert_snapshot!(run("vllm-tp8", "sharegpt"), @"9f631f1b04efc1453ecbe4ae42b1420dba64d7eab4a67deeb9f52b2155d0a6ca");
+        insta::assert_snapshot!(run("vllm-tp8", "long"), @"32ca5598210dee58b86d400792dd281c8778c5d4758f18eb1d867379a4f40c60");
+    }
+
+    #[test]
+    fn golden_canonical_material() {
+        let spec = parse(&SourceFile {
+            name: "s".into(),
+            text: STUDY.into(),
+        })
+        .unwrap();
+        let run = keyed_runs(&spec, Runtime::Sim, &inputs())
+            .into_iter()
+            .find(|r| r.step == "vllm-fp8-tp4-mbt-4096")
+            .unwrap();
+        insta::assert_snapshot!(run.canonical, @r#"{"engine":{"name":"vllm","version":"0.11.0"},"env":{},"hardware":{"gpu":"nvidia-a100-sxm4-80gb","gpus_per_instance":4},"harness":{"backend":"openai-chat","endpoint":"/v1/chat/completions","ignore_eos":false,"metric_percentiles":"99","name":"builtin","percentile_metrics":"ttft,tpot,itl,e2el","temperature":0.0,"tokenizer":"whitespace-v1","version":"1"},"model":{"id":"Qwen/Qwen3-235B-A22B-Instruct-2507-FP8","revision":"main"},"runtime":{"name":"sim","sim_engine_version":"1"},"schema":1,"serve_args":["--max-num-batched-tokens","4096","--tensor-parallel-size","4"],"workload":{"dataset":{"kind":"sharegpt","output_len":null,"seed":0,"sha256":"0000000000000000000000000000000000000000000000000000000000000000"},"max_concurrency":null,"num_prompts":1000,"request_rate":"inf"}}"#);
+        assert_eq!(RunKey::of_canonical(&run.canonical), run.key);
+    }
+
+    #[test]
+    fn renaming_reordering_reformatting_and_comments_keep_every_key() {
+        let renamed = STUDY
+            .replace("vllm-tp8", "baseline")
+            .replace("sglang-tp8", "sglang");
+        let baseline = keys(STUDY);
+        let after = keys(&renamed);
+        for ((step, workload), key) in &baseline {
+            let step = step
+                .replace("vllm-tp8", "baseline")
+                .replace("sglang-tp8", "sglang");
+            assert_eq!(after[&(step, workload.clone())], *key);
+        }
+
+        let reordered = STUDY.replace(
+            "    engine vllm version=\"0.11.0\"\n    engine sglang version=\"0.5.5.post1\"",
+            "    engine sglang version=\"0.5.5.post1\"\n    // comment\n    engine   vllm    version=\"0.11.0\"",
+        );
+        assert_ne!(reordered, STUDY);
+        assert_eq!(changed(STUDY, &reordered), Vec::<(String, String)>::new());
+
+        let flag_spelling =
+            STUDY.replace("args \"-tp\" \"4\"", "args \"--tensor-parallel-size=4\"");
+        assert_ne!(flag_spelling, STUDY);
+        assert_eq!(
+            changed(STUDY, &flag_spelling),
+            Vec::<(String, String)>::new()
+        );
+    }
+
+    #[test]
+    fn one_flag_changes_exactly_the_runs_that_use_it() {
+        let edited = STUDY
+            .replace(
+                "vary \"--max-num-batched-tokens\" 4096 8192",
+                "vary \"--max-num-batched-tokens\" 4096 16384",
+            )
+            .replace("at=8192", "at=16384")
+            .replace(
+                "candidate vllm-fp8-tp4-mbt-8192",
+                "candidate vllm-fp8-tp4-mbt-16384",
+            );
+        // The sweep's second step is renamed too (its name carries the value).
+        let before: Vec<_> = keys(STUDY)
+            .into_iter()
+            .filter(|((s, _), _)| s != "vllm-fp8-tp4-mbt-8192")
+            .collect();
+        let after = keys(&edited);
+        assert!(before.iter().all(|(run, key)| after[run] == *key));
+        assert_ne!(
+            after[&("vllm-fp8-tp4-mbt-16384".to_owned(), "sharegpt".to_owned())],
+            keys(STUDY)[&("vllm-fp8-tp4-mbt-8192".to_owned(), "sharegpt".to_owned())]
+        );
+
+        let with_ep = STUDY.replacen(
+            "args \"-tp\" \"8\"",
+            "args \"-tp\" \"8\" \"--enable-expert-parallel\"",
+            1,
+        );
+        let workloads = ["long", "medium", "sharegpt", "short", "very-long"];
+        let expected: Vec<(String, String)> = workloads
+            .iter()
+            .map(|w| ("vllm-tp8".to_owned(), w.to_string()))
+            .collect();
+        assert_eq!(changed(STUDY, &with_ep), expected);
     }
 }

@@ -1,4 +1,4 @@
-//! Rendering an analysis for people (markdown).                          [pure]
+//! Rendering an analysis for people (markdown). (pure)
 
 mod markdown;
 

@@ -1,4 +1,4 @@
-//! The experiment language: KDL v2 text → typed [`Spec`].             [pure]
+//! The experiment language: KDL v2 text → typed [`Spec`]. (pure)
 //!
 //! The language is documented in `docs/experiment-language.md`.
 

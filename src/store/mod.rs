@@ -1,5 +1,5 @@
 //! The content-addressed store: one entry per run key, each holding its key
-//! material and one or more samples.                                      [fs]
+//! material and one or more samples. (fs)
 //!
 //! ```text
 //! store/

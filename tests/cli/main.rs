@@ -1,4 +1,8 @@
 //! Integration tests: the real binary, real processes, real HTTP over loopback.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests start the real binary and write their own fixtures"
+)]
 
 mod common;
 mod diagnostics;

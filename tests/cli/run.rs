@@ -139,11 +139,8 @@ fn live_processes(needle: &str) -> Vec<u32> {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let state = stat
                 .rsplit_once(") ")
-                .map(|(_, rest)| rest.chars().next())
-                .unwrap_or(None);
-            String::from_utf8_lossy(&cmdline).contains(needle)
-                && state != Some('Z')
-                && state != None
+                .and_then(|(_, rest)| rest.chars().next());
+            String::from_utf8_lossy(&cmdline).contains(needle) && state.is_some_and(|s| s != 'Z')
         })
         .collect()
 }
