@@ -1,0 +1,305 @@
+//! KDL v2 text → [`Spec`], collecting every problem with its place in the file.
+//!
+//! The decoder is hand-written over `KdlDocument` rather than serde-derived:
+//! it is the only way to point at the exact node or property that is wrong,
+//! suggest the name that was meant, and keep going after the first error.
+
+mod nodes;
+mod steps;
+mod validate;
+mod values;
+
+use std::collections::BTreeMap;
+
+use kdl::{KdlDocument, KdlNode};
+use miette::{NamedSource, SourceSpan};
+
+use super::diag::{SpecDiagnostic, SpecErrors};
+use super::model::*;
+use crate::gpu;
+use values::node_has_child;
+
+/// An experiment file's name (as shown in diagnostics) and text.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    pub name: String,
+    pub text: String,
+}
+
+/// Parses and validates one experiment; all errors are returned together.
+pub fn parse(source: &SourceFile) -> Result<Spec, SpecErrors> {
+    let mut d = Decoder::default();
+    let spec = match KdlDocument::parse_v2(&source.text) {
+        Ok(doc) => d.document(&doc),
+        Err(err) => {
+            d.errors.extend(err.diagnostics.iter().map(|k| {
+                let text = snippet(&source.text, k.span);
+                let mut diag = SpecDiagnostic::new(
+                    k.span,
+                    k.message.clone().unwrap_or_else(|| "invalid KDL".into()),
+                    k.label.clone().unwrap_or_else(|| "here".into()),
+                );
+                diag.help = k.help.clone();
+                if matches!(text, "true" | "false" | "null") {
+                    diag = diag.with_help(format!(
+                        "KDL v2 writes `{text}` as `#{text}` (see docs/experiment-language.md)"
+                    ));
+                }
+                diag
+            }));
+            None
+        }
+    };
+    match spec {
+        Some(spec) if d.errors.is_empty() => Ok(spec),
+        _ => Err(SpecErrors {
+            src: NamedSource::new(&source.name, source.text.clone()),
+            errors: d.errors,
+        }),
+    }
+}
+
+fn snippet(text: &str, span: SourceSpan) -> &str {
+    text.get(span.offset()..span.offset() + span.len())
+        .unwrap_or("")
+}
+
+const TOP_NODES: &[&str] = &[
+    "title",
+    "hardware",
+    "model",
+    "runtime",
+    "engine",
+    "harness",
+    "workload",
+    "step",
+    "sweep",
+    "compare",
+    "conclusion",
+];
+const WORKLOAD_NODES: &[&str] = &["dataset", "prompts", "rate", "concurrency"];
+const STEP_PROPS: &[&str] = &["engine", "model", "revision", "gpus", "replicas"];
+const STEP_NODES: &[&str] = &["args", "env", "workloads", "expect", "expect-failure"];
+const SWEEP_NODES: &[&str] = &[
+    "args",
+    "env",
+    "workloads",
+    "expect",
+    "expect-failure",
+    "vary",
+];
+
+/// A name used before we know whether it is declared.
+struct Reference {
+    kind: RefKind,
+    name: String,
+    span: SourceSpan,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum RefKind {
+    Engine,
+    Workload,
+    Step,
+}
+
+impl RefKind {
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Engine => "engine",
+            Self::Workload => "workload",
+            Self::Step => "step",
+        }
+    }
+}
+
+/// An expectation's workload, which must be one the step is measured on.
+struct ExpectRef {
+    step: String,
+    workload: String,
+    span: SourceSpan,
+}
+
+#[derive(Default)]
+struct Decoder {
+    errors: Vec<SpecDiagnostic>,
+    refs: Vec<Reference>,
+    expect_refs: Vec<ExpectRef>,
+    /// Every name declared, even where its node had errors, so a broken step
+    /// does not also make each reference to it an error.
+    declared: Vec<(RefKind, String)>,
+    /// Node names offered as "did you mean", so a typo is not also reported missing.
+    suggested: Vec<String>,
+}
+
+impl Decoder {
+    fn error(&mut self, diag: SpecDiagnostic) {
+        self.errors.push(diag);
+    }
+
+    fn document(&mut self, doc: &KdlDocument) -> Option<Spec> {
+        let mut experiment = None;
+        for node in doc.nodes() {
+            let name = node.name().value();
+            if name == "experiment" {
+                if experiment.is_some() {
+                    self.error(
+                        SpecDiagnostic::new(
+                            node.name().span(),
+                            "a file declares one experiment",
+                            "second `experiment`",
+                        )
+                        .with_help("put each experiment in its own file under `experiments/`"),
+                    );
+                } else {
+                    experiment = Some(node);
+                }
+            } else {
+                self.unknown_node(node, &["experiment"], "at the top of the file");
+            }
+        }
+        let Some(node) = experiment else {
+            self.error(
+                SpecDiagnostic::new(
+                    doc.span(),
+                    "no `experiment` node",
+                    "the file declares no experiment",
+                )
+                .with_help("start with `experiment \"<name>\" { ... }`"),
+            );
+            return None;
+        };
+        self.experiment(node)
+    }
+
+    fn experiment(&mut self, node: &KdlNode) -> Option<Spec> {
+        let name = self.required_string_arg(node, 0, "the experiment's name");
+        self.no_props(node);
+        let children = self.children(node, TOP_NODES);
+
+        let mut title = None;
+        let mut hardware = None;
+        let mut model = None;
+        let mut runtime = None;
+        let mut engines: Vec<EngineDecl> = Vec::new();
+        let mut harness = None;
+        let mut workloads: Vec<Workload> = Vec::new();
+        let mut steps: Vec<Step> = Vec::new();
+        let mut comparisons = Vec::new();
+        let mut conclusion = None;
+        let mut seen_singletons: BTreeMap<&str, SourceSpan> = BTreeMap::new();
+
+        for child in children {
+            let kind = child.name().value();
+            if matches!(
+                kind,
+                "title" | "hardware" | "model" | "runtime" | "harness" | "conclusion"
+            ) {
+                if let Some(first) = seen_singletons.get(kind) {
+                    let first = *first;
+                    self.error(
+                        SpecDiagnostic::new(
+                            child.name().span(),
+                            format!("`{kind}` is declared twice"),
+                            "declared again here",
+                        )
+                        .with_help(format!(
+                            "the first `{kind}` is at offset {}; keep one",
+                            first.offset()
+                        )),
+                    );
+                    continue;
+                }
+                seen_singletons.insert(kind, child.name().span());
+            }
+            match kind {
+                "title" => {
+                    self.no_props(child);
+                    self.no_children(child);
+                    title = self.required_string_arg(child, 0, "the title");
+                }
+                "hardware" => hardware = self.hardware(child),
+                "model" => model = self.model(child),
+                "runtime" => runtime = self.runtime(child),
+                "engine" => {
+                    if let Some(engine) = self.engine(child) {
+                        if engines.iter().any(|e| e.kind == engine.kind) {
+                            self.error(
+                                SpecDiagnostic::new(
+                                    child.span(),
+                                    format!("engine `{}` is declared twice", engine.kind.name()),
+                                    "second declaration",
+                                )
+                                .with_help("declare each engine once, with its exact version"),
+                            );
+                        } else {
+                            engines.push(engine);
+                        }
+                    }
+                }
+                "harness" => harness = self.harness(child),
+                "workload" => {
+                    if let Some(w) = self.workload(child) {
+                        workloads.push(w);
+                    }
+                }
+                "step" => {
+                    if let Some(step) = self.step(child) {
+                        steps.push(step);
+                    }
+                }
+                "sweep" => steps.extend(self.sweep(child)),
+                "compare" => {
+                    if let Some(c) = self.compare(child) {
+                        comparisons.push(c);
+                    }
+                }
+                "conclusion" => conclusion = self.conclusion(child),
+                _ => {}
+            }
+        }
+
+        if !seen_singletons.contains_key("hardware") {
+            self.missing_node(
+                node,
+                "hardware",
+                "hardware \"nvidia-a100-sxm4-80gb\" gpus=8",
+            );
+        }
+        if !seen_singletons.contains_key("model") {
+            self.missing_node(node, "model", "model \"Qwen/Qwen3-14B\"");
+        }
+        if !node_has_child(node, "workload") {
+            self.missing_node(
+                node,
+                "workload",
+                "workload sharegpt { dataset random input=128 output=4; prompts 100 }",
+            );
+        }
+        if !node_has_child(node, "step") && !node_has_child(node, "sweep") {
+            self.missing_node(node, "step", "step vllm engine=vllm gpus=1");
+        }
+
+        self.check_duplicates(workloads.iter().map(|w| &w.name), "workload");
+        self.check_duplicates(steps.iter().map(|s| &s.name), "step");
+
+        let (hardware, model) = (hardware?, model?);
+        let mut spec = Spec {
+            name: name?,
+            title,
+            hardware,
+            model,
+            runtime,
+            engines,
+            harness: harness.unwrap_or_default(),
+            workloads,
+            steps,
+            comparisons,
+            conclusion,
+        };
+        self.resolve_defaults(&mut spec);
+        self.check_references(&spec);
+        self.check_gpus(&spec);
+        Some(spec)
+    }
+}

@@ -1,0 +1,270 @@
+//! The experiment's own nodes: hardware, model, runtime, engines, harness, workloads.
+
+use kdl::{KdlNode, KdlValue};
+
+use super::values::*;
+use super::*;
+use crate::spec::diag::{SpecDiagnostic, did_you_mean, one_of};
+use crate::spec::model::*;
+
+impl Decoder {
+    pub(super) fn hardware(&mut self, node: &KdlNode) -> Option<Hardware> {
+        self.props(node, &["gpus"]);
+        self.no_children(node);
+        let gpu = self.required_string_arg(node, 0, "the GPU type")?;
+        let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
+        if gpu::lookup(&gpu).is_none() {
+            let help = did_you_mean(&gpu, gpu::NAMES.iter().copied())
+                .unwrap_or_else(|| one_of(gpu::NAMES.iter().copied()));
+            self.error(
+                SpecDiagnostic::new(span, format!("unknown GPU type `{gpu}`"), "unknown GPU")
+                    .with_help(help),
+            );
+            return None;
+        }
+        let gpus = self.required_count_prop(node, "gpus", "hardware \"...\" gpus=8")?;
+        Some(Hardware { gpu, gpus })
+    }
+
+    pub(super) fn model(&mut self, node: &KdlNode) -> Option<ModelRef> {
+        self.props(node, &["revision"]);
+        self.no_children(node);
+        let id = self.required_string_arg(node, 0, "the model id")?;
+        let revision = self
+            .optional_string_prop(node, "revision")
+            .unwrap_or_else(|| "main".into());
+        Some(ModelRef { id, revision })
+    }
+
+    pub(super) fn runtime(&mut self, node: &KdlNode) -> Option<Runtime> {
+        self.no_props(node);
+        self.no_children(node);
+        let name = self.required_string_arg(node, 0, "the runtime")?;
+        let runtime = Runtime::from_name(&name);
+        if runtime.is_none() {
+            let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
+            self.error(
+                SpecDiagnostic::new(span, format!("unknown runtime `{name}`"), "unknown runtime")
+                    .with_help(one_of(Runtime::NAMES.iter().copied())),
+            );
+        }
+        runtime
+    }
+
+    pub(super) fn engine(&mut self, node: &KdlNode) -> Option<EngineDecl> {
+        self.props(node, &["version"]);
+        self.no_children(node);
+        let name = self.required_string_arg(node, 0, "the engine")?;
+        let kind = EngineKind::from_name(&name);
+        if kind.is_none() {
+            let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
+            let help = did_you_mean(&name, EngineKind::NAMES.iter().copied())
+                .unwrap_or_else(|| one_of(EngineKind::NAMES.iter().copied()));
+            self.error(
+                SpecDiagnostic::new(span, format!("unknown engine `{name}`"), "unknown engine")
+                    .with_help(help),
+            );
+        }
+        let version = match prop(node, "version") {
+            Some(e) => self.string(e, "the engine version"),
+            None => {
+                self.error(
+                    SpecDiagnostic::new(
+                        node.span(),
+                        format!("engine `{name}` has no version"),
+                        "missing `version`",
+                    )
+                    .with_help(format!(
+                        "pin the exact version: `engine {name} version=\"0.11.0\"`"
+                    )),
+                );
+                None
+            }
+        };
+        Some(EngineDecl {
+            kind: kind?,
+            version: version?,
+        })
+    }
+
+    pub(super) fn harness(&mut self, node: &KdlNode) -> Option<HarnessDecl> {
+        self.props(node, &["backend", "endpoint", "temperature", "ignore-eos"]);
+        self.no_children(node);
+        let name = self.required_string_arg(node, 0, "the harness")?;
+        if name != "builtin" {
+            let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
+            self.error(
+                SpecDiagnostic::new(span, format!("unknown harness `{name}`"), "unknown harness")
+                    .with_help("expected `builtin` (external harnesses are not available yet)"),
+            );
+            return None;
+        }
+        let mut harness = HarnessDecl::default();
+        if let Some(e) = prop(node, "backend") {
+            match self.string(e, "the backend").as_deref() {
+                Some("openai") => harness.backend = Backend::Openai,
+                Some("openai-chat") => harness.backend = Backend::OpenaiChat,
+                Some(other) => self.error(
+                    SpecDiagnostic::new(e.span(), format!("unknown backend `{other}`"), "here")
+                        .with_help("expected `openai` or `openai-chat`"),
+                ),
+                None => {}
+            }
+        }
+        harness.endpoint = match prop(node, "endpoint") {
+            Some(e) => self.string(e, "the endpoint")?,
+            None => harness.backend.default_endpoint().into(),
+        };
+        if let Some(e) = prop(node, "temperature") {
+            harness.temperature = self.number(e, "the temperature")?;
+        }
+        if let Some(e) = prop(node, "ignore-eos") {
+            harness.ignore_eos = self.boolean(e, "ignore-eos")?;
+        }
+        Some(harness)
+    }
+
+    pub(super) fn workload(&mut self, node: &KdlNode) -> Option<Workload> {
+        self.no_props(node);
+        let name = self.required_name(node, "the workload's name", RefKind::Workload);
+        let mut dataset = None;
+        let mut prompts = None;
+        let mut rate = RequestRate::Infinite;
+        let mut concurrency = None;
+        for child in self.children(node, WORKLOAD_NODES) {
+            match child.name().value() {
+                "dataset" => dataset = self.dataset(child),
+                "prompts" => prompts = self.single_count(child, "the number of prompts"),
+                "rate" => {
+                    self.no_props(child);
+                    match arg(child, 0).map(|e| (e, e.value())) {
+                        Some((_, KdlValue::String(s))) if s == "inf" => {}
+                        Some((_, KdlValue::Float(f))) if f.is_infinite() => {}
+                        Some((e, _)) => {
+                            if let Some(r) = self.number(e, "the request rate") {
+                                if r > 0.0 {
+                                    rate = RequestRate::PerSecond(r);
+                                } else {
+                                    self.error(SpecDiagnostic::new(
+                                        e.span(),
+                                        "the request rate must be positive",
+                                        "here",
+                                    ));
+                                }
+                            }
+                        }
+                        None => self.missing_arg(child, "the request rate (`inf` or req/s)"),
+                    }
+                }
+                "concurrency" => concurrency = self.single_count(child, "the max concurrency"),
+                _ => {}
+            }
+        }
+        if dataset.is_none() && !node_has_child(node, "dataset") {
+            self.missing_node(node, "dataset", "dataset random input=128 output=4 seed=42");
+        }
+        if prompts.is_none() && !node_has_child(node, "prompts") {
+            self.missing_node(node, "prompts", "prompts 1000");
+        }
+        Some(Workload {
+            name: name?,
+            dataset: dataset?,
+            prompts: prompts?,
+            rate,
+            concurrency,
+        })
+    }
+
+    pub(super) fn dataset(&mut self, node: &KdlNode) -> Option<Dataset> {
+        self.no_children(node);
+        let kind = self.required_string_arg(node, 0, "the dataset kind")?;
+        let seed = match prop(node, "seed") {
+            Some(e) => {
+                let i = self.integer(e, "the seed")?;
+                match u64::try_from(i) {
+                    Ok(seed) => seed,
+                    Err(_) => {
+                        self.error(SpecDiagnostic::new(
+                            e.span(),
+                            format!("the seed must be between 0 and {}, found {i}", u64::MAX),
+                            "out of range",
+                        ));
+                        return None;
+                    }
+                }
+            }
+            None => 0,
+        };
+        match kind.as_str() {
+            "sharegpt" => {
+                self.props(node, &["path", "sample", "output-len", "seed"]);
+                let path = match prop(node, "path") {
+                    Some(e) => self.string(e, "the dataset path"),
+                    None => {
+                        self.error(
+                            SpecDiagnostic::new(
+                                node.span(),
+                                "a `sharegpt` dataset needs a `path`",
+                                "missing `path`",
+                            )
+                            .with_help("e.g. `dataset sharegpt path=\"datasets/ShareGPT_V3_unfiltered_cleaned_split.json\"`"),
+                        );
+                        None
+                    }
+                };
+                let sample = self.optional_string_prop(node, "sample");
+                let output_len = prop(node, "output-len").and_then(|e| self.count(e, "output-len"));
+                Some(Dataset::ShareGpt {
+                    path: path?,
+                    sample,
+                    output_len,
+                    seed,
+                })
+            }
+            "random" => {
+                self.props(node, &["input", "output", "seed", "range-ratio"]);
+                let input_len =
+                    self.required_count_prop(node, "input", "dataset random input=4000 output=200");
+                let output_len = self.required_count_prop(
+                    node,
+                    "output",
+                    "dataset random input=4000 output=200",
+                );
+                let range_ratio = match prop(node, "range-ratio") {
+                    Some(e) => {
+                        let r = self.number(e, "the range ratio")?;
+                        if !(0.0..1.0).contains(&r) {
+                            self.error(SpecDiagnostic::new(
+                                e.span(),
+                                "the range ratio must be in [0, 1)",
+                                "out of range",
+                            ));
+                        }
+                        r
+                    }
+                    None => 0.0,
+                };
+                Some(Dataset::Random {
+                    input_len: input_len?,
+                    output_len: output_len?,
+                    range_ratio,
+                    seed,
+                })
+            }
+            other => {
+                let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
+                let help = did_you_mean(other, ["sharegpt", "random"])
+                    .unwrap_or_else(|| one_of(["sharegpt", "random"]));
+                self.error(
+                    SpecDiagnostic::new(
+                        span,
+                        format!("unknown dataset `{other}`"),
+                        "unknown dataset",
+                    )
+                    .with_help(help),
+                );
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! Steps, sweeps (expanded into steps), expectations, comparisons, the conclusion.
+
+use std::collections::BTreeMap;
+
+use kdl::KdlNode;
+use miette::SourceSpan;
+
+use super::values::*;
+use super::*;
+use crate::metrics::METRIC_NAMES;
+use crate::spec::diag::{SpecDiagnostic, one_of};
+use crate::spec::model::*;
+
+impl Decoder {
+    pub(super) fn step_header(&mut self, node: &KdlNode, what: &str) -> Option<Step> {
+        let kind = RefKind::Step;
+        self.props(node, STEP_PROPS);
+        let name = self.required_name(node, what, kind);
+        let engine = match prop(node, "engine") {
+            Some(e) => self.string(e, "the engine").and_then(|n| {
+                self.refs.push(Reference {
+                    kind: RefKind::Engine,
+                    name: n.clone(),
+                    span: e.span(),
+                });
+                EngineKind::from_name(&n)
+            }),
+            None => {
+                self.error(
+                    SpecDiagnostic::new(
+                        node.name().span(),
+                        format!("{} has no engine", node.name().value()),
+                        "missing `engine=`",
+                    )
+                    .with_help("e.g. `step vllm-tp8 engine=vllm gpus=8`"),
+                );
+                None
+            }
+        };
+        let model = ModelRef {
+            id: self.optional_string_prop(node, "model").unwrap_or_default(),
+            revision: self
+                .optional_string_prop(node, "revision")
+                .unwrap_or_default(),
+        };
+        let gpus = self.required_count_prop(node, "gpus", "step vllm-tp8 engine=vllm gpus=8");
+        let replicas = match prop(node, "replicas") {
+            Some(e) => self.count(e, "replicas")?,
+            None => 1,
+        };
+        Some(Step {
+            name: name?,
+            engine: engine?,
+            model,
+            gpus: gpus?,
+            replicas,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            workloads: Vec::new(),
+            expectations: Vec::new(),
+            sweep: None,
+        })
+    }
+
+    /// Children shared by steps and sweeps; `at` values are kept for sweeps.
+    pub(super) fn step_body(
+        &mut self,
+        node: &KdlNode,
+        step: &mut Step,
+        allowed: &[&str],
+    ) -> Vec<(Option<String>, Expectation, SourceSpan)> {
+        let mut expectations = Vec::new();
+        for child in self.children(node, allowed) {
+            match child.name().value() {
+                "args" => {
+                    self.no_props(child);
+                    self.no_children(child);
+                    for e in args(child) {
+                        if let Some(a) = self.scalar_text(e, "an argument") {
+                            step.args.push(a);
+                        }
+                    }
+                }
+                "env" => {
+                    self.no_children(child);
+                    for e in child.entries() {
+                        match e.name() {
+                            Some(k) => {
+                                if let Some(v) = self.scalar_text(e, "an environment value") {
+                                    step.env.insert(k.value().to_owned(), v);
+                                }
+                            }
+                            None => self.error(
+                                SpecDiagnostic::new(
+                                    e.span(),
+                                    "environment variables are written `NAME=\"value\"`",
+                                    "not a property",
+                                )
+                                .with_help("e.g. `env VLLM_USE_V1=\"1\"`"),
+                            ),
+                        }
+                    }
+                }
+                "workloads" => {
+                    self.no_props(child);
+                    self.no_children(child);
+                    for e in args(child) {
+                        if let Some(w) = self.string(e, "a workload name") {
+                            self.refs.push(Reference {
+                                kind: RefKind::Workload,
+                                name: w.clone(),
+                                span: e.span(),
+                            });
+                            step.workloads.push(w);
+                        }
+                    }
+                }
+                "expect" | "expect-failure" => {
+                    if let Some(x) = self.expectation(child) {
+                        expectations.push(x);
+                    }
+                }
+                _ => {}
+            }
+        }
+        expectations
+    }
+
+    pub(super) fn expectation(
+        &mut self,
+        node: &KdlNode,
+    ) -> Option<(Option<String>, Expectation, SourceSpan)> {
+        self.props(node, &["at"]);
+        let workload_entry = arg(node, 0);
+        let workload = self.required_string_arg(node, 0, "the workload")?;
+        let span = workload_entry.map(|e| e.span()).unwrap_or(node.span());
+        self.refs.push(Reference {
+            kind: RefKind::Workload,
+            name: workload.clone(),
+            span,
+        });
+        let at = prop(node, "at").and_then(|e| self.scalar_text(e, "the sweep value"));
+        let outcome = if node.name().value() == "expect-failure" {
+            self.no_children(node);
+            ExpectedOutcome::Failure(self.required_string_arg(node, 1, "the published error")?)
+        } else {
+            if arg(node, 1).is_some() {
+                self.error(
+                    SpecDiagnostic::new(
+                        arg(node, 1).unwrap().span(),
+                        "`expect` takes one workload; metrics go in its block",
+                        "unexpected argument",
+                    )
+                    .with_help("e.g. `expect sharegpt { total_token_throughput 3792.50 }`"),
+                );
+            }
+            let mut metrics = Vec::new();
+            for m in self.children(node, METRIC_NAMES) {
+                self.no_props(m);
+                self.no_children(m);
+                let Some(entry) = arg(m, 0) else {
+                    self.missing_arg(m, "the published value");
+                    continue;
+                };
+                if let Some(value) = self.number(entry, "a metric value") {
+                    let text = entry
+                        .format()
+                        .map(|f| f.value_repr.trim().to_owned())
+                        .filter(|t| !t.is_empty())
+                        .unwrap_or_else(|| value.to_string());
+                    metrics.push(ExpectedMetric {
+                        name: m.name().value().to_owned(),
+                        value,
+                        text,
+                    });
+                }
+            }
+            ExpectedOutcome::Metrics(metrics)
+        };
+        Some((at, Expectation { workload, outcome }, span))
+    }
+
+    pub(super) fn step(&mut self, node: &KdlNode) -> Option<Step> {
+        let mut step = self.step_header(node, "the step's name");
+        let mut scratch = step.clone().unwrap_or_else(placeholder_step);
+        let expectations = self.step_body(node, &mut scratch, STEP_NODES);
+        let step = step.as_mut()?;
+        step.args = scratch.args;
+        step.env = scratch.env;
+        step.workloads = scratch.workloads;
+        for (at, x, span) in expectations {
+            if at.is_some() {
+                self.error(
+                    SpecDiagnostic::new(
+                        span,
+                        "`at=` is for expectations inside a `sweep`",
+                        "not a sweep",
+                    )
+                    .with_help("remove `at=`"),
+                );
+            }
+            self.expect_refs.push(ExpectRef {
+                step: step.name.value.clone(),
+                workload: x.workload.clone(),
+                span,
+            });
+            step.expectations.push(x);
+        }
+        Some(step.clone())
+    }
+
+    pub(super) fn sweep(&mut self, node: &KdlNode) -> Vec<Step> {
+        let header = self.step_header(node, "the sweep's name");
+        let mut base = header.clone().unwrap_or_else(placeholder_step);
+        let expectations = self.step_body(node, &mut base, SWEEP_NODES);
+        let vary: Vec<&KdlNode> = node
+            .children()
+            .map(|c| {
+                c.nodes()
+                    .iter()
+                    .filter(|n| n.name().value() == "vary")
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (flag, values) = match vary.as_slice() {
+            [v] => {
+                self.no_props(v);
+                self.no_children(v);
+                let flag = self.required_string_arg(v, 0, "the flag to vary");
+                let values: Vec<String> = args(v)
+                    .skip(1)
+                    .filter_map(|e| self.scalar_text(e, "a value"))
+                    .collect();
+                if values.is_empty() {
+                    self.missing_arg(v, "the values to sweep over");
+                }
+                (flag, values)
+            }
+            [] => {
+                self.missing_node(node, "vary", "vary \"--max-num-seqs\" 256 512");
+                return Vec::new();
+            }
+            [_, second, ..] => {
+                self.error(
+                    SpecDiagnostic::new(second.span(), "a sweep varies one flag", "second `vary`")
+                        .with_help("declare another `sweep` for the other flag"),
+                );
+                return Vec::new();
+            }
+        };
+        let (Some(base_header), Some(flag)) = (header, flag) else {
+            return Vec::new();
+        };
+        for (at, _, span) in &expectations {
+            match at {
+                Some(v) if values.contains(v) => {}
+                Some(v) => self.error(
+                    SpecDiagnostic::new(
+                        *span,
+                        format!("the sweep has no value `{v}`"),
+                        "unknown sweep value",
+                    )
+                    .with_help(one_of(values.iter().map(String::as_str))),
+                ),
+                None => self.error(
+                    SpecDiagnostic::new(
+                        *span,
+                        "an expectation in a sweep needs `at=<value>`",
+                        "which value?",
+                    )
+                    .with_help(one_of(values.iter().map(String::as_str))),
+                ),
+            }
+        }
+        values
+            .iter()
+            .map(|value| {
+                let mut step = base_header.clone();
+                step.name.value = format!(
+                    "{}-{}",
+                    base_header.name.value,
+                    value.trim_start_matches('-')
+                );
+                step.args = base.args.clone();
+                step.args.push(flag.clone());
+                step.args.push(value.clone());
+                step.env = base.env.clone();
+                step.workloads = base.workloads.clone();
+                step.sweep = Some(SweepOrigin {
+                    sweep: base_header.name.value.clone(),
+                    flag: flag.clone(),
+                    value: value.clone(),
+                });
+                for (at, x, span) in &expectations {
+                    if at.as_ref() == Some(value) {
+                        self.expect_refs.push(ExpectRef {
+                            step: step.name.value.clone(),
+                            workload: x.workload.clone(),
+                            span: *span,
+                        });
+                        step.expectations.push(x.clone());
+                    }
+                }
+                step
+            })
+            .collect()
+    }
+
+    pub(super) fn compare(&mut self, node: &KdlNode) -> Option<Comparison> {
+        self.props(node, &["baseline", "workload"]);
+        let title = self.required_string_arg(node, 0, "the comparison's title");
+        let baseline = self.step_ref_prop(
+            node,
+            "baseline",
+            "compare \"Engine Selection\" baseline=vllm { candidate sglang }",
+        );
+        let workload = match prop(node, "workload") {
+            Some(e) => {
+                let w = self.string(e, "a workload")?;
+                self.refs.push(Reference {
+                    kind: RefKind::Workload,
+                    name: w.clone(),
+                    span: e.span(),
+                });
+                w
+            }
+            None => String::new(),
+        };
+        let mut candidates = Vec::new();
+        for child in self.children(node, &["candidate"]) {
+            self.no_props(child);
+            self.no_children(child);
+            for e in args(child) {
+                if let Some(s) = self.string(e, "a step name") {
+                    self.refs.push(Reference {
+                        kind: RefKind::Step,
+                        name: s.clone(),
+                        span: e.span(),
+                    });
+                    candidates.push(s);
+                }
+            }
+        }
+        if candidates.is_empty() {
+            self.missing_node(node, "candidate", "candidate sglang-tp8");
+        }
+        Some(Comparison {
+            title: title?,
+            baseline: baseline?,
+            candidates,
+            workload,
+        })
+    }
+
+    pub(super) fn conclusion(&mut self, node: &KdlNode) -> Option<Conclusion> {
+        self.props(node, &["baseline", "optimized"]);
+        self.no_children(node);
+        let example = "conclusion baseline=vllm-tp8 optimized=vllm-fp8-tp4";
+        let baseline = self.step_ref_prop(node, "baseline", example);
+        let optimized = self.step_ref_prop(node, "optimized", example);
+        Some(Conclusion {
+            baseline: baseline?,
+            optimized: optimized?,
+        })
+    }
+
+    pub(super) fn step_ref_prop(
+        &mut self,
+        node: &KdlNode,
+        name: &str,
+        example: &str,
+    ) -> Option<String> {
+        match prop(node, name) {
+            Some(e) => {
+                let s = self.string(e, "a step name")?;
+                self.refs.push(Reference {
+                    kind: RefKind::Step,
+                    name: s.clone(),
+                    span: e.span(),
+                });
+                Some(s)
+            }
+            None => {
+                self.missing_prop(node, name, example);
+                None
+            }
+        }
+    }
+
+    // ---- generic helpers ----
+}
+
+pub(super) fn placeholder_step() -> Step {
+    Step {
+        name: Spanned {
+            value: String::new(),
+            span: SourceSpan::from(0..0),
+        },
+        engine: EngineKind::Vllm,
+        model: ModelRef {
+            id: String::new(),
+            revision: String::new(),
+        },
+        gpus: 1,
+        replicas: 1,
+        args: Vec::new(),
+        env: BTreeMap::new(),
+        workloads: Vec::new(),
+        expectations: Vec::new(),
+        sweep: None,
+    }
+}
