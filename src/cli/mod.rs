@@ -76,13 +76,29 @@ fn load(common: &Common) -> Result<Loaded, CliError> {
         (None, Some(declared)) => declared,
         (None, None) => Runtime::Docker,
     };
-    let inputs = inputs::resolve(&spec, Path::new(".")).map_err(CliError::Inputs)?;
+    let inputs = inputs::resolve(&spec, Path::new("")).map_err(CliError::Inputs)?;
     Ok(Loaded {
         spec,
         runtime,
         inputs,
         store: Store::new(&common.store),
     })
+}
+
+/// Says which workloads measure the shipped sample instead of the declared dataset.
+fn sample_notes(loaded: &Loaded) -> Vec<String> {
+    loaded
+        .inputs
+        .datasets
+        .iter()
+        .filter(|(_, d)| d.is_sample)
+        .map(|(workload, d)| {
+            format!(
+                "note: workload `{workload}` uses the sample dataset `{}` (the declared file is absent)",
+                d.path.display()
+            )
+        })
+        .collect()
 }
 
 /// 1000 requests in flight need more sockets than the usual soft limit of 1024.

@@ -41,14 +41,8 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
         plan.runtime.name(),
         common.store.display()
     );
-    for (workload, d) in &loaded.inputs.datasets {
-        if d.is_sample {
-            let _ = writeln!(
-                out,
-                "note: workload `{workload}` uses the sample dataset `{}` (the declared file is absent)",
-                d.path.display()
-            );
-        }
+    for note in super::sample_notes(loaded) {
+        let _ = writeln!(out, "{note}");
     }
     let step_w = plan
         .runs

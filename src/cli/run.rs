@@ -6,27 +6,30 @@ use std::time::Duration;
 use super::args::RunArgs;
 use super::plan::build_plan;
 use super::report::{render, stored_records};
-use super::{CliError, load, write_text};
+use super::{CliError, load, sample_notes, write_text};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
+use crate::plan::RunStatus;
 use crate::spec::{ExpectedOutcome, Spec};
 use crate::store::Outcome;
 
 pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     let loaded = load(&args.common)?;
     let plan = build_plan(&loaded, &args.common)?;
-    let to_run = plan.missing().len();
+    let stored = plan
+        .runs
+        .iter()
+        .filter(|r| !matches!(r.status, RunStatus::Missing { .. }))
+        .count();
     eprintln!(
-        "perfpipe: {} runs, {} cached, {to_run} to run (runtime `{}`)",
+        "perfpipe: {} runs, {stored} in the store, {} to run (runtime `{}`)",
         plan.runs.len(),
-        plan.runs.len()
-            - plan
-                .runs
-                .iter()
-                .filter(|r| plan.missing().iter().any(|m| m.key == r.key))
-                .count(),
+        plan.missing().len(),
         plan.runtime.name()
     );
+    for note in sample_notes(&loaded) {
+        eprintln!("{note}");
+    }
     let options = ExecOptions {
         sim_program: std::env::current_exe().map_err(|source| CliError::Write {
             path: "current executable".into(),
@@ -97,6 +100,14 @@ fn progress(event: &ExecEvent) {
             eprintln!(
                 "      already in the store (committed by another perfpipe): {}",
                 run.key.short()
+            );
+        }
+        ExecEvent::EngineReady {
+            after, requests, ..
+        } => {
+            eprintln!(
+                "      engine ready after {:.1}s; sending {requests} requests",
+                after.as_secs_f64()
             );
         }
         ExecEvent::Retrying { error, .. } => {

@@ -12,7 +12,7 @@ use thiserror::Error;
 use tokio::sync::watch;
 
 use crate::inputs::ResolvedInputs;
-use crate::plan::{Plan, PlannedRun};
+use crate::plan::{self, Plan, PlannedRun, RunStatus};
 use crate::spec::{Runtime, Spec};
 use crate::store::{self, Outcome, RunResult, Store};
 
@@ -38,6 +38,12 @@ pub enum ExecEvent<'a> {
     /// Another process committed this key while we waited for its lock.
     AlreadyDone {
         run: &'a PlannedRun,
+    },
+    /// The engine answers; the benchmark starts.
+    EngineReady {
+        run: &'a PlannedRun,
+        after: Duration,
+        requests: usize,
     },
     Retrying {
         run: &'a PlannedRun,
@@ -80,7 +86,7 @@ pub enum ExecError {
     },
 }
 
-/// Runs every missing run of `plan` until each key holds `plan.samples` samples.
+/// Runs every missing run of `plan` until its key holds the samples the plan asks for.
 pub fn execute(
     spec: &Spec,
     inputs: &ResolvedInputs,
@@ -121,18 +127,23 @@ pub fn execute(
             run,
         });
         let lock = runtime.block_on(ctx.lock(run))?;
-        let mut stored = store.samples(&run.key)?;
-        let ok = |s: &[store::Sample]| s.iter().filter(|s| s.metrics().is_some()).count();
-        if ok(&stored) >= plan.samples {
+        let still_missing = || -> Result<bool, ExecError> {
+            let stored = store.samples(&run.key)?;
+            Ok(matches!(
+                plan::status(&stored, plan.options),
+                RunStatus::Missing { .. }
+            ))
+        };
+        if !still_missing()? {
             report(ExecEvent::AlreadyDone { run });
             continue;
         }
-        while ok(&stored) < plan.samples {
+        while still_missing()? {
             let started = std::time::Instant::now();
             let mut attempt = 0;
             let result = loop {
                 attempt += 1;
-                match runtime.block_on(ctx.measure(run))? {
+                match runtime.block_on(ctx.measure(run, &mut *report))? {
                     run::Attempt::Done(result, pending) => {
                         pending.commit(store, &run.key, &run.canonical, &result, &lock)?;
                         break result;
@@ -155,7 +166,6 @@ pub fn execute(
                 break;
             }
             summary.succeeded += 1;
-            stored = store.samples(&run.key)?;
         }
     }
     Ok(summary)

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{ExecError, ExecOptions};
+use super::{ExecError, ExecEvent, ExecOptions};
 use crate::engine::command::serve_argv;
 use crate::engine::health::{NotReady, wait_ready};
 use crate::engine::process::{EngineProcess, free_port};
@@ -54,7 +54,11 @@ impl RunContext<'_> {
         }
     }
 
-    pub async fn measure(&self, run: &PlannedRun) -> Result<Attempt, ExecError> {
+    pub async fn measure(
+        &self,
+        run: &PlannedRun,
+        report: &mut dyn FnMut(ExecEvent),
+    ) -> Result<Attempt, ExecError> {
         let step = self
             .spec
             .step(&run.step)
@@ -78,6 +82,7 @@ impl RunContext<'_> {
             EngineProcess::spawn(&self.options.sim_program, &sim_args, &env, &engine_log)
                 .map_err(crate::store::Error::Io)?;
         let base_url = format!("http://127.0.0.1:{port}");
+        let launched = std::time::Instant::now();
         let mut cancel = self.cancel.clone();
 
         let result = |outcome: Outcome| RunResult {
@@ -109,7 +114,11 @@ impl RunContext<'_> {
             }
         };
         match ready {
-            Ok(()) => {}
+            Ok(()) => report(ExecEvent::EngineReady {
+                run,
+                after: launched.elapsed(),
+                requests: requests.len(),
+            }),
             Err(NotReady::Exited(status)) => {
                 let log = fs_err::read_to_string(&engine_log).unwrap_or_default();
                 let error = last_error_line(&log)

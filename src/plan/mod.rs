@@ -3,15 +3,14 @@
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
 use crate::spec::{Runtime, Spec};
-use crate::store::{Outcome, StoreIndex};
+use crate::store::{Outcome, Sample, StoreIndex};
 
 /// Every run of an experiment, in declared order.
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub runtime: Runtime,
     pub runs: Vec<PlannedRun>,
-    /// Samples each key should hold (`run --samples N`).
-    pub samples: usize,
+    pub options: PlanOptions,
 }
 
 #[derive(Debug, Clone)]
@@ -53,7 +52,9 @@ impl RunStatus {
 #[derive(Debug, Clone, Copy)]
 pub struct PlanOptions {
     pub runtime: Runtime,
+    /// Successful samples each key should hold (`run --samples N`).
     pub samples: usize,
+    /// Whether a stored failure is run again (`--retry-failed`).
     pub retry_failed: bool,
 }
 
@@ -93,7 +94,7 @@ pub fn build(runs: Vec<KeyedRun>, index: &StoreIndex, options: PlanOptions) -> P
     let runs = runs
         .into_iter()
         .map(|r| PlannedRun {
-            status: status(index, &r.key, options),
+            status: status(index.samples(&r.key), options),
             step: r.step,
             workload: r.workload,
             key: r.key,
@@ -104,12 +105,13 @@ pub fn build(runs: Vec<KeyedRun>, index: &StoreIndex, options: PlanOptions) -> P
     Plan {
         runtime: options.runtime,
         runs,
-        samples: options.samples,
+        options,
     }
 }
 
-fn status(index: &StoreIndex, key: &RunKey, options: PlanOptions) -> RunStatus {
-    let samples = index.samples(key);
+/// What a key's stored samples mean for a run: the one rule `plan` shows and
+/// the executor re-checks once it holds the key's lock.
+pub fn status(samples: &[Sample], options: PlanOptions) -> RunStatus {
     let ok = samples.iter().filter(|s| s.metrics().is_some()).count();
     let failure = samples.iter().rev().find_map(|s| match &s.result.outcome {
         Outcome::Failure { error, .. } => Some(error.clone()),
