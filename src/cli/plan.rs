@@ -38,7 +38,7 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
         out,
         "experiment `{}` · runtime `{}` · store `{}`",
         loaded.spec.name,
-        plan.runtime.name(),
+        plan.options.runtime.name(),
         common.store.display()
     );
     for note in super::sample_notes(loaded) {

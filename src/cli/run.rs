@@ -25,7 +25,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         "perfpipe: {} runs, {stored} in the store, {} to run (runtime `{}`)",
         plan.runs.len(),
         plan.missing().len(),
-        plan.runtime.name()
+        plan.options.runtime.name()
     );
     for note in sample_notes(&loaded) {
         eprintln!("{note}");
@@ -64,11 +64,16 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     });
     write_text(&path, &text)?;
     eprintln!(
-        "perfpipe: {} run, {} failed; report written to `{}`",
+        "perfpipe: ran {} (failed: {}); report written to `{}`",
         summary.succeeded + summary.failed,
         summary.failed,
         path.display()
     );
+    if unexpected_failures > 0 {
+        eprintln!(
+            "perfpipe: {unexpected_failures} runs failed where the experiment expects no failure (see the report)"
+        );
+    }
     Ok(if unexpected_failures > 0 {
         exit_code::RUNS_FAILED
     } else {

@@ -95,8 +95,8 @@ pub fn execute(
     options: &ExecOptions,
     report: &mut dyn FnMut(ExecEvent),
 ) -> Result<ExecSummary, ExecError> {
-    if plan.runtime != Runtime::Sim {
-        return Err(ExecError::RuntimeUnavailable(plan.runtime.name()));
+    if plan.options.runtime != Runtime::Sim {
+        return Err(ExecError::RuntimeUnavailable(plan.options.runtime.name()));
     }
     let missing = plan.missing();
     let mut summary = ExecSummary::default();

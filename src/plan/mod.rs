@@ -8,7 +8,6 @@ use crate::store::{Outcome, Sample, StoreIndex};
 /// Every run of an experiment, in declared order.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub runtime: Runtime,
     pub runs: Vec<PlannedRun>,
     pub options: PlanOptions,
 }
@@ -102,11 +101,7 @@ pub fn build(runs: Vec<KeyedRun>, index: &StoreIndex, options: PlanOptions) -> P
             canonical: r.canonical,
         })
         .collect();
-    Plan {
-        runtime: options.runtime,
-        runs,
-        options,
-    }
+    Plan { runs, options }
 }
 
 /// What a key's stored samples mean for a run: the one rule `plan` shows and

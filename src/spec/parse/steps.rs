@@ -17,14 +17,9 @@ impl Decoder {
         self.props(node, STEP_PROPS);
         let name = self.required_name(node, what, kind);
         let engine = match prop(node, "engine") {
-            Some(e) => self.string(e, "the engine").and_then(|n| {
-                self.refs.push(Reference {
-                    kind: RefKind::Engine,
-                    name: n.clone(),
-                    span: e.span(),
-                });
-                EngineKind::from_name(&n)
-            }),
+            Some(e) => self
+                .reference(e, RefKind::Engine)
+                .and_then(|n| EngineKind::from_name(&n)),
             None => {
                 self.error(
                     SpecDiagnostic::new(
@@ -105,12 +100,7 @@ impl Decoder {
                     self.no_props(child);
                     self.no_children(child);
                     for e in args(child) {
-                        if let Some(w) = self.string(e, "a workload name") {
-                            self.refs.push(Reference {
-                                kind: RefKind::Workload,
-                                name: w.clone(),
-                                span: e.span(),
-                            });
+                        if let Some(w) = self.reference(e, RefKind::Workload) {
                             step.workloads.push(w);
                         }
                     }
@@ -131,14 +121,12 @@ impl Decoder {
         node: &KdlNode,
     ) -> Option<(Option<String>, Expectation, SourceSpan)> {
         self.props(node, &["at"]);
-        let workload_entry = arg(node, 0);
-        let workload = self.required_string_arg(node, 0, "the workload")?;
-        let span = workload_entry.map(|e| e.span()).unwrap_or(node.span());
-        self.refs.push(Reference {
-            kind: RefKind::Workload,
-            name: workload.clone(),
-            span,
-        });
+        let Some(workload_entry) = arg(node, 0) else {
+            self.missing_arg(node, "the workload");
+            return None;
+        };
+        let span = workload_entry.span();
+        let workload = self.reference(workload_entry, RefKind::Workload)?;
         let at = prop(node, "at").and_then(|e| self.scalar_text(e, "the sweep value"));
         let outcome = if node.name().value() == "expect-failure" {
             self.no_children(node);
@@ -315,15 +303,7 @@ impl Decoder {
             "compare \"Engine Selection\" baseline=vllm { candidate sglang }",
         );
         let workload = match prop(node, "workload") {
-            Some(e) => {
-                let w = self.string(e, "a workload")?;
-                self.refs.push(Reference {
-                    kind: RefKind::Workload,
-                    name: w.clone(),
-                    span: e.span(),
-                });
-                w
-            }
+            Some(e) => self.reference(e, RefKind::Workload)?,
             None => String::new(),
         };
         let mut candidates = Vec::new();
@@ -331,12 +311,7 @@ impl Decoder {
             self.no_props(child);
             self.no_children(child);
             for e in args(child) {
-                if let Some(s) = self.string(e, "a step name") {
-                    self.refs.push(Reference {
-                        kind: RefKind::Step,
-                        name: s.clone(),
-                        span: e.span(),
-                    });
+                if let Some(s) = self.reference(e, RefKind::Step) {
                     candidates.push(s);
                 }
             }
@@ -371,15 +346,7 @@ impl Decoder {
         example: &str,
     ) -> Option<String> {
         match prop(node, name) {
-            Some(e) => {
-                let s = self.string(e, "a step name")?;
-                self.refs.push(Reference {
-                    kind: RefKind::Step,
-                    name: s.clone(),
-                    span: e.span(),
-                });
-                Some(s)
-            }
+            Some(e) => self.reference(e, RefKind::Step),
             None => {
                 self.missing_prop(node, name, example);
                 None

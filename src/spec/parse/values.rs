@@ -7,6 +7,17 @@ use crate::spec::diag::{SpecDiagnostic, closest, did_you_mean, one_of};
 use crate::spec::model::*;
 
 impl Decoder {
+    /// A name of a declared engine, workload or step, checked once the whole file is read.
+    pub(super) fn reference(&mut self, entry: &KdlEntry, kind: RefKind) -> Option<String> {
+        let name = self.string(entry, &format!("a {} name", kind.noun()))?;
+        self.refs.push(Reference {
+            kind,
+            name: name.clone(),
+            span: entry.span(),
+        });
+        Some(name)
+    }
+
     pub(super) fn children<'a>(&mut self, node: &'a KdlNode, allowed: &[&str]) -> Vec<&'a KdlNode> {
         let Some(doc) = node.children() else {
             return Vec::new();
