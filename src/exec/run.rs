@@ -39,6 +39,8 @@ pub enum Attempt {
 
 const STOP_GRACE: Duration = Duration::from_secs(10);
 const LOG_TAIL_LINES: usize = 20;
+/// Published 32K-prompt runs wait minutes for a first token; an hour of silence is a stall.
+const STALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl RunContext<'_> {
     /// Waits for the key's lock, or for a signal.
@@ -155,6 +157,7 @@ impl RunContext<'_> {
             rate: workload.rate,
             max_concurrency: workload.concurrency,
             seed: dataset_seed(workload),
+            stall_timeout: STALL_TIMEOUT,
         };
         let output = tokio::select! {
             out = harness::run(&self.client, &settings, requests, &load) => out,

@@ -2,12 +2,13 @@
 
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::chunk::{self, Chunk};
 use super::dataset::BenchRequest;
+use super::sse::SseParser;
 use crate::metrics::RequestRecord;
 use crate::spec::Backend;
 
@@ -24,22 +25,109 @@ pub struct RequestSettings {
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
-        // A long prefill queue can keep a stream silent for many minutes.
-        .read_timeout(Duration::from_secs(3600))
         .build()
         .expect("a plain HTTP client builds")
 }
 
 /// Sends `req` and records TTFT (first chunk with `choices`), the gaps between
 /// chunks, the latency (to the last chunk, usage included) and the server's
-/// `completion_tokens`. `t0` is the benchmark's start.
+/// `completion_tokens`. `t0` is the benchmark's start. Chunks that arrive in
+/// one network read share its timestamp. A request that receives nothing for
+/// `stall` fails.
 pub async fn send(
     client: &reqwest::Client,
     settings: &RequestSettings,
     req: &BenchRequest,
     t0: Instant,
+    stall: Duration,
 ) -> RequestRecord {
-    let body = match settings.backend {
+    let body = request_body(settings, req);
+    let start = Instant::now();
+    let mut record = RequestRecord {
+        prompt_len: req.prompt_len,
+        requested_output_tokens: u64::from(req.output_len),
+        start: (start - t0).as_secs_f64(),
+        ..Default::default()
+    };
+    let response =
+        match tokio::time::timeout(stall, client.post(&settings.url).json(&body).send()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return failed(record, format!("request failed: {e}")),
+            Err(_) => return failed(record, format!("no response within {}s", stall.as_secs())),
+        };
+    let status = response.status();
+    if !status.is_success() {
+        let text = response.text().await.unwrap_or_default();
+        return failed(record, format!("HTTP {status}: {}", text.trim()));
+    }
+    let mut body = response.bytes_stream();
+    let mut parser = SseParser::default();
+    let mut last = start;
+    let mut first = true;
+    let mut outcome: Option<Result<(), String>> = None;
+    while outcome.is_none() {
+        let read = match tokio::time::timeout(stall, body.next()).await {
+            Ok(Some(Ok(bytes))) => bytes,
+            Ok(Some(Err(e))) => return failed(record, format!("stream broke: {e}")),
+            Ok(None) => break,
+            Err(_) => {
+                return failed(
+                    record,
+                    format!("stream stalled: nothing for {}s", stall.as_secs()),
+                );
+            }
+        };
+        let now = Instant::now();
+        parser.feed(&read, |data| {
+            if outcome.is_some() {
+                return;
+            }
+            match chunk::classify(data) {
+                Some(Chunk::Done) => outcome = Some(Ok(())),
+                Some(Chunk::Choices { completion_tokens }) => {
+                    if first {
+                        record.ttft = (now - start).as_secs_f64();
+                        first = false;
+                    } else {
+                        record.itl.push((now - last).as_secs_f64());
+                    }
+                    record.output_tokens = completion_tokens.unwrap_or(record.output_tokens);
+                    last = now;
+                }
+                Some(Chunk::Usage { completion_tokens }) => {
+                    record.output_tokens = completion_tokens.unwrap_or(record.output_tokens);
+                    last = now;
+                }
+                Some(Chunk::Error) => {
+                    outcome = Some(Err(format!(
+                        "server error in stream: {}",
+                        chunk::error_message(data)
+                    )))
+                }
+                None => {
+                    outcome = Some(Err(format!(
+                        "malformed chunk `{}`",
+                        String::from_utf8_lossy(data)
+                    )));
+                }
+            }
+        });
+    }
+    match outcome {
+        Some(Ok(())) if first => failed(record, "stream carried no token".into()),
+        Some(Ok(())) => {
+            record.latency = (last - start).as_secs_f64();
+            record.success = true;
+            record
+        }
+        Some(Err(reason)) => failed(record, reason),
+        None if parser.is_truncated() => failed(record, "stream ended inside an event".into()),
+        None => failed(record, "stream ended without `[DONE]`".into()),
+    }
+}
+
+fn request_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
+    match settings.backend {
         Backend::OpenaiChat => json!({
             "model": settings.model,
             "messages": [{"role": "user", "content": req.prompt}],
@@ -58,69 +146,7 @@ pub async fn send(
             "stream_options": {"include_usage": true},
             "ignore_eos": settings.ignore_eos,
         }),
-    };
-    let start = Instant::now();
-    let mut record = RequestRecord {
-        prompt_len: req.prompt_len,
-        requested_output_tokens: u64::from(req.output_len),
-        start: (start - t0).as_secs_f64(),
-        ..Default::default()
-    };
-    let response = match client.post(&settings.url).json(&body).send().await {
-        Ok(r) => r,
-        Err(e) => return failed(record, format!("request failed: {e}")),
-    };
-    let status = response.status();
-    if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        return failed(record, format!("HTTP {status}: {}", text.trim()));
     }
-    let mut events = response.bytes_stream().eventsource();
-    let mut last = start;
-    let mut first = true;
-    let mut done = false;
-    while let Some(event) = events.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => return failed(record, format!("stream broke: {e}")),
-        };
-        let now = Instant::now();
-        if event.data.trim() == "[DONE]" {
-            done = true;
-            break;
-        }
-        let chunk: Value = match serde_json::from_str(&event.data) {
-            Ok(v) => v,
-            Err(e) => return failed(record, format!("malformed chunk `{}`: {e}", event.data)),
-        };
-        if chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .is_some_and(|c| !c.is_empty())
-        {
-            if first {
-                record.ttft = (now - start).as_secs_f64();
-                first = false;
-            } else {
-                record.itl.push((now - last).as_secs_f64());
-            }
-        } else if let Some(tokens) = chunk
-            .pointer("/usage/completion_tokens")
-            .and_then(Value::as_u64)
-        {
-            record.output_tokens = tokens;
-        }
-        last = now;
-    }
-    if !done {
-        return failed(record, "stream ended without `[DONE]`".into());
-    }
-    if first {
-        return failed(record, "stream carried no token".into());
-    }
-    record.latency = (last - start).as_secs_f64();
-    record.success = true;
-    record
 }
 
 fn failed(mut record: RequestRecord, error: String) -> RequestRecord {

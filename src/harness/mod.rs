@@ -1,8 +1,10 @@
 //! The built-in benchmark client: a tokio + reqwest load generator that
 //! measures what `vllm bench serve` measures, under its definitions. (effects)
 
+pub mod chunk;
 pub mod client;
 pub mod dataset;
+pub mod sse;
 
 use std::sync::Arc;
 
@@ -27,6 +29,8 @@ pub struct Load {
     pub rate: RequestRate,
     pub max_concurrency: Option<u32>,
     pub seed: u64,
+    /// A request that receives nothing for this long fails.
+    pub stall_timeout: Duration,
 }
 
 /// Every request's record, in dataset order, and the benchmark's duration.
@@ -49,6 +53,7 @@ pub async fn run(
         .max_concurrency
         .map(|n| Arc::new(Semaphore::new(n as usize)));
     let settings = Arc::new(settings.clone());
+    let stall = load.stall_timeout;
     let t0 = Instant::now();
     let mut tasks = Vec::with_capacity(requests.len());
     for (req, delay) in requests.into_iter().zip(delays) {
@@ -64,7 +69,7 @@ pub async fn run(
                 ),
                 None => None,
             };
-            client::send(&client, &settings, &req, t0).await
+            client::send(&client, &settings, &req, t0, stall).await
         }));
     }
     let mut records = Vec::with_capacity(tasks.len());
@@ -130,6 +135,7 @@ mod tests {
             rate: RequestRate::PerSecond(4.0),
             max_concurrency: None,
             seed: 0,
+            stall_timeout: Duration::from_secs(1),
         };
         let d = arrival_delays(100, &load);
         assert!((d[99].as_secs_f64() - 25.0).abs() < 1e-6);

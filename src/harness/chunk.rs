@@ -1,0 +1,161 @@
+//! What one streamed chunk means for timing, read without decoding the whole
+//! JSON: the client must keep up with 10^5 chunks a second.
+//!
+//! vLLM v0.11's rule: a chunk whose `choices` is non-empty is a token event
+//! (even when its delta is empty, a role only, or `reasoning_content`); the
+//! final chunk with empty `choices` carries `usage`.
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunk {
+    /// `[DONE]`: the stream is complete.
+    Done,
+    /// A chunk with choices; `completion_tokens` when it also carries usage.
+    Choices { completion_tokens: Option<u64> },
+    /// A usage-only chunk (or one with neither).
+    Usage { completion_tokens: Option<u64> },
+    /// An error object the server sent in the stream.
+    Error,
+}
+
+/// Classifies one SSE data payload; `None` when it is not JSON.
+pub fn classify(data: &[u8]) -> Option<Chunk> {
+    let data = data.trim_ascii();
+    if data == b"[DONE]" {
+        return Some(Chunk::Done);
+    }
+    if data.first() != Some(&b'{') || data.last() != Some(&b'}') {
+        return None;
+    }
+    let completion_tokens = usage_tokens(data);
+    if has_choices(data) {
+        return Some(Chunk::Choices { completion_tokens });
+    }
+    if field(data, b"\"error\"").is_some() && completion_tokens.is_none() {
+        return Some(Chunk::Error);
+    }
+    Some(Chunk::Usage { completion_tokens })
+}
+
+/// The bytes after `"name":` and whitespace, at the chunk's top level or in
+/// `usage`; `name` includes its quotes. Content strings are JSON-escaped, so
+/// a quoted key cannot appear inside them unescaped.
+fn field<'a>(data: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let at = memchr::memmem::find(data, name)?;
+    let rest = data[at + name.len()..].trim_ascii_start();
+    Some(rest.strip_prefix(b":")?.trim_ascii_start())
+}
+
+fn has_choices(data: &[u8]) -> bool {
+    field(data, b"\"choices\"")
+        .and_then(|v| v.strip_prefix(b"["))
+        .is_some_and(|v| v.trim_ascii_start().first() != Some(&b']'))
+}
+
+fn usage_tokens(data: &[u8]) -> Option<u64> {
+    let usage = field(data, b"\"usage\"")?;
+    if !usage.starts_with(b"{") {
+        return None;
+    }
+    let value = field(usage, b"\"completion_tokens\"")?;
+    let digits = value.iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&value[..digits]).ok()?.parse().ok()
+}
+
+/// The message of an error chunk, for the failure reason.
+pub fn error_message(data: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct Wrapper {
+        error: serde_json::Value,
+    }
+    serde_json::from_slice::<Wrapper>(data)
+        .map(|w| match w.error.get("message").and_then(|m| m.as_str()) {
+            Some(m) => m.to_owned(),
+            None => w.error.to_string(),
+        })
+        .unwrap_or_else(|_| String::from_utf8_lossy(data).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> Option<Chunk> {
+        classify(s.as_bytes())
+    }
+
+    #[test]
+    fn vllm_chat_stream() {
+        // Role-only first delta, content, reasoning, finish, then usage only.
+        let role = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null}"#;
+        assert_eq!(
+            c(role),
+            Some(Chunk::Choices {
+                completion_tokens: None
+            })
+        );
+        let reasoning = r#"{"id":"x","choices":[{"index":0,"delta":{"reasoning_content":"Hmm"}}]}"#;
+        assert_eq!(
+            c(reasoning),
+            Some(Chunk::Choices {
+                completion_tokens: None
+            })
+        );
+        let usage = r#"{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":12,"total_tokens":212,"completion_tokens":200}}"#;
+        assert_eq!(
+            c(usage),
+            Some(Chunk::Usage {
+                completion_tokens: Some(200)
+            })
+        );
+        assert_eq!(c("[DONE]"), Some(Chunk::Done));
+    }
+
+    #[test]
+    fn sglang_and_trtllm_shapes_with_spaces_and_usage_on_the_last_choice() {
+        // Python's json.dumps puts spaces after separators.
+        let spaced = r#"{"id": "1", "choices": [ {"index": 0, "delta": {"content": " hi"}} ], "usage": null}"#;
+        assert_eq!(
+            c(spaced),
+            Some(Chunk::Choices {
+                completion_tokens: None
+            })
+        );
+        let empty =
+            r#"{"id": "1", "choices": [ ], "usage": {"prompt_tokens": 3, "completion_tokens": 7}}"#;
+        assert_eq!(
+            c(empty),
+            Some(Chunk::Usage {
+                completion_tokens: Some(7)
+            })
+        );
+        let both = r#"{"choices":[{"index":0,"text":"!","finish_reason":"length"}],"usage":{"completion_tokens":4}}"#;
+        assert_eq!(
+            c(both),
+            Some(Chunk::Choices {
+                completion_tokens: Some(4)
+            })
+        );
+    }
+
+    #[test]
+    fn keys_inside_content_are_escaped_and_not_mistaken() {
+        let tricky = r#"{"choices":[{"delta":{"content":"say \"usage\": {\"completion_tokens\": 9}"}}],"usage":null}"#;
+        assert_eq!(
+            c(tricky),
+            Some(Chunk::Choices {
+                completion_tokens: None
+            })
+        );
+    }
+
+    #[test]
+    fn errors_and_garbage() {
+        let err = r#"{"error":{"message":"overloaded","type":"ServiceUnavailable","code":503}}"#;
+        assert_eq!(c(err), Some(Chunk::Error));
+        assert_eq!(error_message(err.as_bytes()), "overloaded");
+        assert_eq!(c("{\"choices\":[{\"delta\""), None);
+        assert_eq!(c("not json"), None);
+    }
+}
