@@ -13,7 +13,9 @@ use crate::engine::process::{EngineProcess, free_port};
 use crate::engine::{SIM_ENGINE_VERSION, sim};
 use crate::harness::{self, BenchRequest, Load, RequestSettings};
 use crate::inputs::ResolvedInputs;
-use crate::metrics::{Provenance, RequestRecord, ServingMetrics, compute, render_serving_block};
+use crate::metrics::{
+    MetricOptions, Provenance, RequestRecord, ServingMetrics, compute, render_serving_block,
+};
 use crate::plan::PlannedRun;
 use crate::spec::{Dataset, Spec, Step, Workload};
 use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
@@ -175,7 +177,7 @@ impl RunContext<'_> {
         };
         engine.stop(STOP_GRACE).await;
 
-        let metrics = compute(&output.records, output.duration);
+        let metrics = compute(&output.records, output.duration, &MetricOptions::default());
         pending
             .write_log("harness.log", &harness_log(step, &metrics, &output.records))
             .map_err(crate::store::Error::Io)?;
@@ -201,7 +203,10 @@ impl RunContext<'_> {
             ));
         }
         Ok(Attempt::Done(
-            result(Outcome::Success { metrics, warnings }),
+            result(Outcome::Success {
+                metrics: Box::new(metrics),
+                warnings,
+            }),
             pending,
         ))
     }

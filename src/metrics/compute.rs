@@ -26,8 +26,66 @@ pub struct RequestRecord {
     pub error: Option<String>,
 }
 
+/// A latency family, as `--percentile-metrics` and `--goodput` name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Latency {
+    Ttft,
+    Tpot,
+    Itl,
+    E2el,
+}
+
+impl Latency {
+    pub const ALL: [Latency; 4] = [Self::Ttft, Self::Tpot, Self::Itl, Self::E2el];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ttft => "ttft",
+            Self::Tpot => "tpot",
+            Self::Itl => "itl",
+            Self::E2el => "e2el",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.name() == name)
+    }
+}
+
+/// What to summarize beyond the fixed set (vLLM's `--metric-percentiles`, `--goodput`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricOptions {
+    /// Percentiles to report, e.g. `[99.0]` or `[50.0, 90.0, 99.9]`.
+    pub percentiles: Vec<f64>,
+    /// SLOs in milliseconds; a request is good when it meets all of them.
+    pub goodput: Vec<(Latency, f64)>,
+}
+
+impl Default for MetricOptions {
+    fn default() -> Self {
+        Self {
+            percentiles: vec![99.0],
+            goodput: Vec::new(),
+        }
+    }
+}
+
+/// vLLM's key for a percentile: `p99`, `p99.9`, `p50` (as Python prints the number).
+pub fn percentile_key(p: f64, latency: Latency) -> String {
+    let number = if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        p.to_string()
+    };
+    format!("p{number}_{}_ms", latency.name())
+}
+
 /// vLLM's metrics over one benchmark of `duration` seconds.
-pub fn compute(records: &[RequestRecord], duration: f64) -> ServingMetrics {
+pub fn compute(
+    records: &[RequestRecord],
+    duration: f64,
+    options: &MetricOptions,
+) -> ServingMetrics {
     let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.success).collect();
     let completed = ok.len() as u64;
     let total_input: u64 = ok.iter().map(|r| r.prompt_len).sum();
@@ -41,6 +99,22 @@ pub fn compute(records: &[RequestRecord], duration: f64) -> ServingMetrics {
         .collect();
     let itls: Vec<f64> = ok.iter().flat_map(|r| r.itl.iter().copied()).collect();
     let (peak_tokens, peak_concurrency) = peaks(&ok);
+    let good = ok
+        .iter()
+        .filter(|r| meets_slos(r, &options.goodput))
+        .count();
+    let mut percentiles = std::collections::BTreeMap::new();
+    for latency in Latency::ALL {
+        let values = match latency {
+            Latency::Ttft => &ttfts,
+            Latency::Tpot => &tpots,
+            Latency::Itl => &itls,
+            Latency::E2el => &e2els,
+        };
+        for &p in options.percentiles.iter().filter(|p| **p != 99.0) {
+            percentiles.insert(percentile_key(p, latency), percentile(values, p) * 1000.0);
+        }
+    }
     let per_s = |n: f64| if duration > 0.0 { n / duration } else { 0.0 };
     let ms = |v: &[f64], f: fn(&[f64]) -> f64| f(v) * 1000.0;
 
@@ -51,10 +125,13 @@ pub fn compute(records: &[RequestRecord], duration: f64) -> ServingMetrics {
         total_input_tokens: total_input,
         total_output_tokens: total_output,
         request_throughput: per_s(completed as f64),
+        request_goodput: (!options.goodput.is_empty()).then(|| per_s(good as f64)),
         output_throughput: per_s(total_output as f64),
         total_token_throughput: per_s((total_input + total_output) as f64),
         max_output_tokens_per_s: peak_tokens,
         max_concurrent_requests: peak_concurrency,
+        exact_max_output_tokens_per_s: exact_token_peak(&ok),
+        exact_max_concurrent_requests: exact_concurrency_peak(&ok),
         mean_ttft_ms: ms(&ttfts, mean),
         median_ttft_ms: ms(&ttfts, median),
         std_ttft_ms: ms(&ttfts, std),
@@ -71,7 +148,70 @@ pub fn compute(records: &[RequestRecord], duration: f64) -> ServingMetrics {
         median_e2el_ms: ms(&e2els, median),
         std_e2el_ms: ms(&e2els, std),
         p99_e2el_ms: ms(&e2els, p99),
+        percentiles,
     }
+}
+
+/// vLLM's goodput rule: every given SLO (ms) met; TPOT counts as 0 for one-token outputs.
+fn meets_slos(r: &RequestRecord, slos: &[(Latency, f64)]) -> bool {
+    slos.iter().all(|(latency, slo_ms)| {
+        let value_s = match latency {
+            Latency::Ttft => r.ttft,
+            Latency::Tpot if r.output_tokens > 1 => {
+                (r.latency - r.ttft) / (r.output_tokens - 1) as f64
+            }
+            Latency::Tpot => 0.0,
+            Latency::Itl => r.itl.iter().copied().fold(0.0, f64::max),
+            Latency::E2el => r.latency,
+        };
+        value_s * 1000.0 <= *slo_ms
+    })
+}
+
+/// Chunk arrival times of a request, with the tokens each chunk stands for.
+fn chunk_times(r: &RequestRecord) -> impl Iterator<Item = f64> + '_ {
+    std::iter::once(0.0)
+        .chain(r.itl.iter().copied())
+        .scan(r.start + r.ttft, |t, gap| {
+            *t += gap;
+            Some(*t)
+        })
+}
+
+/// Output tokens per 1-second bin, a chunk weighing its request's tokens / chunks.
+fn exact_token_peak(ok: &[&RequestRecord]) -> f64 {
+    let Some(t0) = ok.iter().map(|r| r.start).min_by(f64::total_cmp) else {
+        return 0.0;
+    };
+    let mut bins: Vec<f64> = Vec::new();
+    for r in ok {
+        let weight = r.output_tokens as f64 / (r.itl.len() + 1) as f64;
+        for t in chunk_times(r) {
+            let bin = (t - t0).max(0.0) as usize;
+            if bins.len() <= bin {
+                bins.resize(bin + 1, 0.0);
+            }
+            bins[bin] += weight;
+        }
+    }
+    bins.into_iter().fold(0.0, f64::max)
+}
+
+/// The most requests in flight at one instant, over `[start, start + latency)`.
+fn exact_concurrency_peak(ok: &[&RequestRecord]) -> f64 {
+    let mut events: Vec<(f64, i32)> = ok
+        .iter()
+        .flat_map(|r| [(r.start, 1), (r.start + r.latency, -1)])
+        .collect();
+    // Ends before starts at the same instant: `[start, end)` intervals.
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut alive = 0;
+    let mut peak = 0;
+    for (_, delta) in events {
+        alive += delta;
+        peak = peak.max(alive);
+    }
+    f64::from(peak)
 }
 
 /// vLLM v0.11's peaks: chunks per 1-second bin, and requests alive in each
@@ -85,9 +225,7 @@ fn peaks(ok: &[&RequestRecord]) -> (f64, f64) {
     let mut tokens = vec![0u64; buckets];
     let mut alive = vec![0u64; buckets];
     for r in ok {
-        let mut t = r.start + r.ttft;
-        for gap in std::iter::once(&0.0).chain(&r.itl) {
-            t += gap;
+        for t in chunk_times(r) {
             if let Some(b) = tokens.get_mut((t - t0) as usize) {
                 *b += 1;
             }
@@ -177,7 +315,7 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let m = compute(&records, 2.0);
+        let m = compute(&records, 2.0, &MetricOptions::default());
         assert_eq!((m.completed, m.failed), (2, 1));
         // Failed requests contribute neither input nor output tokens.
         assert_eq!((m.total_input_tokens, m.total_output_tokens), (20, 6));
@@ -196,10 +334,45 @@ mod tests {
             request(0.5, 0.1, &[0.1], 2),
             request(1.5, 0.1, &[], 1),
         ];
-        let m = compute(&records, 2.0);
+        let m = compute(&records, 2.0, &MetricOptions::default());
         // Second 0 holds chunks at 0.1, 0.2, 0.3 (first) and 0.6, 0.7 (second).
         assert_eq!(m.max_output_tokens_per_s, 5.0);
-        // Bucket 1 holds the first (0..1.3), the second (0.5..0.7 ends in 0) no, the third.
+        // Buckets: the first request spans 0 and 1, the second 0, the third 1.
         assert_eq!(m.max_concurrent_requests, 2.0);
+        // At no instant are two requests in flight together except 0.5..0.7.
+        assert_eq!(m.exact_max_concurrent_requests, 2.0);
+    }
+
+    #[test]
+    fn exact_peaks_count_tokens_of_multi_token_chunks_and_instants() {
+        // Two chunks carrying 8 tokens in all (4 per chunk), both in second 0.
+        let multi = request(0.0, 0.1, &[0.1], 8);
+        let m = compute(&[multi], 1.0, &MetricOptions::default());
+        assert_eq!(m.max_output_tokens_per_s, 2.0, "vLLM counts chunks");
+        assert_eq!(m.exact_max_output_tokens_per_s, 8.0);
+        // Back to back: one ends at 1.0 as the next starts; vLLM's buckets see two.
+        let a = request(0.0, 0.5, &[0.5], 2);
+        let b = request(1.0, 0.5, &[0.5], 2);
+        let m = compute(&[a, b], 2.0, &MetricOptions::default());
+        assert_eq!(m.max_concurrent_requests, 2.0);
+        assert_eq!(m.exact_max_concurrent_requests, 1.0);
+    }
+
+    #[test]
+    fn one_token_outputs_have_no_tpot_and_count_as_good() {
+        let one = request(0.0, 0.3, &[], 1);
+        let slow = request(0.0, 0.1, &[0.5], 2);
+        let options = MetricOptions {
+            percentiles: vec![50.0, 99.0, 99.9],
+            goodput: vec![(Latency::Tpot, 100.0), (Latency::Ttft, 400.0)],
+        };
+        let m = compute(&[one, slow], 2.0, &options);
+        // Only the two-token request has a TPOT: 0.5 s.
+        assert_eq!(m.mean_tpot_ms, 500.0);
+        // The one-token request is good (TPOT counts as 0); the other misses the TPOT SLO.
+        assert_eq!(m.request_goodput, Some(0.5));
+        assert_eq!(m.get("p50_ttft_ms"), Some(200.0));
+        assert!(m.get("p99.9_tpot_ms").is_some());
+        assert_eq!(percentile_key(99.9, Latency::Itl), "p99.9_itl_ms");
     }
 }

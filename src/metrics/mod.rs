@@ -6,7 +6,7 @@ mod model;
 mod provenance;
 mod serving_block;
 
-pub use compute::{RequestRecord, compute};
+pub use compute::{Latency, MetricOptions, RequestRecord, compute, percentile_key};
 pub use model::{METRIC_NAMES, ServingMetrics};
 pub use provenance::Provenance;
 pub use serving_block::render_serving_block;

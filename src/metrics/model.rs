@@ -1,5 +1,7 @@
 //! The metric set, named as `vllm bench serve --save-result` names them.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// One benchmark's numbers; field names are vLLM v0.11's JSON keys.
@@ -12,6 +14,9 @@ pub struct ServingMetrics {
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
     pub request_throughput: f64,
+    /// Requests that met every `--goodput` SLO, per second; `None` without SLOs.
+    #[serde(default)]
+    pub request_goodput: Option<f64>,
     pub output_throughput: f64,
     /// (input + output tokens) / duration: the "Total TPS" of published tables.
     pub total_token_throughput: f64,
@@ -19,6 +24,15 @@ pub struct ServingMetrics {
     pub max_output_tokens_per_s: f64,
     /// vLLM v0.11's peak concurrency: the max over 1-second buckets.
     pub max_concurrent_requests: f64,
+    /// perfpipe's peak: the largest number of output tokens in one 1-second
+    /// bin, each chunk weighing its request's tokens / chunks (= 1 when every
+    /// chunk carries one token), so multi-token chunks are not undercounted.
+    #[serde(default)]
+    pub exact_max_output_tokens_per_s: f64,
+    /// perfpipe's peak concurrency: the most requests in flight at one instant
+    /// (a sweep over `[start, end)` intervals).
+    #[serde(default)]
+    pub exact_max_concurrent_requests: f64,
     pub mean_ttft_ms: f64,
     pub median_ttft_ms: f64,
     pub std_ttft_ms: f64,
@@ -35,6 +49,9 @@ pub struct ServingMetrics {
     pub median_e2el_ms: f64,
     pub std_e2el_ms: f64,
     pub p99_e2el_ms: f64,
+    /// Further `--metric-percentiles`, by vLLM key (`p90_ttft_ms`, `p99.9_itl_ms`).
+    #[serde(flatten, default)]
+    pub percentiles: BTreeMap<String, f64>,
 }
 
 /// Metrics an experiment may state a published value for (the rows of vLLM's block).
@@ -49,6 +66,9 @@ pub const METRIC_NAMES: &[&str] = &[
     "max_output_tokens_per_s",
     "max_concurrent_requests",
     "total_token_throughput",
+    "request_goodput",
+    "exact_max_output_tokens_per_s",
+    "exact_max_concurrent_requests",
     "mean_ttft_ms",
     "median_ttft_ms",
     "p99_ttft_ms",
@@ -93,7 +113,10 @@ impl ServingMetrics {
             "median_e2el_ms" => self.median_e2el_ms,
             "std_e2el_ms" => self.std_e2el_ms,
             "p99_e2el_ms" => self.p99_e2el_ms,
-            _ => return None,
+            "exact_max_output_tokens_per_s" => self.exact_max_output_tokens_per_s,
+            "exact_max_concurrent_requests" => self.exact_max_concurrent_requests,
+            "request_goodput" => self.request_goodput?,
+            other => return self.percentiles.get(other).copied(),
         })
     }
 }
@@ -112,7 +135,8 @@ mod tests {
             "std_ttft_ms": 1.0, "p99_ttft_ms": 1.0, "mean_tpot_ms": 1.0, "median_tpot_ms": 1.0,
             "std_tpot_ms": 1.0, "p99_tpot_ms": 1.0, "mean_itl_ms": 1.0, "median_itl_ms": 1.0,
             "std_itl_ms": 1.0, "p99_itl_ms": 1.0, "mean_e2el_ms": 1.0, "median_e2el_ms": 1.0,
-            "std_e2el_ms": 1.0, "p99_e2el_ms": 1.0
+            "std_e2el_ms": 1.0, "p99_e2el_ms": 1.0, "request_goodput": 1.0,
+            "exact_max_output_tokens_per_s": 1.0, "exact_max_concurrent_requests": 1.0
         }))
         .unwrap();
         for name in METRIC_NAMES {

@@ -20,7 +20,7 @@ pub struct RunResult {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     Success {
-        metrics: ServingMetrics,
+        metrics: Box<ServingMetrics>,
         /// What the harness noticed (e.g. fewer tokens generated than asked).
         warnings: Vec<String>,
     },
