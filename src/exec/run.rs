@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -14,7 +15,7 @@ use crate::engine::{SIM_ENGINE_VERSION, sim};
 use crate::harness::{self, BenchRequest, Load, RequestSettings};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
-    MetricOptions, Provenance, RequestRecord, ServingMetrics, compute, render_serving_block,
+    MetricOptions, Provenance, RequestRecord, ServingMetrics, render_serving_block,
 };
 use crate::plan::PlannedRun;
 use crate::spec::{Dataset, Spec, Step, Workload};
@@ -41,8 +42,6 @@ pub enum Attempt {
 
 const STOP_GRACE: Duration = Duration::from_secs(10);
 const LOG_TAIL_LINES: usize = 20;
-/// Published 32K-prompt runs wait minutes for a first token; an hour of silence is a stall.
-const STALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl RunContext<'_> {
     /// Waits for the key's lock, or for a signal.
@@ -155,14 +154,25 @@ impl RunContext<'_> {
             temperature: self.spec.harness.temperature,
             ignore_eos: self.spec.harness.ignore_eos,
         };
-        let load = Load {
-            rate: workload.rate,
-            max_concurrency: workload.concurrency,
-            seed: dataset_seed(workload),
-            stall_timeout: STALL_TIMEOUT,
+        let options = MetricOptions::default();
+        let load = Load::new(workload.rate, workload.concurrency, dataset_seed(workload));
+        let mut journal =
+            std::io::BufWriter::new(pending.journal().map_err(crate::store::Error::Io)?);
+        let mut write_line = |index: usize, record: &RequestRecord| {
+            let line = serde_json::json!({"index": index, "record": record});
+            let _ = writeln!(journal, "{line}");
+            let _ = journal.flush();
         };
-        let output = tokio::select! {
-            out = harness::run(&self.client, &settings, requests, &load) => out,
+        let bench = harness::benchmark(
+            &self.client,
+            &settings,
+            requests,
+            &load,
+            &options,
+            &mut write_line,
+        );
+        let outcome = tokio::select! {
+            out = bench => out,
             status = engine.exited() => {
                 let error = match status {
                     Ok(s) => format!("engine exited with {s} during the benchmark"),
@@ -177,12 +187,15 @@ impl RunContext<'_> {
         };
         engine.stop(STOP_GRACE).await;
 
-        let metrics = compute(&output.records, output.duration, &MetricOptions::default());
+        let metrics = outcome.metrics;
         pending
-            .write_log("harness.log", &harness_log(step, &metrics, &output.records))
+            .write_log(
+                "harness.log",
+                &harness_log(step, &metrics, &outcome.records),
+            )
             .map_err(crate::store::Error::Io)?;
         if metrics.completed == 0 {
-            let first = output
+            let first = outcome
                 .records
                 .iter()
                 .find_map(|r| r.error.clone())
@@ -193,15 +206,7 @@ impl RunContext<'_> {
             );
             return Ok(Attempt::Done(r, pending));
         }
-        let mut warnings = Vec::new();
-        warnings.extend(harness::short_output_warning(&output.records));
-        if metrics.failed > 0 {
-            warnings.push(format!(
-                "{} of {} requests failed",
-                metrics.failed,
-                output.records.len()
-            ));
-        }
+        let warnings = outcome.warnings;
         Ok(Attempt::Done(
             result(Outcome::Success {
                 metrics: Box::new(metrics),

@@ -1,6 +1,7 @@
 //! The built-in benchmark client: a tokio + reqwest load generator that
 //! measures what `vllm bench serve` measures, under its definitions. (effects)
 
+pub mod arrivals;
 pub mod chunk;
 pub mod client;
 pub mod dataset;
@@ -9,56 +10,127 @@ pub mod sse;
 use std::sync::Arc;
 
 use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio::time::{Duration, Instant};
 
-pub use crate::tokenizer::TOKENIZER;
 pub use client::{RequestSettings, http_client};
 pub use dataset::{BenchRequest, DatasetError};
 
-use crate::metrics::RequestRecord;
-use crate::rng::Rng;
+use crate::metrics::{MetricOptions, RequestRecord, ServingMetrics, compute};
 use crate::spec::RequestRate;
+pub use crate::tokenizer::TOKENIZER;
 
 /// Version of the built-in harness's behaviour; part of every key.
 /// Bump it by hand whenever a change can move a number.
-pub const BUILTIN_HARNESS_VERSION: &str = "1";
+///
+/// History:
+/// - 1: first version.
+/// - 2: chunks timestamped per network read by perfpipe's own SSE parser.
+pub const BUILTIN_HARNESS_VERSION: &str = "2";
 
 /// How requests are sent.
 #[derive(Debug, Clone)]
 pub struct Load {
     pub rate: RequestRate,
+    /// Gamma shape of the gaps between requests; 1 is Poisson.
+    pub burstiness: f64,
     pub max_concurrency: Option<u32>,
     pub seed: u64,
     /// A request that receives nothing for this long fails.
     pub stall_timeout: Duration,
+    /// Requests sent first and not measured.
+    pub warmups: usize,
 }
 
-/// Every request's record, in dataset order, and the benchmark's duration.
+impl Load {
+    pub fn new(rate: RequestRate, max_concurrency: Option<u32>, seed: u64) -> Self {
+        Self {
+            rate,
+            burstiness: 1.0,
+            max_concurrency,
+            seed,
+            // Published 32K-prompt runs wait minutes for a first token.
+            stall_timeout: Duration::from_secs(3600),
+            warmups: 0,
+        }
+    }
+}
+
+/// A measured benchmark: every request's record (in dataset order), and the numbers.
 #[derive(Debug, Clone)]
-pub struct BenchOutput {
+pub struct BenchOutcome {
     pub records: Vec<RequestRecord>,
     pub duration: f64,
+    pub metrics: ServingMetrics,
+    pub warnings: Vec<String>,
 }
 
-/// Sends every request (at `load`'s rate, at most `max_concurrency` in flight)
-/// and waits for all of them.
-pub async fn run(
+/// Warms up, sends every request (at `load`'s rate, at most `max_concurrency`
+/// in flight), and computes the metrics. `on_done` sees each record as its
+/// request completes, so a journal loses nothing if the process dies.
+pub async fn benchmark(
     client: &reqwest::Client,
     settings: &RequestSettings,
     requests: Vec<BenchRequest>,
     load: &Load,
-) -> BenchOutput {
-    let delays = arrival_delays(requests.len(), load);
+    options: &MetricOptions,
+    on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
+) -> BenchOutcome {
+    if load.warmups > 0 && !requests.is_empty() {
+        let warmup: Vec<BenchRequest> = requests
+            .iter()
+            .cycle()
+            .take(load.warmups)
+            .cloned()
+            .collect();
+        let all_at_once = Load {
+            rate: RequestRate::Infinite,
+            ..load.clone()
+        };
+        send_all(client, settings, warmup, &all_at_once, &mut |_, _| {}).await;
+    }
+    let (records, duration) = send_all(client, settings, requests, load, on_done).await;
+    let metrics = compute(&records, duration, options);
+    let mut warnings = Vec::new();
+    warnings.extend(short_output_warning(&records));
+    if metrics.failed > 0 {
+        let first = records
+            .iter()
+            .find_map(|r| r.error.as_deref())
+            .unwrap_or_default();
+        warnings.push(format!(
+            "{} of {} requests failed (first: {first})",
+            metrics.failed,
+            records.len()
+        ));
+    }
+    BenchOutcome {
+        records,
+        duration,
+        metrics,
+        warnings,
+    }
+}
+
+async fn send_all(
+    client: &reqwest::Client,
+    settings: &RequestSettings,
+    requests: Vec<BenchRequest>,
+    load: &Load,
+    on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
+) -> (Vec<RequestRecord>, f64) {
+    let n = requests.len();
+    let delays = arrivals::delays(n, load.rate, load.burstiness, load.seed);
     let semaphore = load
         .max_concurrency
         .map(|n| Arc::new(Semaphore::new(n as usize)));
     let settings = Arc::new(settings.clone());
     let stall = load.stall_timeout;
     let t0 = Instant::now();
-    let mut tasks = Vec::with_capacity(requests.len());
-    for (req, delay) in requests.into_iter().zip(delays) {
+    let mut tasks = JoinSet::new();
+    for (index, (req, delay)) in requests.into_iter().zip(delays).enumerate() {
         let (client, settings, semaphore) = (client.clone(), settings.clone(), semaphore.clone());
-        tasks.push(tokio::spawn(async move {
+        tasks.spawn(async move {
             tokio::time::sleep_until(t0 + delay).await;
             let _permit = match &semaphore {
                 Some(s) => Some(
@@ -69,43 +141,30 @@ pub async fn run(
                 ),
                 None => None,
             };
-            client::send(&client, &settings, &req, t0, stall).await
-        }));
+            (
+                index,
+                client::send(&client, &settings, &req, t0, stall).await,
+            )
+        });
     }
-    let mut records = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        records.push(task.await.unwrap_or_else(|e| RequestRecord {
-            error: Some(format!("request task failed: {e}")),
-            ..Default::default()
-        }));
+    let mut records: Vec<Option<RequestRecord>> = vec![None; n];
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((index, record)) => {
+                on_done(index, &record);
+                records[index] = Some(record);
+            }
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
     }
-    BenchOutput {
-        records,
-        duration: t0.elapsed().as_secs_f64(),
-    }
-}
-
-/// All at once for `inf`; otherwise exponential gaps (Poisson arrivals),
-/// rescaled as vLLM does so the last request leaves at `n / rate`.
-fn arrival_delays(n: usize, load: &Load) -> Vec<Duration> {
-    let RequestRate::PerSecond(rate) = load.rate else {
-        return vec![Duration::ZERO; n];
-    };
-    let mut rng = Rng::new(load.seed);
-    let mut t = 0.0;
-    let mut times: Vec<f64> = (0..n)
-        .map(|_| {
-            t += -(1.0 - rng.next_f64()).ln() / rate;
-            t
-        })
-        .collect();
-    if let Some(&last) = times.last()
-        && last > 0.0
-    {
-        let target = n as f64 / rate;
-        times.iter_mut().for_each(|x| *x *= target / last);
-    }
-    times.into_iter().map(Duration::from_secs_f64).collect()
+    let duration = t0.elapsed().as_secs_f64();
+    (
+        records
+            .into_iter()
+            .map(|r| r.expect("every request reports"))
+            .collect(),
+        duration,
+    )
 }
 
 /// A warning when requests generated fewer tokens than asked.
@@ -123,27 +182,4 @@ pub fn short_output_warning(records: &[RequestRecord]) -> Option<String> {
             ok.len()
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn poisson_arrivals_end_at_n_over_rate() {
-        let load = Load {
-            rate: RequestRate::PerSecond(4.0),
-            max_concurrency: None,
-            seed: 0,
-            stall_timeout: Duration::from_secs(1),
-        };
-        let d = arrival_delays(100, &load);
-        assert!((d[99].as_secs_f64() - 25.0).abs() < 1e-6);
-        assert!(d.windows(2).all(|w| w[0] <= w[1]));
-        let inf = Load {
-            rate: RequestRate::Infinite,
-            ..load
-        };
-        assert!(arrival_delays(3, &inf).iter().all(|d| d.is_zero()));
-    }
 }

@@ -54,6 +54,19 @@ impl PendingSample {
         self.dir.path().join("logs")
     }
 
+    /// Opens `logs/requests.jsonl`, the harness's per-request journal.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a log of the pending sample, appended as requests end"
+    )]
+    pub fn journal(&self) -> std::io::Result<std::fs::File> {
+        Ok(
+            fs_err::File::create(self.logs_dir().join("requests.jsonl"))?
+                .into_parts()
+                .0,
+        )
+    }
+
     /// Writes `logs/<name>` (the engine writes its own log there directly).
     pub fn write_log(&self, name: &str, text: &str) -> std::io::Result<()> {
         write_synced(&self.logs_dir().join(name), text.as_bytes())

@@ -1,0 +1,91 @@
+//! When each request leaves: all at once for `inf`, otherwise gamma-distributed
+//! gaps (shape = burstiness; 1 is Poisson), seeded, and rescaled as vLLM does
+//! so that the last request leaves at `n / rate`.
+
+use std::time::Duration;
+
+use crate::rng::Rng;
+use crate::spec::RequestRate;
+
+pub fn delays(n: usize, rate: RequestRate, burstiness: f64, seed: u64) -> Vec<Duration> {
+    let RequestRate::PerSecond(rate) = rate else {
+        return vec![Duration::ZERO; n];
+    };
+    let mut rng = Rng::new(seed);
+    let scale = 1.0 / (rate * burstiness);
+    let mut t = 0.0;
+    let mut times: Vec<f64> = (0..n)
+        .map(|_| {
+            t += gamma(&mut rng, burstiness) * scale;
+            t
+        })
+        .collect();
+    if let Some(&last) = times.last()
+        && last > 0.0
+    {
+        let target = n as f64 / rate;
+        times.iter_mut().for_each(|x| *x *= target / last);
+    }
+    times.into_iter().map(Duration::from_secs_f64).collect()
+}
+
+/// Gamma(shape, 1) by Marsaglia and Tsang; shapes below 1 are boosted.
+fn gamma(rng: &mut Rng, shape: f64) -> f64 {
+    if shape < 1.0 {
+        let u = 1.0 - rng.next_f64();
+        return gamma(rng, shape + 1.0) * u.powf(1.0 / shape);
+    }
+    let d = shape - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    loop {
+        let x = normal(rng);
+        let v = (1.0 + c * x).powi(3);
+        if v <= 0.0 {
+            continue;
+        }
+        let u = 1.0 - rng.next_f64();
+        if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+            return d * v;
+        }
+    }
+}
+
+/// Standard normal by Box-Muller.
+fn normal(rng: &mut Rng) -> f64 {
+    let u1 = 1.0 - rng.next_f64();
+    let u2 = rng.next_f64();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gaps(burstiness: f64, seed: u64) -> Vec<f64> {
+        let d = delays(4000, RequestRate::PerSecond(10.0), burstiness, seed);
+        d.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect()
+    }
+
+    fn cv(v: &[f64]) -> f64 {
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+        var.sqrt() / mean
+    }
+
+    #[test]
+    fn seeded_rescaled_and_burstier_below_one() {
+        assert_eq!(gaps(1.0, 7), gaps(1.0, 7));
+        assert_ne!(gaps(1.0, 7), gaps(1.0, 8));
+        let d = delays(4000, RequestRate::PerSecond(10.0), 1.0, 7);
+        assert!((d[3999].as_secs_f64() - 400.0).abs() < 1e-6);
+        // Poisson gaps have CV 1; gamma(k) gaps have CV 1/sqrt(k).
+        assert!((cv(&gaps(1.0, 1)) - 1.0).abs() < 0.1);
+        assert!((cv(&gaps(0.25, 1)) - 2.0).abs() < 0.25);
+        assert!((cv(&gaps(4.0, 1)) - 0.5).abs() < 0.06);
+        assert!(
+            delays(3, RequestRate::Infinite, 1.0, 0)
+                .iter()
+                .all(|d| d.is_zero())
+        );
+    }
+}
