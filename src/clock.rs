@@ -40,11 +40,26 @@ pub fn rfc3339(unix: u64) -> String {
     )
 }
 
+/// `YYYYMMDD-HHMMSS`, as `vllm bench serve` dates its result files.
+pub fn compact(unix: u64) -> String {
+    let iso = rfc3339(unix);
+    format!(
+        "{}{}{}-{}{}{}",
+        &iso[0..4],
+        &iso[5..7],
+        &iso[8..10],
+        &iso[11..13],
+        &iso[14..16],
+        &iso[17..19]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn formats_utc() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::rfc3339(1_795_290_164), "2026-11-21T19:42:44Z");
+        assert_eq!(super::compact(1_795_290_164), "20261121-194244");
     }
 }

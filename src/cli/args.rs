@@ -28,6 +28,8 @@ pub enum Command {
     Plan(PlanArgs),
     /// Render the report from the store (or the published numbers); runs nothing.
     Report(ReportArgs),
+    /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
+    Bench(Box<BenchArgs>),
     /// The simulated engine, as `--runtime sim` starts it (internal).
     #[command(hide = true)]
     SimEngine {
@@ -93,4 +95,100 @@ pub struct ReportArgs {
     /// Also write the report to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// `/v1/completions` requests.
+    Openai,
+    /// `/v1/chat/completions` requests.
+    OpenaiChat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DatasetArg {
+    Random,
+    Sharegpt,
+}
+
+/// Options named as `vllm bench serve` names them; defaults are v0.11's.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Server URL (e.g. `http://127.0.0.1:8000`); overrides `--host` and `--port`.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// API path [default: `/v1/completions`, or `/v1/chat/completions` with `--backend openai-chat`].
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    #[arg(long, value_enum, default_value = "openai")]
+    pub backend: BackendArg,
+    /// Model name to request [default: the first one `/v1/models` lists].
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Tokenizer that counts prompt tokens; only the built-in `whitespace` is available yet.
+    #[arg(long, default_value = "whitespace")]
+    pub tokenizer: String,
+    #[arg(long, value_enum, default_value = "random")]
+    pub dataset_name: DatasetArg,
+    /// ShareGPT JSON file (with `--dataset-name sharegpt`).
+    #[arg(long)]
+    pub dataset_path: Option<std::path::PathBuf>,
+    #[arg(long, default_value_t = 1000)]
+    pub num_prompts: u32,
+    #[arg(long, default_value_t = 1024)]
+    pub random_input_len: u32,
+    #[arg(long, default_value_t = 128)]
+    pub random_output_len: u32,
+    /// Lengths are drawn from [L(1-r), L(1+r)].
+    #[arg(long, default_value_t = 0.0)]
+    pub random_range_ratio: f64,
+    /// Fixed output length for ShareGPT requests instead of the reply's.
+    #[arg(long)]
+    pub sharegpt_output_len: Option<u32>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Requests per second, or `inf` to send all at once.
+    #[arg(long, default_value = "inf")]
+    pub request_rate: String,
+    /// Gamma shape of the gaps between requests (1 = Poisson; < 1 burstier).
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    #[arg(long)]
+    pub max_concurrency: Option<u32>,
+    /// Requests sent before the benchmark and not measured.
+    #[arg(long, default_value_t = 0)]
+    pub num_warmups: usize,
+    #[arg(long)]
+    pub ignore_eos: bool,
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Comma-separated: any of `ttft,tpot,itl,e2el`.
+    #[arg(long, default_value = "ttft,tpot,itl")]
+    pub percentile_metrics: String,
+    /// Comma-separated percentiles, e.g. `50,90,99`.
+    #[arg(long, default_value = "99")]
+    pub metric_percentiles: String,
+    /// SLOs as `KEY:MILLISECONDS` (`ttft`, `tpot`, `e2el`); a request is good when it meets all.
+    #[arg(long, num_args = 1..)]
+    pub goodput: Vec<String>,
+    /// Write the result JSON (vLLM's keys).
+    #[arg(long)]
+    pub save_result: bool,
+    /// Also write per-request lists (input_lens, ttfts, itls, errors, ...).
+    #[arg(long)]
+    pub save_detailed: bool,
+    #[arg(long)]
+    pub result_dir: Option<std::path::PathBuf>,
+    #[arg(long)]
+    pub result_filename: Option<String>,
+    /// Label that prefixes the default result file name.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Seconds a request may receive nothing before it fails.
+    #[arg(long, default_value_t = 3600)]
+    pub stall_timeout: u64,
 }

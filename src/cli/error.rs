@@ -43,6 +43,17 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{message}")]
+    #[diagnostic(help("{hint}"))]
+    Usage { message: String, hint: String },
+    #[error("{message}")]
+    #[diagnostic(help("is the server running? `--base-url`, or `--host` and `--port`, name it"))]
+    Server { message: String },
+    #[error("cannot start the async runtime")]
+    Runtime {
+        #[source]
+        source: std::io::Error,
+    },
     #[error("analysis failed")]
     Analysis(#[source] polars::error::PolarsError),
 }
@@ -63,14 +74,18 @@ impl CliError {
             Self::ReadExperiment { .. }
             | Self::Spec(_)
             | Self::Inputs(_)
-            | Self::RuntimeUnavailable(_) => exit_code::USAGE,
+            | Self::RuntimeUnavailable(_)
+            | Self::Usage { .. } => exit_code::USAGE,
+            Self::Server { .. } => exit_code::RUNS_FAILED,
             Self::Exec(ExecError::Dataset { .. } | ExecError::DatasetRead { .. }) => {
                 exit_code::USAGE
             }
             Self::Interrupted => exit_code::INTERRUPTED,
-            Self::Exec(_) | Self::Store(_) | Self::Write { .. } | Self::Analysis(_) => {
-                exit_code::INTERNAL
-            }
+            Self::Exec(_)
+            | Self::Store(_)
+            | Self::Write { .. }
+            | Self::Analysis(_)
+            | Self::Runtime { .. } => exit_code::INTERNAL,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! errors to exit codes (the only place that happens).
 
 mod args;
+mod bench;
 mod error;
 mod plan;
 mod report;
@@ -38,6 +39,7 @@ pub fn main() -> u8 {
         Command::Run(args) => run::run(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Report(args) => report::report(&args),
+        Command::Bench(args) => bench::bench(&args),
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
     };
     match result {

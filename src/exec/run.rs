@@ -15,7 +15,7 @@ use crate::engine::{SIM_ENGINE_VERSION, sim};
 use crate::harness::{self, BenchRequest, Load, RequestSettings};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
-    MetricOptions, Provenance, RequestRecord, ServingMetrics, render_serving_block,
+    BlockOptions, MetricOptions, Provenance, RequestRecord, ServingMetrics, render_serving_block,
 };
 use crate::plan::PlannedRun;
 use crate::spec::{Dataset, Spec, Step, Workload};
@@ -297,7 +297,7 @@ fn tail(path: &std::path::Path) -> String {
 /// The printed result block and every failed request's error.
 fn harness_log(step: &Step, metrics: &ServingMetrics, records: &[RequestRecord]) -> String {
     let mut text = format!("# step `{}`\n", step.name.value);
-    text.push_str(&render_serving_block(metrics));
+    text.push_str(&render_serving_block(metrics, &BlockOptions::default()));
     for (i, r) in records.iter().enumerate() {
         if let Some(e) = &r.error {
             let _ = writeln!(text, "request {i}: {e}");

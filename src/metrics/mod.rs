@@ -4,9 +4,11 @@
 mod compute;
 mod model;
 mod provenance;
+mod save_result;
 mod serving_block;
 
 pub use compute::{Latency, MetricOptions, RequestRecord, compute, percentile_key};
 pub use model::{METRIC_NAMES, ServingMetrics};
 pub use provenance::Provenance;
-pub use serving_block::render_serving_block;
+pub use save_result::{ResultMeta, default_file_name, save_result_json};
+pub use serving_block::{BlockOptions, render_serving_block};

@@ -1,0 +1,307 @@
+//! `perfpipe bench`: the built-in load generator against any OpenAI-compatible
+//! server, with `vllm bench serve`'s options, printed block and result file.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::args::{BackendArg, BenchArgs, DatasetArg};
+use super::{CliError, write_text};
+use crate::exit_code;
+use crate::harness::{self, BenchRequest, Load, RequestSettings, dataset};
+use crate::metrics::{
+    BlockOptions, Latency, MetricOptions, RequestRecord, ResultMeta, default_file_name,
+    render_serving_block, save_result_json,
+};
+use crate::spec::{Backend, RequestRate};
+
+pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
+    let rate = parse_rate(&args.request_rate)?;
+    let percentile_metrics = parse_list(&args.percentile_metrics, "--percentile-metrics", |s| {
+        Latency::from_name(s)
+    })?;
+    let percentiles = parse_list(&args.metric_percentiles, "--metric-percentiles", |s| {
+        s.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p))
+    })?;
+    let goodput = args
+        .goodput
+        .iter()
+        .map(|g| parse_slo(g))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (backend, default_endpoint) = match args.backend {
+        BackendArg::Openai => (Backend::Openai, "/v1/completions"),
+        BackendArg::OpenaiChat => (Backend::OpenaiChat, "/v1/chat/completions"),
+    };
+    if args.tokenizer != "whitespace" {
+        return Err(CliError::Usage {
+            message: format!("tokenizer `{}` is not available", args.tokenizer),
+            hint: "only the built-in `whitespace` tokenizer is available yet".into(),
+        });
+    }
+    let requests = requests(args)?;
+    let base_url = args
+        .base_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}:{}", args.host, args.port));
+    let base_url = base_url.trim_end_matches('/').to_owned();
+    let endpoint = args
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| default_endpoint.to_owned());
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|source| CliError::Runtime { source })?;
+    let client = runtime.block_on(async { harness::http_client() });
+    let model = match &args.model {
+        Some(m) => m.clone(),
+        None => runtime.block_on(first_model(&client, &base_url))?,
+    };
+    let settings = RequestSettings {
+        url: format!("{base_url}{endpoint}"),
+        backend,
+        model: model.clone(),
+        temperature: args.temperature,
+        ignore_eos: args.ignore_eos,
+    };
+    let load = Load {
+        rate,
+        burstiness: args.burstiness,
+        max_concurrency: args.max_concurrency,
+        seed: args.seed,
+        stall_timeout: Duration::from_secs(args.stall_timeout),
+        warmups: args.num_warmups,
+    };
+    let options = MetricOptions {
+        percentiles: percentiles.clone(),
+        goodput,
+    };
+    eprintln!(
+        "perfpipe bench: {} requests to {} (model `{model}`, rate {}, max concurrency {})",
+        requests.len(),
+        settings.url,
+        args.request_rate,
+        args.max_concurrency
+            .map_or("unlimited".to_owned(), |c| c.to_string())
+    );
+    let mut progress = Progress::new(requests.len());
+    let outcome = runtime.block_on(harness::benchmark(
+        &client,
+        &settings,
+        requests,
+        &load,
+        &options,
+        &mut |_, record| progress.update(record),
+    ));
+    progress.finish();
+
+    let block = BlockOptions {
+        percentile_metrics: percentile_metrics.clone(),
+        percentiles: percentiles.clone(),
+        max_concurrency: args.max_concurrency,
+        request_rate: match rate {
+            RequestRate::Infinite => None,
+            RequestRate::PerSecond(r) => Some(r),
+        },
+    };
+    let m = &outcome.metrics;
+    print!("{}", render_serving_block(m, &block));
+    println!(
+        "perfpipe exact peaks: {:.2} output tok/s (tokens, not chunks), {:.0} concurrent requests (at one instant)",
+        m.exact_max_output_tokens_per_s, m.exact_max_concurrent_requests
+    );
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+
+    if args.save_result || args.save_detailed {
+        let meta = ResultMeta {
+            date: crate::clock::compact(crate::clock::unix_now()),
+            backend: settings.backend.name().to_owned(),
+            label: args.label.clone(),
+            model_id: model.clone(),
+            tokenizer_id: args.tokenizer.clone(),
+            num_prompts: outcome.records.len(),
+            request_rate: block.request_rate,
+            burstiness: args.burstiness,
+            max_concurrency: args.max_concurrency,
+        };
+        let json = save_result_json(
+            &meta,
+            m,
+            &outcome.records,
+            &percentile_metrics,
+            &percentiles,
+            args.save_detailed,
+        );
+        let name = args
+            .result_filename
+            .clone()
+            .unwrap_or_else(|| default_file_name(&meta));
+        let path = args.result_dir.clone().unwrap_or_default().join(name);
+        write_text(&path, &(json.to_string() + "\n"))?;
+        eprintln!("perfpipe bench: result written to `{}`", path.display());
+    }
+    Ok(if m.failed > 0 {
+        exit_code::RUNS_FAILED
+    } else {
+        exit_code::OK
+    })
+}
+
+fn requests(args: &BenchArgs) -> Result<Vec<BenchRequest>, CliError> {
+    match args.dataset_name {
+        DatasetArg::Random => Ok(dataset::random(
+            args.random_input_len,
+            args.random_output_len,
+            args.random_range_ratio,
+            args.seed,
+            args.num_prompts,
+        )),
+        DatasetArg::Sharegpt => {
+            let path: PathBuf = args.dataset_path.clone().ok_or_else(|| CliError::Usage {
+                message: "`--dataset-name sharegpt` needs `--dataset-path`".into(),
+                hint: "e.g. `--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json`".into(),
+            })?;
+            let text = fs_err::read_to_string(&path).map_err(|e| CliError::Usage {
+                message: format!("cannot read the dataset: {e}"),
+                hint: "check `--dataset-path`".into(),
+            })?;
+            dataset::sharegpt(&text, args.num_prompts, args.seed, args.sharegpt_output_len).map_err(|e| {
+                CliError::Usage {
+                    message: format!("`{}`: {e}", path.display()),
+                    hint: "a ShareGPT file is a JSON list of {\"conversations\": [{\"from\", \"value\"}, ...]}".into(),
+                }
+            })
+        }
+    }
+}
+
+async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String, CliError> {
+    let unreachable = |e: String| CliError::Server {
+        message: format!("cannot list the models of `{base_url}`: {e}"),
+    };
+    let response = client
+        .get(format!("{base_url}/v1/models"))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    let body: serde_json::Value = response
+        .json()
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    body.pointer("/data/0/id")
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| unreachable("the answer lists no model".into()))
+}
+
+fn parse_rate(text: &str) -> Result<RequestRate, CliError> {
+    if text == "inf" {
+        return Ok(RequestRate::Infinite);
+    }
+    match text.parse::<f64>() {
+        Ok(r) if r > 0.0 && r.is_finite() => Ok(RequestRate::PerSecond(r)),
+        _ => Err(CliError::Usage {
+            message: format!("invalid `--request-rate` `{text}`"),
+            hint: "a positive number of requests per second, or `inf`".into(),
+        }),
+    }
+}
+
+fn parse_list<T>(
+    text: &str,
+    flag: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Vec<T>, CliError> {
+    text.split(',')
+        .map(str::trim)
+        .map(|item| {
+            parse(item).ok_or_else(|| CliError::Usage {
+                message: format!("invalid value `{item}` in `{flag}`"),
+                hint: match flag {
+                    "--percentile-metrics" => "any of `ttft,tpot,itl,e2el`".into(),
+                    _ => "numbers between 0 and 100, e.g. `50,90,99`".into(),
+                },
+            })
+        })
+        .collect()
+}
+
+fn parse_slo(text: &str) -> Result<(Latency, f64), CliError> {
+    let bad = || CliError::Usage {
+        message: format!("invalid `--goodput` `{text}`"),
+        hint: "write `KEY:MILLISECONDS` with KEY one of `ttft`, `tpot`, `e2el`, e.g. `ttft:500`"
+            .into(),
+    };
+    let (key, value) = text.split_once(':').ok_or_else(bad)?;
+    let latency = Latency::from_name(key)
+        .filter(|l| *l != Latency::Itl)
+        .ok_or_else(bad)?;
+    let ms = value
+        .parse::<f64>()
+        .ok()
+        .filter(|v| *v >= 0.0)
+        .ok_or_else(bad)?;
+    Ok((latency, ms))
+}
+
+/// Requests done, output tokens per second and elapsed time: a live line on a
+/// terminal, a line per tenth of the requests otherwise.
+struct Progress {
+    total: usize,
+    done: usize,
+    failed: usize,
+    tokens: u64,
+    started: Instant,
+    last_draw: Instant,
+    tty: bool,
+}
+
+impl Progress {
+    fn new(total: usize) -> Self {
+        Self {
+            total,
+            done: 0,
+            failed: 0,
+            tokens: 0,
+            started: Instant::now(),
+            last_draw: Instant::now(),
+            tty: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn update(&mut self, record: &RequestRecord) {
+        self.done += 1;
+        self.failed += usize::from(!record.success);
+        self.tokens += record.output_tokens;
+        let step = (self.total / 10).max(1);
+        if self.tty && self.last_draw.elapsed() >= Duration::from_millis(100) {
+            eprint!("\r{}", self.line());
+            self.last_draw = Instant::now();
+        } else if !self.tty && self.done.is_multiple_of(step) {
+            eprintln!("{}", self.line());
+        }
+    }
+
+    fn line(&self) -> String {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        format!(
+            "  {}/{} requests ({} failed) · {:.0} output tok/s · {:.1}s",
+            self.done,
+            self.total,
+            self.failed,
+            self.tokens as f64 / elapsed.max(1e-9),
+            elapsed
+        )
+    }
+
+    fn finish(&self) {
+        if self.tty {
+            eprintln!("\r{}", self.line());
+        }
+    }
+}
