@@ -18,6 +18,20 @@ pub fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
+/// Nanoseconds on CLOCK_MONOTONIC, which every process on the machine shares:
+/// a test server stamps its writes with it so the client can measure its own delay.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the struct we pass.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time.
 pub fn rfc3339(unix: u64) -> String {
     let days = (unix / 86_400) as i64;

@@ -49,8 +49,10 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         .clone()
         .unwrap_or_else(|| default_endpoint.to_owned());
 
+    // One worker per core this process may use (`taskset` narrows it).
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .map_err(|source| CliError::Runtime { source })?;
@@ -86,6 +88,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         args.max_concurrency
             .map_or("unlimited".to_owned(), |c| c.to_string())
     );
+    let cpu_before = crate::host::cpu_seconds();
     let mut progress = Progress::new(requests.len());
     let outcome = runtime.block_on(harness::benchmark(
         &client,
@@ -112,6 +115,22 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         "perfpipe exact peaks: {:.2} output tok/s (tokens, not chunks), {:.0} concurrent requests (at one instant)",
         m.exact_max_output_tokens_per_s, m.exact_max_concurrent_requests
     );
+    let cpu = crate::host::cpu_seconds() - cpu_before;
+    eprintln!(
+        "perfpipe bench: client ingested {:.0} output tok/s ({} chunks); client CPU {:.2} s over {:.2} s ({:.0}% of one core)",
+        m.output_throughput,
+        outcome
+            .records
+            .iter()
+            .map(|r| r.itl.len() + usize::from(r.success))
+            .sum::<usize>(),
+        cpu,
+        m.duration,
+        100.0 * cpu / m.duration.max(1e-9)
+    );
+    if let Some(line) = probe_summary(&outcome.records) {
+        eprintln!("{line}");
+    }
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
     }
@@ -197,6 +216,31 @@ async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String,
         .and_then(|v| v.as_str())
         .map(str::to_owned)
         .ok_or_else(|| unreachable("the answer lists no model".into()))
+}
+
+/// Against perfpipe's stamping test server: how late the client records what
+/// the server wrote, and how long requests took to reach the server.
+fn probe_summary(records: &[RequestRecord]) -> Option<String> {
+    use crate::metrics::percentile;
+    let delays: Vec<f64> = records
+        .iter()
+        .flat_map(|r| r.client_delays.iter().copied())
+        .collect();
+    let reached: Vec<f64> = records.iter().filter_map(|r| r.server_received).collect();
+    if delays.is_empty() {
+        return None;
+    }
+    let ms = |v: &[f64], p: f64| percentile(v, p) * 1000.0;
+    Some(format!(
+        "perfpipe bench: client delay from the server's write to the recorded timestamp: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} reads); \
+         requests reached the server after p50 {:.2} ms, p99 {:.2} ms",
+        ms(&delays, 50.0),
+        ms(&delays, 99.0),
+        ms(&delays, 100.0),
+        delays.len(),
+        ms(&reached, 50.0),
+        ms(&reached, 99.0)
+    ))
 }
 
 fn parse_rate(text: &str) -> Result<RequestRate, CliError> {

@@ -37,24 +37,32 @@ pub fn http_client() -> reqwest::Client {
 pub async fn send(
     client: &reqwest::Client,
     settings: &RequestSettings,
-    req: &BenchRequest,
+    req: &Prepared,
     t0: Instant,
     stall: Duration,
 ) -> RequestRecord {
-    let body = request_body(settings, req);
     let start = Instant::now();
+    let start_ns = crate::clock::monotonic_ns();
     let mut record = RequestRecord {
         prompt_len: req.prompt_len,
         requested_output_tokens: u64::from(req.output_len),
         start: (start - t0).as_secs_f64(),
         ..Default::default()
     };
-    let response =
-        match tokio::time::timeout(stall, client.post(&settings.url).json(&body).send()).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => return failed(record, format!("request failed: {e}")),
-            Err(_) => return failed(record, format!("no response within {}s", stall.as_secs())),
-        };
+    let response = match tokio::time::timeout(
+        stall,
+        client
+            .post(&settings.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(req.body.clone())
+            .send(),
+    )
+    .await
+    {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return failed(record, format!("request failed: {e}")),
+        Err(_) => return failed(record, format!("no response within {}s", stall.as_secs())),
+    };
     let status = response.status();
     if !status.is_success() {
         let text = response.text().await.unwrap_or_default();
@@ -78,6 +86,7 @@ pub async fn send(
             }
         };
         let now = Instant::now();
+        let now_ns = crate::clock::monotonic_ns();
         parser.feed(&read, |data| {
             if outcome.is_some() {
                 return;
@@ -112,6 +121,14 @@ pub async fn send(
                 }
             }
         });
+        if let Some(probe) = parser.take_probe() {
+            record
+                .client_delays
+                .push(now_ns.saturating_sub(probe.written_ns) as f64 / 1e9);
+            record
+                .server_received
+                .get_or_insert(probe.received_ns.saturating_sub(start_ns) as f64 / 1e9);
+        }
     }
     match outcome {
         Some(Ok(())) if first => failed(record, "stream carried no token".into()),
@@ -123,6 +140,23 @@ pub async fn send(
         Some(Err(reason)) => failed(record, reason),
         None if parser.is_truncated() => failed(record, "stream ended inside an event".into()),
         None => failed(record, "stream ended without `[DONE]`".into()),
+    }
+}
+
+/// A request ready to send: its body is encoded before the clock starts, so
+/// encoding 512 prompts does not show up as their TTFT.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub body: bytes::Bytes,
+    pub prompt_len: u64,
+    pub output_len: u32,
+}
+
+pub fn prepare(settings: &RequestSettings, req: &BenchRequest) -> Prepared {
+    Prepared {
+        body: request_body(settings, req).to_string().into(),
+        prompt_len: req.prompt_len,
+        output_len: req.output_len,
     }
 }
 

@@ -121,6 +121,10 @@ async fn send_all(
 ) -> (Vec<RequestRecord>, f64) {
     let n = requests.len();
     let delays = arrivals::delays(n, load.rate, load.burstiness, load.seed);
+    let requests: Vec<client::Prepared> = requests
+        .iter()
+        .map(|r| client::prepare(settings, r))
+        .collect();
     let semaphore = load
         .max_concurrency
         .map(|n| Arc::new(Semaphore::new(n as usize)));

@@ -9,6 +9,15 @@ pub struct SseParser {
     /// `data:` lines of the event being read, joined with `\n`.
     data: Vec<u8>,
     has_data: bool,
+    /// The last `: t=<ns> recv=<ns>` comment, sent by perfpipe's test server.
+    probe: Option<Probe>,
+}
+
+/// A test server's monotonic timestamps: when it wrote, and when it received the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    pub written_ns: u64,
+    pub received_ns: u64,
 }
 
 impl SseParser {
@@ -47,13 +56,30 @@ impl SseParser {
             self.data.extend_from_slice(value);
             self.has_data = true;
         }
-        // Comments (`:`), `event:`, `id:` and `retry:` carry nothing we measure.
+        if let Some(comment) = line.strip_prefix(b": t=") {
+            self.probe = parse_probe(comment);
+        }
+        // Other comments, `event:`, `id:` and `retry:` carry nothing we measure.
+    }
+
+    /// The probe read since the last call, if any.
+    pub fn take_probe(&mut self) -> Option<Probe> {
+        self.probe.take()
     }
 
     /// True when the stream ended in the middle of an event or a line.
     pub fn is_truncated(&self) -> bool {
         self.has_data || !self.partial.is_empty()
     }
+}
+
+fn parse_probe(comment: &[u8]) -> Option<Probe> {
+    let text = std::str::from_utf8(comment).ok()?;
+    let (written, received) = text.split_once(" recv=")?;
+    Some(Probe {
+        written_ns: written.parse().ok()?,
+        received_ns: received.trim().parse().ok()?,
+    })
 }
 
 #[cfg(test)]
@@ -78,6 +104,22 @@ mod tests {
         assert_eq!(events(&bytes), expected);
         let (a, b) = stream.split_at(9);
         assert_eq!(events(&[a, b]), expected);
+    }
+
+    #[test]
+    fn probe_comments_are_read_and_not_events() {
+        let mut parser = SseParser::default();
+        let mut n = 0;
+        parser.feed(b": t=200 recv=100\ndata: x\n\n", |_| n += 1);
+        assert_eq!(n, 1);
+        assert_eq!(
+            parser.take_probe(),
+            Some(Probe {
+                written_ns: 200,
+                received_ns: 100
+            })
+        );
+        assert_eq!(parser.take_probe(), None);
     }
 
     #[test]

@@ -24,6 +24,14 @@ pub struct RequestRecord {
     /// Gaps between successive chunks after the first.
     pub itl: Vec<f64>,
     pub error: Option<String>,
+    /// Against perfpipe's test server only: seconds from the server's write to
+    /// the client's timestamp, per read (the client's own delay).
+    #[serde(skip)]
+    pub client_delays: Vec<f64>,
+    /// Against perfpipe's test server only: seconds from sending to the server
+    /// having the request (connection and accept queue).
+    #[serde(skip)]
+    pub server_received: Option<f64>,
 }
 
 /// A latency family, as `--percentile-metrics` and `--goodput` name it.
@@ -291,7 +299,7 @@ mod tests {
             ttft,
             latency: ttft + itl.iter().sum::<f64>(),
             itl: itl.to_vec(),
-            error: None,
+            ..Default::default()
         }
     }
 

@@ -7,7 +7,7 @@ mod provenance;
 mod save_result;
 mod serving_block;
 
-pub use compute::{Latency, MetricOptions, RequestRecord, compute, percentile_key};
+pub use compute::{Latency, MetricOptions, RequestRecord, compute, percentile, percentile_key};
 pub use model::{METRIC_NAMES, ServingMetrics};
 pub use provenance::Provenance;
 pub use save_result::{ResultMeta, default_file_name, save_result_json};

@@ -139,7 +139,7 @@ mod tests {
             ttft: 0.1,
             latency: 0.3,
             itl: vec![0.1, 0.1],
-            error: None,
+            ..Default::default()
         };
         let options = MetricOptions {
             percentiles: vec![90.0, 99.0],

@@ -23,6 +23,39 @@ use crate::gpu;
 /// The environment variable naming the simulated GPU type.
 pub const GPU_ENV: &str = "PERFPIPE_SIM_GPU";
 
+/// Replaces the batching model with a fixed schedule per request, e.g.
+/// `fixed:ttft_ms=200,itl_ms=20` (or `itl_ms=0`: as fast as possible), to
+/// measure the load generator itself; `,probe=1` stamps every write with the
+/// server's monotonic clock so the client can measure its own delay, and
+/// `,coalesce=0` writes each event on its own (by default all events ready are
+/// written at once, as a busy server does).
+pub const TIMING_ENV: &str = "PERFPIPE_SIM_TIMING";
+
+fn parse_fixed_timing(spec: &str) -> Option<server::TokenSource> {
+    let mut ttft = None;
+    let mut itl = None;
+    let mut probe = false;
+    let mut one_per_write = false;
+    for part in spec.strip_prefix("fixed:")?.split(',') {
+        let (key, value) = part.split_once('=')?;
+        let number = value.parse::<f64>().ok().filter(|v| *v >= 0.0)?;
+        let ms = Duration::from_secs_f64(number / 1000.0);
+        match key {
+            "ttft_ms" => ttft = Some(ms),
+            "itl_ms" => itl = Some(ms),
+            "probe" => probe = number > 0.0,
+            "coalesce" => one_per_write = number == 0.0,
+            _ => return None,
+        }
+    }
+    Some(server::TokenSource::Fixed {
+        ttft: ttft?,
+        itl: itl?,
+        probe,
+        one_per_write,
+    })
+}
+
 /// Runs the simulated engine until it is killed; returns an exit code when it cannot start.
 pub fn main(argv: &[String]) -> i32 {
     let gpu_name = std::env::var(GPU_ENV).unwrap_or_default();
@@ -46,6 +79,18 @@ pub fn main(argv: &[String]) -> i32 {
         config.max_seqs,
         config.token_budget
     );
+    let fixed_timing = match std::env::var(TIMING_ENV) {
+        Ok(spec) => match parse_fixed_timing(&spec) {
+            Some(t) => Some(t),
+            None => {
+                eprintln!(
+                    "ERROR perfpipe-sim: `{TIMING_ENV}` must read `fixed:ttft_ms=200,itl_ms=20[,probe=1]`, got `{spec}`"
+                );
+                return 2;
+            }
+        },
+        Err(_) => None,
+    };
     let info = support::model_info(&config.model);
     let speed = speed::Speed::new(&config, gpu, &info);
     let limits = scheduler::Limits {
@@ -65,7 +110,9 @@ pub fn main(argv: &[String]) -> i32 {
     };
     runtime.block_on(async move {
         // Loading weights.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        if fixed_timing.is_none() {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
         if let Some(error) = support::startup_error(&config, gpu) {
             eprintln!("ERROR perfpipe-sim: engine failed to start");
             eprintln!("{error}");
@@ -78,12 +125,18 @@ pub fn main(argv: &[String]) -> i32 {
                 return 1;
             }
         };
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(scheduler::run(rx, limits, speed));
+        let tokens = match fixed_timing {
+            Some(fixed) => fixed,
+            None => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(scheduler::run(rx, limits, speed));
+                server::TokenSource::Scheduler(tx)
+            }
+        };
         let state = Arc::new(server::AppState {
             model: config.model.clone(),
             max_model_len: config.max_model_len.unwrap_or(info.max_model_len),
-            scheduler: tx,
+            tokens,
             next_id: AtomicU64::new(0),
             created: crate::clock::unix_now(),
         });

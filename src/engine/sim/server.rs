@@ -3,8 +3,10 @@
 //! with one SSE chunk per token and a final usage chunk.
 
 use std::convert::Infallible;
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
@@ -23,9 +25,25 @@ use crate::tokenizer;
 pub struct AppState {
     pub model: String,
     pub max_model_len: u32,
-    pub scheduler: mpsc::UnboundedSender<Submission>,
+    pub tokens: TokenSource,
     pub next_id: AtomicU64,
     pub created: u64,
+}
+
+/// Where a request's tokens come from.
+pub enum TokenSource {
+    /// The batching scheduler and its speed model.
+    Scheduler(mpsc::UnboundedSender<Submission>),
+    /// Every request on its own: first token after `ttft`, then one every
+    /// `itl` (as fast as possible when zero). A test server for the load generator.
+    Fixed {
+        ttft: Duration,
+        itl: Duration,
+        /// Stamp each write with `: t=<monotonic ns> recv=<ns>` (an SSE comment).
+        probe: bool,
+        /// Write every event on its own instead of all that are ready at once.
+        one_per_write: bool,
+    },
 }
 
 pub fn router(state: Arc<AppState>) -> Router {
@@ -35,6 +53,31 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat_completions))
         .with_state(state)
+}
+
+/// Emits a request's tokens on a fixed schedule: `ttft`, then every `itl`.
+async fn fixed_timing(
+    tx: mpsc::UnboundedSender<Event>,
+    ttft: Duration,
+    itl: Duration,
+    prompt_tokens: u32,
+    max_tokens: u32,
+) {
+    let start = tokio::time::Instant::now();
+    for n in 0..max_tokens {
+        if !itl.is_zero() || n == 0 {
+            tokio::time::sleep_until(start + ttft + itl * n).await;
+        } else if n % 64 == 0 {
+            tokio::task::yield_now().await;
+        }
+        if tx.send(Event::Token).is_err() {
+            return;
+        }
+    }
+    let _ = tx.send(Event::Done {
+        prompt_tokens,
+        completion_tokens: max_tokens,
+    });
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
@@ -158,53 +201,82 @@ async fn generate(
             ),
         );
     }
+    let received_ns = crate::clock::monotonic_ns();
     let (tx, rx) = mpsc::unbounded_channel();
-    let submission = Submission {
-        prompt_tokens,
-        max_tokens,
-        events: tx,
+    let probe = matches!(state.tokens, TokenSource::Fixed { probe: true, .. });
+    let write_limit = match state.tokens {
+        TokenSource::Fixed {
+            one_per_write: true,
+            ..
+        } => 1,
+        _ => 64 * 1024,
     };
-    if state.scheduler.send(submission).is_err() {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "ServiceUnavailable",
-            "engine is shutting down".into(),
-        );
+    match &state.tokens {
+        TokenSource::Scheduler(scheduler) => {
+            let submission = Submission {
+                prompt_tokens,
+                max_tokens,
+                events: tx,
+            };
+            if scheduler.send(submission).is_err() {
+                return error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailable",
+                    "engine is shutting down".into(),
+                );
+            }
+        }
+        TokenSource::Fixed { ttft, itl, .. } => {
+            tokio::spawn(fixed_timing(tx, *ttft, *itl, prompt_tokens, max_tokens));
+        }
     }
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let chunks = Chunks {
-        api,
-        id: match api {
-            Api::Completions => format!("cmpl-{id}"),
-            Api::Chat => format!("chatcmpl-{id}"),
-        },
-        model,
-        created: state.created,
-        max_tokens,
-    };
+    let chunks = Chunks::new(api, id, &model, state.created, max_tokens);
     if stream {
         let body = futures_util::stream::unfold(
             (rx, chunks, 0u32, false),
-            move |(mut rx, c, n, done)| async move {
+            move |(mut rx, c, mut n, done)| async move {
                 if done {
                     return None;
                 }
-                let text = match rx.recv().await {
-                    Some(Event::Token) => c.token(n + 1),
-                    Some(Event::Done {
-                        prompt_tokens,
-                        completion_tokens,
-                    }) => {
-                        let mut out = String::new();
-                        if include_usage {
-                            out.push_str(&c.usage(prompt_tokens, completion_tokens));
+                // Everything already produced goes out in one write, as a busy server's does.
+                let mut out = String::new();
+                let mut next = rx.recv().await;
+                if probe {
+                    let _ = writeln!(
+                        out,
+                        ": t={} recv={received_ns}",
+                        crate::clock::monotonic_ns()
+                    );
+                }
+                loop {
+                    match next {
+                        Some(Event::Token) => {
+                            n += 1;
+                            c.push_token(&mut out, n);
                         }
-                        out.push_str("data: [DONE]\n\n");
-                        return Some((Ok::<_, Infallible>(Bytes::from(out)), (rx, c, n, true)));
+                        Some(Event::Done {
+                            prompt_tokens,
+                            completion_tokens,
+                        }) => {
+                            if include_usage {
+                                out.push_str(&c.usage(prompt_tokens, completion_tokens));
+                            }
+                            out.push_str("data: [DONE]\n\n");
+                            return Some((Ok::<_, Infallible>(Bytes::from(out)), (rx, c, n, true)));
+                        }
+                        None if out.is_empty() => return None,
+                        None => break,
                     }
-                    None => return None,
-                };
-                Some((Ok(Bytes::from(text)), (rx, c, n + 1, false)))
+                    if out.len() >= write_limit {
+                        break;
+                    }
+                    match rx.try_recv() {
+                        Ok(event) => next = Some(event),
+                        Err(_) => break,
+                    }
+                }
+                Some((Ok(Bytes::from(out)), (rx, c, n, false)))
             },
         );
         Response::builder()
@@ -241,13 +313,15 @@ async fn generate(
     }
 }
 
-/// Renders a request's SSE chunks in the API's shape.
+/// Renders a request's SSE chunks in the API's shape; a token chunk is a
+/// precomputed prefix, the word, and a suffix, so emitting one is cheap.
 struct Chunks {
     api: Api,
     id: String,
     model: String,
     created: u64,
     max_tokens: u32,
+    prefix: String,
 }
 
 const WORDS: &[&str] = &[
@@ -259,21 +333,43 @@ fn word(n: u32) -> &'static str {
 }
 
 impl Chunks {
-    fn token(&self, n: u32) -> String {
-        let finish = if n == self.max_tokens {
-            json!("length")
+    fn new(api: Api, id: u64, model: &str, created: u64, max_tokens: u32) -> Self {
+        let (id, object, field) = match api {
+            Api::Completions => (format!("cmpl-{id}"), "text_completion", r#""text":"#),
+            Api::Chat => (
+                format!("chatcmpl-{id}"),
+                "chat.completion.chunk",
+                r#""delta":{"content":"#,
+            ),
+        };
+        let prefix = format!(
+            r#"data: {{"id":"{id}","object":"{object}","created":{created},"model":{},"choices":[{{"index":0,{field}"#,
+            Value::String(model.to_owned())
+        );
+        Self {
+            api,
+            id,
+            model: model.to_owned(),
+            created,
+            max_tokens,
+            prefix,
+        }
+    }
+
+    fn push_token(&self, out: &mut String, n: u32) {
+        out.push_str(&self.prefix);
+        out.push('"');
+        out.push_str(word(n));
+        out.push('"');
+        if self.api == Api::Chat {
+            out.push('}');
+        }
+        out.push_str(if n == self.max_tokens {
+            r#","logprobs":null,"finish_reason":"length"}]}"#
         } else {
-            Value::Null
-        };
-        let choice = match self.api {
-            Api::Completions => {
-                json!({"index": 0, "text": word(n), "logprobs": null, "finish_reason": finish})
-            }
-            Api::Chat => {
-                json!({"index": 0, "delta": {"content": word(n)}, "logprobs": null, "finish_reason": finish})
-            }
-        };
-        self.event(json!([choice]), None)
+            r#","logprobs":null,"finish_reason":null}]}"#
+        });
+        out.push_str("\n\n");
     }
 
     fn usage(&self, prompt: u32, completion: u32) -> String {

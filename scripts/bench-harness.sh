@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Measures the built-in load generator itself (issue "built-in load generator"):
+#   1. ceiling: 256 and 1000 concurrent streams against a server that emits
+#      tokens as fast as it can (one core for the server, one for the client);
+#   2. accuracy: 512 streams opened at once against a server that holds TTFT at
+#      200 ms and the gap between tokens at 20 ms.
+# Usage: scripts/bench-harness.sh   (builds the `perf` profile first)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/perfpipe-target}"
+cargo build --locked --profile perf -q
+bin="$CARGO_TARGET_DIR/perf/perfpipe"
+out=$(mktemp -d)
+# One core for the server, one for the client (taskset execs, so $! is the server).
+pin=(); command -v taskset >/dev/null && pin=(taskset -c)
+
+serve() { # serve PORT TIMING
+    PERFPIPE_SIM_GPU=nvidia-h100-sxm5-80gb PERFPIPE_SIM_TIMING="$2" \
+        "${pin[@]}" ${pin:+1} "$bin" sim-engine vllm serve bench-model --port "$1" >"$out/server-$1.log" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.1; done
+    echo "server on port $1 did not start" >&2; exit 1
+}
+
+run() { # run NAME PORT ARGS...
+    echo "== $1"
+    "${pin[@]}" ${pin:+0} "$bin" bench --port "$2" --backend openai-chat --model bench-model --ignore-eos \
+        --percentile-metrics ttft,tpot,itl,e2el --save-result --result-dir "$out" \
+        --result-filename "$1.json" "${@:3}" 2>&1 | grep -E "ingested|client delay|Successful|Failed|TTFT|TPOT|ITL \(|warning" || true
+}
+
+# The server writes all events that are ready at once (64 KiB at most), as a busy server does.
+serve 18771 fixed:ttft_ms=0,itl_ms=0
+run ceiling-256 18771 --num-prompts 2048 --max-concurrency 256 --random-input-len 128 --random-output-len 1024
+run ceiling-1000 18771 --num-prompts 2000 --max-concurrency 1000 --random-input-len 128 --random-output-len 1024
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+
+# One event per write: the server core becomes the limit.
+serve 18773 fixed:ttft_ms=0,itl_ms=0,coalesce=0
+run ceiling-256-one-event-per-write 18773 --num-prompts 512 --max-concurrency 256 --random-input-len 128 --random-output-len 1024
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+
+serve 18772 fixed:ttft_ms=200,itl_ms=20,probe=1
+run accuracy-512-cold 18772 --num-prompts 512 --random-input-len 128 --random-output-len 64
+# Warm-up requests leave 512 keep-alive connections open: no connect in the TTFT.
+run accuracy-512-warm 18772 --num-prompts 512 --random-input-len 128 --random-output-len 64 --num-warmups 512
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+echo "results in $out"
