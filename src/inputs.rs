@@ -1,5 +1,6 @@
-//! Resolves the files an experiment names (today: its datasets) to what they
-//! hold. Reads files only; the lockfile resolver will join it here.
+//! Resolves the files an experiment depends on (its datasets, and each model's
+//! tokenizer if this machine has it) to what they hold. Reads files only; the
+//! lockfile resolver will join it here.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -8,7 +9,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::spec::{Dataset, Spec};
+use crate::spec::{Dataset, ModelRef, Spec};
+use crate::tokenizer::{Tokenizer, find_tokenizer_json};
 
 /// A dataset file as found on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,15 +21,46 @@ pub struct ResolvedDataset {
     pub is_sample: bool,
 }
 
+/// A model's tokenizer as found on this machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedTokenizer {
+    /// `whitespace-v1`, or `sha256:<hex>` of its `tokenizer.json`.
+    pub id: String,
+    /// The `tokenizer.json`; `None` for the built-in whitespace tokenizer.
+    pub path: Option<PathBuf>,
+}
+
+impl ResolvedTokenizer {
+    pub fn load(&self) -> Result<Tokenizer, crate::tokenizer::Error> {
+        match &self.path {
+            Some(path) => Tokenizer::from_file(path),
+            None => Ok(Tokenizer::Whitespace),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ResolvedInputs {
     /// By workload name.
     pub datasets: BTreeMap<String, ResolvedDataset>,
+    /// By `(model id, revision)`.
+    pub tokenizers: BTreeMap<(String, String), ResolvedTokenizer>,
 }
 
 impl ResolvedInputs {
     pub fn dataset(&self, workload: &str) -> Option<&ResolvedDataset> {
         self.datasets.get(workload)
+    }
+
+    /// The model's tokenizer; the whitespace one when none was resolved.
+    pub fn tokenizer(&self, model: &ModelRef) -> ResolvedTokenizer {
+        self.tokenizers
+            .get(&(model.id.clone(), model.revision.clone()))
+            .cloned()
+            .unwrap_or(ResolvedTokenizer {
+                id: crate::tokenizer::WHITESPACE.into(),
+                path: None,
+            })
     }
 }
 
@@ -35,6 +68,8 @@ impl ResolvedInputs {
 pub enum Error {
     #[error("dataset `{path}` of workload `{workload}` does not exist")]
     MissingDataset { workload: String, path: String },
+    #[error(transparent)]
+    Tokenizer(#[from] crate::tokenizer::Error),
     #[error("cannot read dataset `{path}`")]
     Read {
         path: String,
@@ -77,7 +112,29 @@ pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
             },
         );
     }
-    Ok(ResolvedInputs { datasets })
+    let mut tokenizers = BTreeMap::new();
+    for step in &spec.steps {
+        let model = (step.model.id.clone(), step.model.revision.clone());
+        if tokenizers.contains_key(&model) {
+            continue;
+        }
+        let resolved = match find_tokenizer_json(&model.0, &model.1) {
+            Some(path) => ResolvedTokenizer {
+                // Parsing it now also catches a corrupt file before any GPU is taken.
+                id: Tokenizer::from_file(&path)?.id(),
+                path: Some(path),
+            },
+            None => ResolvedTokenizer {
+                id: crate::tokenizer::WHITESPACE.into(),
+                path: None,
+            },
+        };
+        tokenizers.insert(model, resolved);
+    }
+    Ok(ResolvedInputs {
+        datasets,
+        tokenizers,
+    })
 }
 
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {

@@ -129,9 +129,11 @@ pub struct BenchArgs {
     /// Model name to request [default: the first one `/v1/models` lists].
     #[arg(long)]
     pub model: Option<String>,
-    /// Tokenizer that counts prompt tokens; only the built-in `whitespace` is available yet.
-    #[arg(long, default_value = "whitespace")]
-    pub tokenizer: String,
+    /// Tokenizer that builds and counts prompts: a `tokenizer.json`, a model
+    /// directory, or a model id found in the Hugging Face cache [default: the
+    /// model]. perfpipe never downloads; without one it counts words (`whitespace`).
+    #[arg(long)]
+    pub tokenizer: Option<String>,
     #[arg(long, value_enum, default_value = "random")]
     pub dataset_name: DatasetArg,
     /// ShareGPT JSON file (with `--dataset-name sharegpt`).

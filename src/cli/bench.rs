@@ -14,6 +14,7 @@ use crate::metrics::{
     render_serving_block, save_result_json,
 };
 use crate::spec::{Backend, RequestRate};
+use crate::tokenizer::Tokenizer;
 
 pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
     let rate = parse_rate(&args.request_rate)?;
@@ -32,13 +33,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         BackendArg::Openai => (Backend::Openai, "/v1/completions"),
         BackendArg::OpenaiChat => (Backend::OpenaiChat, "/v1/chat/completions"),
     };
-    if args.tokenizer != "whitespace" {
-        return Err(CliError::Usage {
-            message: format!("tokenizer `{}` is not available", args.tokenizer),
-            hint: "only the built-in `whitespace` tokenizer is available yet".into(),
-        });
-    }
-    let requests = requests(args)?;
+    let sharegpt = read_sharegpt(args)?;
     let base_url = args
         .base_url
         .clone()
@@ -61,6 +56,9 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         Some(m) => m.clone(),
         None => runtime.block_on(first_model(&client, &base_url))?,
     };
+    let tokenizer_id = args.tokenizer.clone().unwrap_or_else(|| model.clone());
+    let tokenizer = load_tokenizer(&tokenizer_id)?;
+    let requests = requests(args, &tokenizer, sharegpt)?;
     let settings = RequestSettings {
         url: format!("{base_url}{endpoint}"),
         backend,
@@ -141,7 +139,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             backend: settings.backend.name().to_owned(),
             label: args.label.clone(),
             model_id: model.clone(),
-            tokenizer_id: args.tokenizer.clone(),
+            tokenizer_id: tokenizer_id.clone(),
             num_prompts: outcome.records.len(),
             request_rate: block.request_rate,
             burstiness: args.burstiness,
@@ -170,32 +168,70 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
     })
 }
 
-fn requests(args: &BenchArgs) -> Result<Vec<BenchRequest>, CliError> {
-    match args.dataset_name {
-        DatasetArg::Random => Ok(dataset::random(
+/// The tokenizer named (a file, a directory or a cached model id), or words.
+fn load_tokenizer(name: &str) -> Result<Tokenizer, CliError> {
+    if name == "whitespace" {
+        return Ok(Tokenizer::Whitespace);
+    }
+    let tokenizer = Tokenizer::for_model(name, "main").map_err(|e| CliError::Usage {
+        message: e.to_string(),
+        hint: "`--tokenizer` takes a tokenizer.json, a model directory, or a model id in the Hugging Face cache".into(),
+    })?;
+    match &tokenizer {
+        Tokenizer::HuggingFace { path, .. } => {
+            eprintln!("perfpipe bench: tokenizer `{}`", path.display());
+        }
+        Tokenizer::Whitespace => eprintln!(
+            "warning: no tokenizer.json for `{name}` on this machine (perfpipe never downloads); \
+             prompts are built and counted in words. Pass `--tokenizer` to use the model's."
+        ),
+    }
+    Ok(tokenizer)
+}
+
+/// The ShareGPT file's text, read before any server is contacted.
+fn read_sharegpt(args: &BenchArgs) -> Result<Option<(PathBuf, String)>, CliError> {
+    if args.dataset_name != DatasetArg::Sharegpt {
+        return Ok(None);
+    }
+    let path: PathBuf = args.dataset_path.clone().ok_or_else(|| CliError::Usage {
+        message: "`--dataset-name sharegpt` needs `--dataset-path`".into(),
+        hint: "e.g. `--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json`".into(),
+    })?;
+    let text = fs_err::read_to_string(&path).map_err(|e| CliError::Usage {
+        message: format!("cannot read the dataset: {e}"),
+        hint: "check `--dataset-path`".into(),
+    })?;
+    Ok(Some((path, text)))
+}
+
+fn requests(
+    args: &BenchArgs,
+    tokenizer: &Tokenizer,
+    sharegpt: Option<(PathBuf, String)>,
+) -> Result<Vec<BenchRequest>, CliError> {
+    let Some((path, text)) = sharegpt else {
+        return Ok(dataset::random(
+            tokenizer,
             args.random_input_len,
             args.random_output_len,
             args.random_range_ratio,
             args.seed,
             args.num_prompts,
-        )),
-        DatasetArg::Sharegpt => {
-            let path: PathBuf = args.dataset_path.clone().ok_or_else(|| CliError::Usage {
-                message: "`--dataset-name sharegpt` needs `--dataset-path`".into(),
-                hint: "e.g. `--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json`".into(),
-            })?;
-            let text = fs_err::read_to_string(&path).map_err(|e| CliError::Usage {
-                message: format!("cannot read the dataset: {e}"),
-                hint: "check `--dataset-path`".into(),
-            })?;
-            dataset::sharegpt(&text, args.num_prompts, args.seed, args.sharegpt_output_len).map_err(|e| {
-                CliError::Usage {
-                    message: format!("`{}`: {e}", path.display()),
-                    hint: "a ShareGPT file is a JSON list of {\"conversations\": [{\"from\", \"value\"}, ...]}".into(),
-                }
-            })
-        }
-    }
+        ));
+    };
+    dataset::sharegpt(
+        tokenizer,
+        &text,
+        args.num_prompts,
+        args.seed,
+        args.sharegpt_output_len,
+    )
+    .map_err(|e| CliError::Usage {
+        message: format!("`{}`: {e}", path.display()),
+        hint: "a ShareGPT file is a JSON list of {\"conversations\": [{\"from\", \"value\"}, ...]}"
+            .into(),
+    })
 }
 
 async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String, CliError> {

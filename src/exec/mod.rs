@@ -78,6 +78,8 @@ pub enum ExecError {
         #[source]
         source: crate::harness::DatasetError,
     },
+    #[error(transparent)]
+    Tokenizer(crate::tokenizer::Error),
     #[error("cannot read dataset `{path}`")]
     DatasetRead {
         path: String,

@@ -18,7 +18,7 @@ use crate::metrics::{
     BlockOptions, MetricOptions, Provenance, RequestRecord, ServingMetrics, render_serving_block,
 };
 use crate::plan::PlannedRun;
-use crate::spec::{Dataset, Spec, Step, Workload};
+use crate::spec::{Dataset, ModelRef, Spec, Step, Workload};
 use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
 
 /// Everything a run needs from its surroundings.
@@ -70,7 +70,7 @@ impl RunContext<'_> {
             .spec
             .workload(&run.workload)
             .expect("plan runs name declared workloads");
-        let requests = self.requests(workload).await?;
+        let requests = self.requests(workload, &step.model).await?;
         let pending = self.store.begin_sample()?;
         let started_at = crate::clock::unix_now();
 
@@ -218,39 +218,48 @@ impl RunContext<'_> {
 
     /// The workload's requests; building 100 prompts of 32,000 tokens takes a
     /// moment, so it runs off the async threads and before the engine starts.
-    async fn requests(&self, workload: &Workload) -> Result<Vec<BenchRequest>, ExecError> {
+    async fn requests(
+        &self,
+        workload: &Workload,
+        model: &ModelRef,
+    ) -> Result<Vec<BenchRequest>, ExecError> {
         let dataset = workload.dataset.clone();
         let n = workload.prompts;
         let name = workload.name.value.clone();
         let path = self.inputs.dataset(&name).map(|d| d.path.clone());
-        tokio::task::spawn_blocking(move || match dataset {
-            Dataset::Random {
-                input_len,
-                output_len,
-                range_ratio,
-                seed,
-            } => Ok(harness::dataset::random(
-                input_len,
-                output_len,
-                range_ratio,
-                seed,
-                n,
-            )),
-            Dataset::ShareGpt {
-                output_len, seed, ..
-            } => {
-                let path = path.expect("inputs resolve every sharegpt dataset");
-                let text =
-                    fs_err::read_to_string(&path).map_err(|source| ExecError::DatasetRead {
-                        path: path.display().to_string(),
-                        source,
-                    })?;
-                harness::dataset::sharegpt(&text, n, seed, output_len).map_err(|source| {
-                    ExecError::Dataset {
-                        workload: name,
-                        source,
-                    }
-                })
+        let tokenizer = self.inputs.tokenizer(model);
+        tokio::task::spawn_blocking(move || {
+            let tokenizer = tokenizer.load().map_err(ExecError::Tokenizer)?;
+            match dataset {
+                Dataset::Random {
+                    input_len,
+                    output_len,
+                    range_ratio,
+                    seed,
+                } => Ok(harness::dataset::random(
+                    &tokenizer,
+                    input_len,
+                    output_len,
+                    range_ratio,
+                    seed,
+                    n,
+                )),
+                Dataset::ShareGpt {
+                    output_len, seed, ..
+                } => {
+                    let path = path.expect("inputs resolve every sharegpt dataset");
+                    let text =
+                        fs_err::read_to_string(&path).map_err(|source| ExecError::DatasetRead {
+                            path: path.display().to_string(),
+                            source,
+                        })?;
+                    harness::dataset::sharegpt(&tokenizer, &text, n, seed, output_len).map_err(
+                        |source| ExecError::Dataset {
+                            workload: name,
+                            source,
+                        },
+                    )
+                }
             }
         })
         .await

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::rng::Rng;
-use crate::tokenizer;
+use crate::tokenizer::Tokenizer;
 
 /// One request to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,82 +26,14 @@ pub enum DatasetError {
     Empty,
 }
 
-const VOCABULARY: &[&str] = &[
-    "time",
-    "person",
-    "year",
-    "way",
-    "day",
-    "thing",
-    "man",
-    "world",
-    "life",
-    "hand",
-    "part",
-    "child",
-    "eye",
-    "woman",
-    "place",
-    "work",
-    "week",
-    "case",
-    "point",
-    "number",
-    "group",
-    "problem",
-    "fact",
-    "be",
-    "have",
-    "do",
-    "say",
-    "get",
-    "make",
-    "go",
-    "know",
-    "take",
-    "see",
-    "come",
-    "think",
-    "look",
-    "want",
-    "give",
-    "use",
-    "find",
-    "tell",
-    "ask",
-    "seem",
-    "feel",
-    "try",
-    "leave",
-    "call",
-    "good",
-    "new",
-    "first",
-    "last",
-    "long",
-    "great",
-    "little",
-    "own",
-    "other",
-    "old",
-    "right",
-    "big",
-    "high",
-    "different",
-    "small",
-    "large",
-    "next",
-    "early",
-    "young",
-    "important",
-    "few",
-    "public",
-    "bad",
-];
-
-/// `random`: input and output lengths drawn from
-/// `[⌊L(1−r)⌋, ⌈L(1+r)⌉]` (output at least 1), prompts of random words.
+/// `random` as vLLM v0.11 samples it: input lengths from
+/// `[⌊L'(1−r)⌋, ⌈L'(1+r)⌉]` with `L'` = L minus the special tokens the tokenizer
+/// adds, output lengths from `[max(1, ⌊O(1−r)⌋), ⌈O(1+r)⌉]`, a random offset per
+/// prompt, token ids `(offset + i + j) mod vocab`, then decode, re-encode,
+/// truncate and decode again, so a prompt can come out shorter than asked
+/// (500 × 4000 tokens total 1,997,942 in a published run).
 pub fn random(
+    tokenizer: &Tokenizer,
     input_len: u32,
     output_len: u32,
     range_ratio: f64,
@@ -114,20 +46,26 @@ pub fn random(
         let hi = ((f64::from(len) * (1.0 + range_ratio)).ceil() as u64).max(lo);
         (lo, hi)
     };
-    let (in_lo, in_hi) = bounds(input_len, 0);
+    let (in_lo, in_hi) = bounds(
+        input_len.saturating_sub(tokenizer.special_tokens_to_add()),
+        0,
+    );
     let (out_lo, out_hi) = bounds(output_len, 1);
-    (0..n)
-        .map(|_| {
-            let len = rng.range(in_lo, in_hi);
-            let out = rng.range(out_lo, out_hi) as u32;
-            let words: Vec<&str> = (0..len)
-                .map(|_| VOCABULARY[rng.range(0, VOCABULARY.len() as u64 - 1) as usize])
+    let vocab = u64::from(tokenizer.vocab_size().max(1));
+    let input_lens: Vec<u64> = (0..n).map(|_| rng.range(in_lo, in_hi)).collect();
+    let output_lens: Vec<u64> = (0..n).map(|_| rng.range(out_lo, out_hi)).collect();
+    let offsets: Vec<u64> = (0..n).map(|_| rng.range(0, vocab - 1)).collect();
+    (0..n as usize)
+        .map(|i| {
+            let ids: Vec<u32> = (0..input_lens[i])
+                .map(|j| ((offsets[i] + i as u64 + j) % vocab) as u32)
                 .collect();
-            let prompt = words.join(" ");
+            let mut reencoded = tokenizer.encode(&tokenizer.decode(&ids), false);
+            reencoded.truncate(input_lens[i] as usize);
             BenchRequest {
-                prompt_len: tokenizer::count(&prompt) as u64,
-                prompt,
-                output_len: out,
+                prompt: tokenizer.decode(&reencoded),
+                prompt_len: reencoded.len() as u64,
+                output_len: output_lens[i] as u32,
             }
         })
         .collect()
@@ -148,6 +86,7 @@ struct Turn {
 /// (unless fixed), vLLM's filters (prompt and reply ≥ 4 tokens, prompt ≤ 1024,
 /// total ≤ 2048), and oversampling by seeded draws when there are too few.
 pub fn sharegpt(
+    tokenizer: &Tokenizer,
     json: &str,
     n: u32,
     seed: u64,
@@ -171,8 +110,8 @@ pub fn sharegpt(
         if out.len() == n as usize {
             break;
         }
-        let prompt_len = tokenizer::count(&prompt) as u64;
-        let output_len = fixed_output.map_or(tokenizer::count(&reply) as u64, u64::from);
+        let prompt_len = tokenizer.count(&prompt) as u64;
+        let output_len = fixed_output.map_or(tokenizer.count(&reply) as u64, u64::from);
         let short = prompt_len < 4 || (fixed_output.is_none() && output_len < 4);
         if short || prompt_len > 1024 || prompt_len + output_len > 2048 {
             continue;
@@ -197,13 +136,22 @@ pub fn sharegpt(
 mod tests {
     use super::*;
 
+    fn bpe() -> Tokenizer {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tokenizer/tokenizer.json"
+        );
+        Tokenizer::from_file(std::path::Path::new(path)).unwrap()
+    }
+
     #[test]
     fn random_lengths_are_exact_without_range_and_seeded() {
-        let a = random(128, 4, 0.0, 42, 10);
+        let ws = Tokenizer::Whitespace;
+        let a = random(&ws, 128, 4, 0.0, 42, 10);
         assert!(a.iter().all(|r| r.prompt_len == 128 && r.output_len == 4));
-        assert_eq!(a, random(128, 4, 0.0, 42, 10));
-        assert_ne!(a, random(128, 4, 0.0, 43, 10));
-        let ranged = random(100, 10, 0.5, 1, 200);
+        assert_eq!(a, random(&ws, 128, 4, 0.0, 42, 10));
+        assert_ne!(a, random(&ws, 128, 4, 0.0, 43, 10));
+        let ranged = random(&ws, 100, 10, 0.5, 1, 200);
         assert!(
             ranged
                 .iter()
@@ -222,17 +170,37 @@ mod tests {
             {"conversations": [{"from": "human", "value": words(1000)}, {"from": "gpt", "value": words(1049)}]},
         ])
         .to_string();
-        let reqs = sharegpt(&json, 3, 0, None).unwrap();
+        let ws = Tokenizer::Whitespace;
+        let reqs = sharegpt(&ws, &json, 3, 0, None).unwrap();
         assert_eq!(reqs.len(), 3);
         assert!(
             reqs.iter()
                 .all(|r| r.prompt_len == 10 && r.output_len == 20)
         );
-        let fixed = sharegpt(&json, 1, 0, Some(7)).unwrap();
+        let fixed = sharegpt(&ws, &json, 1, 0, Some(7)).unwrap();
         assert_eq!(fixed[0].output_len, 7);
         assert!(matches!(
-            sharegpt("{\"not\": 1}", 1, 0, None),
+            sharegpt(&ws, "{\"not\": 1}", 1, 0, None),
             Err(DatasetError::Shape(_))
         ));
+    }
+
+    #[test]
+    fn random_prompts_go_through_the_bpe_tokenizer_like_vllms() {
+        let t = bpe();
+        let reqs = random(&t, 400, 20, 0.2, 42, 50);
+        assert_eq!(reqs, random(&t, 400, 20, 0.2, 42, 50));
+        assert_ne!(reqs, random(&t, 400, 20, 0.2, 7, 50));
+        // Truncation after re-encoding never lets a prompt exceed its drawn length.
+        assert!(
+            reqs.iter()
+                .all(|r| (1..=480).contains(&r.prompt_len) && (16..=24).contains(&r.output_len))
+        );
+        // The prompt is text of the model's tokens, not the whitespace words.
+        assert!(reqs.iter().all(|r| !r.prompt.is_empty()));
+        assert_ne!(
+            reqs[0].prompt,
+            random(&Tokenizer::Whitespace, 400, 20, 0.2, 42, 50)[0].prompt
+        );
     }
 }

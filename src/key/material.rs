@@ -3,7 +3,8 @@
 //! In: model id and revision; engine, version and runtime (with the simulated
 //! engine's own version); the canonical serve argv; declared environment; GPU
 //! type and GPUs per instance; the harness, its version and every option with
-//! its default made explicit, and the tokenizer; the workload (dataset identity
+//! its default made explicit, and the tokenizer (`whitespace-v1`, or the
+//! sha256 of the model's `tokenizer.json`); the workload (dataset identity
 //! and sha256, lengths, prompts, seed, rate, concurrency).
 //! Out: step and workload names, titles, comments, file layout, expectations,
 //! comparisons, and `replicas` (one instance is measured, the published convention).
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::KEY_SCHEMA_VERSION;
 use super::args::canonical_args;
 use crate::engine::SIM_ENGINE_VERSION;
-use crate::harness::{BUILTIN_HARNESS_VERSION, TOKENIZER};
+use crate::harness::BUILTIN_HARNESS_VERSION;
 use crate::inputs::ResolvedInputs;
 use crate::spec::{Dataset, RequestRate, Runtime, Spec, Step, Workload};
 
@@ -138,7 +139,7 @@ impl KeyMaterial {
                 ignore_eos: harness.ignore_eos,
                 percentile_metrics: "ttft,tpot,itl,e2el".into(),
                 metric_percentiles: "99".into(),
-                tokenizer: TOKENIZER.into(),
+                tokenizer: inputs.tokenizer(&step.model).id,
             },
             workload: WorkloadMaterial {
                 dataset: match &workload.dataset {

@@ -163,6 +163,7 @@ mod tests {
         };
         ResolvedInputs {
             datasets: BTreeMap::from([("sharegpt".to_owned(), dataset)]),
+            tokenizers: BTreeMap::new(),
         }
     }
 

@@ -9,3 +9,4 @@ mod common;
 mod diagnostics;
 mod published;
 mod run;
+mod tokenizer;

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::gpu;
+use crate::tokenizer::Tokenizer;
 
 /// The environment variable naming the simulated GPU type.
 pub const GPU_ENV: &str = "PERFPIPE_SIM_GPU";
@@ -133,8 +134,16 @@ pub fn main(argv: &[String]) -> i32 {
                 server::TokenSource::Scheduler(tx)
             }
         };
+        let tokenizer = match Tokenizer::for_model(&config.model, "main") {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("ERROR perfpipe-sim: {e}");
+                return 1;
+            }
+        };
         let state = Arc::new(server::AppState {
             model: config.model.clone(),
+            tokenizer,
             max_model_len: config.max_model_len.unwrap_or(info.max_model_len),
             tokens,
             next_id: AtomicU64::new(0),

@@ -20,10 +20,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::scheduler::{Event, Submission};
-use crate::tokenizer;
+use crate::tokenizer::Tokenizer;
 
 pub struct AppState {
     pub model: String,
+    /// Counts prompt tokens as the engine would (the model's tokenizer if this machine has it).
+    pub tokenizer: Tokenizer,
     pub max_model_len: u32,
     pub tokens: TokenSource,
     pub next_id: AtomicU64,
@@ -188,7 +190,7 @@ async fn generate(
             format!("The model `{model}` does not exist."),
         );
     }
-    let prompt_tokens = tokenizer::count(prompt) as u32;
+    let prompt_tokens = state.tokenizer.count(prompt) as u32;
     let max_tokens = max_tokens.unwrap_or(16);
     if prompt_tokens + max_tokens > state.max_model_len {
         return error(
