@@ -2,14 +2,14 @@
 
 use crate::common::{FIXTURES, TestEnv};
 
-fn keys(plan: &std::process::Output) -> Vec<String> {
+/// `(step, key)` of each run `perfpipe plan` lists.
+fn keys(plan: &std::process::Output) -> Vec<(String, String)> {
     String::from_utf8_lossy(&plan.stdout)
         .lines()
         .filter_map(|l| {
-            l.split_whitespace()
-                .nth(2)
-                .filter(|k| k.len() == 12)
-                .map(str::to_owned)
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (cols.len() > 3 && cols[2].len() == 12)
+                .then(|| (cols[0].to_owned(), cols[2].to_owned()))
         })
         .collect()
 }
