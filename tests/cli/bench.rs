@@ -183,3 +183,121 @@ fn bad_options_exit_2() {
         );
     }
 }
+
+/// A server that misbehaves in a different way for each connection, in order.
+fn misbehaving_server() -> u16 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let next = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let n = next.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                let token =
+                    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" hi\"}}]}\n\n";
+                let usage = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\n\n";
+                let reply = match n % 7 {
+                    0 => format!("{sse}{token}{token}{token}{usage}data: [DONE]\n\n"),
+                    1 => "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: 23\r\nconnection: close\r\n\r\n{\"error\":\"overloaded\"}\n".into(),
+                    2 => format!("{sse}{token}data: {{\"choices\":[{{\"delta\"\n\ndata: [DONE]\n\n"),
+                    3 => format!("{sse}{token}data: {{\"choi"),
+                    4 => {
+                        let _ = stream.write_all(format!("{sse}{token}").as_bytes());
+                        std::thread::sleep(Duration::from_secs(4));
+                        String::new()
+                    }
+                    5 => {
+                        std::thread::sleep(Duration::from_secs(4));
+                        String::new()
+                    }
+                    _ => format!("{sse}{token}data: {{\"error\":{{\"message\":\"engine died\",\"code\":500}}}}\n\n"),
+                };
+                let _ = stream.write_all(reply.as_bytes());
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn every_kind_of_broken_request_fails_with_its_reason_and_the_benchmark_ends() {
+    let port = misbehaving_server();
+    let env = TestEnv::new();
+    let started = Instant::now();
+    let out = env.run(&[
+        "bench",
+        "--port",
+        &port.to_string(),
+        "--model",
+        "m",
+        "--backend",
+        "openai-chat",
+        "--num-prompts",
+        "7",
+        "--max-concurrency",
+        "1",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "3",
+        "--stall-timeout",
+        "1",
+        "--save-detailed",
+        "--result-filename",
+        "r.json",
+    ]);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the benchmark must end"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(&env.read("r.json")).unwrap();
+    assert_eq!(
+        (json["completed"].as_u64(), json["failed"].as_u64()),
+        (Some(1), Some(6))
+    );
+    assert_eq!(json["total_output_tokens"], 3, "usage of the good request");
+    let mut errors: Vec<&str> = json["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    // Which request met which misbehaviour depends on arrival order at the server.
+    errors.sort();
+    let mut expected = [
+        "",
+        "HTTP 500 Internal Server Error: {\"error\":\"overloaded\"}",
+        "malformed chunk `{\"choices\":[{\"delta\"`",
+        "stream ended inside an event",
+        "stream stalled: nothing for 1s",
+        "no response within 1s",
+        "server error in stream: engine died",
+    ];
+    expected.sort();
+    assert_eq!(errors, expected);
+}
