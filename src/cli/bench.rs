@@ -369,8 +369,12 @@ impl Progress {
 
     fn line(&self) -> String {
         let elapsed = self.started.elapsed().as_secs_f64();
+        const WIDTH: usize = 30;
+        let filled = WIDTH * self.done / self.total.max(1);
         format!(
-            "  {}/{} requests ({} failed) · {:.0} output tok/s · {:.1}s",
+            "  [{}{}] {}/{} requests ({} failed) · {:.0} output tok/s · {:.1}s",
+            "#".repeat(filled),
+            " ".repeat(WIDTH - filled),
             self.done,
             self.total,
             self.failed,

@@ -383,4 +383,64 @@ mod tests {
         assert!(m.get("p99.9_tpot_ms").is_some());
         assert_eq!(percentile_key(99.9, Latency::Itl), "p99.9_itl_ms");
     }
+
+    /// Every metric of one trace, computed by hand (see the comments).
+    #[test]
+    fn every_metric_of_a_recorded_trace() {
+        let trace = [
+            request(0.0, 0.2, &[0.1, 0.1, 0.2], 4), // latency 0.6
+            request(0.5, 0.4, &[0.3], 2),           // latency 0.7
+            request(1.0, 0.1, &[], 1),              // latency 0.1, no TPOT
+            RequestRecord {
+                prompt_len: 40,
+                error: Some("HTTP 503".into()),
+                ..Default::default()
+            },
+        ];
+        let options = MetricOptions {
+            percentiles: vec![99.0],
+            goodput: vec![(Latency::Ttft, 300.0)],
+        };
+        let m = compute(&trace, 2.0, &options);
+        let close = |got: f64, want: f64| assert!((got - want).abs() < 1e-9, "{got} != {want}");
+        assert_eq!(
+            (
+                m.completed,
+                m.failed,
+                m.total_input_tokens,
+                m.total_output_tokens
+            ),
+            (3, 1, 30, 7)
+        );
+        close(m.request_throughput, 1.5);
+        close(m.output_throughput, 3.5);
+        close(m.total_token_throughput, 18.5); // (30 + 7) / 2
+        close(m.request_goodput.unwrap(), 1.0); // TTFTs 0.2 and 0.1 meet 300 ms
+        // TTFT [0.2, 0.4, 0.1]: mean 233.33, median 200, std sqrt(0.046667/3), p99 0.2 + 0.2 × 0.98.
+        close(m.mean_ttft_ms, 700.0 / 3.0);
+        close(m.median_ttft_ms, 200.0);
+        close(m.std_ttft_ms, (0.14f64 / 9.0).sqrt() * 1000.0);
+        close(m.p99_ttft_ms, 396.0);
+        // TPOT [0.4/3, 0.3]: mean and median 216.67, p99 0.1333 + 0.1667 × 0.99.
+        close(m.mean_tpot_ms, 650.0 / 3.0);
+        close(m.median_tpot_ms, 650.0 / 3.0);
+        close(
+            m.p99_tpot_ms,
+            (0.4 / 3.0 + (0.3 - 0.4 / 3.0) * 0.99) * 1000.0,
+        );
+        // ITL pooled [0.1, 0.1, 0.2, 0.3]: mean 175, median 150, p99 0.2 + 0.1 × 0.97.
+        close(m.mean_itl_ms, 175.0);
+        close(m.median_itl_ms, 150.0);
+        close(m.p99_itl_ms, 297.0);
+        // E2EL [0.6, 0.7, 0.1]: mean 466.67, median 600, p99 0.6 + 0.1 × 0.98.
+        close(m.mean_e2el_ms, 1400.0 / 3.0);
+        close(m.median_e2el_ms, 600.0);
+        close(m.p99_e2el_ms, 698.0);
+        // Chunks at 0.2 0.3 0.4 0.6 | 0.9 1.2 | 1.1: five in second 0.
+        close(m.max_output_tokens_per_s, 5.0);
+        close(m.exact_max_output_tokens_per_s, 5.0);
+        // Buckets 0: first and second; 1: second and third. Instants: never three.
+        close(m.max_concurrent_requests, 2.0);
+        close(m.exact_max_concurrent_requests, 2.0);
+    }
 }
