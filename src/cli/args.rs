@@ -190,6 +190,9 @@ pub struct BenchArgs {
     /// Label that prefixes the default result file name.
     #[arg(long)]
     pub label: Option<String>,
+    /// Append each request's timings to this JSONL file as it completes.
+    #[arg(long)]
+    pub journal: Option<std::path::PathBuf>,
     /// Seconds a request may receive nothing before it fails.
     #[arg(long, default_value_t = 3600)]
     pub stall_timeout: u64,

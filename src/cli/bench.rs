@@ -1,7 +1,7 @@
 //! `perfpipe bench`: the built-in load generator against any OpenAI-compatible
 //! server, with `vllm bench serve`'s options, printed block and result file.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -86,6 +86,10 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         args.max_concurrency
             .map_or("unlimited".to_owned(), |c| c.to_string())
     );
+    let mut journal = match &args.journal {
+        Some(path) => Some(open_journal(path)?),
+        None => None,
+    };
     let cpu_before = crate::host::cpu_seconds();
     let mut progress = Progress::new(requests.len());
     let outcome = runtime.block_on(harness::benchmark(
@@ -94,7 +98,17 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         requests,
         &load,
         &options,
-        &mut |_, record| progress.update(record),
+        &mut |index, record| {
+            progress.update(record);
+            if let Some(journal) = journal.as_mut() {
+                let _ = writeln!(
+                    journal,
+                    "{}",
+                    serde_json::json!({"index": index, "record": record})
+                );
+                let _ = journal.flush();
+            }
+        },
     ));
     progress.finish();
 
@@ -187,6 +201,15 @@ fn load_tokenizer(name: &str) -> Result<Tokenizer, CliError> {
         ),
     }
     Ok(tokenizer)
+}
+
+#[expect(clippy::disallowed_methods, reason = "the journal the user asked for")]
+fn open_journal(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File>, CliError> {
+    let file = fs_err::File::create(path).map_err(|source| CliError::Write {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(std::io::BufWriter::new(file.into_parts().0))
 }
 
 /// The ShareGPT file's text, read before any server is contacted.

@@ -86,6 +86,8 @@ fn prints_vllms_block_and_writes_vllms_json() {
         "r.json",
         "--num-warmups",
         "4",
+        "--journal",
+        "requests.jsonl",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -117,6 +119,8 @@ fn prints_vllms_block_and_writes_vllms_json() {
     assert_eq!(json["itls"].as_array().unwrap().len(), 40);
     assert!(json["p99.9_tpot_ms"].as_f64().unwrap() > 0.0);
     assert!(json["exact_max_concurrent_requests"].as_f64().unwrap() <= 8.0);
+    // One journal line per measured request (warm-ups are not journaled).
+    assert_eq!(env.read("requests.jsonl").lines().count(), 40);
 }
 
 #[test]

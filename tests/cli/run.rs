@@ -205,3 +205,52 @@ fn ctrl_c_stops_the_engine_and_commits_nothing() {
     );
     assert_eq!(std::fs::read_dir(env.path("store/tmp")).unwrap().count(), 0);
 }
+
+#[test]
+fn each_sample_keeps_a_journal_its_metrics_can_be_recomputed_from() {
+    use perfpipe::metrics::{MetricOptions, RequestRecord, compute};
+
+    let env = TestEnv::tiny();
+    assert_eq!(
+        env.run(&["run", "tiny.kdl", "--runtime", "sim"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let mut checked = 0;
+    for sample in env.samples() {
+        let (key, id) = sample.split_once('/').unwrap();
+        let dir = env.path(&format!("store/entries/{}/{key}/samples/{id}", &key[..2]));
+        let result: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap())
+                .unwrap();
+        if result["outcome"]["status"] != "success" {
+            continue;
+        }
+        let journal = std::fs::read_to_string(dir.join("logs/requests.jsonl")).unwrap();
+        let records: Vec<RequestRecord> = journal
+            .lines()
+            .map(|l| {
+                serde_json::from_value(
+                    serde_json::from_str::<serde_json::Value>(l).unwrap()["record"].clone(),
+                )
+                .unwrap()
+            })
+            .collect();
+        let stored = &result["outcome"]["metrics"];
+        let again = compute(
+            &records,
+            stored["duration"].as_f64().unwrap(),
+            &MetricOptions::default(),
+        );
+        assert_eq!(again.completed, stored["completed"].as_u64().unwrap());
+        assert_eq!(
+            again.total_output_tokens,
+            stored["total_output_tokens"].as_u64().unwrap()
+        );
+        assert!((again.mean_ttft_ms - stored["mean_ttft_ms"].as_f64().unwrap()).abs() < 1e-6);
+        assert!((again.p99_itl_ms - stored["p99_itl_ms"].as_f64().unwrap()).abs() < 1e-6);
+        checked += 1;
+    }
+    assert_eq!(checked, 6, "every successful run has a journal");
+}
