@@ -65,6 +65,10 @@ pub struct Common {
     /// Run again the runs whose stored result is a failure.
     #[arg(long)]
     pub retry_failed: bool,
+    /// Cap every workload at N prompts, for a quick smoke test of a study.
+    /// A capped workload is another workload: its runs have their own keys.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_prompts: Option<u32>,
 }
 
 #[derive(Debug, Args)]

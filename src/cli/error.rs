@@ -26,11 +26,16 @@ pub enum CliError {
         "paths are relative to the directory perfpipe runs in; a `sharegpt` dataset may name a `sample=` file to use when the real one is absent"
     ))]
     Inputs(#[source] crate::inputs::Error),
-    #[error("runtime `{0}` is not available in this build")]
+    #[error("this machine cannot run the experiment as declared")]
     #[diagnostic(help(
-        "run with `--runtime sim` to use the simulated engine; `docker` and `local` come with the real-engine runtimes"
+        "run it where `nvidia-smi` shows the declared GPUs, declare the GPUs this machine has, or use `--runtime sim`"
     ))]
-    RuntimeUnavailable(&'static str),
+    Machine(#[source] ExecError),
+    #[error("the engine is not the one the experiment declares")]
+    #[diagnostic(help(
+        "install the declared version, change `version=` in the experiment, or use `--runtime docker`"
+    ))]
+    EngineSetup(#[source] ExecError),
     #[error("interrupted: engines were stopped, runs already finished are kept in the store")]
     Interrupted,
     #[error("execution failed")]
@@ -62,7 +67,10 @@ impl From<ExecError> for CliError {
     fn from(e: ExecError) -> Self {
         match e {
             ExecError::Interrupted => Self::Interrupted,
-            ExecError::RuntimeUnavailable(r) => Self::RuntimeUnavailable(r),
+            e @ ExecError::Gpus(_) => Self::Machine(e),
+            e @ (ExecError::EngineMissing { .. } | ExecError::EngineVersion { .. }) => {
+                Self::EngineSetup(e)
+            }
             other => Self::Exec(other),
         }
     }
@@ -74,7 +82,8 @@ impl CliError {
             Self::ReadExperiment { .. }
             | Self::Spec(_)
             | Self::Inputs(_)
-            | Self::RuntimeUnavailable(_)
+            | Self::Machine(_)
+            | Self::EngineSetup(_)
             | Self::Usage { .. } => exit_code::USAGE,
             Self::Server { .. } => exit_code::RUNS_FAILED,
             Self::Exec(ExecError::Dataset { .. } | ExecError::DatasetRead { .. }) => {

@@ -70,7 +70,12 @@ fn load(common: &Common) -> Result<Loaded, CliError> {
         name: path.display().to_string(),
         text,
     };
-    let spec = spec::parse(&source).map_err(|e| CliError::Spec(Box::new(e)))?;
+    let mut spec = spec::parse(&source).map_err(|e| CliError::Spec(Box::new(e)))?;
+    if let Some(cap) = common.max_prompts {
+        for workload in &mut spec.workloads {
+            workload.prompts = workload.prompts.min(cap);
+        }
+    }
     let runtime = match (common.runtime, spec.runtime) {
         (Some(RuntimeArg::Docker), _) => Runtime::Docker,
         (Some(RuntimeArg::Local), _) => Runtime::Local,

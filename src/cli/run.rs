@@ -107,6 +107,9 @@ fn progress(event: &ExecEvent) {
                 run.key.short()
             );
         }
+        ExecEvent::WaitingForGpus { needed, .. } => {
+            eprintln!("      waiting for {needed} free GPUs (another perfpipe holds them)");
+        }
         ExecEvent::EngineReady {
             after, requests, ..
         } => {

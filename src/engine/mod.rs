@@ -1,7 +1,9 @@
 //! Starting, watching and stopping inference engines. (effects)
 
 pub mod command;
+pub mod gpus;
 pub mod health;
+pub mod launch;
 pub mod process;
 pub mod sim;
 

@@ -87,6 +87,28 @@ impl Drop for EngineProcess {
     }
 }
 
+/// Runs a short-lived tool (`nvidia-smi`, `vllm --version`, `docker stop`) to
+/// completion, with an argv and a time limit, and returns its output.
+#[expect(clippy::disallowed_methods, reason = "the one place tools are run")]
+pub async fn run_tool(
+    program: &str,
+    args: &[&str],
+    timeout: Duration,
+) -> std::io::Result<std::process::Output> {
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(timeout, child).await {
+        Ok(output) => output,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("`{program}` did not finish within {}s", timeout.as_secs()),
+        )),
+    }
+}
+
 /// A port nothing listens on right now (another process may take it before
 /// the engine binds; that failure is classified transient and retried).
 pub fn free_port() -> std::io::Result<u16> {

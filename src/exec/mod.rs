@@ -3,6 +3,7 @@
 //! The only tokio runtime of the main process lives here; progress goes to
 //! a synchronous callback. (effects)
 
+mod machine;
 mod run;
 
 use std::path::PathBuf;
@@ -39,6 +40,11 @@ pub enum ExecEvent<'a> {
     AlreadyDone {
         run: &'a PlannedRun,
     },
+    /// Every GPU the run needs is taken by another perfpipe; waiting.
+    WaitingForGpus {
+        run: &'a PlannedRun,
+        needed: u32,
+    },
     /// The engine answers; the benchmark starts.
     EngineReady {
         run: &'a PlannedRun,
@@ -66,8 +72,24 @@ pub struct ExecSummary {
 pub enum ExecError {
     #[error("interrupted; runs already finished are kept in the store")]
     Interrupted,
-    #[error("runtime `{0}` is not available in this build")]
-    RuntimeUnavailable(&'static str),
+    #[error(transparent)]
+    Gpus(crate::engine::gpus::Error),
+    #[error(
+        "{engine} is not installed where `--runtime local` looks: `{command}` failed: {detail}"
+    )]
+    EngineMissing {
+        engine: &'static str,
+        command: String,
+        detail: String,
+    },
+    #[error(
+        "{engine} on this machine is version `{found}`, but the experiment declares `{declared}`"
+    )]
+    EngineVersion {
+        engine: &'static str,
+        declared: String,
+        found: String,
+    },
     #[error(transparent)]
     Store(#[from] store::Error),
     #[error("cannot start the async runtime")]
@@ -97,9 +119,6 @@ pub fn execute(
     options: &ExecOptions,
     report: &mut dyn FnMut(ExecEvent),
 ) -> Result<ExecSummary, ExecError> {
-    if plan.options.runtime != Runtime::Sim {
-        return Err(ExecError::RuntimeUnavailable(plan.options.runtime.name()));
-    }
     let missing = plan.missing();
     let mut summary = ExecSummary::default();
     if missing.is_empty() {
@@ -113,6 +132,20 @@ pub fn execute(
     let cancel = runtime
         .block_on(async { watch_signals() })
         .map_err(ExecError::Tokio)?;
+    let machine = match plan.options.runtime {
+        Runtime::Sim => None,
+        Runtime::Local | Runtime::Docker => Some(runtime.block_on(machine::discover(spec))?),
+    };
+    if plan.options.runtime == Runtime::Local {
+        let mut engines: Vec<_> = missing
+            .iter()
+            .filter_map(|r| spec.step(&r.step).and_then(|s| spec.engine(s.engine)))
+            .collect();
+        engines.dedup_by_key(|e| e.kind);
+        for engine in engines {
+            runtime.block_on(machine::check_local_version(engine))?;
+        }
+    }
     let ctx = RunContext {
         spec,
         inputs,
@@ -121,6 +154,8 @@ pub fn execute(
         client: runtime.block_on(async { crate::harness::http_client() }),
         cancel,
         host: crate::host::name(),
+        runtime: plan.options.runtime,
+        machine,
     };
     for (index, run) in missing.iter().enumerate() {
         report(ExecEvent::Started {

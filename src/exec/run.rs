@@ -1,28 +1,33 @@
 //! One run's life: dataset → engine up → benchmark → engine down → result.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::path::Path;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::{ExecError, ExecEvent, ExecOptions};
+use crate::engine::SIM_ENGINE_VERSION;
 use crate::engine::command::serve_argv;
+use crate::engine::gpus::{self, GpuLease, Machine};
 use crate::engine::health::{NotReady, wait_ready};
-use crate::engine::process::{EngineProcess, free_port};
-use crate::engine::{SIM_ENGINE_VERSION, sim};
+use crate::engine::launch::{self, Placement, container_name};
+use crate::engine::process::{EngineProcess, free_port, run_tool};
 use crate::harness::{self, BenchRequest, Load, RequestSettings};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
     BlockOptions, MetricOptions, Provenance, RequestRecord, ServingMetrics, render_serving_block,
 };
 use crate::plan::PlannedRun;
-use crate::spec::{Dataset, ModelRef, Spec, Step, Workload};
+use crate::spec::{Dataset, ModelRef, Runtime, Spec, Step, Workload};
 use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
 
 /// Everything a run needs from its surroundings.
 pub struct RunContext<'a> {
+    pub runtime: Runtime,
+    /// The GPUs of this machine (not under `sim`).
+    pub machine: Option<Machine>,
     pub spec: &'a Spec,
     pub inputs: &'a ResolvedInputs,
     pub store: &'a Store,
@@ -74,16 +79,40 @@ impl RunContext<'_> {
         let pending = self.store.begin_sample()?;
         let started_at = crate::clock::unix_now();
 
+        let leases = self.gpus(run, step.gpus, report).await?;
+        let gpu_indices: Vec<u32> = leases.iter().map(|l| l.index).collect();
         let port = free_port().map_err(crate::store::Error::Io)?;
         let argv = serve_argv(step.engine, &step.model.id, "127.0.0.1", port, &step.args);
-        let mut env: BTreeMap<String, String> = step.env.clone();
-        env.insert(sim::GPU_ENV.into(), self.spec.hardware.gpu.clone());
-        let mut sim_args = vec!["sim-engine".to_owned()];
-        sim_args.extend(argv.iter().cloned());
+        let engine_decl = self
+            .spec
+            .engine(step.engine)
+            .expect("steps name declared engines");
+        let sim_program = self.options.sim_program.display().to_string();
+        let name = container_name(run.key.as_str());
+        let launch = launch::launch(
+            self.runtime,
+            engine_decl,
+            &argv,
+            &Placement {
+                gpus: &gpu_indices,
+                env: &step.env,
+                name: &name,
+                hf_home: &hf_home(),
+                sim_program: &sim_program,
+                sim_gpu: &self.spec.hardware.gpu,
+            },
+        );
         let engine_log = pending.logs_dir().join("engine.log");
-        let mut engine =
-            EngineProcess::spawn(&self.options.sim_program, &sim_args, &env, &engine_log)
-                .map_err(crate::store::Error::Io)?;
+        let mut engine = Engine {
+            process: EngineProcess::spawn(
+                Path::new(&launch.program),
+                &launch.args,
+                &launch.env,
+                &engine_log,
+            )
+            .map_err(crate::store::Error::Io)?,
+            container: launch.container.clone(),
+        };
         let base_url = format!("http://127.0.0.1:{port}");
         let launched = std::time::Instant::now();
         let mut cancel = self.cancel.clone();
@@ -91,13 +120,7 @@ impl RunContext<'_> {
         let result = |outcome: Outcome| RunResult {
             key: run.key.to_string(),
             outcome,
-            provenance: Provenance::Simulated {
-                host: self.host.clone(),
-                perfpipe_version: env!("CARGO_PKG_VERSION").into(),
-                sim_engine_version: SIM_ENGINE_VERSION.into(),
-                started_at: crate::clock::rfc3339(started_at),
-                finished_at: crate::clock::rfc3339(crate::clock::unix_now()),
-            },
+            provenance: self.provenance(started_at, &gpu_indices),
             engine_command: argv.clone(),
         };
         let failure = |kind, error: String| {
@@ -110,9 +133,9 @@ impl RunContext<'_> {
         };
 
         let ready = tokio::select! {
-            r = wait_ready(&self.client, &base_url, &mut engine, self.options.startup_timeout) => r,
+            r = wait_ready(&self.client, &base_url, &mut engine.process, self.options.startup_timeout) => r,
             _ = cancel.wait_for(|c| *c) => {
-                engine.stop(STOP_GRACE).await;
+                engine.stop().await;
                 return Err(ExecError::Interrupted);
             }
         };
@@ -123,6 +146,7 @@ impl RunContext<'_> {
                 requests: requests.len(),
             }),
             Err(NotReady::Exited(status)) => {
+                engine.stop().await;
                 let log = fs_err::read_to_string(&engine_log).unwrap_or_default();
                 let error = last_error_line(&log)
                     .unwrap_or_else(|| format!("engine exited with {status} before it was ready"));
@@ -138,7 +162,7 @@ impl RunContext<'_> {
                 });
             }
             Err(NotReady::TimedOut(after)) => {
-                engine.stop(STOP_GRACE).await;
+                engine.stop().await;
                 let r = failure(
                     FailureKind::Transient,
                     format!("engine did not answer /health within {}s", after.as_secs()),
@@ -173,7 +197,7 @@ impl RunContext<'_> {
         );
         let outcome = tokio::select! {
             out = bench => out,
-            status = engine.exited() => {
+            status = engine.process.exited() => {
                 let error = match status {
                     Ok(s) => format!("engine exited with {s} during the benchmark"),
                     Err(e) => format!("engine was lost during the benchmark: {e}"),
@@ -181,11 +205,11 @@ impl RunContext<'_> {
                 return Ok(Attempt::Done(failure(FailureKind::Deterministic, error), pending));
             }
             _ = cancel.wait_for(|c| *c) => {
-                engine.stop(STOP_GRACE).await;
+                engine.stop().await;
                 return Err(ExecError::Interrupted);
             }
         };
-        engine.stop(STOP_GRACE).await;
+        engine.stop().await;
 
         let metrics = outcome.metrics;
         pending
@@ -214,6 +238,66 @@ impl RunContext<'_> {
             }),
             pending,
         ))
+    }
+
+    /// Locks `n` GPUs of this machine for the run, waiting while other
+    /// perfpipe processes hold them. Nothing to lock under `sim`.
+    async fn gpus(
+        &self,
+        run: &PlannedRun,
+        n: u32,
+        report: &mut dyn FnMut(ExecEvent),
+    ) -> Result<Vec<GpuLease>, ExecError> {
+        let Some(machine) = &self.machine else {
+            return Ok(Vec::new());
+        };
+        let mut cancel = self.cancel.clone();
+        let mut announced = false;
+        loop {
+            if let Some(leases) = gpus::try_acquire(&machine.gpus, n as usize, &gpus::lock_dir())
+                .map_err(ExecError::Gpus)?
+            {
+                return Ok(leases);
+            }
+            if !announced {
+                report(ExecEvent::WaitingForGpus { run, needed: n });
+                announced = true;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = cancel.wait_for(|c| *c) => return Err(ExecError::Interrupted),
+            }
+        }
+    }
+
+    fn provenance(&self, started_at: u64, gpu_indices: &[u32]) -> Provenance {
+        let started_at = crate::clock::rfc3339(started_at);
+        let finished_at = crate::clock::rfc3339(crate::clock::unix_now());
+        let perfpipe_version = env!("CARGO_PKG_VERSION").to_owned();
+        match &self.machine {
+            None => Provenance::Simulated {
+                host: self.host.clone(),
+                perfpipe_version,
+                sim_engine_version: SIM_ENGINE_VERSION.into(),
+                started_at,
+                finished_at,
+            },
+            Some(machine) => {
+                let first = gpu_indices
+                    .first()
+                    .and_then(|i| machine.gpus.iter().find(|g| g.index == *i));
+                Provenance::Measured {
+                    host: self.host.clone(),
+                    perfpipe_version,
+                    started_at,
+                    finished_at,
+                    gpu: first.map(|g| g.name.clone()).unwrap_or_default(),
+                    gpu_indices: gpu_indices.to_vec(),
+                    driver: first.map(|g| g.driver.clone()).unwrap_or_default(),
+                    cuda_version: machine.cuda_version.clone(),
+                }
+            }
+        }
     }
 
     /// The workload's requests; building 100 prompts of 32,000 tokens takes a
@@ -271,6 +355,37 @@ fn dataset_seed(workload: &Workload) -> u64 {
     match &workload.dataset {
         Dataset::Random { seed, .. } | Dataset::ShareGpt { seed, .. } => *seed,
     }
+}
+
+/// A running engine and, under `docker`, its container.
+struct Engine {
+    process: EngineProcess,
+    container: Option<String>,
+}
+
+impl Engine {
+    /// Stops the container (killing the docker CLI does not), then the process group.
+    async fn stop(&mut self) {
+        if let Some(name) = &self.container {
+            let _ = run_tool(
+                "docker",
+                &["stop", "--time", "10", name],
+                Duration::from_secs(60),
+            )
+            .await;
+        }
+        self.process.stop(STOP_GRACE).await;
+    }
+}
+
+/// The Hugging Face cache a container mounts: `HF_HOME`, else `~/.cache/huggingface`.
+fn hf_home() -> String {
+    std::env::var("HF_HOME").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/huggingface",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    })
 }
 
 /// A port race or similar: the same inputs may well succeed next time.

@@ -44,6 +44,9 @@ pub struct RuntimeMaterial {
 pub struct EngineMaterial {
     pub name: String,
     pub version: String,
+    /// The container image under `docker` (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,10 +108,13 @@ impl KeyMaterial {
         workload: &Workload,
         inputs: &ResolvedInputs,
     ) -> Self {
-        let version = spec
-            .engine(step.engine)
-            .map(|e| e.version.clone())
-            .unwrap_or_default();
+        let decl = spec.engine(step.engine);
+        let version = decl.map(|e| e.version.clone()).unwrap_or_default();
+        let image = decl.filter(|_| runtime == Runtime::Docker).map(|e| {
+            e.image
+                .clone()
+                .unwrap_or_else(|| crate::engine::launch::default_image(e.kind, &e.version))
+        });
         let harness = &spec.harness;
         KeyMaterial {
             schema: KEY_SCHEMA_VERSION,
@@ -119,6 +125,7 @@ impl KeyMaterial {
             engine: EngineMaterial {
                 name: step.engine.name().into(),
                 version,
+                image,
             },
             model: ModelMaterial {
                 id: step.model.id.clone(),

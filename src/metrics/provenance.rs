@@ -12,6 +12,11 @@ pub enum Provenance {
         perfpipe_version: String,
         started_at: String,
         finished_at: String,
+        /// The GPU model `nvidia-smi` reported, and the indices used.
+        gpu: String,
+        gpu_indices: Vec<u32>,
+        driver: String,
+        cuda_version: String,
     },
     /// Produced by the simulated engine: shows the pipeline works, predicts nothing.
     Simulated {

@@ -124,6 +124,8 @@ impl EngineKind {
 pub struct EngineDecl {
     pub kind: EngineKind,
     pub version: String,
+    /// A container image instead of the engine's official one for the version.
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -159,12 +159,13 @@ fn missing_dataset() {
 }
 
 #[test]
-fn docker_runtime_is_refused_with_a_hint() {
+fn a_machine_without_the_declared_gpus_is_refused_with_a_hint() {
     let env = TestEnv::new();
     env.write("demo.kdl", VALID);
-    let out = env.run(&["run", "demo.kdl"]);
+    // The test environment has no `nvidia-smi` on its PATH.
+    let out = env.run(&["run", "demo.kdl", "--runtime", "docker"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("runtime `docker` is not available"), "{err}");
+    assert!(err.contains("cannot run `nvidia-smi`"), "{err}");
     assert!(err.contains("--runtime sim"), "{err}");
 }

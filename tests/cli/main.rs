@@ -9,4 +9,5 @@ mod common;
 mod diagnostics;
 mod published;
 mod run;
+mod runtimes;
 mod tokenizer;

@@ -52,7 +52,7 @@ impl Decoder {
     }
 
     pub(super) fn engine(&mut self, node: &KdlNode) -> Option<EngineDecl> {
-        self.props(node, &["version"]);
+        self.props(node, &["version", "image"]);
         self.no_children(node);
         let name = self.required_string_arg(node, 0, "the engine")?;
         let kind = EngineKind::from_name(&name);
@@ -81,9 +81,11 @@ impl Decoder {
                 None
             }
         };
+        let image = self.optional_string_prop(node, "image");
         Some(EngineDecl {
             kind: kind?,
             version: version?,
+            image,
         })
     }
 

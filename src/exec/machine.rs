@@ -1,0 +1,81 @@
+//! What a real runtime needs before any run: the GPUs `nvidia-smi` reports
+//! (of the declared type), and, under `local`, each engine at its declared version.
+
+use std::time::Duration;
+
+use super::ExecError;
+use crate::engine::gpus::{self, Machine};
+use crate::engine::process::run_tool;
+use crate::spec::{EngineDecl, EngineKind, Spec};
+
+const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The machine's GPUs, refused when they are not what the experiment declares.
+pub async fn discover(spec: &Spec) -> Result<Machine, ExecError> {
+    let smi = |e: std::io::Error| ExecError::Gpus(gpus::Error::NvidiaSmi(e.to_string()));
+    let query = run_tool("nvidia-smi", gpus::QUERY, TOOL_TIMEOUT)
+        .await
+        .map_err(smi)?;
+    if !query.status.success() {
+        let err = String::from_utf8_lossy(&query.stderr).trim().to_owned();
+        return Err(ExecError::Gpus(gpus::Error::NvidiaSmi(err)));
+    }
+    let gpus =
+        gpus::parse_query(&String::from_utf8_lossy(&query.stdout)).map_err(ExecError::Gpus)?;
+    let banner = run_tool("nvidia-smi", &[], TOOL_TIMEOUT)
+        .await
+        .map_err(smi)?;
+    let machine = Machine {
+        gpus,
+        cuda_version: gpus::parse_cuda_version(&String::from_utf8_lossy(&banner.stdout))
+            .unwrap_or_default(),
+    };
+    let declared = crate::gpu::lookup(&spec.hardware.gpu).expect("the spec names a known GPU");
+    gpus::check(&machine, declared, spec.hardware.gpus).map_err(ExecError::Gpus)?;
+    Ok(machine)
+}
+
+/// Under `local`, the engine on PATH must be the declared version.
+pub async fn check_local_version(engine: &EngineDecl) -> Result<(), ExecError> {
+    let (program, args): (&str, &[&str]) = match engine.kind {
+        EngineKind::Vllm => ("vllm", &["--version"]),
+        EngineKind::Sglang => (
+            "python3",
+            &["-c", "import sglang; print(sglang.__version__)"],
+        ),
+        EngineKind::Trtllm => (
+            "python3",
+            &["-c", "import tensorrt_llm; print(tensorrt_llm.__version__)"],
+        ),
+    };
+    let missing = |detail: String| ExecError::EngineMissing {
+        engine: engine.kind.display_name(),
+        command: format!("{program} {}", args.join(" ")),
+        detail,
+    };
+    let output = run_tool(program, args, TOOL_TIMEOUT)
+        .await
+        .map_err(|e| missing(e.to_string()))?;
+    if !output.status.success() {
+        return Err(missing(
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        ));
+    }
+    // TensorRT-LLM prints a banner on import; the version is the last line.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let found = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let found = found.trim_start_matches('v');
+    if found != engine.version.trim_start_matches('v') {
+        return Err(ExecError::EngineVersion {
+            engine: engine.kind.display_name(),
+            declared: engine.version.clone(),
+            found: found.to_owned(),
+        });
+    }
+    Ok(())
+}

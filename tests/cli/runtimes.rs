@@ -1,0 +1,157 @@
+//! `--runtime local` and `--runtime docker` on a stand-in GPU box: stand-in
+//! `vllm`, `python3 -m sglang.launch_server`, `trtllm-serve`, `docker` and
+//! `nvidia-smi` record how perfpipe called them, then serve as the simulated
+//! engine so every run completes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::common::{FIXTURES, TestEnv};
+
+/// `perfpipe ARGS` with the stand-ins first on PATH.
+fn on_gpu_box(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Output {
+    let mut cmd: Command = env.cmd(args);
+    cmd.env("PATH", format!("{FIXTURES}/standins:/usr/bin:/bin"))
+        .env("HOME", env.path("home"))
+        .env("PERFPIPE_BIN", env!("CARGO_BIN_EXE_perfpipe"))
+        .env("STANDIN_LOG", env.path("standin.log"))
+        .env("PERFPIPE_GPU_LOCKS", env.path("gpu-locks"))
+        // Stand-in engines answer at once: the argv is what is tested here.
+        .env("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=0");
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// stderr with miette's line wrapping and box drawing undone.
+fn words(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr)
+        .split_whitespace()
+        .filter(|w| !["│", "╰─▶"].contains(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn study(name: &str) -> TestEnv {
+    let env = TestEnv::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    env.write(
+        &format!("{name}.kdl"),
+        &std::fs::read_to_string(root.join("experiments").join(format!("{name}.kdl"))).unwrap(),
+    );
+    env.write(
+        "datasets/sharegpt-sample.json",
+        &std::fs::read_to_string(root.join("datasets/sharegpt-sample.json")).unwrap(),
+    );
+    env
+}
+
+/// The stand-in log with ports, keys and temp paths made stable.
+fn calls(env: &TestEnv) -> String {
+    let log = env
+        .read("standin.log")
+        .replace(env.dir.path().to_str().unwrap(), "[TEMP]");
+    let port = regex_lite_replace(&log, "--port\t", "[PORT]");
+    port.replace('\t', " ")
+}
+
+/// Replaces the token after each `marker` (up to the next tab or newline).
+fn regex_lite_replace(text: &str, marker: &str, with: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(marker) {
+        out.push_str(&rest[..at + marker.len()]);
+        rest = &rest[at + marker.len()..];
+        let end = rest.find(['\t', '\n']).unwrap_or(rest.len());
+        out.push_str(with);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn run_study(name: &str, runtime: &str) {
+    let env = study(name);
+    let out = on_gpu_box(
+        &env,
+        &[
+            "run",
+            &format!("{name}.kdl"),
+            "--runtime",
+            runtime,
+            "--max-prompts",
+            "2",
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("numbers: measured"), "{report}");
+    insta::with_settings!({ filters => vec![(r"perfpipe-[0-9a-f]{12}", "perfpipe-[KEY]")] }, {
+        insta::assert_snapshot!(format!("{name}-{runtime}"), calls(&env));
+    });
+}
+
+#[test]
+fn qwen3_14b_local() {
+    run_study("qwen3-14b-a100", "local");
+}
+
+#[test]
+fn qwen3_14b_docker() {
+    run_study("qwen3-14b-a100", "docker");
+}
+
+#[test]
+fn qwen3_235b_local() {
+    run_study("qwen3-235b-a100", "local");
+}
+
+#[test]
+fn qwen3_235b_docker() {
+    run_study("qwen3-235b-a100", "docker");
+}
+
+#[test]
+fn h100s_refuse_an_a100_experiment() {
+    let env = study("qwen3-14b-a100");
+    let out = on_gpu_box(
+        &env,
+        &["run", "qwen3-14b-a100.kdl", "--runtime", "local"],
+        &[("STANDIN_GPU_NAME", "NVIDIA H100 80GB HBM3")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = words(&out);
+    assert!(
+        err.contains("the experiment declares 8 × `NVIDIA A100-SXM4-80GB`, but this machine has 8 × `NVIDIA H100 80GB HBM3`"),
+        "{err}"
+    );
+    assert!(
+        !Path::new(&env.path("standin.log")).exists(),
+        "no engine may start"
+    );
+}
+
+#[test]
+fn a_local_engine_of_another_version_is_refused_before_any_run() {
+    let env = study("qwen3-235b-a100");
+    let out = on_gpu_box(
+        &env,
+        &["run", "qwen3-235b-a100.kdl", "--runtime", "local"],
+        &[("STANDIN_VLLM_VERSION", "0.10.2")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = words(&out);
+    assert!(
+        err.contains(
+            "vLLM on this machine is version `0.10.2`, but the experiment declares `0.11.0`"
+        ),
+        "{err}"
+    );
+    assert!(
+        !Path::new(&env.path("standin.log")).exists(),
+        "no engine may start"
+    );
+}
