@@ -3,6 +3,7 @@
 //! The only tokio runtime of the main process lives here; progress goes to
 //! a synchronous callback. (effects)
 
+mod failure;
 mod machine;
 mod run;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{ExecError, ExecEvent, ExecOptions};
+use super::{ExecError, ExecEvent, ExecOptions, failure};
 use crate::engine::SIM_ENGINE_VERSION;
 use crate::engine::command::serve_argv;
 use crate::engine::gpus::{self, GpuLease, Machine};
@@ -148,13 +148,9 @@ impl RunContext<'_> {
             Err(NotReady::Exited(status)) => {
                 engine.stop().await;
                 let log = fs_err::read_to_string(&engine_log).unwrap_or_default();
-                let error = last_error_line(&log)
+                let (kind, line) = failure::classify(&log);
+                let error = line
                     .unwrap_or_else(|| format!("engine exited with {status} before it was ready"));
-                let kind = if is_transient(&log) {
-                    FailureKind::Transient
-                } else {
-                    FailureKind::Deterministic
-                };
                 let r = failure(kind, error);
                 return Ok(match kind {
                     FailureKind::Transient => Attempt::Transient(r),
@@ -198,11 +194,18 @@ impl RunContext<'_> {
         let outcome = tokio::select! {
             out = bench => out,
             status = engine.process.exited() => {
-                let error = match status {
+                engine.stop().await;
+                let log = fs_err::read_to_string(&engine_log).unwrap_or_default();
+                let (kind, line) = failure::classify(&log);
+                let exit = match status {
                     Ok(s) => format!("engine exited with {s} during the benchmark"),
                     Err(e) => format!("engine was lost during the benchmark: {e}"),
                 };
-                return Ok(Attempt::Done(failure(FailureKind::Deterministic, error), pending));
+                let r = failure(kind, line.map_or(exit.clone(), |l| format!("{exit}: {l}")));
+                return Ok(match kind {
+                    FailureKind::Transient => Attempt::Transient(r),
+                    FailureKind::Deterministic => Attempt::Done(r, pending),
+                });
             }
             _ = cancel.wait_for(|c| *c) => {
                 engine.stop().await;
@@ -388,30 +391,6 @@ fn hf_home() -> String {
     })
 }
 
-/// A port race or similar: the same inputs may well succeed next time.
-fn is_transient(log: &str) -> bool {
-    log.contains("Address already in use") || log.contains("Errno 98")
-}
-
-/// The engine's own last word: the last line that names an error.
-fn last_error_line(log: &str) -> Option<String> {
-    let lines: Vec<&str> = log
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let last = *lines.last()?;
-    Some(
-        lines
-            .iter()
-            .rev()
-            .find(|l| l.contains("Error") && !l.starts_with("ERROR"))
-            .copied()
-            .unwrap_or(last)
-            .to_owned(),
-    )
-}
-
 fn tail(path: &std::path::Path) -> String {
     let log = fs_err::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = log.lines().collect();
@@ -428,19 +407,4 @@ fn harness_log(step: &Step, metrics: &ServingMetrics, records: &[RequestRecord])
         }
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_error_line_is_the_engines_message() {
-        let log = "INFO loading\nERROR perfpipe-sim: engine failed to start\nRuntimeError: Unsupported SM version for FP8 block scaling GEMM\n";
-        assert_eq!(
-            last_error_line(log).as_deref(),
-            Some("RuntimeError: Unsupported SM version for FP8 block scaling GEMM")
-        );
-        assert!(is_transient("OSError: [Errno 98] Address already in use"));
-    }
 }

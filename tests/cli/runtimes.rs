@@ -155,3 +155,88 @@ fn a_local_engine_of_another_version_is_refused_before_any_run() {
         "no engine may start"
     );
 }
+
+#[test]
+fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
+    let env = TestEnv::new();
+    env.write(
+        "faults.kdl",
+        r#"experiment "faults" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=8
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    engine trtllm version="1.2.0rc1"
+    workload short {
+        dataset random input=16 output=64 seed=1
+        prompts 4
+    }
+    step ok engine=vllm gpus=1
+    step fp8 engine=trtllm model="Qwen/Qwen3-14B-FP8" gpus=1
+    step hangs engine=vllm model="Qwen/Qwen3-8B" gpus=1
+    step dies engine=vllm model="Qwen/Qwen3-4B" gpus=1
+    step port engine=vllm model="Qwen/Qwen3-1.7B" gpus=1
+}"#,
+    );
+    let faults = "hang@Qwen/Qwen3-8B;die@Qwen/Qwen3-4B;port-once@Qwen/Qwen3-1.7B";
+    let args = [
+        "run",
+        "faults.kdl",
+        "--runtime",
+        "local",
+        "--startup-timeout",
+        "2",
+    ];
+    let out = on_gpu_box(&env, &args, &[("STANDIN_FAULT", faults)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // The port race is retried on another port and then succeeds.
+    assert!(
+        err.contains("transient failure, retrying: OSError: [Errno 98] Address already in use"),
+        "{err}"
+    );
+    // The hang times out three times (transient: retried, never cached).
+    assert_eq!(
+        err.matches("engine did not answer /health within 2s")
+            .count(),
+        3,
+        "{err}"
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    for (step, outcome) in [
+        ("ok", "| `ok` | `short` |"),
+        ("port", "| `port` | `short` |"),
+        (
+            "fp8",
+            "`fp8` × `short`: `RuntimeError: Unsupported SM version for FP8 block scaling GEMM`",
+        ),
+        (
+            "dies",
+            "`dies` × `short`: `engine exited with exit status: 1 during the benchmark: RuntimeError: CUDA error: an illegal memory access was encountered`",
+        ),
+    ] {
+        assert!(report.contains(outcome), "{step}: {report}");
+    }
+    // Deterministic failures are cached, the transient one is not.
+    let plan = on_gpu_box(&env, &["plan", "faults.kdl", "--runtime", "local"], &[]);
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    let status = |step: &str| {
+        plan.lines()
+            .find(|l| l.starts_with(&format!("{step} ")))
+            .unwrap()
+            .split_whitespace()
+            .nth(3)
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        [
+            status("ok"),
+            status("port"),
+            status("fp8"),
+            status("dies"),
+            status("hangs")
+        ],
+        ["cached", "cached", "failed", "failed", "missing"],
+        "{plan}"
+    );
+}
