@@ -65,6 +65,9 @@ pub struct Common {
     /// Run again the runs whose stored result is a failure.
     #[arg(long)]
     pub retry_failed: bool,
+    /// Start an engine for every run, instead of one per step whose runs share it.
+    #[arg(long)]
+    pub fresh_engine: bool,
     /// Cap every workload at N prompts, for a quick smoke test of a study.
     /// A capped workload is another workload: its runs have their own keys.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]

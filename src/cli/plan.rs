@@ -87,9 +87,10 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
             .count()
     };
     let to_run = plan.missing().len();
+    let launches = plan.launches(common.fresh_engine).len();
     let _ = writeln!(
         out,
-        "\n{} runs: {} cached, {} failed, {} missing; {to_run} to run ({to_run} engine launches)",
+        "\n{} runs: {} cached, {} failed, {} missing; {to_run} to run ({launches} engine launches)",
         plan.runs.len(),
         count("cached"),
         count("failed"),

@@ -37,6 +37,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         })?,
         startup_timeout: Duration::from_secs(args.startup_timeout),
         attempts: 3,
+        fresh_engine: args.common.fresh_engine,
     };
     let summary = exec::execute(
         &loaded.spec,
@@ -110,13 +111,18 @@ fn progress(event: &ExecEvent) {
         ExecEvent::WaitingForGpus { needed, .. } => {
             eprintln!("      waiting for {needed} free GPUs (another perfpipe holds them)");
         }
-        ExecEvent::EngineReady {
-            after, requests, ..
+        ExecEvent::EngineReady { after, .. } => {
+            eprintln!("      engine ready after {:.1}s", after.as_secs_f64());
+        }
+        ExecEvent::Benchmarking {
+            requests, position, ..
         } => {
-            eprintln!(
-                "      engine ready after {:.1}s; sending {requests} requests",
-                after.as_secs_f64()
-            );
+            let shared = if *position > 1 {
+                format!(" (run {position} on this engine)")
+            } else {
+                String::new()
+            };
+            eprintln!("      sending {requests} requests{shared}");
         }
         ExecEvent::Retrying { error, .. } => {
             eprintln!("      transient failure, retrying: {error}")

@@ -4,6 +4,7 @@
 //! a synchronous callback. (effects)
 
 mod failure;
+mod launched;
 mod machine;
 mod run;
 
@@ -16,8 +17,9 @@ use tokio::sync::watch;
 use crate::inputs::ResolvedInputs;
 use crate::plan::{self, Plan, PlannedRun, RunStatus};
 use crate::spec::{Runtime, Spec};
-use crate::store::{self, Outcome, RunResult, Store};
+use crate::store::{self, FailureKind, Outcome, RunResult, Store};
 
+pub use launched::LaunchRecord;
 pub use run::RunContext;
 
 #[derive(Debug, Clone)]
@@ -28,6 +30,8 @@ pub struct ExecOptions {
     pub startup_timeout: Duration,
     /// Attempts per run when failures are transient.
     pub attempts: usize,
+    /// One engine launch per run instead of one per step.
+    pub fresh_engine: bool,
 }
 
 /// What the executor tells its caller as it goes.
@@ -46,11 +50,16 @@ pub enum ExecEvent<'a> {
         run: &'a PlannedRun,
         needed: u32,
     },
-    /// The engine answers; the benchmark starts.
+    /// The engine answers.
     EngineReady {
         run: &'a PlannedRun,
         after: Duration,
+    },
+    /// A benchmark starts, as the engine's `position`-th run.
+    Benchmarking {
+        run: &'a PlannedRun,
         requests: usize,
+        position: usize,
     },
     Retrying {
         run: &'a PlannedRun,
@@ -158,15 +167,57 @@ pub fn execute(
         runtime: plan.options.runtime,
         machine,
     };
-    for (index, run) in missing.iter().enumerate() {
+    let mut index = 0;
+    for group in plan.launches(options.fresh_engine) {
+        let mut engine: Option<launched::Launched> = None;
+        let result = run_launch(
+            &ctx,
+            &runtime,
+            plan,
+            &group,
+            &mut engine,
+            &mut index,
+            missing.len(),
+            &mut summary,
+            report,
+        );
+        if let Some(mut engine) = engine.take() {
+            runtime.block_on(engine.stop());
+        }
+        result?;
+    }
+    Ok(summary)
+}
+
+/// The runs of one launch, in order, on one engine that is started when a run
+/// first needs it and started again when it died. A deterministic start
+/// failure is the result of every run of the launch; it is not started again.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the executor's state, passed down once"
+)]
+fn run_launch(
+    ctx: &RunContext,
+    runtime: &tokio::runtime::Runtime,
+    plan: &Plan,
+    group: &[&PlannedRun],
+    engine: &mut Option<launched::Launched>,
+    index: &mut usize,
+    total: usize,
+    summary: &mut ExecSummary,
+    report: &mut dyn FnMut(ExecEvent),
+) -> Result<(), ExecError> {
+    let mut start_failed: Option<launched::StartFailure> = None;
+    for run in group {
         report(ExecEvent::Started {
-            index,
-            total: missing.len(),
+            index: *index,
+            total,
             run,
         });
+        *index += 1;
         let lock = runtime.block_on(ctx.lock(run))?;
         let still_missing = || -> Result<bool, ExecError> {
-            let stored = store.samples(&run.key)?;
+            let stored = ctx.store.samples(&run.key)?;
             Ok(matches!(
                 plan::status(&stored, plan.options),
                 RunStatus::Missing { .. }
@@ -181,12 +232,48 @@ pub fn execute(
             let mut attempt = 0;
             let result = loop {
                 attempt += 1;
-                match runtime.block_on(ctx.measure(run, &mut *report))? {
+                if let Some(failed) = &start_failed {
+                    let result = ctx.start_failure(run, failed);
+                    let pending = ctx.store.begin_sample()?;
+                    pending
+                        .write_log("engine.log", &failed.log_tail)
+                        .map_err(store::Error::Io)?;
+                    pending.commit(ctx.store, &run.key, &run.canonical, &result, &lock)?;
+                    break result;
+                }
+                if engine.as_mut().is_some_and(|e| e.has_exited()) {
+                    let mut dead = engine.take().expect("checked above");
+                    runtime.block_on(dead.stop());
+                }
+                if engine.is_none() {
+                    match runtime.block_on(ctx.start(run, &mut *report))? {
+                        Ok(started) => *engine = Some(started),
+                        Err(failed) if failed.kind == FailureKind::Deterministic => {
+                            start_failed = Some(failed);
+                            continue;
+                        }
+                        Err(failed) => {
+                            let result = ctx.start_failure(run, &failed);
+                            if attempt >= ctx.options.attempts {
+                                break result;
+                            }
+                            report(ExecEvent::Retrying {
+                                run,
+                                error: &failed.error,
+                            });
+                            continue;
+                        }
+                    }
+                }
+                let running = engine.as_mut().expect("started above");
+                match runtime.block_on(ctx.bench(running, run, &mut *report))? {
                     run::Attempt::Done(result, pending) => {
-                        pending.commit(store, &run.key, &run.canonical, &result, &lock)?;
+                        pending.commit(ctx.store, &run.key, &run.canonical, &result, &lock)?;
                         break result;
                     }
-                    run::Attempt::Transient(result) if attempt >= options.attempts => break result,
+                    run::Attempt::Transient(result) if attempt >= ctx.options.attempts => {
+                        break result;
+                    }
                     run::Attempt::Transient(result) => {
                         if let Outcome::Failure { error, .. } = &result.outcome {
                             report(ExecEvent::Retrying { run, error });
@@ -206,7 +293,7 @@ pub fn execute(
             summary.succeeded += 1;
         }
     }
-    Ok(summary)
+    Ok(())
 }
 
 /// A channel that turns true on SIGINT or SIGTERM. Handlers are installed

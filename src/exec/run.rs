@@ -1,19 +1,15 @@
-//! One run's life: dataset → engine up → benchmark → engine down → result.
+//! One run on a launched engine: its dataset, the benchmark, its result.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::Path;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::launched::{Launched, StartFailure};
 use super::{ExecError, ExecEvent, ExecOptions, failure};
 use crate::engine::SIM_ENGINE_VERSION;
-use crate::engine::command::serve_argv;
 use crate::engine::gpus::{self, GpuLease, Machine};
-use crate::engine::health::{NotReady, wait_ready};
-use crate::engine::launch::{self, Placement, container_name};
-use crate::engine::process::{EngineProcess, free_port, run_tool};
 use crate::harness::{self, BenchRequest, Load, RequestSettings};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
@@ -41,12 +37,9 @@ pub struct RunContext<'a> {
 pub enum Attempt {
     /// A result to commit: metrics, or a failure that will happen again.
     Done(RunResult, PendingSample),
-    /// A failure that may not happen again (port taken, engine never ready).
+    /// A failure that may not happen again (engine lost to a transient cause).
     Transient(RunResult),
 }
-
-const STOP_GRACE: Duration = Duration::from_secs(10);
-const LOG_TAIL_LINES: usize = 20;
 
 impl RunContext<'_> {
     /// Waits for the key's lock, or for a signal.
@@ -62,8 +55,10 @@ impl RunContext<'_> {
         }
     }
 
-    pub async fn measure(
+    /// Benchmarks `run` on `engine`. An engine that dies meanwhile fails the run.
+    pub async fn bench(
         &self,
+        engine: &mut Launched,
         run: &PlannedRun,
         report: &mut dyn FnMut(ExecEvent),
     ) -> Result<Attempt, ExecError> {
@@ -76,99 +71,16 @@ impl RunContext<'_> {
             .workload(&run.workload)
             .expect("plan runs name declared workloads");
         let requests = self.requests(workload, &step.model).await?;
+        let launch = engine.next_run(&self.client).await;
+        report(ExecEvent::Benchmarking {
+            run,
+            requests: requests.len(),
+            position: launch.position,
+        });
         let pending = self.store.begin_sample()?;
         let started_at = crate::clock::unix_now();
-
-        let leases = self.gpus(run, step.gpus, report).await?;
-        let gpu_indices: Vec<u32> = leases.iter().map(|l| l.index).collect();
-        let port = free_port().map_err(crate::store::Error::Io)?;
-        let argv = serve_argv(step.engine, &step.model.id, "127.0.0.1", port, &step.args);
-        let engine_decl = self
-            .spec
-            .engine(step.engine)
-            .expect("steps name declared engines");
-        let sim_program = self.options.sim_program.display().to_string();
-        let name = container_name(run.key.as_str());
-        let launch = launch::launch(
-            self.runtime,
-            engine_decl,
-            &argv,
-            &Placement {
-                gpus: &gpu_indices,
-                env: &step.env,
-                name: &name,
-                hf_home: &hf_home(),
-                sim_program: &sim_program,
-                sim_gpu: &self.spec.hardware.gpu,
-            },
-        );
-        let engine_log = pending.logs_dir().join("engine.log");
-        let mut engine = Engine {
-            process: EngineProcess::spawn(
-                Path::new(&launch.program),
-                &launch.args,
-                &launch.env,
-                &engine_log,
-            )
-            .map_err(crate::store::Error::Io)?,
-            container: launch.container.clone(),
-        };
-        let base_url = format!("http://127.0.0.1:{port}");
-        let launched = std::time::Instant::now();
-        let mut cancel = self.cancel.clone();
-
-        let result = |outcome: Outcome| RunResult {
-            key: run.key.to_string(),
-            outcome,
-            provenance: self.provenance(started_at, &gpu_indices),
-            engine_command: argv.clone(),
-        };
-        let failure = |kind, error: String| {
-            let log_tail = tail(&engine_log);
-            result(Outcome::Failure {
-                kind,
-                error,
-                log_tail,
-            })
-        };
-
-        let ready = tokio::select! {
-            r = wait_ready(&self.client, &base_url, &mut engine.process, self.options.startup_timeout) => r,
-            _ = cancel.wait_for(|c| *c) => {
-                engine.stop().await;
-                return Err(ExecError::Interrupted);
-            }
-        };
-        match ready {
-            Ok(()) => report(ExecEvent::EngineReady {
-                run,
-                after: launched.elapsed(),
-                requests: requests.len(),
-            }),
-            Err(NotReady::Exited(status)) => {
-                engine.stop().await;
-                let log = fs_err::read_to_string(&engine_log).unwrap_or_default();
-                let (kind, line) = failure::classify(&log);
-                let error = line
-                    .unwrap_or_else(|| format!("engine exited with {status} before it was ready"));
-                let r = failure(kind, error);
-                return Ok(match kind {
-                    FailureKind::Transient => Attempt::Transient(r),
-                    FailureKind::Deterministic => Attempt::Done(r, pending),
-                });
-            }
-            Err(NotReady::TimedOut(after)) => {
-                engine.stop().await;
-                let r = failure(
-                    FailureKind::Transient,
-                    format!("engine did not answer /health within {}s", after.as_secs()),
-                );
-                return Ok(Attempt::Transient(r));
-            }
-        }
-
         let settings = RequestSettings {
-            url: format!("{base_url}{}", self.spec.harness.endpoint),
+            url: format!("{}{}", engine.base_url, self.spec.harness.endpoint),
             backend: self.spec.harness.backend,
             model: step.model.id.clone(),
             temperature: self.spec.harness.temperature,
@@ -183,6 +95,7 @@ impl RunContext<'_> {
             let _ = writeln!(journal, "{line}");
             let _ = journal.flush();
         };
+        let mut cancel = self.cancel.clone();
         let bench = harness::benchmark(
             &self.client,
             &settings,
@@ -192,28 +105,40 @@ impl RunContext<'_> {
             &mut write_line,
         );
         let outcome = tokio::select! {
-            out = bench => out,
-            status = engine.process.exited() => {
-                engine.stop().await;
-                let log = fs_err::read_to_string(&engine_log).unwrap_or_default();
-                let (kind, line) = failure::classify(&log);
+            out = bench => Ok(out),
+            status = engine.exited() => Err(status),
+            _ = cancel.wait_for(|c| *c) => return Err(ExecError::Interrupted),
+        };
+        pending
+            .write_log("engine.log", &engine.log_text())
+            .map_err(crate::store::Error::Io)?;
+        let result = |outcome: Outcome| RunResult {
+            key: run.key.to_string(),
+            outcome,
+            provenance: self.provenance(started_at, &engine.gpu_indices),
+            engine_command: engine.argv.clone(),
+            engine_launch: Some(launch.clone()),
+        };
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(status) => {
+                let (kind, line) = failure::classify(&engine.log_text());
                 let exit = match status {
                     Ok(s) => format!("engine exited with {s} during the benchmark"),
                     Err(e) => format!("engine was lost during the benchmark: {e}"),
                 };
-                let r = failure(kind, line.map_or(exit.clone(), |l| format!("{exit}: {l}")));
+                let error = line.map_or(exit.clone(), |l| format!("{exit}: {l}"));
+                let r = result(Outcome::Failure {
+                    kind,
+                    error,
+                    log_tail: engine.log_tail(),
+                });
                 return Ok(match kind {
                     FailureKind::Transient => Attempt::Transient(r),
                     FailureKind::Deterministic => Attempt::Done(r, pending),
                 });
             }
-            _ = cancel.wait_for(|c| *c) => {
-                engine.stop().await;
-                return Err(ExecError::Interrupted);
-            }
         };
-        engine.stop().await;
-
         let metrics = outcome.metrics;
         pending
             .write_log(
@@ -227,10 +152,12 @@ impl RunContext<'_> {
                 .iter()
                 .find_map(|r| r.error.clone())
                 .unwrap_or_default();
-            let r = failure(
-                FailureKind::Deterministic,
-                format!("every request failed; first error: {first}"),
-            );
+            let error = format!("every request failed; first error: {first}");
+            let r = result(Outcome::Failure {
+                kind: FailureKind::Deterministic,
+                error,
+                log_tail: engine.log_tail(),
+            });
             return Ok(Attempt::Done(r, pending));
         }
         let warnings = outcome.warnings;
@@ -243,9 +170,24 @@ impl RunContext<'_> {
         ))
     }
 
+    /// The result of a run whose engine did not start.
+    pub fn start_failure(&self, run: &PlannedRun, failed: &StartFailure) -> RunResult {
+        RunResult {
+            key: run.key.to_string(),
+            outcome: Outcome::Failure {
+                kind: failed.kind,
+                error: failed.error.clone(),
+                log_tail: failed.log_tail.clone(),
+            },
+            provenance: self.provenance(crate::clock::unix_now(), &failed.gpu_indices),
+            engine_command: failed.argv.clone(),
+            engine_launch: None,
+        }
+    }
+
     /// Locks `n` GPUs of this machine for the run, waiting while other
     /// perfpipe processes hold them. Nothing to lock under `sim`.
-    async fn gpus(
+    pub(super) async fn gpus(
         &self,
         run: &PlannedRun,
         n: u32,
@@ -358,43 +300,6 @@ fn dataset_seed(workload: &Workload) -> u64 {
     match &workload.dataset {
         Dataset::Random { seed, .. } | Dataset::ShareGpt { seed, .. } => *seed,
     }
-}
-
-/// A running engine and, under `docker`, its container.
-struct Engine {
-    process: EngineProcess,
-    container: Option<String>,
-}
-
-impl Engine {
-    /// Stops the container (killing the docker CLI does not), then the process group.
-    async fn stop(&mut self) {
-        if let Some(name) = &self.container {
-            let _ = run_tool(
-                "docker",
-                &["stop", "--time", "10", name],
-                Duration::from_secs(60),
-            )
-            .await;
-        }
-        self.process.stop(STOP_GRACE).await;
-    }
-}
-
-/// The Hugging Face cache a container mounts: `HF_HOME`, else `~/.cache/huggingface`.
-fn hf_home() -> String {
-    std::env::var("HF_HOME").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/huggingface",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    })
-}
-
-fn tail(path: &std::path::Path) -> String {
-    let log = fs_err::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = log.lines().collect();
-    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
 }
 
 /// The printed result block and every failed request's error.

@@ -134,6 +134,19 @@ pub fn status(samples: &[Sample], options: PlanOptions) -> RunStatus {
 }
 
 impl Plan {
+    /// The missing runs grouped by engine launch: a step's runs share one
+    /// engine, in declared order, unless every run gets its own (`fresh`).
+    pub fn launches(&self, fresh: bool) -> Vec<Vec<&PlannedRun>> {
+        let mut groups: Vec<Vec<&PlannedRun>> = Vec::new();
+        for run in self.missing() {
+            match groups.last_mut() {
+                Some(group) if !fresh && group[0].step == run.step => group.push(run),
+                _ => groups.push(vec![run]),
+            }
+        }
+        groups
+    }
+
     /// Runs to execute, one per key (two steps may share a configuration).
     pub fn missing(&self) -> Vec<&PlannedRun> {
         let mut seen = std::collections::HashSet::new();

@@ -14,6 +14,9 @@ pub struct RunResult {
     pub provenance: Provenance,
     /// The engine's argv as it was started.
     pub engine_command: Vec<String>,
+    /// Which engine launch served the run, and its position in it.
+    #[serde(default)]
+    pub engine_launch: Option<crate::exec::LaunchRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -38,6 +38,15 @@ impl Store {
         Ok(KeyLock { _file: file })
     }
 
+    /// A directory for an engine launch's log, removed when dropped.
+    pub fn launch_dir(&self) -> Result<TempDir, Error> {
+        let tmp = tmp_dir(&self.root);
+        fs_err::create_dir_all(&tmp)?;
+        Ok(tempfile::Builder::new()
+            .prefix("launch-")
+            .tempdir_in(&tmp)?)
+    }
+
     pub fn begin_sample(&self) -> Result<PendingSample, Error> {
         let tmp = tmp_dir(&self.root);
         fs_err::create_dir_all(&tmp)?;
@@ -151,6 +160,7 @@ mod tests {
                 source: "test".into(),
             },
             engine_command: vec![],
+            engine_launch: None,
         }
     }
 

@@ -240,3 +240,108 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
         "{plan}"
     );
 }
+
+#[test]
+fn a_steps_runs_share_one_engine_which_restarts_after_a_crash() {
+    let env = TestEnv::new();
+    env.write(
+        "shared.kdl",
+        r#"experiment "shared" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=8
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    engine trtllm version="1.2.0rc1"
+    workload a {
+        dataset random input=16 output=64 seed=1
+        prompts 4
+    }
+    workload b {
+        dataset random input=16 output=64 seed=2
+        prompts 4
+    }
+    workload c {
+        dataset random input=16 output=64 seed=3
+        prompts 4
+    }
+    step ok engine=vllm gpus=1
+    step crashes-once engine=vllm model="Qwen/Qwen3-8B" gpus=1
+    step fp8 engine=trtllm model="Qwen/Qwen3-14B-FP8" gpus=1
+}"#,
+    );
+    let plan = on_gpu_box(&env, &["plan", "shared.kdl", "--runtime", "local"], &[]);
+    assert!(String::from_utf8_lossy(&plan.stdout).contains("9 to run (3 engine launches)"));
+    let fresh = on_gpu_box(
+        &env,
+        &["plan", "shared.kdl", "--runtime", "local", "--fresh-engine"],
+        &[],
+    );
+    assert!(String::from_utf8_lossy(&fresh.stdout).contains("9 to run (9 engine launches)"));
+
+    let out = on_gpu_box(
+        &env,
+        &["run", "shared.kdl", "--runtime", "local"],
+        &[("STANDIN_FAULT", "die-once@Qwen/Qwen3-8B")],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = env.read("standin.log");
+    let launches = |model: &str| {
+        log.lines()
+            .filter(|l| l.contains(&format!("\t{model}\t")))
+            .count()
+    };
+    assert_eq!(
+        launches("Qwen/Qwen3-14B"),
+        1,
+        "three runs on one engine:\n{log}"
+    );
+    assert_eq!(
+        launches("Qwen/Qwen3-8B"),
+        2,
+        "restarted once after the crash:\n{log}"
+    );
+    assert_eq!(
+        launches("Qwen/Qwen3-14B-FP8"),
+        1,
+        "a deterministic start failure is not retried:\n{log}"
+    );
+
+    // Provenance: each run's position on its engine, and the prefix cache reset between runs.
+    let mut seen = Vec::new();
+    for sample in env.samples() {
+        let (key, id) = sample.split_once('/').unwrap();
+        let text = env.read(&format!(
+            "store/entries/{}/{key}/samples/{id}/result.json",
+            &key[..2]
+        ));
+        let result: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let launch = &result["engine_launch"];
+        let status = result["outcome"]["status"].as_str().unwrap().to_owned();
+        seen.push((
+            launch["position"].as_u64(),
+            launch["prefix_cache"].as_str().map(str::to_owned),
+            status,
+        ));
+    }
+    seen.sort();
+    let fresh = Some("fresh".to_owned());
+    let reset = Some("reset".to_owned());
+    assert_eq!(
+        seen,
+        [
+            (None, None, "failure".into()),
+            (None, None, "failure".into()),
+            (None, None, "failure".into()),
+            (Some(1), fresh.clone(), "failure".into()),
+            (Some(1), fresh.clone(), "success".into()),
+            (Some(1), fresh, "success".into()),
+            (Some(2), reset.clone(), "success".into()),
+            (Some(2), reset.clone(), "success".into()),
+            (Some(3), reset, "success".into()),
+        ]
+    );
+}

@@ -52,6 +52,10 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/health", get(|| async { StatusCode::OK }))
         .route("/v1/models", get(models))
+        // vLLM's (with VLLM_SERVER_DEV_MODE=1) and SGLang's ways to empty the prefix cache;
+        // the simulation has none to empty.
+        .route("/reset_prefix_cache", post(|| async { StatusCode::OK }))
+        .route("/flush_cache", post(|| async { StatusCode::OK }))
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat_completions))
         .with_state(state)
