@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::metrics::Provenance;
 use crate::plan::Plan;
 use crate::spec::{ExpectedOutcome, Spec};
-use crate::store::{Outcome, StoreIndex};
+use crate::store::{Outcome, Sample, StoreIndex};
 
 /// Where a record's numbers came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,38 +76,47 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
         .collect()
 }
 
-/// Records built from what the store holds for each run of `plan`.
+/// Records built from what the store holds for each run of `plan`: the mean
+/// of its measured (or simulated) samples, else of its imported ones.
 pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
     plan.runs
         .iter()
         .map(|run| {
             let samples = index.samples(&run.key);
-            let ok: Vec<_> = samples
+            let measured: Vec<&Sample> = samples.iter().filter(|s| s.metrics().is_some()).collect();
+            let imported: Vec<&Sample> = samples
                 .iter()
-                .filter_map(|s| s.metrics().map(|m| (s, m)))
+                .filter(|s| matches!(s.result.outcome, Outcome::Imported { .. }))
                 .collect();
+            let chosen = if measured.is_empty() {
+                imported
+            } else {
+                measured
+            };
             let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
-            for (_, m) in &ok {
-                let value = serde_json::to_value(m).expect("metrics are plain data");
-                for (name, v) in value.as_object().into_iter().flatten() {
-                    *metrics.entry(name.clone()).or_default() +=
-                        v.as_f64().unwrap_or(f64::NAN) / ok.len() as f64;
+            for sample in &chosen {
+                for (name, v) in sample.metric_map().unwrap_or_default() {
+                    *metrics.entry(name).or_default() += v / chosen.len() as f64;
                 }
             }
-            let failure = if ok.is_empty() {
+            let failure = if chosen.is_empty() {
                 samples.iter().rev().find_map(|s| match &s.result.outcome {
                     Outcome::Failure { error, .. } => Some(error.clone()),
-                    Outcome::Success { .. } => None,
+                    Outcome::Success { .. } | Outcome::Imported { .. } => None,
                 })
             } else {
                 None
             };
-            let source = samples.last().map(|s| Source::of(&s.result.provenance));
-            let mut warnings: Vec<String> = ok
+            let source = chosen
+                .last()
+                .copied()
+                .or(samples.last())
+                .map(|s| Source::of(&s.result.provenance));
+            let mut warnings: Vec<String> = chosen
                 .iter()
-                .flat_map(|(s, _)| match &s.result.outcome {
+                .flat_map(|s| match &s.result.outcome {
                     Outcome::Success { warnings, .. } => warnings.clone(),
-                    Outcome::Failure { .. } => Vec::new(),
+                    Outcome::Failure { .. } | Outcome::Imported { .. } => Vec::new(),
                 })
                 .collect();
             warnings.dedup();
@@ -117,7 +126,7 @@ pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
                 key: Some(run.key.to_string()),
                 source,
                 metrics,
-                samples: ok.len(),
+                samples: chosen.len(),
                 failure,
                 warnings,
             }

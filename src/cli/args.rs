@@ -28,6 +28,8 @@ pub enum Command {
     Plan(PlanArgs),
     /// Render the report from the store (or the published numbers); runs nothing.
     Report(ReportArgs),
+    /// Import a published "Serving Benchmark Result" block as a run's published numbers.
+    Import(ImportArgs),
     /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
     Bench(Box<BenchArgs>),
     /// The simulated engine, as `--runtime sim` starts it (internal).
@@ -203,4 +205,22 @@ pub struct BenchArgs {
     /// Seconds a request may receive nothing before it fails.
     #[arg(long, default_value_t = 3600)]
     pub stall_timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// The step the block measured.
+    #[arg(long)]
+    pub step: String,
+    /// The workload the block measured.
+    #[arg(long)]
+    pub workload: String,
+    /// File holding the block [default: standard input].
+    #[arg(long)]
+    pub from: Option<PathBuf>,
+    /// Where the numbers were published (a URL or a citation).
+    #[arg(long)]
+    pub source: Option<String>,
 }

@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod error;
+mod import;
 mod plan;
 mod report;
 mod run;
@@ -40,6 +41,7 @@ pub fn main() -> u8 {
         Command::Plan(args) => plan::plan(&args),
         Command::Report(args) => report::report(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Import(args) => import::import(&args),
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
     };
     match result {

@@ -142,6 +142,7 @@ fn progress(event: &ExecEvent) {
                 }
             }
             Outcome::Failure { error, .. } => eprintln!("      failed: {error}"),
+            Outcome::Imported { .. } => {}
         },
     }
 }

@@ -1,12 +1,14 @@
 //! Serving metrics under `vllm bench serve`'s names and definitions, and where
 //! a number came from. (pure)
 
+mod block_parse;
 mod compute;
 mod model;
 mod provenance;
 mod save_result;
 mod serving_block;
 
+pub use block_parse::{BlockError, ParsedBlock, parse_block};
 pub use compute::{Latency, MetricOptions, RequestRecord, compute, percentile, percentile_key};
 pub use model::{METRIC_NAMES, ServingMetrics};
 pub use provenance::Provenance;

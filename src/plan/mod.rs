@@ -110,7 +110,7 @@ pub fn status(samples: &[Sample], options: PlanOptions) -> RunStatus {
     let ok = samples.iter().filter(|s| s.metrics().is_some()).count();
     let failure = samples.iter().rev().find_map(|s| match &s.result.outcome {
         Outcome::Failure { error, .. } => Some(error.clone()),
-        Outcome::Success { .. } => None,
+        Outcome::Success { .. } | Outcome::Imported { .. } => None,
     });
     match failure {
         Some(error) if ok == 0 && !options.retry_failed => return RunStatus::Failed { error },

@@ -32,6 +32,13 @@ pub enum Outcome {
         error: String,
         log_tail: String,
     },
+    /// Numbers read from a published result block (`perfpipe import`): what
+    /// the block states, nothing more. Never makes a run count as measured.
+    Imported {
+        metrics: std::collections::BTreeMap<String, f64>,
+        /// The block as it was read.
+        block: String,
+    },
 }
 
 /// Deterministic failures are cached; transient ones are retried and never stored.
@@ -52,9 +59,29 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// The measured (or simulated) metrics; `None` for failures and imports.
     pub fn metrics(&self) -> Option<&ServingMetrics> {
         match &self.result.outcome {
             Outcome::Success { metrics, .. } => Some(metrics),
+            Outcome::Failure { .. } | Outcome::Imported { .. } => None,
+        }
+    }
+
+    /// Every number the sample has, by `--save-result` name.
+    pub fn metric_map(&self) -> Option<std::collections::BTreeMap<String, f64>> {
+        match &self.result.outcome {
+            Outcome::Success { metrics, .. } => {
+                let value = serde_json::to_value(metrics).expect("metrics are plain data");
+                Some(
+                    value
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                        .collect(),
+                )
+            }
+            Outcome::Imported { metrics, .. } => Some(metrics.clone()),
             Outcome::Failure { .. } => None,
         }
     }

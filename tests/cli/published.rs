@@ -91,3 +91,151 @@ fn published_ranking_lines_are_reproduced() {
     let report = published_report("experiments/qwen3-235b-a100.kdl");
     assert!(report.contains("Result: SGLang (4635.31 tok/s) > vLLM (3792.50 tok/s)"));
 }
+
+/// The result blocks of a published page, as printed (4-space indent removed).
+fn blocks(page: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(Path::new(FIXTURES).join("published").join(page)).unwrap();
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.contains("Serving Benchmark Result") {
+            current = Some(String::new());
+        }
+        if let Some(block) = current.as_mut() {
+            block.push_str(line);
+            block.push('\n');
+            if line.len() == 50 && line.chars().all(|c| c == '=') {
+                out.push(current.take().unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Every published block parses, and its numbers are exactly the experiment's
+/// expectations (which a separate script extracted from the same page).
+#[test]
+fn every_published_block_imports_to_the_printed_numbers() {
+    use perfpipe::metrics::parse_block;
+    use perfpipe::spec::{ExpectedOutcome, SourceFile, parse};
+
+    for (page, experiment) in [
+        ("qwen3-14b-a100.md", "qwen3-14b-a100.kdl"),
+        ("qwen3-235b-a100.md", "qwen3-235b-a100.kdl"),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("experiments")
+            .join(experiment);
+        let spec = parse(&SourceFile {
+            name: experiment.into(),
+            text: std::fs::read_to_string(path).unwrap(),
+        })
+        .unwrap();
+        let mut expected: Vec<String> = spec
+            .steps
+            .iter()
+            .flat_map(|s| &s.expectations)
+            .filter_map(|x| match &x.outcome {
+                ExpectedOutcome::Metrics(m) if m.len() > 2 => Some(
+                    m.iter()
+                        .map(|m| format!("{}={}", m.name, m.value))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                _ => None,
+            })
+            .collect();
+        let mut parsed: Vec<String> = blocks(page)
+            .iter()
+            .map(|b| {
+                let block = parse_block(b).unwrap_or_else(|e| panic!("{page}: {e}\n{b}"));
+                let mut pairs: Vec<(String, f64)> = block.metrics.into_iter().collect();
+                let order: Vec<&str> = perfpipe::metrics::METRIC_NAMES.to_vec();
+                pairs.sort_by_key(|(k, _)| order.iter().position(|o| o == k));
+                pairs
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        expected.sort();
+        parsed.sort();
+        assert_eq!(
+            parsed.len(),
+            15,
+            "{page}: 7 engine/flag blocks and 8 other-case blocks"
+        );
+        assert_eq!(parsed, expected, "{page}");
+    }
+}
+
+#[test]
+fn an_imported_block_is_reported_as_published_and_never_counts_as_measured() {
+    let env = crate::common::TestEnv::tiny();
+    let block = blocks("qwen3-14b-a100.md").remove(0);
+    env.write("block.txt", &format!("    # vLLM, ShareGPT\n{block}"));
+    let out = env.run(&[
+        "import",
+        "tiny.kdl",
+        "--runtime",
+        "sim",
+        "--step",
+        "vllm",
+        "--workload",
+        "chat",
+        "--from",
+        "block.txt",
+        "--source",
+        "gpustack performance lab",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("imported 18 published numbers"));
+    let report = env.run(&["report", "tiny.kdl", "--runtime", "sim"]);
+    let report = String::from_utf8_lossy(&report.stdout);
+    assert!(report.contains("| `vllm` | `chat` |"), "{report}");
+    assert!(
+        report.contains("published | 1000 | 106.82 | 3922.41"),
+        "{report}"
+    );
+    let plan = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+    assert!(
+        String::from_utf8_lossy(&plan.stdout).contains("0 cached"),
+        "an import is not a measurement"
+    );
+
+    let bad = env.run(&[
+        "import",
+        "tiny.kdl",
+        "--runtime",
+        "sim",
+        "--step",
+        "vllm",
+        "--workload",
+        "chat",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    env.write("broken.txt", "============ Serving Benchmark Result ============\nSuccessful requests: 10\nMystery row: 3\n");
+    let broken = env.run(&[
+        "import",
+        "tiny.kdl",
+        "--runtime",
+        "sim",
+        "--step",
+        "vllm",
+        "--workload",
+        "chat",
+        "--from",
+        "broken.txt",
+    ]);
+    assert_eq!(broken.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&broken.stderr).contains("line 3: `Mystery row: 3` is not a row")
+    );
+}

@@ -1,0 +1,275 @@
+//! Reading a "Serving Benchmark Result" block back into numbers: every layout
+//! the vLLM client has printed (with or without the Peak rows, `Failed
+//! requests`, `Maximum request concurrency`, `Total Token`/`Total token
+//! throughput`, P95 or other percentile rows, an End-to-end or Latency section,
+//! `N/A` values), and nothing else: any other line is an error that names it.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum BlockError {
+    #[error("no \"Serving Benchmark Result\" header")]
+    NoHeader,
+    #[error("line {line}: `{text}` is not a row of a Serving Benchmark Result block")]
+    Unknown { line: usize, text: String },
+    #[error("line {line}: `{value}` is not a number")]
+    NotANumber { line: usize, value: String },
+    #[error("the block has no closing `====` line")]
+    Unterminated,
+    #[error("line {line}: `{key}` appears twice")]
+    Duplicate { line: usize, key: String },
+}
+
+/// A parsed block: metric name (`--save-result` key) → value; `N/A` rows are absent.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParsedBlock {
+    pub metrics: BTreeMap<String, f64>,
+    /// Settings the block states: `max_concurrency`, `request_rate`.
+    pub settings: BTreeMap<String, f64>,
+}
+
+const ROWS: &[(&str, &str)] = &[
+    ("Successful requests", "completed"),
+    ("Failed requests", "failed"),
+    ("Benchmark duration (s)", "duration"),
+    ("Total input tokens", "total_input_tokens"),
+    ("Total generated tokens", "total_output_tokens"),
+    ("Request throughput (req/s)", "request_throughput"),
+    ("Request goodput (req/s)", "request_goodput"),
+    ("Output token throughput (tok/s)", "output_throughput"),
+    (
+        "Peak output token throughput (tok/s)",
+        "max_output_tokens_per_s",
+    ),
+    ("Peak concurrent requests", "max_concurrent_requests"),
+    ("Total Token throughput (tok/s)", "total_token_throughput"),
+    ("Total token throughput (tok/s)", "total_token_throughput"),
+];
+
+const SETTINGS: &[(&str, &str)] = &[
+    ("Maximum request concurrency", "max_concurrency"),
+    ("Request rate configured (RPS)", "request_rate"),
+];
+
+const SECTIONS: &[&str] = &[
+    "Time to First Token",
+    "Time per Output Token (excl. 1st token)",
+    "Inter-token Latency",
+    "End-to-end Latency",
+    "Latency",
+];
+
+const LATENCIES: &[(&str, &str)] = &[
+    ("TTFT", "ttft"),
+    ("TPOT", "tpot"),
+    ("ITL", "itl"),
+    ("E2EL", "e2el"),
+];
+
+/// Parses the first block in `text`; lines before it may only be blank or `#` comments.
+pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
+    loop {
+        match lines.next() {
+            None => return Err(BlockError::NoHeader),
+            Some((_, l)) if l.starts_with('=') && l.contains("Serving Benchmark Result") => break,
+            Some((_, l)) if l.is_empty() || l.starts_with('#') || l.starts_with("```") => {}
+            Some((line, l)) => {
+                return Err(BlockError::Unknown {
+                    line,
+                    text: l.into(),
+                });
+            }
+        }
+    }
+    let mut block = ParsedBlock::default();
+    for (line, l) in lines {
+        if l.is_empty() {
+            continue;
+        }
+        if l.chars().all(|c| c == '=') {
+            return Ok(block);
+        }
+        if l.starts_with('-') {
+            let title = l.trim_matches('-');
+            if SECTIONS.contains(&title) {
+                continue;
+            }
+            return Err(BlockError::Unknown {
+                line,
+                text: l.into(),
+            });
+        }
+        let Some((label, value)) = l.rsplit_once(':') else {
+            return Err(BlockError::Unknown {
+                line,
+                text: l.into(),
+            });
+        };
+        let label = label.trim();
+        let value = value.trim();
+        let (key, settings) = if let Some((_, key)) = ROWS.iter().find(|(l, _)| *l == label) {
+            ((*key).to_owned(), false)
+        } else if let Some((_, key)) = SETTINGS.iter().find(|(l, _)| *l == label) {
+            ((*key).to_owned(), true)
+        } else if let Some(key) = latency_key(label) {
+            (key, false)
+        } else {
+            return Err(BlockError::Unknown {
+                line,
+                text: l.into(),
+            });
+        };
+        if value == "N/A" {
+            continue;
+        }
+        let number: f64 = value.parse().map_err(|_| BlockError::NotANumber {
+            line,
+            value: value.into(),
+        })?;
+        let map = if settings {
+            &mut block.settings
+        } else {
+            &mut block.metrics
+        };
+        if map.insert(key.clone(), number).is_some() {
+            return Err(BlockError::Duplicate { line, key });
+        }
+    }
+    Err(BlockError::Unterminated)
+}
+
+/// `Mean TTFT (ms)` → `mean_ttft_ms`, `P99.9 ITL (ms)` → `p99.9_itl_ms`.
+fn latency_key(label: &str) -> Option<String> {
+    let rest = label.strip_suffix(" (ms)")?;
+    let (stat, name) = rest.split_once(' ')?;
+    let (_, metric) = LATENCIES.iter().find(|(short, _)| *short == name)?;
+    let stat = match stat {
+        "Mean" => "mean".to_owned(),
+        "Median" => "median".to_owned(),
+        p if p.starts_with('P') && p[1..].parse::<f64>().is_ok() => format!("p{}", &p[1..]),
+        _ => return None,
+    };
+    Some(format!("{stat}_{metric}_ms"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{
+        BlockOptions, Latency, MetricOptions, RequestRecord, compute, render_serving_block,
+    };
+
+    #[test]
+    fn what_perfpipe_prints_parses_back_to_the_same_numbers() {
+        let r = RequestRecord {
+            success: true,
+            prompt_len: 123,
+            output_tokens: 45,
+            requested_output_tokens: 45,
+            ttft: 0.123456,
+            latency: 1.5,
+            itl: vec![0.03; 44],
+            ..Default::default()
+        };
+        let m = compute(
+            &[r],
+            1.7,
+            &MetricOptions {
+                percentiles: vec![95.0, 99.0],
+                goodput: vec![],
+            },
+        );
+        let options = BlockOptions {
+            percentile_metrics: Latency::ALL.to_vec(),
+            percentiles: vec![95.0, 99.0],
+            max_concurrency: Some(4),
+            request_rate: Some(2.5),
+        };
+        let parsed = parse_block(&render_serving_block(&m, &options)).unwrap();
+        for (key, value) in &parsed.metrics {
+            let expected = m.get(key).unwrap();
+            assert!(
+                (value - expected).abs() <= 0.005,
+                "{key}: {value} vs {expected}"
+            );
+        }
+        assert_eq!(
+            parsed.metrics.len(),
+            9 + 4 * 4,
+            "{:?}",
+            parsed.metrics.keys()
+        );
+        assert_eq!(parsed.settings["max_concurrency"], 4.0);
+    }
+
+    #[test]
+    fn later_layouts_and_na_values_are_accepted() {
+        let block = "\
+============ Serving Benchmark Result ============
+Successful requests:                     10
+Failed requests:                         2
+Maximum request concurrency:             8
+Benchmark duration (s):                  1.50
+Total input tokens:                      100
+Total generated tokens:                  N/A
+Request throughput (req/s):              6.67
+Total token throughput (tok/s):          66.67
+---------------Time to First Token----------------
+Mean TTFT (ms):                          10.00
+Median TTFT (ms):                        9.00
+P95 TTFT (ms):                           15.00
+P99 TTFT (ms):                           20.00
+----------------End-to-end Latency----------------
+Mean E2EL (ms):                          100.00
+==================================================
+";
+        let parsed = parse_block(block).unwrap();
+        assert_eq!(parsed.metrics["failed"], 2.0);
+        assert_eq!(parsed.metrics["total_token_throughput"], 66.67);
+        assert_eq!(parsed.metrics["p95_ttft_ms"], 15.0);
+        assert!(!parsed.metrics.contains_key("total_output_tokens"));
+    }
+
+    #[test]
+    fn anything_else_is_refused_with_its_line() {
+        let header = "============ Serving Benchmark Result ============\n";
+        assert_eq!(
+            parse_block("hello"),
+            Err(BlockError::Unknown {
+                line: 1,
+                text: "hello".into()
+            })
+        );
+        assert_eq!(parse_block(""), Err(BlockError::NoHeader));
+        assert_eq!(
+            parse_block(&format!("{header}Successful requests: many\n")),
+            Err(BlockError::NotANumber {
+                line: 2,
+                value: "many".into()
+            })
+        );
+        assert_eq!(
+            parse_block(&format!("{header}Vibes (ok): 3\n===\n")),
+            Err(BlockError::Unknown {
+                line: 2,
+                text: "Vibes (ok): 3".into()
+            })
+        );
+        assert_eq!(
+            parse_block(&format!("{header}Successful requests: 3\n")),
+            Err(BlockError::Unterminated)
+        );
+        assert_eq!(
+            parse_block(&format!(
+                "{header}Successful requests: 3\nSuccessful requests: 4\n===\n"
+            )),
+            Err(BlockError::Duplicate {
+                line: 3,
+                key: "completed".into()
+            })
+        );
+    }
+}
