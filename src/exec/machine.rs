@@ -1,12 +1,13 @@
 //! What a real runtime needs before any run: the GPUs `nvidia-smi` reports
-//! (of the declared type), and, under `local`, each engine at its declared version.
+//! (of the declared type); under `local`, each engine at its declared version;
+//! an external harness at its declared version.
 
 use std::time::Duration;
 
 use super::ExecError;
 use crate::engine::gpus::{self, Machine};
 use crate::engine::process::run_tool;
-use crate::spec::{EngineDecl, EngineKind, Spec};
+use crate::spec::{EngineDecl, EngineKind, HarnessKind, Spec};
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -48,8 +49,28 @@ pub async fn check_local_version(engine: &EngineDecl) -> Result<(), ExecError> {
             &["-c", "import tensorrt_llm; print(tensorrt_llm.__version__)"],
         ),
     };
+    check_version(engine.kind.display_name(), program, args, &engine.version).await
+}
+
+/// An external harness must be the declared version: it is part of every key.
+pub async fn check_harness_version(harness: &HarnessKind) -> Result<(), ExecError> {
+    match harness {
+        HarnessKind::Builtin => Ok(()),
+        HarnessKind::VllmBench { version } => {
+            check_version("vllm bench serve", "vllm", &["--version"], version).await
+        }
+    }
+}
+
+/// Runs `program args` and compares the last line it prints with `declared`.
+async fn check_version(
+    name: &'static str,
+    program: &str,
+    args: &[&str],
+    declared: &str,
+) -> Result<(), ExecError> {
     let missing = |detail: String| ExecError::EngineMissing {
-        engine: engine.kind.display_name(),
+        engine: name,
         command: format!("{program} {}", args.join(" ")),
         detail,
     };
@@ -70,10 +91,10 @@ pub async fn check_local_version(engine: &EngineDecl) -> Result<(), ExecError> {
         .unwrap_or("")
         .trim();
     let found = found.trim_start_matches('v');
-    if found != engine.version.trim_start_matches('v') {
+    if found != declared.trim_start_matches('v') {
         return Err(ExecError::EngineVersion {
-            engine: engine.kind.display_name(),
-            declared: engine.version.clone(),
+            engine: name,
+            declared: declared.to_owned(),
             found: found.to_owned(),
         });
     }

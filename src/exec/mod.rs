@@ -146,6 +146,7 @@ pub fn execute(
         Runtime::Sim => None,
         Runtime::Local | Runtime::Docker => Some(runtime.block_on(machine::discover(spec))?),
     };
+    runtime.block_on(machine::check_harness_version(&spec.harness.kind))?;
     if plan.options.runtime == Runtime::Local {
         let mut engines: Vec<_> = missing
             .iter()

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::path::Path;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -10,13 +11,14 @@ use super::launched::{Launched, StartFailure};
 use super::{ExecError, ExecEvent, ExecOptions, failure};
 use crate::engine::SIM_ENGINE_VERSION;
 use crate::engine::gpus::{self, GpuLease, Machine};
-use crate::harness::{self, BenchRequest, Load, RequestSettings};
+use crate::engine::process::EngineProcess;
+use crate::harness::{self, BenchRequest, Load, RequestSettings, vllm_bench};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
     BlockOptions, MetricOptions, Provenance, RequestRecord, ServingMetrics, render_serving_block,
 };
 use crate::plan::PlannedRun;
-use crate::spec::{Dataset, ModelRef, Runtime, Spec, Step, Workload};
+use crate::spec::{Dataset, HarnessKind, ModelRef, Runtime, Spec, Step, Workload};
 use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
 
 /// Everything a run needs from its surroundings.
@@ -55,7 +57,8 @@ impl RunContext<'_> {
         }
     }
 
-    /// Benchmarks `run` on `engine`. An engine that dies meanwhile fails the run.
+    /// Benchmarks `run` on `engine` with the experiment's harness. An engine
+    /// that dies meanwhile fails the run.
     pub async fn bench(
         &self,
         engine: &mut Launched,
@@ -70,15 +73,106 @@ impl RunContext<'_> {
             .spec
             .workload(&run.workload)
             .expect("plan runs name declared workloads");
-        let requests = self.requests(workload, &step.model).await?;
         let launch = engine.next_run(&self.client).await;
+        let pending = self.store.begin_sample()?;
+        let started_at = crate::clock::unix_now();
+        let mut harness_command = Vec::new();
+        let measured = match &self.spec.harness.kind {
+            HarnessKind::Builtin => {
+                self.builtin(
+                    engine,
+                    run,
+                    step,
+                    workload,
+                    &pending,
+                    launch.position,
+                    report,
+                )
+                .await?
+            }
+            HarnessKind::VllmBench { .. } => {
+                let dataset = self.inputs.dataset(&run.workload).map(|d| d.path.as_path());
+                harness_command = vllm_bench::argv(
+                    &self.spec.harness,
+                    &engine.base_url,
+                    &step.model.id,
+                    workload,
+                    dataset,
+                    &pending.logs_dir(),
+                );
+                report(ExecEvent::Benchmarking {
+                    run,
+                    requests: workload.prompts as usize,
+                    position: launch.position,
+                });
+                self.external(engine, &harness_command, &pending).await?
+            }
+        };
+        pending
+            .write_log("engine.log", &engine.log_text())
+            .map_err(crate::store::Error::Io)?;
+        let result = |outcome: Outcome| RunResult {
+            key: run.key.to_string(),
+            outcome,
+            provenance: self.provenance(started_at, &engine.gpu_indices),
+            engine_command: engine.argv.clone(),
+            engine_launch: Some(launch.clone()),
+            harness_command: harness_command.clone(),
+        };
+        let (metrics, warnings) = match measured {
+            Measured::Numbers { metrics, warnings } => (metrics, warnings),
+            Measured::Failed { kind, error } => {
+                let r = result(Outcome::Failure {
+                    kind,
+                    error,
+                    log_tail: engine.log_tail(),
+                });
+                return Ok(match kind {
+                    FailureKind::Transient => Attempt::Transient(r),
+                    FailureKind::Deterministic => Attempt::Done(r, pending),
+                });
+            }
+        };
+        if metrics.completed == 0 {
+            let error = warnings
+                .last()
+                .cloned()
+                .unwrap_or_else(|| "every request failed".into());
+            let error = format!("every request failed: {error}");
+            let r = result(Outcome::Failure {
+                kind: FailureKind::Deterministic,
+                error,
+                log_tail: engine.log_tail(),
+            });
+            return Ok(Attempt::Done(r, pending));
+        }
+        Ok(Attempt::Done(
+            result(Outcome::Success { metrics, warnings }),
+            pending,
+        ))
+    }
+
+    /// perfpipe's own load generator, journaling each request as it ends.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one run's context, passed down once"
+    )]
+    async fn builtin(
+        &self,
+        engine: &mut Launched,
+        run: &PlannedRun,
+        step: &Step,
+        workload: &Workload,
+        pending: &PendingSample,
+        position: usize,
+        report: &mut dyn FnMut(ExecEvent),
+    ) -> Result<Measured, ExecError> {
+        let requests = self.requests(workload, &step.model).await?;
         report(ExecEvent::Benchmarking {
             run,
             requests: requests.len(),
-            position: launch.position,
+            position,
         });
-        let pending = self.store.begin_sample()?;
-        let started_at = crate::clock::unix_now();
         let settings = RequestSettings {
             url: format!("{}{}", engine.base_url, self.spec.harness.endpoint),
             backend: self.spec.harness.backend,
@@ -105,69 +199,82 @@ impl RunContext<'_> {
             &mut write_line,
         );
         let outcome = tokio::select! {
-            out = bench => Ok(out),
-            status = engine.exited() => Err(status),
+            out = bench => out,
+            status = engine.exited() => return Ok(engine_died(engine, status)),
             _ = cancel.wait_for(|c| *c) => return Err(ExecError::Interrupted),
         };
         pending
-            .write_log("engine.log", &engine.log_text())
-            .map_err(crate::store::Error::Io)?;
-        let result = |outcome: Outcome| RunResult {
-            key: run.key.to_string(),
-            outcome,
-            provenance: self.provenance(started_at, &engine.gpu_indices),
-            engine_command: engine.argv.clone(),
-            engine_launch: Some(launch.clone()),
-        };
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
-            Err(status) => {
-                let (kind, line) = failure::classify(&engine.log_text());
-                let exit = match status {
-                    Ok(s) => format!("engine exited with {s} during the benchmark"),
-                    Err(e) => format!("engine was lost during the benchmark: {e}"),
-                };
-                let error = line.map_or(exit.clone(), |l| format!("{exit}: {l}"));
-                let r = result(Outcome::Failure {
-                    kind,
-                    error,
-                    log_tail: engine.log_tail(),
-                });
-                return Ok(match kind {
-                    FailureKind::Transient => Attempt::Transient(r),
-                    FailureKind::Deterministic => Attempt::Done(r, pending),
-                });
-            }
-        };
-        let metrics = outcome.metrics;
-        pending
             .write_log(
                 "harness.log",
-                &harness_log(step, &metrics, &outcome.records),
+                &harness_log(step, &outcome.metrics, &outcome.records),
             )
             .map_err(crate::store::Error::Io)?;
-        if metrics.completed == 0 {
-            let first = outcome
-                .records
-                .iter()
-                .find_map(|r| r.error.clone())
-                .unwrap_or_default();
-            let error = format!("every request failed; first error: {first}");
-            let r = result(Outcome::Failure {
+        Ok(Measured::Numbers {
+            metrics: Box::new(outcome.metrics),
+            warnings: outcome.warnings,
+        })
+    }
+
+    /// An external client, run to completion in its own process group; its
+    /// result file stays in the sample.
+    async fn external(
+        &self,
+        engine: &mut Launched,
+        argv: &[String],
+        pending: &PendingSample,
+    ) -> Result<Measured, ExecError> {
+        let log = pending.logs_dir().join("harness.log");
+        let mut client =
+            EngineProcess::spawn(Path::new(&argv[0]), &argv[1..], &Default::default(), &log)
+                .map_err(crate::store::Error::Io)?;
+        let mut cancel = self.cancel.clone();
+        let status = tokio::select! {
+            status = client.exited() => status,
+            status = engine.exited() => {
+                client.stop(Duration::from_secs(5)).await;
+                return Ok(engine_died(engine, status));
+            }
+            _ = cancel.wait_for(|c| *c) => {
+                client.stop(Duration::from_secs(5)).await;
+                return Err(ExecError::Interrupted);
+            }
+        };
+        let output = fs_err::read_to_string(&log).unwrap_or_default();
+        match status {
+            Ok(s) if s.success() => {}
+            Ok(s) => {
+                let (kind, line) = failure::classify(&output);
+                let error = format!(
+                    "`{}` exited with {s}{}",
+                    argv[..3].join(" "),
+                    line.map(|l| format!(": {l}")).unwrap_or_default()
+                );
+                return Ok(Measured::Failed { kind, error });
+            }
+            Err(e) => return Err(ExecError::Store(crate::store::Error::Io(e))),
+        }
+        let file = pending.logs_dir().join(vllm_bench::RESULT_FILE);
+        let json = fs_err::read_to_string(&file).unwrap_or_default();
+        match vllm_bench::read_result(&json) {
+            Ok(metrics) => {
+                let mut warnings = Vec::new();
+                if metrics.failed > 0 {
+                    warnings.push(format!(
+                        "{} of {} requests failed",
+                        metrics.failed,
+                        metrics.failed + metrics.completed
+                    ));
+                }
+                Ok(Measured::Numbers {
+                    metrics: Box::new(metrics),
+                    warnings,
+                })
+            }
+            Err(error) => Ok(Measured::Failed {
                 kind: FailureKind::Deterministic,
                 error,
-                log_tail: engine.log_tail(),
-            });
-            return Ok(Attempt::Done(r, pending));
-        }
-        let warnings = outcome.warnings;
-        Ok(Attempt::Done(
-            result(Outcome::Success {
-                metrics: Box::new(metrics),
-                warnings,
             }),
-            pending,
-        ))
+        }
     }
 
     /// The result of a run whose engine did not start.
@@ -182,6 +289,7 @@ impl RunContext<'_> {
             provenance: self.provenance(crate::clock::unix_now(), &failed.gpu_indices),
             engine_command: failed.argv.clone(),
             engine_launch: None,
+            harness_command: Vec::new(),
         }
     }
 
@@ -293,6 +401,31 @@ impl RunContext<'_> {
         })
         .await
         .expect("dataset sampling does not panic")
+    }
+}
+
+/// What a harness produced.
+enum Measured {
+    Numbers {
+        metrics: Box<ServingMetrics>,
+        warnings: Vec<String>,
+    },
+    Failed {
+        kind: FailureKind,
+        error: String,
+    },
+}
+
+/// The failure of a run whose engine died under it, classified from its log.
+fn engine_died(engine: &Launched, status: std::io::Result<std::process::ExitStatus>) -> Measured {
+    let (kind, line) = failure::classify(&engine.log_text());
+    let exit = match status {
+        Ok(s) => format!("engine exited with {s} during the benchmark"),
+        Err(e) => format!("engine was lost during the benchmark: {e}"),
+    };
+    Measured::Failed {
+        kind,
+        error: line.map_or(exit.clone(), |l| format!("{exit}: {l}")),
     }
 }
 

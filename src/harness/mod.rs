@@ -6,6 +6,7 @@ pub mod chunk;
 pub mod client;
 pub mod dataset;
 pub mod sse;
+pub mod vllm_bench;
 
 use std::sync::Arc;
 

@@ -18,7 +18,7 @@ use super::args::canonical_args;
 use crate::engine::SIM_ENGINE_VERSION;
 use crate::harness::BUILTIN_HARNESS_VERSION;
 use crate::inputs::ResolvedInputs;
-use crate::spec::{Dataset, RequestRate, Runtime, Spec, Step, Workload};
+use crate::spec::{Dataset, HarnessKind, RequestRate, Runtime, Spec, Step, Workload};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyMaterial {
@@ -138,8 +138,14 @@ impl KeyMaterial {
                 gpus_per_instance: step.gpus,
             },
             harness: HarnessMaterial {
-                name: "builtin".into(),
-                version: BUILTIN_HARNESS_VERSION.into(),
+                name: match &harness.kind {
+                    HarnessKind::Builtin => "builtin".into(),
+                    HarnessKind::VllmBench { .. } => "vllm-bench".into(),
+                },
+                version: match &harness.kind {
+                    HarnessKind::Builtin => BUILTIN_HARNESS_VERSION.into(),
+                    HarnessKind::VllmBench { version } => version.clone(),
+                },
                 backend: harness.backend.name().into(),
                 endpoint: harness.endpoint.clone(),
                 temperature: harness.temperature,

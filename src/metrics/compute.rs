@@ -138,8 +138,8 @@ pub fn compute(
         total_token_throughput: per_s((total_input + total_output) as f64),
         max_output_tokens_per_s: peak_tokens,
         max_concurrent_requests: peak_concurrency,
-        exact_max_output_tokens_per_s: exact_token_peak(&ok),
-        exact_max_concurrent_requests: exact_concurrency_peak(&ok),
+        exact_max_output_tokens_per_s: Some(exact_token_peak(&ok)),
+        exact_max_concurrent_requests: Some(exact_concurrency_peak(&ok)),
         mean_ttft_ms: ms(&ttfts, mean),
         median_ttft_ms: ms(&ttfts, median),
         std_ttft_ms: ms(&ttfts, std),
@@ -348,7 +348,7 @@ mod tests {
         // Buckets: the first request spans 0 and 1, the second 0, the third 1.
         assert_eq!(m.max_concurrent_requests, 2.0);
         // At no instant are two requests in flight together except 0.5..0.7.
-        assert_eq!(m.exact_max_concurrent_requests, 2.0);
+        assert_eq!(m.exact_max_concurrent_requests, Some(2.0));
     }
 
     #[test]
@@ -357,13 +357,13 @@ mod tests {
         let multi = request(0.0, 0.1, &[0.1], 8);
         let m = compute(&[multi], 1.0, &MetricOptions::default());
         assert_eq!(m.max_output_tokens_per_s, 2.0, "vLLM counts chunks");
-        assert_eq!(m.exact_max_output_tokens_per_s, 8.0);
+        assert_eq!(m.exact_max_output_tokens_per_s, Some(8.0));
         // Back to back: one ends at 1.0 as the next starts; vLLM's buckets see two.
         let a = request(0.0, 0.5, &[0.5], 2);
         let b = request(1.0, 0.5, &[0.5], 2);
         let m = compute(&[a, b], 2.0, &MetricOptions::default());
         assert_eq!(m.max_concurrent_requests, 2.0);
-        assert_eq!(m.exact_max_concurrent_requests, 1.0);
+        assert_eq!(m.exact_max_concurrent_requests, Some(1.0));
     }
 
     #[test]
@@ -438,9 +438,9 @@ mod tests {
         close(m.p99_e2el_ms, 698.0);
         // Chunks at 0.2 0.3 0.4 0.6 | 0.9 1.2 | 1.1: five in second 0.
         close(m.max_output_tokens_per_s, 5.0);
-        close(m.exact_max_output_tokens_per_s, 5.0);
+        close(m.exact_max_output_tokens_per_s.unwrap(), 5.0);
         // Buckets 0: first and second; 1: second and third. Instants: never three.
         close(m.max_concurrent_requests, 2.0);
-        close(m.exact_max_concurrent_requests, 2.0);
+        close(m.exact_max_concurrent_requests.unwrap(), 2.0);
     }
 }

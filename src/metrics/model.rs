@@ -27,12 +27,13 @@ pub struct ServingMetrics {
     /// perfpipe's peak: the largest number of output tokens in one 1-second
     /// bin, each chunk weighing its request's tokens / chunks (= 1 when every
     /// chunk carries one token), so multi-token chunks are not undercounted.
+    /// `None` when the numbers came from a client that does not compute it.
     #[serde(default)]
-    pub exact_max_output_tokens_per_s: f64,
+    pub exact_max_output_tokens_per_s: Option<f64>,
     /// perfpipe's peak concurrency: the most requests in flight at one instant
     /// (a sweep over `[start, end)` intervals).
     #[serde(default)]
-    pub exact_max_concurrent_requests: f64,
+    pub exact_max_concurrent_requests: Option<f64>,
     pub mean_ttft_ms: f64,
     pub median_ttft_ms: f64,
     pub std_ttft_ms: f64,
@@ -113,8 +114,8 @@ impl ServingMetrics {
             "median_e2el_ms" => self.median_e2el_ms,
             "std_e2el_ms" => self.std_e2el_ms,
             "p99_e2el_ms" => self.p99_e2el_ms,
-            "exact_max_output_tokens_per_s" => self.exact_max_output_tokens_per_s,
-            "exact_max_concurrent_requests" => self.exact_max_concurrent_requests,
+            "exact_max_output_tokens_per_s" => self.exact_max_output_tokens_per_s?,
+            "exact_max_concurrent_requests" => self.exact_max_concurrent_requests?,
             "request_goodput" => self.request_goodput?,
             other => return self.percentiles.get(other).copied(),
         })

@@ -152,9 +152,19 @@ impl Backend {
     }
 }
 
+/// Which benchmark client measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HarnessKind {
+    /// perfpipe's own load generator.
+    Builtin,
+    /// `vllm bench serve` at this exact version, driven as a subprocess.
+    VllmBench { version: String },
+}
+
 /// The benchmark client with every option made explicit.
 #[derive(Debug, Clone)]
 pub struct HarnessDecl {
+    pub kind: HarnessKind,
     pub backend: Backend,
     pub endpoint: String,
     /// Sampling temperature; 0 is greedy, as `vllm bench serve` v0.11 sends by default.
@@ -165,6 +175,7 @@ pub struct HarnessDecl {
 impl Default for HarnessDecl {
     fn default() -> Self {
         Self {
+            kind: HarnessKind::Builtin,
             backend: Backend::OpenaiChat,
             endpoint: Backend::OpenaiChat.default_endpoint().to_owned(),
             temperature: 0.0,

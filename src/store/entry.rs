@@ -17,6 +17,9 @@ pub struct RunResult {
     /// Which engine launch served the run, and its position in it.
     #[serde(default)]
     pub engine_launch: Option<crate::exec::LaunchRecord>,
+    /// The external harness's argv, when one measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub harness_command: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

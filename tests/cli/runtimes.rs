@@ -345,3 +345,73 @@ fn a_steps_runs_share_one_engine_which_restarts_after_a_crash() {
         ]
     );
 }
+
+#[test]
+fn vllm_bench_serve_measures_when_the_experiment_names_it() {
+    let env = TestEnv::tiny();
+    let text = env.read("tiny.kdl").replace(
+        r#"harness builtin backend="openai-chat""#,
+        r#"harness vllm-bench version="0.11.0" backend="openai-chat""#,
+    );
+    env.write("client.kdl", &text);
+    let builtin = on_gpu_box(&env, &["plan", "tiny.kdl", "--runtime", "sim"], &[]);
+    let client = on_gpu_box(&env, &["plan", "client.kdl", "--runtime", "sim"], &[]);
+    let keys = |out: &Output| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                l.split_whitespace()
+                    .nth(2)
+                    .filter(|k| k.len() == 12)
+                    .map(str::to_owned)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        keys(&builtin)
+            .iter()
+            .zip(keys(&client))
+            .all(|(a, b)| *a != b),
+        "the harness is part of every key"
+    );
+
+    let out = on_gpu_box(&env, &["run", "client.kdl", "--runtime", "sim"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("| `vllm` | `chat` |") && report.contains("simulated | 30 |"),
+        "{report}"
+    );
+    let log = env.read("standin.log");
+    let bench = log
+        .lines()
+        .find(|l| l.contains("\tbench\tserve\t"))
+        .unwrap();
+    let bench = regex_lite_replace(bench, "--base-url\t", "[URL]")
+        .replace(env.dir.path().to_str().unwrap(), "[TEMP]");
+    insta::with_settings!({ filters => vec![(r"entries/../[0-9a-f]{64}|tmp/sample-[A-Za-z0-9]+", "[SAMPLE]")] }, {
+        insta::assert_snapshot!(bench.replace('\t', " "), @"vllm CUDA_VISIBLE_DEVICES= bench serve --backend openai-chat --base-url [URL] --endpoint /v1/chat/completions --model Qwen/Qwen3-14B --dataset-name sharegpt --dataset-path sharegpt-tiny.json --seed 0 --num-prompts 30 --request-rate inf --temperature 0 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 99 --result-dir [TEMP]/store/[SAMPLE]/logs --result-filename vllm-bench-result.json --save-result --save-detailed");
+    });
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("\tbench\tserve\t"))
+            .count(),
+        6,
+        "one client run per successful run"
+    );
+
+    let old = on_gpu_box(
+        &env,
+        &["run", "client.kdl", "--runtime", "sim", "--retry-failed"],
+        &[("STANDIN_VLLM_VERSION", "0.10.2")],
+    );
+    assert_eq!(old.status.code(), Some(2));
+    assert!(words(&old).contains(
+        "vllm bench serve on this machine is version `0.10.2`, but the experiment declares `0.11.0`"
+    ));
+}

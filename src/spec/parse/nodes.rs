@@ -90,18 +90,55 @@ impl Decoder {
     }
 
     pub(super) fn harness(&mut self, node: &KdlNode) -> Option<HarnessDecl> {
-        self.props(node, &["backend", "endpoint", "temperature", "ignore-eos"]);
+        self.props(
+            node,
+            &[
+                "version",
+                "backend",
+                "endpoint",
+                "temperature",
+                "ignore-eos",
+            ],
+        );
         self.no_children(node);
         let name = self.required_string_arg(node, 0, "the harness")?;
-        if name != "builtin" {
-            let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
-            self.error(
-                SpecDiagnostic::new(span, format!("unknown harness `{name}`"), "unknown harness")
-                    .with_help("expected `builtin` (external harnesses are not available yet)"),
-            );
-            return None;
-        }
-        let mut harness = HarnessDecl::default();
+        let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
+        let version = prop(node, "version").and_then(|e| self.string(e, "the harness version"));
+        let kind = match (name.as_str(), version) {
+            ("builtin", None) => HarnessKind::Builtin,
+            ("builtin", Some(_)) => {
+                self.error(
+                    SpecDiagnostic::new(span, "the built-in harness has no `version=`", "built-in")
+                        .with_help("its version is perfpipe's own, recorded in every key; remove `version=`"),
+                );
+                return None;
+            }
+            ("vllm-bench", Some(version)) => HarnessKind::VllmBench { version },
+            ("vllm-bench", None) => {
+                self.error(
+                    SpecDiagnostic::new(span, "`vllm-bench` needs the client's exact version", "missing `version=`")
+                        .with_help("e.g. `harness vllm-bench version=\"0.11.0\"`: the client's version is part of every key"),
+                );
+                return None;
+            }
+            (other, _) => {
+                let help = did_you_mean(other, ["builtin", "vllm-bench"])
+                    .unwrap_or_else(|| one_of(["builtin", "vllm-bench"]));
+                self.error(
+                    SpecDiagnostic::new(
+                        span,
+                        format!("unknown harness `{other}`"),
+                        "unknown harness",
+                    )
+                    .with_help(help),
+                );
+                return None;
+            }
+        };
+        let mut harness = HarnessDecl {
+            kind,
+            ..HarnessDecl::default()
+        };
         if let Some(e) = prop(node, "backend") {
             match self.string(e, "the backend").as_deref() {
                 Some("openai") => harness.backend = Backend::Openai,
