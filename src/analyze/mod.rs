@@ -33,7 +33,10 @@ pub struct ComparisonResult {
 pub struct Ranked {
     pub step: String,
     pub label: String,
+    /// What `tps` is multiplied by: the replicas when one was measured, else 1.
     pub replicas: u32,
+    /// GPUs the whole configuration uses (all replicas).
+    pub gpus: u32,
     /// Total token throughput of one instance.
     pub tps: f64,
     pub tpot_ms: f64,
@@ -44,6 +47,11 @@ impl Ranked {
     /// Throughput of all replicas: the number compared.
     pub fn aggregate(&self) -> f64 {
         self.tps * f64::from(self.replicas)
+    }
+
+    /// Throughput per GPU, so TP8 and 2×TP4 compare fairly.
+    pub fn per_gpu(&self) -> f64 {
+        self.aggregate() / f64::from(self.gpus.max(1))
     }
 }
 
@@ -115,12 +123,14 @@ fn runs_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
             .position(|x| x.name.value == w)
             .unwrap_or(usize::MAX) as u32
     };
-    let replicas = |s: &str| spec.step(s).map_or(1, |s| s.replicas);
+    let replicas = |s: &str| spec.step(s).map_or(1, |s| s.report_factor());
+    let gpus = |s: &str| spec.step(s).map_or(1, |s| s.gpus * s.replicas);
     df!(
         "step" => ok.iter().map(|r| r.step.clone()).collect::<Vec<_>>(),
         "workload" => ok.iter().map(|r| r.workload.clone()).collect::<Vec<_>>(),
         "order" => ok.iter().map(|r| order(&r.workload)).collect::<Vec<_>>(),
         "replicas" => ok.iter().map(|r| replicas(&r.step)).collect::<Vec<_>>(),
+        "gpus" => ok.iter().map(|r| gpus(&r.step)).collect::<Vec<_>>(),
         "tps" => ok.iter().map(|r| r.metrics[TPS]).collect::<Vec<_>>(),
         "tpot" => ok.iter().map(|r| r.metrics.get(TPOT).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
     )
@@ -152,6 +162,7 @@ fn rank(
         .collect()?;
     let step_col = ranked.column("step")?.str()?.clone();
     let replicas = ranked.column("replicas")?.u32()?.clone();
+    let gpus = ranked.column("gpus")?.u32()?.clone();
     let tps = ranked.column("tps")?.f64()?.clone();
     let tpot = ranked.column("tpot")?.f64()?.clone();
     let engines: Vec<&str> = steps
@@ -178,6 +189,7 @@ fn rank(
                 is_baseline: step == baseline,
                 step,
                 replicas: replicas.get(i).unwrap_or(1),
+                gpus: gpus.get(i).unwrap_or(1),
                 tps: tps.get(i).unwrap_or(f64::NAN),
                 tpot_ms: tpot.get(i).unwrap_or(f64::NAN),
             }
@@ -279,7 +291,7 @@ fn conclusion(
             delta_pct: delta[i],
         })
         .collect();
-    let replicas = |s: &str| spec.step(s).map_or(1, |s| s.replicas);
+    let replicas = |s: &str| spec.step(s).map_or(1, |s| s.report_factor());
     Ok(Some(ConclusionTable {
         baseline: baseline.to_owned(),
         optimized: optimized.to_owned(),

@@ -60,7 +60,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
     let tokenizer = load_tokenizer(&tokenizer_id)?;
     let requests = requests(args, &tokenizer, sharegpt)?;
     let settings = RequestSettings {
-        url: format!("{base_url}{endpoint}"),
+        urls: vec![format!("{base_url}{endpoint}")],
         backend,
         model: model.clone(),
         temperature: args.temperature,
@@ -81,7 +81,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
     eprintln!(
         "perfpipe bench: {} requests to {} (model `{model}`, rate {}, max concurrency {})",
         requests.len(),
-        settings.url,
+        settings.urls[0],
         args.request_rate,
         args.max_concurrency
             .map_or("unlimited".to_owned(), |c| c.to_string())

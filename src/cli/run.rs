@@ -130,7 +130,9 @@ fn progress(event: &ExecEvent) {
         ExecEvent::Finished {
             result, elapsed, ..
         } => match &result.outcome {
-            Outcome::Success { metrics, warnings } => {
+            Outcome::Success {
+                metrics, warnings, ..
+            } => {
                 eprintln!(
                     "      done in {:.1}s: {:.2} tok/s total, mean TPOT {:.2} ms",
                     elapsed.as_secs_f64(),

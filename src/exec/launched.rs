@@ -35,17 +35,23 @@ pub struct LaunchRecord {
     pub prefix_cache: String,
 }
 
-/// A running engine.
-pub struct Launched {
+/// One engine process (or container) on its own GPUs.
+struct Instance {
     process: EngineProcess,
     container: Option<String>,
-    engine: EngineKind,
-    pub base_url: String,
-    /// The serve argv, as recorded in results.
-    pub argv: Vec<String>,
-    pub gpu_indices: Vec<u32>,
-    _leases: Vec<GpuLease>,
+    base_url: String,
     log: PathBuf,
+    _leases: Vec<GpuLease>,
+}
+
+/// A running configuration: one engine instance, or every replica under `measure=all`.
+pub struct Launched {
+    instances: Vec<Instance>,
+    engine: EngineKind,
+    /// The first instance's serve argv, as recorded in results.
+    pub argv: Vec<String>,
+    /// Every instance's GPUs.
+    pub gpu_indices: Vec<u32>,
     _log_dir: TempDir,
     id: String,
     runs: usize,
@@ -61,7 +67,8 @@ pub struct StartFailure {
 }
 
 impl RunContext<'_> {
-    /// Starts the engine of `run`'s step and waits until it serves.
+    /// Starts the engine of `run`'s step (every replica under `measure=all`,
+    /// on disjoint GPUs) and waits until each serves.
     pub async fn start(
         &self,
         run: &PlannedRun,
@@ -71,10 +78,6 @@ impl RunContext<'_> {
             .spec
             .step(&run.step)
             .expect("plan runs name declared steps");
-        let leases = self.gpus(run, step.gpus, report).await?;
-        let gpu_indices: Vec<u32> = leases.iter().map(|l| l.index).collect();
-        let port = free_port().map_err(crate::store::Error::Io)?;
-        let argv = serve_argv(step.engine, &step.model.id, "127.0.0.1", port, &step.args);
         let engine_decl = self
             .spec
             .engine(step.engine)
@@ -86,71 +89,98 @@ impl RunContext<'_> {
             // Registers `/reset_prefix_cache`, so runs sharing the engine start cold.
             env.insert("VLLM_SERVER_DEV_MODE".into(), "1".into());
         }
-        let spec = launch::launch(
-            self.runtime,
-            engine_decl,
-            &argv,
-            &Placement {
-                gpus: &gpu_indices,
-                env: &env,
-                name: &id,
-                hf_home: &hf_home(),
-                sim_program: &sim_program,
-                sim_gpu: &self.spec.hardware.gpu,
-            },
-        );
-        let log_dir = self.store.launch_dir()?;
-        let log = log_dir.path().join("engine.log");
-        let process = EngineProcess::spawn(Path::new(&spec.program), &spec.args, &spec.env, &log)
-            .map_err(crate::store::Error::Io)?;
         let mut launched = Launched {
-            process,
-            container: spec.container,
+            instances: Vec::new(),
             engine: step.engine,
-            base_url: format!("http://127.0.0.1:{port}"),
-            argv,
-            gpu_indices,
-            _leases: leases,
-            log,
-            _log_dir: log_dir,
-            id,
+            argv: Vec::new(),
+            gpu_indices: Vec::new(),
+            _log_dir: self.store.launch_dir()?,
+            id: id.clone(),
             runs: 0,
         };
         let began = Instant::now();
-        let mut cancel = self.cancel.clone();
-        let ready = tokio::select! {
-            r = wait_ready(&self.client, &launched.base_url, &mut launched.process, self.options.startup_timeout) => r,
-            _ = cancel.wait_for(|c| *c) => {
-                launched.stop().await;
-                return Err(ExecError::Interrupted);
+        for i in 0..step.instances() {
+            let leases = self.gpus(run, step.gpus, report).await?;
+            let gpus: Vec<u32> = leases.iter().map(|l| l.index).collect();
+            let port = free_port().map_err(crate::store::Error::Io)?;
+            let argv = serve_argv(step.engine, &step.model.id, "127.0.0.1", port, &step.args);
+            let name = if step.instances() > 1 {
+                format!("{id}-{i}")
+            } else {
+                id.clone()
+            };
+            let spec = launch::launch(
+                self.runtime,
+                engine_decl,
+                &argv,
+                &Placement {
+                    gpus: &gpus,
+                    env: &env,
+                    name: &name,
+                    hf_home: &hf_home(),
+                    sim_program: &sim_program,
+                    sim_gpu: &self.spec.hardware.gpu,
+                },
+            );
+            let log = launched._log_dir.path().join(format!("engine-{i}.log"));
+            let process =
+                EngineProcess::spawn(Path::new(&spec.program), &spec.args, &spec.env, &log)
+                    .map_err(crate::store::Error::Io)?;
+            if launched.argv.is_empty() {
+                launched.argv = argv;
             }
-        };
-        let failed = match ready {
-            Ok(()) => {
-                report(ExecEvent::EngineReady {
-                    run,
-                    after: began.elapsed(),
-                });
-                return Ok(Ok(launched));
+            launched.gpu_indices.extend(&gpus);
+            launched.instances.push(Instance {
+                process,
+                container: spec.container,
+                base_url: format!("http://127.0.0.1:{port}"),
+                log,
+                _leases: leases,
+            });
+        }
+        let mut failed = None;
+        for i in 0..launched.instances.len() {
+            let mut cancel = self.cancel.clone();
+            let instance = &mut launched.instances[i];
+            let ready = tokio::select! {
+                r = wait_ready(&self.client, &instance.base_url, &mut instance.process, self.options.startup_timeout) => r,
+                _ = cancel.wait_for(|c| *c) => {
+                    launched.stop().await;
+                    return Err(ExecError::Interrupted);
+                }
+            };
+            match ready {
+                Ok(()) => {}
+                Err(NotReady::Exited(status)) => {
+                    let (kind, line) = failure::classify(&launched.log_text());
+                    failed = Some((
+                        kind,
+                        line.unwrap_or_else(|| {
+                            format!("engine exited with {status} before it was ready")
+                        }),
+                    ));
+                    break;
+                }
+                Err(NotReady::TimedOut(after)) => {
+                    failed = Some((
+                        FailureKind::Transient,
+                        format!("engine did not answer /health within {}s", after.as_secs()),
+                    ));
+                    break;
+                }
             }
-            Err(NotReady::Exited(status)) => {
-                let (kind, line) = failure::classify(&launched.log_text());
-                (
-                    kind,
-                    line.unwrap_or_else(|| {
-                        format!("engine exited with {status} before it was ready")
-                    }),
-                )
-            }
-            Err(NotReady::TimedOut(after)) => (
-                FailureKind::Transient,
-                format!("engine did not answer /health within {}s", after.as_secs()),
-            ),
+        }
+        let Some((kind, error)) = failed else {
+            report(ExecEvent::EngineReady {
+                run,
+                after: began.elapsed(),
+            });
+            return Ok(Ok(launched));
         };
         launched.stop().await;
         Ok(Err(StartFailure {
-            kind: failed.0,
-            error: failed.1,
+            kind,
+            error,
             log_tail: launched.log_tail(),
             argv: launched.argv.clone(),
             gpu_indices: launched.gpu_indices.clone(),
@@ -176,31 +206,60 @@ impl Launched {
         }
     }
 
+    /// Resets every instance's prefix cache; false if any engine offers no way.
     async fn reset_prefix_cache(&self, client: &reqwest::Client) -> bool {
         let path = match self.engine {
             EngineKind::Vllm => "/reset_prefix_cache",
             EngineKind::Sglang => "/flush_cache",
             EngineKind::Trtllm => return false,
         };
-        client
-            .post(format!("{}{path}", self.base_url))
-            .timeout(Duration::from_secs(60))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
+        let mut all = true;
+        for instance in &self.instances {
+            all &= client
+                .post(format!("{}{path}", instance.base_url))
+                .timeout(Duration::from_secs(60))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+        }
+        all
+    }
+
+    /// Where requests go: every instance's URL, to be used round-robin.
+    pub fn base_urls(&self) -> Vec<String> {
+        self.instances.iter().map(|i| i.base_url.clone()).collect()
     }
 
     pub fn has_exited(&mut self) -> bool {
-        self.process.try_exited().is_some()
+        self.instances
+            .iter_mut()
+            .any(|i| i.process.try_exited().is_some())
     }
 
+    /// Waits until any instance exits.
     pub async fn exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        self.process.exited().await
+        let exits = self
+            .instances
+            .iter_mut()
+            .map(|i| Box::pin(i.process.exited()));
+        futures_util::future::select_all(exits).await.0
     }
 
-    /// Everything the engine has logged so far.
+    /// Everything the engine has logged so far (each instance's log in turn).
     pub fn log_text(&self) -> String {
-        fs_err::read_to_string(&self.log).unwrap_or_default()
+        let logs: Vec<String> = self
+            .instances
+            .iter()
+            .map(|i| fs_err::read_to_string(&i.log).unwrap_or_default())
+            .collect();
+        match logs.as_slice() {
+            [one] => one.clone(),
+            _ => logs
+                .iter()
+                .enumerate()
+                .map(|(i, log)| format!("== instance {i} ==\n{log}"))
+                .collect(),
+        }
     }
 
     pub fn log_tail(&self) -> String {
@@ -209,17 +268,19 @@ impl Launched {
         lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
     }
 
-    /// Stops the container (killing the docker CLI does not), then the process group.
+    /// Stops each container (killing the docker CLI does not), then each process group.
     pub async fn stop(&mut self) {
-        if let Some(name) = &self.container {
-            let _ = run_tool(
-                "docker",
-                &["stop", "--time", "10", name],
-                Duration::from_secs(60),
-            )
-            .await;
+        for instance in &mut self.instances {
+            if let Some(name) = &instance.container {
+                let _ = run_tool(
+                    "docker",
+                    &["stop", "--time", "10", name],
+                    Duration::from_secs(60),
+                )
+                .await;
+            }
+            instance.process.stop(STOP_GRACE).await;
         }
-        self.process.stop(STOP_GRACE).await;
     }
 }
 

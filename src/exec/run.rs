@@ -15,7 +15,8 @@ use crate::engine::process::EngineProcess;
 use crate::harness::{self, BenchRequest, Load, RequestSettings, vllm_bench};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
-    BlockOptions, MetricOptions, Provenance, RequestRecord, ServingMetrics, render_serving_block,
+    BlockOptions, MetricOptions, Provenance, RequestRecord, ServingMetrics, compute,
+    render_serving_block,
 };
 use crate::plan::PlannedRun;
 use crate::spec::{Dataset, HarnessKind, ModelRef, Runtime, Spec, Step, Workload};
@@ -94,7 +95,7 @@ impl RunContext<'_> {
                 let dataset = self.inputs.dataset(&run.workload).map(|d| d.path.as_path());
                 harness_command = vllm_bench::argv(
                     &self.spec.harness,
-                    &engine.base_url,
+                    &engine.base_urls()[0],
                     &step.model.id,
                     workload,
                     dataset,
@@ -119,8 +120,12 @@ impl RunContext<'_> {
             engine_launch: Some(launch.clone()),
             harness_command: harness_command.clone(),
         };
-        let (metrics, warnings) = match measured {
-            Measured::Numbers { metrics, warnings } => (metrics, warnings),
+        let (metrics, warnings, per_instance) = match measured {
+            Measured::Numbers {
+                metrics,
+                warnings,
+                per_instance,
+            } => (metrics, warnings, per_instance),
             Measured::Failed { kind, error } => {
                 let r = result(Outcome::Failure {
                     kind,
@@ -147,7 +152,11 @@ impl RunContext<'_> {
             return Ok(Attempt::Done(r, pending));
         }
         Ok(Attempt::Done(
-            result(Outcome::Success { metrics, warnings }),
+            result(Outcome::Success {
+                metrics,
+                warnings,
+                per_instance,
+            }),
             pending,
         ))
     }
@@ -174,7 +183,11 @@ impl RunContext<'_> {
             position,
         });
         let settings = RequestSettings {
-            url: format!("{}{}", engine.base_url, self.spec.harness.endpoint),
+            urls: engine
+                .base_urls()
+                .iter()
+                .map(|u| format!("{u}{}", self.spec.harness.endpoint))
+                .collect(),
             backend: self.spec.harness.backend,
             model: step.model.id.clone(),
             temperature: self.spec.harness.temperature,
@@ -203,15 +216,39 @@ impl RunContext<'_> {
             status = engine.exited() => return Ok(engine_died(engine, status)),
             _ = cancel.wait_for(|c| *c) => return Err(ExecError::Interrupted),
         };
+        // A crashing engine breaks its streams before its exit is seen: failed
+        // requests are the engine's failure when it is gone a moment later.
+        if outcome.metrics.failed > 0
+            && let Ok(status) = tokio::time::timeout(ENGINE_EXIT_GRACE, engine.exited()).await
+        {
+            return Ok(engine_died(engine, status));
+        }
         pending
             .write_log(
                 "harness.log",
                 &harness_log(step, &outcome.metrics, &outcome.records),
             )
             .map_err(crate::store::Error::Io)?;
+        let instances = engine.base_urls().len();
+        let per_instance = if instances > 1 {
+            (0..instances as u32)
+                .map(|i| {
+                    let mine: Vec<RequestRecord> = outcome
+                        .records
+                        .iter()
+                        .filter(|r| r.instance == i)
+                        .cloned()
+                        .collect();
+                    compute(&mine, outcome.duration, &options)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Measured::Numbers {
             metrics: Box::new(outcome.metrics),
             warnings: outcome.warnings,
+            per_instance,
         })
     }
 
@@ -268,6 +305,7 @@ impl RunContext<'_> {
                 Ok(Measured::Numbers {
                     metrics: Box::new(metrics),
                     warnings,
+                    per_instance: Vec::new(),
                 })
             }
             Err(error) => Ok(Measured::Failed {
@@ -404,11 +442,16 @@ impl RunContext<'_> {
     }
 }
 
+/// How long failed requests wait to see whether their engine died.
+const ENGINE_EXIT_GRACE: Duration = Duration::from_secs(2);
+
 /// What a harness produced.
 enum Measured {
     Numbers {
         metrics: Box<ServingMetrics>,
         warnings: Vec<String>,
+        /// Each replica's own numbers, when several were measured.
+        per_instance: Vec<ServingMetrics>,
     },
     Failed {
         kind: FailureKind,

@@ -15,7 +15,8 @@ use crate::spec::Backend;
 /// What every request of a benchmark shares.
 #[derive(Debug, Clone)]
 pub struct RequestSettings {
-    pub url: String,
+    /// Where requests go, round-robin: one URL per engine instance.
+    pub urls: Vec<String>,
     pub backend: Backend,
     pub model: String,
     pub temperature: f64,
@@ -44,6 +45,7 @@ pub async fn send(
     let start = Instant::now();
     let start_ns = crate::clock::monotonic_ns();
     let mut record = RequestRecord {
+        instance: req.target as u32,
         prompt_len: req.prompt_len,
         requested_output_tokens: u64::from(req.output_len),
         start: (start - t0).as_secs_f64(),
@@ -52,7 +54,7 @@ pub async fn send(
     let response = match tokio::time::timeout(
         stall,
         client
-            .post(&settings.url)
+            .post(&settings.urls[req.target])
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(req.body.clone())
             .send(),
@@ -150,13 +152,17 @@ pub struct Prepared {
     pub body: bytes::Bytes,
     pub prompt_len: u64,
     pub output_len: u32,
+    /// Which of the settings' URLs it goes to.
+    pub target: usize,
 }
 
-pub fn prepare(settings: &RequestSettings, req: &BenchRequest) -> Prepared {
+/// The `index`-th request, encoded, and sent to instance `index mod instances`.
+pub fn prepare(settings: &RequestSettings, req: &BenchRequest, index: usize) -> Prepared {
     Prepared {
         body: request_body(settings, req).to_string().into(),
         prompt_len: req.prompt_len,
         output_len: req.output_len,
+        target: index % settings.urls.len().max(1),
     }
 }
 

@@ -124,7 +124,8 @@ async fn send_all(
     let delays = arrivals::delays(n, load.rate, load.burstiness, load.seed);
     let requests: Vec<client::Prepared> = requests
         .iter()
-        .map(|r| client::prepare(settings, r))
+        .enumerate()
+        .map(|(i, r)| client::prepare(settings, r, i))
         .collect();
     let semaphore = load
         .max_concurrency

@@ -7,7 +7,9 @@
 //! sha256 of the model's `tokenizer.json`); the workload (dataset identity
 //! and sha256, lengths, prompts, seed, rate, concurrency).
 //! Out: step and workload names, titles, comments, file layout, expectations,
-//! comparisons, and `replicas` (one instance is measured, the published convention).
+//! comparisons, and `replicas` under `measure=one` (one instance is measured,
+//! the published convention, so it shares the single instance's key); under
+//! `measure=all` the number of instances measured together enters.
 
 use std::collections::BTreeMap;
 
@@ -59,6 +61,9 @@ pub struct ModelMaterial {
 pub struct HardwareMaterial {
     pub gpu: String,
     pub gpus_per_instance: u32,
+    /// Instances measured together (`measure=all`); absent for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,6 +141,7 @@ impl KeyMaterial {
             hardware: HardwareMaterial {
                 gpu: spec.hardware.gpu.clone(),
                 gpus_per_instance: step.gpus,
+                instances: (step.instances() > 1).then_some(step.instances()),
             },
             harness: HarnessMaterial {
                 name: match &harness.kind {

@@ -10,6 +10,9 @@ use super::ServingMetrics;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
     pub success: bool,
+    /// The engine instance it went to (replicas measured together).
+    #[serde(default)]
+    pub instance: u32,
     /// Prompt tokens as the client counted them (vLLM's `prompt_len`).
     pub prompt_len: u64,
     /// Output tokens from the server's usage.

@@ -58,10 +58,13 @@ fn sources(runs: &[RunRecord]) -> String {
 fn conclusion(out: &mut String, spec: &Spec, table: &ConclusionTable) {
     out.push_str("## Conclusion\n\n");
     if let Some(step) = spec.step(&table.optimized) {
-        let replicas = if step.replicas > 1 {
-            format!(", {} replicas of {} GPUs", step.replicas, step.gpus)
-        } else {
-            String::new()
+        let replicas = match (step.replicas, step.measure_all) {
+            (1, _) => String::new(),
+            (n, false) => format!(
+                ", {n} replicas of {} GPUs; one measured, its throughput reported ×{n}",
+                step.gpus
+            ),
+            (n, true) => format!(", {n} replicas of {} GPUs, all measured", step.gpus),
         };
         let _ = writeln!(
             out,
@@ -122,7 +125,7 @@ fn section(out: &mut String, spec: &Spec, c: &ComparisonResult) {
         "Ranked by total token throughput on `{}`.\n",
         c.workload
     );
-    out.push_str("| Step | Serving command | Total TPS | Mean TPOT (ms) |\n|---|---|---|---|\n");
+    out.push_str("| Step | Serving command | Total TPS | TPS/GPU | Mean TPOT (ms) |\n|---|---|---|---|---|\n");
     for r in &c.ranking {
         let command = spec
             .step(&r.step)
@@ -136,8 +139,10 @@ fn section(out: &mut String, spec: &Spec, c: &ComparisonResult) {
         let baseline = if r.is_baseline { " (baseline)" } else { "" };
         let _ = writeln!(
             out,
-            "| `{}`{baseline} | `{command}` | {tps} | {:.2} |",
-            r.step, r.tpot_ms
+            "| `{}`{baseline} | `{command}` | {tps} | {:.2} | {:.2} |",
+            r.step,
+            r.per_gpu(),
+            r.tpot_ms
         );
     }
     for (step, error) in &c.failed {
@@ -145,10 +150,13 @@ fn section(out: &mut String, spec: &Spec, c: &ComparisonResult) {
             .step(step)
             .map(|s| display_command(s.engine, &s.model.id, &s.args))
             .unwrap_or_default();
-        let _ = writeln!(out, "| `{step}` | `{command}` | failed: `{error}` | - |");
+        let _ = writeln!(
+            out,
+            "| `{step}` | `{command}` | failed: `{error}` | - | - |"
+        );
     }
     for step in &c.missing {
-        let _ = writeln!(out, "| `{step}` | | not run yet | - |");
+        let _ = writeln!(out, "| `{step}` | | not run yet | - | - |");
     }
     if !c.ranking.is_empty() {
         let line: Vec<String> = c

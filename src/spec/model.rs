@@ -228,6 +228,9 @@ pub struct Step {
     pub model: ModelRef,
     pub gpus: u32,
     pub replicas: u32,
+    /// `measure=all`: every replica is started and driven; else one is
+    /// measured and reported ×replicas (the published convention).
+    pub measure_all: bool,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     /// Workload names, in the order they are measured.
@@ -235,6 +238,18 @@ pub struct Step {
     pub expectations: Vec<Expectation>,
     /// The sweep this step was expanded from, and its value there.
     pub sweep: Option<SweepOrigin>,
+}
+
+impl Step {
+    /// What the measured throughput is multiplied by to report all replicas.
+    pub fn report_factor(&self) -> u32 {
+        if self.measure_all { 1 } else { self.replicas }
+    }
+
+    /// Engine instances a run starts.
+    pub fn instances(&self) -> u32 {
+        if self.measure_all { self.replicas } else { 1 }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -26,9 +26,13 @@ pub struct RunResult {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     Success {
+        /// Under `measure=all`, the aggregate of every replica.
         metrics: Box<ServingMetrics>,
         /// What the harness noticed (e.g. fewer tokens generated than asked).
         warnings: Vec<String>,
+        /// Under `measure=all`, each replica's own numbers.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        per_instance: Vec<ServingMetrics>,
     },
     Failure {
         kind: FailureKind,

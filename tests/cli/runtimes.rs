@@ -415,3 +415,73 @@ fn vllm_bench_serve_measures_when_the_experiment_names_it() {
         "vllm bench serve on this machine is version `0.10.2`, but the experiment declares `0.11.0`"
     ));
 }
+
+#[test]
+fn measure_all_drives_every_replica_on_disjoint_gpus() {
+    let env = TestEnv::new();
+    let experiment = |measure: &str| {
+        format!(
+            r#"experiment "replicas" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=8
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload short {{
+        dataset random input=16 output=32 seed=1
+        prompts 10
+    }}
+    step two engine=vllm gpus=2 replicas=2 measure={measure}
+}}"#
+        )
+    };
+    env.write("one.kdl", &experiment("one"));
+    env.write("all.kdl", &experiment("all"));
+    let key = |file: &str| {
+        let plan = on_gpu_box(&env, &["plan", file, "--runtime", "local"], &[]);
+        String::from_utf8_lossy(&plan.stdout)
+            .lines()
+            .find(|l| l.starts_with("two "))
+            .unwrap()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .to_owned()
+    };
+    assert_ne!(
+        key("one.kdl"),
+        key("all.kdl"),
+        "measuring all replicas is another measurement"
+    );
+
+    let out = on_gpu_box(&env, &["run", "all.kdl", "--runtime", "local"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = env.read("standin.log");
+    let devices: Vec<&str> = log.lines().map(|l| l.split('\t').nth(1).unwrap()).collect();
+    assert_eq!(
+        devices,
+        ["CUDA_VISIBLE_DEVICES=0,1", "CUDA_VISIBLE_DEVICES=2,3"]
+    );
+
+    let sample = env.samples().remove(0);
+    let (k, id) = sample.split_once('/').unwrap();
+    let result: serde_json::Value = serde_json::from_str(&env.read(&format!(
+        "store/entries/{}/{k}/samples/{id}/result.json",
+        &k[..2]
+    )))
+    .unwrap();
+    let outcome = &result["outcome"];
+    let per_instance = outcome["per_instance"].as_array().unwrap();
+    assert_eq!(per_instance.len(), 2);
+    let completed: Vec<u64> = per_instance
+        .iter()
+        .map(|m| m["completed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(completed, [5, 5], "round-robin");
+    assert_eq!(outcome["metrics"]["completed"], 10, "the aggregate");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("| `two` | `short` |"), "{report}");
+}

@@ -78,7 +78,7 @@ const TOP_NODES: &[&str] = &[
     "conclusion",
 ];
 const WORKLOAD_NODES: &[&str] = &["dataset", "prompts", "rate", "concurrency"];
-const STEP_PROPS: &[&str] = &["engine", "model", "revision", "gpus", "replicas"];
+const STEP_PROPS: &[&str] = &["engine", "model", "revision", "gpus", "replicas", "measure"];
 const STEP_NODES: &[&str] = &["args", "env", "workloads", "expect", "expect-failure"];
 const SWEEP_NODES: &[&str] = &[
     "args",
@@ -300,6 +300,7 @@ impl Decoder {
         self.resolve_defaults(&mut spec);
         self.check_references(&spec);
         self.check_gpus(&spec);
+        self.check_measure(&spec);
         Some(spec)
     }
 }

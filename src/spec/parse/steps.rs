@@ -43,12 +43,28 @@ impl Decoder {
             Some(e) => self.count(e, "replicas")?,
             None => 1,
         };
+        let measure_all = match prop(node, "measure") {
+            None => false,
+            Some(e) => match self.string(e, "measure").as_deref() {
+                Some("one") => false,
+                Some("all") => true,
+                Some(other) => {
+                    self.error(
+                        SpecDiagnostic::new(e.span(), format!("unknown measure `{other}`"), "here")
+                            .with_help("`measure=one` measures one replica and reports it ×N (the published convention); `measure=all` drives them all"),
+                    );
+                    return None;
+                }
+                None => return None,
+            },
+        };
         Some(Step {
             name: name?,
             engine: engine?,
             model,
             gpus: gpus?,
             replicas,
+            measure_all,
             args: Vec::new(),
             env: BTreeMap::new(),
             workloads: Vec::new(),
@@ -370,6 +386,7 @@ pub(super) fn placeholder_step() -> Step {
         },
         gpus: 1,
         replicas: 1,
+        measure_all: false,
         args: Vec::new(),
         env: BTreeMap::new(),
         workloads: Vec::new(),

@@ -115,6 +115,27 @@ impl Decoder {
         }
     }
 
+    /// `vllm bench serve` drives one server, so it cannot measure all replicas.
+    pub(super) fn check_measure(&mut self, spec: &Spec) {
+        if !matches!(spec.harness.kind, HarnessKind::VllmBench { .. }) {
+            return;
+        }
+        for step in spec
+            .steps
+            .iter()
+            .filter(|s| s.measure_all && s.replicas > 1)
+        {
+            self.error(
+                SpecDiagnostic::new(
+                    step.name.span,
+                    format!("step `{}` measures all replicas, which `vllm bench serve` cannot drive", step.name.value),
+                    "measure=all",
+                )
+                .with_help("use `measure=one` (the published convention), or `harness builtin`, which drives every replica"),
+            );
+        }
+    }
+
     pub(super) fn check_gpus(&mut self, spec: &Spec) {
         for step in &spec.steps {
             let needed = step.gpus * step.replicas;
