@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::metrics::Provenance;
+use crate::metrics::telemetry::TelemetrySummary;
 use crate::plan::Plan;
 use crate::spec::{ExpectedOutcome, Spec};
 use crate::store::{Outcome, Sample, StoreIndex};
@@ -45,6 +46,8 @@ pub struct RunRecord {
     pub samples: usize,
     pub failure: Option<String>,
     pub warnings: Vec<String>,
+    /// What the GPUs and the engine did during the last sample.
+    pub telemetry: Option<TelemetrySummary>,
 }
 
 /// Records built from the published expectations alone.
@@ -70,6 +73,7 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
                     metrics,
                     failure,
                     warnings: Vec::new(),
+                    telemetry: None,
                 }
             })
         })
@@ -129,6 +133,7 @@ pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
                 samples: chosen.len(),
                 failure,
                 warnings,
+                telemetry: chosen.last().and_then(|s| s.result.telemetry.clone()),
             }
         })
         .collect()

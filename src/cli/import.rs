@@ -66,6 +66,7 @@ pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
         engine_command: Vec::new(),
         engine_launch: None,
         harness_command: Vec::new(),
+        telemetry: None,
     };
     let store = &loaded.store;
     let lock = store.lock(&run.key).map_err(CliError::Store)?;

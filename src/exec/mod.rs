@@ -7,6 +7,7 @@ mod failure;
 mod launched;
 mod machine;
 mod run;
+mod telemetry;
 
 use std::path::PathBuf;
 use std::time::Duration;

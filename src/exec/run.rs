@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::launched::{Launched, StartFailure};
-use super::{ExecError, ExecEvent, ExecOptions, failure};
+use super::{ExecError, ExecEvent, ExecOptions, failure, telemetry};
 use crate::engine::SIM_ENGINE_VERSION;
 use crate::engine::gpus::{self, GpuLease, Machine};
 use crate::engine::process::EngineProcess;
@@ -78,6 +78,11 @@ impl RunContext<'_> {
         let pending = self.store.begin_sample()?;
         let started_at = crate::clock::unix_now();
         let mut harness_command = Vec::new();
+        let sampler = telemetry::start(
+            self.client.clone(),
+            self.machine.as_ref().map(|_| engine.gpu_indices.clone()),
+            engine.base_urls(),
+        );
         let measured = match &self.spec.harness.kind {
             HarnessKind::Builtin => {
                 self.builtin(
@@ -109,6 +114,20 @@ impl RunContext<'_> {
                 self.external(engine, &harness_command, &pending).await?
             }
         };
+        let (gpu_samples, engine_samples) = sampler.finish().await;
+        let summary = crate::metrics::telemetry::summarize(&gpu_samples, &engine_samples);
+        let lines: String = gpu_samples
+            .iter()
+            .map(|s| serde_json::json!({ "gpu": s }).to_string() + "\n")
+            .chain(
+                engine_samples
+                    .iter()
+                    .map(|s| serde_json::json!({ "engine": s }).to_string() + "\n"),
+            )
+            .collect();
+        pending
+            .write_log("telemetry.jsonl", &lines)
+            .map_err(crate::store::Error::Io)?;
         pending
             .write_log("engine.log", &engine.log_text())
             .map_err(crate::store::Error::Io)?;
@@ -119,6 +138,7 @@ impl RunContext<'_> {
             engine_command: engine.argv.clone(),
             engine_launch: Some(launch.clone()),
             harness_command: harness_command.clone(),
+            telemetry: Some(summary.clone()),
         };
         let (metrics, warnings, per_instance) = match measured {
             Measured::Numbers {
@@ -328,6 +348,7 @@ impl RunContext<'_> {
             engine_command: failed.argv.clone(),
             engine_launch: None,
             harness_command: Vec::new(),
+            telemetry: None,
         }
     }
 

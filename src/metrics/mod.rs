@@ -7,6 +7,7 @@ mod model;
 mod provenance;
 mod save_result;
 mod serving_block;
+pub mod telemetry;
 
 pub use block_parse::{BlockError, ParsedBlock, parse_block};
 pub use compute::{Latency, MetricOptions, RequestRecord, compute, percentile, percentile_key};

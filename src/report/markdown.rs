@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::analyze::{Analysis, ComparisonResult, ConclusionTable, RunRecord, Source};
 use crate::engine::command::display_command;
+use crate::metrics::telemetry::TelemetrySummary;
 use crate::spec::Spec;
 
 /// The whole report.
@@ -239,6 +240,7 @@ fn runs(out: &mut String, runs: &[RunRecord]) {
             );
         }
     }
+    telemetry(out, runs);
     let warned: Vec<&RunRecord> = runs.iter().filter(|r| !r.warnings.is_empty()).collect();
     if !warned.is_empty() {
         out.push_str("\nWarnings from the harness:\n\n");
@@ -247,5 +249,43 @@ fn runs(out: &mut String, runs: &[RunRecord]) {
                 let _ = writeln!(out, "- `{}` × `{}`: {w}", r.step, r.workload);
             }
         }
+    }
+}
+
+/// GPU and engine readings beside the numbers: power, heat, throttling, queues.
+fn telemetry(out: &mut String, runs: &[RunRecord]) {
+    let with: Vec<(&RunRecord, &TelemetrySummary)> = runs
+        .iter()
+        .filter_map(|r| Some((r, r.telemetry.as_ref()?)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    out.push_str("\nTelemetry while measuring:\n\n");
+    out.push_str("| Step | Workload | Mean power (W) | Max temp (°C) | Throttling | Mean KV cache | Max running | Max waiting | Preemptions |\n");
+    out.push_str("|---|---|---:|---:|---|---:|---:|---:|---:|\n");
+    let num = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
+    for (r, t) in with {
+        let throttling = if t.gpu_samples == 0 {
+            "-".to_owned()
+        } else if t.throttling.is_empty() {
+            "none".to_owned()
+        } else {
+            t.throttling.join(", ")
+        };
+        let kv = t
+            .mean_kv_cache_usage
+            .map_or("-".to_owned(), |u| format!("{:.0}%", u * 100.0));
+        let _ = writeln!(
+            out,
+            "| `{}` | `{}` | {} | {} | {throttling} | {kv} | {} | {} | {} |",
+            r.step,
+            r.workload,
+            num(t.mean_power_w, 1),
+            num(t.max_temperature_c, 0),
+            num(t.max_running, 0),
+            num(t.max_waiting, 0),
+            num(t.preemptions, 0)
+        );
     }
 }

@@ -17,6 +17,9 @@ pub struct RunResult {
     /// Which engine launch served the run, and its position in it.
     #[serde(default)]
     pub engine_launch: Option<crate::exec::LaunchRecord>,
+    /// GPU and engine readings while the run measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::metrics::telemetry::TelemetrySummary>,
     /// The external harness's argv, when one measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub harness_command: Vec<String>,

@@ -162,6 +162,7 @@ mod tests {
             engine_command: vec![],
             engine_launch: None,
             harness_command: vec![],
+            telemetry: None,
         }
     }
 

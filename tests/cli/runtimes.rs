@@ -484,4 +484,13 @@ fn measure_all_drives_every_replica_on_disjoint_gpus() {
     assert_eq!(outcome["metrics"]["completed"], 10, "the aggregate");
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(report.contains("| `two` | `short` |"), "{report}");
+
+    // Telemetry of the run's four GPUs (the stand-in's GPU 1 is power-capped) and both engines.
+    let telemetry = &result["telemetry"];
+    assert!(telemetry["gpu_samples"].as_u64().unwrap() >= 4, "{telemetry}");
+    assert!(telemetry["engine_samples"].as_u64().unwrap() >= 1, "{telemetry}");
+    assert_eq!(telemetry["throttling"], serde_json::json!(["0x0000000000000004"]));
+    assert_eq!(telemetry["max_temperature_c"], 84.0);
+    assert!((telemetry["mean_power_w"].as_f64().unwrap() - (301.25 * 3.0 + 398.5) / 4.0).abs() < 1e-9);
+    assert!(report.contains("| `two` | `short` | 325.6 | 84 | 0x0000000000000004 |"), "{report}");
 }

@@ -126,11 +126,12 @@ pub fn main(argv: &[String]) -> i32 {
                 return 1;
             }
         };
+        let stats = Arc::new(scheduler::Stats::default());
         let tokens = match fixed_timing {
             Some(fixed) => fixed,
             None => {
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(scheduler::run(rx, limits, speed));
+                tokio::spawn(scheduler::run(rx, limits, speed, stats.clone()));
                 server::TokenSource::Scheduler(tx)
             }
         };
@@ -142,6 +143,10 @@ pub fn main(argv: &[String]) -> i32 {
             }
         };
         let state = Arc::new(server::AppState {
+            engine: config.engine,
+            stats,
+            // A simulated cache of 4096 tokens per sequence slot.
+            kv_capacity: u64::from(config.max_seqs) * 4096,
             model: config.model.clone(),
             tokenizer,
             max_model_len: config.max_model_len.unwrap_or(info.max_model_len),

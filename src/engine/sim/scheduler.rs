@@ -3,6 +3,8 @@
 //! per step until they have their output.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -33,6 +35,15 @@ struct Sequence {
     generated: u32,
 }
 
+/// What the engine's `/metrics` reports, updated every step.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub running: AtomicU64,
+    pub waiting: AtomicU64,
+    /// Tokens held in the KV cache by running sequences.
+    pub kv_tokens: AtomicU64,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_seqs: usize,
@@ -40,7 +51,12 @@ pub struct Limits {
 }
 
 /// Runs until every submitter is gone.
-pub async fn run(mut inbox: mpsc::UnboundedReceiver<Submission>, limits: Limits, speed: Speed) {
+pub async fn run(
+    mut inbox: mpsc::UnboundedReceiver<Submission>,
+    limits: Limits,
+    speed: Speed,
+    stats: Arc<Stats>,
+) {
     let mut waiting: VecDeque<Sequence> = VecDeque::new();
     let mut running: Vec<Sequence> = Vec::new();
     let mut clock = Instant::now();
@@ -110,6 +126,13 @@ pub async fn run(mut inbox: mpsc::UnboundedReceiver<Submission>, limits: Limits,
             }
         }
         running.retain(|seq| !seq.finish_if_done());
+        let kv: u64 = running
+            .iter()
+            .map(|s| u64::from(s.prefilled + s.generated))
+            .sum();
+        stats.running.store(running.len() as u64, Ordering::Relaxed);
+        stats.waiting.store(waiting.len() as u64, Ordering::Relaxed);
+        stats.kv_tokens.store(kv, Ordering::Relaxed);
     }
 }
 

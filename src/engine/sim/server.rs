@@ -23,6 +23,10 @@ use super::scheduler::{Event, Submission};
 use crate::tokenizer::Tokenizer;
 
 pub struct AppState {
+    pub engine: crate::spec::EngineKind,
+    pub stats: Arc<super::scheduler::Stats>,
+    /// Tokens the simulated KV cache holds.
+    pub kv_capacity: u64,
     pub model: String,
     /// Counts prompt tokens as the engine would (the model's tokenizer if this machine has it).
     pub tokenizer: Tokenizer,
@@ -52,6 +56,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/health", get(|| async { StatusCode::OK }))
         .route("/v1/models", get(models))
+        .route("/metrics", get(prometheus))
         // vLLM's (with VLLM_SERVER_DEV_MODE=1) and SGLang's ways to empty the prefix cache;
         // the simulation has none to empty.
         .route("/reset_prefix_cache", post(|| async { StatusCode::OK }))
@@ -84,6 +89,52 @@ async fn fixed_timing(
         prompt_tokens,
         completion_tokens: max_tokens,
     });
+}
+
+/// The engine's gauges in Prometheus text, under the real engine's names.
+async fn prometheus(State(state): State<Arc<AppState>>) -> Response {
+    use std::fmt::Write as _;
+    use std::sync::atomic::Ordering::Relaxed;
+    let (running, waiting) = (
+        state.stats.running.load(Relaxed),
+        state.stats.waiting.load(Relaxed),
+    );
+    let usage = state.stats.kv_tokens.load(Relaxed) as f64 / state.kv_capacity.max(1) as f64;
+    let model = &state.model;
+    let mut text = String::new();
+    match state.engine {
+        crate::spec::EngineKind::Sglang => {
+            let _ = writeln!(
+                text,
+                "sglang:num_running_reqs{{model_name=\"{model}\"}} {running}"
+            );
+            let _ = writeln!(
+                text,
+                "sglang:num_queue_reqs{{model_name=\"{model}\"}} {waiting}"
+            );
+            let _ = writeln!(text, "sglang:token_usage{{model_name=\"{model}\"}} {usage}");
+        }
+        _ => {
+            let _ = writeln!(text, "# TYPE vllm:num_requests_running gauge");
+            let _ = writeln!(
+                text,
+                "vllm:num_requests_running{{model_name=\"{model}\"}} {running}"
+            );
+            let _ = writeln!(
+                text,
+                "vllm:num_requests_waiting{{model_name=\"{model}\"}} {waiting}"
+            );
+            let _ = writeln!(
+                text,
+                "vllm:gpu_cache_usage_perc{{model_name=\"{model}\"}} {usage}"
+            );
+            let _ = writeln!(
+                text,
+                "vllm:num_preemptions_total{{model_name=\"{model}\"}} 0"
+            );
+        }
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
