@@ -83,6 +83,9 @@ pub struct RunArgs {
     /// Where to write the report [default: reports/<experiment>.md].
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Engine launches to run at once, each on GPUs of its own (waits while none are free).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
     /// Seconds an engine may take to answer `/health`.
     #[arg(long, default_value_t = 1200)]
     pub startup_timeout: u64,

@@ -38,6 +38,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         startup_timeout: Duration::from_secs(args.startup_timeout),
         attempts: 3,
         fresh_engine: args.common.fresh_engine,
+        jobs: args.jobs as usize,
     };
     let summary = exec::execute(
         &loaded.spec,

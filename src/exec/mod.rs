@@ -9,9 +9,11 @@ mod machine;
 mod run;
 mod telemetry;
 
+use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use futures_util::TryStreamExt;
 use thiserror::Error;
 use tokio::sync::watch;
 
@@ -33,6 +35,8 @@ pub struct ExecOptions {
     pub attempts: usize,
     /// One engine launch per run instead of one per step.
     pub fresh_engine: bool,
+    /// Launches run at once (each on its own GPUs).
+    pub jobs: usize,
 }
 
 /// What the executor tells its caller as it goes.
@@ -131,7 +135,7 @@ pub fn execute(
     report: &mut dyn FnMut(ExecEvent),
 ) -> Result<ExecSummary, ExecError> {
     let missing = plan.missing();
-    let mut summary = ExecSummary::default();
+    let summary = ExecSummary::default();
     if missing.is_empty() {
         return Ok(summary);
     }
@@ -169,55 +173,53 @@ pub fn execute(
         runtime: plan.options.runtime,
         machine,
     };
-    let mut index = 0;
-    for group in plan.launches(options.fresh_engine) {
-        let mut engine: Option<launched::Launched> = None;
-        let result = run_launch(
-            &ctx,
-            &runtime,
-            plan,
-            &group,
-            &mut engine,
-            &mut index,
-            missing.len(),
-            &mut summary,
-            report,
-        );
-        if let Some(mut engine) = engine.take() {
-            runtime.block_on(engine.stop());
-        }
-        result?;
-    }
+    // Launches run `jobs` at a time; each waits for its GPUs, so two never share one.
+    let shared = Shared {
+        index: Cell::new(0),
+        total: missing.len(),
+        summary: RefCell::new(summary),
+        report: RefCell::new(report),
+    };
+    let launches = plan.launches(options.fresh_engine);
+    runtime.block_on(
+        futures_util::stream::iter(launches.into_iter().map(Ok)).try_for_each_concurrent(
+            options.jobs.max(1),
+            |group| {
+                let (ctx, shared) = (&ctx, &shared);
+                async move {
+                    let mut engine: Option<launched::Launched> = None;
+                    let result = run_launch(ctx, plan, &group, &mut engine, shared).await;
+                    if let Some(mut engine) = engine.take() {
+                        engine.stop().await;
+                    }
+                    result
+                }
+            },
+        ),
+    )?;
+    let summary = shared.summary.into_inner();
     Ok(summary)
 }
 
 /// The runs of one launch, in order, on one engine that is started when a run
 /// first needs it and started again when it died. A deterministic start
 /// failure is the result of every run of the launch; it is not started again.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the executor's state, passed down once"
-)]
-fn run_launch(
-    ctx: &RunContext,
-    runtime: &tokio::runtime::Runtime,
+async fn run_launch(
+    ctx: &RunContext<'_>,
     plan: &Plan,
     group: &[&PlannedRun],
     engine: &mut Option<launched::Launched>,
-    index: &mut usize,
-    total: usize,
-    summary: &mut ExecSummary,
-    report: &mut dyn FnMut(ExecEvent),
+    shared: &Shared<'_, '_>,
 ) -> Result<(), ExecError> {
+    let mut report = |event: ExecEvent| (shared.report.borrow_mut())(event);
     let mut start_failed: Option<launched::StartFailure> = None;
     for run in group {
         report(ExecEvent::Started {
-            index: *index,
-            total,
+            index: shared.index.replace(shared.index.get() + 1),
+            total: shared.total,
             run,
         });
-        *index += 1;
-        let lock = runtime.block_on(ctx.lock(run))?;
+        let lock = ctx.lock(run).await?;
         let still_missing = || -> Result<bool, ExecError> {
             let stored = ctx.store.samples(&run.key)?;
             Ok(matches!(
@@ -245,10 +247,10 @@ fn run_launch(
                 }
                 if engine.as_mut().is_some_and(|e| e.has_exited()) {
                     let mut dead = engine.take().expect("checked above");
-                    runtime.block_on(dead.stop());
+                    dead.stop().await;
                 }
                 if engine.is_none() {
-                    match runtime.block_on(ctx.start(run, &mut *report))? {
+                    match ctx.start(run, &mut report).await? {
                         Ok(started) => *engine = Some(started),
                         Err(failed) if failed.kind == FailureKind::Deterministic => {
                             start_failed = Some(failed);
@@ -268,7 +270,7 @@ fn run_launch(
                     }
                 }
                 let running = engine.as_mut().expect("started above");
-                match runtime.block_on(ctx.bench(running, run, &mut *report))? {
+                match ctx.bench(running, run, &mut report).await? {
                     run::Attempt::Done(result, pending) => {
                         pending.commit(ctx.store, &run.key, &run.canonical, &result, &lock)?;
                         break result;
@@ -289,13 +291,21 @@ fn run_launch(
                 elapsed: started.elapsed(),
             });
             if matches!(result.outcome, Outcome::Failure { .. }) {
-                summary.failed += 1;
+                shared.summary.borrow_mut().failed += 1;
                 break;
             }
-            summary.succeeded += 1;
+            shared.summary.borrow_mut().succeeded += 1;
         }
     }
     Ok(())
+}
+
+/// What concurrent launches share: progress numbering, the summary, the reporter.
+struct Shared<'a, 'r> {
+    index: Cell<usize>,
+    total: usize,
+    summary: RefCell<ExecSummary>,
+    report: RefCell<&'a mut (dyn FnMut(ExecEvent) + 'r)>,
 }
 
 /// A channel that turns true on SIGINT or SIGTERM. Handlers are installed

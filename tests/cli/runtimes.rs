@@ -487,10 +487,92 @@ fn measure_all_drives_every_replica_on_disjoint_gpus() {
 
     // Telemetry of the run's four GPUs (the stand-in's GPU 1 is power-capped) and both engines.
     let telemetry = &result["telemetry"];
-    assert!(telemetry["gpu_samples"].as_u64().unwrap() >= 4, "{telemetry}");
-    assert!(telemetry["engine_samples"].as_u64().unwrap() >= 1, "{telemetry}");
-    assert_eq!(telemetry["throttling"], serde_json::json!(["0x0000000000000004"]));
+    assert!(
+        telemetry["gpu_samples"].as_u64().unwrap() >= 4,
+        "{telemetry}"
+    );
+    assert!(
+        telemetry["engine_samples"].as_u64().unwrap() >= 1,
+        "{telemetry}"
+    );
+    assert_eq!(
+        telemetry["throttling"],
+        serde_json::json!(["0x0000000000000004"])
+    );
     assert_eq!(telemetry["max_temperature_c"], 84.0);
-    assert!((telemetry["mean_power_w"].as_f64().unwrap() - (301.25 * 3.0 + 398.5) / 4.0).abs() < 1e-9);
-    assert!(report.contains("| `two` | `short` | 325.6 | 84 | 0x0000000000000004 |"), "{report}");
+    assert!(
+        (telemetry["mean_power_w"].as_f64().unwrap() - (301.25 * 3.0 + 398.5) / 4.0).abs() < 1e-9
+    );
+    assert!(
+        report.contains("| `two` | `short` | 325.6 | 84 | 0x0000000000000004 |"),
+        "{report}"
+    );
+}
+
+#[test]
+fn jobs_run_launches_at_once_on_disjoint_gpus_and_queue_when_none_are_free() {
+    let env = TestEnv::new();
+    let experiment = |gpus: u32| {
+        format!(
+            r#"experiment "jobs" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=8
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload short {{
+        dataset random input=16 output=32 seed=1
+        prompts 8
+    }}
+    step a engine=vllm model="Qwen/Qwen3-8B" gpus={gpus}
+    step b engine=vllm model="Qwen/Qwen3-4B" gpus={gpus}
+}}"#
+        )
+    };
+    env.write("four.kdl", &experiment(4));
+    let out = on_gpu_box(
+        &env,
+        &["run", "four.kdl", "--runtime", "local", "--jobs", "2"],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut devices: Vec<String> = env
+        .read("standin.log")
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap().to_owned())
+        .collect();
+    devices.sort();
+    assert_eq!(
+        devices,
+        [
+            "CUDA_VISIBLE_DEVICES=0,1,2,3",
+            "CUDA_VISIBLE_DEVICES=4,5,6,7"
+        ]
+    );
+
+    env.write("six.kdl", &experiment(6));
+    std::fs::remove_file(env.path("standin.log")).unwrap();
+    let out = on_gpu_box(
+        &env,
+        &["run", "six.kdl", "--runtime", "local", "--jobs", "2"],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("waiting for 6 free GPUs"), "{err}");
+    let devices: Vec<String> = env
+        .read("standin.log")
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        devices,
+        [
+            "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5",
+            "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5"
+        ]
+    );
 }
