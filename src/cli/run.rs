@@ -112,6 +112,9 @@ fn progress(event: &ExecEvent) {
         ExecEvent::WaitingForGpus { needed, .. } => {
             eprintln!("      waiting for {needed} free GPUs (another perfpipe holds them)");
         }
+        ExecEvent::StillStarting { after, .. } => {
+            eprintln!("      engine still starting after {}s", after.as_secs());
+        }
         ExecEvent::EngineReady { after, .. } => {
             eprintln!("      engine ready after {:.1}s", after.as_secs_f64());
         }

@@ -1,4 +1,5 @@
-//! Waiting for an engine to serve: `/health`, then `/v1/models`.
+//! Waiting for an engine to serve: `/health`, then `/v1/models` listing the
+//! model it was started with.
 
 use std::time::Duration;
 
@@ -11,25 +12,38 @@ pub enum NotReady {
     TimedOut(Duration),
 }
 
-/// Polls until the engine answers, it exits, or `timeout` passes.
+/// How often a long start is reported as still going.
+const PROGRESS_EVERY: Duration = Duration::from_secs(15);
+
+/// Polls until the engine answers with `model` listed, it exits, or `timeout`
+/// passes; `still_starting` hears of a long start every 15 s.
 pub async fn wait_ready(
     client: &reqwest::Client,
     base_url: &str,
+    model: &str,
     engine: &mut EngineProcess,
     timeout: Duration,
+    still_starting: &mut dyn FnMut(Duration),
 ) -> Result<(), NotReady> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let began = tokio::time::Instant::now();
+    let deadline = began + timeout;
+    let mut next_progress = began + PROGRESS_EVERY;
     loop {
         if let Some(status) = engine.try_exited() {
             return Err(NotReady::Exited(status));
         }
         if answers(client, &format!("{base_url}/health")).await
-            && answers(client, &format!("{base_url}/v1/models")).await
+            && serves(client, base_url, model).await
         {
             return Ok(());
         }
-        if tokio::time::Instant::now() >= deadline {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
             return Err(NotReady::TimedOut(timeout));
+        }
+        if now >= next_progress {
+            still_starting(now - began);
+            next_progress += PROGRESS_EVERY;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -42,4 +56,22 @@ async fn answers(client: &reqwest::Client, url: &str) -> bool {
         .send()
         .await
         .is_ok_and(|r| r.status().is_success())
+}
+
+/// `/v1/models` lists `model` (another engine left on the port would not).
+async fn serves(client: &reqwest::Client, base_url: &str, model: &str) -> bool {
+    let Ok(response) = client
+        .get(format!("{base_url}/v1/models"))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+    else {
+        return false;
+    };
+    let Ok(body) = response.json::<serde_json::Value>().await else {
+        return false;
+    };
+    body["data"]
+        .as_array()
+        .is_some_and(|models| models.iter().any(|m| m["id"] == model))
 }

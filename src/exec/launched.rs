@@ -142,8 +142,10 @@ impl RunContext<'_> {
         for i in 0..launched.instances.len() {
             let mut cancel = self.cancel.clone();
             let instance = &mut launched.instances[i];
+            let mut still_starting =
+                |after: Duration| report(ExecEvent::StillStarting { run, after });
             let ready = tokio::select! {
-                r = wait_ready(&self.client, &instance.base_url, &mut instance.process, self.options.startup_timeout) => r,
+                r = wait_ready(&self.client, &instance.base_url, &step.model.id, &mut instance.process, self.options.startup_timeout, &mut still_starting) => r,
                 _ = cancel.wait_for(|c| *c) => {
                     launched.stop().await;
                     return Err(ExecError::Interrupted);

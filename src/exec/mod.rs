@@ -55,6 +55,11 @@ pub enum ExecEvent<'a> {
         run: &'a PlannedRun,
         needed: u32,
     },
+    /// The engine has been starting for `after` (large models take minutes).
+    StillStarting {
+        run: &'a PlannedRun,
+        after: Duration,
+    },
     /// The engine answers.
     EngineReady {
         run: &'a PlannedRun,

@@ -460,7 +460,9 @@ fn measure_all_drives_every_replica_on_disjoint_gpus() {
         String::from_utf8_lossy(&out.stderr)
     );
     let log = env.read("standin.log");
-    let devices: Vec<&str> = log.lines().map(|l| l.split('\t').nth(1).unwrap()).collect();
+    // Both replicas start at once, so their calls land in either order.
+    let mut devices: Vec<&str> = log.lines().map(|l| l.split('\t').nth(1).unwrap()).collect();
+    devices.sort();
     assert_eq!(
         devices,
         ["CUDA_VISIBLE_DEVICES=0,1", "CUDA_VISIBLE_DEVICES=2,3"]
