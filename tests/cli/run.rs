@@ -218,12 +218,7 @@ fn each_sample_keeps_a_journal_its_metrics_can_be_recomputed_from() {
         Some(0)
     );
     let mut checked = 0;
-    for sample in env.samples() {
-        let (key, id) = sample.split_once('/').unwrap();
-        let dir = env.path(&format!("store/entries/{}/{key}/samples/{id}", &key[..2]));
-        let result: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap())
-                .unwrap();
+    for (dir, result) in env.results() {
         if result["outcome"]["status"] != "success" {
             continue;
         }

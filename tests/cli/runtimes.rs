@@ -312,13 +312,7 @@ fn a_steps_runs_share_one_engine_which_restarts_after_a_crash() {
 
     // Provenance: each run's position on its engine, and the prefix cache reset between runs.
     let mut seen = Vec::new();
-    for sample in env.samples() {
-        let (key, id) = sample.split_once('/').unwrap();
-        let text = env.read(&format!(
-            "store/entries/{}/{key}/samples/{id}/result.json",
-            &key[..2]
-        ));
-        let result: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for (_, result) in env.results() {
         let launch = &result["engine_launch"];
         let status = result["outcome"]["status"].as_str().unwrap().to_owned();
         seen.push((
@@ -468,13 +462,7 @@ fn measure_all_drives_every_replica_on_disjoint_gpus() {
         ["CUDA_VISIBLE_DEVICES=0,1", "CUDA_VISIBLE_DEVICES=2,3"]
     );
 
-    let sample = env.samples().remove(0);
-    let (k, id) = sample.split_once('/').unwrap();
-    let result: serde_json::Value = serde_json::from_str(&env.read(&format!(
-        "store/entries/{}/{k}/samples/{id}/result.json",
-        &k[..2]
-    )))
-    .unwrap();
+    let (_, result) = env.results().remove(0);
     let outcome = &result["outcome"];
     let per_instance = outcome["per_instance"].as_array().unwrap();
     assert_eq!(per_instance.len(), 2);

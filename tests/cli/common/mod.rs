@@ -84,6 +84,21 @@ impl TestEnv {
     }
 }
 
+impl TestEnv {
+    /// Every committed sample: its directory and its parsed `result.json`.
+    pub fn results(&self) -> Vec<(PathBuf, serde_json::Value)> {
+        self.samples()
+            .iter()
+            .map(|sample| {
+                let (key, id) = sample.split_once('/').unwrap();
+                let dir = self.path(&format!("store/entries/{}/{key}/samples/{id}", &key[..2]));
+                let text = std::fs::read_to_string(dir.join("result.json")).unwrap();
+                (dir, serde_json::from_str(&text).unwrap())
+            })
+            .collect()
+    }
+}
+
 /// Exit code, stdout and stderr in one text, for snapshots.
 pub fn render(output: &Output) -> String {
     format!(
