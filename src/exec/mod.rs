@@ -162,6 +162,7 @@ pub fn execute(
             .iter()
             .filter_map(|r| spec.step(&r.step).and_then(|s| spec.engine(s.engine)))
             .collect();
+        engines.sort_by_key(|e| e.kind);
         engines.dedup_by_key(|e| e.kind);
         for engine in engines {
             runtime.block_on(machine::check_local_version(engine))?;
