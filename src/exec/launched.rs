@@ -52,7 +52,7 @@ pub struct Launched {
     pub argv: Vec<String>,
     /// Every instance's GPUs.
     pub gpu_indices: Vec<u32>,
-    _log_dir: TempDir,
+    log_dir: TempDir,
     id: String,
     runs: usize,
 }
@@ -94,7 +94,7 @@ impl RunContext<'_> {
             engine: step.engine,
             argv: Vec::new(),
             gpu_indices: Vec::new(),
-            _log_dir: self.store.launch_dir()?,
+            log_dir: self.store.launch_dir()?,
             id: id.clone(),
             runs: 0,
         };
@@ -122,7 +122,7 @@ impl RunContext<'_> {
                     sim_gpu: &self.spec.hardware.gpu,
                 },
             );
-            let log = launched._log_dir.path().join(format!("engine-{i}.log"));
+            let log = launched.log_dir.path().join(format!("engine-{i}.log"));
             let process =
                 EngineProcess::spawn(Path::new(&spec.program), &spec.args, &spec.env, &log)
                     .map_err(crate::store::Error::Io)?;

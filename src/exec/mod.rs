@@ -178,6 +178,7 @@ pub fn execute(
         host: crate::host::name(),
         runtime: plan.options.runtime,
         machine,
+        tokenizers: Default::default(),
     };
     // Launches run `jobs` at a time; each waits for its GPUs, so two never share one.
     let shared = Shared {

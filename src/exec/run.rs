@@ -1,8 +1,10 @@
 //! One run on a launched engine: its dataset, the benchmark, its result.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -21,6 +23,7 @@ use crate::metrics::{
 use crate::plan::PlannedRun;
 use crate::spec::{Dataset, HarnessKind, ModelRef, Runtime, Spec, Step, Workload};
 use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
+use crate::tokenizer::Tokenizer;
 
 /// Everything a run needs from its surroundings.
 pub struct RunContext<'a> {
@@ -34,6 +37,8 @@ pub struct RunContext<'a> {
     pub client: reqwest::Client,
     pub cancel: watch::Receiver<bool>,
     pub host: String,
+    /// Tokenizers loaded so far, by (model, revision).
+    pub tokenizers: Mutex<HashMap<(String, String), Arc<Tokenizer>>>,
 }
 
 /// How one attempt ended.
@@ -78,6 +83,11 @@ impl RunContext<'_> {
         let pending = self.store.begin_sample()?;
         let started_at = crate::clock::unix_now();
         let mut harness_command = Vec::new();
+        // Prompts are built before sampling starts: telemetry covers the benchmark only.
+        let requests = match &self.spec.harness.kind {
+            HarnessKind::Builtin => self.requests(workload, &step.model).await?,
+            HarnessKind::VllmBench { .. } => Vec::new(),
+        };
         let sampler = telemetry::start(
             self.client.clone(),
             self.machine.as_ref().map(|_| engine.gpu_indices.clone()),
@@ -90,6 +100,7 @@ impl RunContext<'_> {
                     run,
                     step,
                     workload,
+                    requests,
                     &pending,
                     launch.position,
                     report,
@@ -192,11 +203,11 @@ impl RunContext<'_> {
         run: &PlannedRun,
         step: &Step,
         workload: &Workload,
+        requests: Vec<BenchRequest>,
         pending: &PendingSample,
         position: usize,
         report: &mut dyn FnMut(ExecEvent),
     ) -> Result<Measured, ExecError> {
-        let requests = self.requests(workload, &step.model).await?;
         report(ExecEvent::Benchmarking {
             run,
             requests: requests.len(),
@@ -414,6 +425,25 @@ impl RunContext<'_> {
 
     /// The workload's requests; building 100 prompts of 32,000 tokens takes a
     /// moment, so it runs off the async threads and before the engine starts.
+    /// The model's tokenizer, loaded once per model for all its runs.
+    async fn tokenizer(&self, model: &ModelRef) -> Result<Arc<Tokenizer>, ExecError> {
+        let key = (model.id.clone(), model.revision.clone());
+        if let Some(loaded) = self.tokenizers.lock().expect("not poisoned").get(&key) {
+            return Ok(loaded.clone());
+        }
+        let resolved = self.inputs.tokenizer(model);
+        let loaded = tokio::task::spawn_blocking(move || resolved.load())
+            .await
+            .expect("loading a tokenizer does not panic")
+            .map_err(ExecError::Tokenizer)?;
+        let loaded = Arc::new(loaded);
+        self.tokenizers
+            .lock()
+            .expect("not poisoned")
+            .insert(key, loaded.clone());
+        Ok(loaded)
+    }
+
     async fn requests(
         &self,
         workload: &Workload,
@@ -423,39 +453,36 @@ impl RunContext<'_> {
         let n = workload.prompts;
         let name = workload.name.value.clone();
         let path = self.inputs.dataset(&name).map(|d| d.path.clone());
-        let tokenizer = self.inputs.tokenizer(model);
-        tokio::task::spawn_blocking(move || {
-            let tokenizer = tokenizer.load().map_err(ExecError::Tokenizer)?;
-            match dataset {
-                Dataset::Random {
-                    input_len,
-                    output_len,
-                    range_ratio,
-                    seed,
-                } => Ok(harness::dataset::random(
-                    &tokenizer,
-                    input_len,
-                    output_len,
-                    range_ratio,
-                    seed,
-                    n,
-                )),
-                Dataset::ShareGpt {
-                    output_len, seed, ..
-                } => {
-                    let path = path.expect("inputs resolve every sharegpt dataset");
-                    let text =
-                        fs_err::read_to_string(&path).map_err(|source| ExecError::DatasetRead {
-                            path: path.display().to_string(),
-                            source,
-                        })?;
-                    harness::dataset::sharegpt(&tokenizer, &text, n, seed, output_len).map_err(
-                        |source| ExecError::Dataset {
-                            workload: name,
-                            source,
-                        },
-                    )
-                }
+        let tokenizer = self.tokenizer(model).await?;
+        tokio::task::spawn_blocking(move || match dataset {
+            Dataset::Random {
+                input_len,
+                output_len,
+                range_ratio,
+                seed,
+            } => Ok(harness::dataset::random(
+                &tokenizer,
+                input_len,
+                output_len,
+                range_ratio,
+                seed,
+                n,
+            )),
+            Dataset::ShareGpt {
+                output_len, seed, ..
+            } => {
+                let path = path.expect("inputs resolve every sharegpt dataset");
+                let text =
+                    fs_err::read_to_string(&path).map_err(|source| ExecError::DatasetRead {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
+                harness::dataset::sharegpt(&tokenizer, &text, n, seed, output_len).map_err(
+                    |source| ExecError::Dataset {
+                        workload: name,
+                        source,
+                    },
+                )
             }
         })
         .await

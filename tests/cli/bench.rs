@@ -13,11 +13,7 @@ struct Server {
 
 impl Server {
     fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::common::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_perfpipe"))
             .args([
                 "sim-engine",
@@ -125,11 +121,7 @@ fn prints_vllms_block_and_writes_vllms_json() {
 
 #[test]
 fn an_unreachable_server_is_an_error_with_a_hint() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     let out = TestEnv::new().run(&["bench", "--port", &port.to_string(), "--num-prompts", "1"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);

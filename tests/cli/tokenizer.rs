@@ -46,11 +46,7 @@ fn bench_builds_prompts_with_the_given_tokenizer() {
     let env = TestEnv::new();
     let tokenizer = format!("{FIXTURES}/tokenizer/tokenizer.json");
     // No server needed to see the prompts fail to send: the dataset is built first.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     let out = env.run(&[
         "bench",
         "--port",

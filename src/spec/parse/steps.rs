@@ -185,13 +185,14 @@ impl Decoder {
     }
 
     pub(super) fn step(&mut self, node: &KdlNode) -> Option<Step> {
-        let mut step = self.step_header(node, "the step's name");
-        let mut scratch = step.clone().unwrap_or_else(placeholder_step);
-        let expectations = self.step_body(node, &mut scratch, STEP_NODES);
-        let step = step.as_mut()?;
-        step.args = scratch.args;
-        step.env = scratch.env;
-        step.workloads = scratch.workloads;
+        let header = self.step_header(node, "the step's name");
+        let decoded = header.is_some();
+        // The body is checked even when the header is broken, so all errors show at once.
+        let mut step = header.unwrap_or_else(placeholder_step);
+        let expectations = self.step_body(node, &mut step, STEP_NODES);
+        if !decoded {
+            return None;
+        }
         for (at, x, span) in expectations {
             if at.is_some() {
                 self.error(
@@ -210,7 +211,7 @@ impl Decoder {
             });
             step.expectations.push(x);
         }
-        Some(step.clone())
+        Some(step)
     }
 
     pub(super) fn sweep(&mut self, node: &KdlNode) -> Vec<Step> {

@@ -99,6 +99,12 @@ impl TestEnv {
     }
 }
 
+/// A loopback port nothing listens on right now.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
 /// Exit code, stdout and stderr in one text, for snapshots.
 pub fn render(output: &Output) -> String {
     format!(
