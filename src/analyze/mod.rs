@@ -76,9 +76,6 @@ pub struct ConclusionRow {
     pub delta_pct: f64,
 }
 
-const TPS: &str = "total_token_throughput";
-const TPOT: &str = "mean_tpot_ms";
-
 /// Ranks every comparison and builds the conclusion table.
 pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsError> {
     let frame = runs_frame(spec, &runs)?;
@@ -111,11 +108,14 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
     })
 }
 
-/// One row per successful run: step, workload, workload order, replicas, TPS, TPOT.
+/// One row per successful run: step, workload, workload order, replicas, TPS,
+/// TPOT (under the definitions of the experiment's harness).
 fn runs_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
+    let set = spec.harness.kind.metric_set();
+    let (tps, tpot) = (set.tps(), set.tpot());
     let ok: Vec<&RunRecord> = runs
         .iter()
-        .filter(|r| r.metrics.contains_key(TPS))
+        .filter(|r| r.metrics.contains_key(tps))
         .collect();
     let order = |w: &str| {
         spec.workloads
@@ -131,8 +131,8 @@ fn runs_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
         "order" => ok.iter().map(|r| order(&r.workload)).collect::<Vec<_>>(),
         "replicas" => ok.iter().map(|r| replicas(&r.step)).collect::<Vec<_>>(),
         "gpus" => ok.iter().map(|r| gpus(&r.step)).collect::<Vec<_>>(),
-        "tps" => ok.iter().map(|r| r.metrics[TPS]).collect::<Vec<_>>(),
-        "tpot" => ok.iter().map(|r| r.metrics.get(TPOT).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
+        "tps" => ok.iter().map(|r| r.metrics[tps]).collect::<Vec<_>>(),
+        "tpot" => ok.iter().map(|r| r.metrics.get(tpot).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
     )
 }
 

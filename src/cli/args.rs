@@ -86,9 +86,10 @@ pub struct RunArgs {
     /// Engine launches to run at once, each on GPUs of its own (waits while none are free).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: u32,
-    /// Seconds an engine may take to answer `/health`.
-    #[arg(long, default_value_t = 1200)]
-    pub startup_timeout: u64,
+    /// Seconds any engine may take to become ready, overriding each engine's
+    /// `startup-timeout=` and default (vLLM and SGLang 1200, TensorRT-LLM 2400).
+    #[arg(long)]
+    pub startup_timeout: Option<u64>,
 }
 
 #[derive(Debug, Args)]

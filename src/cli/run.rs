@@ -35,7 +35,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             path: "current executable".into(),
             source,
         })?,
-        startup_timeout: Duration::from_secs(args.startup_timeout),
+        startup_timeout: args.startup_timeout.map(Duration::from_secs),
         attempts: 3,
         fresh_engine: args.common.fresh_engine,
         jobs: args.jobs as usize,
@@ -137,11 +137,13 @@ fn progress(event: &ExecEvent) {
             Outcome::Success {
                 metrics, warnings, ..
             } => {
+                let set = metrics.set();
+                let number = |name| metrics.get(name).unwrap_or(f64::NAN);
                 eprintln!(
                     "      done in {:.1}s: {:.2} tok/s total, mean TPOT {:.2} ms",
                     elapsed.as_secs_f64(),
-                    metrics.total_token_throughput,
-                    metrics.mean_tpot_ms
+                    number(set.tps()),
+                    number(set.tpot())
                 );
                 for w in warnings {
                     eprintln!("      warning: {w}");

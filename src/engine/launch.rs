@@ -139,6 +139,7 @@ mod tests {
             kind: EngineKind::Vllm,
             version: "0.11.0".into(),
             image: None,
+            startup_timeout: None,
         };
         let argv = serve_argv(
             EngineKind::Vllm,
@@ -175,6 +176,7 @@ mod tests {
             kind: EngineKind::Sglang,
             version: "0.5.5.post1".into(),
             image: Some("registry.local/sglang:pinned".into()),
+            startup_timeout: None,
         };
         let argv = serve_argv(EngineKind::Sglang, "m", "127.0.0.1", 1, &[]);
         let at = Placement {

@@ -138,6 +138,10 @@ impl RunContext<'_> {
                 _leases: leases,
             });
         }
+        let timeout = self
+            .options
+            .startup_timeout
+            .unwrap_or_else(|| engine_decl.startup_timeout());
         let mut failed = None;
         for i in 0..launched.instances.len() {
             let mut cancel = self.cancel.clone();
@@ -145,7 +149,7 @@ impl RunContext<'_> {
             let mut still_starting =
                 |after: Duration| report(ExecEvent::StillStarting { run, after });
             let ready = tokio::select! {
-                r = wait_ready(&self.client, &instance.base_url, &step.model.id, &mut instance.process, self.options.startup_timeout, &mut still_starting) => r,
+                r = wait_ready(&self.client, &instance.base_url, &step.model.id, &mut instance.process, timeout, &mut still_starting) => r,
                 _ = cancel.wait_for(|c| *c) => {
                     launched.stop().await;
                     return Err(ExecError::Interrupted);

@@ -59,6 +59,9 @@ pub async fn check_harness_version(harness: &HarnessKind) -> Result<(), ExecErro
         HarnessKind::VllmBench { version } => {
             check_version("vllm bench serve", "vllm", &["--version"], version).await
         }
+        HarnessKind::Guidellm { version } => {
+            check_version("guidellm", "guidellm", &["--version"], version).await
+        }
     }
 }
 
@@ -82,14 +85,10 @@ async fn check_version(
             String::from_utf8_lossy(&output.stderr).trim().to_owned(),
         ));
     }
-    // TensorRT-LLM prints a banner on import; the version is the last line.
+    // TensorRT-LLM prints a banner on import and guidellm a label
+    // ("guidellm version: 0.7.2"): the version is the last word printed.
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let found = stdout
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
+    let found = stdout.split_whitespace().last().unwrap_or("");
     let found = found.trim_start_matches('v');
     if found != declared.trim_start_matches('v') {
         return Err(ExecError::EngineVersion {

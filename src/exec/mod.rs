@@ -30,7 +30,8 @@ pub struct ExecOptions {
     /// The program that serves `sim` engines (perfpipe itself).
     pub sim_program: PathBuf,
     /// How long an engine may take to answer `/health`.
-    pub startup_timeout: Duration,
+    /// Overrides every engine's own startup timeout.
+    pub startup_timeout: Option<Duration>,
     /// Attempts per run when failures are transient.
     pub attempts: usize,
     /// One engine launch per run instead of one per step.

@@ -14,11 +14,11 @@ use super::{ExecError, ExecEvent, ExecOptions, failure, telemetry};
 use crate::engine::SIM_ENGINE_VERSION;
 use crate::engine::gpus::{self, GpuLease, Machine};
 use crate::engine::process::EngineProcess;
-use crate::harness::{self, BenchRequest, Load, RequestSettings, vllm_bench};
+use crate::harness::{self, BenchRequest, Load, RequestSettings, guidellm, vllm_bench};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
-    BlockOptions, MetricOptions, Provenance, RequestRecord, ServingMetrics, compute,
-    render_serving_block,
+    BlockOptions, Measurement, MetricOptions, Provenance, RequestRecord, ServingMetrics, compute,
+    read_guidellm_report, render_serving_block,
 };
 use crate::plan::PlannedRun;
 use crate::spec::{Dataset, HarnessKind, ModelRef, Runtime, Spec, Step, Workload};
@@ -86,7 +86,7 @@ impl RunContext<'_> {
         // Prompts are built before sampling starts: telemetry covers the benchmark only.
         let requests = match &self.spec.harness.kind {
             HarnessKind::Builtin => self.requests(workload, &step.model).await?,
-            HarnessKind::VllmBench { .. } => Vec::new(),
+            HarnessKind::VllmBench { .. } | HarnessKind::Guidellm { .. } => Vec::new(),
         };
         let sampler = telemetry::start(
             self.client.clone(),
@@ -107,16 +107,8 @@ impl RunContext<'_> {
                 )
                 .await?
             }
-            HarnessKind::VllmBench { .. } => {
-                let dataset = self.inputs.dataset(&run.workload).map(|d| d.path.as_path());
-                harness_command = vllm_bench::argv(
-                    &self.spec.harness,
-                    &engine.base_urls()[0],
-                    &step.model.id,
-                    workload,
-                    dataset,
-                    &pending.logs_dir(),
-                );
+            HarnessKind::VllmBench { .. } | HarnessKind::Guidellm { .. } => {
+                harness_command = self.client_argv(engine, run, step, workload, &pending);
                 report(ExecEvent::Benchmarking {
                     run,
                     requests: workload.prompts as usize,
@@ -169,7 +161,7 @@ impl RunContext<'_> {
                 });
             }
         };
-        if metrics.completed == 0 {
+        if metrics.completed() == 0 {
             let error = warnings
                 .last()
                 .cloned()
@@ -277,7 +269,7 @@ impl RunContext<'_> {
             Vec::new()
         };
         Ok(Measured::Numbers {
-            metrics: Box::new(outcome.metrics),
+            metrics: Box::new(Measurement::Vllm(outcome.metrics)),
             warnings: outcome.warnings,
             per_instance,
         })
@@ -321,16 +313,14 @@ impl RunContext<'_> {
             }
             Err(e) => return Err(ExecError::Store(crate::store::Error::Io(e))),
         }
-        let file = pending.logs_dir().join(vllm_bench::RESULT_FILE);
-        let json = fs_err::read_to_string(&file).unwrap_or_default();
-        match vllm_bench::read_result(&json) {
+        match self.read_client_result(pending) {
             Ok(metrics) => {
                 let mut warnings = Vec::new();
-                if metrics.failed > 0 {
+                if metrics.failed() > 0 {
                     warnings.push(format!(
                         "{} of {} requests failed",
-                        metrics.failed,
-                        metrics.failed + metrics.completed
+                        metrics.failed(),
+                        metrics.failed() + metrics.completed()
                     ));
                 }
                 Ok(Measured::Numbers {
@@ -343,6 +333,51 @@ impl RunContext<'_> {
                 kind: FailureKind::Deterministic,
                 error,
             }),
+        }
+    }
+
+    /// The external client's argv for one run; it writes its result in the sample's logs.
+    fn client_argv(
+        &self,
+        engine: &Launched,
+        run: &PlannedRun,
+        step: &Step,
+        workload: &Workload,
+        pending: &PendingSample,
+    ) -> Vec<String> {
+        let base_url = &engine.base_urls()[0];
+        match &self.spec.harness.kind {
+            HarnessKind::VllmBench { .. } => vllm_bench::argv(
+                &self.spec.harness,
+                base_url,
+                &step.model.id,
+                workload,
+                self.inputs.dataset(&run.workload).map(|d| d.path.as_path()),
+                &pending.logs_dir(),
+            ),
+            HarnessKind::Guidellm { .. } => guidellm::argv(
+                &self.spec.harness,
+                base_url,
+                &step.model.id,
+                workload,
+                &pending.logs_dir(),
+            ),
+            HarnessKind::Builtin => unreachable!("the built-in harness is no subprocess"),
+        }
+    }
+
+    /// The numbers the external client wrote, under its own definitions.
+    fn read_client_result(&self, pending: &PendingSample) -> Result<Measurement, String> {
+        let read = |file: &str| fs_err::read_to_string(pending.logs_dir().join(file));
+        match &self.spec.harness.kind {
+            HarnessKind::Guidellm { .. } => read(guidellm::RESULT_FILE)
+                .map_err(|e| format!("guidellm wrote no report: {e}"))
+                .and_then(|json| read_guidellm_report(&json))
+                .map(Measurement::Guidellm),
+            _ => read(vllm_bench::RESULT_FILE)
+                .map_err(|e| format!("`vllm bench serve` wrote no result file: {e}"))
+                .and_then(|json| vllm_bench::read_result(&json))
+                .map(Measurement::Vllm),
         }
     }
 
@@ -496,7 +531,7 @@ const ENGINE_EXIT_GRACE: Duration = Duration::from_secs(2);
 /// What a harness produced.
 enum Measured {
     Numbers {
-        metrics: Box<ServingMetrics>,
+        metrics: Box<Measurement>,
         warnings: Vec<String>,
         /// Each replica's own numbers, when several were measured.
         per_instance: Vec<ServingMetrics>,

@@ -5,6 +5,7 @@ pub mod arrivals;
 pub mod chunk;
 pub mod client;
 pub mod dataset;
+pub mod guidellm;
 pub mod sse;
 pub mod vllm_bench;
 

@@ -144,13 +144,12 @@ impl KeyMaterial {
                 instances: (step.instances() > 1).then_some(step.instances()),
             },
             harness: HarnessMaterial {
-                name: match &harness.kind {
-                    HarnessKind::Builtin => "builtin".into(),
-                    HarnessKind::VllmBench { .. } => "vllm-bench".into(),
-                },
+                name: harness.kind.name().into(),
                 version: match &harness.kind {
                     HarnessKind::Builtin => BUILTIN_HARNESS_VERSION.into(),
-                    HarnessKind::VllmBench { version } => version.clone(),
+                    HarnessKind::VllmBench { version } | HarnessKind::Guidellm { version } => {
+                        version.clone()
+                    }
                 },
                 backend: harness.backend.name().into(),
                 endpoint: harness.endpoint.clone(),

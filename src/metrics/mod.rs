@@ -1,8 +1,10 @@
-//! Serving metrics under `vllm bench serve`'s names and definitions, and where
-//! a number came from. (pure)
+//! Serving metrics under `vllm bench serve`'s names and definitions (or
+//! guidellm's, kept apart), and where a number came from. (pure)
 
 mod block_parse;
 mod compute;
+mod guidellm;
+mod measurement;
 mod model;
 mod provenance;
 mod save_result;
@@ -11,6 +13,8 @@ pub mod telemetry;
 
 pub use block_parse::{BlockError, ParsedBlock, parse_block};
 pub use compute::{Latency, MetricOptions, RequestRecord, compute, percentile, percentile_key};
+pub use guidellm::{GUIDELLM_METRIC_NAMES, GuidellmMetrics, read_report as read_guidellm_report};
+pub use measurement::{Measurement, MetricSet};
 pub use model::{METRIC_NAMES, ServingMetrics};
 pub use provenance::Provenance;
 pub use save_result::{ResultMeta, default_file_name, save_result_json};

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::analyze::{Analysis, ComparisonResult, ConclusionTable, RunRecord, Source};
 use crate::engine::command::display_command;
+use crate::metrics::MetricSet;
 use crate::metrics::telemetry::TelemetrySummary;
 use crate::spec::Spec;
 
@@ -31,13 +32,17 @@ pub fn markdown(spec: &Spec, analysis: &Analysis) -> String {
              pipeline runs end to end and move with flags and workloads, but they do not predict any GPU.\n\n",
         );
     }
+    let set = spec.harness.kind.metric_set();
+    if let Some(caveat) = set.caveat() {
+        let _ = writeln!(out, "> **Definitions.** {caveat}\n");
+    }
     if let Some(table) = &analysis.conclusion {
         conclusion(&mut out, spec, table);
     }
     for comparison in &analysis.comparisons {
         section(&mut out, spec, comparison);
     }
-    runs(&mut out, &analysis.runs);
+    runs(&mut out, run_columns(set), &analysis.runs);
     out
 }
 
@@ -177,7 +182,32 @@ fn section(out: &mut String, spec: &Spec, c: &ComparisonResult) {
     out.push('\n');
 }
 
-const RUN_COLUMNS: &[(&str, &str)] = &[
+/// The runs table's columns: (metric, header), under the client's own names.
+fn run_columns(set: MetricSet) -> &'static [(&'static str, &'static str)] {
+    match set {
+        MetricSet::Vllm => VLLM_COLUMNS,
+        MetricSet::Guidellm => GUIDELLM_COLUMNS,
+    }
+}
+
+const GUIDELLM_COLUMNS: &[(&str, &str)] = &[
+    ("request_totals_successful", "Requests"),
+    ("tokens_per_second_mean", "tokens_per_second mean"),
+    (
+        "output_tokens_per_second_mean",
+        "output_tokens_per_second mean",
+    ),
+    ("time_to_first_token_ms_mean", "time_to_first_token_ms mean"),
+    ("time_to_first_token_ms_p99", "time_to_first_token_ms p99"),
+    (
+        "time_per_output_token_ms_mean",
+        "time_per_output_token_ms mean",
+    ),
+    ("inter_token_latency_ms_mean", "inter_token_latency_ms mean"),
+    ("inter_token_latency_ms_p99", "inter_token_latency_ms p99"),
+];
+
+const VLLM_COLUMNS: &[(&str, &str)] = &[
     ("completed", "Requests"),
     ("duration", "Duration (s)"),
     ("total_token_throughput", "Total TPS"),
@@ -190,13 +220,13 @@ const RUN_COLUMNS: &[(&str, &str)] = &[
     ("p99_itl_ms", "P99 ITL (ms)"),
 ];
 
-fn runs(out: &mut String, runs: &[RunRecord]) {
+fn runs(out: &mut String, columns: &[(&str, &str)], runs: &[RunRecord]) {
     out.push_str("## Runs\n\n| Step | Workload | Key | Source |");
-    for (_, header) in RUN_COLUMNS {
+    for (_, header) in columns {
         let _ = write!(out, " {header} |");
     }
     out.push_str("\n|---|---|---|---|");
-    out.push_str(&"---:|".repeat(RUN_COLUMNS.len()));
+    out.push_str(&"---:|".repeat(columns.len()));
     out.push('\n');
     for r in runs {
         let key = r
@@ -213,15 +243,16 @@ fn runs(out: &mut String, runs: &[RunRecord]) {
             "| `{}` | `{}` | {key} | {source} |",
             r.step, r.workload
         );
-        for (name, _) in RUN_COLUMNS {
+        for (i, (name, _)) in columns.iter().enumerate() {
             match (r.metrics.get(*name), &r.failure) {
-                (Some(v), _) if *name == "completed" => {
+                // The first column counts requests.
+                (Some(v), _) if i == 0 => {
                     let _ = write!(out, " {v:.0} |");
                 }
                 (Some(v), _) => {
                     let _ = write!(out, " {v:.2} |");
                 }
-                (None, Some(_)) if *name == "completed" => out.push_str(" failed |"),
+                (None, Some(_)) if i == 0 => out.push_str(" failed |"),
                 _ => out.push_str(" - |"),
             }
         }

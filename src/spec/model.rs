@@ -1,6 +1,7 @@
 //! The typed experiment: what `spec::parse` produces and every later stage reads.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use miette::SourceSpan;
 
@@ -118,6 +119,16 @@ impl EngineKind {
             Self::Trtllm => "TensorRT-LLM",
         }
     }
+
+    /// How long a start may take before it counts as hung. Loading hundreds
+    /// of GB of weights, compiling and capturing CUDA graphs takes minutes;
+    /// TensorRT-LLM also builds and autotunes its engine on first start.
+    pub fn default_startup_timeout(self) -> Duration {
+        Duration::from_secs(match self {
+            Self::Vllm | Self::Sglang => 20 * 60,
+            Self::Trtllm => 40 * 60,
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -126,6 +137,16 @@ pub struct EngineDecl {
     pub version: String,
     /// A container image instead of the engine's official one for the version.
     pub image: Option<String>,
+    /// `startup-timeout=` (seconds), else the engine's default.
+    pub startup_timeout: Option<Duration>,
+}
+
+impl EngineDecl {
+    /// How long this engine may take to become ready.
+    pub fn startup_timeout(&self) -> Duration {
+        self.startup_timeout
+            .unwrap_or_else(|| self.kind.default_startup_timeout())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +180,28 @@ pub enum HarnessKind {
     Builtin,
     /// `vllm bench serve` at this exact version, driven as a subprocess.
     VllmBench { version: String },
+    /// guidellm at this exact version (`guidellm run`, the v0.7 CLI), its
+    /// numbers kept under its own definitions.
+    Guidellm { version: String },
+}
+
+impl HarnessKind {
+    /// The name an experiment declares it by.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Builtin => "builtin",
+            Self::VllmBench { .. } => "vllm-bench",
+            Self::Guidellm { .. } => "guidellm",
+        }
+    }
+
+    /// Whose definitions its numbers follow.
+    pub fn metric_set(&self) -> crate::metrics::MetricSet {
+        match self {
+            Self::Builtin | Self::VllmBench { .. } => crate::metrics::MetricSet::Vllm,
+            Self::Guidellm { .. } => crate::metrics::MetricSet::Guidellm,
+        }
+    }
 }
 
 /// The benchmark client with every option made explicit.
@@ -293,4 +336,33 @@ pub struct Comparison {
 pub struct Conclusion {
     pub baseline: String,
     pub optimized: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_starts_within_its_declared_timeout_else_its_default() {
+        let decl = |kind, secs: Option<u64>| EngineDecl {
+            kind,
+            version: "1".into(),
+            image: None,
+            startup_timeout: secs.map(Duration::from_secs),
+        };
+        assert_eq!(
+            decl(EngineKind::Vllm, None).startup_timeout().as_secs(),
+            1200
+        );
+        assert_eq!(
+            decl(EngineKind::Trtllm, None).startup_timeout().as_secs(),
+            2400
+        );
+        assert_eq!(
+            decl(EngineKind::Sglang, Some(90))
+                .startup_timeout()
+                .as_secs(),
+            90
+        );
+    }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::{Provenance, ServingMetrics};
+use crate::metrics::{Measurement, Provenance, ServingMetrics};
 
 /// `result.json` of one sample.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,7 +30,7 @@ pub struct RunResult {
 pub enum Outcome {
     Success {
         /// Under `measure=all`, the aggregate of every replica.
-        metrics: Box<ServingMetrics>,
+        metrics: Box<Measurement>,
         /// What the harness noticed (e.g. fewer tokens generated than asked).
         warnings: Vec<String>,
         /// Under `measure=all`, each replica's own numbers.
@@ -70,7 +70,7 @@ pub struct Sample {
 
 impl Sample {
     /// The measured (or simulated) metrics; `None` for failures and imports.
-    pub fn metrics(&self) -> Option<&ServingMetrics> {
+    pub fn metrics(&self) -> Option<&Measurement> {
         match &self.result.outcome {
             Outcome::Success { metrics, .. } => Some(metrics),
             Outcome::Failure { .. } | Outcome::Imported { .. } => None,
@@ -80,17 +80,7 @@ impl Sample {
     /// Every number the sample has, by `--save-result` name.
     pub fn metric_map(&self) -> Option<std::collections::BTreeMap<String, f64>> {
         match &self.result.outcome {
-            Outcome::Success { metrics, .. } => {
-                let value = serde_json::to_value(metrics).expect("metrics are plain data");
-                Some(
-                    value
-                        .as_object()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-                        .collect(),
-                )
-            }
+            Outcome::Success { metrics, .. } => Some(metrics.metric_map()),
             Outcome::Imported { metrics, .. } => Some(metrics.clone()),
             Outcome::Failure { .. } => None,
         }

@@ -164,7 +164,7 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
         r#"experiment "faults" {
     hardware "nvidia-a100-sxm4-80gb" gpus=8
     model "Qwen/Qwen3-14B"
-    engine vllm version="0.11.0"
+    engine vllm version="0.11.0" startup-timeout=2
     engine trtllm version="1.2.0rc1"
     workload short {
         dataset random input=16 output=64 seed=1
@@ -178,14 +178,7 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
 }"#,
     );
     let faults = "hang@Qwen/Qwen3-8B;die@Qwen/Qwen3-4B;port-once@Qwen/Qwen3-1.7B";
-    let args = [
-        "run",
-        "faults.kdl",
-        "--runtime",
-        "local",
-        "--startup-timeout",
-        "2",
-    ];
+    let args = ["run", "faults.kdl", "--runtime", "local"];
     let out = on_gpu_box(&env, &args, &[("STANDIN_FAULT", faults)]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -194,7 +187,8 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
         err.contains("transient failure, retrying: OSError: [Errno 98] Address already in use"),
         "{err}"
     );
-    // The hang times out three times (transient: retried, never cached).
+    // The hang times out after vLLM's declared `startup-timeout` three times
+    // (transient: retried, never cached).
     assert_eq!(
         err.matches("engine did not answer /health within 2s")
             .count(),
@@ -408,6 +402,132 @@ fn vllm_bench_serve_measures_when_the_experiment_names_it() {
     assert!(words(&old).contains(
         "vllm bench serve on this machine is version `0.10.2`, but the experiment declares `0.11.0`"
     ));
+}
+
+const GUIDELLM_STUDY: &str = r#"experiment "guide" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=2
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    harness guidellm version="0.7.2" ignore-eos=#true
+    workload short {
+        dataset random input=64 output=8 seed=42
+        prompts 12
+        concurrency 4
+    }
+    step vllm engine=vllm gpus=1 {
+        expect short {
+            tokens_per_second_mean 1000.0
+        }
+    }
+}"#;
+
+#[test]
+fn guidellm_measures_under_its_own_definitions() {
+    let env = TestEnv::new();
+    env.write("guide.kdl", GUIDELLM_STUDY);
+    // A slow first token makes guidellm's TPOT (which includes it) differ from its ITL.
+    let timing = ("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=60,itl_ms=5");
+    let out = on_gpu_box(&env, &["run", "guide.kdl", "--runtime", "local"], &[timing]);
+    assert_eq!(out.status.code(), Some(0), "{}", words(&out));
+
+    let log = env.read("standin.log");
+    let call = log.lines().find(|l| l.starts_with("guidellm\t")).unwrap();
+    let call = call.replace(env.dir.path().to_str().unwrap(), "[TEMP]");
+    insta::with_settings!({ filters => vec![(r"http://127\.0\.0\.1:\d+", "[URL]"), (r"entries/../[0-9a-f]{64}|tmp/sample-[A-Za-z0-9]+", "[SAMPLE]")] }, {
+        insta::assert_snapshot!(call.replace('\t', " "), @r#"guidellm CUDA_VISIBLE_DEVICES= run --backend {"kind":"openai_http","target":"[URL]","model":"Qwen/Qwen3-14B","request_format":"/v1/chat/completions","extras":{"body":{"temperature":0.0,"ignore_eos":true}}} --data kind=synthetic_text,prompt_tokens=64,output_tokens=8 --profile kind=concurrent,streams=4 --constraint kind=max_requests,count=12 --seed kind=static,value=42 --output kind=json,path=[TEMP]/store/[SAMPLE]/logs/guidellm-benchmarks.json --disable-console-interactive"#);
+    });
+
+    let results = env.results();
+    let [(dir, result)] = results.as_slice() else {
+        panic!("one run, one sample: {results:?}")
+    };
+    let metrics = &result["outcome"]["metrics"];
+    assert_eq!(metrics["request_totals"]["successful"], 12);
+    assert!(metrics.get("mean_tpot_ms").is_none(), "never vLLM's names");
+    let written: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("logs/guidellm-benchmarks.json")).unwrap(),
+    )
+    .unwrap();
+    let stat = |v: &serde_json::Value, metric: &str| v[metric]["mean"].as_f64().unwrap();
+    let stored = &metrics["successful"];
+    let reported = &written["benchmarks"][0]["metrics"];
+    for metric in [
+        "tokens_per_second",
+        "time_per_output_token_ms",
+        "inter_token_latency_ms",
+    ] {
+        assert_eq!(
+            stat(stored, metric),
+            stat(&reported[metric], "successful"),
+            "{metric}"
+        );
+    }
+    let (tpot, itl) = (
+        stat(stored, "time_per_output_token_ms"),
+        stat(stored, "inter_token_latency_ms"),
+    );
+    assert!(
+        tpot > itl + 3.0,
+        "guidellm's TPOT includes the 60 ms TTFT: {tpot} vs {itl}"
+    );
+
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("> **Definitions.** Numbers are guidellm's"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| time_per_output_token_ms mean |"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("| {:.2} |", stat(stored, "tokens_per_second"))),
+        "the runs table shows guidellm's own Total TPS: {report}"
+    );
+
+    let old = on_gpu_box(
+        &env,
+        &[
+            "run",
+            "guide.kdl",
+            "--runtime",
+            "local",
+            "--store",
+            "other-store",
+        ],
+        &[("STANDIN_GUIDELLM_VERSION", "0.6.0")],
+    );
+    assert_eq!(old.status.code(), Some(2));
+    assert!(
+        words(&old).contains(
+            "guidellm on this machine is version `0.6.0`, but the experiment declares `0.7.2`"
+        ),
+        "{}",
+        words(&old)
+    );
+}
+
+#[test]
+fn guidellm_refuses_what_it_cannot_express() {
+    let env = TestEnv::new();
+    let text = GUIDELLM_STUDY
+        .replace(
+            "dataset random input=64 output=8 seed=42",
+            r#"dataset sharegpt path="s.json""#,
+        )
+        .replace("tokens_per_second_mean", "total_token_throughput");
+    env.write("guide.kdl", &text);
+    let out = env.run(&["plan", "guide.kdl", "--runtime", "sim"]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = words(&out);
+    assert!(
+        text.contains("guidellm cannot run workload `short` as declared: it reads ShareGPT conversations only after a conversion of their own"),
+        "{text}"
+    );
+    assert!(
+        text.contains("unknown node `total_token_throughput`"),
+        "{text}"
+    );
 }
 
 #[test]

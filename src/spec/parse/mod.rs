@@ -17,7 +17,8 @@ use miette::{NamedSource, SourceSpan};
 use super::diag::{SpecDiagnostic, SpecErrors};
 use super::model::*;
 use crate::gpu;
-use values::node_has_child;
+use crate::metrics::MetricSet;
+use values::{arg, node_has_child};
 
 /// An experiment file's name (as shown in diagnostics) and text.
 #[derive(Debug, Clone)]
@@ -130,6 +131,8 @@ struct Decoder {
     declared: Vec<(RefKind, String)>,
     /// Node names offered as "did you mean", so a typo is not also reported missing.
     suggested: Vec<String>,
+    /// The metrics an `expect` may name: those of the declared harness's client.
+    metric_set: MetricSet,
 }
 
 impl Decoder {
@@ -176,6 +179,14 @@ impl Decoder {
         let name = self.required_string_arg(node, 0, "the experiment's name");
         self.no_props(node);
         let children = self.children(node, TOP_NODES);
+        // Expectations name metrics as the harness's client does, wherever
+        // the harness is declared in the file.
+        if children.iter().any(|c| {
+            c.name().value() == "harness"
+                && arg(c, 0).and_then(|e| e.value().as_string()) == Some("guidellm")
+        }) {
+            self.metric_set = MetricSet::Guidellm;
+        }
 
         let mut title = None;
         let mut hardware = None;
@@ -300,7 +311,7 @@ impl Decoder {
         self.resolve_defaults(&mut spec);
         self.check_references(&spec);
         self.check_gpus(&spec);
-        self.check_measure(&spec);
+        self.check_harness(&spec);
         Some(spec)
     }
 }

@@ -1,5 +1,7 @@
 //! The experiment's own nodes: hardware, model, runtime, engines, harness, workloads.
 
+use std::time::Duration;
+
 use kdl::{KdlNode, KdlValue};
 
 use super::values::*;
@@ -52,7 +54,7 @@ impl Decoder {
     }
 
     pub(super) fn engine(&mut self, node: &KdlNode) -> Option<EngineDecl> {
-        self.props(node, &["version", "image"]);
+        self.props(node, &["version", "image", "startup-timeout"]);
         self.no_children(node);
         let name = self.required_string_arg(node, 0, "the engine")?;
         let kind = EngineKind::from_name(&name);
@@ -82,14 +84,19 @@ impl Decoder {
             }
         };
         let image = self.optional_string_prop(node, "image");
+        let startup_timeout = prop(node, "startup-timeout")
+            .and_then(|e| self.count(e, "the startup timeout in seconds"))
+            .map(|s| Duration::from_secs(s.into()));
         Some(EngineDecl {
             kind: kind?,
             version: version?,
             image,
+            startup_timeout,
         })
     }
 
     pub(super) fn harness(&mut self, node: &KdlNode) -> Option<HarnessDecl> {
+        const HARNESSES: [&str; 3] = ["builtin", "vllm-bench", "guidellm"];
         self.props(
             node,
             &[
@@ -114,16 +121,21 @@ impl Decoder {
                 return None;
             }
             ("vllm-bench", Some(version)) => HarnessKind::VllmBench { version },
-            ("vllm-bench", None) => {
+            ("guidellm", Some(version)) => HarnessKind::Guidellm { version },
+            (client @ ("vllm-bench" | "guidellm"), None) => {
+                let example = if client == "guidellm" {
+                    "0.7.2"
+                } else {
+                    "0.11.0"
+                };
                 self.error(
-                    SpecDiagnostic::new(span, "`vllm-bench` needs the client's exact version", "missing `version=`")
-                        .with_help("e.g. `harness vllm-bench version=\"0.11.0\"`: the client's version is part of every key"),
+                    SpecDiagnostic::new(span, format!("`{client}` needs the client's exact version"), "missing `version=`")
+                        .with_help(format!("e.g. `harness {client} version=\"{example}\"`: the client's version is part of every key")),
                 );
                 return None;
             }
             (other, _) => {
-                let help = did_you_mean(other, ["builtin", "vllm-bench"])
-                    .unwrap_or_else(|| one_of(["builtin", "vllm-bench"]));
+                let help = did_you_mean(other, HARNESSES).unwrap_or_else(|| one_of(HARNESSES));
                 self.error(
                     SpecDiagnostic::new(
                         span,

@@ -7,7 +7,7 @@ use miette::SourceSpan;
 
 use super::values::*;
 use super::*;
-use crate::metrics::METRIC_NAMES;
+use crate::metrics::{GUIDELLM_METRIC_NAMES, METRIC_NAMES, MetricSet};
 use crate::spec::diag::{SpecDiagnostic, one_of};
 use crate::spec::model::*;
 
@@ -159,7 +159,11 @@ impl Decoder {
                 );
             }
             let mut metrics = Vec::new();
-            for m in self.children(node, METRIC_NAMES) {
+            let names: Vec<&str> = match self.metric_set {
+                MetricSet::Vllm => METRIC_NAMES.to_vec(),
+                MetricSet::Guidellm => GUIDELLM_METRIC_NAMES.iter().map(String::as_str).collect(),
+            };
+            for m in self.children(node, &names) {
                 self.no_props(m);
                 self.no_children(m);
                 let Some(entry) = arg(m, 0) else {

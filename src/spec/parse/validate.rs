@@ -115,11 +115,14 @@ impl Decoder {
         }
     }
 
-    /// `vllm bench serve` drives one server, so it cannot measure all replicas.
-    pub(super) fn check_measure(&mut self, spec: &Spec) {
-        if !matches!(spec.harness.kind, HarnessKind::VllmBench { .. }) {
-            return;
-        }
+    /// External clients drive one server, and guidellm expresses only some
+    /// workloads exactly as declared.
+    pub(super) fn check_harness(&mut self, spec: &Spec) {
+        let client = match &spec.harness.kind {
+            HarnessKind::Builtin => return,
+            HarnessKind::VllmBench { .. } => "`vllm bench serve`",
+            HarnessKind::Guidellm { .. } => "guidellm",
+        };
         for step in spec
             .steps
             .iter()
@@ -128,11 +131,28 @@ impl Decoder {
             self.error(
                 SpecDiagnostic::new(
                     step.name.span,
-                    format!("step `{}` measures all replicas, which `vllm bench serve` cannot drive", step.name.value),
+                    format!("step `{}` measures all replicas, which {client} cannot drive", step.name.value),
                     "measure=all",
                 )
                 .with_help("use `measure=one` (the published convention), or `harness builtin`, which drives every replica"),
             );
+        }
+        if matches!(spec.harness.kind, HarnessKind::Guidellm { .. }) {
+            for w in &spec.workloads {
+                if let Some((problem, help)) = guidellm_cannot_run(w) {
+                    self.error(
+                        SpecDiagnostic::new(
+                            w.name.span,
+                            format!(
+                                "guidellm cannot run workload `{}` as declared: {problem}",
+                                w.name.value
+                            ),
+                            "under `harness guidellm`",
+                        )
+                        .with_help(help),
+                    );
+                }
+            }
         }
     }
 
@@ -181,5 +201,24 @@ impl Decoder {
                 );
             }
         }
+    }
+}
+
+/// Why guidellm's synthetic data and profiles cannot express `w`, if they cannot.
+fn guidellm_cannot_run(w: &Workload) -> Option<(&'static str, &'static str)> {
+    match (&w.dataset, w.rate, w.concurrency) {
+        (Dataset::ShareGpt { .. }, _, _) => Some((
+            "it reads ShareGPT conversations only after a conversion of their own",
+            "use `harness vllm-bench` or `harness builtin` for ShareGPT workloads",
+        )),
+        (Dataset::Random { range_ratio, .. }, _, _) if *range_ratio != 0.0 => Some((
+            "its synthetic lengths are not vLLM's uniform `range-ratio` ranges",
+            "remove `range-ratio`, or use `harness vllm-bench`",
+        )),
+        (_, RequestRate::PerSecond(_), Some(_)) => Some((
+            "its Poisson profile has no concurrency limit",
+            "declare either `rate` or `concurrency`",
+        )),
+        _ => None,
     }
 }
