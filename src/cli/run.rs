@@ -46,7 +46,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         &plan,
         &loaded.store,
         &options,
-        &mut |event| progress(&event),
+        &mut |event| progress(&loaded.spec, &event),
     )?;
 
     let records = stored_records(&loaded, &plan)?;
@@ -92,7 +92,7 @@ fn failure_expected(spec: &Spec, step: &str, workload: &str, error: &str) -> boo
     })
 }
 
-fn progress(event: &ExecEvent) {
+fn progress(spec: &Spec, event: &ExecEvent) {
     match event {
         ExecEvent::Started { index, total, run } => {
             eprintln!(
@@ -132,7 +132,9 @@ fn progress(event: &ExecEvent) {
             eprintln!("      transient failure, retrying: {error}")
         }
         ExecEvent::Finished {
-            result, elapsed, ..
+            run,
+            result,
+            elapsed,
         } => match &result.outcome {
             Outcome::Success {
                 metrics, warnings, ..
@@ -148,6 +150,11 @@ fn progress(event: &ExecEvent) {
                 for w in warnings {
                     eprintln!("      warning: {w}");
                 }
+            }
+            Outcome::Failure { error, .. }
+                if failure_expected(spec, &run.step, &run.workload, error) =>
+            {
+                eprintln!("      failed as the experiment expects: {error}")
             }
             Outcome::Failure { error, .. } => eprintln!("      failed: {error}"),
             Outcome::Imported { .. } => {}

@@ -55,6 +55,13 @@ fn runs_every_run_once_then_finds_them_cached() {
         report
             .contains("failed: `RuntimeError: Unsupported SM version for FP8 block scaling GEMM`")
     );
+    assert!(
+        stderr(&first).contains(
+            "failed as the experiment expects: RuntimeError: Unsupported SM version for FP8 block scaling GEMM"
+        ),
+        "a declared failure is not reported as an error: {}",
+        stderr(&first)
+    );
     assert_eq!(env.read("reports/tiny.md"), report);
     // Seven runs, seven committed samples (the deterministic failure included), nothing half-written.
     let samples = env.samples();
