@@ -1,23 +1,30 @@
 //! Records of runs → rankings per comparison and the baseline-vs-optimized
 //! table, computed with polars. (pure)
 
+mod checks;
 mod records;
+mod summary;
 
 use polars::prelude::*;
 
+pub use checks::{Check, Verdict, checks};
 pub use records::{RunRecord, Source, from_expectations, from_store};
+pub use summary::{Gain, SummaryNote, SummaryRow, summary};
 
 use crate::spec::Spec;
 
 /// Everything a report shows, computed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Analysis {
     pub comparisons: Vec<ComparisonResult>,
     pub conclusion: Option<ConclusionTable>,
+    pub summary: Vec<SummaryRow>,
+    /// Published numbers beside stored ones (none when the records are the published ones).
+    pub checks: Vec<Check>,
     pub runs: Vec<RunRecord>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ComparisonResult {
     pub title: String,
     pub workload: String,
@@ -29,7 +36,7 @@ pub struct ComparisonResult {
     pub missing: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Ranked {
     pub step: String,
     pub label: String,
@@ -37,8 +44,12 @@ pub struct Ranked {
     pub replicas: u32,
     /// GPUs the whole configuration uses (all replicas).
     pub gpus: u32,
-    /// Total token throughput of one instance.
+    /// Total token throughput of one instance (the mean over samples).
     pub tps: f64,
+    /// Its sample standard deviation, with several samples.
+    pub tps_sd: Option<f64>,
+    /// Samples behind `tps`.
+    pub n: u32,
     pub tpot_ms: f64,
     pub is_baseline: bool,
 }
@@ -55,7 +66,7 @@ impl Ranked {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ConclusionTable {
     pub baseline: String,
     pub optimized: String,
@@ -64,7 +75,7 @@ pub struct ConclusionTable {
     pub rows: Vec<ConclusionRow>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ConclusionRow {
     pub workload: String,
     pub base_tps: f64,
@@ -74,6 +85,12 @@ pub struct ConclusionRow {
     pub opt_tpot_ms: f64,
     /// (optimized aggregate − baseline aggregate) / baseline aggregate × 100.
     pub delta_pct: f64,
+    /// Samples behind each side.
+    pub base_n: u32,
+    pub opt_n: u32,
+    /// Whether the difference lies within run-to-run noise; `None` when a side
+    /// has a single sample, so the noise is unknown.
+    pub within_noise: Option<bool>,
 }
 
 /// Ranks every comparison and builds the conclusion table.
@@ -96,14 +113,23 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
                 &c.workload,
             )
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let conclusion = match &spec.conclusion {
         Some(c) => conclusion(spec, &frame, &c.baseline, &c.optimized)?,
         None => None,
     };
+    let summary = summary(spec, &comparisons, conclusion.as_ref());
+    let from_store = runs.iter().any(|r| r.key.is_some());
+    let checks = if from_store {
+        checks(spec, &runs, spec.report.tolerance_pct, None)
+    } else {
+        Vec::new()
+    };
     Ok(Analysis {
         comparisons,
         conclusion,
+        summary,
+        checks,
         runs,
     })
 }
@@ -132,6 +158,8 @@ fn runs_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
         "replicas" => ok.iter().map(|r| replicas(&r.step)).collect::<Vec<_>>(),
         "gpus" => ok.iter().map(|r| gpus(&r.step)).collect::<Vec<_>>(),
         "tps" => ok.iter().map(|r| r.metrics[tps]).collect::<Vec<_>>(),
+        "tps_sd" => ok.iter().map(|r| r.sd.get(tps).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
+        "n" => ok.iter().map(|r| r.samples as u32).collect::<Vec<_>>(),
         "tpot" => ok.iter().map(|r| r.metrics.get(tpot).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
     )
 }
@@ -164,6 +192,8 @@ fn rank(
     let replicas = ranked.column("replicas")?.u32()?.clone();
     let gpus = ranked.column("gpus")?.u32()?.clone();
     let tps = ranked.column("tps")?.f64()?.clone();
+    let tps_sd = ranked.column("tps_sd")?.f64()?.clone();
+    let n = ranked.column("n")?.u32()?.clone();
     let tpot = ranked.column("tpot")?.f64()?.clone();
     let engines: Vec<&str> = steps
         .iter()
@@ -191,6 +221,8 @@ fn rank(
                 replicas: replicas.get(i).unwrap_or(1),
                 gpus: gpus.get(i).unwrap_or(1),
                 tps: tps.get(i).unwrap_or(f64::NAN),
+                tps_sd: tps_sd.get(i).filter(|v| !v.is_nan()),
+                n: n.get(i).unwrap_or(1),
                 tpot_ms: tpot.get(i).unwrap_or(f64::NAN),
             }
         })
@@ -238,6 +270,9 @@ fn conclusion(
                 (col("tps") * col("replicas").cast(DataType::Float64))
                     .alias(format!("aggregate{suffix}")),
                 col("tps").alias(format!("tps{suffix}")),
+                (col("tps_sd") * col("replicas").cast(DataType::Float64))
+                    .alias(format!("sd{suffix}")),
+                col("n").alias(format!("n{suffix}")),
                 col("tpot").alias(format!("tpot{suffix}")),
             ])
     };
@@ -247,16 +282,19 @@ fn conclusion(
                 col("workload"),
                 col("aggregate_opt"),
                 col("tps_opt"),
+                col("sd_opt"),
+                col("n_opt"),
                 col("tpot_opt"),
             ]),
             [col("workload")],
             [col("workload")],
             JoinArgs::new(JoinType::Inner),
         )
-        .with_column(
+        .with_columns([
             ((col("aggregate_opt") - col("aggregate_base")) / col("aggregate_base") * lit(100.0))
                 .alias("delta"),
-        )
+            noise_band(col("sd_base"), col("n_base"), col("sd_opt"), col("n_opt")).alias("noise"),
+        ])
         .sort(["order"], SortMultipleOptions::default())
         .collect()?;
     if joined.height() == 0 {
@@ -269,6 +307,14 @@ fn conclusion(
             .collect())
     };
     let names = joined.column("workload")?.str()?.clone();
+    let counts = |name: &str| -> PolarsResult<Vec<u32>> {
+        let values = joined.column(name)?.u32()?.clone();
+        Ok((0..values.len())
+            .map(|i| values.get(i).unwrap_or(1))
+            .collect())
+    };
+    let (base_n, opt_n, noise) = (counts("n_base")?, counts("n_opt")?, get("noise")?);
+    let (base_agg, opt_agg) = (get("aggregate_base")?, get("aggregate_opt")?);
     let workloads: Vec<String> = (0..names.len())
         .map(|i| names.get(i).unwrap_or_default().to_owned())
         .collect();
@@ -289,6 +335,10 @@ fn conclusion(
             opt_tps: opt_tps[i],
             opt_tpot_ms: opt_tpot[i],
             delta_pct: delta[i],
+            base_n: base_n[i],
+            opt_n: opt_n[i],
+            within_noise: (!noise[i].is_nan())
+                .then(|| (opt_agg[i] - base_agg[i]).abs() <= noise[i]),
         })
         .collect();
     let replicas = |s: &str| spec.step(s).map_or(1, |s| s.report_factor());
@@ -299,4 +349,11 @@ fn conclusion(
         optimized_replicas: replicas(optimized),
         rows,
     }))
+}
+
+/// The half-width of an approximate 95% interval of a difference of two
+/// means, 2·√(sd₁²/n₁ + sd₂²/n₂); null (NaN) unless both sides have a spread.
+pub(crate) fn noise_band(sd_a: Expr, n_a: Expr, sd_b: Expr, n_b: Expr) -> Expr {
+    let var = |sd: Expr, n: Expr| sd.clone() * sd / n.cast(DataType::Float64);
+    (var(sd_a, n_a) + var(sd_b, n_b)).sqrt() * lit(2.0)
 }

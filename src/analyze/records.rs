@@ -9,7 +9,8 @@ use crate::spec::{ExpectedOutcome, Spec};
 use crate::store::{Outcome, Sample, StoreIndex};
 
 /// Where a record's numbers came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Source {
     Measured,
     Simulated,
@@ -35,7 +36,7 @@ impl Source {
 }
 
 /// One (step, workload) and what is known of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RunRecord {
     pub step: String,
     pub workload: String,
@@ -43,7 +44,11 @@ pub struct RunRecord {
     pub source: Option<Source>,
     /// Metrics by `--save-result` name; the mean over samples.
     pub metrics: BTreeMap<String, f64>,
+    /// The sample standard deviation of each metric, when there are several samples.
+    pub sd: BTreeMap<String, f64>,
     pub samples: usize,
+    /// Where the numbers came from (host, GPU, driver, CUDA), for measured ones.
+    pub environment: Option<String>,
     pub failure: Option<String>,
     pub warnings: Vec<String>,
     /// What the GPUs and the engine did during the last sample.
@@ -71,6 +76,8 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
                     source: expectation.map(|_| Source::Published),
                     samples: usize::from(expectation.is_some()),
                     metrics,
+                    sd: BTreeMap::new(),
+                    environment: None,
                     failure,
                     warnings: Vec::new(),
                     telemetry: None,
@@ -97,12 +104,18 @@ pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
             } else {
                 measured
             };
-            let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
+            let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
             for sample in &chosen {
                 for (name, v) in sample.metric_map().unwrap_or_default() {
-                    *metrics.entry(name).or_default() += v / chosen.len() as f64;
+                    values.entry(name).or_default().push(v);
                 }
             }
+            let metrics = values.iter().map(|(k, v)| (k.clone(), mean(v))).collect();
+            let sd = values
+                .iter()
+                .filter(|(_, v)| v.len() > 1)
+                .map(|(k, v)| (k.clone(), sample_sd(v)))
+                .collect();
             let failure = if chosen.is_empty() {
                 samples.iter().rev().find_map(|s| match &s.result.outcome {
                     Outcome::Failure { error, .. } => Some(error.clone()),
@@ -130,11 +143,35 @@ pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
                 key: Some(run.key.to_string()),
                 source,
                 metrics,
+                sd,
                 samples: chosen.len(),
+                environment: chosen.last().map(|s| s.result.provenance.environment()),
                 failure,
                 warnings,
                 telemetry: chosen.last().and_then(|s| s.result.telemetry.clone()),
             }
         })
         .collect()
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// The sample standard deviation (n − 1), of at least two values.
+fn sample_sd(v: &[f64]) -> f64 {
+    let m = mean(v);
+    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_is_the_sample_standard_deviation() {
+        assert_eq!(mean(&[1.0, 2.0, 3.0]), 2.0);
+        assert_eq!(sample_sd(&[1.0, 2.0, 3.0]), 1.0);
+        assert_eq!(sample_sd(&[5.0, 5.0]), 0.0);
+    }
 }

@@ -12,7 +12,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// report.
 ///
 /// Exit codes: 0 done · 1 some runs failed (recorded) · 2 usage or experiment
-/// error · 101 internal error · 130 interrupted.
+/// error · 4 `verify` found numbers outside the tolerance or missing · 101
+/// internal error · 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "perfpipe", version, max_term_width = 100)]
 pub struct Cli {
@@ -28,6 +29,9 @@ pub enum Command {
     Plan(PlanArgs),
     /// Render the report from the store (or the published numbers); runs nothing.
     Report(ReportArgs),
+    /// Compare every stored result with its published expectation; exit 4 when
+    /// any is outside the tolerance or missing.
+    Verify(VerifyArgs),
     /// Import a published "Serving Benchmark Result" block as a run's published numbers.
     Import(ImportArgs),
     /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
@@ -105,9 +109,42 @@ pub struct ReportArgs {
     /// Render from the experiment's published expectations instead of the store.
     #[arg(long)]
     pub published: bool,
-    /// Also write the report to this file.
+    /// Markdown for people, JSON or CSV (one number per line) for other tools.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
+    pub format: ReportFormat,
+    /// Also write the report to this file; markdown gets its chart beside it
+    /// (`<name>.png` and `<name>.svg`), linked from the report.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Md,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// How far a stored number may lie from its published value, in % (`5` or
+    /// `5%`) [default: the experiment's `report tolerance=`, else 5].
+    #[arg(long, value_parser = parse_percent)]
+    pub tolerance: Option<f64>,
+    /// Only these metrics count (comma-separated names, `failure` for published
+    /// errors) [default: every metric the experiment expects].
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Option<Vec<String>>,
+}
+
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("`{text}` is not a percentage such as `5` or `5%`")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

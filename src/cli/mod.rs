@@ -8,6 +8,7 @@ mod import;
 mod plan;
 mod report;
 mod run;
+mod verify;
 
 use std::path::Path;
 
@@ -40,6 +41,7 @@ pub fn main() -> u8 {
         Command::Run(args) => run::run(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Report(args) => report::report(&args),
+        Command::Verify(args) => verify::verify(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Import(args) => import::import(&args),
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
@@ -127,11 +129,16 @@ fn raise_open_file_limit() {
 }
 
 /// Writes a whole text file (reports), creating its directory.
+fn write_text(path: &Path, text: &str) -> Result<(), CliError> {
+    write_file(path, text.as_bytes())
+}
+
+/// Writes a whole file the user asked for (a report, a chart), creating its directory.
 #[expect(
     clippy::disallowed_methods,
-    reason = "reports are plain text files the user asked for"
+    reason = "reports and charts are plain files the user asked for"
 )]
-fn write_text(path: &Path, text: &str) -> Result<(), CliError> {
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     let io = |source| CliError::Write {
         path: path.display().to_string(),
         source,
@@ -139,5 +146,5 @@ fn write_text(path: &Path, text: &str) -> Result<(), CliError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs_err::create_dir_all(dir).map_err(io)?;
     }
-    std::fs::write(path, text).map_err(io)
+    std::fs::write(path, bytes).map_err(io)
 }

@@ -1,11 +1,14 @@
 //! `perfpipe report`: the report from the store or the published numbers.
 
-use super::args::ReportArgs;
+use std::path::Path;
+
+use super::args::{ReportArgs, ReportFormat};
 use super::plan::build_plan;
-use super::{CliError, Loaded, load, write_text};
-use crate::analyze::{self, RunRecord};
+use super::{CliError, Loaded, load, write_file, write_text};
+use crate::analyze::{self, Analysis, RunRecord};
 use crate::exit_code;
 use crate::plan::Plan;
+use crate::report::chart::{self, ChartData, ChartGroup};
 
 pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
     let loaded = load(&args.common)?;
@@ -15,7 +18,19 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
         let plan = build_plan(&loaded, &args.common)?;
         stored_records(&loaded, &plan)?
     };
-    let text = render(&loaded, records)?;
+    let analysis = analyze(&loaded, records)?;
+    let text = match args.format {
+        ReportFormat::Md => {
+            // The chart goes beside a written report; printed alone, there is none to link.
+            let chart = match &args.out {
+                Some(out) => write_chart(&loaded, &analysis, out)?,
+                None => None,
+            };
+            crate::report::markdown(&loaded.spec, &analysis, chart.as_deref())
+        }
+        ReportFormat::Json => crate::report::json(&loaded.spec, &analysis),
+        ReportFormat::Csv => crate::report::csv(&analysis),
+    };
     print!("{text}");
     if let Some(out) = &args.out {
         write_text(out, &text)?;
@@ -31,7 +46,52 @@ pub(super) fn stored_records(loaded: &Loaded, plan: &Plan) -> Result<Vec<RunReco
     Ok(analyze::from_store(plan, &index))
 }
 
-pub(super) fn render(loaded: &Loaded, records: Vec<RunRecord>) -> Result<String, CliError> {
-    let analysis = analyze::analyze(&loaded.spec, records).map_err(CliError::Analysis)?;
-    Ok(crate::report::markdown(&loaded.spec, &analysis))
+pub(super) fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analysis, CliError> {
+    analyze::analyze(&loaded.spec, records).map_err(CliError::Analysis)
+}
+
+/// Writes the markdown report at `path` with its chart beside it.
+pub(super) fn write_markdown(
+    loaded: &Loaded,
+    analysis: &Analysis,
+    path: &Path,
+) -> Result<String, CliError> {
+    let chart = write_chart(loaded, analysis, path)?;
+    let text = crate::report::markdown(&loaded.spec, analysis, chart.as_deref());
+    write_text(path, &text)?;
+    Ok(text)
+}
+
+/// Draws the conclusion's chart as `<report stem>.png` and `.svg` beside the
+/// report; returns the PNG's file name to link, or `None` without a conclusion.
+fn write_chart(
+    loaded: &Loaded,
+    analysis: &Analysis,
+    report: &Path,
+) -> Result<Option<String>, CliError> {
+    let Some(table) = &analysis.conclusion else {
+        return Ok(None);
+    };
+    let spec = &loaded.spec;
+    let data = ChartData {
+        title: format!(
+            "{}: Total TPS per benchmark case",
+            spec.title.as_deref().unwrap_or(&spec.name)
+        ),
+        baseline: format!("baseline ({})", table.baseline),
+        optimized: format!("optimized ({})", table.optimized),
+        groups: table
+            .rows
+            .iter()
+            .map(|r| ChartGroup {
+                label: spec.workload_title(&r.workload).to_owned(),
+                baseline: r.base_tps * f64::from(table.baseline_replicas),
+                optimized: r.opt_tps * f64::from(table.optimized_replicas),
+            })
+            .collect(),
+    };
+    write_file(&report.with_extension("svg"), chart::svg(&data).as_bytes())?;
+    let png = report.with_extension("png");
+    write_file(&png, &chart::png(&data))?;
+    Ok(png.file_name().map(|n| n.to_string_lossy().into_owned()))
 }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::args::RunArgs;
 use super::plan::build_plan;
-use super::report::{render, stored_records};
-use super::{CliError, load, sample_notes, write_text};
+use super::report::{analyze, stored_records, write_markdown};
+use super::{CliError, load, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::plan::RunStatus;
@@ -58,13 +58,13 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
                 .is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e))
         })
         .count();
-    let text = render(&loaded, records)?;
-    print!("{text}");
+    let analysis = analyze(&loaded, records)?;
     let path = args.report.clone().unwrap_or_else(|| {
         let stem = args.common.experiment.file_stem().unwrap_or_default();
         PathBuf::from("reports").join(stem).with_extension("md")
     });
-    write_text(&path, &text)?;
+    let text = write_markdown(&loaded, &analysis, &path)?;
+    print!("{text}");
     eprintln!(
         "perfpipe: ran {} (failed: {}); report written to `{}`",
         summary.succeeded + summary.failed,

@@ -82,6 +82,7 @@ mod tests {
                 value: "long".into(),
                 span: (0..0).into(),
             },
+            title: None,
             dataset: Dataset::Random {
                 input_len: 4000,
                 output_len: 200,

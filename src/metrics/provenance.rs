@@ -29,3 +29,25 @@ pub enum Provenance {
     /// Taken from a published report.
     Published { source: String },
 }
+
+impl Provenance {
+    /// The machine and software a number came from, as a report names it:
+    /// host, GPU, driver and CUDA for measured numbers.
+    pub fn environment(&self) -> String {
+        match self {
+            Self::Measured {
+                host,
+                gpu,
+                driver,
+                cuda_version,
+                ..
+            } => format!("{host}: {gpu}, driver {driver}, CUDA {cuda_version}"),
+            Self::Simulated {
+                host,
+                sim_engine_version,
+                ..
+            } => format!("{host}: simulated engine v{sim_engine_version}"),
+            Self::Published { source } => format!("published: {source}"),
+        }
+    }
+}

@@ -1,16 +1,19 @@
 //! The markdown report, modelled on the published studies: conclusion first,
-//! then one section per comparison, then every run's numbers.
+//! then one section per comparison, the summary of optimization options, the
+//! other benchmark cases, published vs measured, the context, and every run's
+//! numbers. Sections and their order are the experiment's. (pure)
 
 use std::fmt::Write;
 
-use crate::analyze::{Analysis, ComparisonResult, ConclusionTable, RunRecord, Source};
+use super::runs::{run_columns, runs};
+use crate::analyze::{
+    Analysis, ComparisonResult, ConclusionTable, Ranked, RunRecord, Source, SummaryNote,
+};
 use crate::engine::command::display_command;
-use crate::metrics::MetricSet;
-use crate::metrics::telemetry::TelemetrySummary;
-use crate::spec::Spec;
+use crate::spec::{Section, Spec};
 
-/// The whole report.
-pub fn markdown(spec: &Spec, analysis: &Analysis) -> String {
+/// The whole report; `chart` is the file name of the chart image, when one was drawn.
+pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String {
     let mut out = String::new();
     let title = spec.title.as_deref().unwrap_or(&spec.name);
     let _ = writeln!(out, "# {title}\n");
@@ -22,38 +25,425 @@ pub fn markdown(spec: &Spec, analysis: &Analysis) -> String {
         spec.hardware.gpu,
         sources(&analysis.runs)
     );
-    if analysis
-        .runs
-        .iter()
-        .any(|r| r.source == Some(Source::Simulated))
-    {
+    let sources = source_kinds(&analysis.runs);
+    if sources.contains(&Source::Simulated) {
         out.push_str(
             "> **Simulated.** These numbers come from perfpipe's simulated engine: they show that the \
              pipeline runs end to end and move with flags and workloads, but they do not predict any GPU.\n\n",
+        );
+    }
+    if sources.len() > 1 {
+        out.push_str(
+            "> **Mixed sources.** This report holds numbers of different kinds; the runs table names \
+             the source of each (a run with no measured sample shows its imported, published numbers).\n\n",
         );
     }
     let set = spec.harness.kind.metric_set();
     if let Some(caveat) = set.caveat() {
         let _ = writeln!(out, "> **Definitions.** {caveat}\n");
     }
-    if let Some(table) = &analysis.conclusion {
-        conclusion(&mut out, spec, table);
+    let ctx = Ctx { spec, analysis };
+    for section in &spec.report.sections {
+        match section {
+            Section::Conclusion => {
+                if let Some(table) = &analysis.conclusion {
+                    ctx.conclusion(&mut out, table, chart);
+                }
+            }
+            Section::Comparisons => {
+                for c in &analysis.comparisons {
+                    ctx.comparison(&mut out, c);
+                }
+            }
+            Section::Summary => ctx.summary(&mut out),
+            Section::OtherCases => ctx.other_cases(&mut out),
+            Section::Published => ctx.published(&mut out),
+            Section::Context => ctx.context(&mut out),
+            Section::Runs => runs(&mut out, run_columns(set), &analysis.runs),
+        }
     }
-    for comparison in &analysis.comparisons {
-        section(&mut out, spec, comparison);
-    }
-    runs(&mut out, run_columns(set), &analysis.runs);
     out
+}
+
+struct Ctx<'a> {
+    spec: &'a Spec,
+    analysis: &'a Analysis,
+}
+
+impl Ctx<'_> {
+    fn delta(&self, pct: f64) -> String {
+        format!("{pct:+.*}%", self.spec.report.delta_decimals)
+    }
+
+    /// A delta as the published pages colour it.
+    fn coloured_delta(&self, pct: f64) -> String {
+        let colour = if pct >= 0.0 { "lightgreen" } else { "#fbcaca" };
+        format!(
+            "<span style=\"background-color:{colour};\">({})</span>",
+            self.delta(pct)
+        )
+    }
+
+    fn command(&self, step: &str) -> String {
+        self.spec
+            .step(step)
+            .map(|s| display_command(s.engine, &s.model.id, &s.args))
+            .unwrap_or_default()
+    }
+
+    fn conclusion(&self, out: &mut String, table: &ConclusionTable, chart: Option<&str>) {
+        out.push_str("## Conclusion\n\n");
+        if let Some(chart) = chart {
+            let _ = writeln!(out, "![Total TPS per benchmark case]({chart})\n");
+        }
+        if let Some(step) = self.spec.step(&table.optimized) {
+            let replicas = match (step.replicas, step.measure_all) {
+                (1, _) => String::new(),
+                (n, false) => format!(
+                    ", {n} replicas of {} GPUs; one measured, its throughput reported ×{n}",
+                    step.gpus
+                ),
+                (n, true) => format!(", {n} replicas of {} GPUs, all measured", step.gpus),
+            };
+            let _ = writeln!(
+                out,
+                "Recommended configuration (`{}`{replicas}):\n\n```bash\n{}\n```\n",
+                table.optimized,
+                self.command(&table.optimized)
+            );
+        }
+        let times = |n: u32| {
+            if n > 1 {
+                format!(", ×{n}")
+            } else {
+                String::new()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "| Benchmark Case | Baseline (`{}`{}) | Optimized (`{}`{}) |\n|---|---|---|",
+            table.baseline,
+            times(table.baseline_replicas),
+            table.optimized,
+            times(table.optimized_replicas)
+        );
+        let x = |n: u32| {
+            if n > 1 {
+                format!("x{n}")
+            } else {
+                String::new()
+            }
+        };
+        for row in &table.rows {
+            let noise = match row.within_noise {
+                Some(true) => " (within noise)",
+                _ => "",
+            };
+            let n = |n: u32| {
+                if n > 1 {
+                    format!(" (n={n})")
+                } else {
+                    String::new()
+                }
+            };
+            let _ = writeln!(
+                out,
+                "| **{}** | Total TPS: {:.2}{}{}<br>Mean TPOT(ms): {:.2} | Total TPS: {:.2}{}{} {}{noise}<br>Mean TPOT(ms): {:.2} |",
+                self.spec.workload_title(&row.workload),
+                row.base_tps,
+                x(table.baseline_replicas),
+                n(row.base_n),
+                row.base_tpot_ms,
+                row.opt_tps,
+                x(table.optimized_replicas),
+                n(row.opt_n),
+                self.coloured_delta(row.delta_pct),
+                row.opt_tpot_ms
+            );
+        }
+        out.push('\n');
+    }
+
+    fn comparison(&self, out: &mut String, c: &ComparisonResult) {
+        let _ = writeln!(
+            out,
+            "## {}\n\nRanked by total token throughput on {}.\n",
+            c.title,
+            self.spec.workload_title(&c.workload)
+        );
+        out.push_str("| Step | Serving command | Total TPS | TPS/GPU | Mean TPOT (ms) |\n|---|---|---|---|---|\n");
+        for r in &c.ranking {
+            let baseline = if r.is_baseline { " (baseline)" } else { "" };
+            let _ = writeln!(
+                out,
+                "| `{}`{baseline} | `{}` | {} | {:.2} | {:.2} |",
+                r.step,
+                self.command(&r.step),
+                tps_cell(r),
+                r.per_gpu(),
+                r.tpot_ms
+            );
+        }
+        for (step, error) in &c.failed {
+            let _ = writeln!(
+                out,
+                "| `{step}` | `{}` | failed: `{error}` | - | - |",
+                self.command(step)
+            );
+        }
+        for step in &c.missing {
+            let _ = writeln!(
+                out,
+                "| `{step}` | `{}` | not run yet | - | - |",
+                self.command(step)
+            );
+        }
+        if !c.ranking.is_empty() {
+            let line: Vec<String> = c
+                .ranking
+                .iter()
+                .map(|r| {
+                    let label = if r.replicas > 1 {
+                        format!("{} ×{}", r.label, r.replicas)
+                    } else {
+                        r.label.clone()
+                    };
+                    format!("{label} ({:.2} tok/s)", r.aggregate())
+                })
+                .collect();
+            let _ = writeln!(out, "\nResult: {}", line.join(" > "));
+        }
+        out.push('\n');
+    }
+
+    fn summary(&self, out: &mut String) {
+        let rows = &self.analysis.summary;
+        if rows.is_empty() {
+            return;
+        }
+        out.push_str("## Summary of Optimization Options\n\n| Optimization Option | Throughput Improvement |\n|---|---|\n");
+        for r in rows {
+            let shown = r.shown.map_or("-".to_owned(), |pct| {
+                let colour = if pct >= 0.0 { "lightgreen" } else { "#fbcaca" };
+                format!(
+                    "<span style=\"background-color:{colour};\">{}</span>",
+                    self.delta(pct)
+                )
+            });
+            let _ = writeln!(out, "| {} | {shown} |", r.title);
+        }
+        let notes: Vec<String> = rows
+            .iter()
+            .filter_map(|r| {
+                // One more decimal than the table, so a gain just under a threshold shows as such.
+                let decimals = self.spec.report.delta_decimals + 1;
+                let data = r.data.as_ref().map_or("no data".to_owned(), |g| {
+                    format!("`{}` gives {:+.decimals$}%", g.step, g.pct)
+                });
+                let why = match r.note.as_ref()? {
+                    SummaryNote::CreditsConclusion { pct, workload } => format!(
+                        "credits the optimized configuration's {} on {}, as declared; the comparison alone: {data}",
+                        self.delta(*pct),
+                        self.spec.workload_title(workload)
+                    ),
+                    SummaryNote::BelowThreshold { threshold_pct } => format!(
+                        "\"-\": at or below the declared {threshold_pct}% threshold; the comparison: {data}"
+                    ),
+                    SummaryNote::WithinNoise => {
+                        format!("\"-\": within run-to-run noise; the comparison: {data}")
+                    }
+                    SummaryNote::NoData => "\"-\": no declared comparison measures it".to_owned(),
+                };
+                Some(format!("- {}: {why}", r.title))
+            })
+            .collect();
+        if !notes.is_empty() {
+            out.push_str("\nRows that do not show their comparison's own result:\n\n");
+            for n in notes {
+                let _ = writeln!(out, "{n}");
+            }
+        }
+        out.push('\n');
+    }
+
+    /// Every workload for the baseline and the optimized configuration.
+    fn other_cases(&self, out: &mut String) {
+        let Some(c) = &self.spec.conclusion else {
+            return;
+        };
+        let set = self.spec.harness.kind.metric_set();
+        let columns: &[(&str, &str)] = match set {
+            crate::metrics::MetricSet::Vllm => &[
+                ("total_token_throughput", "Total TPS"),
+                ("output_throughput", "Output TPS"),
+                ("mean_ttft_ms", "Mean TTFT (ms)"),
+                ("mean_tpot_ms", "Mean TPOT (ms)"),
+                ("mean_itl_ms", "Mean ITL (ms)"),
+            ],
+            crate::metrics::MetricSet::Guidellm => &[
+                ("tokens_per_second_mean", "tokens_per_second mean"),
+                ("time_to_first_token_ms_mean", "time_to_first_token_ms mean"),
+                (
+                    "time_per_output_token_ms_mean",
+                    "time_per_output_token_ms mean",
+                ),
+                ("inter_token_latency_ms_mean", "inter_token_latency_ms mean"),
+            ],
+        };
+        out.push_str("## Other Benchmark Cases\n\n");
+        for (label, step) in [("Baseline", &c.baseline), ("Optimized", &c.optimized)] {
+            let per_instance = match self.spec.step(step).map(|s| s.report_factor()) {
+                Some(n) if n > 1 => format!(" (numbers of one instance; ×{n} replicas)"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "{label} (`{step}`{per_instance}): `{}`\n",
+                self.command(step)
+            );
+            out.push_str("| Benchmark Case |");
+            for (_, h) in columns {
+                let _ = write!(out, " {h} |");
+            }
+            out.push_str("\n|---|");
+            out.push_str(&"---:|".repeat(columns.len()));
+            out.push('\n');
+            for r in self.analysis.runs.iter().filter(|r| &r.step == step) {
+                let _ = write!(out, "| {} |", self.spec.workload_title(&r.workload));
+                for (name, _) in columns {
+                    match (r.metrics.get(*name), &r.failure) {
+                        (Some(v), _) => {
+                            let _ = write!(out, " {v:.2} |");
+                        }
+                        (None, Some(_)) => out.push_str(" failed |"),
+                        (None, None) => out.push_str(" - |"),
+                    }
+                }
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+    }
+
+    fn published(&self, out: &mut String) {
+        let checks = &self.analysis.checks;
+        if checks.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "## Published vs Measured\n\nTolerance: ±{}%.\n\n| Step | Workload | Metric | Published | Stored | Difference | Source | Verdict |\n|---|---|---|---:|---:|---:|---|---|",
+            self.spec.report.tolerance_pct
+        );
+        for c in checks {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | `{}` | {} | {} | {} | {} | {} |",
+                c.step,
+                self.spec.workload_title(&c.workload),
+                c.metric,
+                c.published,
+                c.measured.as_deref().unwrap_or("-"),
+                c.diff_pct.map_or("-".to_owned(), |d| self.delta(d)),
+                c.source.map_or("-", Source::label),
+                c.verdict.label()
+            );
+        }
+        out.push('\n');
+    }
+
+    /// Where the numbers came from, and a warning when compared results do not
+    /// share a machine and software.
+    fn context(&self, out: &mut String) {
+        let mut environments: Vec<(&str, usize)> = Vec::new();
+        for r in &self.analysis.runs {
+            if let Some(e) = r.environment.as_deref() {
+                match environments.iter_mut().find(|(x, _)| *x == e) {
+                    Some((_, n)) => *n += 1,
+                    None => environments.push((e, 1)),
+                }
+            }
+        }
+        if environments.is_empty() {
+            return;
+        }
+        out.push_str("## Context\n\n| Host and software | Runs |\n|---|---:|\n");
+        for (e, n) in &environments {
+            let _ = writeln!(out, "| {e} | {n} |");
+        }
+        out.push('\n');
+        for (title, steps) in self.compared_sets() {
+            let mut seen: Vec<&str> = steps
+                .iter()
+                .filter_map(|(s, w)| self.record(s, w)?.environment.as_deref())
+                .collect();
+            seen.sort();
+            seen.dedup();
+            if seen.len() > 1 {
+                let _ = writeln!(
+                    out,
+                    "> **Warning.** {title} compares results from different hosts or software: {}.\n",
+                    seen.join("; ")
+                );
+            }
+        }
+    }
+
+    /// Each table that compares results, with the (step, workload) pairs it compares.
+    fn compared_sets(&self) -> Vec<(String, Vec<(String, String)>)> {
+        let mut sets: Vec<(String, Vec<(String, String)>)> = self
+            .analysis
+            .comparisons
+            .iter()
+            .map(|c| {
+                let steps = c
+                    .ranking
+                    .iter()
+                    .map(|r| (r.step.clone(), c.workload.clone()))
+                    .collect();
+                (format!("\"{}\"", c.title), steps)
+            })
+            .collect();
+        if let Some(t) = &self.analysis.conclusion {
+            let steps = t
+                .rows
+                .iter()
+                .flat_map(|r| {
+                    [
+                        (t.baseline.clone(), r.workload.clone()),
+                        (t.optimized.clone(), r.workload.clone()),
+                    ]
+                })
+                .collect();
+            sets.push(("The conclusion".to_owned(), steps));
+        }
+        sets
+    }
+
+    fn record(&self, step: &str, workload: &str) -> Option<&RunRecord> {
+        self.analysis
+            .runs
+            .iter()
+            .find(|r| r.step == step && r.workload == workload)
+    }
+}
+
+/// Total TPS as the published pages print it ("3019.19x2"), with n and spread
+/// when several samples stand behind it.
+fn tps_cell(r: &Ranked) -> String {
+    let mut cell = format!("{:.2}", r.tps);
+    if r.replicas > 1 {
+        let _ = write!(cell, "x{}", r.replicas);
+    }
+    if let Some(sd) = r.tps_sd {
+        let _ = write!(cell, " ± {sd:.2} (n={})", r.n);
+    }
+    cell
 }
 
 /// Which kinds of numbers the report holds, e.g. "published" or "simulated, published".
 fn sources(runs: &[RunRecord]) -> String {
-    let mut kinds: Vec<&str> = runs
-        .iter()
-        .filter_map(|r| r.source.map(Source::label))
-        .collect();
-    kinds.sort();
-    kinds.dedup();
+    let kinds: Vec<&str> = source_kinds(runs).into_iter().map(Source::label).collect();
     if kinds.is_empty() {
         "none yet".into()
     } else {
@@ -61,262 +451,13 @@ fn sources(runs: &[RunRecord]) -> String {
     }
 }
 
-fn conclusion(out: &mut String, spec: &Spec, table: &ConclusionTable) {
-    out.push_str("## Conclusion\n\n");
-    if let Some(step) = spec.step(&table.optimized) {
-        let replicas = match (step.replicas, step.measure_all) {
-            (1, _) => String::new(),
-            (n, false) => format!(
-                ", {n} replicas of {} GPUs; one measured, its throughput reported ×{n}",
-                step.gpus
-            ),
-            (n, true) => format!(", {n} replicas of {} GPUs, all measured", step.gpus),
-        };
-        let _ = writeln!(
-            out,
-            "Recommended configuration (`{}`{replicas}):\n",
-            table.optimized
-        );
-        let _ = writeln!(
-            out,
-            "```bash\n{}\n```\n",
-            display_command(step.engine, &step.model.id, &step.args)
-        );
-    }
-    let times = |n: u32| {
-        if n > 1 {
-            format!(", ×{n}")
-        } else {
-            String::new()
-        }
-    };
-    let _ = writeln!(
-        out,
-        "| Benchmark Case | Baseline (`{}`{}) | Optimized (`{}`{}) |",
-        table.baseline,
-        times(table.baseline_replicas),
-        table.optimized,
-        times(table.optimized_replicas)
-    );
-    out.push_str("|---|---|---|\n");
-    for row in &table.rows {
-        let base_x = if table.baseline_replicas > 1 {
-            format!("x{}", table.baseline_replicas)
-        } else {
-            String::new()
-        };
-        let opt_x = if table.optimized_replicas > 1 {
-            format!("x{}", table.optimized_replicas)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "| **{}** | Total TPS: {:.2}{base_x}<br>Mean TPOT(ms): {:.2} | Total TPS: {:.2}{opt_x} ({:+.1}%)<br>Mean TPOT(ms): {:.2} |",
-            row.workload,
-            row.base_tps,
-            row.base_tpot_ms,
-            row.opt_tps,
-            row.delta_pct,
-            row.opt_tpot_ms
-        );
-    }
-    out.push('\n');
-}
-
-fn section(out: &mut String, spec: &Spec, c: &ComparisonResult) {
-    let _ = writeln!(out, "## {}\n", c.title);
-    let _ = writeln!(
-        out,
-        "Ranked by total token throughput on `{}`.\n",
-        c.workload
-    );
-    out.push_str("| Step | Serving command | Total TPS | TPS/GPU | Mean TPOT (ms) |\n|---|---|---|---|---|\n");
-    for r in &c.ranking {
-        let command = spec
-            .step(&r.step)
-            .map(|s| display_command(s.engine, &s.model.id, &s.args))
-            .unwrap_or_default();
-        let tps = if r.replicas > 1 {
-            format!("{:.2}x{}", r.tps, r.replicas)
-        } else {
-            format!("{:.2}", r.tps)
-        };
-        let baseline = if r.is_baseline { " (baseline)" } else { "" };
-        let _ = writeln!(
-            out,
-            "| `{}`{baseline} | `{command}` | {tps} | {:.2} | {:.2} |",
-            r.step,
-            r.per_gpu(),
-            r.tpot_ms
-        );
-    }
-    for (step, error) in &c.failed {
-        let command = spec
-            .step(step)
-            .map(|s| display_command(s.engine, &s.model.id, &s.args))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "| `{step}` | `{command}` | failed: `{error}` | - | - |"
-        );
-    }
-    for step in &c.missing {
-        let _ = writeln!(out, "| `{step}` | | not run yet | - | - |");
-    }
-    if !c.ranking.is_empty() {
-        let line: Vec<String> = c
-            .ranking
-            .iter()
-            .map(|r| {
-                let label = if r.replicas > 1 {
-                    format!("{} ×{}", r.label, r.replicas)
-                } else {
-                    r.label.clone()
-                };
-                format!("{label} ({:.2} tok/s)", r.aggregate())
-            })
-            .collect();
-        let _ = writeln!(out, "\nResult: {}", line.join(" > "));
-    }
-    out.push('\n');
-}
-
-/// The runs table's columns: (metric, header), under the client's own names.
-fn run_columns(set: MetricSet) -> &'static [(&'static str, &'static str)] {
-    match set {
-        MetricSet::Vllm => VLLM_COLUMNS,
-        MetricSet::Guidellm => GUIDELLM_COLUMNS,
-    }
-}
-
-const GUIDELLM_COLUMNS: &[(&str, &str)] = &[
-    ("request_totals_successful", "Requests"),
-    ("tokens_per_second_mean", "tokens_per_second mean"),
-    (
-        "output_tokens_per_second_mean",
-        "output_tokens_per_second mean",
-    ),
-    ("time_to_first_token_ms_mean", "time_to_first_token_ms mean"),
-    ("time_to_first_token_ms_p99", "time_to_first_token_ms p99"),
-    (
-        "time_per_output_token_ms_mean",
-        "time_per_output_token_ms mean",
-    ),
-    ("inter_token_latency_ms_mean", "inter_token_latency_ms mean"),
-    ("inter_token_latency_ms_p99", "inter_token_latency_ms p99"),
-];
-
-const VLLM_COLUMNS: &[(&str, &str)] = &[
-    ("completed", "Requests"),
-    ("duration", "Duration (s)"),
-    ("total_token_throughput", "Total TPS"),
-    ("output_throughput", "Output TPS"),
-    ("mean_ttft_ms", "Mean TTFT (ms)"),
-    ("p99_ttft_ms", "P99 TTFT (ms)"),
-    ("mean_tpot_ms", "Mean TPOT (ms)"),
-    ("p99_tpot_ms", "P99 TPOT (ms)"),
-    ("mean_itl_ms", "Mean ITL (ms)"),
-    ("p99_itl_ms", "P99 ITL (ms)"),
-];
-
-fn runs(out: &mut String, columns: &[(&str, &str)], runs: &[RunRecord]) {
-    out.push_str("## Runs\n\n| Step | Workload | Key | Source |");
-    for (_, header) in columns {
-        let _ = write!(out, " {header} |");
-    }
-    out.push_str("\n|---|---|---|---|");
-    out.push_str(&"---:|".repeat(columns.len()));
-    out.push('\n');
-    for r in runs {
-        let key = r
-            .key
-            .as_deref()
-            .map_or("-".to_owned(), |k| format!("`{}`", &k[..12]));
-        let source = match (r.source, r.samples) {
-            (Some(s), n) if n > 1 => format!("{} (n={n})", s.label()),
-            (Some(s), _) => s.label().to_owned(),
-            (None, _) => "not run".to_owned(),
-        };
-        let _ = write!(
-            out,
-            "| `{}` | `{}` | {key} | {source} |",
-            r.step, r.workload
-        );
-        for (i, (name, _)) in columns.iter().enumerate() {
-            match (r.metrics.get(*name), &r.failure) {
-                // The first column counts requests.
-                (Some(v), _) if i == 0 => {
-                    let _ = write!(out, " {v:.0} |");
-                }
-                (Some(v), _) => {
-                    let _ = write!(out, " {v:.2} |");
-                }
-                (None, Some(_)) if i == 0 => out.push_str(" failed |"),
-                _ => out.push_str(" - |"),
-            }
-        }
-        out.push('\n');
-    }
-    let failures: Vec<&RunRecord> = runs.iter().filter(|r| r.failure.is_some()).collect();
-    if !failures.is_empty() {
-        out.push_str("\nFailed runs:\n\n");
-        for r in failures {
-            let _ = writeln!(
-                out,
-                "- `{}` × `{}`: `{}`",
-                r.step,
-                r.workload,
-                r.failure.as_deref().unwrap_or_default()
-            );
+fn source_kinds(runs: &[RunRecord]) -> Vec<Source> {
+    let mut kinds: Vec<Source> = Vec::new();
+    for s in runs.iter().filter_map(|r| r.source) {
+        if !kinds.contains(&s) {
+            kinds.push(s);
         }
     }
-    telemetry(out, runs);
-    let warned: Vec<&RunRecord> = runs.iter().filter(|r| !r.warnings.is_empty()).collect();
-    if !warned.is_empty() {
-        out.push_str("\nWarnings from the harness:\n\n");
-        for r in warned {
-            for w in &r.warnings {
-                let _ = writeln!(out, "- `{}` × `{}`: {w}", r.step, r.workload);
-            }
-        }
-    }
-}
-
-/// GPU and engine readings beside the numbers: power, heat, throttling, queues.
-fn telemetry(out: &mut String, runs: &[RunRecord]) {
-    let with: Vec<(&RunRecord, &TelemetrySummary)> = runs
-        .iter()
-        .filter_map(|r| Some((r, r.telemetry.as_ref()?)))
-        .collect();
-    if with.is_empty() {
-        return;
-    }
-    out.push_str("\nTelemetry while measuring:\n\n");
-    out.push_str("| Step | Workload | Mean power (W) | Max temp (°C) | Throttling | Mean KV cache | Max running | Max waiting | Preemptions |\n");
-    out.push_str("|---|---|---:|---:|---|---:|---:|---:|---:|\n");
-    let num = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
-    for (r, t) in with {
-        let throttling = if t.gpu_samples == 0 {
-            "-".to_owned()
-        } else if t.throttling.is_empty() {
-            "none".to_owned()
-        } else {
-            t.throttling.join(", ")
-        };
-        let kv = t
-            .mean_kv_cache_usage
-            .map_or("-".to_owned(), |u| format!("{:.0}%", u * 100.0));
-        let _ = writeln!(
-            out,
-            "| `{}` | `{}` | {} | {} | {throttling} | {kv} | {} | {} | {} |",
-            r.step,
-            r.workload,
-            num(t.mean_power_w, 1),
-            num(t.max_temperature_c, 0),
-            num(t.max_running, 0),
-            num(t.max_waiting, 0),
-            num(t.preemptions, 0)
-        );
-    }
+    kinds.sort_by_key(|s| s.label());
+    kinds
 }

@@ -1,5 +1,12 @@
-//! Rendering an analysis for people (markdown). (pure)
+//! Rendering an analysis: markdown for people, JSON and CSV for tools, and
+//! the chart the markdown links. (pure)
 
+pub mod chart;
+mod csv;
+mod json;
 mod markdown;
+mod runs;
 
+pub use csv::csv;
+pub use json::json;
 pub use markdown::markdown;

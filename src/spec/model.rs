@@ -25,9 +25,17 @@ pub struct Spec {
     pub steps: Vec<Step>,
     pub comparisons: Vec<Comparison>,
     pub conclusion: Option<Conclusion>,
+    pub report: ReportDecl,
 }
 
 impl Spec {
+    /// How a report names a workload: its `title`, else its name.
+    pub fn workload_title<'a>(&'a self, name: &'a str) -> &'a str {
+        self.workload(name)
+            .and_then(|w| w.title.as_deref())
+            .unwrap_or(name)
+    }
+
     pub fn step(&self, name: &str) -> Option<&Step> {
         self.steps.iter().find(|s| s.name.value == name)
     }
@@ -230,6 +238,8 @@ impl Default for HarnessDecl {
 #[derive(Debug, Clone)]
 pub struct Workload {
     pub name: Spanned<String>,
+    /// The name a report prints ("Short Prompt"); the key ignores it.
+    pub title: Option<String>,
     pub dataset: Dataset,
     pub prompts: u32,
     pub rate: RequestRate,
@@ -322,6 +332,86 @@ pub struct ExpectedMetric {
     pub value: f64,
     /// The text as written, so a report prints `3792.50`, not `3792.5`.
     pub text: String,
+}
+
+/// How the report is laid out (`report { ... }`); nothing here enters a key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportDecl {
+    /// Decimals of every delta % (older published pages print 1, newer 2).
+    pub delta_decimals: usize,
+    /// How far a measured number may lie from its published value, in %.
+    pub tolerance_pct: f64,
+    /// The "Summary of optimization options" rows; `None`: one per comparison.
+    pub summary: Option<Vec<SummaryRowDecl>>,
+    /// Which sections, in which order.
+    pub sections: Vec<Section>,
+}
+
+impl Default for ReportDecl {
+    fn default() -> Self {
+        Self {
+            delta_decimals: 1,
+            tolerance_pct: 5.0,
+            summary: None,
+            sections: Section::ALL.to_vec(),
+        }
+    }
+}
+
+/// A section of the markdown report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Conclusion,
+    Comparisons,
+    Summary,
+    OtherCases,
+    Published,
+    Context,
+    Runs,
+}
+
+impl Section {
+    pub const ALL: [Section; 7] = [
+        Self::Conclusion,
+        Self::Comparisons,
+        Self::Summary,
+        Self::OtherCases,
+        Self::Published,
+        Self::Context,
+        Self::Runs,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Conclusion => "conclusion",
+            Self::Comparisons => "comparisons",
+            Self::Summary => "summary",
+            Self::OtherCases => "other-cases",
+            Self::Published => "published",
+            Self::Context => "context",
+            Self::Runs => "runs",
+        }
+    }
+}
+
+/// One row of the summary of optimization options, as the page made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRowDecl {
+    pub title: String,
+    /// The comparison whose data the row is about (default: the one titled alike).
+    pub comparison: Option<String>,
+    pub credits: Credit,
+    /// Gains at or below this many % print as "-".
+    pub threshold_pct: f64,
+}
+
+/// What a summary row's number is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credit {
+    /// The best candidate's gain over the comparison's baseline.
+    Comparison,
+    /// The conclusion's gain (optimized over baseline) on the comparison's workload.
+    Conclusion,
 }
 
 #[derive(Debug, Clone)]

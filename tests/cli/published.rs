@@ -21,12 +21,14 @@ fn published_report(experiment: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// `(Total TPS cells, delta)` of each conclusion row, e.g. `("3922.41", "5770.24", "+47.1%")`.
-fn conclusion_rows(markdown: &str) -> Vec<(String, String, String)> {
+/// `(case, Total TPS cells, delta)` of each conclusion row, e.g.
+/// `("ShareGPT", "3922.41", "5770.24", "+47.1%")`.
+fn conclusion_rows(markdown: &str) -> Vec<(String, String, String, String)> {
     markdown
         .lines()
         .filter(|l| l.starts_with("| **"))
         .map(|l| {
+            let case = l["| **".len()..].split("**").next().unwrap().to_owned();
             let values: Vec<&str> = l
                 .split("Total TPS: ")
                 .skip(1)
@@ -38,7 +40,31 @@ fn conclusion_rows(markdown: &str) -> Vec<(String, String, String)> {
                 .find(|inside| inside.ends_with('%'))
                 .unwrap()
                 .to_owned();
-            (values[0].to_owned(), values[1].to_owned(), delta)
+            (case, values[0].to_owned(), values[1].to_owned(), delta)
+        })
+        .collect()
+}
+
+/// `(option, improvement)` of each row of the "Summary of Optimization Options".
+fn summary_rows(markdown: &str) -> Vec<(String, String)> {
+    let table = markdown
+        .split("Summary of Optimization Options")
+        .nth(1)
+        .unwrap();
+    table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let value = cells[2]
+                .trim_end_matches("</span>")
+                .rsplit('>')
+                .next()
+                .unwrap()
+                .to_owned();
+            (cells[1].to_owned(), value)
         })
         .collect()
 }
@@ -49,9 +75,10 @@ fn check(experiment: &str, page: &str, deltas: &[&str]) {
     let ours = conclusion_rows(&report);
     assert_eq!(ours, conclusion_rows(&page));
     assert_eq!(
-        ours.iter().map(|r| r.2.as_str()).collect::<Vec<_>>(),
+        ours.iter().map(|r| r.3.as_str()).collect::<Vec<_>>(),
         deltas
     );
+    assert_eq!(summary_rows(&report), summary_rows(&page));
 }
 
 #[test]
@@ -60,6 +87,17 @@ fn qwen3_14b_conclusion_matches_the_page() {
         "experiments/qwen3-14b-a100.kdl",
         "qwen3-14b-a100.md",
         &["+47.1%", "+78.2%", "+25.3%", "+24.6%", "-0.4%"],
+    );
+    let page =
+        std::fs::read_to_string(Path::new(FIXTURES).join("published/qwen3-14b-a100.md")).unwrap();
+    assert_eq!(
+        summary_rows(&page),
+        [
+            ("Engine Selection".to_owned(), "+47.1%".to_owned()),
+            ("Quantization".to_owned(), "-".to_owned()),
+            ("Max Batched Token Numbers".to_owned(), "-".to_owned()),
+        ],
+        "the page's summary, as the test reads it"
     );
 }
 

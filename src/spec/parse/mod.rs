@@ -5,6 +5,7 @@
 //! suggest the name that was meant, and keep going after the first error.
 
 mod nodes;
+mod report;
 mod steps;
 mod validate;
 mod values;
@@ -77,8 +78,9 @@ const TOP_NODES: &[&str] = &[
     "sweep",
     "compare",
     "conclusion",
+    "report",
 ];
-const WORKLOAD_NODES: &[&str] = &["dataset", "prompts", "rate", "concurrency"];
+const WORKLOAD_NODES: &[&str] = &["title", "dataset", "prompts", "rate", "concurrency"];
 const STEP_PROPS: &[&str] = &["engine", "model", "revision", "gpus", "replicas", "measure"];
 const STEP_NODES: &[&str] = &["args", "env", "workloads", "expect", "expect-failure"];
 const SWEEP_NODES: &[&str] = &[
@@ -198,13 +200,14 @@ impl Decoder {
         let mut steps: Vec<Step> = Vec::new();
         let mut comparisons = Vec::new();
         let mut conclusion = None;
+        let mut report = None;
         let mut seen_singletons: BTreeMap<&str, SourceSpan> = BTreeMap::new();
 
         for child in children {
             let kind = child.name().value();
             if matches!(
                 kind,
-                "title" | "hardware" | "model" | "runtime" | "harness" | "conclusion"
+                "title" | "hardware" | "model" | "runtime" | "harness" | "conclusion" | "report"
             ) {
                 if let Some(first) = seen_singletons.get(kind) {
                     let first = *first;
@@ -266,6 +269,7 @@ impl Decoder {
                     }
                 }
                 "conclusion" => conclusion = self.conclusion(child),
+                "report" => report = self.report(child),
                 _ => {}
             }
         }
@@ -307,11 +311,13 @@ impl Decoder {
             steps,
             comparisons,
             conclusion,
+            report: report.unwrap_or_default(),
         };
         self.resolve_defaults(&mut spec);
         self.check_references(&spec);
         self.check_gpus(&spec);
         self.check_harness(&spec);
+        self.check_report(&spec, node);
         Some(spec)
     }
 }

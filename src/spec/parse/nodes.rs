@@ -182,8 +182,14 @@ impl Decoder {
         let mut prompts = None;
         let mut rate = RequestRate::Infinite;
         let mut concurrency = None;
+        let mut title = None;
         for child in self.children(node, WORKLOAD_NODES) {
             match child.name().value() {
+                "title" => {
+                    self.no_props(child);
+                    self.no_children(child);
+                    title = self.required_string_arg(child, 0, "the workload's title");
+                }
                 "dataset" => dataset = self.dataset(child),
                 "prompts" => prompts = self.single_count(child, "the number of prompts"),
                 "rate" => {
@@ -219,6 +225,7 @@ impl Decoder {
         }
         Some(Workload {
             name: name?,
+            title,
             dataset: dataset?,
             prompts: prompts?,
             rate,

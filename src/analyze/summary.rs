@@ -1,0 +1,186 @@
+//! The "Summary of optimization options": one row per comparison with the
+//! gain it credits, as the experiment declares the page made it. (pure)
+
+use super::{ComparisonResult, ConclusionTable, Ranked};
+use crate::spec::{Credit, Spec, SummaryRowDecl};
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SummaryRow {
+    pub title: String,
+    /// The gain in % the row shows; `None` prints "-".
+    pub shown: Option<f64>,
+    /// What the comparison's own data gives: its best candidate over its baseline.
+    pub data: Option<Gain>,
+    /// Why the row does not show the comparison's data, when it does not.
+    pub note: Option<SummaryNote>,
+}
+
+/// The best candidate's gain over the baseline of a comparison.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Gain {
+    pub step: String,
+    pub pct: f64,
+    /// The gain lies within run-to-run noise (known only with several samples).
+    pub within_noise: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SummaryNote {
+    /// The row credits the conclusion's gain on `workload`, not the comparison's.
+    CreditsConclusion { pct: f64, workload: String },
+    /// A gain at or below the declared threshold prints as "-".
+    BelowThreshold { threshold_pct: f64 },
+    /// A gain within run-to-run noise prints as "-".
+    WithinNoise,
+    /// No declared comparison measures the row.
+    NoData,
+}
+
+/// Each declared row (or one per comparison), with what it shows and why.
+pub fn summary(
+    spec: &Spec,
+    comparisons: &[ComparisonResult],
+    conclusion: Option<&ConclusionTable>,
+) -> Vec<SummaryRow> {
+    let declared: Vec<SummaryRowDecl> = spec.report.summary.clone().unwrap_or_else(|| {
+        spec.comparisons
+            .iter()
+            .map(|c| SummaryRowDecl {
+                title: c.title.clone(),
+                comparison: None,
+                credits: Credit::Comparison,
+                threshold_pct: 0.0,
+            })
+            .collect()
+    });
+    declared
+        .into_iter()
+        .map(|row| {
+            let title = row.comparison.as_deref().unwrap_or(&row.title);
+            let comparison = comparisons.iter().find(|c| c.title == title);
+            let data = comparison.and_then(best_gain);
+            let credited = match row.credits {
+                Credit::Comparison => data.as_ref().map(|g| g.pct),
+                Credit::Conclusion => conclusion.and_then(|t| {
+                    let row = comparison
+                        .and_then(|c| t.rows.iter().find(|r| r.workload == c.workload))
+                        .or(t.rows.first())?;
+                    Some(row.delta_pct)
+                }),
+            };
+            let (shown, note) = match (credited, &data) {
+                (None, _) if comparison.is_none() => (None, Some(SummaryNote::NoData)),
+                (None, _) => (None, None),
+                (Some(pct), _) if pct <= 0.0 => (None, None),
+                (Some(_), Some(g)) if g.within_noise && row.credits == Credit::Comparison => {
+                    (None, Some(SummaryNote::WithinNoise))
+                }
+                (Some(pct), _) if pct <= row.threshold_pct => (
+                    None,
+                    Some(SummaryNote::BelowThreshold {
+                        threshold_pct: row.threshold_pct,
+                    }),
+                ),
+                (Some(pct), _) => {
+                    let note = (row.credits == Credit::Conclusion).then(|| {
+                        SummaryNote::CreditsConclusion {
+                            pct,
+                            workload: comparison
+                                .map(|c| c.workload.clone())
+                                .or(conclusion
+                                    .and_then(|t| t.rows.first().map(|r| r.workload.clone())))
+                                .unwrap_or_default(),
+                        }
+                    });
+                    (Some(pct), note)
+                }
+            };
+            SummaryRow {
+                title: row.title,
+                shown,
+                data,
+                note,
+            }
+        })
+        .collect()
+}
+
+/// The best candidate against the baseline, when both have results.
+fn best_gain(c: &ComparisonResult) -> Option<Gain> {
+    let base = c.ranking.iter().find(|r| r.is_baseline)?;
+    let best = c.ranking.iter().find(|r| !r.is_baseline)?;
+    let pct = (best.aggregate() - base.aggregate()) / base.aggregate() * 100.0;
+    Some(Gain {
+        step: best.step.clone(),
+        pct,
+        within_noise: within_noise(base, best),
+    })
+}
+
+/// Whether two results differ by less than their run-to-run noise.
+fn within_noise(a: &Ranked, b: &Ranked) -> bool {
+    let (Some(sa), Some(sb)) = (a.tps_sd, b.tps_sd) else {
+        return false;
+    };
+    let var = |sd: f64, r: &Ranked| (sd * f64::from(r.replicas)).powi(2) / f64::from(r.n);
+    (b.aggregate() - a.aggregate()).abs() <= 2.0 * (var(sa, a) + var(sb, b)).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranked(step: &str, tps: f64, sd: Option<f64>, baseline: bool) -> Ranked {
+        Ranked {
+            step: step.into(),
+            label: step.into(),
+            replicas: 1,
+            gpus: 1,
+            tps,
+            tps_sd: sd,
+            n: 3,
+            tpot_ms: 1.0,
+            is_baseline: baseline,
+        }
+    }
+
+    fn comparison(ranking: Vec<Ranked>) -> ComparisonResult {
+        ComparisonResult {
+            title: "Batching".into(),
+            workload: "w".into(),
+            ranking,
+            failed: Vec::new(),
+            missing: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_best_candidate_is_credited_unless_it_is_noise() {
+        let clear = comparison(vec![
+            ranked("b", 110.0, Some(1.0), false),
+            ranked("a", 100.0, Some(1.0), true),
+        ]);
+        let gain = best_gain(&clear).unwrap();
+        assert_eq!((gain.step.as_str(), gain.pct.round()), ("b", 10.0));
+        assert!(!gain.within_noise);
+        let noisy = comparison(vec![
+            ranked("b", 101.0, Some(2.0), false),
+            ranked("a", 100.0, Some(2.0), true),
+        ]);
+        assert!(best_gain(&noisy).unwrap().within_noise);
+        let single = comparison(vec![
+            ranked("b", 101.0, None, false),
+            ranked("a", 100.0, None, true),
+        ]);
+        assert!(
+            !best_gain(&single).unwrap().within_noise,
+            "one sample: noise unknown"
+        );
+        let baseline_wins = comparison(vec![
+            ranked("a", 100.0, None, true),
+            ranked("b", 90.0, None, false),
+        ]);
+        assert!(best_gain(&baseline_wins).unwrap().pct < 0.0);
+    }
+}

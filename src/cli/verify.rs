@@ -1,0 +1,61 @@
+//! `perfpipe verify`: every stored result against its published expectation.
+
+use std::fmt::Write;
+
+use super::args::VerifyArgs;
+use super::plan::build_plan;
+use super::report::stored_records;
+use super::{CliError, load};
+use crate::analyze::{self, Verdict};
+use crate::exit_code;
+
+pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
+    let loaded = load(&args.common)?;
+    let plan = build_plan(&loaded, &args.common)?;
+    let records = stored_records(&loaded, &plan)?;
+    let tolerance = args.tolerance.unwrap_or(loaded.spec.report.tolerance_pct);
+    let checks = analyze::checks(&loaded.spec, &records, tolerance, args.metrics.as_deref());
+    let mut out = String::from(
+        "| Step | Workload | Metric | Published | Measured | Difference | Source | Verdict |\n|---|---|---|---:|---:|---:|---|---|\n",
+    );
+    for c in &checks {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.step,
+            c.workload,
+            c.metric,
+            c.published,
+            c.measured.as_deref().unwrap_or("-"),
+            c.diff_pct.map_or("-".to_owned(), |d| format!("{d:+.2}%")),
+            c.source.map_or("-", analyze::Source::label),
+            c.verdict.label()
+        );
+    }
+    print!("{out}");
+    let count = |v: Verdict| checks.iter().filter(|c| c.verdict == v).count();
+    let (within, outside, missing) = (
+        count(Verdict::Within),
+        count(Verdict::Outside),
+        count(Verdict::Missing),
+    );
+    eprintln!(
+        "perfpipe: {} checks within ±{tolerance}%: {within} within, {outside} outside, {missing} missing",
+        checks.len()
+    );
+    if checks.is_empty() {
+        eprintln!(
+            "perfpipe: nothing to verify: the experiment states no published numbers{}",
+            if args.metrics.is_some() {
+                " among `--metrics`"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(if outside + missing > 0 {
+        exit_code::VERIFY_FAILED
+    } else {
+        exit_code::OK
+    })
+}

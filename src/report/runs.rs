@@ -1,0 +1,147 @@
+//! The runs table, failures, telemetry and harness warnings: every number
+//! the report rests on, with where it came from. (pure)
+
+use std::fmt::Write;
+
+use crate::analyze::RunRecord;
+use crate::metrics::MetricSet;
+use crate::metrics::telemetry::TelemetrySummary;
+
+/// The runs table's columns: (metric, header), under the client's own names.
+pub(super) fn run_columns(set: MetricSet) -> &'static [(&'static str, &'static str)] {
+    match set {
+        MetricSet::Vllm => VLLM_COLUMNS,
+        MetricSet::Guidellm => GUIDELLM_COLUMNS,
+    }
+}
+
+const GUIDELLM_COLUMNS: &[(&str, &str)] = &[
+    ("request_totals_successful", "Requests"),
+    ("tokens_per_second_mean", "tokens_per_second mean"),
+    (
+        "output_tokens_per_second_mean",
+        "output_tokens_per_second mean",
+    ),
+    ("time_to_first_token_ms_mean", "time_to_first_token_ms mean"),
+    ("time_to_first_token_ms_p99", "time_to_first_token_ms p99"),
+    (
+        "time_per_output_token_ms_mean",
+        "time_per_output_token_ms mean",
+    ),
+    ("inter_token_latency_ms_mean", "inter_token_latency_ms mean"),
+    ("inter_token_latency_ms_p99", "inter_token_latency_ms p99"),
+];
+
+const VLLM_COLUMNS: &[(&str, &str)] = &[
+    ("completed", "Requests"),
+    ("duration", "Duration (s)"),
+    ("total_token_throughput", "Total TPS"),
+    ("output_throughput", "Output TPS"),
+    ("mean_ttft_ms", "Mean TTFT (ms)"),
+    ("p99_ttft_ms", "P99 TTFT (ms)"),
+    ("mean_tpot_ms", "Mean TPOT (ms)"),
+    ("p99_tpot_ms", "P99 TPOT (ms)"),
+    ("mean_itl_ms", "Mean ITL (ms)"),
+    ("p99_itl_ms", "P99 ITL (ms)"),
+];
+
+pub(super) fn runs(out: &mut String, columns: &[(&str, &str)], runs: &[RunRecord]) {
+    out.push_str("## Runs\n\n| Step | Workload | Key | Source |");
+    for (_, header) in columns {
+        let _ = write!(out, " {header} |");
+    }
+    out.push_str("\n|---|---|---|---|");
+    out.push_str(&"---:|".repeat(columns.len()));
+    out.push('\n');
+    for r in runs {
+        let key = r
+            .key
+            .as_deref()
+            .map_or("-".to_owned(), |k| format!("`{}`", &k[..12]));
+        let source = match (r.source, r.samples) {
+            (Some(s), n) if n > 1 => format!("{} (n={n})", s.label()),
+            (Some(s), _) => s.label().to_owned(),
+            (None, _) => "not run".to_owned(),
+        };
+        let _ = write!(
+            out,
+            "| `{}` | `{}` | {key} | {source} |",
+            r.step, r.workload
+        );
+        for (i, (name, _)) in columns.iter().enumerate() {
+            match (r.metrics.get(*name), &r.failure) {
+                // The first column counts requests.
+                (Some(v), _) if i == 0 => {
+                    let _ = write!(out, " {v:.0} |");
+                }
+                (Some(v), _) => {
+                    let _ = write!(out, " {v:.2} |");
+                }
+                (None, Some(_)) if i == 0 => out.push_str(" failed |"),
+                _ => out.push_str(" - |"),
+            }
+        }
+        out.push('\n');
+    }
+    let failures: Vec<&RunRecord> = runs.iter().filter(|r| r.failure.is_some()).collect();
+    if !failures.is_empty() {
+        out.push_str("\nFailed runs:\n\n");
+        for r in failures {
+            let _ = writeln!(
+                out,
+                "- `{}` × `{}`: `{}`",
+                r.step,
+                r.workload,
+                r.failure.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    telemetry(out, runs);
+    let warned: Vec<&RunRecord> = runs.iter().filter(|r| !r.warnings.is_empty()).collect();
+    if !warned.is_empty() {
+        out.push_str("\nWarnings from the harness:\n\n");
+        for r in warned {
+            for w in &r.warnings {
+                let _ = writeln!(out, "- `{}` × `{}`: {w}", r.step, r.workload);
+            }
+        }
+    }
+}
+
+/// GPU and engine readings beside the numbers: power, heat, throttling, queues.
+fn telemetry(out: &mut String, runs: &[RunRecord]) {
+    let with: Vec<(&RunRecord, &TelemetrySummary)> = runs
+        .iter()
+        .filter_map(|r| Some((r, r.telemetry.as_ref()?)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    out.push_str("\nTelemetry while measuring:\n\n");
+    out.push_str("| Step | Workload | Mean power (W) | Max temp (°C) | Throttling | Mean KV cache | Max running | Max waiting | Preemptions |\n");
+    out.push_str("|---|---|---:|---:|---|---:|---:|---:|---:|\n");
+    let num = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
+    for (r, t) in with {
+        let throttling = if t.gpu_samples == 0 {
+            "-".to_owned()
+        } else if t.throttling.is_empty() {
+            "none".to_owned()
+        } else {
+            t.throttling.join(", ")
+        };
+        let kv = t
+            .mean_kv_cache_usage
+            .map_or("-".to_owned(), |u| format!("{:.0}%", u * 100.0));
+        let _ = writeln!(
+            out,
+            "| `{}` | `{}` | {} | {} | {throttling} | {kv} | {} | {} | {} |",
+            r.step,
+            r.workload,
+            num(t.mean_power_w, 1),
+            num(t.max_temperature_c, 0),
+            num(t.max_running, 0),
+            num(t.max_waiting, 0),
+            num(t.preemptions, 0)
+        );
+    }
+}

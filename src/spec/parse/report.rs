@@ -1,0 +1,148 @@
+//! `report { ... }`: how the report is laid out, as the published page was made.
+
+use kdl::KdlNode;
+
+use super::values::*;
+use super::*;
+use crate::spec::diag::{SpecDiagnostic, did_you_mean, one_of};
+
+impl Decoder {
+    pub(super) fn report(&mut self, node: &KdlNode) -> Option<ReportDecl> {
+        self.props(node, &["delta-decimals", "tolerance"]);
+        let mut report = ReportDecl::default();
+        if let Some(e) = prop(node, "delta-decimals") {
+            match self.count(e, "the delta decimals") {
+                Some(n @ 0..=4) => report.delta_decimals = n as usize,
+                Some(_) => self.error(
+                    SpecDiagnostic::new(e.span(), "a delta takes 0 to 4 decimals", "here")
+                        .with_help("published pages print 1 (older) or 2 (newer)"),
+                ),
+                None => {}
+            }
+        }
+        if let Some(e) = prop(node, "tolerance") {
+            match self.number(e, "the tolerance in %") {
+                Some(t) if t > 0.0 => report.tolerance_pct = t,
+                Some(_) => self.error(
+                    SpecDiagnostic::new(e.span(), "the tolerance must be positive", "here")
+                        .with_help(
+                            "e.g. `tolerance=5` accepts numbers within 5% of the published ones",
+                        ),
+                ),
+                None => {}
+            }
+        }
+        let mut rows = Vec::new();
+        let mut has_summary = false;
+        for child in self.children(node, &["sections", "summary"]) {
+            match child.name().value() {
+                "sections" => {
+                    self.no_props(child);
+                    self.no_children(child);
+                    report.sections = args(child).filter_map(|e| self.section(e)).collect();
+                }
+                _ => {
+                    has_summary = true;
+                    rows.extend(self.summary_row(child));
+                }
+            }
+        }
+        if has_summary {
+            report.summary = Some(rows);
+        }
+        Some(report)
+    }
+
+    fn section(&mut self, entry: &kdl::KdlEntry) -> Option<Section> {
+        let name = self.string(entry, "a section")?;
+        let names = Section::ALL.map(Section::name);
+        let found = Section::ALL.into_iter().find(|s| s.name() == name);
+        if found.is_none() {
+            let help = did_you_mean(&name, names).unwrap_or_else(|| one_of(names));
+            self.error(
+                SpecDiagnostic::new(entry.span(), format!("unknown section `{name}`"), "here")
+                    .with_help(help),
+            );
+        }
+        found
+    }
+
+    fn summary_row(&mut self, node: &KdlNode) -> Option<SummaryRowDecl> {
+        self.props(node, &["compare", "credits", "threshold"]);
+        self.no_children(node);
+        let title = self.required_string_arg(node, 0, "the row's title")?;
+        let comparison = self.optional_string_prop(node, "compare");
+        let credits = match prop(node, "credits") {
+            None => Credit::Comparison,
+            Some(e) => match self.string(e, "what the row credits").as_deref() {
+                Some("comparison") => Credit::Comparison,
+                Some("conclusion") => Credit::Conclusion,
+                Some(other) => {
+                    self.error(
+                        SpecDiagnostic::new(e.span(), format!("a row cannot credit `{other}`"), "here")
+                            .with_help("`credits=comparison` (the best candidate's gain over the baseline) or `credits=conclusion` (the optimized configuration's gain)"),
+                    );
+                    return None;
+                }
+                None => return None,
+            },
+        };
+        let threshold_pct = match prop(node, "threshold") {
+            Some(e) => self.number(e, "the threshold in %")?,
+            None => 0.0,
+        };
+        Some(SummaryRowDecl {
+            title,
+            comparison,
+            credits,
+            threshold_pct,
+        })
+    }
+
+    /// A summary row names a declared comparison, and credits a declared conclusion.
+    pub(super) fn check_report(&mut self, spec: &Spec, node: &KdlNode) {
+        let Some(rows) = &spec.report.summary else {
+            return;
+        };
+        let Some(report) = node
+            .children()
+            .and_then(|d| d.nodes().iter().find(|n| n.name().value() == "report"))
+        else {
+            return;
+        };
+        let titles: Vec<&str> = spec.comparisons.iter().map(|c| c.title.as_str()).collect();
+        let row_nodes = report
+            .children()
+            .map(|d| {
+                d.nodes()
+                    .iter()
+                    .filter(|n| n.name().value() == "summary")
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        for (row, row_node) in rows.iter().zip(row_nodes) {
+            if let Some(c) = &row.comparison
+                && !titles.contains(&c.as_str())
+            {
+                let span = prop(row_node, "compare").map_or(row_node.span(), |e| e.span());
+                let help = did_you_mean(c, titles.iter().copied())
+                    .unwrap_or_else(|| one_of(titles.iter().copied()));
+                self.error(
+                    SpecDiagnostic::new(span, format!("no comparison is titled `{c}`"), "here")
+                        .with_help(help),
+                );
+            }
+            if row.credits == Credit::Conclusion && spec.conclusion.is_none() {
+                let span = prop(row_node, "credits").map_or(row_node.span(), |e| e.span());
+                self.error(
+                    SpecDiagnostic::new(
+                        span,
+                        "the row credits the conclusion, which is not declared",
+                        "here",
+                    )
+                    .with_help("declare `conclusion baseline=<step> optimized=<step>`"),
+                );
+            }
+        }
+    }
+}
