@@ -145,7 +145,11 @@ pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
                 metrics,
                 sd,
                 samples: chosen.len(),
-                environment: chosen.last().map(|s| s.result.provenance.environment()),
+                environment: chosen
+                    .last()
+                    .copied()
+                    .or(samples.last())
+                    .map(|s| s.result.provenance.environment()),
                 failure,
                 warnings,
                 telemetry: chosen.last().and_then(|s| s.result.telemetry.clone()),

@@ -8,6 +8,7 @@ mod bench;
 mod common;
 mod diagnostics;
 mod published;
+mod reports;
 mod run;
 mod runtimes;
 mod tokenizer;

@@ -1,0 +1,263 @@
+//! `perfpipe report --format md|json|csv` and `perfpipe verify` over a store
+//! built from fixed results: measured numbers with known values, two samples
+//! where noise matters, and two drivers where the context must warn.
+
+use serde_json::{Value, json};
+
+use crate::common::TestEnv;
+
+const EXPERIMENT: &str = r#"experiment "fixed" {
+    title "Fixed results"
+    hardware "nvidia-a100-sxm4-80gb" gpus=2
+    model "Qwen/Qwen3-14B"
+    runtime sim
+    engine vllm version="0.11.0"
+    engine sglang version="0.5.5.post1"
+    workload chat {
+        title "Chat"
+        dataset random input=64 output=8 seed=1
+        prompts 10
+    }
+    workload long {
+        title "Long Prompt"
+        dataset random input=512 output=8 seed=1
+        prompts 10
+    }
+    step base engine=vllm gpus=1 {
+        expect chat {
+            total_token_throughput 1000.00
+            mean_tpot_ms 10.00
+        }
+        expect long {
+            total_token_throughput 2000.00
+        }
+    }
+    step fast engine=sglang gpus=1 {
+        args "--chunked-prefill-size" "4096"
+    }
+    step broken engine=vllm model="Qwen/Qwen3-14B-FP8" gpus=1 {
+        workloads chat
+        expect-failure chat "RuntimeError: Unsupported SM version"
+    }
+    compare "Engine Selection" baseline=base workload=chat {
+        candidate fast broken
+    }
+    conclusion baseline=base optimized=fast
+    report delta-decimals=2 tolerance=5 {
+        summary "Engine Selection"
+        summary "Batching"
+    }
+}"#;
+
+const BLOCK: &str = "============ Serving Benchmark Result ============
+Successful requests:                     10
+Benchmark duration (s):                  1.00
+Total input tokens:                      640
+Total generated tokens:                  80
+Request throughput (req/s):              10.00
+Output token throughput (tok/s):         80.00
+Total Token throughput (tok/s):          720.00
+---------------Time to First Token----------------
+Mean TTFT (ms):                          1.00
+Median TTFT (ms):                        1.00
+P99 TTFT (ms):                           1.00
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          1.00
+Median TPOT (ms):                        1.00
+P99 TPOT (ms):                           1.00
+---------------Inter-token Latency----------------
+Mean ITL (ms):                           1.00
+Median ITL (ms):                         1.00
+P99 ITL (ms):                            1.00
+==================================================
+";
+
+/// A measured sample with these numbers, as `perfpipe run` would have stored it.
+fn measured(key: &str, tps: f64, tpot: f64, driver: &str) -> Value {
+    let mut metrics = json!({
+        "completed": 10, "failed": 0, "duration": 1.0, "total_input_tokens": 640,
+        "total_output_tokens": 80, "request_throughput": 10.0, "output_throughput": tps / 9.0,
+        "total_token_throughput": tps, "max_output_tokens_per_s": 80.0,
+        "max_concurrent_requests": 10.0, "request_goodput": null
+    });
+    for (m, v) in [
+        ("ttft", 50.0),
+        ("tpot", tpot),
+        ("itl", tpot),
+        ("e2el", 120.0),
+    ] {
+        for s in ["mean", "median", "std", "p99"] {
+            metrics[format!("{s}_{m}_ms")] = json!(v);
+        }
+    }
+    json!({
+        "key": key,
+        "outcome": {"status": "success", "metrics": metrics, "warnings": []},
+        "provenance": {
+            "kind": "measured", "host": "gpu-box-1", "perfpipe_version": "0.1.0",
+            "started_at": "2026-11-21T10:00:00Z", "finished_at": "2026-11-21T10:05:00Z",
+            "gpu": "NVIDIA A100-SXM4-80GB", "gpu_indices": [0], "driver": driver,
+            "cuda_version": "12.8"
+        },
+        "engine_command": []
+    })
+}
+
+fn failed(key: &str) -> Value {
+    json!({
+        "key": key,
+        "outcome": {"status": "failure", "kind": "deterministic",
+            "error": "RuntimeError: Unsupported SM version for FP8 block scaling GEMM", "log_tail": ""},
+        "provenance": {
+            "kind": "measured", "host": "gpu-box-1", "perfpipe_version": "0.1.0",
+            "started_at": "2026-11-21T10:00:00Z", "finished_at": "2026-11-21T10:05:00Z",
+            "gpu": "NVIDIA A100-SXM4-80GB", "gpu_indices": [0], "driver": "570.86.15",
+            "cuda_version": "12.8"
+        },
+        "engine_command": []
+    })
+}
+
+/// Adds one sample to the run's entry (through `perfpipe import`, which makes
+/// the entry), then replaces it with `result(key)`.
+fn store(env: &TestEnv, step: &str, workload: &str, result: impl Fn(&str) -> Value) {
+    let before = env.samples();
+    let out = env.run(&[
+        "import",
+        "fixed.kdl",
+        "--step",
+        step,
+        "--workload",
+        workload,
+        "--from",
+        "block.txt",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let new = env
+        .samples()
+        .into_iter()
+        .find(|s| !before.contains(s))
+        .expect("import adds a sample");
+    let (key, id) = new.split_once('/').unwrap();
+    let path = format!("store/entries/{}/{key}/samples/{id}/result.json", &key[..2]);
+    env.write(&path, &result(key).to_string());
+}
+
+fn fixed_store() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("fixed.kdl", EXPERIMENT);
+    env.write("block.txt", BLOCK);
+    let old = "570.86.15";
+    store(&env, "base", "chat", |k| measured(k, 1020.0, 10.2, old));
+    store(&env, "base", "chat", |k| measured(k, 1040.0, 10.4, old));
+    store(&env, "base", "long", |k| measured(k, 2300.0, 20.0, old));
+    store(&env, "fast", "chat", |k| {
+        measured(k, 1060.0, 12.0, "580.65.06")
+    });
+    store(&env, "fast", "chat", |k| {
+        measured(k, 1080.0, 12.2, "580.65.06")
+    });
+    store(&env, "fast", "long", |k| measured(k, 2500.0, 22.0, old));
+    store(&env, "broken", "chat", failed);
+    env
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn markdown_json_and_csv_carry_the_same_numbers() {
+    let env = fixed_store();
+    let md = stdout(&env.run(&["report", "fixed.kdl", "--out", "out/fixed.md"]));
+    insta::with_settings!({ filters => crate::common::filters() }, {
+        insta::assert_snapshot!("fixed_md", md);
+    });
+    assert_eq!(env.read("out/fixed.md"), md);
+    assert!(
+        md.contains("![Total TPS per benchmark case](fixed.png)"),
+        "{md}"
+    );
+    let png = std::fs::read(env.path("out/fixed.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(env.read("out/fixed.svg").contains("Long Prompt"));
+
+    let json_text = stdout(&env.run(&["report", "fixed.kdl", "--format", "json"]));
+    let v: Value = serde_json::from_str(&json_text).unwrap();
+    let row = &v["analysis"]["conclusion"]["rows"][0];
+    assert_eq!(row["workload"], "chat");
+    assert_eq!(
+        (row["base_tps"].as_f64(), row["opt_tps"].as_f64()),
+        (Some(1030.0), Some(1070.0))
+    );
+    assert_eq!(
+        (row["base_n"].as_u64(), row["within_noise"].as_bool()),
+        (Some(2), Some(false))
+    );
+    insta::with_settings!({ filters => crate::common::filters() }, {
+        insta::assert_snapshot!("fixed_json", json_text);
+    });
+
+    let csv = stdout(&env.run(&["report", "fixed.kdl", "--format", "csv"]));
+    assert!(
+        csv.contains("conclusion,,fast,chat,delta_pct,3.8834951456310676,,2,,,\n"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains(
+            "run,,base,chat,total_token_throughput,1030,,2,14.142135623730951,measured,\n"
+        ),
+        "{csv}"
+    );
+    assert!(
+        csv.contains(
+            "published,,base,long,total_token_throughput,2300.00,2000.00,,,measured,OUTSIDE\n"
+        ),
+        "{csv}"
+    );
+    insta::with_settings!({ filters => crate::common::filters() }, {
+        insta::assert_snapshot!("fixed_csv", csv);
+    });
+}
+
+#[test]
+fn verify_passes_within_the_tolerance_and_fails_outside_it() {
+    let env = fixed_store();
+    // chat: 1030 against 1000 (+3%), inside 5%; long: 2300 against 2000 (+15%), outside.
+    let all = env.run(&["verify", "fixed.kdl", "--metrics", "total_token_throughput"]);
+    assert_eq!(all.status.code(), Some(4));
+    insta::assert_snapshot!(String::from_utf8_lossy(&all.stdout), @r"
+| Step | Workload | Metric | Published | Measured | Difference | Source | Verdict |
+|---|---|---|---:|---:|---:|---|---|
+| base | chat | total_token_throughput | 1000.00 | 1030.00 | +3.00% | measured | within |
+| base | long | total_token_throughput | 2000.00 | 2300.00 | +15.00% | measured | OUTSIDE |
+    ");
+    assert!(
+        String::from_utf8_lossy(&all.stderr)
+            .contains("2 checks within ±5%: 1 within, 1 outside, 0 missing")
+    );
+    let loose = env.run(&["verify", "fixed.kdl", "--tolerance", "20%"]);
+    assert_eq!(
+        loose.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&loose.stdout)
+    );
+    let tpot = env.run(&["verify", "fixed.kdl", "--metrics", "mean_tpot_ms,failure"]);
+    assert_eq!(
+        tpot.status.code(),
+        Some(0),
+        "10.3 ms is within 5% of 10.00, and the failure is the published one"
+    );
+}
