@@ -6,7 +6,7 @@
 //! plotters once per process: plotters sizes the caption, axes and legend with
 //! it for either backend (unregistered, drawing fails with `FontUnavailable`,
 //! SVG too); the SVG writes `font-family="sans-serif"` text for the viewer's
-//! font to draw, and the PNG's text is rasterized from it by [`GlyphFix`].
+//! font to draw, and the PNG's text is rasterized from it by `GlyphFix`.
 
 use std::ops::Range;
 use std::sync::{Once, OnceLock};
@@ -103,7 +103,7 @@ fn register_font() {
     });
 }
 
-/// The vendored font, for [`GlyphFix`].
+/// The vendored font, for `GlyphFix`.
 fn font() -> &'static ab_glyph::FontRef<'static> {
     static PARSED: OnceLock<ab_glyph::FontRef<'static>> = OnceLock::new();
     PARSED.get_or_init(|| {
