@@ -74,10 +74,8 @@ fn write_chart(
     };
     let spec = &loaded.spec;
     let data = ChartData {
-        title: format!(
-            "{}: Total TPS per benchmark case",
-            spec.title.as_deref().unwrap_or(&spec.name)
-        ),
+        // The report's own title heads the page; a long one would not fit here.
+        title: format!("{}: Total TPS per benchmark case", spec.name),
         baseline: format!("baseline ({})", table.baseline),
         optimized: format!("optimized ({})", table.optimized),
         groups: table
