@@ -8,12 +8,40 @@ use super::report::stored_records;
 use super::{CliError, load};
 use crate::analyze::{self, Verdict};
 use crate::exit_code;
+use crate::spec::ExpectedOutcome;
 
 pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
     let loaded = load(&args.common)?;
     let plan = build_plan(&loaded, &args.common)?;
     let records = stored_records(&loaded, &plan)?;
     let tolerance = args.tolerance.unwrap_or(loaded.spec.report.tolerance_pct);
+    let expected: Vec<&str> = loaded
+        .spec
+        .steps
+        .iter()
+        .flat_map(|s| &s.expectations)
+        .flat_map(|x| match &x.outcome {
+            ExpectedOutcome::Metrics(m) => m.iter().map(|m| m.name.as_str()).collect(),
+            ExpectedOutcome::Failure(_) => vec!["failure"],
+        })
+        .collect();
+    if let Some(unknown) = args
+        .metrics
+        .iter()
+        .flatten()
+        .find(|m| !expected.contains(&m.as_str()))
+    {
+        let mut known = expected.clone();
+        known.sort();
+        known.dedup();
+        return Err(CliError::Usage {
+            message: format!("the experiment states no published `{unknown}`"),
+            hint: format!(
+                "`--metrics` takes the names its expectations use: {}",
+                known.join(", ")
+            ),
+        });
+    }
     let checks = analyze::checks(&loaded.spec, &records, tolerance, args.metrics.as_deref());
     let mut out = String::from(
         "| Step | Workload | Metric | Published | Measured | Difference | Source | Verdict |\n|---|---|---|---:|---:|---:|---|---|\n",
