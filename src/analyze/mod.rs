@@ -290,11 +290,10 @@ fn conclusion(
             [col("workload")],
             JoinArgs::new(JoinType::Inner),
         )
-        .with_columns([
+        .with_column(
             ((col("aggregate_opt") - col("aggregate_base")) / col("aggregate_base") * lit(100.0))
                 .alias("delta"),
-            noise_band(col("sd_base"), col("n_base"), col("sd_opt"), col("n_opt")).alias("noise"),
-        ])
+        )
         .sort(["order"], SortMultipleOptions::default())
         .collect()?;
     if joined.height() == 0 {
@@ -313,7 +312,8 @@ fn conclusion(
             .map(|i| values.get(i).unwrap_or(1))
             .collect())
     };
-    let (base_n, opt_n, noise) = (counts("n_base")?, counts("n_opt")?, get("noise")?);
+    let (base_n, opt_n) = (counts("n_base")?, counts("n_opt")?);
+    let (base_sd, opt_sd) = (get("sd_base")?, get("sd_opt")?);
     let (base_agg, opt_agg) = (get("aggregate_base")?, get("aggregate_opt")?);
     let workloads: Vec<String> = (0..names.len())
         .map(|i| names.get(i).unwrap_or_default().to_owned())
@@ -337,8 +337,14 @@ fn conclusion(
             delta_pct: delta[i],
             base_n: base_n[i],
             opt_n: opt_n[i],
-            within_noise: (!noise[i].is_nan())
-                .then(|| (opt_agg[i] - base_agg[i]).abs() <= noise[i]),
+            within_noise: within_noise(
+                base_agg[i],
+                base_sd[i],
+                base_n[i],
+                opt_agg[i],
+                opt_sd[i],
+                opt_n[i],
+            ),
         })
         .collect();
     let replicas = |s: &str| spec.step(s).map_or(1, |s| s.report_factor());
@@ -351,9 +357,20 @@ fn conclusion(
     }))
 }
 
-/// The half-width of an approximate 95% interval of a difference of two
-/// means, 2·√(sd₁²/n₁ + sd₂²/n₂); null (NaN) unless both sides have a spread.
-pub(crate) fn noise_band(sd_a: Expr, n_a: Expr, sd_b: Expr, n_b: Expr) -> Expr {
-    let var = |sd: Expr, n: Expr| sd.clone() * sd / n.cast(DataType::Float64);
-    (var(sd_a, n_a) + var(sd_b, n_b)).sqrt() * lit(2.0)
+/// Whether two means differ by no more than run-to-run noise: by at most
+/// 2·√(sd_a²/n_a + sd_b²/n_b), the half-width of an approximate 95% interval
+/// of their difference. `None` when a spread is unknown (one sample, NaN).
+pub(crate) fn within_noise(
+    a: f64,
+    sd_a: f64,
+    n_a: u32,
+    b: f64,
+    sd_b: f64,
+    n_b: u32,
+) -> Option<bool> {
+    if sd_a.is_nan() || sd_b.is_nan() {
+        return None;
+    }
+    let var = |sd: f64, n: u32| sd * sd / f64::from(n);
+    Some((b - a).abs() <= 2.0 * (var(sd_a, n_a) + var(sd_b, n_b)).sqrt())
 }

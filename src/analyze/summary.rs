@@ -1,7 +1,7 @@
 //! The "Summary of optimization options": one row per comparison with the
 //! gain it credits, as the experiment declares the page made it. (pure)
 
-use super::{ComparisonResult, ConclusionTable, Ranked};
+use super::{ComparisonResult, ConclusionTable};
 use crate::spec::{Credit, Spec, SummaryRowDecl};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -114,22 +114,25 @@ fn best_gain(c: &ComparisonResult) -> Option<Gain> {
     Some(Gain {
         step: best.step.clone(),
         pct,
-        within_noise: within_noise(base, best),
+        // Spreads are per instance; the aggregate's scales with the replicas.
+        within_noise: super::within_noise(
+            base.aggregate(),
+            base.tps_sd
+                .map_or(f64::NAN, |sd| sd * f64::from(base.replicas)),
+            base.n,
+            best.aggregate(),
+            best.tps_sd
+                .map_or(f64::NAN, |sd| sd * f64::from(best.replicas)),
+            best.n,
+        )
+        .unwrap_or(false),
     })
-}
-
-/// Whether two results differ by less than their run-to-run noise.
-fn within_noise(a: &Ranked, b: &Ranked) -> bool {
-    let (Some(sa), Some(sb)) = (a.tps_sd, b.tps_sd) else {
-        return false;
-    };
-    let var = |sd: f64, r: &Ranked| (sd * f64::from(r.replicas)).powi(2) / f64::from(r.n);
-    (b.aggregate() - a.aggregate()).abs() <= 2.0 * (var(sa, a) + var(sb, b)).sqrt()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::Ranked;
 
     fn ranked(step: &str, tps: f64, sd: Option<f64>, baseline: bool) -> Ranked {
         Ranked {

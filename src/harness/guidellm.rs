@@ -74,26 +74,7 @@ pub fn argv(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{HarnessKind, Spanned};
-
-    fn workload(rate: RequestRate, concurrency: Option<u32>) -> Workload {
-        Workload {
-            name: Spanned {
-                value: "long".into(),
-                span: (0..0).into(),
-            },
-            title: None,
-            dataset: Dataset::Random {
-                input_len: 4000,
-                output_len: 200,
-                range_ratio: 0.0,
-                seed: 42,
-            },
-            prompts: 500,
-            rate,
-            concurrency,
-        }
-    }
+    use crate::spec::HarnessKind;
 
     #[test]
     fn every_setting_is_explicit() {
@@ -108,7 +89,7 @@ mod tests {
             &harness,
             "http://127.0.0.1:8000",
             "Qwen/Qwen3-14B",
-            &workload(RequestRate::Infinite, None),
+            &crate::harness::long_workload(RequestRate::Infinite, None),
             Path::new("/s/logs"),
         );
         insta::assert_snapshot!(a.join(" "), @r#"guidellm run --backend {"kind":"openai_http","target":"http://127.0.0.1:8000","model":"Qwen/Qwen3-14B","request_format":"/v1/chat/completions","extras":{"body":{"temperature":0.0,"ignore_eos":true}}} --data kind=synthetic_text,prompt_tokens=4000,output_tokens=200 --profile kind=throughput --constraint kind=max_requests,count=500 --seed kind=static,value=42 --output kind=json,path=/s/logs/guidellm-benchmarks.json --disable-console-interactive"#);
@@ -122,7 +103,7 @@ mod tests {
                 &harness,
                 "u",
                 "m",
-                &workload(rate, concurrency),
+                &crate::harness::long_workload(rate, concurrency),
                 Path::new("/"),
             )[7]
             .clone()

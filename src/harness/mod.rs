@@ -190,3 +190,24 @@ pub fn short_output_warning(records: &[RequestRecord]) -> Option<String> {
         )
     })
 }
+
+/// The 4K-input random workload of the published studies, for argv tests.
+#[cfg(test)]
+pub(crate) fn long_workload(rate: RequestRate, concurrency: Option<u32>) -> crate::spec::Workload {
+    crate::spec::Workload {
+        name: crate::spec::Spanned {
+            value: "long".into(),
+            span: (0..0).into(),
+        },
+        title: None,
+        dataset: crate::spec::Dataset::Random {
+            input_len: 4000,
+            output_len: 200,
+            range_ratio: 0.0,
+            seed: 42,
+        },
+        prompts: 500,
+        rate,
+        concurrency,
+    }
+}

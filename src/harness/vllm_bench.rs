@@ -136,7 +136,7 @@ pub fn read_result(json: &str) -> Result<ServingMetrics, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{HarnessKind, Spanned};
+    use crate::spec::HarnessKind;
 
     #[test]
     fn every_behaviour_changing_option_is_explicit() {
@@ -146,22 +146,7 @@ mod tests {
             },
             ..HarnessDecl::default()
         };
-        let workload = Workload {
-            name: Spanned {
-                value: "long".into(),
-                span: (0..0).into(),
-            },
-            title: None,
-            dataset: Dataset::Random {
-                input_len: 4000,
-                output_len: 200,
-                range_ratio: 0.0,
-                seed: 42,
-            },
-            prompts: 500,
-            rate: RequestRate::Infinite,
-            concurrency: None,
-        };
+        let workload = crate::harness::long_workload(RequestRate::Infinite, None);
         let a = argv(
             &harness,
             "http://127.0.0.1:8000",

@@ -75,13 +75,13 @@ impl Ctx<'_> {
         format!("{pct:+.*}%", self.spec.report.delta_decimals)
     }
 
-    /// A delta as the published pages colour it.
-    fn coloured_delta(&self, pct: f64) -> String {
+    /// A delta as the published pages colour it: `(+47.1%)` in a conclusion
+    /// cell (`parens`), bare in the summary.
+    fn coloured_delta(&self, pct: f64, parens: bool) -> String {
         let colour = if pct >= 0.0 { "lightgreen" } else { "#fbcaca" };
-        format!(
-            "<span style=\"background-color:{colour};\">({})</span>",
-            self.delta(pct)
-        )
+        let delta = self.delta(pct);
+        let text = if parens { format!("({delta})") } else { delta };
+        format!("<span style=\"background-color:{colour};\">{text}</span>")
     }
 
     fn command(&self, step: &str) -> String {
@@ -157,7 +157,7 @@ impl Ctx<'_> {
                 row.opt_tps,
                 x(table.optimized_replicas),
                 n(row.opt_n),
-                self.coloured_delta(row.delta_pct),
+                self.coloured_delta(row.delta_pct, true),
                 row.opt_tpot_ms
             );
         }
@@ -223,13 +223,9 @@ impl Ctx<'_> {
         }
         out.push_str("## Summary of Optimization Options\n\n| Optimization Option | Throughput Improvement |\n|---|---|\n");
         for r in rows {
-            let shown = r.shown.map_or("-".to_owned(), |pct| {
-                let colour = if pct >= 0.0 { "lightgreen" } else { "#fbcaca" };
-                format!(
-                    "<span style=\"background-color:{colour};\">{}</span>",
-                    self.delta(pct)
-                )
-            });
+            let shown = r
+                .shown
+                .map_or("-".to_owned(), |pct| self.coloured_delta(pct, false));
             let _ = writeln!(out, "| {} | {shown} |", r.title);
         }
         let notes: Vec<String> = rows
