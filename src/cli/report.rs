@@ -20,19 +20,16 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
     };
     let analysis = analyze(&loaded, records)?;
     let text = match args.format {
-        ReportFormat::Md => {
-            // The chart goes beside a written report; printed alone, there is none to link.
-            let chart = match &args.out {
-                Some(out) => write_chart(&loaded, &analysis, out)?,
-                None => None,
-            };
-            crate::report::markdown(&loaded.spec, &analysis, chart.as_deref())
-        }
+        // A written report gets its chart beside it; printed alone, there is none to link.
+        ReportFormat::Md => match &args.out {
+            Some(out) => write_markdown(&loaded, &analysis, out)?,
+            None => crate::report::markdown(&loaded.spec, &analysis, None),
+        },
         ReportFormat::Json => crate::report::json(&loaded.spec, &analysis),
         ReportFormat::Csv => crate::report::csv(&analysis),
     };
     print!("{text}");
-    if let Some(out) = &args.out {
+    if let (Some(out), ReportFormat::Json | ReportFormat::Csv) = (&args.out, args.format) {
         write_text(out, &text)?;
     }
     Ok(exit_code::OK)
