@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::runs::{run_columns, runs};
 use crate::analyze::{
-    Analysis, ComparisonResult, ConclusionTable, Ranked, RunRecord, Source, SummaryNote,
+    Analysis, Check, ComparisonResult, ConclusionTable, Ranked, RunRecord, Source, SummaryNote,
 };
 use crate::engine::command::display_command;
 use crate::spec::{Section, Spec};
@@ -322,13 +322,41 @@ impl Ctx<'_> {
     }
 
     fn published(&self, out: &mut String) {
-        let checks = &self.analysis.checks;
+        // A simulated number says nothing about a GPU, and a run not yet stored
+        // has nothing to compare: both are counted, not listed (`verify` lists all).
+        let all = &self.analysis.checks;
+        let simulated = all
+            .iter()
+            .filter(|c| c.source == Some(Source::Simulated))
+            .count();
+        let unstored = all.iter().filter(|c| c.source.is_none()).count();
+        let checks: Vec<&Check> = all
+            .iter()
+            .filter(|c| c.source.is_some_and(|s| s != Source::Simulated))
+            .collect();
+        if all.is_empty() {
+            return;
+        }
+        out.push_str("## Published vs Measured\n\n");
+        if simulated > 0 {
+            let _ = writeln!(
+                out,
+                "{simulated} published numbers are not compared with simulated ones, which predict no GPU; \
+                 `perfpipe report --published` shows the published report.\n"
+            );
+        }
+        if unstored > 0 {
+            let _ = writeln!(
+                out,
+                "{unstored} published numbers have no stored result yet (`perfpipe plan` lists the missing runs).\n"
+            );
+        }
         if checks.is_empty() {
             return;
         }
         let _ = writeln!(
             out,
-            "## Published vs Measured\n\nTolerance: ±{}%.\n\n| Step | Workload | Metric | Published | Stored | Difference | Source | Verdict |\n|---|---|---|---:|---:|---:|---|---|",
+            "Tolerance: ±{}%.\n\n| Step | Workload | Metric | Published | Stored | Difference | Source | Verdict |\n|---|---|---|---:|---:|---:|---|---|",
             self.spec.report.tolerance_pct
         );
         for c in checks {
