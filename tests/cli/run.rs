@@ -51,7 +51,7 @@ fn runs_every_run_once_then_finds_them_cached() {
     let report = stdout(&first);
     assert!(report.contains("numbers: simulated"), "{report}");
     assert!(
-        report.contains("2 published numbers are not compared with simulated ones"),
+        report.contains("3 published numbers are not compared with simulated ones"),
         "{report}"
     );
     assert!(report.contains("Result: trtllm ×2 ("), "{report}");
