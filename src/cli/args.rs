@@ -11,9 +11,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// every run, skips what `store/` already holds, runs the rest, and writes the
 /// report.
 ///
-/// Exit codes: 0 done · 1 some runs failed (recorded) · 2 usage or experiment
-/// error · 4 `verify` found numbers outside the tolerance or missing · 101
-/// internal error · 130 interrupted.
+/// Exit codes: 0 done · 1 some runs failed (recorded), or some pins could not
+/// be resolved · 2 usage, experiment or lockfile error · 3 lockfile missing or
+/// out of date under `--locked` · 4 `verify` found numbers outside the
+/// tolerance or missing · 101 internal error · 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "perfpipe", version, max_term_width = 100)]
 pub struct Cli {
@@ -32,6 +33,9 @@ pub enum Command {
     /// Compare every stored result with its published expectation; exit 4 when
     /// any is outside the tolerance or missing.
     Verify(VerifyArgs),
+    /// Pin every input (image digests, model commits, dataset and tokenizer
+    /// hashes, harness version) in `lockfiles/<experiment>.lock`, with every run's key.
+    Lock(LockArgs),
     /// Import a published "Serving Benchmark Result" block as a run's published numbers.
     Import(ImportArgs),
     /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
@@ -78,6 +82,9 @@ pub struct Common {
     /// A capped workload is another workload: its runs have their own keys.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_prompts: Option<u32>,
+    /// The lockfile [default: lockfiles/<experiment file name>.lock].
+    #[arg(long)]
+    pub lockfile: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -94,6 +101,28 @@ pub struct RunArgs {
     /// `startup-timeout=` and default (vLLM and SGLang 1200, TensorRT-LLM 2400).
     #[arg(long)]
     pub startup_timeout: Option<u64>,
+    /// Fail (exit 3) instead of writing the lockfile when it is missing or
+    /// does not match the experiment, as in CI.
+    #[arg(long)]
+    pub locked: bool,
+    /// Pin inputs that are new to the lockfile without the network: they
+    /// stay unpinned (datasets, tokenizer and harness are always pinned).
+    #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub offline: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Resolve without the network: images and model revisions not pinned yet
+    /// stay unpinned, and are listed.
+    #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub offline: bool,
+    /// Resolve these pinned inputs again (e.g. `engine.vllm`), or every one
+    /// when none is named. Without it, `lock` only adds missing pins.
+    #[arg(long, num_args = 0.., value_name = "INPUT")]
+    pub update: Option<Vec<String>>,
 }
 
 #[derive(Debug, Args)]

@@ -51,6 +51,20 @@ pub enum CliError {
     #[error("{message}")]
     #[diagnostic(help("{hint}"))]
     Usage { message: String, hint: String },
+    #[error(transparent)]
+    #[diagnostic(help(
+        "lockfiles are written by `perfpipe lock`; delete the file and run `perfpipe lock <experiment>` to write it again"
+    ))]
+    Lockfile(crate::lock::Error),
+    #[error("cannot read the lockfile `{path}`")]
+    ReadLockfile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{message}")]
+    #[diagnostic(help("{hint}"))]
+    LockStale { message: String, hint: String },
     #[error("{message}")]
     #[diagnostic(help("is the server running? `--base-url`, or `--host` and `--port`, name it"))]
     Server { message: String },
@@ -84,7 +98,10 @@ impl CliError {
             | Self::Inputs(_)
             | Self::Machine(_)
             | Self::EngineSetup(_)
-            | Self::Usage { .. } => exit_code::USAGE,
+            | Self::Usage { .. }
+            | Self::Lockfile(_)
+            | Self::ReadLockfile { .. } => exit_code::USAGE,
+            Self::LockStale { .. } => exit_code::LOCK_STALE,
             Self::Server { .. } => exit_code::RUNS_FAILED,
             Self::Exec(ExecError::Dataset { .. } | ExecError::DatasetRead { .. }) => {
                 exit_code::USAGE

@@ -5,13 +5,13 @@ use std::io::Read;
 
 use super::args::ImportArgs;
 use super::plan::build_plan;
-use super::{CliError, load};
+use super::{CliError, LockMode, load};
 use crate::exit_code;
 use crate::metrics::{Provenance, parse_block};
 use crate::store::{Outcome, RunResult};
 
 pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common)?;
+    let loaded = load(&args.common, LockMode::Read)?;
     let plan = build_plan(&loaded, &args.common)?;
     let Some(run) = plan
         .runs

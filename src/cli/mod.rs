@@ -5,6 +5,8 @@ mod args;
 mod bench;
 mod error;
 mod import;
+mod lock;
+mod lockfile;
 mod plan;
 mod report;
 mod run;
@@ -22,6 +24,7 @@ use crate::exit_code;
 use crate::inputs::{self, ResolvedInputs};
 use crate::spec::{self, Runtime, SourceFile, Spec};
 use crate::store::Store;
+use lockfile::{LockMode, LockState};
 
 /// Runs perfpipe with the process's arguments; returns the exit code.
 pub fn main() -> u8 {
@@ -44,6 +47,7 @@ pub fn main() -> u8 {
         Command::Verify(args) => verify::verify(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Import(args) => import::import(&args),
+        Command::Lock(args) => lock::lock(&args),
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
     };
     match result {
@@ -58,13 +62,18 @@ pub fn main() -> u8 {
 
 /// What every command loads first.
 struct Loaded {
+    /// The experiment as it runs: pinned images and model commits applied,
+    /// workloads capped by `--max-prompts`.
     spec: Spec,
     runtime: Runtime,
     inputs: ResolvedInputs,
     store: Store,
+    lock: LockState,
 }
 
-fn load(common: &Common) -> Result<Loaded, CliError> {
+/// Parses the experiment, resolves it against its lockfile as `mode`
+/// allows, and finds its files. Writes nothing.
+fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
     let path = &common.experiment;
     let text = fs_err::read_to_string(path).map_err(|source| CliError::ReadExperiment {
         path: path.display().to_string(),
@@ -74,7 +83,21 @@ fn load(common: &Common) -> Result<Loaded, CliError> {
         name: path.display().to_string(),
         text,
     };
-    let mut spec = spec::parse(&source).map_err(|e| CliError::Spec(Box::new(e)))?;
+    let declared = spec::parse(&source).map_err(|e| CliError::Spec(Box::new(e)))?;
+    let lock_path = lockfile::lockfile_path(common);
+    let old = lockfile::read(&lock_path)?;
+    let (policy, resolver) = lockfile::pin_policy(&mode)?;
+    let (pins, problems) = crate::lock::resolve_pins(
+        &crate::lock::pin_requests(&declared),
+        old.as_ref(),
+        &policy,
+        resolver.as_deref(),
+    );
+    let mut spec = crate::lock::apply_pins(&declared, &pins);
+    let inputs = inputs::resolve(&spec, Path::new("")).map_err(CliError::Inputs)?;
+    let new = crate::lock::build(&declared, &spec, pins, &inputs);
+    // A capped workload is another workload with keys of its own; the
+    // lockfile keeps the declared ones.
     if let Some(cap) = common.max_prompts {
         for workload in &mut spec.workloads {
             workload.prompts = workload.prompts.min(cap);
@@ -87,12 +110,17 @@ fn load(common: &Common) -> Result<Loaded, CliError> {
         (None, Some(declared)) => declared,
         (None, None) => Runtime::Docker,
     };
-    let inputs = inputs::resolve(&spec, Path::new("")).map_err(CliError::Inputs)?;
     Ok(Loaded {
         spec,
         runtime,
         inputs,
         store: Store::new(&common.store),
+        lock: LockState {
+            path: lock_path,
+            old,
+            new,
+            problems,
+        },
     })
 }
 

@@ -3,12 +3,12 @@
 use std::fmt::Write;
 
 use super::args::{Common, PlanArgs};
-use super::{CliError, Loaded, load};
+use super::{CliError, Loaded, LockMode, load};
 use crate::exit_code;
 use crate::plan::{self, Plan, PlanOptions, RunStatus};
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common)?;
+    let loaded = load(&args.common, LockMode::Read)?;
     let plan = build_plan(&loaded, &args.common)?;
     print!("{}", render(&loaded, &args.common, &plan));
     Ok(exit_code::OK)

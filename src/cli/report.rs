@@ -4,14 +4,14 @@ use std::path::Path;
 
 use super::args::{ReportArgs, ReportFormat};
 use super::plan::build_plan;
-use super::{CliError, Loaded, load, write_file, write_text};
+use super::{CliError, Loaded, LockMode, load, write_file, write_text};
 use crate::analyze::{self, Analysis, RunRecord};
 use crate::exit_code;
 use crate::plan::Plan;
 use crate::report::chart::{self, ChartData, ChartGroup};
 
 pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common)?;
+    let loaded = load(&args.common, LockMode::Read)?;
     let records = if args.published {
         analyze::from_expectations(&loaded.spec)
     } else {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::args::RunArgs;
 use super::plan::build_plan;
 use super::report::{analyze, stored_records, write_markdown};
-use super::{CliError, load, sample_notes};
+use super::{CliError, LockMode, load, lockfile, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::plan::RunStatus;
@@ -14,7 +14,14 @@ use crate::spec::{ExpectedOutcome, Spec};
 use crate::store::Outcome;
 
 pub fn run(args: &RunArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common)?;
+    let loaded = load(
+        &args.common,
+        LockMode::Run {
+            locked: args.locked,
+            offline: args.offline,
+        },
+    )?;
+    lockfile::settle_for_run(&loaded.lock, args.locked, &args.common.experiment)?;
     let plan = build_plan(&loaded, &args.common)?;
     let stored = plan
         .runs

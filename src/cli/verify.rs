@@ -5,13 +5,13 @@ use std::fmt::Write;
 use super::args::VerifyArgs;
 use super::plan::build_plan;
 use super::report::stored_records;
-use super::{CliError, load};
+use super::{CliError, LockMode, load};
 use crate::analyze::{self, Verdict};
 use crate::exit_code;
 use crate::spec::ExpectedOutcome;
 
 pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common)?;
+    let loaded = load(&args.common, LockMode::Read)?;
     let plan = build_plan(&loaded, &args.common)?;
     let records = stored_records(&loaded, &plan)?;
     let tolerance = args.tolerance.unwrap_or(loaded.spec.report.tolerance_pct);

@@ -34,6 +34,18 @@ pub fn serve_argv(
     argv
 }
 
+/// The arguments that make the engine load a pinned model commit (the
+/// lockfile's). `trtllm-serve` takes no revision: it loads what the Hugging
+/// Face cache holds for the model.
+pub fn revision_args(engine: EngineKind, revision: &str) -> Vec<String> {
+    match engine {
+        EngineKind::Vllm | EngineKind::Sglang if crate::lock::is_commit(revision) => {
+            vec!["--revision".into(), revision.into()]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The command a reader of a report would type: without host and port.
 pub fn display_command(engine: EngineKind, model: &str, args: &[String]) -> String {
     let mut words: Vec<String> = match engine {

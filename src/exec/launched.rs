@@ -11,7 +11,7 @@ use tempfile::TempDir;
 
 use super::run::RunContext;
 use super::{ExecError, ExecEvent, failure};
-use crate::engine::command::serve_argv;
+use crate::engine::command::{revision_args, serve_argv};
 use crate::engine::gpus::GpuLease;
 use crate::engine::health::{NotReady, wait_ready};
 use crate::engine::launch::{self, Placement, container_name};
@@ -103,7 +103,9 @@ impl RunContext<'_> {
             let leases = self.gpus(run, step.gpus, report).await?;
             let gpus: Vec<u32> = leases.iter().map(|l| l.index).collect();
             let port = free_port().map_err(crate::store::Error::Io)?;
-            let argv = serve_argv(step.engine, &step.model.id, "127.0.0.1", port, &step.args);
+            let mut args = revision_args(step.engine, &step.model.revision);
+            args.extend(step.args.iter().cloned());
+            let argv = serve_argv(step.engine, &step.model.id, "127.0.0.1", port, &args);
             let name = if step.instances() > 1 {
                 format!("{id}-{i}")
             } else {

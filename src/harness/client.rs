@@ -24,6 +24,7 @@ pub struct RequestSettings {
 }
 
 pub fn http_client() -> reqwest::Client {
+    crate::tls::ensure_provider();
     reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
         .build()

@@ -53,6 +53,7 @@ impl TestEnv {
             .env("PERFPIPE_HOST", "test-host")
             .env("PERFPIPE_NOW", "1795290164")
             .env("NO_COLOR", "1")
+            .env("PERFPIPE_OFFLINE", "1")
             .env("COLUMNS", "100");
         cmd
     }

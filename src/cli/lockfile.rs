@@ -1,0 +1,182 @@
+//! How each command treats the lockfile: read it, write it as `run` and
+//! `lock` do, or refuse a stale one under `--locked`.
+
+use std::path::{Path, PathBuf};
+
+use super::CliError;
+use super::args::Common;
+use crate::lock::{self, Lockfile, PinPolicy, PinResolver, Problem, Update};
+
+/// What a command may do with the lockfile.
+#[derive(Debug, Clone)]
+pub(super) enum LockMode {
+    /// Use its pins; never write it, never ask the network.
+    Read,
+    /// `run`: write it when missing or out of date, pinning new inputs
+    /// (online unless `offline`); with `locked`, refuse any change instead.
+    Run { locked: bool, offline: bool },
+    /// `lock`: also fill open pins, and re-resolve what `update` names.
+    Lock { offline: bool, update: Update },
+}
+
+/// The lockfile as loaded, and as the experiment now resolves it.
+#[derive(Debug)]
+pub(super) struct LockState {
+    pub path: PathBuf,
+    /// What the file held (`None`: there was none).
+    pub old: Option<Lockfile>,
+    pub new: Lockfile,
+    /// Pins that could not be resolved.
+    pub problems: Vec<Problem>,
+}
+
+impl LockState {
+    pub fn is_current(&self) -> bool {
+        self.old.as_ref() == Some(&self.new)
+    }
+}
+
+/// `--lockfile`, else `lockfiles/<experiment file stem>.lock`.
+pub(super) fn lockfile_path(common: &Common) -> PathBuf {
+    common.lockfile.clone().unwrap_or_else(|| {
+        let stem = common.experiment.file_stem().unwrap_or_default();
+        PathBuf::from("lockfiles").join(stem).with_extension("lock")
+    })
+}
+
+pub(super) fn read(path: &Path) -> Result<Option<Lockfile>, CliError> {
+    match fs_err::read_to_string(path) {
+        Ok(text) => lock::parse(&path.display().to_string(), &text)
+            .map(Some)
+            .map_err(CliError::Lockfile),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(CliError::ReadLockfile {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+/// How pins are found under `mode`: the policy, and the network if allowed.
+pub(super) fn pin_policy(
+    mode: &LockMode,
+) -> Result<(PinPolicy, Option<Box<dyn PinResolver>>), CliError> {
+    let online = || -> Result<Option<Box<dyn PinResolver>>, CliError> {
+        let online =
+            lock::resolve::Online::from_env().map_err(|source| CliError::Runtime { source })?;
+        Ok(Some(Box::new(online)))
+    };
+    Ok(match mode {
+        LockMode::Read | LockMode::Run { locked: true, .. } => (PinPolicy::default(), None),
+        LockMode::Run { offline, .. } => (
+            PinPolicy::default(),
+            if *offline { None } else { online()? },
+        ),
+        LockMode::Lock { offline, update } => (
+            PinPolicy {
+                fill_unpinned: true,
+                update: update.clone(),
+            },
+            if *offline { None } else { online()? },
+        ),
+    })
+}
+
+/// Under `run`: writes the lockfile if it changed and says how, or refuses
+/// under `--locked`.
+pub(super) fn settle_for_run(
+    state: &LockState,
+    locked: bool,
+    experiment: &Path,
+) -> Result<(), CliError> {
+    if state.is_current() {
+        return Ok(());
+    }
+    let fix = format!("perfpipe lock {}", experiment.display());
+    if locked {
+        let message = match &state.old {
+            None => format!("`{}` does not exist", state.path.display()),
+            Some(old) => format!(
+                "`{}` is out of date:\n{}",
+                state.path.display(),
+                change_lines(old, &state.new).join("\n")
+            ),
+        };
+        return Err(CliError::LockStale {
+            message,
+            hint: format!("`{fix}` updates it; commit the lockfile with the experiment"),
+        });
+    }
+    write(state)?;
+    match &state.old {
+        None => eprintln!(
+            "perfpipe: wrote `{}` ({})",
+            state.path.display(),
+            pin_summary(&state.new)
+        ),
+        Some(old) => {
+            eprintln!("perfpipe: updated `{}`:", state.path.display());
+            for line in change_lines(old, &state.new) {
+                eprintln!("{line}");
+            }
+        }
+    }
+    report_problems(state);
+    Ok(())
+}
+
+pub(super) fn write(state: &LockState) -> Result<(), CliError> {
+    super::write_text(&state.path, &lock::render(&state.new))
+}
+
+/// `  ~ engine.vllm: version 0.11.0 → 0.17.1`, one per changed input, then
+/// how many run keys moved.
+pub(super) fn change_lines(old: &Lockfile, new: &Lockfile) -> Vec<String> {
+    let mut lines: Vec<String> = lock::input_changes(old, new)
+        .iter()
+        .map(|c| {
+            let sign = match (c.before, c.after) {
+                (None, _) => '+',
+                (_, None) => '-',
+                _ => '~',
+            };
+            format!("  {sign} {}: {}", c.name, c.describe())
+        })
+        .collect();
+    let moved = new
+        .runs
+        .iter()
+        .filter(|r| old.run(&r.step, &r.workload) != Some(r))
+        .count();
+    if moved > 0 {
+        lines.push(format!(
+            "  {moved} run{} with new keys (`perfpipe explain` says why each one runs)",
+            if moved == 1 { "" } else { "s" }
+        ));
+    }
+    if lines.is_empty() {
+        lines.push("  runs added, removed or renamed".into());
+    }
+    lines
+}
+
+/// `7 inputs, 2 unpinned: engine.vllm, model.Qwen/Qwen3-14B@main`.
+pub(super) fn pin_summary(lock: &Lockfile) -> String {
+    let unpinned: Vec<&str> = lock.unpinned().map(|i| i.name.as_str()).collect();
+    if unpinned.is_empty() {
+        format!("{} inputs, all pinned", lock.inputs.len())
+    } else {
+        format!(
+            "{} inputs, {} unpinned: {}",
+            lock.inputs.len(),
+            unpinned.len(),
+            unpinned.join(", ")
+        )
+    }
+}
+
+pub(super) fn report_problems(state: &LockState) {
+    for p in &state.problems {
+        eprintln!("warning: cannot pin {}: {}", p.input, p.message);
+    }
+}

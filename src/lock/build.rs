@@ -1,0 +1,171 @@
+//! Experiment + pins + files → the lockfile, and pins → the experiment that
+//! runs. (pure)
+
+use std::collections::BTreeMap;
+
+use super::pins::{PinRequest, PinTarget};
+use super::{Attrs, Input, LockedRun, Lockfile, names};
+use crate::harness::BUILTIN_HARNESS_VERSION;
+use crate::inputs::ResolvedInputs;
+use crate::plan::keyed_runs;
+use crate::spec::{Dataset, HarnessKind, Runtime, Spec};
+
+/// The inputs only the network can pin: every engine's image, every model revision.
+pub fn pin_requests(spec: &Spec) -> Vec<PinRequest> {
+    let mut requests: Vec<PinRequest> = spec
+        .engines
+        .iter()
+        .map(|e| {
+            let image = e
+                .image
+                .clone()
+                .unwrap_or_else(|| crate::engine::launch::default_image(e.kind, &e.version));
+            PinRequest {
+                name: names::engine(e.kind),
+                original: attrs([("version", &e.version), ("image", &image)]),
+                target: PinTarget::Image(image),
+            }
+        })
+        .collect();
+    for step in &spec.steps {
+        let name = names::model(&step.model);
+        if requests.iter().any(|r| r.name == name) {
+            continue;
+        }
+        requests.push(PinRequest {
+            name,
+            original: attrs([("repo", &step.model.id), ("revision", &step.model.revision)]),
+            target: PinTarget::Model {
+                repo: step.model.id.clone(),
+                revision: step.model.revision.clone(),
+            },
+        });
+    }
+    requests
+}
+
+/// The experiment as it runs: images by digest, models at their commit.
+/// Unpinned inputs stay as declared.
+pub fn apply_pins(spec: &Spec, pins: &[Input]) -> Spec {
+    let locked = |name: &str, attr: &str| {
+        pins.iter()
+            .find(|i| i.name == name)
+            .and_then(|i| i.locked.as_ref())
+            .and_then(|l| l.get(attr))
+            .cloned()
+    };
+    let mut pinned = spec.clone();
+    for engine in &mut pinned.engines {
+        if let Some(image) = locked(&names::engine(engine.kind), "image") {
+            engine.image = Some(image);
+        }
+    }
+    let models =
+        std::iter::once(&mut pinned.model).chain(pinned.steps.iter_mut().map(|s| &mut s.model));
+    for model in models {
+        if let Some(commit) = locked(&names::model(model), "revision") {
+            model.revision = commit;
+        }
+    }
+    pinned
+}
+
+/// The lockfile of `spec`: its network pins, its files as `inputs` found
+/// them, and every run's key under each runtime, computed from `pinned`
+/// (`apply_pins` of `spec`).
+pub fn build(spec: &Spec, pinned: &Spec, pins: Vec<Input>, inputs: &ResolvedInputs) -> Lockfile {
+    let mut all: BTreeMap<String, Input> = pins.into_iter().map(|i| (i.name.clone(), i)).collect();
+    for workload in &spec.workloads {
+        let Dataset::ShareGpt { path, sample, .. } = &workload.dataset else {
+            continue;
+        };
+        let Some(found) = inputs.dataset(&workload.name.value) else {
+            continue;
+        };
+        let mut original = attrs([("path", path)]);
+        if let Some(sample) = sample {
+            original.insert("sample".into(), sample.clone());
+        }
+        all.insert(
+            names::dataset(path),
+            Input {
+                name: names::dataset(path),
+                original,
+                locked: Some(attrs([
+                    ("file", &found.path.display().to_string()),
+                    ("sha256", &found.sha256),
+                ])),
+            },
+        );
+    }
+    let harness = &spec.harness.kind;
+    let version = match harness {
+        HarnessKind::Builtin => BUILTIN_HARNESS_VERSION.to_owned(),
+        HarnessKind::VllmBench { version } | HarnessKind::Guidellm { version } => version.clone(),
+    };
+    all.insert(
+        names::HARNESS.into(),
+        Input {
+            name: names::HARNESS.into(),
+            original: attrs([("name", harness.name())]),
+            locked: Some(attrs([("name", harness.name()), ("version", &version)])),
+        },
+    );
+    for (step, pinned_step) in spec.steps.iter().zip(&pinned.steps) {
+        let tokenizer = inputs.tokenizer(&pinned_step.model);
+        all.insert(
+            names::tokenizer(&step.model),
+            Input {
+                name: names::tokenizer(&step.model),
+                original: attrs([
+                    ("model", &step.model.id),
+                    ("revision", &step.model.revision),
+                ]),
+                locked: Some(attrs([("id", &tokenizer.id)])),
+            },
+        );
+    }
+
+    let by_runtime: Vec<_> = [Runtime::Docker, Runtime::Local, Runtime::Sim]
+        .into_iter()
+        .map(|rt| (rt, keyed_runs(pinned, rt, inputs)))
+        .collect();
+    let runs = by_runtime[0]
+        .1
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let step = spec
+                .step(&run.step)
+                .expect("runs come from the spec's steps");
+            let mut uses = vec![names::engine(step.engine), names::model(&step.model)];
+            if let Some(Dataset::ShareGpt { path, .. }) =
+                spec.workload(&run.workload).map(|w| &w.dataset)
+            {
+                uses.push(names::dataset(path));
+            }
+            uses.extend([names::HARNESS.to_owned(), names::tokenizer(&step.model)]);
+            LockedRun {
+                step: run.step.clone(),
+                workload: run.workload.clone(),
+                keys: by_runtime
+                    .iter()
+                    .map(|(rt, runs)| (rt.name().to_owned(), runs[i].key.clone()))
+                    .collect(),
+                uses,
+            }
+        })
+        .collect();
+    Lockfile {
+        experiment: spec.name.clone(),
+        inputs: all.into_values().collect(),
+        runs,
+    }
+}
+
+fn attrs<const N: usize>(pairs: [(&str, &str); N]) -> Attrs {
+    pairs
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}

@@ -1,0 +1,117 @@
+//! Lockfiles: what an experiment's inputs resolved to, and every run's key.
+//!
+//! ```text
+//! lockfiles/<experiment>.lock     KDL, machine-written, no timestamps
+//!   input "engine.vllm"           original (as declared) + locked (resolved)
+//!   input "model.<id>@<rev>"      revision → commit sha
+//!   input "dataset.<path>"        sha256 of the file
+//!   input "harness"               name and version
+//!   input "tokenizer.<id>@<rev>"  sha256 of `tokenizer.json` (or `whitespace-v1`)
+//!   run "<step>" "<workload>"     its key under each runtime, and the inputs it uses
+//! ```
+//!
+//! Images and model revisions need the network (`resolve`, the only
+//! effectful part); everything else is read from files on every load, so a
+//! lockfile is a pure function of the experiment, its pins and its files.
+//! Pins are never re-resolved unless asked (`lock --update`).
+
+mod build;
+mod changes;
+mod file;
+mod pins;
+pub mod resolve;
+
+pub use build::{apply_pins, build, pin_requests};
+pub use changes::{InputChange, input_changes, run_key_changes};
+pub use file::{parse, render};
+pub use pins::{PinPolicy, PinRequest, PinResolver, Problem, Update, is_commit, resolve_pins};
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use crate::key::RunKey;
+use crate::spec::Runtime;
+
+/// Version of the lockfile format.
+pub const LOCKFILE_VERSION: i128 = 1;
+
+/// Attribute name → value, in sorted order (so rendering is canonical).
+pub type Attrs = BTreeMap<String, String>;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lockfile {
+    /// The experiment's declared name.
+    pub experiment: String,
+    /// Sorted by name.
+    pub inputs: Vec<Input>,
+    /// In declared order.
+    pub runs: Vec<LockedRun>,
+}
+
+impl Lockfile {
+    pub fn input(&self, name: &str) -> Option<&Input> {
+        self.inputs.iter().find(|i| i.name == name)
+    }
+
+    pub fn run(&self, step: &str, workload: &str) -> Option<&LockedRun> {
+        self.runs
+            .iter()
+            .find(|r| r.step == step && r.workload == workload)
+    }
+
+    /// Inputs that need the network and have no pin yet.
+    pub fn unpinned(&self) -> impl Iterator<Item = &Input> {
+        self.inputs.iter().filter(|i| i.locked.is_none())
+    }
+}
+
+/// One input: as declared, and as resolved (`None`: not pinned yet).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    pub name: String,
+    pub original: Attrs,
+    pub locked: Option<Attrs>,
+}
+
+/// One run: its key under each runtime, and the inputs its key depends on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockedRun {
+    pub step: String,
+    pub workload: String,
+    /// By runtime name (`docker`, `local`, `sim`).
+    pub keys: BTreeMap<String, RunKey>,
+    /// Input names, in a fixed order (engine, model, dataset, harness, tokenizer).
+    pub uses: Vec<String>,
+}
+
+impl LockedRun {
+    pub fn key(&self, runtime: Runtime) -> Option<&RunKey> {
+        self.keys.get(runtime.name())
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("`{path}` is not a lockfile perfpipe can read: {message}")]
+    Parse { path: String, message: String },
+}
+
+/// Input names, one scheme for every command that prints them.
+pub mod names {
+    use crate::spec::{EngineKind, ModelRef};
+
+    pub fn engine(kind: EngineKind) -> String {
+        format!("engine.{}", kind.name())
+    }
+    pub fn model(model: &ModelRef) -> String {
+        format!("model.{}@{}", model.id, model.revision)
+    }
+    pub fn dataset(path: &str) -> String {
+        format!("dataset.{path}")
+    }
+    pub const HARNESS: &str = "harness";
+    pub fn tokenizer(model: &ModelRef) -> String {
+        format!("tokenizer.{}@{}", model.id, model.revision)
+    }
+}

@@ -1,0 +1,100 @@
+//! Pins over the network: image tags → digests through the OCI distribution
+//! API, model revisions → commits through the Hugging Face Hub API. The only
+//! part of `lock` that does I/O besides reading and writing the lockfile.
+//!
+//! Secrets (`HF_TOKEN`, `PERFPIPE_REGISTRY_PASSWORD`) are sent as headers and
+//! never put in an error, a lockfile or a log.
+
+mod hf;
+mod oci;
+
+use std::time::Duration;
+
+use super::{Attrs, PinResolver};
+
+pub use oci::ImageRef;
+
+/// The Hub perfpipe asks when `HF_ENDPOINT` is not set.
+pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
+
+/// Resolves pins over HTTP(S), blocking the caller.
+pub struct Online {
+    client: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
+    hf_endpoint: String,
+    hf_token: Option<String>,
+    registry_login: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for Online {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token or the password.
+        f.debug_struct("Online")
+            .field("hf_endpoint", &self.hf_endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Online {
+    /// Reads `HF_ENDPOINT`, `HF_TOKEN`, and `PERFPIPE_REGISTRY_USERNAME` with
+    /// `PERFPIPE_REGISTRY_PASSWORD` (sent to a registry's token endpoint, e.g.
+    /// `$oauthtoken` and an API key for NGC).
+    pub fn from_env() -> std::io::Result<Self> {
+        let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+        crate::tls::ensure_provider();
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .user_agent(concat!("perfpipe/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(std::io::Error::other)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        Ok(Self {
+            client,
+            runtime,
+            hf_endpoint: var("HF_ENDPOINT")
+                .unwrap_or_else(|| DEFAULT_HF_ENDPOINT.into())
+                .trim_end_matches('/')
+                .to_owned(),
+            hf_token: var("HF_TOKEN"),
+            registry_login: var("PERFPIPE_REGISTRY_USERNAME")
+                .zip(var("PERFPIPE_REGISTRY_PASSWORD")),
+        })
+    }
+}
+
+impl PinResolver for Online {
+    fn image(&self, reference: &str) -> Result<Attrs, String> {
+        let image = ImageRef::parse(reference)?;
+        self.runtime.block_on(oci::resolve(
+            &self.client,
+            &image,
+            self.registry_login.as_ref(),
+        ))
+    }
+
+    fn model(&self, repo: &str, revision: &str) -> Result<Attrs, String> {
+        self.runtime.block_on(hf::resolve(
+            &self.client,
+            &self.hf_endpoint,
+            self.hf_token.as_deref(),
+            repo,
+            revision,
+        ))
+    }
+}
+
+/// `reqwest`'s error without the URL's query (a token endpoint's URL holds none,
+/// but a proxy's might) and with its cause, which says what failed.
+fn transport_error(what: &str, e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut message = format!("{what}: {e}");
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}
