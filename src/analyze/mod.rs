@@ -2,13 +2,15 @@
 //! table, computed with polars. (pure)
 
 mod checks;
+mod diff;
 mod records;
 mod summary;
 
 use polars::prelude::*;
 
 pub use checks::{Check, Verdict, checks};
-pub use records::{RunRecord, Source, from_expectations, from_store};
+pub use diff::{Delta, DeltaVerdict, deltas};
+pub use records::{RunRecord, Source, from_expectations, from_store, of_samples};
 pub use summary::{Gain, SummaryNote, SummaryRow, summary};
 
 use crate::spec::Spec;

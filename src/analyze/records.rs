@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::key::RunKey;
 use crate::metrics::Provenance;
 use crate::metrics::telemetry::TelemetrySummary;
 use crate::plan::Plan;
@@ -87,75 +88,69 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
         .collect()
 }
 
-/// Records built from what the store holds for each run of `plan`: the mean
-/// of its measured (or simulated) samples, else of its imported ones.
+/// Records built from what the store holds for each run of `plan`.
 pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
     plan.runs
         .iter()
-        .map(|run| {
-            let samples = index.samples(&run.key);
-            let measured: Vec<&Sample> = samples.iter().filter(|s| s.metrics().is_some()).collect();
-            let imported: Vec<&Sample> = samples
-                .iter()
-                .filter(|s| matches!(s.result.outcome, Outcome::Imported { .. }))
-                .collect();
-            let chosen = if measured.is_empty() {
-                imported
-            } else {
-                measured
-            };
-            let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            for sample in &chosen {
-                for (name, v) in sample.metric_map().unwrap_or_default() {
-                    values.entry(name).or_default().push(v);
-                }
-            }
-            let metrics = values.iter().map(|(k, v)| (k.clone(), mean(v))).collect();
-            let sd = values
-                .iter()
-                .filter(|(_, v)| v.len() > 1)
-                .map(|(k, v)| (k.clone(), sample_sd(v)))
-                .collect();
-            let failure = if chosen.is_empty() {
-                samples.iter().rev().find_map(|s| match &s.result.outcome {
-                    Outcome::Failure { error, .. } => Some(error.clone()),
-                    Outcome::Success { .. } | Outcome::Imported { .. } => None,
-                })
-            } else {
-                None
-            };
-            let source = chosen
-                .last()
-                .copied()
-                .or(samples.last())
-                .map(|s| Source::of(&s.result.provenance));
-            let mut warnings: Vec<String> = chosen
-                .iter()
-                .flat_map(|s| match &s.result.outcome {
-                    Outcome::Success { warnings, .. } => warnings.clone(),
-                    Outcome::Failure { .. } | Outcome::Imported { .. } => Vec::new(),
-                })
-                .collect();
-            warnings.dedup();
-            RunRecord {
-                step: run.step.clone(),
-                workload: run.workload.clone(),
-                key: Some(run.key.to_string()),
-                source,
-                metrics,
-                sd,
-                samples: chosen.len(),
-                environment: chosen
-                    .last()
-                    .copied()
-                    .or(samples.last())
-                    .map(|s| s.result.provenance.environment()),
-                failure,
-                warnings,
-                telemetry: chosen.last().and_then(|s| s.result.telemetry.clone()),
-            }
-        })
+        .map(|run| of_samples(&run.step, &run.workload, &run.key, index.samples(&run.key)))
         .collect()
+}
+
+/// The record of one run from its key's samples: the mean of its measured
+/// (or simulated) samples, else of its imported ones.
+pub fn of_samples(step: &str, workload: &str, key: &RunKey, samples: &[Sample]) -> RunRecord {
+    let measured: Vec<&Sample> = samples.iter().filter(|s| s.metrics().is_some()).collect();
+    let imported: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| matches!(s.result.outcome, Outcome::Imported { .. }))
+        .collect();
+    let chosen = if measured.is_empty() {
+        imported
+    } else {
+        measured
+    };
+    let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for sample in &chosen {
+        for (name, v) in sample.metric_map().unwrap_or_default() {
+            values.entry(name).or_default().push(v);
+        }
+    }
+    let metrics = values.iter().map(|(k, v)| (k.clone(), mean(v))).collect();
+    let sd = values
+        .iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, v)| (k.clone(), sample_sd(v)))
+        .collect();
+    let failure = if chosen.is_empty() {
+        samples.iter().rev().find_map(|s| match &s.result.outcome {
+            Outcome::Failure { error, .. } => Some(error.clone()),
+            Outcome::Success { .. } | Outcome::Imported { .. } => None,
+        })
+    } else {
+        None
+    };
+    let last = chosen.last().copied().or(samples.last());
+    let mut warnings: Vec<String> = chosen
+        .iter()
+        .flat_map(|s| match &s.result.outcome {
+            Outcome::Success { warnings, .. } => warnings.clone(),
+            Outcome::Failure { .. } | Outcome::Imported { .. } => Vec::new(),
+        })
+        .collect();
+    warnings.dedup();
+    RunRecord {
+        step: step.to_owned(),
+        workload: workload.to_owned(),
+        key: Some(key.to_string()),
+        source: last.map(|s| Source::of(&s.result.provenance)),
+        metrics,
+        sd,
+        samples: chosen.len(),
+        environment: last.map(|s| s.result.provenance.environment()),
+        failure,
+        warnings,
+        telemetry: chosen.last().and_then(|s| s.result.telemetry.clone()),
+    }
 }
 
 fn mean(v: &[f64]) -> f64 {

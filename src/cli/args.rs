@@ -36,6 +36,9 @@ pub enum Command {
     /// Pin every input (image digests, model commits, dataset and tokenizer
     /// hashes, harness version) in `lockfiles/<experiment>.lock`, with every run's key.
     Lock(LockArgs),
+    /// What changed between two lockfiles (inputs, run keys) and what it did to
+    /// every number both have in the store; exit 4 with `--fail-on-regression`.
+    Diff(DiffArgs),
     /// Import a published "Serving Benchmark Result" block as a run's published numbers.
     Import(ImportArgs),
     /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
@@ -109,6 +112,36 @@ pub struct RunArgs {
     /// stay unpinned (datasets, tokenizer and harness are always pinned).
     #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The lockfile before (e.g. a copy from before an engine upgrade).
+    pub before: PathBuf,
+    /// The lockfile after.
+    pub after: PathBuf,
+    /// The store holding both sides' results.
+    #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
+    pub store: PathBuf,
+    /// Whose run keys to compare [default: docker].
+    #[arg(long, value_enum, env = "PERFPIPE_RUNTIME")]
+    pub runtime: Option<RuntimeArg>,
+    /// Metrics to compare (comma-separated names)
+    /// [default: total_token_throughput,mean_ttft_ms,mean_tpot_ms].
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Option<Vec<String>>,
+    #[arg(long, value_enum, default_value_t = DiffFormat::Md)]
+    pub format: DiffFormat,
+    /// Exit 4 when a metric got worse by more than this many % (and more
+    /// than run-to-run noise), as a CI gate. Without it, diff exits 0.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub fail_on_regression: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    Md,
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -96,11 +96,16 @@ pub(super) fn settle_for_run(
     if locked {
         let message = match &state.old {
             None => format!("`{}` does not exist", state.path.display()),
-            Some(old) => format!(
-                "`{}` is out of date:\n{}",
-                state.path.display(),
-                change_lines(old, &state.new).join("\n")
-            ),
+            Some(old) => {
+                eprintln!(
+                    "perfpipe: the experiment no longer matches `{}`:",
+                    state.path.display()
+                );
+                for line in change_lines(old, &state.new) {
+                    eprintln!("{line}");
+                }
+                format!("`{}` is out of date", state.path.display())
+            }
         };
         return Err(CliError::LockStale {
             message,

@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod diff;
 mod error;
 mod import;
 mod lock;
@@ -48,6 +49,7 @@ pub fn main() -> u8 {
         Command::Bench(args) => bench::bench(&args),
         Command::Import(args) => import::import(&args),
         Command::Lock(args) => lock::lock(&args),
+        Command::Diff(args) => diff::diff(&args),
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
     };
     match result {
@@ -103,13 +105,9 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
             workload.prompts = workload.prompts.min(cap);
         }
     }
-    let runtime = match (common.runtime, spec.runtime) {
-        (Some(RuntimeArg::Docker), _) => Runtime::Docker,
-        (Some(RuntimeArg::Local), _) => Runtime::Local,
-        (Some(RuntimeArg::Sim), _) => Runtime::Sim,
-        (None, Some(declared)) => declared,
-        (None, None) => Runtime::Docker,
-    };
+    let runtime = runtime_of(common.runtime)
+        .or(spec.runtime)
+        .unwrap_or(Runtime::Docker);
     Ok(Loaded {
         spec,
         runtime,
@@ -121,6 +119,15 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
             new,
             problems,
         },
+    })
+}
+
+/// The runtime `--runtime` names, if it names one.
+fn runtime_of(arg: Option<RuntimeArg>) -> Option<Runtime> {
+    arg.map(|arg| match arg {
+        RuntimeArg::Docker => Runtime::Docker,
+        RuntimeArg::Local => Runtime::Local,
+        RuntimeArg::Sim => Runtime::Sim,
     })
 }
 

@@ -3,6 +3,7 @@
 
 pub mod chart;
 mod csv;
+pub mod diff;
 mod json;
 mod markdown;
 mod runs;

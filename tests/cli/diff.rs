@@ -1,0 +1,223 @@
+//! Lockfiles across an engine upgrade: `run --locked` refuses a stale one,
+//! `lock` says what changed, and `diff` says what it did to the numbers.
+
+use crate::common::{TestEnv, filters, render};
+
+const STUDY: &str = r#"
+experiment "upgrade" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=2
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    engine sglang version="0.5.5.post1"
+    workload short {
+        dataset random input=32 output=8 seed=1
+        prompts 24
+        concurrency 8
+    }
+    workload shorter {
+        dataset random input=16 output=4 seed=2
+        prompts 16
+    }
+    step vllm engine=vllm gpus=1
+    step sglang engine=sglang gpus=1
+}
+"#;
+
+/// Results differ run to run; the table's shape, keys' places and verdict words do not.
+fn diff_filters() -> Vec<(&'static str, &'static str)> {
+    let mut f = vec![
+        (
+            r"\| \d+\.\d\d ± \d+\.\d\d \(n=(\d+)\) ",
+            "| [N] ± [SD] (n=$1) ",
+        ),
+        (r"[+-]\d+\.\d%", "[Δ]"),
+        (
+            r"\| (better|worse|within noise|unchanged) \|",
+            "| [VERDICT] |",
+        ),
+    ];
+    f.extend(filters());
+    f
+}
+
+fn ok(env: &TestEnv, args: &[&str]) -> std::process::Output {
+    let out = env.run(args);
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    out
+}
+
+#[test]
+fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
+    let env = TestEnv::new();
+    env.write("upgrade.kdl", STUDY);
+    let first = ok(
+        &env,
+        &["run", "upgrade.kdl", "--runtime", "sim", "--samples", "2"],
+    );
+    assert!(
+        String::from_utf8_lossy(&first.stderr).contains("perfpipe: wrote `lockfiles/upgrade.lock` (5 inputs, 3 unpinned: engine.sglang, engine.vllm, model.Qwen/Qwen3-14B@main)"),
+        "{}",
+        render(&first)
+    );
+    std::fs::copy(env.path("lockfiles/upgrade.lock"), env.path("before.lock")).unwrap();
+    // Unchanged inputs re-lock to the same bytes.
+    ok(&env, &["lock", "upgrade.kdl"]);
+    assert_eq!(env.read("lockfiles/upgrade.lock"), env.read("before.lock"));
+
+    env.write("upgrade.kdl", &STUDY.replace("0.11.0", "0.17.1"));
+    let stale = env.run(&["run", "upgrade.kdl", "--runtime", "sim", "--locked"]);
+    insta::with_settings!({ filters => filters() }, {
+        insta::assert_snapshot!(render(&stale), @r#"
+        exit_code: 3
+        ----- stdout -----
+
+        ----- stderr -----
+        perfpipe: the experiment no longer matches `lockfiles/upgrade.lock`:
+          ~ engine.vllm: image vllm/vllm-openai:v0.11.0 → vllm/vllm-openai:v0.17.1; version 0.11.0 → 0.17.1
+          2 runs with new keys (`perfpipe explain` says why each one runs)
+          × `lockfiles/upgrade.lock` is out of date
+          help: `perfpipe lock upgrade.kdl` updates it; commit the lockfile with the
+                experiment
+        "#);
+    });
+    assert_eq!(
+        env.read("lockfiles/upgrade.lock"),
+        env.read("before.lock"),
+        "--locked writes nothing"
+    );
+    assert!(env.samples().len() == 8, "--locked ran nothing");
+
+    let relock = ok(&env, &["lock", "upgrade.kdl"]);
+    insta::with_settings!({ filters => filters() }, {
+        insta::assert_snapshot!(render(&relock), @r#"
+        exit_code: 0
+        ----- stdout -----
+
+        ----- stderr -----
+        perfpipe: updated `lockfiles/upgrade.lock`:
+          ~ engine.vllm: image vllm/vllm-openai:v0.11.0 → vllm/vllm-openai:v0.17.1; version 0.11.0 → 0.17.1
+          2 runs with new keys (`perfpipe explain` says why each one runs)
+        perfpipe: 5 inputs, 3 unpinned: engine.sglang, engine.vllm, model.Qwen/Qwen3-14B@main
+        perfpipe: offline, so images and model revisions not pinned before stay unpinned; `perfpipe lock upgrade.kdl` pins them where the registry and the Hub are reachable
+        "#);
+    });
+    let second = ok(
+        &env,
+        &[
+            "run",
+            "upgrade.kdl",
+            "--runtime",
+            "sim",
+            "--locked",
+            "--samples",
+            "2",
+        ],
+    );
+    let started: Vec<&str> = String::from_utf8_lossy(&second.stderr)
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .map(|l| {
+            if l.contains("`vllm`") {
+                "vllm"
+            } else {
+                "other"
+            }
+        })
+        .collect();
+    assert_eq!(started, ["vllm", "vllm"], "only the vLLM runs run again");
+
+    let diff = ok(
+        &env,
+        &[
+            "diff",
+            "before.lock",
+            "lockfiles/upgrade.lock",
+            "--runtime",
+            "sim",
+        ],
+    );
+    insta::with_settings!({ filters => diff_filters() }, {
+        insta::assert_snapshot!(render(&diff), @r#"
+        exit_code: 0
+        ----- stdout -----
+        # Lockfile diff: `before.lock` → `lockfiles/upgrade.lock`
+
+        Experiment `upgrade`; run keys under runtime `sim`.
+
+        ## Inputs
+
+        | | input | change |
+        | --- | --- | --- |
+        | ~ | engine.vllm | image vllm/vllm-openai:v0.11.0 → vllm/vllm-openai:v0.17.1; version 0.11.0 → 0.17.1 |
+
+        Unchanged: engine.sglang, harness, model.Qwen/Qwen3-14B@main, tokenizer.Qwen/Qwen3-14B@main.
+
+        ## Runs
+
+        | step | workload | key before | key after | changed by |
+        | --- | --- | --- | --- | --- |
+        | vllm | short | [SHORT-KEY] | [SHORT-KEY] | engine.vllm |
+        | vllm | shorter | [SHORT-KEY] | [SHORT-KEY] | engine.vllm |
+
+        Unchanged keys: sglang × short, sglang × shorter.
+
+        ## Results
+
+        | step | workload | metric | before | after | Δ | verdict |
+        | --- | --- | --- | --- | --- | --- | --- |
+        | vllm | short | total_token_throughput | [N] ± [SD] (n=2) | [N] ± [SD] (n=2) | [Δ] | [VERDICT] |
+        | vllm | short | mean_ttft_ms | [N] ± [SD] (n=2) | [N] ± [SD] (n=2) | [Δ] | [VERDICT] |
+        | vllm | short | mean_tpot_ms | [N] ± [SD] (n=2) | [N] ± [SD] (n=2) | [Δ] | [VERDICT] |
+        | vllm | shorter | total_token_throughput | [N] ± [SD] (n=2) | [N] ± [SD] (n=2) | [Δ] | [VERDICT] |
+        | vllm | shorter | mean_ttft_ms | [N] ± [SD] (n=2) | [N] ± [SD] (n=2) | [Δ] | [VERDICT] |
+        | vllm | shorter | mean_tpot_ms | [N] ± [SD] (n=2) | [N] ± [SD] (n=2) | [Δ] | [VERDICT] |
+
+        ----- stderr -----
+        "#);
+    });
+    let json = ok(
+        &env,
+        &[
+            "diff",
+            "before.lock",
+            "lockfiles/upgrade.lock",
+            "--runtime",
+            "sim",
+            "--format",
+            "json",
+        ],
+    );
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let deltas = json["deltas"].as_array().unwrap();
+    assert_eq!(deltas.len(), 6, "3 metrics × 2 vLLM runs");
+    for d in deltas {
+        let (b, a) = (d["before"].as_f64().unwrap(), d["after"].as_f64().unwrap());
+        let pct = d["delta_pct"].as_f64().unwrap();
+        assert!(((a - b) / b * 100.0 - pct).abs() < 1e-9, "{d}");
+        assert_eq!(d["before_n"], 2);
+        assert!(d["before_sd"].is_number(), "two samples have a spread: {d}");
+    }
+    assert_eq!(
+        json["unchanged_runs"],
+        serde_json::json!(["sglang × short", "sglang × shorter"])
+    );
+
+    // As a CI gate: any change for the worse beyond 0% fails with exit 4,
+    // unless the numbers are within noise (then nothing regresses).
+    let gate = env.run(&[
+        "diff",
+        "before.lock",
+        "lockfiles/upgrade.lock",
+        "--runtime",
+        "sim",
+        "--fail-on-regression",
+        "0",
+    ]);
+    let worse = deltas.iter().any(|d| d["verdict"] == "worse");
+    assert_eq!(
+        gate.status.code(),
+        Some(if worse { 4 } else { 0 }),
+        "{}",
+        render(&gate)
+    );
+}
