@@ -36,6 +36,10 @@ pub enum Command {
     /// Pin every input (image digests, model commits, dataset and tokenizer
     /// hashes, harness version) in `lockfiles/<experiment>.lock`, with every run's key.
     Lock(LockArgs),
+    /// Why each run is cached, failed or missing: for a missing run, the
+    /// nearest stored run and every field that differs; for a cached one,
+    /// where its numbers came from.
+    Explain(ExplainArgs),
     /// What changed between two lockfiles (inputs, run keys) and what it did to
     /// every number both have in the store; exit 4 with `--fail-on-regression`.
     Diff(DiffArgs),
@@ -112,6 +116,14 @@ pub struct RunArgs {
     /// stay unpinned (datasets, tokenizer and harness are always pinned).
     #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Only this step's runs.
+    pub step: Option<String>,
 }
 
 #[derive(Debug, Args)]

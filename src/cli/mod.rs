@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod diff;
 mod error;
+mod explain;
 mod import;
 mod lock;
 mod lockfile;
@@ -50,6 +51,7 @@ pub fn main() -> u8 {
         Command::Import(args) => import::import(&args),
         Command::Lock(args) => lock::lock(&args),
         Command::Diff(args) => diff::diff(&args),
+        Command::Explain(args) => explain::explain(&args),
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
     };
     match result {

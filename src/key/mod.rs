@@ -2,6 +2,7 @@
 
 mod args;
 mod canonical;
+mod diff;
 mod material;
 
 use std::fmt;
@@ -11,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 pub use args::{Flag, canonical_args, parse_flags};
 pub use canonical::to_canonical_json;
+pub use diff::{FieldChange, material_changes};
 pub use material::*;
 
 /// Version of the key schema; bumping it changes every key on purpose.

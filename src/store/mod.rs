@@ -81,6 +81,29 @@ impl Store {
         Ok(StoreIndex { entries })
     }
 
+    /// Every entry's key with its key material (the `inputs.json` text);
+    /// directories that are not named by a key are skipped.
+    pub fn entries(&self) -> Result<Vec<(RunKey, String)>, Error> {
+        let mut out = Vec::new();
+        let shards = match fs_err::read_dir(self.root.join("entries")) {
+            Ok(shards) => shards,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(e.into()),
+        };
+        for shard in shards.filter_map(|s| s.ok()) {
+            for entry in fs_err::read_dir(shard.path())?.filter_map(|e| e.ok()) {
+                let Some(key) = entry.file_name().to_str().and_then(RunKey::parse) else {
+                    continue;
+                };
+                if let Ok(material) = fs_err::read_to_string(entry.path().join("inputs.json")) {
+                    out.push((key, material));
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
     /// The committed samples of a key, oldest first. A sample whose result
     /// cannot be read is skipped: it is never used as a result.
     pub fn samples(&self, key: &RunKey) -> Result<Vec<Sample>, Error> {

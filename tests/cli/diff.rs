@@ -101,6 +101,29 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         perfpipe: offline, so images and model revisions not pinned before stay unpinned; `perfpipe lock upgrade.kdl` pins them where the registry and the Hub are reachable
         "#);
     });
+    let explain = ok(&env, &["explain", "upgrade.kdl", "--runtime", "sim"]);
+    insta::with_settings!({ filters => filters() }, {
+        insta::assert_snapshot!(render(&explain), @r#"
+        exit_code: 0
+        ----- stdout -----
+        `vllm` × `short`: missing (key [SHORT-KEY])
+          no result for this key
+          nearest stored run: [SHORT-KEY] (2 samples, simulated (test-host: simulated engine v1)); it differs in:
+            engine.version: 0.11.0 → 0.17.1
+        `vllm` × `shorter`: missing (key [SHORT-KEY])
+          no result for this key
+          nearest stored run: [SHORT-KEY] (2 samples, simulated (test-host: simulated engine v1)); it differs in:
+            engine.version: 0.11.0 → 0.17.1
+        `sglang` × `short`: cached (key [SHORT-KEY])
+          sample 0001: simulated (test-host: simulated engine v1)
+          sample 0002: simulated (test-host: simulated engine v1)
+        `sglang` × `shorter`: cached (key [SHORT-KEY])
+          sample 0001: simulated (test-host: simulated engine v1)
+          sample 0002: simulated (test-host: simulated engine v1)
+
+        ----- stderr -----
+        "#);
+    });
     let second = ok(
         &env,
         &[
