@@ -4,14 +4,66 @@ use std::fmt::Write;
 
 use super::args::{Common, PlanArgs};
 use super::{CliError, Loaded, LockMode, load};
+use serde_json::Value;
+
 use crate::exit_code;
+use crate::key::material_changes;
 use crate::plan::{self, Plan, PlanOptions, RunStatus};
+use crate::spec::EngineKind;
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
     let loaded = load(&args.common, LockMode::Read)?;
     let plan = build_plan(&loaded, &args.common)?;
+    let earlier = earlier_durations(&loaded)?;
+    let estimate = plan::estimate(&loaded.spec, &plan, args.common.fresh_engine, &|run| {
+        let material = serde_json::to_value(&run.material).ok()?;
+        earlier
+            .iter()
+            .filter(|(m, _)| m["workload"] == material["workload"])
+            .min_by_key(|(m, _)| material_changes(m, &material).len())
+            .map(|(_, seconds)| *seconds)
+    });
     print!("{}", render(&loaded, &args.common, &plan));
+    if estimate.launches > 0 {
+        let untimed = match estimate.untimed {
+            0 => String::new(),
+            1 => "; 1 run has no earlier result of its workload and counts only its launch".into(),
+            n => format!(
+                "; {n} runs have no earlier result of their workload and count only their launch"
+            ),
+        };
+        println!(
+            "estimate: {:.1} GPU-hours ({} engine launches at a typical start of {} min for vLLM and SGLang, {} for TensorRT-LLM, plus benchmark times of earlier results{untimed})",
+            estimate.gpu_hours,
+            estimate.launches,
+            plan::typical_start(EngineKind::Vllm).as_secs() / 60,
+            plan::typical_start(EngineKind::Trtllm).as_secs() / 60,
+        );
+    }
     Ok(exit_code::OK)
+}
+
+/// Every stored configuration (its key material) with the mean benchmark
+/// seconds of its successful samples.
+fn earlier_durations(loaded: &Loaded) -> Result<Vec<(Value, f64)>, CliError> {
+    let mut out = Vec::new();
+    for (key, text) in loaded.store.entries().map_err(CliError::Store)? {
+        let Ok(material) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let seconds: Vec<f64> = loaded
+            .store
+            .samples(&key)
+            .map_err(CliError::Store)?
+            .iter()
+            .filter(|s| s.metrics().is_some())
+            .filter_map(|s| s.metric_map()?.get("duration").copied())
+            .collect();
+        if !seconds.is_empty() {
+            out.push((material, seconds.iter().sum::<f64>() / seconds.len() as f64));
+        }
+    }
+    Ok(out)
 }
 
 /// Keys every run and looks each key up in the store.

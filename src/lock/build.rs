@@ -169,3 +169,90 @@ fn attrs<const N: usize>(pairs: [(&str, &str); N]) -> Attrs {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{SourceFile, parse};
+
+    const STUDY: &str = include_str!("../../experiments/qwen3-235b-a100.kdl");
+
+    fn pinned(image: &str, model_commit: Option<&str>) -> Lockfile {
+        let spec = parse(&SourceFile {
+            name: "s".into(),
+            text: STUDY.into(),
+        })
+        .unwrap();
+        let mut pins: Vec<Input> = pin_requests(&spec)
+            .into_iter()
+            .map(|r| Input {
+                name: r.name,
+                original: r.original,
+                locked: None,
+            })
+            .collect();
+        for pin in &mut pins {
+            if pin.name == "engine.vllm" {
+                pin.locked = Some(attrs([("image", image)]));
+            }
+            if let (Some(commit), true) = (model_commit, pin.name.ends_with("-FP8@main")) {
+                pin.locked = Some(attrs([("revision", commit)]));
+            }
+        }
+        let applied = apply_pins(&spec, &pins);
+        let mut inputs = ResolvedInputs::default();
+        inputs.datasets.insert(
+            "sharegpt".into(),
+            crate::inputs::ResolvedDataset {
+                path: "d.json".into(),
+                sha256: "0".repeat(64),
+                is_sample: false,
+            },
+        );
+        build(&spec, &applied, pins, &inputs)
+    }
+
+    /// Steps whose key under `runtime` differs between two lockfiles.
+    fn moved(a: &Lockfile, b: &Lockfile, runtime: Runtime) -> Vec<String> {
+        let mut steps: Vec<String> = a
+            .runs
+            .iter()
+            .zip(&b.runs)
+            .filter(|(x, y)| x.key(runtime) != y.key(runtime))
+            .map(|(x, _)| x.step.clone())
+            .collect();
+        steps.dedup();
+        steps
+    }
+
+    #[test]
+    fn a_moved_tag_is_a_new_key_for_exactly_that_engines_docker_runs() {
+        let one = pinned("docker.io/vllm/vllm-openai@sha256:1f0c", None);
+        let two = pinned("docker.io/vllm/vllm-openai@sha256:9a7b", None);
+        let mut vllm_steps: Vec<String> = one
+            .runs
+            .iter()
+            .filter(|r| r.uses[0] == "engine.vllm")
+            .map(|r| r.step.clone())
+            .collect();
+        vllm_steps.dedup();
+        assert!(vllm_steps.len() > 3 && !vllm_steps.iter().any(|s| s.starts_with("sglang")));
+        assert_eq!(moved(&one, &two, Runtime::Docker), vllm_steps);
+        assert!(
+            moved(&one, &two, Runtime::Sim).is_empty(),
+            "no image runs under sim"
+        );
+    }
+
+    #[test]
+    fn a_model_commit_enters_every_runtimes_key_of_the_steps_using_it() {
+        let main = pinned("v@sha256:1", None);
+        let commit = pinned("v@sha256:1", Some(&"c".repeat(40)));
+        let sim = moved(&main, &commit, Runtime::Sim);
+        assert!(
+            !sim.is_empty() && sim.iter().all(|s| s.contains("fp8")),
+            "{sim:?}"
+        );
+        assert_eq!(sim, moved(&main, &commit, Runtime::Docker));
+    }
+}

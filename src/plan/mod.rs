@@ -1,5 +1,9 @@
 //! Steps × workloads → runs with keys, and what the store already holds. (pure)
 
+mod estimate;
+
+pub use estimate::{Estimate, estimate, typical_start};
+
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
 use crate::spec::{Runtime, Spec};

@@ -7,6 +7,8 @@
 mod bench;
 mod common;
 mod diagnostics;
+mod diff;
+mod lock;
 mod published;
 mod reports;
 mod run;

@@ -39,7 +39,7 @@ pub async fn resolve(
         }
         StatusCode::NOT_FOUND => {
             return Err(format!(
-                "{endpoint} has no revision `{revision}` of `{repo}`"
+                "{endpoint} has no model `{repo}`, or no revision `{revision}` of it"
             ));
         }
         s => return Err(format!("{endpoint} answered {s} for `{repo}`")),

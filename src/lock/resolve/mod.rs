@@ -36,7 +36,7 @@ impl std::fmt::Debug for Online {
 }
 
 impl Online {
-    /// Reads `HF_ENDPOINT`, `HF_TOKEN`, and `PERFPIPE_REGISTRY_USERNAME` with
+    /// Reads `HF_ENDPOINT`, `HF_TOKEN` (or the older `HUGGING_FACE_HUB_TOKEN`), and `PERFPIPE_REGISTRY_USERNAME` with
     /// `PERFPIPE_REGISTRY_PASSWORD` (sent to a registry's token endpoint, e.g.
     /// `$oauthtoken` and an API key for NGC).
     pub fn from_env() -> std::io::Result<Self> {
@@ -58,7 +58,7 @@ impl Online {
                 .unwrap_or_else(|| DEFAULT_HF_ENDPOINT.into())
                 .trim_end_matches('/')
                 .to_owned(),
-            hf_token: var("HF_TOKEN"),
+            hf_token: var("HF_TOKEN").or_else(|| var("HUGGING_FACE_HUB_TOKEN")),
             registry_login: var("PERFPIPE_REGISTRY_USERNAME")
                 .zip(var("PERFPIPE_REGISTRY_PASSWORD")),
         })

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# What the tests need besides the Rust toolchain, from Debian where missing:
+# python3 (the stand-in guidellm), openssl (signs the test registry's tokens)
+# and docker-registry (the OCI registry `perfpipe lock` is tested against).
+set -euo pipefail
+
+missing=()
+[ -x /usr/bin/python3 ] || missing+=(python3)
+command -v openssl >/dev/null || missing+=(openssl)
+[ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing ${missing[*]} (Debian packages the tests use)" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
