@@ -3,12 +3,14 @@
 //!
 //! ```text
 //! parse    (KDL → typed spec, with spans)     spec       pure
+//! lock     (pins → lockfile, keys per run)    lock       pure; lock::resolve asks
+//!                                                        registries and the Hub
 //! resolve  (dataset files → sha256)           inputs     reads files
 //! plan     (runs, keys, store lookups)        key, plan  pure over a StoreIndex
 //! execute  (missing runs only)                exec       processes, HTTP (engine, harness)
 //! store    (atomic, per-key locks)            store      files
-//! analyze  (polars: deltas, rankings)         analyze    pure
-//! render   (markdown)                         report     pure
+//! analyze  (polars: deltas, rankings, diff)   analyze    pure
+//! render   (markdown, JSON, CSV, chart, diff) report     pure
 //! ```
 
 pub mod analyze;
