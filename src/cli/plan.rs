@@ -33,9 +33,9 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
             ),
         };
         println!(
-            "estimate: {:.1} GPU-hours ({} engine launches at a typical start of {} min for vLLM and SGLang, {} for TensorRT-LLM, plus benchmark times of earlier results{untimed})",
+            "estimate: {:.1} GPU-hours ({} at a typical start of {} min for vLLM and SGLang, {} for TensorRT-LLM, plus benchmark times of earlier results{untimed})",
             estimate.gpu_hours,
-            estimate.launches,
+            launches(estimate.launches),
             plan::typical_start(EngineKind::Vllm).as_secs() / 60,
             plan::typical_start(EngineKind::Trtllm).as_secs() / 60,
         );
@@ -93,6 +93,25 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
         plan.options.runtime.name(),
         common.store.display()
     );
+    let lock = &loaded.lock;
+    let _ = match &lock.old {
+        None => writeln!(
+            out,
+            "lockfile `{}`: none yet; `perfpipe lock` or `perfpipe run` writes it",
+            lock.path.display()
+        ),
+        Some(_) if !lock.is_current() => writeln!(
+            out,
+            "lockfile `{}`: out of date (`perfpipe lock` updates it); the keys below are the ones `run` would use",
+            lock.path.display()
+        ),
+        Some(_) => writeln!(
+            out,
+            "lockfile `{}`: {}",
+            lock.path.display(),
+            super::lockfile::pin_summary(&lock.new)
+        ),
+    };
     for note in super::sample_notes(loaded) {
         let _ = writeln!(out, "{note}");
     }
@@ -139,14 +158,18 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
             .count()
     };
     let to_run = plan.missing().len();
-    let launches = plan.launches(common.fresh_engine).len();
     let _ = writeln!(
         out,
-        "\n{} runs: {} cached, {} failed, {} missing; {to_run} to run ({launches} engine launches)",
+        "\n{} runs: {} cached, {} failed, {} missing; {to_run} to run ({})",
         plan.runs.len(),
         count("cached"),
         count("failed"),
         count("missing"),
+        launches(plan.launches(common.fresh_engine).len()),
     );
     out
+}
+
+fn launches(n: usize) -> String {
+    format!("{n} engine launch{}", if n == 1 { "" } else { "es" })
 }

@@ -31,6 +31,7 @@ fn diff_filters() -> Vec<(&'static str, &'static str)> {
             "| [N] ± [SD] (n=$1) ",
         ),
         (r"[+-]\d+\.\d%", "[Δ]"),
+        (r"\d+\.\d GPU-hours", "[N] GPU-hours"),
         (
             r"\| (better|worse|within noise|unchanged) \|",
             "| [VERDICT] |",
@@ -101,6 +102,29 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         perfpipe: offline, so images and model revisions not pinned before stay unpinned; `perfpipe lock upgrade.kdl` pins them where the registry and the Hub are reachable
         "#);
     });
+    let plan = ok(
+        &env,
+        &["plan", "upgrade.kdl", "--runtime", "sim", "--samples", "2"],
+    );
+    insta::with_settings!({ filters => diff_filters() }, {
+        insta::assert_snapshot!(render(&plan), @r#"
+        exit_code: 0
+        ----- stdout -----
+        experiment `upgrade` · runtime `sim` · store `store`
+        lockfile `lockfiles/upgrade.lock`: 5 inputs, 3 unpinned: engine.sglang, engine.vllm, model.Qwen/Qwen3-14B@main
+
+        STEP    WORKLOAD  KEY           STATUS   DETAIL
+        vllm    short     [SHORT-KEY]  missing  no result for this key
+        vllm    shorter   [SHORT-KEY]  missing  no result for this key
+        sglang  short     [SHORT-KEY]  cached   2 samples
+        sglang  shorter   [SHORT-KEY]  cached   2 samples
+
+        4 runs: 2 cached, 0 failed, 2 missing; 2 to run (1 engine launch)
+        estimate: [N] GPU-hours (1 engine launch at a typical start of 5 min for vLLM and SGLang, 15 for TensorRT-LLM, plus benchmark times of earlier results)
+
+        ----- stderr -----
+        "#);
+    });
     let explain = ok(&env, &["explain", "upgrade.kdl", "--runtime", "sim"]);
     insta::with_settings!({ filters => filters() }, {
         insta::assert_snapshot!(render(&explain), @r#"
@@ -149,18 +173,21 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         .collect();
     assert_eq!(started, ["vllm", "vllm"], "only the vLLM runs run again");
 
-    let diff = ok(
-        &env,
-        &[
+    let diff = |extra: &[&str]| {
+        let mut args = vec![
             "diff",
             "before.lock",
             "lockfiles/upgrade.lock",
             "--runtime",
             "sim",
-        ],
-    );
+        ];
+        args.extend(extra);
+        env.run(&args)
+    };
+    let md = diff(&[]);
+    assert_eq!(md.status.code(), Some(0));
     insta::with_settings!({ filters => diff_filters() }, {
-        insta::assert_snapshot!(render(&diff), @r#"
+        insta::assert_snapshot!(render(&md), @r#"
         exit_code: 0
         ----- stdout -----
         # Lockfile diff: `before.lock` → `lockfiles/upgrade.lock`
@@ -198,18 +225,8 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         ----- stderr -----
         "#);
     });
-    let json = ok(
-        &env,
-        &[
-            "diff",
-            "before.lock",
-            "lockfiles/upgrade.lock",
-            "--runtime",
-            "sim",
-            "--format",
-            "json",
-        ],
-    );
+    let json = diff(&["--format", "json"]);
+    assert_eq!(json.status.code(), Some(0));
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let deltas = json["deltas"].as_array().unwrap();
     assert_eq!(deltas.len(), 6, "3 metrics × 2 vLLM runs");
@@ -227,15 +244,7 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
 
     // As a CI gate: any change for the worse beyond 0% fails with exit 4,
     // unless the numbers are within noise (then nothing regresses).
-    let gate = env.run(&[
-        "diff",
-        "before.lock",
-        "lockfiles/upgrade.lock",
-        "--runtime",
-        "sim",
-        "--fail-on-regression",
-        "0",
-    ]);
+    let gate = diff(&["--fail-on-regression", "0"]);
     let worse = deltas.iter().any(|d| d["verdict"] == "worse");
     assert_eq!(
         gate.status.code(),
