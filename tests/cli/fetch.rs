@@ -153,8 +153,8 @@ impl Hub {
             .collect()
     }
 
-    /// Records the request; refuses one without the token.
-    fn check(&self, uri: &axum::http::Uri, headers: &HeaderMap) -> Result<(), Response> {
+    /// Records the request; the refusal of one without the token.
+    fn refusal(&self, uri: &axum::http::Uri, headers: &HeaderMap) -> Option<Response> {
         let authorization = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -165,15 +165,13 @@ impl Hub {
             query: uri.query().map(str::to_owned),
             authorization,
         });
-        if authorized {
-            Ok(())
-        } else {
-            Err((
+        (!authorized).then(|| {
+            (
                 StatusCode::UNAUTHORIZED,
                 Json(json!({"error": "Invalid credentials in Authorization header"})),
             )
-                .into_response())
-        }
+                .into_response()
+        })
     }
 }
 
@@ -192,7 +190,7 @@ async fn listing(
     uri: axum::http::Uri,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = hub.check(&uri, &headers) {
+    if let Some(refused) = hub.refusal(&uri, &headers) {
         return refused;
     }
     if format!("{org}/{name}") != REPO || revision != COMMIT {
@@ -240,7 +238,7 @@ async fn resolve(
     uri: axum::http::Uri,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = hub.check(&uri, &headers) {
+    if let Some(refused) = hub.refusal(&uri, &headers) {
         return refused;
     }
     let Some(found) = hub.files.iter().find(|f| f.name == file) else {
