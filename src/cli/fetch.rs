@@ -97,7 +97,9 @@ pub(super) fn fetch_pinned(
     }
     let fetcher = Fetcher::from_env().map_err(CliError::FetchSetup)?;
     let survey = fetcher.survey(&wants);
-    if everything || !survey.nothing_to_do() || !survey.failures.is_empty() {
+    if (everything || !survey.nothing_to_do() || !survey.failures.is_empty())
+        && !wants.models.is_empty()
+    {
         eprintln!(
             "perfpipe: models from {} into `{}`",
             fetcher.endpoint(),
@@ -122,11 +124,15 @@ pub(super) fn fetch_pinned(
         } else {
             String::new()
         };
+        // `model.X@main` says which commit it is; `model.X@<commit>` already does.
+        let at = if model.want.input.ends_with(&model.want.commit) {
+            String::new()
+        } else {
+            format!(" (commit {})", model.want.commit)
+        };
         eprintln!(
-            "  {}: {} at {}: {missing} of {} files to download ({} of {}){links}",
+            "  {}{at}: {missing} of {} files to download ({} of {}){links}",
             model.want.input,
-            model.want.repo,
-            model.want.commit,
             model.files.len(),
             human_bytes(model.missing_bytes()),
             human_bytes(model.total_bytes()),
@@ -175,15 +181,25 @@ pub(super) fn fetch_pinned(
     for failure in &failures[before..] {
         eprintln!("  {}: {}", failure.input, failure.message);
     }
-    if failures.is_empty() && (everything || !survey.nothing_to_do()) {
+    let downloaded: Vec<u64> = survey
+        .models
+        .iter()
+        .flat_map(|m| m.missing.iter().map(|f| f.size))
+        .collect();
+    if !downloaded.is_empty() && failures.is_empty() {
         eprintln!(
-            "perfpipe: every pinned {} is present and verified",
-            if wants.images.is_empty() {
-                "model"
-            } else {
-                "model and image"
-            }
+            "perfpipe: downloaded {} files ({}), each matching the digest the Hub lists for its commit",
+            downloaded.len(),
+            human_bytes(downloaded.iter().sum())
         );
+    }
+    if failures.is_empty() && (everything || !survey.nothing_to_do()) {
+        let what = match (wants.models.is_empty(), wants.images.is_empty()) {
+            (false, false) => "model and image",
+            (false, true) => "model",
+            _ => "image",
+        };
+        eprintln!("perfpipe: every pinned {what} is on this machine");
     }
     Ok(Fetched {
         models_changed,

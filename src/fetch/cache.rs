@@ -91,6 +91,39 @@ impl RepoCache {
         Ok(file)
     }
 
+    /// Removes the temp files of interrupted downloads that no process is
+    /// downloading now (whose blob's lock is free).
+    pub fn remove_abandoned_temps(&self) -> io::Result<()> {
+        let Ok(entries) = fs_err::read_dir(self.dir.join("blobs")) else {
+            return Ok(());
+        };
+        for entry in entries {
+            let path = entry?.path();
+            let Some(blob) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".incomplete"))
+            else {
+                continue;
+            };
+            if check_blob_name(blob).is_err() {
+                continue;
+            }
+            fs_err::create_dir_all(&self.locks)?;
+            let lock = fs_err::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(self.locks.join(format!("{blob}.lock")))?
+                .into_parts()
+                .0;
+            if lock.try_lock().is_ok() {
+                fs_err::remove_file(&path)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Makes `snapshots/<commit>/<file>` a relative symlink to its blob,
     /// replacing whatever was there.
     pub fn link(&self, commit: &str, file: &RemoteFile) -> io::Result<()> {

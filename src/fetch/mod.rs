@@ -366,6 +366,14 @@ impl Fetcher {
             for model in &survey.models {
                 let repo = RepoCache::new(&self.cache, &model.want.repo);
                 let mut failed = false;
+                if let Err(e) = repo.remove_abandoned_temps() {
+                    failures.push(Failure {
+                        input: model.want.input.clone(),
+                        message: format!("cannot clean `{}`: {e}", repo.dir().display()),
+                        cached: false,
+                    });
+                    continue;
+                }
                 for file in &model.link_only {
                     if let Err(e) = self.place(&repo, &model.want, file).await {
                         failed = true;

@@ -361,6 +361,18 @@ fn fetch_downloads_a_pinned_model_into_the_hf_cache_once_with_hf_token_as_bearer
         out
     };
 
+    // What interrupted downloads left: a part of the weights, and a blob no
+    // listing names any more. The fetch overwrites one and removes the other.
+    let blobs = model_dir(&env).join("blobs");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let partial = &weights().bytes[..1000];
+    std::fs::write(
+        blobs.join(format!("{}.incomplete", weights().blob())),
+        partial,
+    )
+    .unwrap();
+    std::fs::write(blobs.join(format!("{}.incomplete", "0".repeat(64))), "x").unwrap();
+
     let first = fetch();
     for file in &files {
         assert_linked(&env, file);
@@ -376,13 +388,20 @@ fn fetch_downloads_a_pinned_model_into_the_hf_cache_once_with_hf_token_as_bearer
     let text = stderr(&first);
     assert!(
         text.contains(&format!(
-            "model.{REPO}@{COMMIT}: {REPO} at {COMMIT}: 2 of 2 files to download (300.1 kB of 300.1 kB)"
+            "model.{REPO}@{COMMIT}: 2 of 2 files to download (300.1 kB of 300.1 kB)"
         )),
         "{text}"
     );
     assert!(text.contains("model.safetensors (300.0 kB)"), "{text}");
     assert!(text.contains("free in `"), "{text}");
-    assert!(text.contains("is present and verified"), "{text}");
+    assert!(
+        text.contains("downloaded 2 files (300.1 kB), each matching the digest"),
+        "{text}"
+    );
+    assert!(
+        text.contains("every pinned model is on this machine"),
+        "{text}"
+    );
     let mut downloads = hub.downloads();
     downloads.sort();
     assert_eq!(
