@@ -26,8 +26,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every missing run of an experiment, then print and write its report.
-    /// Under `docker` and `local`, first fetches the pinned models and images
-    /// its missing runs need, before any GPU is taken.
+    ///
+    /// Under `docker` and `local` it first fetches, as `perfpipe fetch` does,
+    /// the pinned models and images its missing runs need, before any GPU is
+    /// taken (not with `--offline`).
     Run(RunArgs),
     /// List every run with its key and status (cached, missing, failed); runs nothing.
     Plan(PlanArgs),
@@ -39,10 +41,16 @@ pub enum Command {
     /// Pin every input (image digests, model commits, dataset and tokenizer
     /// hashes, harness version) in `lockfiles/<experiment>.lock`, with every run's key.
     Lock(LockArgs),
-    /// Download what the lockfile pins (model files at their commit into the
-    /// Hugging Face cache, engine images by digest under `--runtime docker`),
-    /// after checking free disk space, and verify it; `run` does the same for
-    /// what its missing runs need.
+    /// Download the models and images the lockfile pins, before any GPU is taken.
+    ///
+    /// Each model's files at its pinned commit go into the Hugging Face cache
+    /// (`HF_HUB_CACHE`, else `HF_HOME/hub`, else `~/.cache/huggingface/hub`),
+    /// from `HF_ENDPOINT` (else huggingface.co) with `HF_TOKEN`; under `docker`,
+    /// each engine's image is pulled by digest. What is missing is listed with
+    /// its size and refused (exit 2) when the disk has less free space; every
+    /// download is checked against the digest the Hub lists (exit 1 naming the
+    /// file when it differs). Unpinned inputs are reported, never fetched by
+    /// tag or branch.
     Fetch(FetchArgs),
     /// Why each run is cached, failed or missing: for a missing run, the
     /// nearest stored run and every field that differs; for a cached one,
