@@ -96,6 +96,16 @@ pub(super) fn fetch_pinned(
         return Ok(Fetched::default());
     }
     let fetcher = Fetcher::from_env().map_err(CliError::FetchSetup)?;
+    if let Some(mounted) = mounted_hub().filter(|_| runtime == Runtime::Docker)
+        && !wants.models.is_empty()
+        && mounted != fetcher.cache()
+    {
+        eprintln!(
+            "warning: models go to `{}` (HF_HUB_CACHE), but engine containers see `{}` (HF_HOME/hub, which the docker runtime mounts)",
+            fetcher.cache().display(),
+            mounted.display()
+        );
+    }
     let survey = fetcher.survey(&wants);
     if (everything || !survey.nothing_to_do() || !survey.failures.is_empty())
         && !wants.models.is_empty()
@@ -230,6 +240,15 @@ pub(super) fn fail_on(
             experiment.display()
         ),
     })
+}
+
+/// The hub cache the docker runtime mounts into containers: `HF_HOME/hub`.
+fn mounted_hub() -> Option<std::path::PathBuf> {
+    let home = match std::env::var_os("HF_HOME") {
+        Some(home) => std::path::PathBuf::from(home),
+        None => std::path::PathBuf::from(std::env::var_os("HOME")?).join(".cache/huggingface"),
+    };
+    Some(home.join("hub"))
 }
 
 fn print_event(event: Event<'_>) {
