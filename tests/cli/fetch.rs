@@ -654,6 +654,21 @@ fn run_fetches_what_its_missing_runs_need_before_the_gpus_and_under_sim_nothing(
         hub.asked()
     );
 
+    // `--offline` fetches nothing either (capped prompts: runs of their own).
+    let mut cmd = with_hub(
+        &env,
+        &hub,
+        &endpoint,
+        &["run", "hub.kdl", "--runtime", "local", "--max-prompts", "2"],
+    );
+    let offline = on_gpu_box(&mut cmd, &env);
+    assert_eq!(offline.status.code(), Some(0), "{}", stderr(&offline));
+    assert!(
+        hub.asked().is_empty(),
+        "offline fetches nothing: {:?}",
+        hub.asked()
+    );
+
     let local = run("local");
     assert_eq!(local.status.code(), Some(0), "{}", stderr(&local));
     let text = stderr(&local);
