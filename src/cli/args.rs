@@ -11,10 +11,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// every run, skips what `store/` already holds, runs the rest, and writes the
 /// report.
 ///
-/// Exit codes: 0 done · 1 some runs failed (recorded), or some pins could not
-/// be resolved · 2 usage, experiment or lockfile error · 3 lockfile missing or
+/// Exit codes: 0 done · 1 some runs failed (recorded), some pins could not
+/// be resolved, or some inputs could not be fetched · 2 usage, experiment or
+/// lockfile error, or not enough disk space to fetch · 3 lockfile missing or
 /// out of date under `--locked` · 4 `verify` found numbers outside the
-/// tolerance or missing · 101 internal error · 130 interrupted.
+/// tolerance or missing, or `diff --fail-on-regression` found a regression ·
+/// 101 internal error · 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "perfpipe", version, max_term_width = 100)]
 pub struct Cli {
@@ -25,6 +27,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every missing run of an experiment, then print and write its report.
+    ///
+    /// Under `docker` and `local` it first fetches, as `perfpipe fetch` does,
+    /// the pinned models and images its missing runs need, before any GPU is
+    /// taken (not with `--offline`).
     Run(RunArgs),
     /// List every run with its key and status (cached, missing, failed); runs nothing.
     Plan(PlanArgs),
@@ -36,6 +42,17 @@ pub enum Command {
     /// Pin every input (image digests, model commits, dataset and tokenizer
     /// hashes, harness version) in `lockfiles/<experiment>.lock`, with every run's key.
     Lock(LockArgs),
+    /// Download the models and images the lockfile pins, before any GPU is taken.
+    ///
+    /// Each model's files at its pinned commit go into the Hugging Face cache
+    /// (`HF_HUB_CACHE`, else `HF_HOME/hub`, else `~/.cache/huggingface/hub`),
+    /// from `HF_ENDPOINT` (else huggingface.co) with `HF_TOKEN`; under `docker`,
+    /// each engine's image is pulled by digest. What is missing is listed with
+    /// its size and refused (exit 2) when the disk has less free space; every
+    /// download is checked against the digest the Hub lists (exit 1 naming the
+    /// file when it differs). Unpinned inputs are reported, never fetched by
+    /// tag or branch.
+    Fetch(FetchArgs),
     /// Why each run is cached, failed or missing: for a missing run, the
     /// nearest stored run and every field that differs; for a cached one,
     /// where its numbers came from.
@@ -112,8 +129,9 @@ pub struct RunArgs {
     /// does not match the experiment, as in CI.
     #[arg(long)]
     pub locked: bool,
-    /// Pin inputs that are new to the lockfile without the network: they
-    /// stay unpinned (datasets, tokenizer and harness are always pinned).
+    /// No network: inputs new to the lockfile stay unpinned (datasets,
+    /// tokenizer and harness are always pinned), and nothing is fetched
+    /// (`perfpipe fetch` does it where the Hub and registries are reachable).
     #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
 }
@@ -168,6 +186,19 @@ pub struct LockArgs {
     /// when none is named. Without it, `lock` only adds missing pins.
     #[arg(long, num_args = 0.., value_name = "INPUT")]
     pub update: Option<Vec<String>>,
+}
+
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// The experiment file; its lockfile must match it (`perfpipe lock` writes it).
+    pub experiment: PathBuf,
+    /// Pull engine images only under `docker` (models are fetched under any
+    /// runtime); overrides the experiment's `runtime`.
+    #[arg(long, value_enum, env = "PERFPIPE_RUNTIME")]
+    pub runtime: Option<RuntimeArg>,
+    /// The lockfile [default: lockfiles/<experiment file name>.lock].
+    #[arg(long)]
+    pub lockfile: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

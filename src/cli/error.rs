@@ -68,6 +68,17 @@ pub enum CliError {
     #[error("{message}")]
     #[diagnostic(help("is the server running? `--base-url`, or `--host` and `--port`, name it"))]
     Server { message: String },
+    #[error("{message}")]
+    #[diagnostic(help(
+        "free space in `{dir}`, or set HF_HOME (or HF_HUB_CACHE) to a directory on a disk with room; the docker runtime mounts HF_HOME into the engine's container"
+    ))]
+    NoSpace { message: String, dir: String },
+    #[error("cannot fetch the pinned inputs")]
+    #[diagnostic(help("set HF_HOME (or HF_HUB_CACHE) to where the Hugging Face cache should be"))]
+    FetchSetup(#[source] crate::fetch::Error),
+    #[error("cannot fetch {inputs}")]
+    #[diagnostic(help("{hint}"))]
+    FetchFailed { inputs: String, hint: String },
     #[error("cannot start the async runtime")]
     Runtime {
         #[source]
@@ -100,7 +111,11 @@ impl CliError {
             | Self::EngineSetup(_)
             | Self::Usage { .. }
             | Self::Lockfile(_)
-            | Self::ReadLockfile { .. } => exit_code::USAGE,
+            | Self::ReadLockfile { .. }
+            | Self::NoSpace { .. } => exit_code::USAGE,
+            Self::FetchSetup(crate::fetch::Error::Client(_)) => exit_code::INTERNAL,
+            Self::FetchSetup(_) => exit_code::USAGE,
+            Self::FetchFailed { .. } => exit_code::RUNS_FAILED,
             Self::LockStale { .. } => exit_code::LOCK_STALE,
             Self::Server { .. } => exit_code::RUNS_FAILED,
             Self::Exec(ExecError::Dataset { .. } | ExecError::DatasetRead { .. }) => {

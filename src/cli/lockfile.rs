@@ -28,6 +28,10 @@ pub(super) struct LockState {
     pub new: Lockfile,
     /// Pins that could not be resolved.
     pub problems: Vec<Problem>,
+    /// The file differs from the experiment only in tokenizers: this machine
+    /// lacks (or has other) tokenizer files than where it was written, which
+    /// fetching the pinned models may bring.
+    pub only_tokenizers_differ: bool,
 }
 
 impl LockState {
@@ -128,6 +132,27 @@ pub(super) fn settle_for_run(
     }
     report_problems(state);
     Ok(())
+}
+
+/// Before fetching: the lockfile must match the experiment, as under
+/// `run --locked`, except for tokenizers, which fetching the models brings.
+pub(super) fn settle_for_fetch(state: &LockState, experiment: &Path) -> Result<(), CliError> {
+    if state.is_current() {
+        return Ok(());
+    }
+    if let (true, Some(old)) = (state.only_tokenizers_differ, &state.old) {
+        let names: Vec<&str> = lock::input_changes(old, &state.new)
+            .iter()
+            .map(|c| c.name)
+            .collect();
+        eprintln!(
+            "perfpipe: this machine does not have the tokenizers `{}` pins ({}); fetching their models brings them",
+            state.path.display(),
+            names.join(", ")
+        );
+        return Ok(());
+    }
+    settle_for_run(state, true, experiment)
 }
 
 pub(super) fn write(state: &LockState) -> Result<(), CliError> {

@@ -6,6 +6,7 @@ mod bench;
 mod diff;
 mod error;
 mod explain;
+mod fetch;
 mod import;
 mod lock;
 mod lockfile;
@@ -52,6 +53,7 @@ pub fn main() -> u8 {
         Command::Lock(args) => lock::lock(&args),
         Command::Diff(args) => diff::diff(&args),
         Command::Explain(args) => explain::explain(&args),
+        Command::Fetch(args) => fetch::fetch(&args),
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
     };
     match result {
@@ -99,7 +101,18 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
     );
     let mut spec = crate::lock::apply_pins(&declared, &pins);
     let inputs = inputs::resolve(&spec, Path::new("")).map_err(CliError::Inputs)?;
-    let new = crate::lock::build(&declared, &spec, pins, &inputs);
+    let new = crate::lock::build(&declared, &spec, pins.clone(), &inputs);
+    let only_tokenizers_differ = match &old {
+        Some(old) if *old != new => {
+            crate::lock::build(
+                &declared,
+                &spec,
+                pins,
+                &tokenizers_of(old, &declared, &spec, &inputs),
+            ) == *old
+        }
+        _ => false,
+    };
     // A capped workload is another workload with keys of its own; the
     // lockfile keeps the declared ones.
     if let Some(cap) = common.max_prompts {
@@ -120,8 +133,39 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
             old,
             new,
             problems,
+            only_tokenizers_differ,
         },
     })
+}
+
+/// `inputs` with each model's tokenizer as `old` pins it, as a machine that
+/// has those tokenizers would resolve them.
+fn tokenizers_of(
+    old: &crate::lock::Lockfile,
+    declared: &Spec,
+    pinned: &Spec,
+    inputs: &ResolvedInputs,
+) -> ResolvedInputs {
+    let mut as_pinned = inputs.clone();
+    for (step, pinned_step) in declared.steps.iter().zip(&pinned.steps) {
+        let id = old
+            .input(&crate::lock::names::tokenizer(&step.model))
+            .and_then(|i| i.locked.as_ref())
+            .and_then(|l| l.get("id"));
+        if let Some(id) = id {
+            as_pinned.tokenizers.insert(
+                (
+                    pinned_step.model.id.clone(),
+                    pinned_step.model.revision.clone(),
+                ),
+                inputs::ResolvedTokenizer {
+                    id: id.clone(),
+                    path: None,
+                },
+            );
+        }
+    }
+    as_pinned
 }
 
 /// The runtime `--runtime` names, if it names one.

@@ -1,27 +1,59 @@
 //! `perfpipe run`: execute what is missing, then print and write the report.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::RunArgs;
+use super::fetch::{Verbosity, fail_on, fetch_pinned};
 use super::plan::build_plan;
 use super::report::{analyze, stored_records, write_markdown};
 use super::{CliError, LockMode, load, lockfile, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::plan::RunStatus;
-use crate::spec::{ExpectedOutcome, Spec};
+use crate::spec::{ExpectedOutcome, Runtime, Spec};
 use crate::store::Outcome;
 
 pub fn run(args: &RunArgs) -> Result<u8, CliError> {
-    let loaded = load(
-        &args.common,
-        LockMode::Run {
-            locked: args.locked,
-            offline: args.offline,
-        },
-    )?;
-    lockfile::settle_for_run(&loaded.lock, args.locked, &args.common.experiment)?;
+    let mode = LockMode::Run {
+        locked: args.locked,
+        offline: args.offline,
+    };
+    let experiment = &args.common.experiment;
+    let mut loaded = load(&args.common, mode.clone())?;
+    // Real engines load pinned models and images: fetch what the missing runs
+    // need before any GPU is taken. Fetching may bring the tokenizers the
+    // lockfile pins, so a lockfile that differs only in those is settled after.
+    let fetches = loaded.runtime != Runtime::Sim && !args.offline;
+    let deferred = fetches && (args.locked || loaded.lock.only_tokenizers_differ);
+    if deferred {
+        lockfile::settle_for_fetch(&loaded.lock, experiment)?;
+    } else {
+        lockfile::settle_for_run(&loaded.lock, args.locked, experiment)?;
+    }
+    if fetches {
+        let plan = build_plan(&loaded, &args.common)?;
+        let used: BTreeSet<String> = plan
+            .missing()
+            .iter()
+            .filter_map(|r| loaded.lock.new.run(&r.step, &r.workload))
+            .flat_map(|r| r.uses.clone())
+            .collect();
+        let mut reload = false;
+        if !used.is_empty() {
+            let fetched =
+                fetch_pinned(&loaded.lock.new, &used, loaded.runtime, Verbosity::Missing)?;
+            fail_on(&fetched.failures, experiment, true)?;
+            reload = fetched.models_changed;
+        }
+        if reload {
+            loaded = load(&args.common, mode)?;
+        }
+        if reload || deferred {
+            lockfile::settle_for_run(&loaded.lock, args.locked, experiment)?;
+        }
+    }
     let plan = build_plan(&loaded, &args.common)?;
     let stored = plan
         .runs

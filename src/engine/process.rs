@@ -109,6 +109,33 @@ pub async fn run_tool(
     }
 }
 
+/// Runs a long tool (`docker pull`) to completion, with an argv and a time
+/// limit, its output going to perfpipe's stderr (stdout is for reports).
+#[expect(clippy::disallowed_methods, reason = "the one place tools are run")]
+pub async fn run_tool_to_stderr(
+    program: &str,
+    args: &[&str],
+    timeout: Duration,
+) -> std::io::Result<ExitStatus> {
+    use std::os::fd::AsFd;
+    let stderr =
+        || -> std::io::Result<Stdio> { Ok(std::io::stderr().as_fd().try_clone_to_owned()?.into()) };
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(stderr()?)
+        .stderr(stderr()?)
+        .kill_on_drop(true)
+        .spawn()?;
+    match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("`{program}` did not finish within {}s", timeout.as_secs()),
+        )),
+    }
+}
+
 /// A port nothing listens on right now (another process may take it before
 /// the engine binds; that failure is classified transient and retried).
 pub fn free_port() -> std::io::Result<u16> {

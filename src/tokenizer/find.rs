@@ -31,7 +31,9 @@ pub fn find_tokenizer_json(model: &str, revision: &str) -> Option<PathBuf> {
     snapshots.into_iter().next()
 }
 
-fn hub_cache() -> Option<PathBuf> {
+/// The Hugging Face hub cache: `HF_HUB_CACHE`, else `HF_HOME/hub`, else
+/// `~/.cache/huggingface/hub` (as `huggingface_hub` finds it).
+pub fn hub_cache() -> Option<PathBuf> {
     if let Ok(dir) = std::env::var("HF_HUB_CACHE") {
         return Some(dir.into());
     }

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 use tokenizers::PostProcessor as _;
 
-pub use find::find_tokenizer_json;
+pub use find::{find_tokenizer_json, hub_cache};
 
 /// The built-in tokenizer's identity in keys.
 pub const WHITESPACE: &str = "whitespace-v1";

@@ -3,7 +3,6 @@
 //! Docker Hub is, and a stand-in for the Hugging Face Hub's revision API.
 
 use std::collections::BTreeMap;
-use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -19,7 +18,9 @@ use axum::routing::get;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::common::{FIXTURES, TestEnv, free_port};
+use crate::common::{
+    FIXTURES, TestEnv, contains, files_under, free_port, random_hex, runtime, serve,
+};
 
 const SERVICE: &str = "perfpipe-test-registry";
 const ISSUER: &str = "perfpipe-test";
@@ -41,35 +42,6 @@ fn stderr(output: &Output) -> String {
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Serves `app` on a loopback port of its own; returns the port.
-fn serve(rt: &tokio::runtime::Runtime, app: axum::Router) -> u16 {
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let port = listener.local_addr().unwrap().port();
-    rt.spawn(async move { axum::serve(listener, app).await.unwrap() });
-    port
-}
-
-/// A fresh random string, for secrets each test makes up.
-fn random_hex() -> String {
-    let a = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    let b = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    format!("{a:016x}{b:016x}")
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -852,26 +824,6 @@ fn model_info(repo: &str, sha: &str) -> serde_json::Value {
         info["gated"] = json!("manual");
     }
     info
-}
-
-/// Every file under `dir`, recursively.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if entry.file_type().unwrap().is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
 }
 
 /// A one-step experiment on the sim engine; its image is pinned as declared,

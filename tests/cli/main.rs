@@ -8,6 +8,7 @@ mod bench;
 mod common;
 mod diagnostics;
 mod diff;
+mod fetch;
 mod lock;
 mod published;
 mod reports;

@@ -88,7 +88,7 @@ impl PinResolver for Online {
 
 /// `reqwest`'s error without the URL's query (a token endpoint's URL holds none,
 /// but a proxy's might) and with its cause, which says what failed.
-fn transport_error(what: &str, e: reqwest::Error) -> String {
+pub(crate) fn transport_error(what: &str, e: reqwest::Error) -> String {
     let e = e.without_url();
     let mut message = format!("{what}: {e}");
     let mut source = std::error::Error::source(&e);

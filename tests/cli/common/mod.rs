@@ -1,5 +1,6 @@
 //! A temporary project, the real `perfpipe` binary, and snapshot filters.
 
+use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -143,4 +144,54 @@ macro_rules! perfpipe_snapshot {
             insta::assert_snapshot!($name, rendered);
         });
     }};
+}
+
+/// A runtime for the stand-in servers a test starts.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Serves `app` on a loopback port of its own; returns the port.
+pub fn serve(rt: &tokio::runtime::Runtime, app: axum::Router) -> u16 {
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    rt.spawn(async move { axum::serve(listener, app).await.unwrap() });
+    port
+}
+
+/// A fresh random string, for secrets each test makes up.
+pub fn random_hex() -> String {
+    let a = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let b = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("{a:016x}{b:016x}")
+}
+
+/// Every file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+pub fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
 }

@@ -1,0 +1,279 @@
+//! `perfpipe fetch`, and the fetching `run` does before it takes any GPU.
+
+use std::collections::BTreeSet;
+
+use super::args::{Common, FetchArgs};
+use super::lockfile::{self, LockMode};
+use super::{CliError, load};
+use crate::exit_code;
+use crate::fetch::{self, Event, Failure, Fetcher, human_bytes};
+use crate::lock::Lockfile;
+use crate::spec::Runtime;
+
+pub fn fetch(args: &FetchArgs) -> Result<u8, CliError> {
+    let common = Common {
+        experiment: args.experiment.clone(),
+        runtime: args.runtime,
+        store: "store".into(),
+        samples: 1,
+        retry_failed: false,
+        fresh_engine: false,
+        max_prompts: None,
+        lockfile: args.lockfile.clone(),
+    };
+    // The lockfile as `run --locked` takes it: present, and matching the experiment.
+    let loaded = load(
+        &common,
+        LockMode::Run {
+            locked: true,
+            offline: true,
+        },
+    )?;
+    lockfile::settle_for_fetch(&loaded.lock, &args.experiment)?;
+    let lock = &loaded.lock.new;
+    let used: BTreeSet<String> = lock.runs.iter().flat_map(|r| r.uses.clone()).collect();
+    eprintln!(
+        "perfpipe: fetching what `{}` pins (runtime `{}`)",
+        loaded.lock.path.display(),
+        loaded.runtime.name()
+    );
+    let fetched = fetch_pinned(lock, &used, loaded.runtime, Verbosity::Everything)?;
+    fail_on(&fetched.failures, &args.experiment, false)?;
+    Ok(exit_code::OK)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verbosity {
+    /// `fetch`: every input, present or not.
+    Everything,
+    /// `run`: only what is fetched or wrong.
+    Missing,
+}
+
+/// What fetching did.
+#[derive(Debug, Default)]
+pub(super) struct Fetched {
+    /// Some model file arrived in the cache (a tokenizer may be among them).
+    pub models_changed: bool,
+    /// Inputs that could not be fetched (a model the Hub could not list but
+    /// the cache has a snapshot of is a warning under `run`, not one of them).
+    pub failures: Vec<Failure>,
+}
+
+/// Fetches the pinned models and (under docker) images among the inputs
+/// named in `used`: lists, checks free space, downloads, verifies.
+pub(super) fn fetch_pinned(
+    lock: &Lockfile,
+    used: &BTreeSet<String>,
+    runtime: Runtime,
+    verbosity: Verbosity,
+) -> Result<Fetched, CliError> {
+    let everything = verbosity == Verbosity::Everything;
+    let wants = fetch::wants(lock, used, runtime == Runtime::Docker);
+    if everything {
+        for input in &wants.unpinned {
+            eprintln!(
+                "  {input}: unpinned: run `perfpipe lock` first (not fetched by tag or branch)"
+            );
+        }
+        for dataset in &wants.datasets {
+            eprintln!(
+                "  {}: present (sha256 {}…, checked on every load)",
+                dataset.input,
+                &dataset.sha256[..dataset.sha256.len().min(12)]
+            );
+        }
+    } else if !wants.unpinned.is_empty() {
+        eprintln!(
+            "note: not fetched, unpinned: {} (`perfpipe lock` pins them)",
+            wants.unpinned.join(", ")
+        );
+    }
+    if wants.models.is_empty() && wants.images.is_empty() {
+        if everything {
+            eprintln!("perfpipe: nothing pinned to fetch");
+        }
+        return Ok(Fetched::default());
+    }
+    let fetcher = Fetcher::from_env().map_err(CliError::FetchSetup)?;
+    if let Some(mounted) = mounted_hub().filter(|_| runtime == Runtime::Docker)
+        && !wants.models.is_empty()
+        && mounted != fetcher.cache()
+    {
+        eprintln!(
+            "warning: models go to `{}` (HF_HUB_CACHE), but engine containers see `{}` (HF_HOME/hub, which the docker runtime mounts)",
+            fetcher.cache().display(),
+            mounted.display()
+        );
+    }
+    let survey = fetcher.survey(&wants);
+    if (everything || !survey.nothing_to_do() || !survey.failures.is_empty())
+        && !wants.models.is_empty()
+    {
+        eprintln!(
+            "perfpipe: models from {} into `{}`",
+            fetcher.endpoint(),
+            fetcher.cache().display()
+        );
+    }
+    for model in &survey.models {
+        let (missing, links) = (model.missing.len(), model.link_only.len());
+        if missing + links == 0 {
+            if everything {
+                eprintln!(
+                    "  {}: present ({} files, {})",
+                    model.want.input,
+                    model.files.len(),
+                    human_bytes(model.total_bytes())
+                );
+            }
+            continue;
+        }
+        let links = if links > 0 {
+            format!(", {links} already cached under another revision")
+        } else {
+            String::new()
+        };
+        // `model.X@main` says which commit it is; `model.X@<commit>` already does.
+        let at = if model.want.input.ends_with(&model.want.commit) {
+            String::new()
+        } else {
+            format!(" (commit {})", model.want.commit)
+        };
+        eprintln!(
+            "  {}{at}: {missing} of {} files to download ({} of {}){links}",
+            model.want.input,
+            model.files.len(),
+            human_bytes(model.missing_bytes()),
+            human_bytes(model.total_bytes()),
+        );
+    }
+    for image in &survey.images {
+        if !image.present {
+            eprintln!("  {}: to pull: {}", image.want.input, image.want.image);
+        } else if everything {
+            eprintln!("  {}: present: {}", image.want.input, image.want.image);
+        }
+    }
+    let mut failures = Vec::new();
+    for failure in survey.failures.iter().cloned() {
+        if failure.cached && !everything {
+            eprintln!(
+                "warning: cannot check {} against the Hub ({}); the engine loads the snapshot the cache has",
+                failure.input, failure.message
+            );
+        } else {
+            eprintln!("  {}: {}", failure.input, failure.message);
+            failures.push(failure);
+        }
+    }
+    let space = fetch::check_space(&survey).map_err(|e| match e {
+        fetch::Error::NoSpace { ref dir, .. } => CliError::NoSpace {
+            message: e.to_string(),
+            dir: dir.clone(),
+        },
+        other => CliError::FetchSetup(other),
+    })?;
+    if space.needed > 0 {
+        eprintln!(
+            "perfpipe: {} to download, {} free in `{}`",
+            human_bytes(space.needed),
+            human_bytes(space.free),
+            space.at.display()
+        );
+    }
+    let models_changed = survey
+        .models
+        .iter()
+        .any(|m| !m.missing.is_empty() || !m.link_only.is_empty());
+    let before = failures.len();
+    failures.extend(fetcher.fetch(&survey, &mut print_event));
+    for failure in &failures[before..] {
+        eprintln!("  {}: {}", failure.input, failure.message);
+    }
+    let downloaded: Vec<u64> = survey
+        .models
+        .iter()
+        .flat_map(|m| m.missing.iter().map(|f| f.size))
+        .collect();
+    if !downloaded.is_empty() && failures.is_empty() {
+        eprintln!(
+            "perfpipe: downloaded {} files ({}), each matching the digest the Hub lists for its commit",
+            downloaded.len(),
+            human_bytes(downloaded.iter().sum())
+        );
+    }
+    if failures.is_empty() && (everything || !survey.nothing_to_do()) {
+        let what = match (wants.models.is_empty(), wants.images.is_empty()) {
+            (false, false) => "model and image",
+            (false, true) => "model",
+            _ => "image",
+        };
+        eprintln!("perfpipe: every pinned {what} is on this machine");
+    }
+    Ok(Fetched {
+        models_changed,
+        failures,
+    })
+}
+
+/// Exit 1 when anything could not be fetched (under `run`: before anything ran).
+pub(super) fn fail_on(
+    failures: &[Failure],
+    experiment: &std::path::Path,
+    run: bool,
+) -> Result<(), CliError> {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let mut inputs: Vec<&str> = failures.iter().map(|f| f.input.as_str()).collect();
+    inputs.dedup();
+    Err(CliError::FetchFailed {
+        inputs: inputs.join(", "),
+        hint: format!(
+            "{}the lines above say why; `perfpipe fetch {}` tries again and keeps what was fetched",
+            if run {
+                "nothing ran and no GPU was taken; "
+            } else {
+                ""
+            },
+            experiment.display()
+        ),
+    })
+}
+
+/// The hub cache the docker runtime mounts into containers: `HF_HOME/hub`.
+fn mounted_hub() -> Option<std::path::PathBuf> {
+    let home = match std::env::var_os("HF_HOME") {
+        Some(home) => std::path::PathBuf::from(home),
+        None => std::path::PathBuf::from(std::env::var_os("HOME")?).join(".cache/huggingface"),
+    };
+    Some(home.join("hub"))
+}
+
+fn print_event(event: Event<'_>) {
+    match event {
+        Event::Downloading {
+            model,
+            file,
+            index,
+            total,
+        } => eprintln!(
+            "  [{}/{total}] {} ({}) of {}",
+            index + 1,
+            file.name,
+            human_bytes(file.size),
+            model.repo
+        ),
+        Event::Progress { file, done } => eprintln!(
+            "        {:>3}% ({} of {})",
+            done * 100 / file.size.max(1),
+            human_bytes(done),
+            human_bytes(file.size)
+        ),
+        Event::Retrying { file, error } => {
+            eprintln!("        {}: {error}; downloading it again", file.name)
+        }
+        Event::Pulling { image } => eprintln!("  docker pull {}", image.image),
+    }
+}
