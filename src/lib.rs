@@ -20,6 +20,7 @@ pub mod engine;
 pub mod exec;
 pub mod exit_code;
 pub mod fetch;
+pub mod filelock;
 pub mod gpu;
 pub mod harness;
 pub mod host;

@@ -5,3 +5,11 @@
 pub fn ensure_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
+
+/// A client for the registries and the Hub: connection timeout, user agent.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    ensure_provider();
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .user_agent(concat!("perfpipe/", env!("CARGO_PKG_VERSION")))
+}

@@ -115,10 +115,6 @@ pub fn lock_dir() -> PathBuf {
 
 /// Locks `n` free GPUs, or returns `None` when fewer are free now.
 pub fn try_acquire(gpus: &[GpuInfo], n: usize, dir: &Path) -> Result<Option<Vec<GpuLease>>, Error> {
-    fs_err::create_dir_all(dir).map_err(|source| Error::Lock {
-        uuid: dir.display().to_string(),
-        source,
-    })?;
     let mut leases = Vec::new();
     for gpu in gpus {
         if leases.len() == n {
@@ -128,14 +124,7 @@ pub fn try_acquire(gpus: &[GpuInfo], n: usize, dir: &Path) -> Result<Option<Vec<
             uuid: gpu.uuid.clone(),
             source,
         };
-        let file = fs_err::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join(format!("{}.lock", gpu.uuid)))
-            .map_err(lock)?
-            .into_parts()
-            .0;
+        let file = crate::filelock::open(&dir.join(format!("{}.lock", gpu.uuid))).map_err(lock)?;
         match file.try_lock() {
             Ok(()) => leases.push(GpuLease {
                 index: gpu.index,

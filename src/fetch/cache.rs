@@ -79,14 +79,7 @@ impl RepoCache {
     /// Blocks until this process holds the blob's lock (the file
     /// `huggingface_hub` locks too, so the two never download it at once).
     pub fn lock(&self, blob: &str) -> io::Result<std::fs::File> {
-        fs_err::create_dir_all(&self.locks)?;
-        let file = fs_err::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.locks.join(format!("{blob}.lock")))?
-            .into_parts()
-            .0;
+        let file = crate::filelock::open(&self.locks.join(format!("{blob}.lock")))?;
         file.lock()?;
         Ok(file)
     }
@@ -109,14 +102,7 @@ impl RepoCache {
             if check_blob_name(blob).is_err() {
                 continue;
             }
-            fs_err::create_dir_all(&self.locks)?;
-            let lock = fs_err::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(self.locks.join(format!("{blob}.lock")))?
-                .into_parts()
-                .0;
+            let lock = crate::filelock::open(&self.locks.join(format!("{blob}.lock")))?;
             if lock.try_lock().is_ok() {
                 fs_err::remove_file(&path)?;
             }

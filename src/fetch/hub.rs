@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::{check_blob_name, check_file_name};
 use super::{Check, RemoteFile};
-use crate::lock::resolve::{DEFAULT_HF_ENDPOINT, transport_error};
+use crate::lock::resolve::{HubAccess, transport_error};
 
 /// A Hub client: `HF_ENDPOINT` (else huggingface.co) and the token.
 pub struct Hub {
@@ -84,25 +84,19 @@ struct Lfs {
 }
 
 impl Hub {
-    /// Reads `HF_ENDPOINT` and `HF_TOKEN` (or the older `HUGGING_FACE_HUB_TOKEN`).
+    /// Reads the Hub's endpoint and token ([`HubAccess`]).
     pub fn from_env() -> std::io::Result<Self> {
-        let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
-        crate::tls::ensure_provider();
         // No overall timeout: a shard of a large model takes minutes. A
         // connection that stalls for a minute is broken, and retried.
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
+        let client = crate::tls::client_builder()
             .read_timeout(Duration::from_secs(60))
-            .user_agent(concat!("perfpipe/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(std::io::Error::other)?;
+        let HubAccess { endpoint, token } = HubAccess::from_env();
         Ok(Self {
             client,
-            endpoint: var("HF_ENDPOINT")
-                .unwrap_or_else(|| DEFAULT_HF_ENDPOINT.into())
-                .trim_end_matches('/')
-                .to_owned(),
-            token: var("HF_TOKEN").or_else(|| var("HUGGING_FACE_HUB_TOKEN")),
+            endpoint,
+            token,
         })
     }
 

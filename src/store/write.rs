@@ -25,15 +25,7 @@ pub struct PendingSample {
 impl Store {
     /// Blocks until this process holds the key's lock.
     pub fn lock(&self, key: &RunKey) -> Result<KeyLock, Error> {
-        let path = lock_path(&self.root, key);
-        fs_err::create_dir_all(path.parent().expect("lock path has a parent"))?;
-        let file = fs_err::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)?
-            .into_parts()
-            .0;
+        let file = crate::filelock::open(&lock_path(&self.root, key))?;
         file.lock()?;
         Ok(KeyLock { _file: file })
     }

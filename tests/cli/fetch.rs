@@ -14,25 +14,14 @@ use axum::routing::get;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::common::{FIXTURES, TestEnv, contains, random_hex, runtime, serve};
+use crate::common::{
+    FIXTURES, TestEnv, assert_secret_absent, files_under, random_hex, runtime, serve, stderr, words,
+};
 
 /// The commit the experiments pin Qwen/Qwen3-14B at.
 const COMMIT: &str = "8f2c1a9e4b7d3c6f0e5a1b2c3d4e5f60718293a4";
 const REPO: &str = "Qwen/Qwen3-14B";
 const IMAGE_DIGEST: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// stderr with miette's line wrapping and box drawing undone.
-fn words(out: &Output) -> String {
-    stderr(out)
-        .split_whitespace()
-        .filter(|w| !["│", "╰─▶", "×", "help:"].contains(w))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 /// One file of the stand-in repository.
 #[derive(Clone)]
@@ -313,20 +302,6 @@ fn names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Every regular file under `dir` (symlinks not followed), recursively.
-fn regular_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let kind = entry.file_type().unwrap();
-        if kind.is_dir() {
-            out.extend(regular_files(&entry.path()));
-        } else if kind.is_file() {
-            out.push(entry.path());
-        }
-    }
-    out
-}
-
 /// Each file is a relative symlink `../../blobs/<blob>` holding its bytes.
 fn assert_linked(env: &TestEnv, file: &HubFile) {
     let link = snapshot(env).join(file.name);
@@ -439,18 +414,7 @@ fn fetch_downloads_a_pinned_model_into_the_hf_cache_once_with_hf_token_as_bearer
         stderr(&second)
     );
 
-    for path in regular_files(env.dir.path()) {
-        let bytes = std::fs::read(&path).unwrap();
-        assert!(
-            !contains(&bytes, &hub.token),
-            "{} holds HF_TOKEN",
-            path.display()
-        );
-    }
-    for out in &outputs {
-        assert!(!contains(&out.stdout, &hub.token), "stdout holds HF_TOKEN");
-        assert!(!contains(&out.stderr, &hub.token), "stderr holds HF_TOKEN");
-    }
+    assert_secret_absent(&files_under(env.dir.path()), &outputs, &hub.token);
 }
 
 #[test]

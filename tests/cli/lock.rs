@@ -19,7 +19,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::common::{
-    FIXTURES, TestEnv, contains, files_under, free_port, random_hex, runtime, serve,
+    FIXTURES, TestEnv, assert_secret_absent, contains, files_under, free_port, random_hex, runtime,
+    serve, stderr, stdout,
 };
 
 const SERVICE: &str = "perfpipe-test-registry";
@@ -35,14 +36,6 @@ const GATED_REPO: &str = "perfpipe-test/gated-model";
 const GATED_MAIN: &str = "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00";
 /// A commit, so the registry tests pin the model without a Hub.
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
@@ -911,18 +904,7 @@ fn a_branch_resolves_to_the_hubs_commit_with_hf_token_which_no_file_or_output_ho
             "perfpipe wrote no {expected}: {written:?}"
         );
     }
-    for path in &written {
-        let bytes = std::fs::read(path).unwrap();
-        assert!(
-            !contains(&bytes, &hub.token),
-            "{} holds HF_TOKEN",
-            path.display()
-        );
-    }
-    for out in &outputs {
-        assert!(!contains(&out.stdout, &hub.token), "stdout holds HF_TOKEN");
-        assert!(!contains(&out.stderr, &hub.token), "stderr holds HF_TOKEN");
-    }
+    assert_secret_absent(&written, &outputs, &hub.token);
 }
 
 #[test]

@@ -2,15 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::TestEnv;
-
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use crate::common::{TestEnv, stderr, stdout};
 
 /// `(step, workload)` of every run the executor started, from its progress lines.
 fn started(output: &std::process::Output) -> Vec<String> {

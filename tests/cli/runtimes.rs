@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{FIXTURES, TestEnv};
+use crate::common::{FIXTURES, TestEnv, words};
 
 /// `perfpipe ARGS` with the stand-ins first on PATH.
 fn on_gpu_box(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Output {
@@ -22,15 +22,6 @@ fn on_gpu_box(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().unwrap()
-}
-
-/// stderr with miette's line wrapping and box drawing undone.
-fn words(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr)
-        .split_whitespace()
-        .filter(|w| !["│", "╰─▶"].contains(w))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn study(name: &str) -> TestEnv {

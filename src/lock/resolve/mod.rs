@@ -17,12 +17,45 @@ pub use oci::ImageRef;
 /// The Hub perfpipe asks when `HF_ENDPOINT` is not set.
 pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
 
+/// Where the Hub answers and the token it is shown: `HF_ENDPOINT` and
+/// `HF_TOKEN` (or the older `HUGGING_FACE_HUB_TOKEN`), as huggingface_hub reads them.
+#[derive(Clone)]
+pub struct HubAccess {
+    pub endpoint: String,
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for HubAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("HubAccess")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HubAccess {
+    pub fn from_env() -> Self {
+        Self {
+            endpoint: env_var("HF_ENDPOINT")
+                .unwrap_or_else(|| DEFAULT_HF_ENDPOINT.into())
+                .trim_end_matches('/')
+                .to_owned(),
+            token: env_var("HF_TOKEN").or_else(|| env_var("HUGGING_FACE_HUB_TOKEN")),
+        }
+    }
+}
+
+/// A set, non-empty environment variable.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
 /// Resolves pins over HTTP(S), blocking the caller.
 pub struct Online {
     client: reqwest::Client,
     runtime: tokio::runtime::Runtime,
-    hf_endpoint: String,
-    hf_token: Option<String>,
+    hub: HubAccess,
     registry_login: Option<(String, String)>,
 }
 
@@ -30,22 +63,18 @@ impl std::fmt::Debug for Online {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the token or the password.
         f.debug_struct("Online")
-            .field("hf_endpoint", &self.hf_endpoint)
+            .field("hub", &self.hub)
             .finish_non_exhaustive()
     }
 }
 
 impl Online {
-    /// Reads `HF_ENDPOINT`, `HF_TOKEN` (or the older `HUGGING_FACE_HUB_TOKEN`), and `PERFPIPE_REGISTRY_USERNAME` with
-    /// `PERFPIPE_REGISTRY_PASSWORD` (sent to a registry's token endpoint, e.g.
-    /// `$oauthtoken` and an API key for NGC).
+    /// Reads the Hub's access ([`HubAccess`]), and `PERFPIPE_REGISTRY_USERNAME`
+    /// with `PERFPIPE_REGISTRY_PASSWORD` (sent to a registry's token endpoint,
+    /// e.g. `$oauthtoken` and an API key for NGC).
     pub fn from_env() -> std::io::Result<Self> {
-        let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
-        crate::tls::ensure_provider();
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
+        let client = crate::tls::client_builder()
             .timeout(Duration::from_secs(60))
-            .user_agent(concat!("perfpipe/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(std::io::Error::other)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -54,13 +83,9 @@ impl Online {
         Ok(Self {
             client,
             runtime,
-            hf_endpoint: var("HF_ENDPOINT")
-                .unwrap_or_else(|| DEFAULT_HF_ENDPOINT.into())
-                .trim_end_matches('/')
-                .to_owned(),
-            hf_token: var("HF_TOKEN").or_else(|| var("HUGGING_FACE_HUB_TOKEN")),
-            registry_login: var("PERFPIPE_REGISTRY_USERNAME")
-                .zip(var("PERFPIPE_REGISTRY_PASSWORD")),
+            hub: HubAccess::from_env(),
+            registry_login: env_var("PERFPIPE_REGISTRY_USERNAME")
+                .zip(env_var("PERFPIPE_REGISTRY_PASSWORD")),
         })
     }
 }
@@ -78,8 +103,8 @@ impl PinResolver for Online {
     fn model(&self, repo: &str, revision: &str) -> Result<Attrs, String> {
         self.runtime.block_on(hf::resolve(
             &self.client,
-            &self.hf_endpoint,
-            self.hf_token.as_deref(),
+            &self.hub.endpoint,
+            self.hub.token.as_deref(),
             repo,
             revision,
         ))

@@ -190,6 +190,39 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// stderr with miette's line wrapping and box drawing undone.
+pub fn words(out: &Output) -> String {
+    stderr(out)
+        .split_whitespace()
+        .filter(|w| !["│", "╰─▶", "help:"].contains(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A secret is in none of `files` and in no output perfpipe printed.
+pub fn assert_secret_absent(files: &[PathBuf], outputs: &[Output], secret: &str) {
+    for path in files {
+        let bytes = std::fs::read(path).unwrap();
+        assert!(
+            !contains(&bytes, secret),
+            "{} holds the secret",
+            path.display()
+        );
+    }
+    for out in outputs {
+        assert!(!contains(&out.stdout, secret), "stdout holds the secret");
+        assert!(!contains(&out.stderr, secret), "stderr holds the secret");
+    }
+}
+
 pub fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
