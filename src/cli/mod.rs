@@ -214,18 +214,28 @@ fn write_text(path: &Path, text: &str) -> Result<(), CliError> {
     write_file(path, text.as_bytes())
 }
 
-/// Writes a whole file the user asked for (a report, a chart), creating its directory.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "reports and charts are plain files the user asked for"
-)]
+/// Writes a whole file the user asked for (a report, a chart, a lockfile),
+/// creating its directory. The file is replaced by one rename, so a perfpipe
+/// killed meanwhile leaves the old file or the new one, never half of one.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
     let io = |source| CliError::Write {
         path: path.display().to_string(),
         source,
     };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs_err::create_dir_all(dir).map_err(io)?;
-    }
-    std::fs::write(path, bytes).map_err(io)
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs_err::create_dir_all(dir).map_err(io)?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".perfpipe-")
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)
+        .map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    file.as_file().sync_all().map_err(io)?;
+    file.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
 }

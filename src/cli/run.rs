@@ -148,8 +148,31 @@ fn progress(spec: &Spec, event: &ExecEvent) {
                 run.key.short()
             );
         }
-        ExecEvent::WaitingForGpus { needed, .. } => {
-            eprintln!("      waiting for {needed} free GPUs (another perfpipe holds them)");
+        ExecEvent::WaitingForGpus {
+            needed, foreign, ..
+        } => {
+            if foreign.is_empty() {
+                eprintln!("      waiting for {needed} free GPUs (another perfpipe holds them)");
+            } else {
+                eprintln!(
+                    "      waiting for {needed} free GPUs; not using GPUs that hold processes perfpipe did not start:"
+                );
+                for (index, process) in *foreign {
+                    eprintln!("        GPU {index}: {process}");
+                }
+            }
+        }
+        ExecEvent::LeftoverStopped { stopped } => {
+            let launch = &stopped.launch;
+            let container = launch
+                .container
+                .as_ref()
+                .map(|c| format!(", container `{c}`"))
+                .unwrap_or_default();
+            eprintln!(
+                "stopped what a killed perfpipe left: `{}` (pid {}{container}), {} processes",
+                launch.program, launch.pid, stopped.processes
+            );
         }
         ExecEvent::StillStarting { after, .. } => {
             eprintln!("      engine still starting after {}s", after.as_secs());

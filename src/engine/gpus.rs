@@ -50,6 +50,50 @@ pub const QUERY: &[&str] = &[
     "--format=csv,noheader,nounits",
 ];
 
+/// The query of the processes that hold GPU memory.
+pub const PROCESSES_QUERY: &[&str] = &[
+    "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
+    "--format=csv,noheader,nounits",
+];
+
+/// A process holding memory on a GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuProcess {
+    pub gpu_uuid: String,
+    pub pid: u32,
+    pub name: String,
+    /// `[N/A]` in some containers.
+    pub memory_mib: Option<u64>,
+}
+
+impl std::fmt::Display for GpuProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pid {} `{}`", self.pid, self.name)?;
+        if let Some(mib) = self.memory_mib {
+            write!(f, " ({mib} MiB)")?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses the CSV of [`PROCESSES_QUERY`]; lines it cannot read (such as
+/// "No running processes found") are skipped. A name may hold commas.
+pub fn parse_processes(csv: &str) -> Vec<GpuProcess> {
+    csv.lines()
+        .filter_map(|line| {
+            let (uuid, rest) = line.split_once(',')?;
+            let (pid, rest) = rest.split_once(',')?;
+            let (name, memory) = rest.rsplit_once(',')?;
+            Some(GpuProcess {
+                gpu_uuid: uuid.trim().into(),
+                pid: pid.trim().parse().ok()?,
+                name: name.trim().into(),
+                memory_mib: memory.trim().parse().ok(),
+            })
+        })
+        .collect()
+}
+
 /// Parses the CSV of [`QUERY`].
 pub fn parse_query(csv: &str) -> Result<Vec<GpuInfo>, Error> {
     csv.lines()
@@ -137,6 +181,17 @@ pub fn try_acquire(gpus: &[GpuInfo], n: usize, dir: &Path) -> Result<Option<Vec<
     Ok((leases.len() == n).then_some(leases))
 }
 
+/// The GPUs of `gpus` no perfpipe holds a lease on right now.
+pub fn unheld<'a>(gpus: &'a [GpuInfo], dir: &Path) -> Result<Vec<&'a GpuInfo>, Error> {
+    let mut out = Vec::new();
+    for gpu in gpus {
+        if try_acquire(std::slice::from_ref(gpu), 1, dir)?.is_some() {
+            out.push(gpu);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +224,16 @@ mod tests {
             Some("12.4")
         );
         assert!(parse_query("0, GPU-a, only three").is_err());
+    }
+
+    #[test]
+    fn reads_the_processes_on_the_gpus() {
+        let csv = "GPU-aaaa, 4242, python3, 70312\nGPU-bbbb, 77, /usr/bin/vllm, serve, [N/A]\nNo running processes found\n";
+        let procs = parse_processes(csv);
+        assert_eq!(procs.len(), 2);
+        assert_eq!(procs[0].to_string(), "pid 4242 `python3` (70312 MiB)");
+        assert_eq!(procs[1].gpu_uuid, "GPU-bbbb");
+        assert_eq!(procs[1].to_string(), "pid 77 `/usr/bin/vllm, serve`");
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod command;
 pub mod gpus;
 pub mod health;
 pub mod launch;
+pub mod leftovers;
 pub mod process;
 pub mod sim;
 

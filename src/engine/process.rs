@@ -14,7 +14,8 @@ pub struct EngineProcess {
 }
 
 impl EngineProcess {
-    /// Starts `program args` in a new process group with `env` added.
+    /// Starts `program args` in a new process group with `env` added. Call
+    /// it inside a tokio runtime.
     #[expect(
         clippy::disallowed_methods,
         reason = "the one place engines are spawned"
@@ -34,17 +35,31 @@ impl EngineProcess {
             .stderr(log)
             .process_group(0)
             .kill_on_drop(true);
-        // SAFETY: prctl is async-signal-safe; it only sets a flag on the child.
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: prctl, getppid and raise are async-signal-safe.
         unsafe {
-            cmd.pre_exec(|| {
-                // Dies with perfpipe even under SIGKILL (fires when the spawning thread exits).
+            cmd.pre_exec(move || {
+                // Dies with perfpipe even under SIGKILL, which skips every destructor.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                // perfpipe died before the signal was armed.
+                if libc::getppid() != parent {
+                    libc::raise(libc::SIGKILL);
+                }
                 Ok(())
             });
         }
-        let child = cmd.spawn()?;
+        let runtime = tokio::runtime::Handle::current();
+        let child = launcher::run(move || {
+            let _entered = runtime.enter();
+            cmd.spawn()
+        })?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         Ok(Self { child, pgid })
+    }
+
+    /// The engine's pid, which is also its process group.
+    pub fn pid(&self) -> i32 {
+        self.pgid
     }
 
     /// The exit status, if the engine has exited.
@@ -84,6 +99,39 @@ impl EngineProcess {
 impl Drop for EngineProcess {
     fn drop(&mut self) {
         self.signal_group(libc::SIGKILL);
+    }
+}
+
+/// The thread engines are forked from. PR_SET_PDEATHSIG fires when the
+/// *thread* that forked the child ends, not the process: tokio's blocking
+/// threads end after 10 s idle, which would kill a healthy engine. This one
+/// lives as long as perfpipe.
+mod launcher {
+    use std::sync::mpsc::{Sender, channel};
+    use std::sync::{Mutex, OnceLock};
+
+    type Job = Box<dyn FnOnce() + Send>;
+
+    static JOBS: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+
+    /// Runs `job` on the launcher thread and returns what it returned.
+    pub fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> T {
+        let jobs = JOBS.get_or_init(|| {
+            let (tx, rx) = channel::<Job>();
+            std::thread::Builder::new()
+                .name("perfpipe-launcher".into())
+                .spawn(move || rx.into_iter().for_each(|job| job()))
+                .expect("the launcher thread starts");
+            Mutex::new(tx)
+        });
+        let (done, result) = channel();
+        jobs.lock()
+            .expect("not poisoned")
+            .send(Box::new(move || {
+                let _ = done.send(job());
+            }))
+            .expect("the launcher thread lives as long as perfpipe");
+        result.recv().expect("the launcher thread runs every job")
     }
 }
 

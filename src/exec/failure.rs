@@ -64,6 +64,11 @@ pub fn classify(log: &str) -> (FailureKind, Option<String>) {
     (FailureKind::Deterministic, last_error)
 }
 
+/// Whether a failure's line says the GPU ran out of memory.
+pub fn is_out_of_memory(line: &str) -> bool {
+    line.contains("OutOfMemoryError") || line.to_ascii_lowercase().contains("out of memory")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +92,8 @@ mod tests {
         );
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
         assert_eq!(classify(oom).0, FailureKind::Deterministic);
+        assert!(is_out_of_memory(oom));
+        assert!(!is_out_of_memory(fp8));
         let download = "requests.exceptions.ConnectionError: Max retries exceeded with url: /Qwen/Qwen3-14B/resolve/main/config.json";
         assert_eq!(classify(download).0, FailureKind::Transient);
         assert_eq!(

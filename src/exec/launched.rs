@@ -15,6 +15,7 @@ use crate::engine::command::{revision_args, serve_argv};
 use crate::engine::gpus::GpuLease;
 use crate::engine::health::{NotReady, wait_ready};
 use crate::engine::launch::{self, Placement, container_name};
+use crate::engine::leftovers::{self, Recorded};
 use crate::engine::process::{EngineProcess, free_port, run_tool};
 use crate::plan::PlannedRun;
 use crate::spec::EngineKind;
@@ -38,6 +39,8 @@ pub struct LaunchRecord {
 /// One engine process (or container) on its own GPUs.
 struct Instance {
     process: EngineProcess,
+    /// Forgotten when the instance is dropped (after its process group is killed).
+    _record: Recorded,
     container: Option<String>,
     base_url: String,
     log: PathBuf,
@@ -125,15 +128,20 @@ impl RunContext<'_> {
                 },
             );
             let log = launched.log_dir.path().join(format!("engine-{i}.log"));
-            let process =
-                EngineProcess::spawn(Path::new(&spec.program), &spec.args, &spec.env, &log)
-                    .map_err(crate::store::Error::Io)?;
+            let (process, record) = self.spawn_recorded(
+                &spec.program,
+                &spec.args,
+                &spec.env,
+                spec.container.clone(),
+                &log,
+            )?;
             if launched.argv.is_empty() {
                 launched.argv = argv;
             }
             launched.gpu_indices.extend(&gpus);
             launched.instances.push(Instance {
                 process,
+                _record: record,
                 container: spec.container,
                 base_url: format!("http://127.0.0.1:{port}"),
                 log,
@@ -186,6 +194,9 @@ impl RunContext<'_> {
             return Ok(Ok(launched));
         };
         launched.stop().await;
+        let (kind, error) = self
+            .blame_foreign_memory(kind, error, &launched.gpu_indices)
+            .await;
         Ok(Err(StartFailure {
             kind,
             error,
@@ -193,6 +204,36 @@ impl RunContext<'_> {
             argv: launched.argv.clone(),
             gpu_indices: launched.gpu_indices.clone(),
         }))
+    }
+}
+
+impl RunContext<'_> {
+    /// Starts a process, recorded for its life so that the next perfpipe
+    /// stops it should this one be killed.
+    pub(super) fn spawn_recorded(
+        &self,
+        program: &str,
+        args: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+        container: Option<String>,
+        log: &Path,
+    ) -> Result<(EngineProcess, Recorded), ExecError> {
+        let records = |source| ExecError::LaunchRecords {
+            dir: leftovers::dir().display().to_string(),
+            source,
+        };
+        let launch = leftovers::Launch {
+            pid: 0,
+            started: 0,
+            container,
+            program: program.to_owned(),
+        };
+        // Recorded first: a container is known by name before it exists.
+        let record = self.launches.record(&launch).map_err(records)?;
+        let process = EngineProcess::spawn(Path::new(program), args, env, log)
+            .map_err(crate::store::Error::Io)?;
+        record.started(launch, process.pid()).map_err(records)?;
+        Ok((process, record))
     }
 }
 

@@ -36,6 +36,17 @@ pub async fn discover(spec: &Spec) -> Result<Machine, ExecError> {
     Ok(machine)
 }
 
+/// The processes holding memory on this machine's GPUs; none when
+/// `nvidia-smi` cannot say (it answered [`discover`] moments before).
+pub async fn gpu_processes() -> Vec<gpus::GpuProcess> {
+    match run_tool("nvidia-smi", gpus::PROCESSES_QUERY, TOOL_TIMEOUT).await {
+        Ok(out) if out.status.success() => {
+            gpus::parse_processes(&String::from_utf8_lossy(&out.stdout))
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Under `local`, the engine on PATH must be the declared version.
 pub async fn check_local_version(engine: &EngineDecl) -> Result<(), ExecError> {
     let (program, args): (&str, &[&str]) = match engine.kind {

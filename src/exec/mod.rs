@@ -17,6 +17,8 @@ use futures_util::TryStreamExt;
 use thiserror::Error;
 use tokio::sync::watch;
 
+use crate::engine::gpus::GpuProcess;
+use crate::engine::leftovers::{self, Registry, Stopped};
 use crate::inputs::ResolvedInputs;
 use crate::plan::{self, Plan, PlannedRun, RunStatus};
 use crate::spec::{Runtime, Spec};
@@ -51,10 +53,16 @@ pub enum ExecEvent<'a> {
     AlreadyDone {
         run: &'a PlannedRun,
     },
-    /// Every GPU the run needs is taken by another perfpipe; waiting.
+    /// Too few GPUs are free: another perfpipe holds them, or processes
+    /// perfpipe did not start (`foreign`, by GPU index) hold their memory. Waiting.
     WaitingForGpus {
         run: &'a PlannedRun,
         needed: u32,
+        foreign: &'a [(u32, GpuProcess)],
+    },
+    /// An engine (or container) a killed perfpipe left behind was stopped.
+    LeftoverStopped {
+        stopped: &'a Stopped,
     },
     /// The engine has been starting for `after` (large models take minutes).
     StillStarting {
@@ -113,6 +121,12 @@ pub enum ExecError {
     },
     #[error(transparent)]
     Store(#[from] store::Error),
+    #[error("cannot record engine launches in `{dir}`")]
+    LaunchRecords {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot start the async runtime")]
     Tokio(#[source] std::io::Error),
     #[error("dataset of workload `{workload}` cannot be used")]
@@ -153,6 +167,15 @@ pub fn execute(
     let cancel = runtime
         .block_on(async { watch_signals() })
         .map_err(ExecError::Tokio)?;
+    // What a killed perfpipe left would hold GPUs and ports; stop it first.
+    let records = leftovers::dir();
+    for stopped in runtime.block_on(leftovers::reap(&records)) {
+        report(ExecEvent::LeftoverStopped { stopped: &stopped });
+    }
+    let launches = Registry::open(&records).map_err(|source| ExecError::LaunchRecords {
+        dir: records.display().to_string(),
+        source,
+    })?;
     let machine = match plan.options.runtime {
         Runtime::Sim => None,
         Runtime::Local | Runtime::Docker => Some(runtime.block_on(machine::discover(spec))?),
@@ -179,6 +202,7 @@ pub fn execute(
         host: crate::host::name(),
         runtime: plan.options.runtime,
         machine,
+        launches,
         tokenizers: Default::default(),
     };
     // Launches run `jobs` at a time; each waits for its GPUs, so two never share one.

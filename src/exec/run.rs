@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,8 +11,7 @@ use tokio::sync::watch;
 use super::launched::{Launched, StartFailure};
 use super::{ExecError, ExecEvent, ExecOptions, failure, telemetry};
 use crate::engine::SIM_ENGINE_VERSION;
-use crate::engine::gpus::{self, GpuLease, Machine};
-use crate::engine::process::EngineProcess;
+use crate::engine::gpus::{self, GpuLease, GpuProcess, Machine};
 use crate::harness::{self, BenchRequest, Load, RequestSettings, guidellm, vllm_bench};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
@@ -37,6 +35,8 @@ pub struct RunContext<'a> {
     pub client: reqwest::Client,
     pub cancel: watch::Receiver<bool>,
     pub host: String,
+    /// Where this process records the engines it starts.
+    pub launches: crate::engine::leftovers::Registry,
     /// Tokenizers loaded so far, by (model, revision).
     pub tokenizers: Mutex<HashMap<(String, String), Arc<Tokenizer>>>,
 }
@@ -116,6 +116,17 @@ impl RunContext<'_> {
                 });
                 self.external(engine, &harness_command, &pending).await?
             }
+        };
+        let measured = match measured {
+            Measured::Failed { kind, error } if engine.has_exited() => {
+                // Its workers too: what then still holds memory is not the engine's.
+                engine.stop().await;
+                let (kind, error) = self
+                    .blame_foreign_memory(kind, error, &engine.gpu_indices)
+                    .await;
+                Measured::Failed { kind, error }
+            }
+            measured => measured,
         };
         let (gpu_samples, engine_samples) = sampler.finish().await;
         let summary = crate::metrics::telemetry::summarize(&gpu_samples, &engine_samples);
@@ -284,9 +295,8 @@ impl RunContext<'_> {
         pending: &PendingSample,
     ) -> Result<Measured, ExecError> {
         let log = pending.logs_dir().join("harness.log");
-        let mut client =
-            EngineProcess::spawn(Path::new(&argv[0]), &argv[1..], &Default::default(), &log)
-                .map_err(crate::store::Error::Io)?;
+        let (mut client, _record) =
+            self.spawn_recorded(&argv[0], &argv[1..], &Default::default(), None, &log)?;
         let mut cancel = self.cancel.clone();
         let status = tokio::select! {
             status = client.exited() => status,
@@ -410,22 +420,86 @@ impl RunContext<'_> {
             return Ok(Vec::new());
         };
         let mut cancel = self.cancel.clone();
-        let mut announced = false;
+        let mut announced = None;
         loop {
-            if let Some(leases) = gpus::try_acquire(&machine.gpus, n as usize, &gpus::lock_dir())
-                .map_err(ExecError::Gpus)?
+            // A GPU that holds a process perfpipe did not start is never used.
+            let processes = super::machine::gpu_processes().await;
+            let (busy, clean): (Vec<_>, Vec<_>) = machine
+                .gpus
+                .iter()
+                .cloned()
+                .partition(|g| processes.iter().any(|p| p.gpu_uuid == g.uuid));
+            let dir = gpus::lock_dir();
+            if let Some(leases) =
+                gpus::try_acquire(&clean, n as usize, &dir).map_err(ExecError::Gpus)?
             {
                 return Ok(leases);
             }
-            if !announced {
-                report(ExecEvent::WaitingForGpus { run, needed: n });
-                announced = true;
+            // Processes on GPUs no perfpipe holds are not perfpipe's.
+            let unheld = gpus::unheld(&busy, &dir).map_err(ExecError::Gpus)?;
+            let foreign: Vec<(u32, GpuProcess)> = unheld
+                .iter()
+                .flat_map(|g| {
+                    processes
+                        .iter()
+                        .filter(|p| p.gpu_uuid == g.uuid)
+                        .map(|p| (g.index, p.clone()))
+                })
+                .collect();
+            if announced.as_ref() != Some(&foreign) {
+                report(ExecEvent::WaitingForGpus {
+                    run,
+                    needed: n,
+                    foreign: &foreign,
+                });
+                announced = Some(foreign);
             }
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 _ = cancel.wait_for(|c| *c) => return Err(ExecError::Interrupted),
             }
         }
+    }
+
+    /// An out-of-memory on GPUs where processes perfpipe did not start hold
+    /// memory is their doing, not the configuration's: transient, so it is
+    /// retried on other GPUs and never cached. Call it once the engine's
+    /// own processes are stopped.
+    pub(super) async fn blame_foreign_memory(
+        &self,
+        kind: FailureKind,
+        error: String,
+        gpu_indices: &[u32],
+    ) -> (FailureKind, String) {
+        let Some(machine) = &self.machine else {
+            return (kind, error);
+        };
+        if kind != FailureKind::Deterministic || !failure::is_out_of_memory(&error) {
+            return (kind, error);
+        }
+        let ours: Vec<&gpus::GpuInfo> = machine
+            .gpus
+            .iter()
+            .filter(|g| gpu_indices.contains(&g.index))
+            .collect();
+        let foreign: Vec<String> = super::machine::gpu_processes()
+            .await
+            .iter()
+            .filter_map(|p| {
+                let gpu = ours.iter().find(|g| g.uuid == p.gpu_uuid)?;
+                Some(format!("GPU {}: {p}", gpu.index))
+            })
+            .collect();
+        if foreign.is_empty() {
+            return (kind, error);
+        }
+        (
+            FailureKind::Transient,
+            format!(
+                "{error} (processes perfpipe did not start hold memory on its GPUs: {})",
+                foreign.join(", ")
+            ),
+        )
     }
 
     fn provenance(&self, started_at: u64, gpu_indices: &[u32]) -> Provenance {

@@ -1,0 +1,313 @@
+//! Launch records: every engine perfpipe starts is written down (pid,
+//! process group, container) for the life of the perfpipe that started it,
+//! so that the next perfpipe stops what a killed one left behind. SIGKILL
+//! skips every destructor, and a container outlives its `docker run` client.
+//!
+//! ```text
+//! <dir>/<owner>.lock        held (flock) by a live perfpipe for its whole life
+//! <dir>/<owner>/<n>.json    one launch of that perfpipe, replaced by rename
+//! ```
+//!
+//! An owner whose lock can be taken is dead: its launches are leftovers.
+//! (fs, signals, `docker rm`)
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::process::run_tool;
+
+/// What is known of one launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// The engine (or `docker run` client) and its process group; 0 before it started.
+    pub pid: i32,
+    /// When the pid started (`/proc/<pid>/stat`), so a reused pid is never killed.
+    pub started: u64,
+    pub container: Option<String>,
+    /// What was launched, for messages.
+    pub program: String,
+}
+
+/// This process's record directory, held for its life.
+pub struct Registry {
+    dir: PathBuf,
+    lock_path: PathBuf,
+    _lock: std::fs::File,
+    next: AtomicUsize,
+}
+
+/// One recorded launch, removed when dropped (the engine was stopped).
+pub struct Recorded {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+/// A leftover that was stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub launch: Launch,
+    /// Processes killed (0 when they had already gone).
+    pub processes: usize,
+}
+
+/// Where launch records live: beside the GPU locks, one directory per machine.
+pub fn dir() -> PathBuf {
+    super::gpus::lock_dir().join("launches")
+}
+
+impl Registry {
+    /// Claims a record directory for this process under `root`.
+    pub fn open(root: &Path) -> std::io::Result<Self> {
+        fs_err::create_dir_all(root)?;
+        let owner = format!(
+            "{}-{}",
+            std::process::id(),
+            start_ticks(std::process::id() as i32).unwrap_or(0)
+        );
+        // Locked before it gets its name, so no reaper ever sees it unlocked.
+        let staged = tempfile::Builder::new()
+            .prefix(".owner-")
+            .tempfile_in(root)?;
+        staged.as_file().lock()?;
+        let dir = root.join(&owner);
+        fs_err::create_dir_all(&dir)?;
+        let lock_path = root.join(format!("{owner}.lock"));
+        let lock = staged.persist(&lock_path).map_err(|e| e.error)?;
+        Ok(Self {
+            dir,
+            lock_path,
+            _lock: lock,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// Records a launch about to happen (its container name is known before
+    /// it starts; its pid is added by [`Recorded::started`]).
+    pub fn record(&self, launch: &Launch) -> std::io::Result<Recorded> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let recorded = Recorded {
+            dir: self.dir.clone(),
+            path: self.dir.join(format!("{n}.json")),
+        };
+        recorded.write(launch)?;
+        Ok(recorded)
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_dir_all(&self.dir);
+        let _ = fs_err::remove_file(&self.lock_path);
+    }
+}
+
+impl Recorded {
+    /// The launch started as `pid`.
+    pub fn started(&self, mut launch: Launch, pid: i32) -> std::io::Result<()> {
+        launch.pid = pid;
+        launch.started = start_ticks(pid).unwrap_or(0);
+        self.write(&launch)
+    }
+
+    fn write(&self, launch: &Launch) -> std::io::Result<()> {
+        let mut staged = tempfile::Builder::new()
+            .prefix(".launch-")
+            .tempfile_in(&self.dir)?;
+        serde_json::to_writer(&mut staged, launch)?;
+        staged.persist(&self.path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+impl Drop for Recorded {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_file(&self.path);
+    }
+}
+
+/// Stops every launch of a dead perfpipe recorded under `root`, and forgets it.
+/// Containers still claimed by a live perfpipe are left alone.
+pub async fn reap(root: &Path) -> Vec<Stopped> {
+    let mut stopped = Vec::new();
+    let Ok(entries) = fs_err::read_dir(root) else {
+        return stopped;
+    };
+    let mut dead = Vec::new();
+    let mut live_containers = Vec::new();
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(owner) = name.strip_suffix(".lock") else {
+            continue;
+        };
+        let Ok(file) = fs_err::File::open(entry.path()) else {
+            continue;
+        };
+        let launches = launches(&root.join(owner));
+        match file.file().try_lock() {
+            Ok(()) => dead.push((owner.to_owned(), file, launches)),
+            Err(_) => live_containers.extend(launches.into_iter().filter_map(|l| l.container)),
+        }
+    }
+    for (owner, _lock, launches) in dead {
+        for launch in launches {
+            let mut processes = kill_group(launch.pid, launch.started);
+            if let Some(name) = launch
+                .container
+                .as_ref()
+                .filter(|n| !live_containers.contains(n))
+            {
+                let removed = run_tool("docker", &["rm", "--force", name], DOCKER_TIMEOUT).await;
+                // `docker rm` prints the name of a container it removed.
+                if removed.is_ok_and(|o| o.status.success() && !o.stdout.is_empty()) {
+                    processes += 1;
+                }
+            }
+            stopped.push(Stopped { launch, processes });
+        }
+        let _ = fs_err::remove_dir_all(root.join(&owner));
+        let _ = fs_err::remove_file(root.join(format!("{owner}.lock")));
+    }
+    stopped
+}
+
+const DOCKER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The launches recorded in an owner's directory.
+fn launches(dir: &Path) -> Vec<Launch> {
+    let Ok(entries) = fs_err::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| serde_json::from_str(&fs_err::read_to_string(e.path()).ok()?).ok())
+        .collect()
+}
+
+/// SIGKILLs every live process of group `pgid` that started no earlier than
+/// its leader did (`started`); a group id reused since is left alone.
+fn kill_group(pgid: i32, started: u64) -> usize {
+    if pgid <= 0 {
+        return 0;
+    }
+    let Ok(procs) = fs_err::read_dir("/proc") else {
+        return 0;
+    };
+    let mut killed = 0;
+    for entry in procs.filter_map(|e| e.ok()) {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Some(stat) = stat(pid) else { continue };
+        if stat.pgid == pgid && stat.state != 'Z' && stat.started >= started {
+            // SAFETY: a plain syscall on a process checked to be one of ours.
+            if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+                killed += 1;
+            }
+        }
+    }
+    killed
+}
+
+/// The fields of `/proc/<pid>/stat` this module needs.
+struct Stat {
+    state: char,
+    pgid: i32,
+    started: u64,
+}
+
+fn stat(pid: i32) -> Option<Stat> {
+    parse_stat(&fs_err::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+fn start_ticks(pid: i32) -> Option<u64> {
+    stat(pid).map(|s| s.started)
+}
+
+/// `pid (comm) state ppid pgrp ... starttime(22) ...`; `comm` may hold spaces
+/// and parentheses, so fields are counted from the last `)`.
+fn parse_stat(text: &str) -> Option<Stat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        pgid: fields.get(2)?.parse().ok()?,
+        started: fields.get(19)?.parse().ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_after_the_command_name() {
+        let line = "4242 (vllm (worker) 1) S 1 4240 4240 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 4 0 987654 1000 200";
+        let stat = parse_stat(line).unwrap();
+        assert_eq!((stat.state, stat.pgid, stat.started), ('S', 4240, 987654));
+        assert!(parse_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn a_live_owners_launches_are_kept_and_a_dead_ones_are_stopped() {
+        let root = tempfile::tempdir().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // `sleep` in a group of its own stands for an engine.
+        let mut sleeper = std::process::Command::new("sleep");
+        std::os::unix::process::CommandExt::process_group(&mut sleeper, 0);
+        #[expect(clippy::disallowed_methods, reason = "a process to reap")]
+        let mut child = sleeper.arg("600").spawn().unwrap();
+        let launch = Launch {
+            pid: 0,
+            started: 0,
+            container: None,
+            program: "vllm".into(),
+        };
+
+        let live = Registry::open(root.path()).unwrap();
+        let recorded = live.record(&launch).unwrap();
+        recorded.started(launch.clone(), child.id() as i32).unwrap();
+        assert!(
+            runtime.block_on(reap(root.path())).is_empty(),
+            "owner alive"
+        );
+        drop(recorded);
+        drop(live);
+        assert_eq!(fs_err::read_dir(root.path()).unwrap().count(), 0);
+
+        // What a perfpipe killed by SIGKILL leaves: its records and an unlocked lock file.
+        let owner = root.path().join("1-1");
+        fs_err::create_dir(&owner).unwrap();
+        let recorded = Launch {
+            pid: child.id() as i32,
+            started: start_ticks(child.id() as i32).unwrap(),
+            ..launch
+        };
+        let json = serde_json::to_string(&recorded).unwrap();
+        #[expect(clippy::disallowed_methods, reason = "a record left behind")]
+        std::fs::write(owner.join("0.json"), json).unwrap();
+        #[expect(clippy::disallowed_methods, reason = "a lock left behind")]
+        std::fs::write(root.path().join("1-1.lock"), "").unwrap();
+        let stopped = runtime.block_on(reap(root.path()));
+        assert_eq!(
+            stopped,
+            [Stopped {
+                launch: recorded,
+                processes: 1
+            }]
+        );
+        assert!(!child.wait().unwrap().success(), "killed");
+        assert_eq!(fs_err::read_dir(root.path()).unwrap().count(), 0);
+        assert!(runtime.block_on(reap(root.path())).is_empty());
+    }
+}
