@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod plan;
 pub mod report;
 pub mod rng;
+pub mod secrets;
 pub mod spec;
 pub mod store;
 pub mod tls;

@@ -294,12 +294,17 @@ impl Launched {
         futures_util::future::select_all(exits).await.0
     }
 
-    /// Everything the engine has logged so far (each instance's log in turn).
+    /// Everything the engine has logged so far (each instance's log in
+    /// turn), without the environment's secrets.
     pub fn log_text(&self) -> String {
+        let secrets = crate::secrets::from_env();
         let logs: Vec<String> = self
             .instances
             .iter()
-            .map(|i| fs_err::read_to_string(&i.log).unwrap_or_default())
+            .map(|i| {
+                let log = fs_err::read_to_string(&i.log).unwrap_or_default();
+                crate::secrets::redact(&log, &secrets).into_owned()
+            })
             .collect();
         match logs.as_slice() {
             [one] => one.clone(),

@@ -236,6 +236,10 @@ pub fn execute(
 /// The runs of one launch, in order, on one engine that is started when a run
 /// first needs it and started again when it died. A deterministic start
 /// failure is the result of every run of the launch; it is not started again.
+///
+/// It never waits for a key's lock while its engine holds GPUs: the process
+/// measuring that key may be waiting for them. Such a run is put off until
+/// the engine is stopped, then waited for.
 async fn run_launch(
     ctx: &RunContext<'_>,
     plan: &Plan,
@@ -245,89 +249,142 @@ async fn run_launch(
 ) -> Result<(), ExecError> {
     let mut report = |event: ExecEvent| (shared.report.borrow_mut())(event);
     let mut start_failed: Option<launched::StartFailure> = None;
-    for run in group {
-        report(ExecEvent::Started {
-            index: shared.index.replace(shared.index.get() + 1),
-            total: shared.total,
-            run,
-        });
-        let lock = ctx.lock(run).await?;
-        let still_missing = || -> Result<bool, ExecError> {
-            let stored = ctx.store.samples(&run.key)?;
-            Ok(matches!(
-                plan::status(&stored, plan.options),
-                RunStatus::Missing { .. }
-            ))
-        };
-        if !still_missing()? {
-            report(ExecEvent::AlreadyDone { run });
-            continue;
+    let mut queue: Vec<&PlannedRun> = group.to_vec();
+    while !queue.is_empty() {
+        let mut put_off = Vec::new();
+        for run in queue {
+            let lock = match engine {
+                Some(_) => match ctx.store.try_lock(&run.key)? {
+                    Some(lock) => Some(lock),
+                    None => {
+                        put_off.push(run);
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            report(ExecEvent::Started {
+                index: shared.index.replace(shared.index.get() + 1),
+                total: shared.total,
+                run,
+            });
+            let lock = match lock {
+                Some(lock) => lock,
+                None => ctx.lock(run).await?,
+            };
+            measure(
+                ctx,
+                plan,
+                run,
+                &lock,
+                engine,
+                &mut start_failed,
+                shared,
+                &mut report,
+            )
+            .await?;
         }
-        while still_missing()? {
-            let started = std::time::Instant::now();
-            let mut attempt = 0;
-            let result = loop {
-                attempt += 1;
-                if let Some(failed) = &start_failed {
-                    let result = ctx.start_failure(run, failed);
-                    let pending = ctx.store.begin_sample()?;
-                    pending
-                        .write_log("engine.log", &failed.log_tail)
-                        .map_err(store::Error::Io)?;
-                    pending.commit(ctx.store, &run.key, &run.canonical, &result, &lock)?;
+        if !put_off.is_empty()
+            && let Some(mut running) = engine.take()
+        {
+            running.stop().await;
+        }
+        queue = put_off;
+    }
+    Ok(())
+}
+
+/// Measures `run` (its key locked) until it has the samples the plan asks
+/// for, or fails.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one launch's state, passed down once"
+)]
+async fn measure(
+    ctx: &RunContext<'_>,
+    plan: &Plan,
+    run: &PlannedRun,
+    lock: &store::KeyLock,
+    engine: &mut Option<launched::Launched>,
+    start_failed: &mut Option<launched::StartFailure>,
+    shared: &Shared<'_, '_>,
+    report: &mut dyn FnMut(ExecEvent),
+) -> Result<(), ExecError> {
+    let still_missing = || -> Result<bool, ExecError> {
+        let stored = ctx.store.samples(&run.key)?;
+        Ok(matches!(
+            plan::status(&stored, plan.options),
+            RunStatus::Missing { .. }
+        ))
+    };
+    if !still_missing()? {
+        report(ExecEvent::AlreadyDone { run });
+        return Ok(());
+    }
+    while still_missing()? {
+        let started = std::time::Instant::now();
+        let mut attempt = 0;
+        let result = loop {
+            attempt += 1;
+            if let Some(failed) = start_failed.as_ref() {
+                let result = ctx.start_failure(run, failed);
+                let pending = ctx.store.begin_sample()?;
+                pending
+                    .write_log("engine.log", &failed.log_tail)
+                    .map_err(store::Error::Io)?;
+                pending.commit(ctx.store, &run.key, &run.canonical, &result, lock)?;
+                break result;
+            }
+            if engine.as_mut().is_some_and(|e| e.has_exited()) {
+                let mut dead = engine.take().expect("checked above");
+                dead.stop().await;
+            }
+            if engine.is_none() {
+                match ctx.start(run, report).await? {
+                    Ok(started) => *engine = Some(started),
+                    Err(failed) if failed.kind == FailureKind::Deterministic => {
+                        *start_failed = Some(failed);
+                        continue;
+                    }
+                    Err(failed) => {
+                        let result = ctx.start_failure(run, &failed);
+                        if attempt >= ctx.options.attempts {
+                            break result;
+                        }
+                        report(ExecEvent::Retrying {
+                            run,
+                            error: &failed.error,
+                        });
+                        continue;
+                    }
+                }
+            }
+            let running = engine.as_mut().expect("started above");
+            match ctx.bench(running, run, report).await? {
+                run::Attempt::Done(result, pending) => {
+                    pending.commit(ctx.store, &run.key, &run.canonical, &result, lock)?;
                     break result;
                 }
-                if engine.as_mut().is_some_and(|e| e.has_exited()) {
-                    let mut dead = engine.take().expect("checked above");
-                    dead.stop().await;
+                run::Attempt::Transient(result) if attempt >= ctx.options.attempts => {
+                    break result;
                 }
-                if engine.is_none() {
-                    match ctx.start(run, &mut report).await? {
-                        Ok(started) => *engine = Some(started),
-                        Err(failed) if failed.kind == FailureKind::Deterministic => {
-                            start_failed = Some(failed);
-                            continue;
-                        }
-                        Err(failed) => {
-                            let result = ctx.start_failure(run, &failed);
-                            if attempt >= ctx.options.attempts {
-                                break result;
-                            }
-                            report(ExecEvent::Retrying {
-                                run,
-                                error: &failed.error,
-                            });
-                            continue;
-                        }
+                run::Attempt::Transient(result) => {
+                    if let Outcome::Failure { error, .. } = &result.outcome {
+                        report(ExecEvent::Retrying { run, error });
                     }
                 }
-                let running = engine.as_mut().expect("started above");
-                match ctx.bench(running, run, &mut report).await? {
-                    run::Attempt::Done(result, pending) => {
-                        pending.commit(ctx.store, &run.key, &run.canonical, &result, &lock)?;
-                        break result;
-                    }
-                    run::Attempt::Transient(result) if attempt >= ctx.options.attempts => {
-                        break result;
-                    }
-                    run::Attempt::Transient(result) => {
-                        if let Outcome::Failure { error, .. } = &result.outcome {
-                            report(ExecEvent::Retrying { run, error });
-                        }
-                    }
-                }
-            };
-            report(ExecEvent::Finished {
-                run,
-                result: &result,
-                elapsed: started.elapsed(),
-            });
-            if matches!(result.outcome, Outcome::Failure { .. }) {
-                shared.summary.borrow_mut().failed += 1;
-                break;
             }
-            shared.summary.borrow_mut().succeeded += 1;
+        };
+        report(ExecEvent::Finished {
+            run,
+            result: &result,
+            elapsed: started.elapsed(),
+        });
+        if matches!(result.outcome, Outcome::Failure { .. }) {
+            shared.summary.borrow_mut().failed += 1;
+            break;
         }
+        shared.summary.borrow_mut().succeeded += 1;
     }
     Ok(())
 }

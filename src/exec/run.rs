@@ -309,6 +309,7 @@ impl RunContext<'_> {
                 return Err(ExecError::Interrupted);
             }
         };
+        crate::secrets::redact_dir(&pending.logs_dir()).map_err(crate::store::Error::Io)?;
         let output = fs_err::read_to_string(&log).unwrap_or_default();
         match status {
             Ok(s) if s.success() => {}

@@ -30,6 +30,16 @@ impl Store {
         Ok(KeyLock { _file: file })
     }
 
+    /// This process's lock on the key, or `None` while another holds it.
+    pub fn try_lock(&self, key: &RunKey) -> Result<Option<KeyLock>, Error> {
+        let file = crate::filelock::open(&lock_path(&self.root, key))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(KeyLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+        }
+    }
+
     /// A directory for an engine launch's log, removed when dropped.
     pub fn launch_dir(&self) -> Result<TempDir, Error> {
         let tmp = tmp_dir(&self.root);

@@ -6,11 +6,13 @@
 
 mod bench;
 mod common;
+mod crash;
 mod diagnostics;
 mod diff;
 mod fetch;
 mod lock;
 mod published;
+mod reliability;
 mod reports;
 mod run;
 mod runtimes;

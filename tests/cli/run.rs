@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{TestEnv, stderr, stdout};
+use crate::common::{TestEnv, live_processes, stderr, stdout};
 
 /// `(step, workload)` of every run the executor started, from its progress lines.
 fn started(output: &std::process::Output) -> Vec<String> {
@@ -129,23 +129,6 @@ fn an_unexpected_failure_is_stored_and_exits_1() {
     assert!(started(&again).is_empty());
     let retried = env.run(&["run", "tiny.kdl", "--runtime", "sim", "--retry-failed"]);
     assert_eq!(started(&retried), ["trtllm-fp8 × chat"]);
-}
-
-/// Live (not zombie) processes whose command line contains `needle`.
-fn live_processes(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let state = stat
-                .rsplit_once(") ")
-                .and_then(|(_, rest)| rest.chars().next());
-            String::from_utf8_lossy(&cmdline).contains(needle) && state.is_some_and(|s| s != 'Z')
-        })
-        .collect()
 }
 
 #[test]

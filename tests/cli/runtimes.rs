@@ -10,6 +10,11 @@ use crate::common::{FIXTURES, TestEnv, words};
 
 /// `perfpipe ARGS` with the stand-ins first on PATH.
 fn on_gpu_box(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Output {
+    gpu_box(env, args, extra).output().unwrap()
+}
+
+/// The command of [`on_gpu_box`], to start it.
+pub fn gpu_box(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Command {
     let mut cmd: Command = env.cmd(args);
     cmd.env("PATH", format!("{FIXTURES}/standins:/usr/bin:/bin"))
         .env("HOME", env.path("home"))
@@ -21,7 +26,7 @@ fn on_gpu_box(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Output {
     for (k, v) in extra {
         cmd.env(k, v);
     }
-    cmd.output().unwrap()
+    cmd
 }
 
 fn study(name: &str) -> TestEnv {

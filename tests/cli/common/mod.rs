@@ -228,3 +228,27 @@ pub fn contains(haystack: &[u8], needle: &str) -> bool {
         .windows(needle.len())
         .any(|w| w == needle.as_bytes())
 }
+
+/// Live (not zombie) processes whose command line or environment contains
+/// `needle` (children inherit a tag put in perfpipe's environment).
+pub fn live_processes(needle: &str) -> Vec<u32> {
+    let has = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).contains(needle);
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| pid_alive(*pid))
+        .filter(|pid| {
+            has(std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+                || has(std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default())
+        })
+        .collect()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn pid_alive(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(") ")
+        .and_then(|(_, rest)| rest.chars().next())
+        .is_some_and(|state| state != 'Z')
+}

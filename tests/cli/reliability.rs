@@ -1,0 +1,361 @@
+//! What a killed perfpipe leaves, GPUs that hold processes perfpipe did not
+//! start, two perfpipe processes on one store, and secrets in the environment;
+//! on the stand-in GPU box of `runtimes.rs`.
+
+use std::path::Path;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{
+    TestEnv, assert_secret_absent, files_under, live_processes, pid_alive, random_hex, stderr,
+};
+use crate::runtimes::gpu_box;
+
+/// One vLLM step serving slowly enough to be killed mid-benchmark.
+fn slow_study(env: &TestEnv, gpus: u32) {
+    env.write(
+        "slow.kdl",
+        &format!(
+            r#"experiment "slow" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus={gpus}
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload long {{
+        dataset random input=16 output=200 seed=1
+        prompts 4
+    }}
+    step vllm engine=vllm gpus=1
+}}"#
+        ),
+    );
+}
+
+/// Waits until `ready` holds, or fails after 30 s.
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The one launch record a running perfpipe wrote: `(pid, container)`.
+fn recorded_launch(env: &TestEnv) -> Option<(i32, Option<String>)> {
+    let root = env.path("gpu-locks/launches");
+    for owner in std::fs::read_dir(root).ok()?.flatten() {
+        for record in std::fs::read_dir(owner.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let text = std::fs::read_to_string(record.path()).ok()?;
+            let launch: serde_json::Value = serde_json::from_str(&text).ok()?;
+            let pid = launch["pid"].as_i64()? as i32;
+            if pid > 0 {
+                return Some((pid, launch["container"].as_str().map(str::to_owned)));
+            }
+        }
+    }
+    None
+}
+
+/// SIGKILLs perfpipe once its engine streams, as the OOM killer or `kill -9` would.
+fn kill_mid_benchmark(env: &TestEnv, mut perfpipe: Child) -> (i32, Option<String>) {
+    wait_for("the engine to start", || recorded_launch(env).is_some());
+    // Ready within a moment; its 4 requests then stream for 4 s.
+    std::thread::sleep(Duration::from_millis(1500));
+    perfpipe.kill().unwrap();
+    perfpipe.wait().unwrap();
+    recorded_launch(env).unwrap()
+}
+
+#[test]
+fn a_container_left_by_a_killed_perfpipe_is_removed_by_the_next() {
+    let env = TestEnv::new();
+    slow_study(&env, 1);
+    let args = ["run", "slow.kdl", "--runtime", "docker", "--offline"];
+    let slow = [("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=20")];
+    let perfpipe = gpu_box(&env, &args, &slow).spawn().unwrap();
+    let (_, container) = kill_mid_benchmark(&env, perfpipe);
+    let container = container.expect("docker launches are recorded with their container");
+
+    // The `docker run` client died with perfpipe; its container did not.
+    let pid_file = env.path(&format!("standin.log.containers/{container}"));
+    let engine: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(pid_alive(engine), "the container outlives its client");
+
+    let out = gpu_box(&env, &args, &[]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "stopped what a killed perfpipe left: `docker` (pid "
+        )) && err.contains(&format!("container `{container}`), 1 processes")),
+        "{err}"
+    );
+    wait_for("the container to be gone", || !pid_alive(engine));
+    let log = env.read("standin.log");
+    assert!(
+        log.contains(&format!(
+            "docker\tCUDA_VISIBLE_DEVICES=\trm\t--force\t{container}"
+        )),
+        "{log}"
+    );
+    // Stopped before the new engine took the GPU; the run then completed.
+    let removed = log.find("\trm\t--force").unwrap();
+    assert!(log[removed..].contains("\trun\t"), "{log}");
+    assert_eq!(env.samples().len(), 1);
+    assert!(
+        recorded_launch(&env).is_none(),
+        "records are gone with the run"
+    );
+}
+
+#[test]
+fn workers_of_an_engine_whose_perfpipe_was_killed_are_stopped_by_the_next() {
+    let env = TestEnv::new();
+    slow_study(&env, 1);
+    let args = ["run", "slow.kdl", "--runtime", "local"];
+    let fault = [
+        ("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=20"),
+        ("STANDIN_FAULT", "worker@Qwen/Qwen3-14B"),
+    ];
+    let perfpipe = gpu_box(&env, &args, &fault).spawn().unwrap();
+    let (engine, _) = kill_mid_benchmark(&env, perfpipe);
+
+    // The engine died with perfpipe (parent-death signal); its worker did not.
+    wait_for("the engine to die with perfpipe", || {
+        !pid_alive(engine as u32)
+    });
+    let group = |pgid: i32| {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| pid_alive(*pid))
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                stat.rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<i32>().ok())
+                    == Some(pgid)
+            })
+            .count()
+    };
+    assert_eq!(group(engine), 1, "the worker is left");
+
+    let out = gpu_box(&env, &args, &[]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "stopped what a killed perfpipe left: `vllm` (pid {engine}), 1 processes"
+        )),
+        "{err}"
+    );
+    assert_eq!(group(engine), 0, "the worker was stopped");
+    assert_eq!(env.samples().len(), 1);
+}
+
+#[test]
+fn gpus_holding_foreign_processes_are_not_used_and_their_oom_is_not_cached() {
+    let env = TestEnv::new();
+    env.write(
+        "two.kdl",
+        r#"experiment "two" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=4
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload short {
+        dataset random input=16 output=16 seed=1
+        prompts 2
+    }
+    step first engine=vllm gpus=1
+    step second engine=vllm model="Qwen/Qwen3-8B" gpus=1
+}"#,
+    );
+    // GPU 0 runs someone else's job.
+    env.write(
+        "gpu-apps",
+        "GPU-00000000-standin, 999, python3 train.py, 81000\n",
+    );
+    let apps = env.path("gpu-apps");
+    let faults = [
+        ("STANDIN_GPU_COUNT", "4"),
+        ("STANDIN_GPU_APPS", apps.to_str().unwrap()),
+        ("STANDIN_FAULT", "oom-foreign-once@Qwen/Qwen3-8B"),
+    ];
+    let out = gpu_box(&env, &["run", "two.kdl", "--runtime", "local"], &faults)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let devices: Vec<(String, String)> = env
+        .read("standin.log")
+        .lines()
+        .filter(|l| l.contains("\tserve\t"))
+        .map(|l| {
+            let fields: Vec<&str> = l.split('\t').collect();
+            (fields[1].to_owned(), fields[3].to_owned())
+        })
+        .collect();
+    let on = |gpu: &str, model: &str| (format!("CUDA_VISIBLE_DEVICES={gpu}"), model.to_owned());
+    assert_eq!(
+        devices,
+        [
+            on("1", "Qwen/Qwen3-14B"),
+            // A process appeared on GPU 1 as the engine loaded: its OOM is
+            // retried elsewhere, not cached as the configuration's failure.
+            on("1", "Qwen/Qwen3-8B"),
+            on("2", "Qwen/Qwen3-8B"),
+        ]
+    );
+    assert!(
+        err.contains("transient failure, retrying: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (processes perfpipe did not start hold memory on its GPUs: GPU 1: pid 4242 `python3` (70312 MiB))"),
+        "{err}"
+    );
+    let statuses: Vec<String> = env
+        .results()
+        .iter()
+        .map(|(_, r)| r["outcome"]["status"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(statuses, ["success", "success"]);
+}
+
+#[test]
+fn a_run_waits_while_every_gpu_holds_a_foreign_process() {
+    let env = TestEnv::new();
+    slow_study(&env, 1);
+    env.write("gpu-apps", "GPU-00000000-standin, 999, python3, 81000\n");
+    let apps = env.path("gpu-apps");
+    let err_file = env.path("stderr");
+    let one_gpu = [
+        ("STANDIN_GPU_COUNT", "1"),
+        ("STANDIN_GPU_APPS", apps.to_str().unwrap()),
+    ];
+    let mut perfpipe = gpu_box(&env, &["run", "slow.kdl", "--runtime", "local"], &one_gpu)
+        .stderr(std::fs::File::create(&err_file).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("the waiting message", || {
+        std::fs::read_to_string(&err_file)
+            .unwrap_or_default()
+            .contains("GPU 0: pid 999 `python3` (81000 MiB)")
+    });
+    assert!(!env.path("standin.log").exists(), "no engine started");
+    // The job ends; the run goes on.
+    std::fs::write(&apps, "").unwrap();
+    let status = perfpipe.wait().unwrap();
+    let err = std::fs::read_to_string(&err_file).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains("waiting for 1 free GPUs; not using GPUs that hold processes perfpipe did not start:\n        GPU 0: pid 999 `python3` (81000 MiB)"),
+        "{err}"
+    );
+    assert_eq!(env.samples().len(), 1);
+}
+
+#[test]
+fn two_perfpipes_on_one_store_measure_each_run_once() {
+    let env = TestEnv::new();
+    env.write(
+        "pair.kdl",
+        r#"experiment "pair" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload a {
+        dataset random input=16 output=32 seed=1
+        prompts 4
+    }
+    workload b {
+        dataset random input=16 output=32 seed=2
+        prompts 4
+    }
+    step first engine=vllm gpus=1
+    step second engine=vllm model="Qwen/Qwen3-8B" gpus=1
+}"#,
+    );
+    // One GPU: the two processes also contend for it.
+    let args = ["run", "pair.kdl", "--runtime", "local"];
+    let slow = [
+        ("STANDIN_GPU_COUNT", "1"),
+        ("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=5"),
+    ];
+    let start = || {
+        gpu_box(&env, &args, &slow)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (one, two) = (start(), start());
+    let outs: Vec<Output> = [one, two]
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for out in &outs {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    }
+    let measured: usize = outs
+        .iter()
+        .map(|o| stderr(o).matches("      done in ").count())
+        .sum();
+    assert_eq!(measured, 4, "each of the 4 runs measured by one process");
+    let samples = env.samples();
+    let mut keys: Vec<&str> = samples
+        .iter()
+        .map(|s| s.split('/').next().unwrap())
+        .collect();
+    keys.dedup();
+    assert_eq!((samples.len(), keys.len()), (4, 4), "{samples:?}");
+}
+
+#[test]
+fn secrets_in_the_environment_reach_no_file_and_no_output() {
+    let env = TestEnv::new();
+    slow_study(&env, 1);
+    let secret = format!("secret-{}", random_hex());
+    let password = format!("hunter2-{}", random_hex());
+    let mut outputs = Vec::new();
+    for runtime in ["local", "docker"] {
+        let args = ["run", "slow.kdl", "--runtime", runtime, "--offline"];
+        let vars = [
+            ("HF_TOKEN", secret.as_str()),
+            ("PERFPIPE_REGISTRY_PASSWORD", password.as_str()),
+            // The engine prints its environment to its log.
+            ("STANDIN_FAULT", "print-env@Qwen/Qwen3-14B"),
+        ];
+        let out = gpu_box(&env, &args, &vars).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        outputs.push(out);
+    }
+    outputs.push(env.run(&["report", "slow.kdl"]));
+    outputs.push(env.run(&["explain", "slow.kdl", "vllm"]));
+    let written = files_under(env.dir.path());
+    let engine_logs: Vec<&Path> = written
+        .iter()
+        .filter(|p| p.ends_with("engine.log"))
+        .map(|p| p.as_path())
+        .collect();
+    assert_eq!(engine_logs.len(), 2, "{written:?}");
+    // The local engine printed its environment; the log kept says so, redacted.
+    let logs: String = engine_logs
+        .iter()
+        .map(|log| std::fs::read_to_string(log).unwrap())
+        .collect();
+    assert!(logs.contains("HF_TOKEN=[redacted HF_TOKEN]"), "{logs}");
+    assert!(
+        logs.contains("PERFPIPE_REGISTRY_PASSWORD=[redacted PERFPIPE_REGISTRY_PASSWORD]"),
+        "{logs}"
+    );
+    // Docker passes the token by name only; the stand-in records its argv.
+    assert!(env.read("standin.log").contains("\t-e\tHF_TOKEN\t"));
+    for secret in [&secret, &password] {
+        assert_secret_absent(&written, &outputs, secret);
+        assert!(live_processes(secret).is_empty());
+    }
+}
