@@ -10,7 +10,7 @@ use std::path::Path;
 const MIN_LEN: usize = 8;
 
 /// Whether an environment variable's name says its value is a secret.
-fn is_secret_name(name: &str) -> bool {
+pub fn is_secret_name(name: &str) -> bool {
     let name = name.to_ascii_uppercase();
     [
         "TOKEN",

@@ -169,3 +169,14 @@ fn a_machine_without_the_declared_gpus_is_refused_with_a_hint() {
     assert!(err.contains("cannot run `nvidia-smi`"), "{err}");
     assert!(err.contains("--runtime sim"), "{err}");
 }
+
+#[test]
+fn a_secret_in_the_experiment_is_refused() {
+    perfpipe_snapshot!(
+        "secret_in_env",
+        plan_with(
+            "step vllm engine=vllm gpus=1",
+            "step vllm engine=vllm gpus=1 {\n        env HF_TOKEN=\"hf_0123456789\" VLLM_USE_V1=\"1\"\n    }"
+        )
+    );
+}

@@ -96,6 +96,17 @@ impl Decoder {
                     self.no_children(child);
                     for e in child.entries() {
                         match e.name() {
+                            Some(k) if crate::secrets::is_secret_name(k.value()) => self.error(
+                                SpecDiagnostic::new(
+                                    e.span(),
+                                    format!("`{}` looks like a secret; an experiment's environment is written to the store and the lockfile", k.value()),
+                                    "a secret",
+                                )
+                                .with_help(format!(
+                                    "set `{}` in perfpipe's own environment instead: local engines inherit it, and containers get HF_TOKEN by name (`-e HF_TOKEN`), never its value",
+                                    k.value()
+                                )),
+                            ),
                             Some(k) => {
                                 if let Some(v) = self.scalar_text(e, "an environment value") {
                                     step.env.insert(k.value().to_owned(), v);
