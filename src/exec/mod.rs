@@ -169,8 +169,11 @@ pub fn execute(
         .map_err(ExecError::Tokio)?;
     // What a killed perfpipe left would hold GPUs and ports; stop it first.
     let records = leftovers::dir();
+    // Records whose processes had already died with their perfpipe are only forgotten.
     for stopped in runtime.block_on(leftovers::reap(&records)) {
-        report(ExecEvent::LeftoverStopped { stopped: &stopped });
+        if stopped.processes > 0 {
+            report(ExecEvent::LeftoverStopped { stopped: &stopped });
+        }
     }
     let launches = Registry::open(&records).map_err(|source| ExecError::LaunchRecords {
         dir: records.display().to_string(),

@@ -55,6 +55,9 @@ impl TestEnv {
             .env("PERFPIPE_NOW", "1795290164")
             .env("NO_COLOR", "1")
             .env("PERFPIPE_OFFLINE", "1")
+            // GPU locks and launch records of this project only: what one
+            // test leaves is not another's to reap.
+            .env("PERFPIPE_GPU_LOCKS", self.path("gpu-locks"))
             .env("COLUMNS", "100");
         cmd
     }
