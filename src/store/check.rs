@@ -31,6 +31,20 @@ pub enum Damage {
 }
 
 impl Damage {
+    /// The file the damage is in, when it is in one.
+    pub fn file(&self) -> Option<&'static str> {
+        match self {
+            Self::InputsMissing | Self::InputsUnreadable(_) | Self::InputsMismatch(_) => {
+                Some("inputs.json")
+            }
+            Self::ResultMissing
+            | Self::ResultUnreadable(_)
+            | Self::ResultInvalid(_)
+            | Self::ResultOtherKey(_) => Some("result.json"),
+            Self::NotAKey | Self::WrongShard | Self::NotASample => None,
+        }
+    }
+
     /// Damage of the whole entry: none of its samples is used.
     pub fn spoils_entry(&self) -> bool {
         matches!(
@@ -210,13 +224,20 @@ pub(super) fn read_result(sample: &Path, key: &RunKey) -> Result<RunResult, Dama
 
 /// `(name, path)` of everything under `entry/samples/`, sorted by name; none
 /// when the directory is absent (an entry whose first sample never came).
+/// A `samples` that is not a directory is listed as itself, so that, not
+/// being a sample, it is reported and moved aside like any stray item.
 pub(super) fn sample_dirs(entry: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
-    let mut out: Vec<(String, PathBuf)> = match fs_err::read_dir(entry.join("samples")) {
+    let dir = entry.join("samples");
+    let mut out: Vec<(String, PathBuf)> = match fs_err::read_dir(&dir) {
         Ok(children) => children
             .filter_map(|c| c.ok())
             .map(|c| (c.file_name().to_string_lossy().into_owned(), c.path()))
             .collect(),
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Vec::new(),
+        Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+        Err(e) if e.kind() == ErrorKind::NotADirectory && entry.is_dir() => {
+            vec![("samples".into(), dir)]
+        }
+        Err(e) if e.kind() == ErrorKind::NotADirectory => Vec::new(),
         Err(e) => return Err(e.into()),
     };
     out.sort();

@@ -273,14 +273,20 @@ mod tests {
         assert!(store.verify().unwrap().findings.is_empty());
     }
 
-    /// The states a kill -9 can leave between the steps of a commit: each
-    /// reads as "no result", and the next commit completes it.
+    /// The states a kill -9 can leave between the steps of a commit, and
+    /// damage to an entry's layout: each reads as "no result", and the next
+    /// commit completes it.
     #[test]
-    fn every_state_a_killed_commit_leaves_is_harmless_and_completed() {
+    fn every_partial_or_damaged_entry_reads_as_missing_and_the_next_commit_completes_it() {
         type Damage = fn(&Store, &RunKey);
-        let states: [(&str, Damage); 5] = [
+        let states: [(&str, Damage); 6] = [
             ("entry without samples/", |store, key| {
                 fs_err::remove_dir(samples_dir(store.root(), key)).unwrap();
+            }),
+            ("samples/ replaced by a file", |store, key| {
+                let samples = samples_dir(store.root(), key);
+                fs_err::remove_dir(&samples).unwrap();
+                overwrite(&samples, b"");
             }),
             ("entry with an empty samples/", |_, _| {}),
             ("entry dir without inputs.json", |store, key| {
