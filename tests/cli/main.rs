@@ -14,4 +14,5 @@ mod published;
 mod reports;
 mod run;
 mod runtimes;
+mod store;
 mod tokenizer;
