@@ -8,7 +8,8 @@ pub const RUNS_FAILED: u8 = 1;
 pub const USAGE: u8 = 2;
 /// Lockfile stale under `--locked`.
 pub const LOCK_STALE: u8 = 3;
-/// `verify` outside tolerance, or `diff` regression beyond the threshold.
+/// `verify` outside tolerance, `store verify` found damage, or `diff`
+/// regression beyond the threshold.
 pub const VERIFY_FAILED: u8 = 4;
 /// Interrupted by SIGINT or SIGTERM (128 + SIGINT, as shells report it).
 pub const INTERRUPTED: u8 = 130;

@@ -15,8 +15,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// be resolved, or some inputs could not be fetched · 2 usage, experiment or
 /// lockfile error, or not enough disk space to fetch · 3 lockfile missing or
 /// out of date under `--locked` · 4 `verify` found numbers outside the
-/// tolerance or missing, or `diff --fail-on-regression` found a regression ·
-/// 101 internal error · 130 interrupted.
+/// tolerance or missing, `store verify` found damage, or `diff
+/// --fail-on-regression` found a regression · 101 internal error · 130
+/// interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "perfpipe", version, max_term_width = 100)]
 pub struct Cli {
@@ -64,6 +65,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
     Bench(Box<BenchArgs>),
+    /// Check the store (`verify`) and remove what nothing reaches (`gc`).
+    Store(StoreArgs),
     /// The simulated engine, as `--runtime sim` starts it (internal).
     #[command(hide = true)]
     SimEngine {
@@ -71,6 +74,56 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         argv: Vec<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    #[command(subcommand)]
+    pub command: StoreCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Re-hash every entry's key material against its name and parse every
+    /// sample's result; exit 4 when anything is damaged.
+    ///
+    /// Damage (an `inputs.json` that does not hash to its entry's key, a
+    /// `result.json` that is truncated or names another key) is never used:
+    /// its runs read as missing, and `perfpipe run` redoes them, moving the
+    /// damage to `store/quarantine/` for inspection. Temp dirs of killed runs
+    /// are listed, not counted as damage.
+    Verify(StoreVerifyArgs),
+    /// Remove the entries no experiment and no lockfile reaches, damage,
+    /// quarantine, and temp dirs of killed runs; says what and why.
+    ///
+    /// The runs kept are those of every `experiments/*.kdl` under each runtime
+    /// and every key in `lockfiles/*.lock`, or of the files named. An
+    /// experiment or lockfile that cannot be read makes gc remove nothing
+    /// (exit 2). Runs capped with `--max-prompts` have keys of their own that
+    /// no experiment declares: gc removes them. An entry whose key a running
+    /// perfpipe holds is left alone.
+    Gc(StoreGcArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreVerifyArgs {
+    /// The store directory.
+    #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
+    pub store: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct StoreGcArgs {
+    /// Experiments (`.kdl`) and lockfiles (`.lock`) whose runs to keep
+    /// [default: `experiments/*.kdl` and `lockfiles/*.lock`].
+    #[arg(value_name = "FILE")]
+    pub roots: Vec<PathBuf>,
+    /// Say what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The store directory.
+    #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
+    pub store: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

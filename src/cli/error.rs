@@ -42,6 +42,16 @@ pub enum CliError {
     Exec(#[source] ExecError),
     #[error("cannot read the store")]
     Store(#[source] crate::store::Error),
+    #[error("cannot tell which runs `{path}` reaches, so `store gc` removes nothing")]
+    #[diagnostic(help(
+        "fix the file or move it away, or name the experiments and lockfiles whose runs to keep: `perfpipe store gc FILE...`"
+    ))]
+    GcRoot {
+        path: String,
+        /// Rendered in full, with the spans of an experiment's errors.
+        #[diagnostic_source]
+        cause: Box<dyn Diagnostic + Send + Sync>,
+    },
     #[error("cannot write `{path}`")]
     Write {
         path: String,
@@ -112,7 +122,8 @@ impl CliError {
             | Self::Usage { .. }
             | Self::Lockfile(_)
             | Self::ReadLockfile { .. }
-            | Self::NoSpace { .. } => exit_code::USAGE,
+            | Self::NoSpace { .. }
+            | Self::GcRoot { .. } => exit_code::USAGE,
             Self::FetchSetup(crate::fetch::Error::Client(_)) => exit_code::INTERNAL,
             Self::FetchSetup(_) => exit_code::USAGE,
             Self::FetchFailed { .. } => exit_code::RUNS_FAILED,

@@ -12,7 +12,10 @@ mod lock;
 mod lockfile;
 mod plan;
 mod report;
+mod roots;
 mod run;
+mod store_gc;
+mod store_verify;
 mod verify;
 
 use std::path::Path;
@@ -20,7 +23,7 @@ use std::path::Path;
 use clap::Parser;
 
 pub use args::Cli;
-use args::{Command, Common, RuntimeArg};
+use args::{Command, Common, RuntimeArg, StoreCommand};
 pub use error::CliError;
 
 use crate::exit_code;
@@ -54,6 +57,10 @@ pub fn main() -> u8 {
         Command::Diff(args) => diff::diff(&args),
         Command::Explain(args) => explain::explain(&args),
         Command::Fetch(args) => fetch::fetch(&args),
+        Command::Store(args) => match args.command {
+            StoreCommand::Verify(args) => store_verify::verify(&args),
+            StoreCommand::Gc(args) => store_gc::gc(&args),
+        },
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
     };
     match result {

@@ -13,7 +13,7 @@ use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::plan::RunStatus;
 use crate::spec::{ExpectedOutcome, Runtime, Spec};
-use crate::store::Outcome;
+use crate::store::{Outcome, Store};
 
 pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     let mode = LockMode::Run {
@@ -22,6 +22,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     };
     let experiment = &args.common.experiment;
     let mut loaded = load(&args.common, mode.clone())?;
+    remove_stale_tmp(&loaded.store);
     // Real engines load pinned models and images: fetch what the missing runs
     // need before any GPU is taken. Fetching may bring the tokenizers the
     // lockfile pins, so a lockfile that differs only in those is settled after.
@@ -120,6 +121,21 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     } else {
         exit_code::OK
     })
+}
+
+/// Removes what killed perfpipe processes left under `store/tmp/`; a
+/// failure to do so never stops a run.
+fn remove_stale_tmp(store: &Store) {
+    match store.stale_tmp(true) {
+        Ok(stale) if !stale.is_empty() => eprintln!(
+            "perfpipe: removed {} left in `{}` by killed runs ({})",
+            super::store_verify::count(stale.len(), "temp dir", "temp dirs"),
+            store.root().join("tmp").display(),
+            crate::fetch::human_bytes(stale.iter().map(|s| s.bytes).sum())
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: cannot remove the temp dirs of killed runs: {e}"),
+    }
 }
 
 /// A failure the experiment declares (`expect-failure`) is the published outcome, not an error.

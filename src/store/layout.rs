@@ -4,10 +4,17 @@ use std::path::{Path, PathBuf};
 
 use crate::key::RunKey;
 
-pub fn entry_dir(root: &Path, key: &RunKey) -> PathBuf {
+pub fn entries_dir(root: &Path) -> PathBuf {
     root.join("entries")
-        .join(&key.as_str()[..2])
-        .join(key.as_str())
+}
+
+/// The shard an entry lives in: the key's first two characters.
+pub fn shard(key: &RunKey) -> &str {
+    &key.as_str()[..2]
+}
+
+pub fn entry_dir(root: &Path, key: &RunKey) -> PathBuf {
+    entries_dir(root).join(shard(key)).join(key.as_str())
 }
 
 pub fn samples_dir(root: &Path, key: &RunKey) -> PathBuf {
@@ -18,8 +25,23 @@ pub fn lock_path(root: &Path, key: &RunKey) -> PathBuf {
     root.join("locks").join(format!("{key}.lock"))
 }
 
+/// Orders creating a process's temp dir before cleaning stale ones (not a key,
+/// so it never names a key's lock).
+pub fn tmp_lock_path(root: &Path) -> PathBuf {
+    root.join("locks").join("tmp.lock")
+}
+
 pub fn tmp_dir(root: &Path) -> PathBuf {
     root.join("tmp")
+}
+
+pub fn quarantine_dir(root: &Path) -> PathBuf {
+    root.join("quarantine")
+}
+
+/// Where the damage found in `key`'s entry is kept.
+pub fn quarantine_key_dir(root: &Path, key: &RunKey) -> PathBuf {
+    quarantine_dir(root).join(key.as_str())
 }
 
 /// Sample directories are named `0001`, `0002`, ...

@@ -7,21 +7,38 @@
 //!   entries/<k0k1>/<key>/samples/0001/result.json  metrics or failure, with provenance
 //!   entries/<k0k1>/<key>/samples/0001/logs/{engine,harness}.log
 //!   locks/<key>.lock                               per-key OS file lock
-//!   tmp/                                           samples being measured (never read)
+//!   locks/tmp.lock                                 orders creating and cleaning temp dirs
+//!   tmp/proc-<pid>-<random>/                       one process's samples being measured,
+//!                                                  engine logs, entries being created
+//!   quarantine/<key>/<n>-<what>                    damage moved out of an entry (never read)
 //! ```
 //!
 //! Paths derive from the key only. A sample becomes visible by one `rename`, so
-//! a killed run leaves at most a directory under `tmp/`, which nothing reads.
+//! a killed run leaves at most a directory under `tmp/`, which nothing reads
+//! and the next `run` removes. Damage (an `inputs.json` that does not hash to
+//! its entry's name, a `result.json` that does not parse or names another key)
+//! is never read as a result: the run reads as missing, and the commit that
+//! redoes it moves the damage to `quarantine/`.
 
+mod check;
 mod entry;
+mod gc;
 mod layout;
+mod quarantine;
+#[cfg(test)]
+mod testing;
+mod tmp;
 mod write;
 
+pub use check::{Damage, EntryDir, Finding, Verification};
 pub use entry::{FailureKind, Outcome, RunResult, Sample};
-pub use write::{KeyLock, PendingSample};
+pub use gc::{Garbage, GarbageKind, Removal};
+pub use tmp::{StaleTmp, disk_usage};
+pub use write::{Committed, KeyLock, PendingSample};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use thiserror::Error;
 
@@ -43,6 +60,8 @@ pub enum Error {
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    /// This process's temp dir, shared by clones, created on first write.
+    process: Arc<Mutex<Option<Arc<tmp::ProcessDir>>>>,
 }
 
 /// What the store holds for the keys a plan asked about.
@@ -59,7 +78,10 @@ impl StoreIndex {
 
 impl Store {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            process: Arc::default(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -81,53 +103,40 @@ impl Store {
         Ok(StoreIndex { entries })
     }
 
-    /// Every entry's key with its key material (the `inputs.json` text);
-    /// directories that are not named by a key are skipped.
+    /// Every sound entry's key with its key material (the `inputs.json`
+    /// text); damaged entries are left out.
     pub fn entries(&self) -> Result<Vec<(RunKey, String)>, Error> {
         let mut out = Vec::new();
-        let shards = match fs_err::read_dir(self.root.join("entries")) {
-            Ok(shards) => shards,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(e.into()),
-        };
-        for shard in shards.filter_map(|s| s.ok()) {
-            for entry in fs_err::read_dir(shard.path())?.filter_map(|e| e.ok()) {
-                let Some(key) = entry.file_name().to_str().and_then(RunKey::parse) else {
-                    continue;
-                };
-                if let Ok(material) = fs_err::read_to_string(entry.path().join("inputs.json")) {
-                    out.push((key, material));
-                }
+        for dir in self.entry_dirs()? {
+            let Some(key) = dir.key else { continue };
+            let Ok(bytes) = std::fs::read(dir.path.join("inputs.json")) else {
+                continue;
+            };
+            // Bytes that hash to the key are the canonical text it was made from.
+            if RunKey::of_bytes(&bytes) == key
+                && let Ok(material) = String::from_utf8(bytes)
+            {
+                out.push((key, material));
             }
         }
         out.sort();
         Ok(out)
     }
 
-    /// The committed samples of a key, oldest first. A sample whose result
-    /// cannot be read is skipped: it is never used as a result.
+    /// The committed samples of a key, oldest first. Damage is never used as
+    /// a result: no sample of an entry whose `inputs.json` is not the key's,
+    /// and no sample whose result does not parse or names another key.
     pub fn samples(&self, key: &RunKey) -> Result<Vec<Sample>, Error> {
-        let dir = layout::samples_dir(&self.root, key);
-        let mut ids: Vec<String> = match fs_err::read_dir(&dir) {
-            Ok(entries) => entries
-                .filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|name| layout::is_sample_id(name))
-                .collect(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
-        ids.sort();
-        Ok(ids
+        let entry = layout::entry_dir(&self.root, key);
+        if check::check_inputs(&entry, key).is_some() {
+            return Ok(Vec::new());
+        }
+        Ok(check::sample_dirs(&entry)?
             .into_iter()
-            .filter_map(|id| {
-                let text = fs_err::read_to_string(dir.join(&id).join("result.json")).ok()?;
-                let result: RunResult = serde_json::from_str(&text).ok()?;
-                Some(Sample {
-                    dir: dir.join(&id),
-                    id,
-                    result,
-                })
+            .filter(|(id, _)| layout::is_sample_id(id))
+            .filter_map(|(id, dir)| {
+                let result = check::read_result(&dir, key).ok()?;
+                Some(Sample { dir, id, result })
             })
             .collect())
     }

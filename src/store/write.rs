@@ -1,11 +1,20 @@
 //! Committing samples: temp dir, fsync, rename, under the key's lock.
+//!
+//! A commit first moves any damage in the entry to quarantine, then creates
+//! the entry if it is absent (a staging dir holding `inputs.json` and an
+//! empty `samples/`, renamed into place), then renames the sample in. Killed
+//! between any two steps, the store holds damage that is ignored, no entry,
+//! or an entry without samples: all read as "missing", and the next commit
+//! completes them; what is left under `tmp/` belongs to a dead process.
 
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tempfile::TempDir;
 
-use super::layout::{entry_dir, lock_path, sample_id, samples_dir, tmp_dir};
+use super::layout::{entry_dir, lock_path, sample_id, samples_dir};
+use super::tmp::ProcessDir;
 use super::{Error, RunResult, Store};
 use crate::key::RunKey;
 
@@ -20,6 +29,16 @@ pub struct KeyLock {
 /// uncommitted, the directory is removed.
 pub struct PendingSample {
     dir: TempDir,
+    process: Arc<ProcessDir>,
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// The new sample's id (`0001`, ...).
+    pub id: String,
+    /// Where damage found in the entry was moved (`quarantine/<key>/...`).
+    pub quarantined: Vec<PathBuf>,
 }
 
 impl Store {
@@ -42,21 +61,18 @@ impl Store {
 
     /// A directory for an engine launch's log, removed when dropped.
     pub fn launch_dir(&self) -> Result<TempDir, Error> {
-        let tmp = tmp_dir(&self.root);
-        fs_err::create_dir_all(&tmp)?;
         Ok(tempfile::Builder::new()
             .prefix("launch-")
-            .tempdir_in(&tmp)?)
+            .tempdir_in(self.process_dir()?.path())?)
     }
 
     pub fn begin_sample(&self) -> Result<PendingSample, Error> {
-        let tmp = tmp_dir(&self.root);
-        fs_err::create_dir_all(&tmp)?;
+        let process = self.process_dir()?;
         let dir = tempfile::Builder::new()
             .prefix("sample-")
-            .tempdir_in(&tmp)?;
+            .tempdir_in(process.path())?;
         fs_err::create_dir_all(dir.path().join("logs"))?;
-        Ok(PendingSample { dir })
+        Ok(PendingSample { dir, process })
     }
 }
 
@@ -84,16 +100,18 @@ impl PendingSample {
     }
 
     /// Writes the result and makes the sample visible with one rename. The
-    /// entry (with its `inputs.json`) is created the same way on first commit.
-    /// The caller holds the key's lock.
+    /// entry (with its `inputs.json`) is created the same way when absent;
+    /// damage found in it is moved to quarantine first. The caller holds the
+    /// key's lock.
     pub fn commit(
         self,
         store: &Store,
         key: &RunKey,
         canonical: &str,
         result: &RunResult,
-        _lock: &KeyLock,
-    ) -> Result<String, Error> {
+        lock: &KeyLock,
+    ) -> Result<Committed, Error> {
+        debug_assert_eq!(RunKey::of_canonical(canonical), *key);
         let json = serde_json::to_string_pretty(result).map_err(|source| Error::Encode {
             key: key.to_string(),
             source,
@@ -102,11 +120,12 @@ impl PendingSample {
         sync_dir(&self.dir.path().join("logs"))?;
         sync_dir(self.dir.path())?;
 
+        let quarantined = store.quarantine_damage(key, lock)?;
         let entry = entry_dir(&store.root, key);
-        if !entry.join("inputs.json").is_file() {
+        if !entry.exists() {
             let staging = tempfile::Builder::new()
                 .prefix("entry-")
-                .tempdir_in(tmp_dir(&store.root))?;
+                .tempdir_in(self.process.path())?;
             write_synced(&staging.path().join("inputs.json"), canonical.as_bytes())?;
             fs_err::create_dir(staging.path().join("samples"))?;
             sync_dir(staging.path())?;
@@ -117,16 +136,23 @@ impl PendingSample {
         }
 
         let samples = samples_dir(&store.root, key);
-        let next = fs_err::read_dir(&samples)?
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter_map(|n| n.parse::<usize>().ok())
-            .max()
-            .unwrap_or(0)
-            + 1;
+        let next = match fs_err::read_dir(&samples) {
+            Ok(ids) => ids
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter_map(|n| n.parse::<usize>().ok())
+                .max()
+                .unwrap_or(0),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                fs_err::create_dir(&samples)?;
+                sync_dir(&entry)?;
+                0
+            }
+            Err(e) => return Err(e.into()),
+        } + 1;
         let id = sample_id(next);
         fs_err::rename(self.dir.keep(), samples.join(&id))?;
         sync_dir(&samples)?;
-        Ok(id)
+        Ok(Committed { id, quarantined })
     }
 }
 
@@ -134,44 +160,25 @@ impl PendingSample {
     clippy::disallowed_methods,
     reason = "the store's one writer: write + fsync"
 )]
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut file = fs_err::File::create(path)?;
     file.write_all(bytes)?;
     file.sync_all()
 }
 
-fn sync_dir(path: &Path) -> std::io::Result<()> {
+pub(super) fn sync_dir(path: &Path) -> std::io::Result<()> {
     fs_err::File::open(path)?.sync_all()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Provenance;
-    use crate::store::{FailureKind, Outcome};
-
-    fn result(key: &RunKey) -> RunResult {
-        RunResult {
-            key: key.to_string(),
-            outcome: Outcome::Failure {
-                kind: FailureKind::Deterministic,
-                error: "boom".into(),
-                log_tail: String::new(),
-            },
-            provenance: Provenance::Published {
-                source: "test".into(),
-            },
-            engine_command: vec![],
-            engine_launch: None,
-            harness_command: vec![],
-            telemetry: None,
-        }
-    }
+    use crate::store::layout::{quarantine_key_dir, tmp_dir};
+    use crate::store::testing::{commit, overwrite, result, store};
 
     #[test]
     fn samples_accumulate_and_uncommitted_ones_vanish() {
-        let root = tempfile::tempdir().unwrap();
-        let store = Store::new(root.path().join("store"));
+        let (_root, store) = store();
         let key = RunKey::of_canonical("{}");
         let lock = store.lock(&key).unwrap();
 
@@ -181,10 +188,11 @@ mod tests {
 
         for expected in ["0001", "0002"] {
             let pending = store.begin_sample().unwrap();
-            let id = pending
+            let committed = pending
                 .commit(&store, &key, "{}", &result(&key), &lock)
                 .unwrap();
-            assert_eq!(id, expected);
+            assert_eq!(committed.id, expected);
+            assert!(committed.quarantined.is_empty());
         }
         let samples = store.samples(&key).unwrap();
         assert_eq!(samples.len(), 2);
@@ -192,21 +200,125 @@ mod tests {
         let inputs =
             fs_err::read_to_string(entry_dir(store.root(), &key).join("inputs.json")).unwrap();
         assert_eq!(RunKey::of_canonical(&inputs), key);
-        assert_eq!(fs_err::read_dir(tmp_dir(store.root())).unwrap().count(), 0);
+        let tmp = tmp_dir(store.root());
+        let processes: Vec<_> = fs_err::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        let [process] = &processes[..] else {
+            panic!("one process dir while the store is in use: {processes:?}");
+        };
+        let names: Vec<_> = fs_err::read_dir(process)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["owner.lock"], "nothing left of the commits");
+        drop(store);
+        assert_eq!(fs_err::read_dir(&tmp).unwrap().count(), 0);
     }
 
     #[test]
-    fn an_unreadable_result_is_never_used() {
-        let root = tempfile::tempdir().unwrap();
-        let store = Store::new(root.path());
-        let key = RunKey::of_canonical("{}");
-        let lock = store.lock(&key).unwrap();
-        let pending = store.begin_sample().unwrap();
-        pending
-            .commit(&store, &key, "{}", &result(&key), &lock)
-            .unwrap();
-        let file = samples_dir(store.root(), &key).join("0001/result.json");
-        write_synced(&file, b"{\"truncated").unwrap();
+    fn a_damaged_sample_is_never_used_and_the_next_commit_quarantines_it() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, "{}");
+        let (_, second) = commit(&store, "{}");
+        assert_eq!(second.id, "0002");
+        let samples = samples_dir(store.root(), &key);
+        overwrite(&samples.join("0001/result.json"), b"{\"truncated");
+        let other = RunKey::of_canonical("[]");
+        let moved = serde_json::to_string(&result(&other)).unwrap();
+        overwrite(&samples.join("0002/result.json"), moved.as_bytes());
         assert!(store.samples(&key).unwrap().is_empty());
+
+        let (_, third) = commit(&store, "{}");
+        let quarantine = quarantine_key_dir(store.root(), &key);
+        assert_eq!(
+            third.quarantined,
+            [
+                quarantine.join("1-sample-0001"),
+                quarantine.join("2-sample-0002")
+            ]
+        );
+        assert_eq!(
+            third.id, "0001",
+            "ids of quarantined samples are free again"
+        );
+        let kept = store.samples(&key).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].result, result(&key));
+        assert!(
+            quarantine.join("1-sample-0001/logs/engine.log").is_file(),
+            "kept for inspection"
+        );
+        assert!(store.verify().unwrap().findings.is_empty());
+    }
+
+    #[test]
+    fn an_entry_whose_inputs_are_not_its_key_is_never_used_and_replaced_whole() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, "{}");
+        let entry = entry_dir(store.root(), &key);
+        overwrite(&entry.join("inputs.json"), b"{");
+        assert!(store.samples(&key).unwrap().is_empty());
+        assert!(store.entries().unwrap().is_empty());
+
+        let (_, again) = commit(&store, "{}");
+        assert_eq!(
+            again.quarantined,
+            [quarantine_key_dir(store.root(), &key).join("1-entry")]
+        );
+        assert_eq!(again.id, "0001");
+        assert_eq!(store.samples(&key).unwrap().len(), 1);
+        assert_eq!(store.entries().unwrap(), [(key, "{}".to_owned())]);
+        assert!(store.verify().unwrap().findings.is_empty());
+    }
+
+    /// The states a kill -9 can leave between the steps of a commit, and
+    /// damage to an entry's layout: each reads as "no result", and the next
+    /// commit completes it.
+    #[test]
+    fn every_partial_or_damaged_entry_reads_as_missing_and_the_next_commit_completes_it() {
+        type Damage = fn(&Store, &RunKey);
+        let states: [(&str, Damage); 6] = [
+            ("entry without samples/", |store, key| {
+                fs_err::remove_dir(samples_dir(store.root(), key)).unwrap();
+            }),
+            ("samples/ replaced by a file", |store, key| {
+                let samples = samples_dir(store.root(), key);
+                fs_err::remove_dir(&samples).unwrap();
+                overwrite(&samples, b"");
+            }),
+            ("entry with an empty samples/", |_, _| {}),
+            ("entry dir without inputs.json", |store, key| {
+                fs_err::remove_file(entry_dir(store.root(), key).join("inputs.json")).unwrap();
+            }),
+            ("empty quarantine dir, entry not moved yet", |store, key| {
+                fs_err::create_dir_all(quarantine_key_dir(store.root(), key)).unwrap();
+            }),
+            (
+                "entry moved to quarantine, none created yet",
+                |store, key| {
+                    fs_err::remove_dir_all(entry_dir(store.root(), key)).unwrap();
+                    fs_err::create_dir_all(quarantine_key_dir(store.root(), key).join("1-entry"))
+                        .unwrap();
+                },
+            ),
+        ];
+        for (state, make) in states {
+            let (_root, store) = store();
+            let key = RunKey::of_canonical("{}");
+            let entry = entry_dir(store.root(), &key);
+            fs_err::create_dir_all(entry.join("samples")).unwrap();
+            overwrite(&entry.join("inputs.json"), b"{}");
+            make(&store, &key);
+            assert!(store.samples(&key).unwrap().is_empty(), "{state}");
+
+            let (_, committed) = commit(&store, "{}");
+            assert_eq!(committed.id, "0001", "{state}");
+            assert_eq!(store.samples(&key).unwrap().len(), 1, "{state}");
+            let verified = store.verify().unwrap();
+            assert_eq!(verified.findings, [], "{state}");
+            assert_eq!((verified.entries, verified.samples), (1, 1), "{state}");
+        }
     }
 }

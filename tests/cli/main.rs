@@ -16,4 +16,5 @@ mod reliability;
 mod reports;
 mod run;
 mod runtimes;
+mod store;
 mod tokenizer;

@@ -378,7 +378,7 @@ fn vllm_bench_serve_measures_when_the_experiment_names_it() {
         .unwrap();
     let bench = regex_lite_replace(bench, "--base-url\t", "[URL]")
         .replace(env.dir.path().to_str().unwrap(), "[TEMP]");
-    insta::with_settings!({ filters => vec![(r"entries/../[0-9a-f]{64}|tmp/sample-[A-Za-z0-9]+", "[SAMPLE]")] }, {
+    insta::with_settings!({ filters => vec![(r"entries/../[0-9a-f]{64}|tmp/proc-[0-9]+-[A-Za-z0-9]+/sample-[A-Za-z0-9]+", "[SAMPLE]")] }, {
         insta::assert_snapshot!(bench.replace('\t', " "), @"vllm CUDA_VISIBLE_DEVICES= bench serve --backend openai-chat --base-url [URL] --endpoint /v1/chat/completions --model Qwen/Qwen3-14B --dataset-name sharegpt --dataset-path sharegpt-tiny.json --seed 0 --num-prompts 30 --request-rate inf --temperature 0 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 99 --result-dir [TEMP]/store/[SAMPLE]/logs --result-filename vllm-bench-result.json --save-result --save-detailed");
     });
     assert_eq!(
@@ -429,7 +429,7 @@ fn guidellm_measures_under_its_own_definitions() {
     let log = env.read("standin.log");
     let call = log.lines().find(|l| l.starts_with("guidellm\t")).unwrap();
     let call = call.replace(env.dir.path().to_str().unwrap(), "[TEMP]");
-    insta::with_settings!({ filters => vec![(r"http://127\.0\.0\.1:\d+", "[URL]"), (r"entries/../[0-9a-f]{64}|tmp/sample-[A-Za-z0-9]+", "[SAMPLE]")] }, {
+    insta::with_settings!({ filters => vec![(r"http://127\.0\.0\.1:\d+", "[URL]"), (r"entries/../[0-9a-f]{64}|tmp/proc-[0-9]+-[A-Za-z0-9]+/sample-[A-Za-z0-9]+", "[SAMPLE]")] }, {
         insta::assert_snapshot!(call.replace('\t', " "), @r#"guidellm CUDA_VISIBLE_DEVICES= run --backend {"kind":"openai_http","target":"[URL]","model":"Qwen/Qwen3-14B","request_format":"/v1/chat/completions","extras":{"body":{"temperature":0.0,"ignore_eos":true}}} --data kind=synthetic_text,prompt_tokens=64,output_tokens=8 --profile kind=concurrent,streams=4 --constraint kind=max_requests,count=12 --seed kind=static,value=42 --output kind=json,path=[TEMP]/store/[SAMPLE]/logs/guidellm-benchmarks.json --disable-console-interactive"#);
     });
 

@@ -1,0 +1,218 @@
+//! `perfpipe store gc [--dry-run] [FILE...]`: removes the entries no
+//! experiment and no lockfile reaches, damage, quarantine and the temp dirs
+//! of killed runs, saying what each was and why it goes.
+
+use serde_json::Value;
+
+use super::CliError;
+use super::args::StoreGcArgs;
+use super::roots::roots;
+use super::store_verify::{count, existing};
+use crate::exit_code;
+use crate::fetch::human_bytes;
+use crate::store::{Garbage, GarbageKind, Removal};
+
+pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
+    let store = existing(&args.store)?;
+    let roots = roots(&args.roots, &args.store)?;
+    let garbage = store.garbage(&roots.keys).map_err(CliError::Store)?;
+    let spoiled: Vec<_> = garbage
+        .iter()
+        .filter(|g| matches!(&g.kind, GarbageKind::Damaged(d) if d.spoils_entry()))
+        .filter_map(|g| g.key.as_ref())
+        .collect();
+    let kept: Vec<_> = store
+        .entry_dirs()
+        .map_err(CliError::Store)?
+        .into_iter()
+        .filter_map(|d| d.key)
+        .filter(|k| roots.keys.contains(k) && !spoiled.contains(&k))
+        .collect();
+    let stale = store.stale_tmp(!args.dry_run).map_err(CliError::Store)?;
+
+    let mut tally = Tally::default();
+    for item in &garbage {
+        let removal = if args.dry_run {
+            Removal::Removed
+        } else {
+            store.remove(item).map_err(CliError::Store)?
+        };
+        println!("{}", describe(item, roots.unreached()));
+        match removal {
+            Removal::Removed => tally.add(item),
+            Removal::InUse => {
+                println!("  kept: a running perfpipe holds its key; the next gc looks again")
+            }
+            Removal::Changed => println!("  kept: a run repaired it meanwhile"),
+        }
+    }
+    for s in &stale {
+        println!("temp dir {} ({})", s.path.display(), human_bytes(s.bytes));
+        println!("  left by a perfpipe that was killed");
+        tally.tmp += 1;
+        tally.bytes += s.bytes;
+    }
+
+    let lockfile_only = kept
+        .iter()
+        .filter(|k| roots.lockfile_only.contains(k))
+        .count();
+    eprintln!(
+        "perfpipe: kept {} reached by {} and {}{}",
+        count(kept.len(), "entry", "entries"),
+        count(roots.experiments.len(), "experiment", "experiments"),
+        count(roots.lockfiles.len(), "lockfile", "lockfiles"),
+        match lockfile_only {
+            0 => String::new(),
+            n => format!(" ({n} by a lockfile only)"),
+        }
+    );
+    let what = tally.summary();
+    match (what, args.dry_run) {
+        (None, _) => eprintln!("perfpipe: nothing to remove"),
+        (Some(what), true) => eprintln!(
+            "perfpipe: --dry-run: would remove {what}, freeing {}; removed nothing",
+            human_bytes(tally.bytes)
+        ),
+        (Some(what), false) => {
+            eprintln!(
+                "perfpipe: removed {what}, freeing {}",
+                human_bytes(tally.bytes)
+            )
+        }
+    }
+    Ok(exit_code::OK)
+}
+
+/// Two lines: what the item is, and why it goes.
+fn describe(item: &Garbage, unreached: &str) -> String {
+    let size = human_bytes(item.bytes);
+    let path = item.path.display();
+    match &item.kind {
+        GarbageKind::Unreached { material, samples } => format!(
+            "entry {} ({}, {size}): {}\n  {unreached}",
+            item.key.as_ref().map_or("?", |k| k.as_str()),
+            count(*samples, "sample", "samples"),
+            summary(material),
+        ),
+        GarbageKind::Damaged(damage) => {
+            let what = if damage.spoils_entry() {
+                "entry"
+            } else {
+                "sample"
+            };
+            let file = damage.file().map(|f| format!("`{f}` ")).unwrap_or_default();
+            format!("{what} {path} ({size})\n  damaged: {file}{damage}")
+        }
+        GarbageKind::Quarantined { items } => format!(
+            "quarantine {path} ({}, {size})\n  damage a run moved out of the entry, kept for inspection until a gc",
+            count(*items, "item", "items")
+        ),
+    }
+}
+
+/// `vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 8 · random 64→8, 40 prompts`.
+fn summary(material: &str) -> String {
+    let Ok(m) = serde_json::from_str::<Value>(material) else {
+        return "key material that is not JSON".into();
+    };
+    let text = |pointer: &str| {
+        m.pointer(pointer)
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .unwrap_or_else(|| "?".into())
+    };
+    let mut parts = vec![
+        format!("{} {}", text("/engine/name"), text("/engine/version")),
+        text("/model/id"),
+        text("/runtime/name"),
+    ];
+    let args: Vec<String> = m["serve_args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| a.as_str().unwrap_or("?").to_owned())
+        .collect();
+    if !args.is_empty() {
+        parts.push(args.join(" "));
+    }
+    let dataset = match m.pointer("/workload/dataset/kind").and_then(Value::as_str) {
+        Some("random") => format!(
+            "random {}→{}",
+            text("/workload/dataset/input_len"),
+            text("/workload/dataset/output_len")
+        ),
+        Some(kind) => kind.to_owned(),
+        None => "?".into(),
+    };
+    parts.push(format!(
+        "{dataset}, {} prompts",
+        text("/workload/num_prompts")
+    ));
+    parts.join(" · ")
+}
+
+#[derive(Default)]
+struct Tally {
+    entries: usize,
+    samples: usize,
+    damaged: usize,
+    quarantine: usize,
+    tmp: usize,
+    bytes: u64,
+}
+
+impl Tally {
+    fn add(&mut self, item: &Garbage) {
+        self.bytes += item.bytes;
+        match &item.kind {
+            GarbageKind::Unreached { samples, .. } => {
+                self.entries += 1;
+                self.samples += samples;
+            }
+            GarbageKind::Damaged(_) => self.damaged += 1,
+            GarbageKind::Quarantined { .. } => self.quarantine += 1,
+        }
+    }
+
+    /// `1 entry (2 samples), 1 damaged item and 1 temp dir`; `None`: nothing.
+    fn summary(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            (self.entries > 0).then(|| {
+                format!(
+                    "{} ({})",
+                    count(self.entries, "entry", "entries"),
+                    count(self.samples, "sample", "samples")
+                )
+            }),
+            (self.damaged > 0).then(|| count(self.damaged, "damaged item", "damaged items")),
+            (self.quarantine > 0)
+                .then(|| count(self.quarantine, "quarantine dir", "quarantine dirs")),
+            (self.tmp > 0).then(|| count(self.tmp, "temp dir", "temp dirs")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        match &parts[..] {
+            [] => None,
+            [one] => Some(one.clone()),
+            [init @ .., last] => Some(format!("{} and {last}", init.join(", "))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_summarized_by_what_changes_its_numbers() {
+        let material = r#"{"engine":{"name":"vllm","version":"0.11.0"},"model":{"id":"Qwen/Qwen3-14B","revision":"main"},"runtime":{"name":"sim"},"serve_args":["--max-num-seqs","8"],"workload":{"dataset":{"kind":"random","input_len":64,"output_len":8},"num_prompts":40}}"#;
+        insta::assert_snapshot!(summary(material), @"vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 8 · random 64→8, 40 prompts");
+        let sharegpt = r#"{"engine":{"name":"trtllm","version":"1.2.0rc1"},"model":{"id":"m"},"runtime":{"name":"docker"},"serve_args":[],"workload":{"dataset":{"kind":"sharegpt"},"num_prompts":30}}"#;
+        insta::assert_snapshot!(summary(sharegpt), @"trtllm 1.2.0rc1 · m · docker · sharegpt, 30 prompts");
+        assert_eq!(summary("{"), "key material that is not JSON");
+    }
+}

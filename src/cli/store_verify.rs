@@ -1,0 +1,94 @@
+//! `perfpipe store verify`: every entry's key material re-hashed against its
+//! name, every result parsed; damage listed with its path. Reads only.
+
+use std::path::Path;
+
+use super::CliError;
+use super::args::StoreVerifyArgs;
+use crate::exit_code;
+use crate::fetch::human_bytes;
+use crate::store::Store;
+
+pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
+    let store = existing(&args.store)?;
+    let found = store.verify().map_err(CliError::Store)?;
+    let quarantined = store.quarantined().map_err(CliError::Store)?;
+    let stale = store.stale_tmp(false).map_err(CliError::Store)?;
+    for f in &found.findings {
+        println!("damaged      {}: {}", f.path.display(), f.damage);
+    }
+    for path in &quarantined {
+        println!("quarantined  {}", path.display());
+    }
+    for s in &stale {
+        println!(
+            "stale        {} ({}): temp dir of a perfpipe that was killed",
+            s.path.display(),
+            human_bytes(s.bytes)
+        );
+    }
+    let damaged = found.findings.len();
+    eprintln!(
+        "perfpipe: store `{}`: checked {} and {}: {}",
+        args.store.display(),
+        count(found.entries, "entry", "entries"),
+        count(found.samples, "sample", "samples"),
+        if damaged == 0 {
+            "no damage".to_owned()
+        } else {
+            format!("{damaged} damaged")
+        }
+    );
+    if damaged > 0 {
+        eprintln!(
+            "perfpipe: damage is never used: `perfpipe run` redoes the runs it held and moves it to `{}`; `perfpipe store gc` removes it",
+            store.root().join("quarantine").display()
+        );
+    }
+    if found.empty > 0 {
+        eprintln!(
+            "perfpipe: {} without samples (a run killed before its first commit; the next run completes it)",
+            count(found.empty, "entry", "entries")
+        );
+    }
+    if !quarantined.is_empty() {
+        eprintln!(
+            "perfpipe: {} in quarantine, kept for inspection and never read (`perfpipe store gc` removes {})",
+            count(quarantined.len(), "damaged item", "damaged items"),
+            them(quarantined.len())
+        );
+    }
+    if !stale.is_empty() {
+        eprintln!(
+            "perfpipe: {} of killed runs (the next `perfpipe run` or `perfpipe store gc` removes {})",
+            count(stale.len(), "stale temp dir", "stale temp dirs"),
+            them(stale.len())
+        );
+    }
+    Ok(if damaged > 0 {
+        exit_code::VERIFY_FAILED
+    } else {
+        exit_code::OK
+    })
+}
+
+/// The store at `path`, which must exist: a missing one is more likely a
+/// wrong directory than an empty store.
+pub(super) fn existing(path: &Path) -> Result<Store, CliError> {
+    if !path.is_dir() {
+        return Err(CliError::Usage {
+            message: format!("there is no store at `{}`", path.display()),
+            hint: "run it in the project directory, or name the store with `--store DIR`".into(),
+        });
+    }
+    Ok(Store::new(path))
+}
+
+/// `1 entry`, `2 entries`.
+pub(super) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn them(n: usize) -> &'static str {
+    if n == 1 { "it" } else { "them" }
+}

@@ -1,0 +1,300 @@
+//! What can be wrong with an entry: one inspection that readers use to skip
+//! damage, commits to move it to quarantine, and `store verify` to report it.
+
+use std::fmt;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use super::layout::{entries_dir, is_sample_id, shard};
+use super::{Error, RunResult, Store};
+use crate::key::RunKey;
+
+/// One thing wrong in `entries/`. Nothing damaged is ever used as a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// A directory under `entries/<shard>/` that is not named by a key.
+    NotAKey,
+    /// Named by a key, but under another shard than the key's.
+    WrongShard,
+    InputsMissing,
+    InputsUnreadable(String),
+    /// `inputs.json` hashes to another key: truncated, edited or copied.
+    InputsMismatch(RunKey),
+    ResultMissing,
+    ResultUnreadable(String),
+    /// `result.json` does not parse as a result (the parser's message).
+    ResultInvalid(String),
+    /// `result.json` is a result of another key.
+    ResultOtherKey(String),
+    /// Under `samples/`, something that is not a sample directory.
+    NotASample,
+}
+
+impl Damage {
+    /// The file the damage is in, when it is in one.
+    pub fn file(&self) -> Option<&'static str> {
+        match self {
+            Self::InputsMissing | Self::InputsUnreadable(_) | Self::InputsMismatch(_) => {
+                Some("inputs.json")
+            }
+            Self::ResultMissing
+            | Self::ResultUnreadable(_)
+            | Self::ResultInvalid(_)
+            | Self::ResultOtherKey(_) => Some("result.json"),
+            Self::NotAKey | Self::WrongShard | Self::NotASample => None,
+        }
+    }
+
+    /// Damage of the whole entry: none of its samples is used.
+    pub fn spoils_entry(&self) -> bool {
+        matches!(
+            self,
+            Self::NotAKey
+                | Self::WrongShard
+                | Self::InputsMissing
+                | Self::InputsUnreadable(_)
+                | Self::InputsMismatch(_)
+        )
+    }
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAKey => f.write_str("not named by a key; nothing reads it"),
+            Self::WrongShard => f.write_str("not in its key's shard; nothing reads it"),
+            Self::InputsMissing => f.write_str("missing; the entry's samples are not used"),
+            Self::InputsUnreadable(e) => {
+                write!(f, "cannot be read ({e}); the entry's samples are not used")
+            }
+            Self::InputsMismatch(hash) => write!(
+                f,
+                "hashes to `{hash}`, not to the entry's key; the entry's samples are not used"
+            ),
+            Self::ResultMissing => f.write_str("missing; the sample is not used"),
+            Self::ResultUnreadable(e) => write!(f, "cannot be read ({e}); the sample is not used"),
+            Self::ResultInvalid(e) => {
+                write!(
+                    f,
+                    "does not parse as a result ({e}); the sample is not used"
+                )
+            }
+            Self::ResultOtherKey(key) => write!(
+                f,
+                "is a result of `{key}`, not of the entry's key; the sample is not used"
+            ),
+            Self::NotASample => f.write_str("not a sample; nothing reads it"),
+        }
+    }
+}
+
+/// Damage and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub path: PathBuf,
+    pub damage: Damage,
+}
+
+/// What `store verify` found.
+#[derive(Debug, Clone, Default)]
+pub struct Verification {
+    /// Directories under `entries/<shard>/`.
+    pub entries: usize,
+    /// Directories under their `samples/`.
+    pub samples: usize,
+    /// Sound entries without a sample yet (a run killed before its first
+    /// commit; harmless, the next commit adds one).
+    pub empty: usize,
+    pub findings: Vec<Finding>,
+}
+
+/// A directory under `entries/<shard>/`, with the key it is named by when it
+/// is named by a key in the right shard (the only ones anything reads).
+#[derive(Debug, Clone)]
+pub struct EntryDir {
+    pub path: PathBuf,
+    pub key: Option<RunKey>,
+    pub damage: Option<Damage>,
+}
+
+impl Store {
+    /// Every directory under `entries/<shard>/`, sorted by path.
+    pub fn entry_dirs(&self) -> Result<Vec<EntryDir>, Error> {
+        let mut out = Vec::new();
+        let shards = match fs_err::read_dir(entries_dir(&self.root)) {
+            Ok(shards) => shards,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(e.into()),
+        };
+        for shard_dir in shards {
+            let shard_dir = shard_dir?;
+            if !shard_dir.file_type()?.is_dir() {
+                continue;
+            }
+            let shard_name = shard_dir.file_name();
+            for entry in fs_err::read_dir(shard_dir.path())? {
+                let entry = entry?;
+                let key = entry.file_name().to_str().and_then(RunKey::parse);
+                let (key, damage) = match key {
+                    None => (None, Some(Damage::NotAKey)),
+                    Some(key) if shard_name.to_str() != Some(shard(&key)) => {
+                        (None, Some(Damage::WrongShard))
+                    }
+                    Some(key) => (Some(key), None),
+                };
+                out.push(EntryDir {
+                    path: entry.path(),
+                    key,
+                    damage,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    /// Re-hashes every entry's `inputs.json` against its name and parses every
+    /// sample's result; reads only.
+    pub fn verify(&self) -> Result<Verification, Error> {
+        let mut out = Verification::default();
+        for dir in self.entry_dirs()? {
+            out.entries += 1;
+            let Some(key) = &dir.key else {
+                out.findings.push(Finding {
+                    path: dir.path,
+                    damage: dir.damage.expect("an entry dir without a key is damaged"),
+                });
+                continue;
+            };
+            if let Some(damage) = check_inputs(&dir.path, key) {
+                out.findings.push(Finding {
+                    path: dir.path.join("inputs.json"),
+                    damage,
+                });
+            }
+            let samples = sample_dirs(&dir.path)?;
+            out.samples += samples.len();
+            if samples.is_empty() {
+                out.empty += 1;
+            }
+            for (name, path) in samples {
+                if !is_sample_id(&name) {
+                    out.findings.push(Finding {
+                        path,
+                        damage: Damage::NotASample,
+                    });
+                } else if let Err(damage) = read_result(&path, key) {
+                    out.findings.push(Finding {
+                        path: path.join("result.json"),
+                        damage,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Whether `entry/inputs.json` is exactly the key material `key` hashes.
+pub(super) fn check_inputs(entry: &Path, key: &RunKey) -> Option<Damage> {
+    match std::fs::read(entry.join("inputs.json")) {
+        Ok(bytes) => {
+            let hash = RunKey::of_bytes(&bytes);
+            (hash != *key).then_some(Damage::InputsMismatch(hash))
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Some(Damage::InputsMissing),
+        Err(e) => Some(Damage::InputsUnreadable(e.to_string())),
+    }
+}
+
+/// A sample's result, or why it cannot be used as `key`'s.
+pub(super) fn read_result(sample: &Path, key: &RunKey) -> Result<RunResult, Damage> {
+    let text = match std::fs::read_to_string(sample.join("result.json")) {
+        Ok(text) => text,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Err(Damage::ResultMissing),
+        Err(e) => return Err(Damage::ResultUnreadable(e.to_string())),
+    };
+    let result: RunResult =
+        serde_json::from_str(&text).map_err(|e| Damage::ResultInvalid(e.to_string()))?;
+    if result.key != key.as_str() {
+        return Err(Damage::ResultOtherKey(result.key));
+    }
+    Ok(result)
+}
+
+/// `(name, path)` of everything under `entry/samples/`, sorted by name; none
+/// when the directory is absent (an entry whose first sample never came).
+/// A `samples` that is not a directory is listed as itself, so that, not
+/// being a sample, it is reported and moved aside like any stray item.
+pub(super) fn sample_dirs(entry: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
+    let dir = entry.join("samples");
+    let mut out: Vec<(String, PathBuf)> = match fs_err::read_dir(&dir) {
+        Ok(children) => children
+            .filter_map(|c| c.ok())
+            .map(|c| (c.file_name().to_string_lossy().into_owned(), c.path()))
+            .collect(),
+        Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+        Err(e) if e.kind() == ErrorKind::NotADirectory && entry.is_dir() => {
+            vec![("samples".into(), dir)]
+        }
+        Err(e) if e.kind() == ErrorKind::NotADirectory => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::layout::{entry_dir, samples_dir};
+    use crate::store::testing::{commit, overwrite, relative, result, store};
+
+    #[test]
+    fn verify_reports_every_kind_of_damage_where_it_is() {
+        let (_root, store) = store();
+        let (sound, _) = commit(&store, "{}");
+        let (edited, _) = commit(&store, "[]");
+        let (results, _) = commit(&store, "1");
+        commit(&store, "1");
+        commit(&store, "1");
+        let entry = entry_dir(store.root(), &edited);
+        overwrite(&entry.join("inputs.json"), b"[ ]");
+        let samples = samples_dir(store.root(), &results);
+        overwrite(&samples.join("0001/result.json"), b"{\"key\": \"");
+        let foreign = serde_json::to_string(&result(&sound)).unwrap();
+        overwrite(&samples.join("0002/result.json"), foreign.as_bytes());
+        fs_err::remove_file(samples.join("0003/result.json")).unwrap();
+        fs_err::create_dir(samples.join("0004.partial")).unwrap();
+        let shards = store.root().join("entries");
+        fs_err::create_dir_all(shards.join("zz").join(sound.as_str())).unwrap();
+        fs_err::create_dir_all(shards.join("ab").join("not-a-key")).unwrap();
+
+        let found = store.verify().unwrap();
+        assert_eq!((found.entries, found.samples, found.empty), (5, 6, 0));
+        let report = found
+            .findings
+            .iter()
+            .map(|f| format!("{}: {}", relative(&store, [&f.path])[0], f.damage))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace(sound.as_str(), "SOUND")
+            .replace(edited.as_str(), "EDITED")
+            .replace(results.as_str(), "RESULTS")
+            .replace(RunKey::of_canonical("[ ]").as_str(), "HASH");
+        insta::assert_snapshot!(report, @r"
+        entries/4f/EDITED/inputs.json: hashes to `HASH`, not to the entry's key; the entry's samples are not used
+        entries/6b/RESULTS/samples/0001/result.json: does not parse as a result (EOF while parsing a string at line 1 column 9); the sample is not used
+        entries/6b/RESULTS/samples/0002/result.json: is a result of `SOUND`, not of the entry's key; the sample is not used
+        entries/6b/RESULTS/samples/0003/result.json: missing; the sample is not used
+        entries/6b/RESULTS/samples/0004.partial: not a sample; nothing reads it
+        entries/ab/not-a-key: not named by a key; nothing reads it
+        entries/zz/SOUND: not in its key's shard; nothing reads it
+        ");
+        assert!(
+            store.samples(&edited).unwrap().is_empty(),
+            "damage is never used"
+        );
+        assert!(store.samples(&results).unwrap().is_empty());
+    }
+}

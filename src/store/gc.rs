@@ -1,0 +1,255 @@
+//! What `store gc` removes, and removing it: entries no root reaches, damage
+//! (never used), quarantine. Each item is renamed into this process's temp
+//! dir under its key's lock and deleted there, so a kill leaves it either
+//! whole in place or in a dead process's temp dir, which the next run removes.
+
+use std::collections::BTreeSet;
+use std::io::ErrorKind;
+use std::path::PathBuf;
+
+use super::check::{Damage, check_inputs, read_result, sample_dirs};
+use super::layout::{is_sample_id, quarantine_dir};
+use super::tmp::{disk_usage, remove_all};
+use super::write::sync_dir;
+use super::{Error, Store};
+use crate::key::RunKey;
+
+/// Something `store gc` removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Garbage {
+    pub path: PathBuf,
+    /// The key whose lock guards it (`None`: nothing perfpipe writes there).
+    pub key: Option<RunKey>,
+    pub kind: GarbageKind,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GarbageKind {
+    /// A sound entry that no root reaches, with its key material.
+    Unreached { material: String, samples: usize },
+    /// A damaged entry or sample; never used.
+    Damaged(Damage),
+    /// A key's quarantined damage (`items` moved there by commits).
+    Quarantined { items: usize },
+}
+
+/// What removing one item came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    Removed,
+    /// Its key is locked by a running perfpipe; left alone.
+    InUse,
+    /// A commit changed it since it was listed (e.g. repaired it); left alone.
+    Changed,
+}
+
+impl Store {
+    /// Everything `store gc` removes when `reached` holds every key to keep:
+    /// entries of other keys, damage in the kept ones, and quarantine.
+    pub fn garbage(&self, reached: &BTreeSet<RunKey>) -> Result<Vec<Garbage>, Error> {
+        let mut out = Vec::new();
+        for dir in self.entry_dirs()? {
+            let item = |key: Option<RunKey>, path: PathBuf, kind| Garbage {
+                bytes: disk_usage(&path),
+                path,
+                key,
+                kind,
+            };
+            let Some(key) = dir.key else {
+                let damage = dir.damage.expect("an entry dir without a key is damaged");
+                out.push(item(None, dir.path, GarbageKind::Damaged(damage)));
+                continue;
+            };
+            if let Some(damage) = check_inputs(&dir.path, &key) {
+                out.push(item(Some(key), dir.path, GarbageKind::Damaged(damage)));
+                continue;
+            }
+            let samples = sample_dirs(&dir.path)?;
+            if !reached.contains(&key) {
+                let material = fs_err::read_to_string(dir.path.join("inputs.json"))?;
+                let samples = samples.iter().filter(|(id, _)| is_sample_id(id)).count();
+                let kind = GarbageKind::Unreached { material, samples };
+                out.push(item(Some(key), dir.path, kind));
+                continue;
+            }
+            for (id, path) in samples {
+                let damage = if is_sample_id(&id) {
+                    read_result(&path, &key).err()
+                } else {
+                    Some(Damage::NotASample)
+                };
+                if let Some(damage) = damage {
+                    out.push(item(Some(key.clone()), path, GarbageKind::Damaged(damage)));
+                }
+            }
+        }
+        out.extend(self.quarantine_garbage()?);
+        Ok(out)
+    }
+
+    fn quarantine_garbage(&self) -> Result<Vec<Garbage>, Error> {
+        let top = match fs_err::read_dir(quarantine_dir(&self.root)) {
+            Ok(top) => top,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for item in top {
+            let path = item?.path();
+            let key = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(RunKey::parse);
+            let items = fs_err::read_dir(&path).map_or(1, |inner| inner.count());
+            out.push(Garbage {
+                bytes: disk_usage(&path),
+                path,
+                key,
+                kind: GarbageKind::Quarantined { items },
+            });
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    /// Removes one item that [`Store::garbage`] listed, under its key's lock
+    /// (never waiting for it), if it is still what was listed.
+    pub fn remove(&self, item: &Garbage) -> Result<Removal, Error> {
+        let _lock = match &item.key {
+            Some(key) => match self.try_lock(key)? {
+                Some(lock) => Some(lock),
+                None => return Ok(Removal::InUse),
+            },
+            None => None,
+        };
+        let still = match (&item.kind, &item.key) {
+            (GarbageKind::Damaged(d), Some(key)) if d.spoils_entry() => {
+                check_inputs(&item.path, key).is_some()
+            }
+            (GarbageKind::Damaged(Damage::NotASample), _) => true,
+            (GarbageKind::Damaged(_), Some(key)) => read_result(&item.path, key).is_err(),
+            _ => true,
+        };
+        if !still || fs_err::symlink_metadata(&item.path).is_err() {
+            return Ok(Removal::Changed);
+        }
+        let doomed = self.process_dir()?.doomed();
+        fs_err::rename(&item.path, &doomed)?;
+        if let Some(parent) = item.path.parent() {
+            sync_dir(parent)?;
+        }
+        remove_all(&doomed)?;
+        Ok(Removal::Removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::layout::{entry_dir, samples_dir, tmp_dir};
+    use crate::store::testing::{commit, overwrite, relative, store};
+
+    #[test]
+    fn garbage_is_what_no_root_reaches_damage_and_quarantine() {
+        let (_root, store) = store();
+        let (kept, _) = commit(&store, "{}");
+        commit(&store, "{}");
+        let (gone, _) = commit(&store, "[]");
+        let (spoiled, _) = commit(&store, "1");
+        overwrite(
+            &samples_dir(store.root(), &kept).join("0002/result.json"),
+            b"",
+        );
+        overwrite(&entry_dir(store.root(), &spoiled).join("inputs.json"), b"2");
+        let (repaired, _) = commit(&store, "3");
+        overwrite(
+            &samples_dir(store.root(), &repaired).join("0001/result.json"),
+            b"",
+        );
+        commit(&store, "3");
+        let reached = BTreeSet::from([kept.clone(), spoiled.clone(), repaired.clone()]);
+
+        let garbage = store.garbage(&reached).unwrap();
+        let listed: Vec<(String, GarbageKind)> = garbage
+            .iter()
+            .map(|g| (relative(&store, [&g.path])[0].clone(), g.kind.clone()))
+            .collect();
+        let at = |key: &RunKey, rest: &str| format!("entries/{}/{key}{rest}", &key.as_str()[..2]);
+        let mut expected = vec![
+            (
+                at(&kept, "/samples/0002"),
+                GarbageKind::Damaged(Damage::ResultInvalid(
+                    "EOF while parsing a value at line 1 column 0".into(),
+                )),
+            ),
+            (
+                at(&gone, ""),
+                GarbageKind::Unreached {
+                    material: "[]".into(),
+                    samples: 1,
+                },
+            ),
+            (
+                at(&spoiled, ""),
+                GarbageKind::Damaged(Damage::InputsMismatch(RunKey::of_canonical("2"))),
+            ),
+            (
+                format!("quarantine/{repaired}"),
+                GarbageKind::Quarantined { items: 1 },
+            ),
+        ];
+        expected.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut listed = listed;
+        listed.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(listed, expected);
+        assert!(garbage.iter().all(|g| g.bytes > 0));
+
+        for item in &garbage {
+            assert_eq!(store.remove(item).unwrap(), Removal::Removed);
+            assert!(!item.path.exists());
+        }
+        assert_eq!(store.garbage(&reached).unwrap(), []);
+        assert_eq!(store.samples(&kept).unwrap().len(), 1);
+        assert_eq!(store.samples(&repaired).unwrap().len(), 1);
+        assert!(store.samples(&spoiled).unwrap().is_empty());
+        let verified = store.verify().unwrap();
+        assert_eq!((verified.entries, verified.findings.len()), (2, 0));
+    }
+
+    #[test]
+    fn an_item_in_use_or_repaired_meanwhile_is_left_alone() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, "{}");
+        let none = BTreeSet::new();
+        let [item] = &store.garbage(&none).unwrap()[..] else {
+            panic!("one unreached entry")
+        };
+        let running = Store::new(store.root()).lock(&key).unwrap();
+        assert_eq!(store.remove(item).unwrap(), Removal::InUse);
+        drop(running);
+
+        overwrite(
+            &samples_dir(store.root(), &key).join("0001/result.json"),
+            b"",
+        );
+        let reached = BTreeSet::from([key.clone()]);
+        let [damaged] = &store.garbage(&reached).unwrap()[..] else {
+            panic!("one damaged sample")
+        };
+        commit(&store, "{}");
+        assert_eq!(store.remove(damaged).unwrap(), Removal::Changed);
+        assert_eq!(store.samples(&key).unwrap().len(), 1, "the repaired sample");
+
+        assert_eq!(store.remove(item).unwrap(), Removal::Removed);
+        assert!(!entry_dir(store.root(), &key).exists());
+        assert_eq!(
+            fs_err::read_dir(tmp_dir(store.root()))
+                .unwrap()
+                .flat_map(|p| fs_err::read_dir(p.unwrap().path()).unwrap())
+                .count(),
+            1,
+            "only the owner lock is left in our temp dir"
+        );
+    }
+}

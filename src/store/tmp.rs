@@ -1,0 +1,254 @@
+//! Temp dirs of one process: each perfpipe writes its samples being measured,
+//! engine logs and entries being created under `tmp/proc-<pid>-<random>/`,
+//! and holds that directory's `owner.lock` for as long as it lives. A
+//! directory whose lock can be taken belongs to a process that died (kill -9,
+//! power loss) and is removed; the OS releases the lock of a dead process, so
+//! this needs no clock and no pid checks, and works with any number of
+//! perfpipe processes on one store.
+//!
+//! `locks/tmp.lock` is held while a process creates its directory and locks
+//! it, and while stale ones are picked, so a directory is never taken for
+//! stale in the moment between its creation and its lock.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tempfile::TempDir;
+
+use super::layout::{tmp_dir, tmp_lock_path};
+use super::{Error, Store};
+
+const PREFIX: &str = "proc-";
+const OWNER: &str = "owner.lock";
+
+/// This process's directory under `tmp/`, removed when the last
+/// [`Store`] clone (or pending sample) using it is dropped.
+#[derive(Debug)]
+pub(super) struct ProcessDir {
+    // Dropped first: the directory goes while its lock is still held.
+    dir: TempDir,
+    _owner: std::fs::File,
+    /// Names what `gc` moves here before deleting it.
+    moved: AtomicUsize,
+}
+
+/// A temp dir whose process is gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleTmp {
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
+impl ProcessDir {
+    fn create(root: &Path) -> Result<Self, Error> {
+        let tmp = tmp_dir(root);
+        fs_err::create_dir_all(&tmp)?;
+        let order = crate::filelock::open(&tmp_lock_path(root))?;
+        order.lock()?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{PREFIX}{}-", std::process::id()))
+            .tempdir_in(&tmp)?;
+        let owner = crate::filelock::open(&dir.path().join(OWNER))?;
+        owner.lock()?;
+        drop(order);
+        Ok(Self {
+            dir,
+            _owner: owner,
+            moved: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A fresh path in this directory, for something to be deleted.
+    pub fn doomed(&self) -> PathBuf {
+        let n = self.moved.fetch_add(1, Ordering::Relaxed);
+        self.dir.path().join(format!("removing-{n}"))
+    }
+}
+
+impl Store {
+    /// This process's temp dir, created on first use.
+    pub(super) fn process_dir(&self) -> Result<Arc<ProcessDir>, Error> {
+        let mut slot = self.process.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(dir) = slot.as_ref() {
+            return Ok(dir.clone());
+        }
+        let dir = Arc::new(ProcessDir::create(&self.root)?);
+        *slot = Some(dir.clone());
+        Ok(dir)
+    }
+
+    /// The temp dirs of processes that are gone: everything under `tmp/`
+    /// except the directories of live processes. With `remove`, they are
+    /// deleted too (each while holding its lock, so two cleaners never race).
+    pub fn stale_tmp(&self, remove: bool) -> Result<Vec<StaleTmp>, Error> {
+        let tmp = tmp_dir(&self.root);
+        if !tmp.is_dir() {
+            return Ok(Vec::new());
+        }
+        let ours = self
+            .process
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|d| d.path().to_owned());
+        // Only to remove: looking is harmless, and works on a read-only store.
+        let order = if remove {
+            let order = crate::filelock::open(&tmp_lock_path(&self.root))?;
+            order.lock()?;
+            Some(order)
+        } else {
+            None
+        };
+        let children = fs_err::read_dir(&tmp)?;
+        let mut stale = Vec::new();
+        for child in children {
+            let path = child?.path();
+            if Some(&path) == ours.as_ref() {
+                continue;
+            }
+            if let Some(claim) = claim_if_dead(&path)? {
+                stale.push((path, claim));
+            }
+        }
+        drop(order);
+        let mut out = Vec::new();
+        for (path, _claim) in stale {
+            let bytes = disk_usage(&path);
+            if remove {
+                remove_all(&path)?;
+            }
+            out.push(StaleTmp { path, bytes });
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+}
+
+/// `Some` (holding the dead owner's lock, if it had one) when nothing alive
+/// owns `path`. Anything but a process directory is a leftover of a perfpipe
+/// from before process directories, or of nothing.
+fn claim_if_dead(path: &Path) -> Result<Option<Option<std::fs::File>>, Error> {
+    let is_process_dir = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(PREFIX));
+    if !is_process_dir || !path.is_dir() {
+        return Ok(Some(None));
+    }
+    // Opened without creating it: a directory without its lock file died
+    // before locking it (its creator held `tmp.lock`, which we hold now).
+    let owner = match fs_err::File::open(path.join(OWNER)) {
+        Ok(file) => file.into_parts().0,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Some(None)),
+        Err(e) => return Err(e.into()),
+    };
+    match owner.try_lock() {
+        Ok(()) => Ok(Some(Some(owner))),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+/// Deletes a file or a directory tree; one that is already gone is fine.
+pub(super) fn remove_all(path: &Path) -> Result<(), Error> {
+    let result = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => fs_err::remove_dir_all(path),
+        Ok(_) => fs_err::remove_file(path),
+        Err(e) => Err(e),
+    };
+    match result {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Bytes of the files under `path` (symlinks not followed); what cannot be
+/// read counts nothing.
+pub fn disk_usage(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|c| disk_usage(&c.path()))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::{relative, store};
+
+    /// A process directory as a perfpipe killed mid-run leaves it: its lock
+    /// file there, and nobody holding it.
+    fn dead_process_dir(store: &Store, name: &str) -> PathBuf {
+        let dir = tmp_dir(store.root()).join(name);
+        fs_err::create_dir_all(dir.join("sample-x/logs")).unwrap();
+        crate::filelock::open(&dir.join(OWNER)).unwrap();
+        super::super::write::write_synced(&dir.join("sample-x/logs/engine.log"), b"loading")
+            .unwrap();
+        dir
+    }
+
+    #[test]
+    fn only_the_temp_dirs_of_dead_processes_are_stale() {
+        let (_root, store) = store();
+        let alive = Store::new(store.root());
+        let pending = alive.begin_sample().unwrap();
+        let ours = store.begin_sample().unwrap();
+        dead_process_dir(&store, "proc-1-dead");
+        fs_err::create_dir_all(tmp_dir(store.root()).join("proc-2-unlocked")).unwrap();
+        fs_err::create_dir_all(tmp_dir(store.root()).join("sample-legacy")).unwrap();
+
+        let listed = store.stale_tmp(false).unwrap();
+        assert_eq!(
+            relative(&store, listed.iter().map(|s| &s.path)),
+            [
+                "tmp/proc-1-dead",
+                "tmp/proc-2-unlocked",
+                "tmp/sample-legacy"
+            ]
+        );
+        assert_eq!(listed[0].bytes, "loading".len() as u64);
+        assert!(listed.iter().all(|s| s.path.exists()), "only listed");
+
+        let removed = store.stale_tmp(true).unwrap();
+        assert_eq!(removed, listed);
+        assert!(listed.iter().all(|s| !s.path.exists()));
+        assert!(pending.logs_dir().is_dir(), "another live process's sample");
+        assert!(ours.logs_dir().is_dir(), "our own sample");
+        assert_eq!(store.stale_tmp(true).unwrap(), []);
+
+        drop((pending, alive));
+        assert_eq!(
+            fs_err::read_dir(tmp_dir(store.root())).unwrap().count(),
+            1,
+            "a process's dir goes with its last user"
+        );
+    }
+
+    #[test]
+    fn a_dead_process_dir_is_claimed_by_one_cleaner_only() {
+        let (_root, store) = store();
+        let dir = dead_process_dir(&store, "proc-3-dead");
+        let claim = claim_if_dead(&dir).unwrap();
+        assert!(matches!(claim, Some(Some(_))), "dead, and its lock is ours");
+        assert!(
+            claim_if_dead(&dir).unwrap().is_none(),
+            "while one cleaner removes it, it looks alive to another"
+        );
+        drop(claim);
+        assert!(claim_if_dead(&dir).unwrap().is_some());
+    }
+}

@@ -1,0 +1,353 @@
+//! `perfpipe store verify` and `store gc`, and how `run` treats damage and
+//! the leftovers of a killed perfpipe.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use crate::common::{TestEnv, render, stderr, stdout};
+
+/// The shared filters, plus shards, process temp dirs and sizes.
+fn filters() -> Vec<(&'static str, &'static str)> {
+    let mut filters = vec![
+        (r"entries/[0-9a-f]{2}/", "entries/[SHARD]/"),
+        (r"proc-\d+-[A-Za-z0-9]+", "proc-[PID]"),
+        (r"\b\d+(\.\d)? (B|kB|MB|GB)\b", "[SIZE]"),
+    ];
+    filters.extend(crate::common::filters());
+    filters
+}
+
+macro_rules! store_snapshot {
+    ($output:expr, @$snapshot:literal) => {{
+        let rendered = render(&$output);
+        insta::with_settings!({ filters => filters() }, {
+            insta::assert_snapshot!(rendered, @$snapshot);
+        });
+    }};
+}
+
+/// `(step, workload)` of every run the executor started, from its progress lines.
+fn started(output: &Output) -> Vec<String> {
+    let mut runs: Vec<String> = stderr(output)
+        .lines()
+        .filter_map(|l| l.strip_prefix('[')?.split_once("] ").map(|(_, r)| r))
+        .map(|r| r.rsplit_once(" (").unwrap().0.replace('`', ""))
+        .collect();
+    runs.sort();
+    runs
+}
+
+/// The entry directory of a run, found through the short key `plan` prints.
+fn entry_of(env: &TestEnv, plan_args: &[&str], step: &str, workload: &str) -> PathBuf {
+    let plan = stdout(&env.run(plan_args));
+    let short = plan
+        .lines()
+        .find_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [s, w, key, ..] if s == step && w == workload => Some(key.to_owned()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("`{step}` × `{workload}` in {plan}"));
+    let shard = env.path("store/entries").join(&short[..2]);
+    std::fs::read_dir(&shard)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&short))
+        .unwrap()
+}
+
+fn status_of(plan: &Output, step: &str, workload: &str) -> String {
+    stdout(plan)
+        .lines()
+        .find_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [s, w, _, status, ..] if s == step && w == workload => Some(status.to_owned()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[test]
+fn damage_is_reported_never_used_and_redone_by_the_next_run() {
+    let env = TestEnv::tiny();
+    let sim = ["--runtime", "sim"];
+    let run = env.run(&["run", "tiny.kdl", sim[0], sim[1]]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let plan_args = ["plan", "tiny.kdl", sim[0], sim[1]];
+    let clean = env.run(&["store", "verify"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", render(&clean));
+
+    let truncated = entry_of(&env, &plan_args, "trtllm", "chat").join("samples/0001/result.json");
+    let text = std::fs::read_to_string(&truncated).unwrap();
+    std::fs::write(&truncated, &text[..100]).unwrap();
+    let edited = entry_of(&env, &plan_args, "vllm", "short").join("inputs.json");
+    let inputs = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(
+        &edited,
+        inputs.replace("\"num_prompts\":40", "\"num_prompts\":4"),
+    )
+    .unwrap();
+
+    let damaged = env.run(&["store", "verify"]);
+    store_snapshot!(damaged, @r"
+    exit_code: 4
+    ----- stdout -----
+    damaged      store/entries/[SHARD]/[KEY]/inputs.json: hashes to `[KEY]`, not to the entry's key; the entry's samples are not used
+    damaged      store/entries/[SHARD]/[KEY]/samples/0001/result.json: does not parse as a result (EOF while parsing a string at line 4 column 6); the sample is not used
+
+    ----- stderr -----
+    perfpipe: store `store`: checked 7 entries and 7 samples: 2 damaged
+    perfpipe: damage is never used: `perfpipe run` redoes the runs it held and moves it to `store/quarantine`; `perfpipe store gc` removes it
+    ");
+
+    let plan = env.run(&plan_args);
+    let statuses: Vec<String> = [
+        ("trtllm", "chat"),
+        ("vllm", "short"),
+        ("vllm", "chat"),
+        ("trtllm", "short"),
+    ]
+    .iter()
+    .map(|(s, w)| status_of(&plan, s, w))
+    .collect();
+    assert_eq!(statuses, ["missing", "missing", "cached", "cached"]);
+    assert!(
+        stdout(&plan).contains("7 runs: 4 cached, 1 failed, 2 missing; 2 to run"),
+        "{}",
+        stdout(&plan)
+    );
+
+    let redo = env.run(&["run", "tiny.kdl", sim[0], sim[1]]);
+    assert_eq!(redo.status.code(), Some(0), "{}", stderr(&redo));
+    assert_eq!(started(&redo), ["trtllm × chat", "vllm × short"]);
+    assert_eq!(env.samples().len(), 7, "one sample per run, none damaged");
+
+    let repaired = env.run(&["store", "verify"]);
+    store_snapshot!(repaired, @r"
+    exit_code: 0
+    ----- stdout -----
+    quarantined  store/quarantine/[KEY]/1-entry
+    quarantined  store/quarantine/[KEY]/1-sample-0001
+
+    ----- stderr -----
+    perfpipe: store `store`: checked 7 entries and 7 samples: no damage
+    perfpipe: 2 damaged items in quarantine, kept for inspection and never read (`perfpipe store gc` removes them)
+    ");
+    let kept: Vec<String> = crate::common::files_under(&env.path("store/quarantine"))
+        .iter()
+        .filter(|p| p.ends_with("result.json") || p.ends_with("inputs.json"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(
+        kept.contains(&text[..100].to_owned()),
+        "the damage as found"
+    );
+    assert!(kept.iter().any(|t| t.contains("\"num_prompts\":4,")));
+    assert_eq!(
+        env.run(&["run", "tiny.kdl", sim[0], sim[1]]).status.code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn the_next_run_removes_only_the_temp_dirs_of_dead_processes() {
+    let env = TestEnv::new();
+    env.write("one.kdl", &one_run("one", 1));
+    let dead = env.path("store/tmp/proc-4242-dead");
+    env.write("store/tmp/proc-4242-dead/owner.lock", "");
+    env.write(
+        "store/tmp/proc-4242-dead/sample-x/logs/engine.log",
+        "loading",
+    );
+    env.write("store/tmp/proc-4243-live/owner.lock", "");
+    let live = std::fs::File::open(env.path("store/tmp/proc-4243-live/owner.lock")).unwrap();
+    live.lock().unwrap();
+
+    let verify = env.run(&["store", "verify"]);
+    store_snapshot!(verify, @r"
+    exit_code: 0
+    ----- stdout -----
+    stale        store/tmp/proc-[PID] ([SIZE]): temp dir of a perfpipe that was killed
+
+    ----- stderr -----
+    perfpipe: store `store`: checked 0 entries and 0 samples: no damage
+    perfpipe: 1 stale temp dir of killed runs (the next `perfpipe run` or `perfpipe store gc` removes it)
+    ");
+    assert!(stdout(&verify).contains("proc-4242-dead"));
+
+    let run = env.run(&["run", "one.kdl", "--runtime", "sim"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(
+        stderr(&run)
+            .contains("perfpipe: removed 1 temp dir left in `store/tmp` by killed runs (7 B)"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!dead.exists());
+    assert!(
+        env.path("store/tmp/proc-4243-live").exists(),
+        "its owner lives"
+    );
+    drop(live);
+}
+
+/// One run of its own (a `seed` per study keeps their keys apart).
+fn one_run(name: &str, seed: u32) -> String {
+    format!(
+        r#"experiment "{name}" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload short {{ dataset random input=32 output=4 seed={seed}; prompts 8; }}
+    step vllm engine=vllm gpus=1 {{ args "--max-num-seqs" "4"; }}
+}}"#
+    )
+}
+
+#[test]
+fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
+    let env = TestEnv::new();
+    env.write("experiments/keep.kdl", &one_run("keep", 1));
+    env.write("experiments/gone.kdl", &one_run("gone", 2));
+    for experiment in ["experiments/keep.kdl", "experiments/gone.kdl"] {
+        let run = env.run(&["run", experiment, "--runtime", "sim"]);
+        assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    }
+    // A quarantined sample, and a temp dir of a killed run.
+    let plan = ["plan", "experiments/keep.kdl", "--runtime", "sim"];
+    let result = entry_of(&env, &plan, "vllm", "short").join("samples/0001/result.json");
+    std::fs::write(&result, "{").unwrap();
+    let redo = env.run(&["run", "experiments/keep.kdl", "--runtime", "sim"]);
+    assert_eq!(started(&redo), ["vllm × short"]);
+    env.write("store/tmp/proc-4242-dead/owner.lock", "");
+    let samples = env.samples();
+    assert_eq!(samples.len(), 2);
+
+    std::fs::rename(env.path("experiments/gone.kdl"), env.path("gone.kdl")).unwrap();
+    let lockfile_only = env.run(&["store", "gc", "--dry-run"]);
+    store_snapshot!(lockfile_only, @r"
+    exit_code: 0
+    ----- stdout -----
+    quarantine store/quarantine/[KEY] (1 item, [SIZE])
+      damage a run moved out of the entry, kept for inspection until a gc
+    temp dir store/tmp/proc-[PID] ([SIZE])
+      left by a perfpipe that was killed
+
+    ----- stderr -----
+    perfpipe: kept 2 entries reached by 1 experiment and 2 lockfiles (1 by a lockfile only)
+    perfpipe: --dry-run: would remove 1 quarantine dir and 1 temp dir, freeing [SIZE]; removed nothing
+    ");
+
+    std::fs::remove_file(env.path("lockfiles/gone.lock")).unwrap();
+    let dry = env.run(&["store", "gc", "--dry-run"]);
+    store_snapshot!(dry, @r"
+    exit_code: 0
+    ----- stdout -----
+    entry [KEY] (1 sample, [SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
+      reached by no experiment in `experiments/` and no lockfile in `lockfiles/`
+    quarantine store/quarantine/[KEY] (1 item, [SIZE])
+      damage a run moved out of the entry, kept for inspection until a gc
+    temp dir store/tmp/proc-[PID] ([SIZE])
+      left by a perfpipe that was killed
+
+    ----- stderr -----
+    perfpipe: kept 1 entry reached by 1 experiment and 1 lockfile
+    perfpipe: --dry-run: would remove 1 entry (1 sample), 1 quarantine dir and 1 temp dir, freeing [SIZE]; removed nothing
+    ");
+    assert_eq!(env.samples(), samples, "--dry-run removes nothing");
+    assert!(
+        env.path("store/quarantine")
+            .read_dir()
+            .unwrap()
+            .next()
+            .is_some()
+    );
+    assert!(env.path("store/tmp/proc-4242-dead").exists());
+
+    let named = env.run(&[
+        "store",
+        "gc",
+        "--dry-run",
+        "experiments/keep.kdl",
+        "gone.kdl",
+    ]);
+    assert!(
+        !stdout(&named).contains("entry "),
+        "both experiments named: no entry goes: {}",
+        stdout(&named)
+    );
+    let keep_only = env.run(&["store", "gc", "--dry-run", "lockfiles/keep.lock"]);
+    assert!(
+        stdout(&keep_only).contains("reached by none of the experiments and lockfiles named"),
+        "{}",
+        stdout(&keep_only)
+    );
+
+    let gc = env.run(&["store", "gc"]);
+    assert_eq!(gc.status.code(), Some(0), "{}", render(&gc));
+    assert_eq!(stdout(&gc), stdout(&dry), "gc says what --dry-run said");
+    assert!(
+        stderr(&gc)
+            .contains("removed 1 entry (1 sample), 1 quarantine dir and 1 temp dir, freeing"),
+        "{}",
+        stderr(&gc)
+    );
+    assert_eq!(env.samples().len(), 1);
+    assert!(!env.path("store/tmp/proc-4242-dead").exists());
+    assert_eq!(env.path("store/quarantine").read_dir().unwrap().count(), 0);
+    let plan = env.run(&plan);
+    assert!(
+        stdout(&plan).contains("1 runs: 1 cached"),
+        "{}",
+        stdout(&plan)
+    );
+    let verify = env.run(&["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(0));
+    assert_eq!(stdout(&verify), "");
+
+    let again = env.run(&["store", "gc"]);
+    assert!(
+        stderr(&again).contains("nothing to remove"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn gc_removes_nothing_when_an_experiment_cannot_be_read() {
+    let env = TestEnv::new();
+    env.write("experiments/keep.kdl", &one_run("keep", 1));
+    let run = env.run(&["run", "experiments/keep.kdl", "--runtime", "sim"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let samples = env.samples();
+    std::fs::remove_file(env.path("lockfiles/keep.lock")).unwrap();
+    env.write(
+        "experiments/keep.kdl",
+        &one_run("keep", 1).replace("hardware", "hardwar"),
+    );
+
+    let gc = env.run(&["store", "gc"]);
+    assert_eq!(gc.status.code(), Some(2), "{}", render(&gc));
+    let words = crate::common::words(&gc);
+    assert!(
+        words.contains(
+            "cannot tell which runs `experiments/keep.kdl` reaches, so `store gc` removes nothing"
+        ) && words.contains("unknown node `hardwar`"),
+        "{words}"
+    );
+    assert_eq!(env.samples(), samples);
+
+    std::fs::remove_file(env.path("experiments/keep.kdl")).unwrap();
+    let nothing = env.run(&["store", "gc"]);
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(
+        crate::common::words(&nothing)
+            .contains("found no experiment in `experiments/` and no lockfile in `lockfiles/`"),
+        "{}",
+        render(&nothing)
+    );
+    assert_eq!(env.samples(), samples);
+
+    let no_store = env.run(&["store", "verify", "--store", "elsewhere"]);
+    assert_eq!(no_store.status.code(), Some(2));
+    assert!(stderr(&no_store).contains("there is no store at `elsewhere`"));
+}
