@@ -348,8 +348,10 @@ pub struct BenchArgs {
     /// Append each request's timings to this JSONL file as it completes.
     #[arg(long)]
     pub journal: Option<std::path::PathBuf>,
-    /// Seconds a request may receive nothing before it fails.
-    #[arg(long, default_value_t = 3600)]
+    /// Seconds without an event from the server, to this request or any
+    /// other, before a waiting request fails.
+    #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub stall_timeout: u64,
 }
 
