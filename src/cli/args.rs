@@ -125,6 +125,12 @@ pub struct RunArgs {
     /// `startup-timeout=` and default (vLLM and SGLang 1200, TensorRT-LLM 2400).
     #[arg(long)]
     pub startup_timeout: Option<u64>,
+    /// Seconds without an event from the engine, to this request or any
+    /// other, before a waiting request fails (a stream that stalls, a request
+    /// never answered). The built-in harness only; not part of any key.
+    #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub stall_timeout: u64,
     /// Fail (exit 3) instead of writing the lockfile when it is missing or
     /// does not match the experiment, as in CI.
     #[arg(long)]

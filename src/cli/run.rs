@@ -75,6 +75,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             source,
         })?,
         startup_timeout: args.startup_timeout.map(Duration::from_secs),
+        stall_timeout: Duration::from_secs(args.stall_timeout),
         attempts: 3,
         fresh_engine: args.common.fresh_engine,
         jobs: args.jobs as usize,

@@ -32,6 +32,9 @@ pub struct ExecOptions {
     /// How long an engine may take to answer `/health`.
     /// Overrides every engine's own startup timeout.
     pub startup_timeout: Option<Duration>,
+    /// How long the built-in harness waits for an event from the engine
+    /// before its waiting requests fail (`Load::stall_timeout`).
+    pub stall_timeout: Duration,
     /// Attempts per run when failures are transient.
     pub attempts: usize,
     /// One engine launch per run instead of one per step.
