@@ -11,7 +11,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// every run, skips what `store/` already holds, runs the rest, and writes the
 /// report.
 ///
-/// Exit codes: 0 done · 1 some runs failed (recorded), some pins could not
+/// Exit codes: 0 done · 1 some runs failed (recorded, or transient on every
+/// attempt and left for the next run), some pins could not
 /// be resolved, or some inputs could not be fetched · 2 usage, experiment or
 /// lockfile error, or not enough disk space to fetch · 3 lockfile missing or
 /// out of date under `--locked` · 4 `verify` found numbers outside the

@@ -86,10 +86,20 @@ pub enum ExecEvent<'a> {
     },
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ExecSummary {
     pub succeeded: usize,
     pub failed: usize,
+    /// Runs that failed for a transient cause on every attempt: no result
+    /// is stored, so no report shows them.
+    pub unstored: Vec<UnstoredFailure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnstoredFailure {
+    pub step: String,
+    pub workload: String,
+    pub error: String,
 }
 
 #[derive(Debug, Error)]
@@ -301,8 +311,16 @@ async fn run_launch(
                 result: &result,
                 elapsed: started.elapsed(),
             });
-            if matches!(result.outcome, Outcome::Failure { .. }) {
-                shared.summary.borrow_mut().failed += 1;
+            if let Outcome::Failure { kind, error, .. } = &result.outcome {
+                let mut summary = shared.summary.borrow_mut();
+                summary.failed += 1;
+                if *kind == FailureKind::Transient {
+                    summary.unstored.push(UnstoredFailure {
+                        step: run.step.clone(),
+                        workload: run.workload.clone(),
+                        error: error.clone(),
+                    });
+                }
                 break;
             }
             shared.summary.borrow_mut().succeeded += 1;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::common::{FIXTURES, TestEnv, words};
+use crate::common::{FIXTURES, TestEnv, stderr, words};
 
 /// `perfpipe ARGS` with the stand-ins first on PATH.
 fn on_gpu_box(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Output {
@@ -366,6 +366,40 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
             "failed", "missing", "missing"
         ],
         "{plan}"
+    );
+
+    // Run again with the default stall timeout and another startup timeout
+    // (neither is in a key): only the runs that failed transiently run again,
+    // and though nothing of them is stored, the command fails.
+    let launched = env.read("standin.log").lines().count();
+    let again = on_gpu_box(
+        &env,
+        &[
+            "run",
+            "faults.kdl",
+            "--runtime",
+            "local",
+            "--startup-timeout",
+            "1",
+        ],
+        &[("STANDIN_FAULT", &faults)],
+    );
+    let err = stderr(&again);
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    for step in ["hangs", "deaf"] {
+        assert!(
+            err.contains(&format!("perfpipe: `{step}` × `short` failed on every attempt for a cause that may pass, so nothing is stored and the next `run` tries again: engine did not answer /health within 1s")),
+            "{err}"
+        );
+    }
+    let log = env.read("standin.log");
+    let relaunched: Vec<&str> = log.lines().skip(launched).collect();
+    assert_eq!(relaunched.len(), 6, "{log}");
+    assert!(
+        relaunched
+            .iter()
+            .all(|l| l.contains("\tQwen/Qwen3-8B\t") || l.contains("\tQwen/Qwen3-0.6B\t")),
+        "{log}"
     );
 }
 
