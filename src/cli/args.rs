@@ -11,7 +11,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// every run, skips what `store/` already holds, runs the rest, and writes the
 /// report.
 ///
-/// Exit codes: 0 done · 1 some runs failed (recorded), some pins could not
+/// Exit codes: 0 done · 1 some runs failed (recorded, or transient on every
+/// attempt and left for the next run), some pins could not
 /// be resolved, or some inputs could not be fetched · 2 usage, experiment or
 /// lockfile error, or not enough disk space to fetch · 3 lockfile missing or
 /// out of date under `--locked` · 4 `verify` found numbers outside the
@@ -178,6 +179,12 @@ pub struct RunArgs {
     /// `startup-timeout=` and default (vLLM and SGLang 1200, TensorRT-LLM 2400).
     #[arg(long)]
     pub startup_timeout: Option<u64>,
+    /// Seconds without an event from the engine, to this request or any
+    /// other, before a waiting request fails (a stream that stalls, a request
+    /// never answered). The built-in harness only; not part of any key.
+    #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub stall_timeout: u64,
     /// Fail (exit 3) instead of writing the lockfile when it is missing or
     /// does not match the experiment, as in CI.
     #[arg(long)]
@@ -401,8 +408,10 @@ pub struct BenchArgs {
     /// Append each request's timings to this JSONL file as it completes.
     #[arg(long)]
     pub journal: Option<std::path::PathBuf>,
-    /// Seconds a request may receive nothing before it fails.
-    #[arg(long, default_value_t = 3600)]
+    /// Seconds without an event from the server, to this request or any
+    /// other, before a waiting request fails.
+    #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub stall_timeout: u64,
 }
 

@@ -76,6 +76,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             source,
         })?,
         startup_timeout: args.startup_timeout.map(Duration::from_secs),
+        stall_timeout: Duration::from_secs(args.stall_timeout),
         attempts: 3,
         fresh_engine: args.common.fresh_engine,
         jobs: args.jobs as usize,
@@ -116,7 +117,14 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             "perfpipe: {unexpected_failures} runs failed where the experiment expects no failure (see the report)"
         );
     }
-    Ok(if unexpected_failures > 0 {
+    // Not in the report: a transient failure is no result. It still fails the command.
+    for f in &summary.unstored {
+        eprintln!(
+            "perfpipe: `{}` × `{}` failed on every attempt for a cause that may pass, so nothing is stored and the next `run` tries again: {}",
+            f.step, f.workload, f.error
+        );
+    }
+    Ok(if unexpected_failures + summary.unstored.len() > 0 {
         exit_code::RUNS_FAILED
     } else {
         exit_code::OK

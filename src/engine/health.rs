@@ -12,6 +12,9 @@ pub enum NotReady {
     TimedOut(Duration),
 }
 
+/// How long one `/health` or `/v1/models` request may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// How often a long start is reported as still going.
 const PROGRESS_EVERY: Duration = Duration::from_secs(15);
 
@@ -32,8 +35,12 @@ pub async fn wait_ready(
         if let Some(status) = engine.try_exited() {
             return Err(NotReady::Exited(status));
         }
-        if answers(client, &format!("{base_url}/health")).await
-            && serves(client, base_url, model).await
+        // A server that accepts and never answers holds each probe until its
+        // timeout: none may outlast the deadline.
+        let probe =
+            || PROBE_TIMEOUT.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        if answers(client, &format!("{base_url}/health"), probe()).await
+            && serves(client, base_url, model, probe()).await
         {
             return Ok(());
         }
@@ -49,20 +56,20 @@ pub async fn wait_ready(
     }
 }
 
-async fn answers(client: &reqwest::Client, url: &str) -> bool {
+async fn answers(client: &reqwest::Client, url: &str, timeout: Duration) -> bool {
     client
         .get(url)
-        .timeout(Duration::from_secs(2))
+        .timeout(timeout)
         .send()
         .await
         .is_ok_and(|r| r.status().is_success())
 }
 
 /// `/v1/models` lists `model` (another engine left on the port would not).
-async fn serves(client: &reqwest::Client, base_url: &str, model: &str) -> bool {
+async fn serves(client: &reqwest::Client, base_url: &str, model: &str, timeout: Duration) -> bool {
     let Ok(response) = client
         .get(format!("{base_url}/v1/models"))
-        .timeout(Duration::from_secs(2))
+        .timeout(timeout)
         .send()
         .await
     else {

@@ -34,6 +34,9 @@ pub struct ExecOptions {
     /// How long an engine may take to answer `/health`.
     /// Overrides every engine's own startup timeout.
     pub startup_timeout: Option<Duration>,
+    /// How long the built-in harness waits for an event from the engine
+    /// before its waiting requests fail (`Load::stall_timeout`).
+    pub stall_timeout: Duration,
     /// Attempts per run when failures are transient.
     pub attempts: usize,
     /// One engine launch per run instead of one per step.
@@ -91,10 +94,20 @@ pub enum ExecEvent<'a> {
     },
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ExecSummary {
     pub succeeded: usize,
     pub failed: usize,
+    /// Runs that failed for a transient cause on every attempt: no result
+    /// is stored, so no report shows them.
+    pub unstored: Vec<UnstoredFailure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnstoredFailure {
+    pub step: String,
+    pub workload: String,
+    pub error: String,
 }
 
 #[derive(Debug, Error)]
@@ -383,8 +396,16 @@ async fn measure(
             result: &result,
             elapsed: started.elapsed(),
         });
-        if matches!(result.outcome, Outcome::Failure { .. }) {
-            shared.summary.borrow_mut().failed += 1;
+        if let Outcome::Failure { kind, error, .. } = &result.outcome {
+            let mut summary = shared.summary.borrow_mut();
+            summary.failed += 1;
+            if *kind == FailureKind::Transient {
+                summary.unstored.push(UnstoredFailure {
+                    step: run.step.clone(),
+                    workload: run.workload.clone(),
+                    error: error.clone(),
+                });
+            }
             break;
         }
         shared.summary.borrow_mut().succeeded += 1;

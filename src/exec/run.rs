@@ -228,7 +228,10 @@ impl RunContext<'_> {
             ignore_eos: self.spec.harness.ignore_eos,
         };
         let options = MetricOptions::default();
-        let load = Load::new(workload.rate, workload.concurrency, dataset_seed(workload));
+        let load = Load {
+            stall_timeout: self.options.stall_timeout,
+            ..Load::new(workload.rate, workload.concurrency, dataset_seed(workload))
+        };
         let mut journal =
             std::io::BufWriter::new(pending.journal().map_err(crate::store::Error::Io)?);
         let mut write_line = |index: usize, record: &RequestRecord| {

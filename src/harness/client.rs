@@ -1,13 +1,12 @@
 //! One streamed request, timed as `vllm bench serve` v0.11 times it.
 
-use std::time::Duration;
-
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::chunk::{self, Chunk};
 use super::dataset::BenchRequest;
+use super::liveness::Liveness;
 use super::sse::SseParser;
 use crate::metrics::RequestRecord;
 use crate::spec::Backend;
@@ -34,17 +33,19 @@ pub fn http_client() -> reqwest::Client {
 /// Sends `req` and records TTFT (first chunk with `choices`), the gaps between
 /// chunks, the latency (to the last chunk, usage included) and the server's
 /// `completion_tokens`. `t0` is the benchmark's start. Chunks that arrive in
-/// one network read share its timestamp. A request that receives nothing for
-/// `stall` fails.
+/// one network read share its timestamp. A request fails when it stalls: when
+/// neither it nor any other request to its engine instance has received an
+/// event for the stall timeout (see `liveness`).
 pub async fn send(
     client: &reqwest::Client,
     settings: &RequestSettings,
     req: &Prepared,
     t0: Instant,
-    stall: Duration,
+    liveness: &Liveness,
 ) -> RequestRecord {
     let start = Instant::now();
     let start_ns = crate::clock::monotonic_ns();
+    let stall = liveness.stall().as_secs();
     let mut record = RequestRecord {
         instance: req.target as u32,
         prompt_len: req.prompt_len,
@@ -52,24 +53,35 @@ pub async fn send(
         start: (start - t0).as_secs_f64(),
         ..Default::default()
     };
-    let response = match tokio::time::timeout(
-        stall,
-        client
-            .post(&settings.urls[req.target])
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(req.body.clone())
-            .send(),
-    )
-    .await
-    {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => return failed(record, format!("request failed: {e}")),
-        Err(_) => return failed(record, format!("no response within {}s", stall.as_secs())),
+    let sent = client
+        .post(&settings.urls[req.target])
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(req.body.clone())
+        .send();
+    let response = match liveness.within(req.target, start, sent).await {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return failed(record, format!("request failed: {}", chain(&e))),
+        None => {
+            return failed(
+                record,
+                format!("no response while the server sent nothing for {stall}s"),
+            );
+        }
     };
+    let mut alive = Instant::now();
     let status = response.status();
     if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        return failed(record, format!("HTTP {status}: {}", text.trim()));
+        // The body of an error may never come either.
+        let error = match liveness.within(req.target, alive, response.text()).await {
+            None => {
+                format!("HTTP {status}, and no body while the server sent nothing for {stall}s")
+            }
+            Some(body) => match body.unwrap_or_default().trim() {
+                "" => format!("HTTP {status}"),
+                text => format!("HTTP {status}: {text}"),
+            },
+        };
+        return failed(record, error);
     }
     let mut body = response.bytes_stream();
     let mut parser = SseParser::default();
@@ -77,20 +89,22 @@ pub async fn send(
     let mut first = true;
     let mut outcome: Option<Result<(), String>> = None;
     while outcome.is_none() {
-        let read = match tokio::time::timeout(stall, body.next()).await {
-            Ok(Some(Ok(bytes))) => bytes,
-            Ok(Some(Err(e))) => return failed(record, format!("stream broke: {e}")),
-            Ok(None) => break,
-            Err(_) => {
+        let read = match liveness.within(req.target, alive, body.next()).await {
+            Some(Some(Ok(bytes))) => bytes,
+            Some(Some(Err(e))) => return failed(record, format!("stream broke: {}", chain(&e))),
+            Some(None) => break,
+            None => {
                 return failed(
                     record,
-                    format!("stream stalled: nothing for {}s", stall.as_secs()),
+                    format!("stream stalled: the server sent nothing for {stall}s"),
                 );
             }
         };
         let now = Instant::now();
         let now_ns = crate::clock::monotonic_ns();
+        let mut events = 0;
         parser.feed(&read, |data| {
+            events += 1;
             if outcome.is_some() {
                 return;
             }
@@ -124,6 +138,12 @@ pub async fn send(
                 }
             }
         });
+        // Only events are signs of life: comments (keep-alives) and bytes of
+        // an event that never ends are not.
+        if events > 0 {
+            alive = now;
+            liveness.heard(req.target);
+        }
         if let Some(probe) = parser.take_probe() {
             record
                 .client_delays
@@ -188,6 +208,21 @@ fn request_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
             "ignore_eos": settings.ignore_eos,
         }),
     }
+}
+
+/// An error with its causes: reqwest's own text ("error decoding response
+/// body") does not say that the connection closed.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn failed(mut record: RequestRecord, error: String) -> RequestRecord {

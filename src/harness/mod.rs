@@ -6,6 +6,7 @@ pub mod chunk;
 pub mod client;
 pub mod dataset;
 pub mod guidellm;
+pub mod liveness;
 pub mod sse;
 pub mod vllm_bench;
 
@@ -30,6 +31,14 @@ use crate::spec::RequestRate;
 ///   random prompts built as vLLM v0.11 builds them, through the model's tokenizer.
 pub const BUILTIN_HARNESS_VERSION: &str = "2";
 
+/// The default stall timeout. It is counted from the engine's last event to
+/// any request, not from the request's own start: published 32K-prompt runs
+/// wait up to 13 minutes for a first token while the engine streams to the
+/// others, and vLLM's client allows a request 6 hours, but a busy engine is
+/// never silent for minutes. Ten minutes still covers a long prefill or a
+/// kernel compiled on first use.
+pub const DEFAULT_STALL_TIMEOUT_SECS: u64 = 600;
+
 /// How requests are sent.
 #[derive(Debug, Clone)]
 pub struct Load {
@@ -38,7 +47,8 @@ pub struct Load {
     pub burstiness: f64,
     pub max_concurrency: Option<u32>,
     pub seed: u64,
-    /// A request that receives nothing for this long fails.
+    /// A request fails when neither it nor any other request to its engine
+    /// instance has received an event for this long.
     pub stall_timeout: Duration,
     /// Requests sent first and not measured.
     pub warmups: usize,
@@ -51,8 +61,7 @@ impl Load {
             burstiness: 1.0,
             max_concurrency,
             seed,
-            // Published 32K-prompt runs wait minutes for a first token.
-            stall_timeout: Duration::from_secs(3600),
+            stall_timeout: Duration::from_secs(DEFAULT_STALL_TIMEOUT_SECS),
             warmups: 0,
         }
     }
@@ -132,11 +141,19 @@ async fn send_all(
         .max_concurrency
         .map(|n| Arc::new(Semaphore::new(n as usize)));
     let settings = Arc::new(settings.clone());
-    let stall = load.stall_timeout;
+    let liveness = Arc::new(liveness::Liveness::new(
+        settings.urls.len(),
+        load.stall_timeout,
+    ));
     let t0 = Instant::now();
     let mut tasks = JoinSet::new();
     for (index, (req, delay)) in requests.into_iter().zip(delays).enumerate() {
-        let (client, settings, semaphore) = (client.clone(), settings.clone(), semaphore.clone());
+        let (client, settings, semaphore, liveness) = (
+            client.clone(),
+            settings.clone(),
+            semaphore.clone(),
+            liveness.clone(),
+        );
         tasks.spawn(async move {
             tokio::time::sleep_until(t0 + delay).await;
             let _permit = match &semaphore {
@@ -150,7 +167,7 @@ async fn send_all(
             };
             (
                 index,
-                client::send(&client, &settings, &req, t0, stall).await,
+                client::send(&client, &settings, &req, t0, &liveness).await,
             )
         });
     }

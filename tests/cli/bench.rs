@@ -211,7 +211,7 @@ fn misbehaving_server() -> u16 {
                 let token =
                     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" hi\"}}]}\n\n";
                 let usage = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\n\n";
-                let reply = match n % 7 {
+                let reply = match n % 8 {
                     0 => format!("{sse}{token}{token}{token}{usage}data: [DONE]\n\n"),
                     1 => "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: 23\r\nconnection: close\r\n\r\n{\"error\":\"overloaded\"}\n".into(),
                     2 => format!("{sse}{token}data: {{\"choices\":[{{\"delta\"\n\ndata: [DONE]\n\n"),
@@ -223,6 +223,12 @@ fn misbehaving_server() -> u16 {
                     }
                     5 => {
                         std::thread::sleep(Duration::from_secs(4));
+                        String::new()
+                    }
+                    6 => {
+                        // Promises a body and keeps the connection open without sending it.
+                        let _ = stream.write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 64\r\n\r\n");
+                        std::thread::sleep(Duration::from_secs(60));
                         String::new()
                     }
                     _ => format!("{sse}{token}data: {{\"error\":{{\"message\":\"engine died\",\"code\":500}}}}\n\n"),
@@ -248,7 +254,7 @@ fn every_kind_of_broken_request_fails_with_its_reason_and_the_benchmark_ends() {
         "--backend",
         "openai-chat",
         "--num-prompts",
-        "7",
+        "8",
         "--max-concurrency",
         "1",
         "--random-input-len",
@@ -274,7 +280,7 @@ fn every_kind_of_broken_request_fails_with_its_reason_and_the_benchmark_ends() {
     let json: serde_json::Value = serde_json::from_str(&env.read("r.json")).unwrap();
     assert_eq!(
         (json["completed"].as_u64(), json["failed"].as_u64()),
-        (Some(1), Some(6))
+        (Some(1), Some(7))
     );
     assert_eq!(json["total_output_tokens"], 3, "usage of the good request");
     let mut errors: Vec<&str> = json["errors"]
@@ -290,8 +296,9 @@ fn every_kind_of_broken_request_fails_with_its_reason_and_the_benchmark_ends() {
         "HTTP 500 Internal Server Error: {\"error\":\"overloaded\"}",
         "malformed chunk `{\"choices\":[{\"delta\"`",
         "stream ended inside an event",
-        "stream stalled: nothing for 1s",
-        "no response within 1s",
+        "stream stalled: the server sent nothing for 1s",
+        "no response while the server sent nothing for 1s",
+        "HTTP 503 Service Unavailable, and no body while the server sent nothing for 1s",
         "server error in stream: engine died",
     ];
     expected.sort();

@@ -5,8 +5,9 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
-use crate::common::{FIXTURES, TestEnv, words};
+use crate::common::{FIXTURES, TestEnv, stderr, words};
 
 /// `perfpipe ARGS` with the stand-ins first on PATH.
 fn on_gpu_box(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Output {
@@ -152,6 +153,9 @@ fn a_local_engine_of_another_version_is_refused_before_any_run() {
     );
 }
 
+/// One step per way an engine or its server misbehaves (the stand-ins'
+/// faults, `tests/fixtures/standins/_log.sh`): each ends within its bound,
+/// recorded as what happened, and the experiment goes on.
 #[test]
 fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
     let env = TestEnv::new();
@@ -162,6 +166,7 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
     model "Qwen/Qwen3-14B"
     engine vllm version="0.11.0" startup-timeout=2
     engine trtllm version="1.2.0rc1"
+    engine sglang version="0.5.5.post1"
     workload short {
         dataset random input=16 output=64 seed=1
         prompts 4
@@ -169,13 +174,45 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
     step ok engine=vllm gpus=1
     step fp8 engine=trtllm model="Qwen/Qwen3-14B-FP8" gpus=1
     step hangs engine=vllm model="Qwen/Qwen3-8B" gpus=1
+    step deaf engine=vllm model="Qwen/Qwen3-0.6B" gpus=1
     step dies engine=vllm model="Qwen/Qwen3-4B" gpus=1
     step port engine=vllm model="Qwen/Qwen3-1.7B" gpus=1
+    step errors engine=vllm model="Qwen/Qwen3-32B" gpus=1
+    step malformed engine=vllm model="Qwen/Qwen3-30B-A3B" gpus=1
+    step truncated engine=trtllm model="Qwen/Qwen3-14B-AWQ" gpus=1
+    step stalls engine=sglang model="Qwen/Qwen3-4B-AWQ" gpus=1
+    step silent engine=vllm model="Qwen/Qwen3-8B-AWQ" gpus=1
 }"#,
     );
-    let faults = "hang@Qwen/Qwen3-8B;die@Qwen/Qwen3-4B;port-once@Qwen/Qwen3-1.7B";
-    let args = ["run", "faults.kdl", "--runtime", "local"];
-    let out = on_gpu_box(&env, &args, &[("STANDIN_FAULT", faults)]);
+    let faults = [
+        "hang@Qwen/Qwen3-8B",
+        "no-answer-health@Qwen/Qwen3-0.6B",
+        "die@Qwen/Qwen3-4B",
+        "port-once@Qwen/Qwen3-1.7B",
+        "http-errors@Qwen/Qwen3-32B",
+        "malformed-sse@Qwen/Qwen3-30B-A3B",
+        "truncated-sse@Qwen/Qwen3-14B-AWQ",
+        "stall-stream@Qwen/Qwen3-4B-AWQ",
+        "no-answer@Qwen/Qwen3-8B-AWQ",
+    ]
+    .join(";");
+    // The stall timeout is ten minutes unless set: the bound shows it was honoured.
+    let args = [
+        "run",
+        "faults.kdl",
+        "--runtime",
+        "local",
+        "--stall-timeout",
+        "1",
+        "--jobs",
+        "4",
+    ];
+    let started = Instant::now();
+    let out = on_gpu_box(&env, &args, &[("STANDIN_FAULT", &faults)]);
+    assert!(
+        started.elapsed() < Duration::from_secs(300),
+        "every wait is bounded"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     // The port race is retried on another port and then succeeds.
@@ -183,30 +220,126 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
         err.contains("transient failure, retrying: OSError: [Errno 98] Address already in use"),
         "{err}"
     );
-    // The hang times out after vLLM's declared `startup-timeout` three times
+    // An engine that hangs and one that takes /health and never answers both
+    // time out after vLLM's declared `startup-timeout`, three times each
     // (transient: retried, never cached).
-    assert_eq!(
-        err.matches("engine did not answer /health within 2s")
-            .count(),
-        3,
-        "{err}"
-    );
+    let retried = err.matches("retrying: engine did not answer /health within 2s");
+    let failed = err.matches("failed: engine did not answer /health within 2s");
+    assert_eq!((retried.count(), failed.count()), (4, 2), "{err}");
     let report = String::from_utf8_lossy(&out.stdout);
-    for (step, outcome) in [
-        ("ok", "| `ok` | `short` |"),
-        ("port", "| `port` | `short` |"),
+    // The runs table: requests completed, or why there is no number.
+    let row = |step: &str| {
+        let start = format!("| `{step}` | `short` | ");
+        report
+            .lines()
+            .find(|l| {
+                l.strip_prefix(&start)
+                    .is_some_and(|rest| rest.starts_with('`'))
+            })
+            .unwrap_or_else(|| panic!("no row for {step}: {report}"))
+            .to_owned()
+    };
+    for (steps, cell) in [
+        (&["ok", "port"][..], "| measured | 4 |"),
         (
-            "fp8",
-            "`fp8` × `short`: `RuntimeError: Unsupported SM version for FP8 block scaling GEMM`",
+            &["errors", "malformed", "truncated", "stalls"],
+            "| measured | 2 |",
         ),
-        (
-            "dies",
-            "`dies` × `short`: `engine exited with exit status: 1 during the benchmark: RuntimeError: CUDA error: an illegal memory access was encountered`",
-        ),
+        (&["fp8", "dies", "silent"], "| measured | failed |"),
+        (&["hangs", "deaf"], "| not run |"),
     ] {
-        assert!(report.contains(outcome), "{step}: {report}");
+        for step in steps {
+            assert!(row(step).contains(cell), "{step}: {report}");
+        }
     }
-    // Deterministic failures are cached, the transient one is not.
+    for outcome in [
+        "- `fp8` × `short`: `RuntimeError: Unsupported SM version for FP8 block scaling GEMM`",
+        "- `dies` × `short`: `engine exited with exit status: 1 during the benchmark: RuntimeError: CUDA error: an illegal memory access was encountered`",
+        "- `silent` × `short`: `every request failed: 4 of 4 requests failed (first: no response while the server sent nothing for 1s)`",
+        // Warnings from the harness: a run that counted failed requests says so.
+        "- `errors` × `short`: 2 of 4 requests failed (first: HTTP 50",
+        "- `malformed` × `short`: 2 of 4 requests failed (first: malformed chunk",
+        "- `truncated` × `short`: 2 of 4 requests failed (first: stream",
+        "- `stalls` × `short`: 2 of 4 requests failed (first: stream stalled: the server sent nothing for 1s)",
+    ] {
+        assert!(report.contains(outcome), "{report}");
+    }
+
+    // What the store holds of each run that reached its benchmark: counts
+    // that add up to every request, and each failed request's reason.
+    let results = env.results();
+    let run = |model: &str| {
+        let (dir, result) = results
+            .iter()
+            .find(|(_, r)| {
+                r["engine_command"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|a| a == model)
+            })
+            .unwrap_or_else(|| panic!("no result for {model}"));
+        let journal = std::fs::read_to_string(dir.join("logs/requests.jsonl")).unwrap();
+        let mut errors: Vec<String> = journal
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter_map(|l| l["record"]["error"].as_str().map(str::to_owned))
+            .collect();
+        errors.sort();
+        let harness_log = std::fs::read_to_string(dir.join("logs/harness.log")).unwrap();
+        for e in &errors {
+            assert!(harness_log.contains(e.as_str()), "{model}: {harness_log}");
+        }
+        let outcome = &result["outcome"];
+        let counts = (
+            outcome["status"].as_str().unwrap().to_owned(),
+            outcome["metrics"]["completed"].as_u64(),
+            outcome["metrics"]["failed"].as_u64(),
+        );
+        (counts, errors, journal.lines().count())
+    };
+    let success = |completed, failed| ("success".to_owned(), Some(completed), Some(failed));
+    let (counts, errors, journaled) = run("Qwen/Qwen3-14B");
+    assert_eq!((counts, errors.len(), journaled), (success(4, 0), 0, 4));
+    let (counts, errors, journaled) = run("Qwen/Qwen3-32B");
+    assert_eq!((counts, journaled), (success(2, 2), 4));
+    assert_eq!(
+        errors,
+        [
+            r#"HTTP 500 Internal Server Error: {"error":{"message":"EngineCore encountered an issue.","type":"InternalServerError","param":null,"code":500}}"#,
+            r#"HTTP 503 Service Unavailable: {"error":{"message":"The server is overloaded.","type":"ServiceUnavailableError","param":null,"code":503}}"#,
+        ]
+    );
+    let (counts, errors, _) = run("Qwen/Qwen3-30B-A3B");
+    assert_eq!(counts, success(2, 2));
+    assert_eq!(
+        errors,
+        [r#"malformed chunk `{"id":"cmpl-1","choices":[{"index":0,"text"`"#; 2]
+    );
+    let (counts, errors, _) = run("Qwen/Qwen3-14B-AWQ");
+    assert_eq!(counts, success(2, 2));
+    assert_eq!(
+        errors,
+        [
+            "stream broke: error decoding response body: error reading a body from connection: end of file before message length reached",
+            "stream ended inside an event"
+        ]
+    );
+    let (counts, errors, _) = run("Qwen/Qwen3-4B-AWQ");
+    assert_eq!(counts, success(2, 2));
+    assert_eq!(
+        errors,
+        ["stream stalled: the server sent nothing for 1s"; 2]
+    );
+    let (counts, errors, journaled) = run("Qwen/Qwen3-8B-AWQ");
+    assert_eq!((counts, journaled), (("failure".to_owned(), None, None), 4));
+    assert_eq!(
+        errors,
+        ["no response while the server sent nothing for 1s"; 4]
+    );
+
+    // Deterministic failures are cached, transient ones are not; runs that
+    // counted their failed requests are results.
     let plan = on_gpu_box(&env, &["plan", "faults.kdl", "--runtime", "local"], &[]);
     let plan = String::from_utf8_lossy(&plan.stdout);
     let status = |step: &str| {
@@ -218,16 +351,60 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
             .unwrap()
             .to_owned()
     };
+    let steps = [
+        "ok",
+        "port",
+        "errors",
+        "malformed",
+        "truncated",
+        "stalls",
+        "fp8",
+        "dies",
+        "silent",
+        "hangs",
+        "deaf",
+    ];
     assert_eq!(
+        steps.map(status),
         [
-            status("ok"),
-            status("port"),
-            status("fp8"),
-            status("dies"),
-            status("hangs")
+            "cached", "cached", "cached", "cached", "cached", "cached", "failed", "failed",
+            "failed", "missing", "missing"
         ],
-        ["cached", "cached", "failed", "failed", "missing"],
         "{plan}"
+    );
+
+    // Run again with the default stall timeout and another startup timeout
+    // (neither is in a key): only the runs that failed transiently run again,
+    // and though nothing of them is stored, the command fails.
+    let launched = env.read("standin.log").lines().count();
+    let again = on_gpu_box(
+        &env,
+        &[
+            "run",
+            "faults.kdl",
+            "--runtime",
+            "local",
+            "--startup-timeout",
+            "1",
+        ],
+        &[("STANDIN_FAULT", &faults)],
+    );
+    let err = stderr(&again);
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    for step in ["hangs", "deaf"] {
+        assert!(
+            err.contains(&format!("perfpipe: `{step}` × `short` failed on every attempt for a cause that may pass, so nothing is stored and the next `run` tries again: engine did not answer /health within 1s")),
+            "{err}"
+        );
+    }
+    let log = env.read("standin.log");
+    let relaunched: Vec<&str> = log.lines().skip(launched).collect();
+    assert_eq!(relaunched.len(), 6, "{log}");
+    assert!(
+        relaunched
+            .iter()
+            .all(|l| l.contains("\tQwen/Qwen3-8B\t") || l.contains("\tQwen/Qwen3-0.6B\t")),
+        "{log}"
     );
 }
 
