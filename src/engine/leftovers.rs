@@ -263,9 +263,9 @@ mod tests {
             .build()
             .unwrap();
         // `sleep` in a group of its own stands for an engine.
+        #[expect(clippy::disallowed_methods, reason = "a process to reap")]
         let mut sleeper = std::process::Command::new("sleep");
         std::os::unix::process::CommandExt::process_group(&mut sleeper, 0);
-        #[expect(clippy::disallowed_methods, reason = "a process to reap")]
         let mut child = sleeper.arg("600").spawn().unwrap();
         let launch = Launch {
             pid: 0,

@@ -92,9 +92,8 @@ fn a_container_left_by_a_killed_perfpipe_is_removed_by_the_next() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
-        err.contains(&format!(
-            "stopped what a killed perfpipe left: `docker` (pid "
-        )) && err.contains(&format!("container `{container}`), 1 processes")),
+        err.contains("stopped what a killed perfpipe left: `docker` (pid ")
+            && err.contains(&format!("container `{container}`), 1 processes")),
         "{err}"
     );
     wait_for("the container to be gone", || !pid_alive(engine));
