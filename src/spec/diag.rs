@@ -34,13 +34,40 @@ impl SpecDiagnostic {
 
 /// All problems found in one experiment file, reported together.
 #[derive(Debug, Error, Diagnostic)]
-#[error("{}", summary(&self.src, self.errors.len()))]
+#[error("{}", summary(&self.src, self.total))]
 #[diagnostic()]
 pub struct SpecErrors {
     #[source_code]
     pub src: NamedSource<String>,
+    /// The first [`SpecErrors::SHOWN`] errors.
     #[related]
     pub errors: Vec<SpecDiagnostic>,
+    pub total: usize,
+    /// Says how many errors are not shown, if any are not.
+    #[help]
+    pub not_shown: Option<String>,
+}
+
+impl SpecErrors {
+    /// Each error prints its line: a broken file of many errors on one long
+    /// line would otherwise print gigabytes.
+    pub const SHOWN: usize = 50;
+
+    pub fn new(name: &str, text: String, mut errors: Vec<SpecDiagnostic>) -> Self {
+        let total = errors.len();
+        errors.truncate(Self::SHOWN);
+        Self {
+            src: NamedSource::new(name, text),
+            errors,
+            total,
+            not_shown: (total > Self::SHOWN).then(|| {
+                format!(
+                    "the first {} are shown; fix them and run again to see the others",
+                    Self::SHOWN
+                )
+            }),
+        }
+    }
 }
 
 fn summary(src: &NamedSource<String>, n: usize) -> String {
