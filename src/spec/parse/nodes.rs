@@ -196,7 +196,7 @@ impl Decoder {
                     self.no_props(child);
                     match arg(child, 0).map(|e| (e, e.value())) {
                         Some((_, KdlValue::String(s))) if s == "inf" => {}
-                        Some((_, KdlValue::Float(f))) if f.is_infinite() => {}
+                        Some((e, KdlValue::Float(f))) if *f == f64::INFINITY && is_keyword(e) => {}
                         Some((e, _)) => {
                             if let Some(r) = self.number(e, "the request rate") {
                                 if r > 0.0 {
