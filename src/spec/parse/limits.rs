@@ -11,6 +11,7 @@
 
 use miette::SourceSpan;
 
+use super::scan::{Problem, scan};
 use crate::spec::diag::SpecDiagnostic;
 
 /// Far above any hand-written experiment (the largest example is ~20 KB).
@@ -70,8 +71,19 @@ pub fn check(text: &str) -> Option<SpecDiagnostic> {
                 format!("block {} levels deep", MAX_DEPTH + 1),
             )
             .with_help(
-                "an experiment nests 3 deep (`experiment` → `step` → `expect`); is a `}` missing?",
+                "is a `}` missing? an experiment nests 3 deep: `experiment` → `step` → `expect`",
             ),
+        ),
+        Problem::NumberTooLarge(span) => Some(
+            SpecDiagnostic::new(
+                SourceSpan::from(span.clone()),
+                format!("`{}` is too large a number", &text[span]),
+                "too large",
+            )
+            .with_help(format!(
+                "no value in an experiment is larger than {}",
+                u64::MAX
+            )),
         ),
         Problem::SlashdashTwice(at) => Some(
             SpecDiagnostic::new(
@@ -88,182 +100,12 @@ fn marks(text: &str) -> usize {
     text.bytes().filter(u8::is_ascii_punctuation).count()
 }
 
-#[derive(Debug, PartialEq)]
-enum Problem {
-    /// A `{` opens a block deeper than [`MAX_DEPTH`].
-    TooDeep(usize),
-    /// `/- /-`, which KDL does not allow and kdl takes exponential time over.
-    SlashdashTwice(usize),
-}
-
-/// The first problem in `text`, skipping strings and comments as KDL v2 does.
-fn scan(text: &str) -> Option<Problem> {
-    let b = text.as_bytes();
-    let mut depth = 0usize;
-    let mut after_slashdash = false;
-    let mut i = 0;
-    while let Some(c) = text[i..].chars().next() {
-        let comment = c == '/' && matches!(b.get(i + 1), Some(b'/' | b'*'));
-        let next = match c {
-            '/' if b.get(i + 1) == Some(&b'/') => line_end(text, i),
-            '/' if b.get(i + 1) == Some(&b'*') => comment_end(b, i),
-            '/' if b.get(i + 1) == Some(&b'-') => {
-                if after_slashdash {
-                    return Some(Problem::SlashdashTwice(i));
-                }
-                after_slashdash = true;
-                i += 2;
-                continue;
-            }
-            '"' => string_end(text, i, 0),
-            '#' => {
-                let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
-                if b.get(i + hashes) == Some(&b'"') {
-                    string_end(text, i + hashes, hashes)
-                } else {
-                    i + hashes
-                }
-            }
-            '{' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Some(Problem::TooDeep(i));
-                }
-                i + 1
-            }
-            '}' => {
-                depth = depth.saturating_sub(1);
-                i + 1
-            }
-            _ => i + c.len_utf8(),
-        };
-        // Spaces, newlines, comments and line continuations keep a `/-` pending.
-        after_slashdash &= comment || c.is_whitespace() || c == '\\' || c == '\u{feff}';
-        i = next;
-    }
-    None
-}
-
-fn is_newline(c: char) -> bool {
-    matches!(
-        c,
-        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
-    )
-}
-
-/// Where the line that `from` is on ends (at its newline, which is code again).
-fn line_end(text: &str, from: usize) -> usize {
-    text[from..]
-        .find(is_newline)
-        .map_or(text.len(), |n| from + n)
-}
-
-/// Just past the `*/` that closes the (nestable) comment opened at `from`.
-fn comment_end(b: &[u8], from: usize) -> usize {
-    let mut depth = 0usize;
-    let mut i = from;
-    while i + 1 < b.len() {
-        match (b[i], b[i + 1]) {
-            (b'/', b'*') => {
-                depth += 1;
-                i += 2;
-            }
-            (b'*', b'/') => {
-                depth -= 1;
-                i += 2;
-                if depth == 0 {
-                    return i;
-                }
-            }
-            _ => i += 1,
-        }
-    }
-    b.len()
-}
-
-/// Just past the string whose opening quote is at `quote`, `hashes` being
-/// the `#`s of a raw string. A single-line string also ends at a newline
-/// (kdl reports it and reads on).
-fn string_end(text: &str, quote: usize, hashes: usize) -> usize {
-    let closing = format!("\"{}", "#".repeat(hashes));
-    let raw = hashes > 0;
-    if text[quote..].starts_with("\"\"\"") {
-        let closing = format!("\"\"{closing}");
-        let mut i = quote + 3;
-        while let Some(c) = text[i..].chars().next() {
-            if text[i..].starts_with(&closing) {
-                return i + closing.len();
-            }
-            i += c.len_utf8();
-            if c == '\\' && !raw {
-                i += text[i..].chars().next().map_or(0, char::len_utf8);
-            }
-        }
-        return text.len();
-    }
-    let mut i = quote + 1;
-    while let Some(c) = text[i..].chars().next() {
-        if text[i..].starts_with(&closing) {
-            return i + closing.len();
-        }
-        if is_newline(c) {
-            return i;
-        }
-        i += c.len_utf8();
-        if c == '\\' && !raw {
-            i += text[i..].chars().next().map_or(0, char::len_utf8);
-        }
-    }
-    text.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn nested(n: usize) -> String {
         format!("{}{}", "a {".repeat(n), "}".repeat(n))
-    }
-
-    #[test]
-    fn nesting_is_refused_at_the_first_brace_too_deep() {
-        assert_eq!(scan(&nested(MAX_DEPTH)), None);
-        let text = nested(MAX_DEPTH + 1);
-        assert_eq!(scan(&text), Some(Problem::TooDeep(3 * MAX_DEPTH + 2)));
-        assert_eq!(&text[3 * MAX_DEPTH + 2..][..1], "{");
-    }
-
-    #[test]
-    fn braces_in_strings_and_comments_do_not_nest() {
-        let braces = "{".repeat(100);
-        for text in [
-            format!("a \"{braces}\""),
-            format!("a #\"{braces}\"#"),
-            format!("a ##\"\"#{braces}\"##"),
-            format!("a \"\\\"{braces}\""),
-            format!("a \"\"\"\n{braces}\n\"\"\""),
-            format!("// {braces}\na"),
-            format!("/* /* */ {braces} */ a"),
-        ] {
-            assert_eq!(scan(&text), None, "{text}");
-        }
-        // A single-line string ends at its line, as kdl reads it.
-        let deep = nested(MAX_DEPTH + 1);
-        assert!(scan(&format!("a \"x\n{deep}")).is_some());
-        assert!(scan(&format!("// x\r{deep}")).is_some());
-        assert!(scan(&format!("a #\"x\u{2028}{deep}")).is_some());
-    }
-
-    #[test]
-    fn a_slashdash_after_a_slashdash_is_refused() {
-        assert_eq!(scan("a /- /- b"), Some(Problem::SlashdashTwice(5)));
-        assert_eq!(
-            scan("/-\n  // why\n  /* x */ \\\n /- a"),
-            Some(Problem::SlashdashTwice(25))
-        );
-        for fine in ["/- a /- b", "a /- b=1 /- { c }", "a \"/- /-\"", "// /- /-"] {
-            assert_eq!(scan(fine), None, "{fine}");
-        }
     }
 
     #[test]
@@ -280,6 +122,14 @@ mod tests {
         let diag = check(&deep).unwrap();
         assert_eq!(diag.span, SourceSpan::from(98..99));
         assert!(check(&nested(3)).is_none());
+
+        let huge = "a b=170141183460469231731687303715884105728";
+        let diag = check(huge).unwrap();
+        assert_eq!(diag.span, SourceSpan::from(4..huge.len()));
+        assert_eq!(
+            diag.message,
+            "`170141183460469231731687303715884105728` is too large a number"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 mod limits;
 mod nodes;
 mod report;
+mod scan;
 mod steps;
 mod validate;
 mod values;
