@@ -76,7 +76,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("dataset `{path}` of workload `{workload}` cannot be used")]
+    #[error("`{path}` is the dataset of workload `{workload}`")]
     Dataset {
         workload: String,
         path: String,
