@@ -34,7 +34,7 @@ impl SpecDiagnostic {
 
 /// All problems found in one experiment file, reported together.
 #[derive(Debug, Error, Diagnostic)]
-#[error("{}", summary(&self.src, self.total))]
+#[error("{}", summary(&self.src, self.total()))]
 #[diagnostic()]
 pub struct SpecErrors {
     #[source_code]
@@ -42,10 +42,23 @@ pub struct SpecErrors {
     /// The first [`SpecErrors::SHOWN`] errors.
     #[related]
     pub errors: Vec<SpecDiagnostic>,
-    pub total: usize,
-    /// Says how many errors are not shown, if any are not.
     #[help]
-    pub not_shown: Option<String>,
+    pub not_shown: Option<NotShown>,
+}
+
+/// How many errors past [`SpecErrors::SHOWN`] are not shown.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NotShown(pub usize);
+
+impl std::fmt::Display for NotShown {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "the first {} are shown; fix them and run again to see the other {}",
+            SpecErrors::SHOWN,
+            self.0
+        )
+    }
 }
 
 impl SpecErrors {
@@ -54,19 +67,18 @@ impl SpecErrors {
     pub const SHOWN: usize = 50;
 
     pub fn new(name: &str, text: String, mut errors: Vec<SpecDiagnostic>) -> Self {
-        let total = errors.len();
+        let hidden = errors.len().saturating_sub(Self::SHOWN);
         errors.truncate(Self::SHOWN);
         Self {
             src: NamedSource::new(name, text),
             errors,
-            total,
-            not_shown: (total > Self::SHOWN).then(|| {
-                format!(
-                    "the first {} are shown; fix them and run again to see the others",
-                    Self::SHOWN
-                )
-            }),
+            not_shown: (hidden > 0).then_some(NotShown(hidden)),
         }
+    }
+
+    /// Every error found, shown or not.
+    pub fn total(&self) -> usize {
+        self.errors.len() + self.not_shown.map_or(0, |n| n.0)
     }
 }
 
@@ -111,5 +123,22 @@ mod tests {
             Some("did you mean `workload`?")
         );
         assert_eq!(did_you_mean("zzz", ["workload", "step"]), None);
+    }
+
+    #[test]
+    fn past_fifty_errors_the_rest_are_counted_not_shown() {
+        let text = "x\n".repeat(60);
+        let errors: Vec<SpecDiagnostic> = (0..60)
+            .map(|i| SpecDiagnostic::new(SourceSpan::from(2 * i..2 * i + 1), "bad", "here"))
+            .collect();
+        let report = SpecErrors::new("f.kdl", text, errors);
+        assert_eq!((report.errors.len(), report.total()), (50, 60));
+        assert_eq!(report.to_string(), "`f.kdl` has 60 errors");
+        assert_eq!(
+            report.not_shown.unwrap().to_string(),
+            "the first 50 are shown; fix them and run again to see the other 10"
+        );
+        let few = SpecErrors::new("f.kdl", "x".into(), Vec::new());
+        assert!(few.not_shown.is_none());
     }
 }

@@ -106,7 +106,7 @@ fn overflows_i128(word: &str) -> bool {
     }
     let digits = format!("{}{digits}", sign.trim_start_matches('+'));
     matches!(
-        i128::from_str_radix(&digits, radix).map_err(|e| e.kind().clone()),
+        i128::from_str_radix(&digits, radix).map_err(|e| *e.kind()),
         Err(std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow)
     )
 }
