@@ -76,6 +76,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("`{path}` is the dataset of workload `{workload}`")]
+    Dataset {
+        workload: String,
+        path: String,
+        #[source]
+        source: crate::harness::DatasetError,
+    },
 }
 
 /// Finds and hashes every dataset file; paths are relative to `root`.
@@ -99,9 +106,16 @@ pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
                 }
             }
         };
-        let sha256 = sha256_file(&chosen).map_err(|source| Error::Read {
-            path: chosen.display().to_string(),
-            source,
+        let sha256 = sha256_sharegpt(&chosen).map_err(|e| match e {
+            Unusable::Read(source) => Error::Read {
+                path: chosen.display().to_string(),
+                source,
+            },
+            Unusable::Shape(source) => Error::Dataset {
+                workload: workload.name.value.clone(),
+                path: chosen.display().to_string(),
+                source,
+            },
         })?;
         datasets.insert(
             workload.name.value.clone(),
@@ -137,16 +151,41 @@ pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
     })
 }
 
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = fs_err::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
+enum Unusable {
+    Read(std::io::Error),
+    Shape(crate::harness::DatasetError),
+}
+
+/// The file's sha256, read once: it goes through the ShareGPT shape check on its way.
+fn sha256_sharegpt(path: &Path) -> Result<String, Unusable> {
+    let file = fs_err::File::open(path).map_err(Unusable::Read)?;
+    let mut reader = std::io::BufReader::with_capacity(
+        1 << 16,
+        Hashing {
+            inner: file,
+            hasher: Sha256::new(),
+        },
+    );
+    match crate::harness::dataset::check_sharegpt(&mut reader) {
+        Err(crate::harness::DatasetError::Shape(e)) if e.is_io() => {
+            return Err(Unusable::Read(e.into()));
         }
-        hasher.update(&buf[..n]);
+        other => other.map_err(Unusable::Shape)?,
     }
-    Ok(hex::encode(hasher.finalize()))
+    std::io::copy(&mut reader, &mut std::io::sink()).map_err(Unusable::Read)?;
+    Ok(hex::encode(reader.into_inner().hasher.finalize()))
+}
+
+/// Hashes what is read through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
 }

@@ -21,6 +21,8 @@ pub mod exec;
 pub mod exit_code;
 pub mod fetch;
 pub mod filelock;
+#[cfg(test)]
+mod fuzz;
 pub mod gpu;
 pub mod harness;
 pub mod host;

@@ -26,6 +26,11 @@ pub enum CliError {
         "paths are relative to the directory perfpipe runs in; a `sharegpt` dataset may name a `sample=` file to use when the real one is absent"
     ))]
     Inputs(#[source] crate::inputs::Error),
+    #[error("a dataset of the experiment cannot be used")]
+    #[diagnostic(help(
+        "a `sharegpt` dataset is a JSON list of conversations, each `{{\"conversations\": [{{\"from\": \"human\", \"value\": \"...\"}}, {{\"from\": \"gpt\", \"value\": \"...\"}}]}}`"
+    ))]
+    Dataset(#[source] crate::inputs::Error),
     #[error("this machine cannot run the experiment as declared")]
     #[diagnostic(help(
         "run it where `nvidia-smi` shows the declared GPUs, declare the GPUs this machine has, or use `--runtime sim`"
@@ -117,6 +122,7 @@ impl CliError {
             Self::ReadExperiment { .. }
             | Self::Spec(_)
             | Self::Inputs(_)
+            | Self::Dataset(_)
             | Self::Machine(_)
             | Self::EngineSetup(_)
             | Self::Usage { .. }

@@ -107,7 +107,10 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
         resolver.as_deref(),
     );
     let mut spec = crate::lock::apply_pins(&declared, &pins);
-    let inputs = inputs::resolve(&spec, Path::new("")).map_err(CliError::Inputs)?;
+    let inputs = inputs::resolve(&spec, Path::new("")).map_err(|e| match e {
+        inputs::Error::Dataset { .. } => CliError::Dataset(e),
+        e => CliError::Inputs(e),
+    })?;
     let new = crate::lock::build(&declared, &spec, pins.clone(), &inputs);
     let only_tokenizers_differ = match &old {
         Some(old) if *old != new => {

@@ -24,6 +24,8 @@ pub enum DatasetError {
         "the dataset has no usable conversation (≥ 2 turns, prompt 4..=1024 tokens, prompt + reply ≤ 2048)"
     )]
     Empty,
+    #[error("the dataset has no conversation of 2 or more turns (a prompt and its reply)")]
+    NoConversation,
 }
 
 /// `random` as vLLM v0.11 samples it: input lengths from
@@ -79,6 +81,46 @@ struct Conversation {
 #[derive(Deserialize)]
 struct Turn {
     value: String,
+}
+
+/// Checks that `json` has the shape [`sharegpt`] reads, without keeping its
+/// text (a ShareGPT file is hundreds of MB), and that some conversation has
+/// the two turns a request needs: a file that cannot be sampled fails when the
+/// experiment is loaded, not after an engine has started.
+pub fn check_sharegpt(json: impl std::io::Read) -> Result<(), DatasetError> {
+    #[derive(Deserialize)]
+    struct Conversation {
+        conversations: Vec<Turn>,
+    }
+    #[derive(Deserialize)]
+    struct Turn {
+        #[serde(rename = "value")]
+        _value: Text,
+    }
+    /// A JSON string, not kept.
+    struct Text;
+    impl<'de> Deserialize<'de> for Text {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl serde::de::Visitor<'_> for Visitor {
+                type Value = Text;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Text, E> {
+                    Ok(Text)
+                }
+            }
+            d.deserialize_str(Visitor)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_reader(json);
+    let data = Vec::<Conversation>::deserialize(&mut de).map_err(DatasetError::Shape)?;
+    de.end().map_err(DatasetError::Shape)?;
+    if data.iter().all(|c| c.conversations.len() < 2) {
+        return Err(DatasetError::NoConversation);
+    }
+    Ok(())
 }
 
 /// `sharegpt` as vLLM v0.11 does it: conversations with ≥ 2 turns, a seeded
@@ -183,6 +225,44 @@ mod tests {
             sharegpt(&ws, "{\"not\": 1}", 1, 0, None),
             Err(DatasetError::Shape(_))
         ));
+    }
+
+    #[test]
+    fn the_shape_check_accepts_what_sharegpt_reads_and_names_the_place_otherwise() {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/datasets/sharegpt-tiny.json"
+        );
+        check_sharegpt(fs_err::File::open(fixture).unwrap()).unwrap();
+        let err = |json: &str| check_sharegpt(json.as_bytes()).unwrap_err().to_string();
+        let cause = |json: &str| match check_sharegpt(json.as_bytes()) {
+            Err(DatasetError::Shape(e)) => e.to_string(),
+            other => panic!("{other:?}"),
+        };
+        let causes: Vec<String> = [
+            "{\"conversations\": []}",
+            "[{\"id\": 1},\n {\"id\": 2}]",
+            "[{\"conversations\": [{\"value\": 7}]}]",
+            "<html>",
+            "[] []",
+        ]
+        .into_iter()
+        .map(cause)
+        .collect();
+        assert_eq!(
+            causes,
+            [
+                "invalid type: map, expected a sequence at line 1 column 1",
+                "missing field `conversations` at line 1 column 10",
+                "invalid type: integer `7`, expected a string at line 1 column 32",
+                "expected value at line 1 column 1",
+                "trailing characters at line 1 column 4",
+            ]
+        );
+        assert_eq!(
+            err("[{\"conversations\": [{\"value\": \"hi\"}]}]"),
+            DatasetError::NoConversation.to_string()
+        );
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! requests`, `Maximum request concurrency`, `Total Token`/`Total token
 //! throughput`, P95 or other percentile rows, an End-to-end or Latency section,
 //! `N/A` values), and nothing else: any other line is an error that names it.
+//! A block must have the rows every layout prints, and each of its sections a row.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
 
@@ -16,10 +17,38 @@ pub enum BlockError {
     Unknown { line: usize, text: String },
     #[error("line {line}: `{value}` is not a number")]
     NotANumber { line: usize, value: String },
-    #[error("the block has no closing `====` line")]
-    Unterminated,
+    #[error("line {line}: the block ends without its closing `====` line")]
+    Unterminated { line: usize },
     #[error("line {line}: `{key}` appears twice")]
     Duplicate { line: usize, key: String },
+    #[error("line {line}: the block ends without {}", rows_named(rows))]
+    MissingRows {
+        line: usize,
+        rows: Vec<&'static str>,
+    },
+    #[error("line {line}: section `{section}` has no rows")]
+    EmptySection { line: usize, section: &'static str },
+}
+
+impl BlockError {
+    /// The line of the text the error is about; `None` when there is no block.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            Self::NoHeader => None,
+            Self::Unknown { line, .. }
+            | Self::NotANumber { line, .. }
+            | Self::Unterminated { line }
+            | Self::Duplicate { line, .. }
+            | Self::MissingRows { line, .. }
+            | Self::EmptySection { line, .. } => Some(*line),
+        }
+    }
+}
+
+fn rows_named(rows: &[&str]) -> String {
+    let names: Vec<String> = rows.iter().map(|r| format!("`{r}`")).collect();
+    let plural = if rows.len() == 1 { "" } else { "s" };
+    format!("the row{plural} {}", names.join(", "))
 }
 
 /// A parsed block: metric name (`--save-result` key) → value; `N/A` rows are absent.
@@ -48,6 +77,15 @@ const ROWS: &[(&str, &str)] = &[
     ("Total token throughput (tok/s)", "total_token_throughput"),
 ];
 
+/// Rows every layout of the block prints (by `--save-result` key).
+const REQUIRED: &[&str] = &[
+    "completed",
+    "duration",
+    "total_input_tokens",
+    "request_throughput",
+    "total_token_throughput",
+];
+
 const SETTINGS: &[(&str, &str)] = &[
     ("Maximum request concurrency", "max_concurrency"),
     ("Request rate configured (RPS)", "request_rate"),
@@ -71,10 +109,12 @@ const LATENCIES: &[(&str, &str)] = &[
 /// Parses the first block in `text`; lines before it may only be blank or `#` comments.
 pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
-    loop {
+    let header = loop {
         match lines.next() {
             None => return Err(BlockError::NoHeader),
-            Some((_, l)) if l.starts_with('=') && l.contains("Serving Benchmark Result") => break,
+            Some((line, l)) if l.starts_with('=') && l.contains("Serving Benchmark Result") => {
+                break line;
+            }
             Some((_, l)) if l.is_empty() || l.starts_with('#') || l.starts_with("```") => {}
             Some((line, l)) => {
                 return Err(BlockError::Unknown {
@@ -83,18 +123,37 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
                 });
             }
         }
-    }
+    };
     let mut block = ParsedBlock::default();
+    let mut seen = BTreeSet::new();
+    // The section being read: its title, the line of its header, whether it has a row.
+    let mut section: Option<(&'static str, usize, bool)> = None;
+    let mut last = header;
     for (line, l) in lines {
+        last = line;
         if l.is_empty() {
             continue;
         }
         if l.chars().all(|c| c == '=') {
+            close_section(section)?;
+            let missing: Vec<&'static str> = REQUIRED
+                .iter()
+                .filter(|key| !seen.contains(**key))
+                .filter_map(|key| ROWS.iter().find(|(_, k)| k == key).map(|(l, _)| *l))
+                .collect();
+            if !missing.is_empty() {
+                return Err(BlockError::MissingRows {
+                    line,
+                    rows: missing,
+                });
+            }
             return Ok(block);
         }
         if l.starts_with('-') {
             let title = l.trim_matches('-');
-            if SECTIONS.contains(&title) {
+            if let Some(title) = SECTIONS.iter().find(|s| **s == title) {
+                close_section(section)?;
+                section = Some((title, line, false));
                 continue;
             }
             return Err(BlockError::Unknown {
@@ -122,23 +181,38 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
                 text: l.into(),
             });
         };
+        if let Some((_, _, has_rows)) = &mut section {
+            *has_rows = true;
+        }
+        if !seen.insert(key.clone()) {
+            return Err(BlockError::Duplicate { line, key });
+        }
         if value == "N/A" {
             continue;
         }
-        let number: f64 = value.parse().map_err(|_| BlockError::NotANumber {
-            line,
-            value: value.into(),
-        })?;
+        let number = value
+            .parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| BlockError::NotANumber {
+                line,
+                value: value.into(),
+            })?;
         let map = if settings {
             &mut block.settings
         } else {
             &mut block.metrics
         };
-        if map.insert(key.clone(), number).is_some() {
-            return Err(BlockError::Duplicate { line, key });
-        }
+        map.insert(key, number);
     }
-    Err(BlockError::Unterminated)
+    Err(BlockError::Unterminated { line: last })
+}
+
+fn close_section(section: Option<(&'static str, usize, bool)>) -> Result<(), BlockError> {
+    match section {
+        Some((section, line, false)) => Err(BlockError::EmptySection { line, section }),
+        _ => Ok(()),
+    }
 }
 
 /// `Mean TTFT (ms)` → `mean_ttft_ms`, `P99.9 ITL (ms)` → `p99.9_itl_ms`.
@@ -149,10 +223,14 @@ fn latency_key(label: &str) -> Option<String> {
     let stat = match stat {
         "Mean" => "mean".to_owned(),
         "Median" => "median".to_owned(),
-        p if p.starts_with('P') && p[1..].parse::<f64>().is_ok() => format!("p{}", &p[1..]),
+        p if p.strip_prefix('P').is_some_and(is_percentile) => format!("p{}", &p[1..]),
         _ => return None,
     };
     Some(format!("{stat}_{metric}_ms"))
+}
+
+fn is_percentile(p: &str) -> bool {
+    p.parse::<f64>().is_ok_and(|p| (0.0..=100.0).contains(&p))
 }
 
 #[cfg(test)]
@@ -260,7 +338,11 @@ Mean E2EL (ms):                          100.00
         );
         assert_eq!(
             parse_block(&format!("{header}Successful requests: 3\n")),
-            Err(BlockError::Unterminated)
+            Err(BlockError::Unterminated { line: 2 })
+        );
+        assert_eq!(
+            parse_block(header),
+            Err(BlockError::Unterminated { line: 1 })
         );
         assert_eq!(
             parse_block(&format!(
@@ -271,5 +353,64 @@ Mean E2EL (ms):                          100.00
                 key: "completed".into()
             })
         );
+    }
+
+    #[test]
+    fn missing_rows_and_empty_sections_are_refused_with_their_line() {
+        let rows = "\
+# pasted from a page
+============ Serving Benchmark Result ============
+Successful requests:                     10
+Benchmark duration (s):                  1.00
+Total input tokens:                      640
+Request throughput (req/s):              N/A
+";
+        let complete = format!("{rows}Total token throughput (tok/s): 720.00\n");
+        assert!(parse_block(&format!("{complete}====\n")).is_ok());
+        let err = parse_block(&format!("{rows}====\n")).unwrap_err();
+        assert_eq!(
+            err,
+            BlockError::MissingRows {
+                line: 7,
+                rows: vec!["Total Token throughput (tok/s)"]
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "line 7: the block ends without the row `Total Token throughput (tok/s)`"
+        );
+        let no_ttft = format!(
+            "{complete}---Time to First Token---\n----Inter-token Latency----\nMean ITL (ms): 1\n====\n"
+        );
+        assert_eq!(
+            parse_block(&no_ttft),
+            Err(BlockError::EmptySection {
+                line: 8,
+                section: "Time to First Token"
+            })
+        );
+        let last_empty = format!("{complete}---End-to-end Latency---\n\n====\n");
+        assert_eq!(parse_block(&last_empty).unwrap_err().line(), Some(8));
+    }
+
+    #[test]
+    fn numbers_must_be_finite_and_percentiles_percent() {
+        let header = "============ Serving Benchmark Result ============\n";
+        for value in ["1e400", "inf", "NaN", "-inf"] {
+            assert_eq!(
+                parse_block(&format!("{header}Successful requests: {value}\n====\n")),
+                Err(BlockError::NotANumber {
+                    line: 2,
+                    value: value.into()
+                })
+            );
+        }
+        for label in ["PNaN", "Pinf", "P101", "P-1", "P"] {
+            let text = format!("{header}{label} TTFT (ms): 1\n====\n");
+            assert!(
+                matches!(parse_block(&text), Err(BlockError::Unknown { line: 2, .. })),
+                "{label}"
+            );
+        }
     }
 }

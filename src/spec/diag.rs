@@ -34,13 +34,52 @@ impl SpecDiagnostic {
 
 /// All problems found in one experiment file, reported together.
 #[derive(Debug, Error, Diagnostic)]
-#[error("{}", summary(&self.src, self.errors.len()))]
+#[error("{}", summary(&self.src, self.total()))]
 #[diagnostic()]
 pub struct SpecErrors {
     #[source_code]
     pub src: NamedSource<String>,
+    /// The first [`SpecErrors::SHOWN`] errors.
     #[related]
     pub errors: Vec<SpecDiagnostic>,
+    #[help]
+    pub not_shown: Option<NotShown>,
+}
+
+/// How many errors past [`SpecErrors::SHOWN`] are not shown.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NotShown(pub usize);
+
+impl std::fmt::Display for NotShown {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "the first {} are shown; fix them and run again to see the other {}",
+            SpecErrors::SHOWN,
+            self.0
+        )
+    }
+}
+
+impl SpecErrors {
+    /// Each error prints its line: a broken file of many errors on one long
+    /// line would otherwise print gigabytes.
+    pub const SHOWN: usize = 50;
+
+    pub fn new(name: &str, text: String, mut errors: Vec<SpecDiagnostic>) -> Self {
+        let hidden = errors.len().saturating_sub(Self::SHOWN);
+        errors.truncate(Self::SHOWN);
+        Self {
+            src: NamedSource::new(name, text),
+            errors,
+            not_shown: (hidden > 0).then_some(NotShown(hidden)),
+        }
+    }
+
+    /// Every error found, shown or not.
+    pub fn total(&self) -> usize {
+        self.errors.len() + self.not_shown.map_or(0, |n| n.0)
+    }
 }
 
 fn summary(src: &NamedSource<String>, n: usize) -> String {
@@ -84,5 +123,22 @@ mod tests {
             Some("did you mean `workload`?")
         );
         assert_eq!(did_you_mean("zzz", ["workload", "step"]), None);
+    }
+
+    #[test]
+    fn past_fifty_errors_the_rest_are_counted_not_shown() {
+        let text = "x\n".repeat(60);
+        let errors: Vec<SpecDiagnostic> = (0..60)
+            .map(|i| SpecDiagnostic::new(SourceSpan::from(2 * i..2 * i + 1), "bad", "here"))
+            .collect();
+        let report = SpecErrors::new("f.kdl", text, errors);
+        assert_eq!((report.errors.len(), report.total()), (50, 60));
+        assert_eq!(report.to_string(), "`f.kdl` has 60 errors");
+        assert_eq!(
+            report.not_shown.unwrap().to_string(),
+            "the first 50 are shown; fix them and run again to see the other 10"
+        );
+        let few = SpecErrors::new("f.kdl", "x".into(), Vec::new());
+        assert!(few.not_shown.is_none());
     }
 }

@@ -180,3 +180,253 @@ fn a_secret_in_the_experiment_is_refused() {
         )
     );
 }
+
+/// `perfpipe plan` on `VALID` with each `from` replaced by its `to`.
+fn plan_with_all(replacements: &[(&str, &str)]) -> std::process::Output {
+    let text = replacements
+        .iter()
+        .fold(VALID.to_owned(), |text, (from, to)| {
+            assert!(text.contains(from), "{from}");
+            text.replacen(from, to, 1)
+        });
+    let env = TestEnv::new();
+    env.write("demo.kdl", &text);
+    let out = env.run(&["plan", "demo.kdl", "--runtime", "sim"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        crate::common::render(&out)
+    );
+    out
+}
+
+#[test]
+fn deeply_nested_nodes() {
+    let depth = 40;
+    let nested = format!(
+        "    step deep engine=vllm gpus=1 {{\n{}{}    }}\n",
+        "        env {\n".repeat(depth),
+        "        }\n".repeat(depth)
+    );
+    perfpipe_snapshot!(
+        "deeply_nested",
+        plan_with("    compare", &format!("{nested}    compare"))
+    );
+}
+
+/// Input that overflowed kdl's stack, or took it minutes, before it was refused.
+#[test]
+fn pathological_files_are_refused_quickly_and_never_crash() {
+    let n = 100_000;
+    for (what, text) in [
+        (
+            "nested blocks",
+            format!("{}{}", "a {".repeat(n), "}".repeat(n)),
+        ),
+        ("unclosed blocks", "a {\n".repeat(n)),
+        (
+            "stray closing braces",
+            format!("experiment \"x\"\n{}", "}".repeat(n)),
+        ),
+        (
+            "slashdash chain",
+            format!("experiment \"x\" {}", "/- ".repeat(50)),
+        ),
+        (
+            "nested comments",
+            format!("{}\nexperiment \"x\"", "/*".repeat(n)),
+        ),
+        (
+            "a long comment",
+            format!("/* {} */ experiment \"x\"", "a/*/".repeat(n)),
+        ),
+        (
+            "stray parentheses",
+            format!("experiment \"x\" {}", ")".repeat(3000)),
+        ),
+        (
+            "many errors on one line",
+            format!("experiment \"x\"\n{}", "a;".repeat(4000)),
+        ),
+    ] {
+        let env = TestEnv::new();
+        env.write("x.kdl", &text);
+        let started = std::time::Instant::now();
+        let out = env.run(&["plan", "x.kdl", "--runtime", "sim"]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{what}: {}",
+            crate::common::render(&out)
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{what} took {:?}",
+            started.elapsed()
+        );
+        let err = crate::common::stderr(&out);
+        assert!(err.contains("`x.kdl` has"), "{what}: {err}");
+        assert!(
+            err.len() < 2_000_000,
+            "{what}: {} bytes of errors",
+            err.len()
+        );
+    }
+}
+
+#[test]
+fn huge_numbers() {
+    perfpipe_snapshot!(
+        "huge_numbers",
+        plan_with_all(&[
+            ("gpus=8", "gpus=4294967296"),
+            ("input=128", "input=18446744073709551616"),
+            ("seed=42", "seed=-1"),
+            ("prompts 100", "prompts 100\n        rate 1e400"),
+            (
+                "engine=vllm gpus=1",
+                "engine=vllm gpus=65536 replicas=65536"
+            ),
+        ])
+    ); // Beyond the 128-bit integers kdl reads, the number itself is named.
+    let out = plan_with("input=128", "input=340282366920938463463374607431768211455");
+    let err = crate::common::words(&out);
+    assert!(
+        err.contains("`340282366920938463463374607431768211455` is too large a number"),
+        "{err}"
+    );
+    assert!(err.contains("[demo.kdl:6:30]"), "{err}");
+}
+
+#[test]
+fn unicode_names_and_values() {
+    perfpipe_snapshot!(
+        "unicode",
+        plan_with_all(&[
+            (
+                "experiment \"demo\" {",
+                "experiment \"démo 🦀\" {\n    title \"日本語 \\u{202e}\""
+            ),
+            ("workload short", "workload ça-va"),
+            (
+                "step vllm engine=vllm gpus=1",
+                "step ステップ engine=vllm gpus=9 { workloads 日本 }"
+            ),
+            ("baseline=vllm", "baseline=ステップ"),
+        ])
+    );
+}
+
+#[test]
+fn wrong_types() {
+    perfpipe_snapshot!(
+        "wrong_types",
+        plan_with_all(&[
+            ("gpus=8", "gpus=\"8\""),
+            ("seed=42", "seed=#true"),
+            ("prompts 100", "prompts 100\n        rate \"fast\""),
+            ("engine=vllm gpus=1", "engine=#null gpus=1.5"),
+        ])
+    );
+}
+
+/// A project whose workload reads `datasets/bad.json`, holding `json`.
+fn with_sharegpt(json: &str) -> TestEnv {
+    let env = TestEnv::new();
+    env.write(
+        "demo.kdl",
+        &VALID.replace(
+            "dataset random input=128 output=4 seed=42",
+            "dataset sharegpt path=\"datasets/bad.json\"",
+        ),
+    );
+    env.write("datasets/bad.json", json);
+    env
+}
+
+/// `plan` and `run` fail alike, before any engine starts or anything is written.
+fn refused_before_any_engine(env: &TestEnv) -> std::process::Output {
+    let plan = env.run(&["plan", "demo.kdl", "--runtime", "sim"]);
+    let run = env.run(&["run", "demo.kdl", "--runtime", "sim"]);
+    assert_eq!(
+        run.status.code(),
+        Some(2),
+        "{}",
+        crate::common::render(&run)
+    );
+    assert_eq!(crate::common::stderr(&run), crate::common::stderr(&plan));
+    assert!(env.samples().is_empty());
+    assert!(!env.path("lockfiles").exists(), "nothing is written");
+    plan
+}
+
+#[test]
+fn sharegpt_dataset_that_is_not_json() {
+    let env = with_sharegpt("<html>\n  <body>rate limited</body>\n</html>\n");
+    perfpipe_snapshot!("dataset_not_json", refused_before_any_engine(&env));
+}
+
+#[test]
+fn sharegpt_dataset_of_the_wrong_shape() {
+    let env = with_sharegpt("{\"conversations\": []}\n");
+    perfpipe_snapshot!("dataset_wrong_shape", refused_before_any_engine(&env));
+    let env = with_sharegpt("[\n  {\"id\": \"a\", \"conversations\": []},\n  {\"id\": \"b\"}\n]\n");
+    let err = crate::common::words(&refused_before_any_engine(&env));
+    assert!(
+        err.contains("`datasets/bad.json` is the dataset of workload `short`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("missing field `conversations` at line 3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn import_of_a_block_with_missing_rows() {
+    let env = TestEnv::tiny();
+    env.write(
+        "block.txt",
+        "============ Serving Benchmark Result ============
+Successful requests:                     1000
+Benchmark duration (s):                  106.82
+Total input tokens:                      217393
+Total generated tokens:                  201605
+---------------Time to First Token----------------
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          114.34
+==================================================
+",
+    );
+    let import = |file: &str| {
+        env.run(&[
+            "import",
+            "tiny.kdl",
+            "--runtime",
+            "sim",
+            "--step",
+            "vllm",
+            "--workload",
+            "chat",
+            "--from",
+            file,
+        ])
+    };
+    perfpipe_snapshot!("import_missing_rows", import("block.txt"));
+    let text = env.read("block.txt");
+    env.write(
+        "rows.txt",
+        &text.replace("---------------Time to First Token----------------\n", ""),
+    );
+    let out = import("rows.txt");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        crate::common::words(&out).contains(
+            "rows.txt: line 8: the block ends without the rows `Request throughput (req/s)`, `Total Token throughput (tok/s)`"
+        ),
+        "{}",
+        crate::common::words(&out)
+    );
+    assert!(env.samples().is_empty(), "nothing is imported");
+}

@@ -4,8 +4,10 @@
 //! it is the only way to point at the exact node or property that is wrong,
 //! suggest the name that was meant, and keep going after the first error.
 
+mod limits;
 mod nodes;
 mod report;
+mod scan;
 mod steps;
 mod validate;
 mod values;
@@ -13,7 +15,7 @@ mod values;
 use std::collections::BTreeMap;
 
 use kdl::{KdlDocument, KdlNode};
-use miette::{NamedSource, SourceSpan};
+use miette::SourceSpan;
 
 use super::diag::{SpecDiagnostic, SpecErrors};
 use super::model::*;
@@ -30,12 +32,41 @@ pub struct SourceFile {
 
 /// Parses and validates one experiment; all errors are returned together.
 pub fn parse(source: &SourceFile) -> Result<Spec, SpecErrors> {
+    let result = match limits::check(&source.text) {
+        Some(diag) => Err(vec![diag]),
+        None => decode_on_own_stack(&source.text),
+    };
+    result.map_err(|errors| SpecErrors::new(&source.name, source.text.clone(), errors))
+}
+
+/// [`decode`] on a thread whose stack is sized for `text` (see [`limits`]):
+/// kdl's parse, the decoder and the drop of kdl's tree all recurse.
+fn decode_on_own_stack(text: &str) -> Result<Spec, Vec<SpecDiagnostic>> {
+    let thread = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("parse".into())
+            .stack_size(limits::stack_size(text))
+            .spawn_scoped(scope, || decode(text))
+            .map(|thread| thread.join())
+    });
+    match thread {
+        Ok(Ok(result)) => result,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(e) => Err(vec![SpecDiagnostic::new(
+            SourceSpan::from(0..0),
+            format!("cannot start a thread to read the file: {e}"),
+            "here",
+        )]),
+    }
+}
+
+fn decode(text: &str) -> Result<Spec, Vec<SpecDiagnostic>> {
     let mut d = Decoder::default();
-    let spec = match KdlDocument::parse_v2(&source.text) {
+    let spec = match KdlDocument::parse_v2(text) {
         Ok(doc) => d.document(&doc),
         Err(err) => {
             d.errors.extend(err.diagnostics.iter().map(|k| {
-                let text = snippet(&source.text, k.span);
+                let text = snippet(text, k.span);
                 let mut diag = SpecDiagnostic::new(
                     k.span,
                     k.message.clone().unwrap_or_else(|| "invalid KDL".into()),
@@ -54,10 +85,7 @@ pub fn parse(source: &SourceFile) -> Result<Spec, SpecErrors> {
     };
     match spec {
         Some(spec) if d.errors.is_empty() => Ok(spec),
-        _ => Err(SpecErrors {
-            src: NamedSource::new(&source.name, source.text.clone()),
-            errors: d.errors,
-        }),
+        _ => Err(d.errors),
     }
 }
 

@@ -196,7 +196,7 @@ impl Decoder {
                     self.no_props(child);
                     match arg(child, 0).map(|e| (e, e.value())) {
                         Some((_, KdlValue::String(s))) if s == "inf" => {}
-                        Some((_, KdlValue::Float(f))) if f.is_infinite() => {}
+                        Some((e, KdlValue::Float(f))) if *f == f64::INFINITY && is_keyword(e) => {}
                         Some((e, _)) => {
                             if let Some(r) = self.number(e, "the request rate") {
                                 if r > 0.0 {
@@ -236,22 +236,22 @@ impl Decoder {
     pub(super) fn dataset(&mut self, node: &KdlNode) -> Option<Dataset> {
         self.no_children(node);
         let kind = self.required_string_arg(node, 0, "the dataset kind")?;
+        // A bad seed is reported with the dataset's other errors.
         let seed = match prop(node, "seed") {
-            Some(e) => {
-                let i = self.integer(e, "the seed")?;
-                match u64::try_from(i) {
-                    Ok(seed) => seed,
+            Some(e) => self
+                .integer(e, "the seed")
+                .and_then(|i| match u64::try_from(i) {
+                    Ok(seed) => Some(seed),
                     Err(_) => {
                         self.error(SpecDiagnostic::new(
                             e.span(),
                             format!("the seed must be between 0 and {}, found {i}", u64::MAX),
                             "out of range",
                         ));
-                        return None;
+                        None
                     }
-                }
-            }
-            None => 0,
+                }),
+            None => Some(0),
         };
         match kind.as_str() {
             "sharegpt" => {
@@ -276,7 +276,7 @@ impl Decoder {
                     path: path?,
                     sample,
                     output_len,
-                    seed,
+                    seed: seed?,
                 })
             }
             "random" => {
@@ -306,7 +306,7 @@ impl Decoder {
                     input_len: input_len?,
                     output_len: output_len?,
                     range_ratio,
-                    seed,
+                    seed: seed?,
                 })
             }
             other => {

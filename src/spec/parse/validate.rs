@@ -158,8 +158,9 @@ impl Decoder {
 
     pub(super) fn check_gpus(&mut self, spec: &Spec) {
         for step in &spec.steps {
-            let needed = step.gpus * step.replicas;
-            if needed > spec.hardware.gpus {
+            // In u64: `gpus=65536 replicas=65536` overflows a u32.
+            let needed = u64::from(step.gpus) * u64::from(step.replicas);
+            if needed > u64::from(spec.hardware.gpus) {
                 let what = if step.replicas > 1 {
                     format!(
                         "{} GPUs ({} × {} replicas)",
@@ -220,5 +221,30 @@ fn guidellm_cannot_run(w: &Workload) -> Option<(&'static str, &'static str)> {
             "declare either `rate` or `concurrency`",
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{SourceFile, parse};
+
+    #[test]
+    fn gpus_times_replicas_beyond_u32_is_an_error_not_an_overflow() {
+        let text = r#"experiment "e" {
+            hardware "nvidia-a100-sxm4-80gb" gpus=8
+            model "m"
+            engine vllm version="0.11.0"
+            workload w { dataset random input=8 output=8; prompts 1 }
+            step s engine=vllm gpus=65536 replicas=65536
+        }"#;
+        let errors = parse(&SourceFile {
+            name: "e.kdl".into(),
+            text: text.into(),
+        })
+        .unwrap_err();
+        assert_eq!(
+            errors.errors[0].message,
+            "step `s` needs 4294967296 GPUs (65536 × 65536 replicas), but the hardware has 8"
+        );
     }
 }

@@ -269,6 +269,15 @@ impl Decoder {
         match entry.value() {
             KdlValue::Integer(i) => Some(*i as f64),
             KdlValue::Float(f) if f.is_finite() => Some(*f),
+            // `1e400` reads as infinity.
+            KdlValue::Float(_) if !is_keyword(entry) => {
+                self.error(SpecDiagnostic::new(
+                    entry.span(),
+                    format!("{what} must be a finite number, found `{}`", literal(entry)),
+                    "out of range",
+                ));
+                None
+            }
             _ => {
                 self.wrong_type(entry, "a number", what);
                 None
@@ -285,6 +294,20 @@ impl Decoder {
             }
         }
     }
+}
+
+/// The entry's value as written.
+pub(super) fn literal(entry: &KdlEntry) -> String {
+    entry
+        .format()
+        .map(|f| f.value_repr.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| entry.value().to_string())
+}
+
+/// Written `#inf`, `#-inf` or `#nan`, rather than as a number too large for a float.
+pub(super) fn is_keyword(entry: &KdlEntry) -> bool {
+    literal(entry).starts_with('#')
 }
 
 pub(super) fn describe(value: &KdlValue) -> String {
