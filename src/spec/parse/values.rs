@@ -9,7 +9,8 @@ use crate::spec::model::*;
 impl Decoder {
     /// A name of a declared engine, workload or step, checked once the whole file is read.
     pub(super) fn reference(&mut self, entry: &KdlEntry, kind: RefKind) -> Option<String> {
-        let name = self.string(entry, &format!("a {} name", kind.noun()))?;
+        let article = if kind == RefKind::Engine { "an" } else { "a" };
+        let name = self.string(entry, &format!("{article} {} name", kind.noun()))?;
         self.refs.push(Reference {
             kind,
             name: name.clone(),
