@@ -72,10 +72,11 @@ impl Registry {
             .prefix(".owner-")
             .tempfile_in(root)?;
         staged.as_file().lock()?;
-        let dir = root.join(&owner);
-        fs_err::create_dir_all(&dir)?;
         let lock_path = root.join(format!("{owner}.lock"));
         let lock = staged.persist(&lock_path).map_err(|e| e.error)?;
+        // After the lock: reapers look for records only beside a lock file.
+        let dir = root.join(&owner);
+        fs_err::create_dir_all(&dir)?;
         Ok(Self {
             dir,
             lock_path,
