@@ -4,12 +4,12 @@
 //! skips every destructor, and a container outlives its `docker run` client.
 //!
 //! ```text
-//! <dir>/<owner>.lock        held (flock) by a live perfpipe for its whole life
-//! <dir>/<owner>/<n>.json    one launch of that perfpipe, replaced by rename
+//! <dir>/proc-<pid>-<random>/            one perfpipe's records, an OwnedDir
+//! <dir>/proc-<pid>-<random>/<n>.json    one launch of it, replaced by rename
+//! <dir>/order.lock                      the directories' order lock
 //! ```
 //!
-//! An owner whose lock can be taken is dead: its launches are leftovers.
-//! (fs, signals, `docker rm`)
+//! The launches of a dead owner are leftovers. (fs, signals, `docker rm`)
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::process::run_tool;
+use crate::filelock::{self, OwnedDir, Owner};
 
 /// What is known of one launch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,9 +34,7 @@ pub struct Launch {
 
 /// This process's record directory, held for its life.
 pub struct Registry {
-    dir: PathBuf,
-    lock_path: PathBuf,
-    _lock: std::fs::File,
+    dir: OwnedDir,
     next: AtomicUsize,
 }
 
@@ -53,6 +52,9 @@ pub struct Stopped {
     pub processes: usize,
 }
 
+const PREFIX: &str = "proc-";
+const ORDER: &str = "order.lock";
+
 /// Where launch records live: beside the GPU locks, one directory per machine.
 pub fn dir() -> PathBuf {
     super::gpus::lock_dir().join("launches")
@@ -61,26 +63,8 @@ pub fn dir() -> PathBuf {
 impl Registry {
     /// Claims a record directory for this process under `root`.
     pub fn open(root: &Path) -> std::io::Result<Self> {
-        fs_err::create_dir_all(root)?;
-        let owner = format!(
-            "{}-{}",
-            std::process::id(),
-            start_ticks(std::process::id() as i32).unwrap_or(0)
-        );
-        // Locked before it gets its name, so no reaper ever sees it unlocked.
-        let staged = tempfile::Builder::new()
-            .prefix(".owner-")
-            .tempfile_in(root)?;
-        staged.as_file().lock()?;
-        let lock_path = root.join(format!("{owner}.lock"));
-        let lock = staged.persist(&lock_path).map_err(|e| e.error)?;
-        // After the lock: reapers look for records only beside a lock file.
-        let dir = root.join(&owner);
-        fs_err::create_dir_all(&dir)?;
         Ok(Self {
-            dir,
-            lock_path,
-            _lock: lock,
+            dir: OwnedDir::create(root, &root.join(ORDER), PREFIX)?,
             next: AtomicUsize::new(0),
         })
     }
@@ -90,18 +74,11 @@ impl Registry {
     pub fn record(&self, launch: &Launch) -> std::io::Result<Recorded> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let recorded = Recorded {
-            dir: self.dir.clone(),
-            path: self.dir.join(format!("{n}.json")),
+            dir: self.dir.path().to_owned(),
+            path: self.dir.path().join(format!("{n}.json")),
         };
         recorded.write(launch)?;
         Ok(recorded)
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.dir);
-        let _ = fs_err::remove_file(&self.lock_path);
     }
 }
 
@@ -136,23 +113,27 @@ pub async fn reap(root: &Path) -> Vec<Stopped> {
     let Ok(entries) = fs_err::read_dir(root) else {
         return stopped;
     };
+    let Ok(order) = filelock::open(&root.join(ORDER)).and_then(|o| o.lock().map(|()| o)) else {
+        return stopped;
+    };
     let mut dead = Vec::new();
     let mut live_containers = Vec::new();
     for entry in entries.filter_map(|e| e.ok()) {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(owner) = name.strip_suffix(".lock") else {
+        let path = entry.path();
+        if !entry.file_name().to_string_lossy().starts_with(PREFIX) || !path.is_dir() {
             continue;
-        };
-        let Ok(file) = fs_err::File::open(entry.path()) else {
-            continue;
-        };
-        let launches = launches(&root.join(owner));
-        match file.file().try_lock() {
-            Ok(()) => dead.push((owner.to_owned(), file, launches)),
-            Err(_) => live_containers.extend(launches.into_iter().filter_map(|l| l.container)),
+        }
+        let launches = launches(&path);
+        match filelock::owner(&path) {
+            Ok(Owner::Dead(lock)) => dead.push((path, lock, launches)),
+            Ok(Owner::Alive) => {
+                live_containers.extend(launches.into_iter().filter_map(|l| l.container))
+            }
+            Err(_) => {}
         }
     }
-    for (owner, _lock, launches) in dead {
+    drop(order);
+    for (dir, _lock, launches) in dead {
         for launch in launches {
             let mut processes = kill_group(launch.pid, launch.started);
             if let Some(name) = launch
@@ -168,8 +149,7 @@ pub async fn reap(root: &Path) -> Vec<Stopped> {
             }
             stopped.push(Stopped { launch, processes });
         }
-        let _ = fs_err::remove_dir_all(root.join(&owner));
-        let _ = fs_err::remove_file(root.join(format!("{owner}.lock")));
+        let _ = fs_err::remove_dir_all(&dir);
     }
     stopped
 }
@@ -259,6 +239,12 @@ mod tests {
     #[test]
     fn a_live_owners_launches_are_kept_and_a_dead_ones_are_stopped() {
         let root = tempfile::tempdir().unwrap();
+        let owners = || {
+            fs_err::read_dir(root.path())
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().is_dir())
+                .count()
+        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -284,10 +270,10 @@ mod tests {
         );
         drop(recorded);
         drop(live);
-        assert_eq!(fs_err::read_dir(root.path()).unwrap().count(), 0);
+        assert_eq!(owners(), 0);
 
         // What a perfpipe killed by SIGKILL leaves: its records and an unlocked lock file.
-        let owner = root.path().join("1-1");
+        let owner = root.path().join("proc-1-x");
         fs_err::create_dir(&owner).unwrap();
         let recorded = Launch {
             pid: child.id() as i32,
@@ -298,7 +284,7 @@ mod tests {
         #[expect(clippy::disallowed_methods, reason = "a record left behind")]
         std::fs::write(owner.join("0.json"), json).unwrap();
         #[expect(clippy::disallowed_methods, reason = "a lock left behind")]
-        std::fs::write(root.path().join("1-1.lock"), "").unwrap();
+        std::fs::write(owner.join("owner.lock"), "").unwrap();
         let stopped = runtime.block_on(reap(root.path()));
         assert_eq!(
             stopped,
@@ -308,7 +294,7 @@ mod tests {
             }]
         );
         assert!(!child.wait().unwrap().success(), "killed");
-        assert_eq!(fs_err::read_dir(root.path()).unwrap().count(), 0);
+        assert_eq!(owners(), 0);
         assert!(runtime.block_on(reap(root.path())).is_empty());
     }
 }

@@ -218,10 +218,6 @@ impl RunContext<'_> {
         container: Option<String>,
         log: &Path,
     ) -> Result<(EngineProcess, Recorded), ExecError> {
-        let records = |source| ExecError::LaunchRecords {
-            dir: leftovers::dir().display().to_string(),
-            source,
-        };
         let launch = leftovers::Launch {
             pid: 0,
             started: 0,
@@ -229,10 +225,15 @@ impl RunContext<'_> {
             program: program.to_owned(),
         };
         // Recorded first: a container is known by name before it exists.
-        let record = self.launches.record(&launch).map_err(records)?;
+        let record = self
+            .launches
+            .record(&launch)
+            .map_err(ExecError::LaunchRecords)?;
         let process = EngineProcess::spawn(Path::new(program), args, env, log)
             .map_err(crate::store::Error::Io)?;
-        record.started(launch, process.pid()).map_err(records)?;
+        record
+            .started(launch, process.pid())
+            .map_err(ExecError::LaunchRecords)?;
         Ok((process, record))
     }
 }

@@ -134,12 +134,8 @@ pub enum ExecError {
     },
     #[error(transparent)]
     Store(#[from] store::Error),
-    #[error("cannot record engine launches in `{dir}`")]
-    LaunchRecords {
-        dir: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot record engine launches in `{}`", leftovers::dir().display())]
+    LaunchRecords(#[source] std::io::Error),
     #[error("cannot start the async runtime")]
     Tokio(#[source] std::io::Error),
     #[error("dataset of workload `{workload}` cannot be used")]
@@ -188,10 +184,7 @@ pub fn execute(
             report(ExecEvent::LeftoverStopped { stopped: &stopped });
         }
     }
-    let launches = Registry::open(&records).map_err(|source| ExecError::LaunchRecords {
-        dir: records.display().to_string(),
-        source,
-    })?;
+    let launches = Registry::open(&records).map_err(ExecError::LaunchRecords)?;
     let machine = match plan.options.runtime {
         Runtime::Sim => None,
         Runtime::Local | Runtime::Docker => Some(runtime.block_on(machine::discover(spec))?),

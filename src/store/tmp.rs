@@ -1,35 +1,25 @@
 //! Temp dirs of one process: each perfpipe writes its samples being measured,
 //! engine logs and entries being created under `tmp/proc-<pid>-<random>/`,
-//! and holds that directory's `owner.lock` for as long as it lives. A
-//! directory whose lock can be taken belongs to a process that died (kill -9,
-//! power loss) and is removed; the OS releases the lock of a dead process, so
-//! this needs no clock and no pid checks, and works with any number of
-//! perfpipe processes on one store.
-//!
-//! `locks/tmp.lock` is held while a process creates its directory and locks
-//! it, and while stale ones are picked, so a directory is never taken for
-//! stale in the moment between its creation and its lock.
+//! an [`OwnedDir`]; the directory of a process that died (kill -9, power
+//! loss) is removed. This works with any number of perfpipe processes on one
+//! store. `locks/tmp.lock` is the directories' `order` lock.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tempfile::TempDir;
-
 use super::layout::{tmp_dir, tmp_lock_path};
 use super::{Error, Store};
+use crate::filelock::{self, OwnedDir, Owner};
 
 const PREFIX: &str = "proc-";
-const OWNER: &str = "owner.lock";
 
 /// This process's directory under `tmp/`, removed when the last
 /// [`Store`] clone (or pending sample) using it is dropped.
 #[derive(Debug)]
 pub(super) struct ProcessDir {
-    // Dropped first: the directory goes while its lock is still held.
-    dir: TempDir,
-    _owner: std::fs::File,
+    dir: OwnedDir,
     /// Names what `gc` moves here before deleting it.
     moved: AtomicUsize,
 }
@@ -43,19 +33,8 @@ pub struct StaleTmp {
 
 impl ProcessDir {
     fn create(root: &Path) -> Result<Self, Error> {
-        let tmp = tmp_dir(root);
-        fs_err::create_dir_all(&tmp)?;
-        let order = crate::filelock::open(&tmp_lock_path(root))?;
-        order.lock()?;
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{PREFIX}{}-", std::process::id()))
-            .tempdir_in(&tmp)?;
-        let owner = crate::filelock::open(&dir.path().join(OWNER))?;
-        owner.lock()?;
-        drop(order);
         Ok(Self {
-            dir,
-            _owner: owner,
+            dir: OwnedDir::create(&tmp_dir(root), &tmp_lock_path(root), PREFIX)?,
             moved: AtomicUsize::new(0),
         })
     }
@@ -141,18 +120,10 @@ fn claim_if_dead(path: &Path) -> Result<Option<Option<std::fs::File>>, Error> {
     if !is_process_dir || !path.is_dir() {
         return Ok(Some(None));
     }
-    // Opened without creating it: a directory without its lock file died
-    // before locking it (its creator held `tmp.lock`, which we hold now).
-    let owner = match fs_err::File::open(path.join(OWNER)) {
-        Ok(file) => file.into_parts().0,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Some(None)),
-        Err(e) => return Err(e.into()),
-    };
-    match owner.try_lock() {
-        Ok(()) => Ok(Some(Some(owner))),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
-    }
+    Ok(match filelock::owner(path)? {
+        Owner::Alive => None,
+        Owner::Dead(lock) => Some(lock),
+    })
 }
 
 /// Deletes a file or a directory tree; one that is already gone is fine.
@@ -195,7 +166,7 @@ mod tests {
     fn dead_process_dir(store: &Store, name: &str) -> PathBuf {
         let dir = tmp_dir(store.root()).join(name);
         fs_err::create_dir_all(dir.join("sample-x/logs")).unwrap();
-        crate::filelock::open(&dir.join(OWNER)).unwrap();
+        crate::filelock::open(&dir.join("owner.lock")).unwrap();
         super::super::write::write_synced(&dir.join("sample-x/logs/engine.log"), b"loading")
             .unwrap();
         dir

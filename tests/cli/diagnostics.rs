@@ -20,17 +20,7 @@ const VALID: &str = r#"experiment "demo" {
 
 /// `perfpipe plan` on `VALID` with `from` replaced by `to`.
 fn plan_with(from: &str, to: &str) -> std::process::Output {
-    assert!(VALID.contains(from), "{from}");
-    let env = TestEnv::new();
-    env.write("demo.kdl", &VALID.replacen(from, to, 1));
-    let out = env.run(&["plan", "demo.kdl", "--runtime", "sim"]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        crate::common::render(&out)
-    );
-    out
+    plan_with_all(&[(from, to)])
 }
 
 #[test]
