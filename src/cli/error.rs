@@ -135,9 +135,11 @@ impl CliError {
             Self::FetchFailed { .. } => exit_code::RUNS_FAILED,
             Self::LockStale { .. } => exit_code::LOCK_STALE,
             Self::Server { .. } => exit_code::RUNS_FAILED,
-            Self::Exec(ExecError::Dataset { .. } | ExecError::DatasetRead { .. }) => {
-                exit_code::USAGE
-            }
+            Self::Exec(
+                ExecError::Dataset { .. }
+                | ExecError::DatasetRead { .. }
+                | ExecError::Store(crate::store::Error::SampleIds { .. }),
+            ) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
             Self::Exec(_)
             | Self::Store(_)

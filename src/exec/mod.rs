@@ -168,6 +168,10 @@ pub fn execute(
     if missing.is_empty() {
         return Ok(summary);
     }
+    let wanted = u32::try_from(plan.options.samples).unwrap_or(u32::MAX);
+    for run in &missing {
+        store.check_sample_room(&run.key, wanted)?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

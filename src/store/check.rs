@@ -5,7 +5,7 @@ use std::fmt;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use super::layout::{entries_dir, is_sample_id, shard};
+use super::layout::{entries_dir, is_sample_id, parse_sample_id, shard};
 use super::{Error, RunResult, Store};
 use crate::key::RunKey;
 
@@ -222,7 +222,8 @@ pub(super) fn read_result(sample: &Path, key: &RunKey) -> Result<RunResult, Dama
     Ok(result)
 }
 
-/// `(name, path)` of everything under `entry/samples/`, sorted by name; none
+/// `(name, path)` of everything under `entry/samples/`, samples first in the
+/// order of their ids (oldest first), then stray items by name; none
 /// when the directory is absent (an entry whose first sample never came).
 /// A `samples` that is not a directory is listed as itself, so that, not
 /// being a sample, it is reported and moved aside like any stray item.
@@ -240,7 +241,10 @@ pub(super) fn sample_dirs(entry: &Path) -> Result<Vec<(String, PathBuf)>, Error>
         Err(e) if e.kind() == ErrorKind::NotADirectory => Vec::new(),
         Err(e) => return Err(e.into()),
     };
-    out.sort();
+    out.sort_by_cached_key(|(name, _)| {
+        let id = parse_sample_id(name);
+        (id.is_none(), id, name.clone())
+    });
     Ok(out)
 }
 

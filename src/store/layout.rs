@@ -44,11 +44,35 @@ pub fn quarantine_key_dir(root: &Path, key: &RunKey) -> PathBuf {
     quarantine_dir(root).join(key.as_str())
 }
 
-/// Sample directories are named `0001`, `0002`, ...
-pub fn is_sample_id(name: &str) -> bool {
-    name.len() == 4 && name.bytes().all(|b| b.is_ascii_digit())
+/// Sample directories are named by their id, zero-padded to four digits:
+/// `0001`, …, `9999`, `10000`, … up to `u32::MAX`, the same bound as
+/// `--samples`. Any other name (`01`, `00010`, `+001`) is not a sample.
+pub fn parse_sample_id(name: &str) -> Option<u32> {
+    let n: u32 = name.parse().ok()?;
+    (sample_id(n) == name).then_some(n)
 }
 
-pub fn sample_id(n: usize) -> String {
+pub fn is_sample_id(name: &str) -> bool {
+    parse_sample_id(name).is_some()
+}
+
+pub fn sample_id(n: u32) -> String {
     format!("{n:04}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_ids_are_canonical_decimals_of_any_width() {
+        for (name, id) in [("0001", 1), ("9999", 9999), ("10000", 10_000)] {
+            assert_eq!(parse_sample_id(name), Some(id));
+            assert_eq!(sample_id(id), name);
+        }
+        assert_eq!(parse_sample_id("4294967295"), Some(u32::MAX));
+        for stray in ["01", "00010", "+001", "4294967296", "0001.partial", ""] {
+            assert_eq!(parse_sample_id(stray), None, "{stray}");
+        }
+    }
 }

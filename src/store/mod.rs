@@ -48,6 +48,11 @@ use crate::key::RunKey;
 pub enum Error {
     #[error("store I/O failed")]
     Io(#[from] std::io::Error),
+    #[error(
+        "the samples of `{key}` have ids up to {}: {wanted} more would pass it",
+        u32::MAX
+    )]
+    SampleIds { key: String, wanted: u32 },
     #[error("cannot encode a result for `{key}`")]
     Encode {
         key: String,
@@ -121,6 +126,23 @@ impl Store {
         }
         out.sort();
         Ok(out)
+    }
+
+    /// Refuses, before anything is measured, when `wanted` more samples of
+    /// `key` would take ids past the bound (a commit could not name them).
+    pub fn check_sample_room(&self, key: &RunKey, wanted: u32) -> Result<(), Error> {
+        let last = check::sample_dirs(&layout::entry_dir(&self.root, key))?
+            .iter()
+            .filter_map(|(name, _)| layout::parse_sample_id(name))
+            .max()
+            .unwrap_or(0);
+        match last.checked_add(wanted) {
+            Some(_) => Ok(()),
+            None => Err(Error::SampleIds {
+                key: key.to_string(),
+                wanted,
+            }),
+        }
     }
 
     /// The committed samples of a key, oldest first. Damage is never used as

@@ -351,3 +351,43 @@ fn gc_removes_nothing_when_an_experiment_cannot_be_read() {
     assert_eq!(no_store.status.code(), Some(2));
     assert!(stderr(&no_store).contains("there is no store at `elsewhere`"));
 }
+
+#[test]
+fn sample_ids_go_past_9999_and_their_bound_is_checked_before_measuring() {
+    let env = TestEnv::new();
+    env.write("one.kdl", &one_run("one", 3));
+    let sim = ["--runtime", "sim"];
+    let first = env.run(&["run", "one.kdl", sim[0], sim[1]]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let samples =
+        entry_of(&env, &["plan", "one.kdl", sim[0], sim[1]], "vllm", "short").join("samples");
+    std::fs::rename(samples.join("0001"), samples.join("9999")).unwrap();
+
+    let more = env.run(&["run", "one.kdl", sim[0], sim[1], "--samples", "3"]);
+    assert_eq!(more.status.code(), Some(0), "{}", stderr(&more));
+    let mut ids: Vec<String> = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["10000", "10001", "9999"]);
+    let plan = env.run(&["plan", "one.kdl", sim[0], sim[1], "--samples", "3"]);
+    assert_eq!(status_of(&plan, "vllm", "short"), "cached");
+    let verify = env.run(&["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", render(&verify));
+    assert!(!env.path("store/quarantine").exists());
+
+    // The last id: no room for another sample, refused before any engine starts.
+    std::fs::rename(samples.join("10001"), samples.join("4294967295")).unwrap();
+    let full = env.run(&["run", "one.kdl", sim[0], sim[1], "--samples", "4"]);
+    assert_eq!(full.status.code(), Some(2), "{}", stderr(&full));
+    let message = stderr(&full)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        message.contains("have ids up to 4294967295: 4 more would pass it")
+            && !message.contains("engine ready"),
+        "{message}"
+    );
+}
