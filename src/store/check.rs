@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::layout::{entries_dir, is_sample_id, parse_sample_id, shard};
 use super::{Error, RunResult, Store};
 use crate::key::RunKey;
+use crate::regular_file;
 
 /// One thing wrong in `entries/`. Nothing damaged is ever used as a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,7 +198,7 @@ impl Store {
 
 /// Whether `entry/inputs.json` is exactly the key material `key` hashes.
 pub(super) fn check_inputs(entry: &Path, key: &RunKey) -> Option<Damage> {
-    match std::fs::read(entry.join("inputs.json")) {
+    match regular_file::read(&entry.join("inputs.json")) {
         Ok(bytes) => {
             let hash = RunKey::of_bytes(&bytes);
             (hash != *key).then_some(Damage::InputsMismatch(hash))
@@ -209,7 +210,7 @@ pub(super) fn check_inputs(entry: &Path, key: &RunKey) -> Option<Damage> {
 
 /// A sample's result, or why it cannot be used as `key`'s.
 pub(super) fn read_result(sample: &Path, key: &RunKey) -> Result<RunResult, Damage> {
-    let text = match std::fs::read_to_string(sample.join("result.json")) {
+    let text = match regular_file::read_to_string(&sample.join("result.json")) {
         Ok(text) => text,
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(Damage::ResultMissing),
         Err(e) => return Err(Damage::ResultUnreadable(e.to_string())),

@@ -67,7 +67,7 @@ impl Store {
             }
             let samples = sample_dirs(&dir.path)?;
             if !reached.contains(&key) {
-                let material = fs_err::read_to_string(dir.path.join("inputs.json"))?;
+                let material = crate::regular_file::read_to_string(&dir.path.join("inputs.json"))?;
                 let samples = samples.iter().filter(|(id, _)| is_sample_id(id)).count();
                 let kind = GarbageKind::Unreached { material, samples };
                 out.push(item(Some(key), dir.path, kind));

@@ -114,7 +114,7 @@ impl Store {
         let mut out = Vec::new();
         for dir in self.entry_dirs()? {
             let Some(key) = dir.key else { continue };
-            let Ok(bytes) = std::fs::read(dir.path.join("inputs.json")) else {
+            let Ok(bytes) = crate::regular_file::read(&dir.path.join("inputs.json")) else {
                 continue;
             };
             // Bytes that hash to the key are the canonical text it was made from.

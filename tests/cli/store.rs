@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Output;
 
-use crate::common::{TestEnv, render, stderr, stdout};
+use crate::common::{TestEnv, render, stderr, stdout, words};
 
 /// The shared filters, plus shards, process temp dirs and sizes.
 fn filters() -> Vec<(&'static str, &'static str)> {
@@ -327,7 +327,7 @@ fn gc_removes_nothing_when_an_experiment_cannot_be_read() {
 
     let gc = env.run(&["store", "gc"]);
     assert_eq!(gc.status.code(), Some(2), "{}", render(&gc));
-    let words = crate::common::words(&gc);
+    let words = words(&gc);
     assert!(
         words.contains(
             "cannot tell which runs `experiments/keep.kdl` reaches, so `store gc` removes nothing"
@@ -340,7 +340,7 @@ fn gc_removes_nothing_when_an_experiment_cannot_be_read() {
     let nothing = env.run(&["store", "gc"]);
     assert_eq!(nothing.status.code(), Some(2));
     assert!(
-        crate::common::words(&nothing)
+        words(&nothing)
             .contains("found no experiment in `experiments/` and no lockfile in `lockfiles/`"),
         "{}",
         render(&nothing)
@@ -381,13 +381,41 @@ fn sample_ids_go_past_9999_and_their_bound_is_checked_before_measuring() {
     std::fs::rename(samples.join("10001"), samples.join("4294967295")).unwrap();
     let full = env.run(&["run", "one.kdl", sim[0], sim[1], "--samples", "4"]);
     assert_eq!(full.status.code(), Some(2), "{}", stderr(&full));
-    let message = stderr(&full)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let message = words(&full);
     assert!(
         message.contains("have ids up to 4294967295: 4 more would pass it")
             && !message.contains("engine ready"),
         "{message}"
     );
+}
+
+#[test]
+fn a_fifo_in_an_entry_is_damage_and_blocks_nothing() {
+    let env = TestEnv::new();
+    env.write("one.kdl", &one_run("one", 4));
+    let sim = ["--runtime", "sim"];
+    let first = env.run(&["run", "one.kdl", sim[0], sim[1]]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let plan_args = ["plan", "one.kdl", sim[0], sim[1]];
+    let result = entry_of(&env, &plan_args, "vllm", "short").join("samples/0001/result.json");
+    std::fs::remove_file(&result).unwrap();
+    let path = std::ffi::CString::new(result.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+
+    let verify = env.run_within(20, &["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(4), "{}", render(&verify));
+    assert!(
+        stdout(&verify)
+            .contains("samples/0001/result.json: cannot be read (a FIFO, not a regular file)"),
+        "{}",
+        render(&verify)
+    );
+    let plan = env.run_within(20, &plan_args);
+    assert_eq!(status_of(&plan, "vllm", "short"), "missing");
+    let redo = env.run_within(60, &["run", "one.kdl", sim[0], sim[1]]);
+    assert_eq!(redo.status.code(), Some(0), "{}", stderr(&redo));
+    assert_eq!(started(&redo), ["vllm × short"]);
+    let verify = env.run_within(20, &["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", render(&verify));
 }

@@ -66,6 +66,28 @@ impl TestEnv {
         self.cmd(args).output().expect("perfpipe runs")
     }
 
+    /// `run`, failing the test (and killing perfpipe) when it has not ended
+    /// within `secs`: for what used to hang.
+    pub fn run_within(&self, secs: u64, args: &[&str]) -> Output {
+        let child = self
+            .cmd(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("perfpipe starts");
+        let pid = child.id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(child.wait_with_output()));
+        match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+            Ok(output) => output.expect("perfpipe runs"),
+            Err(_) => {
+                // SAFETY: signals our own child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("`perfpipe {}` did not end within {secs}s", args.join(" "));
+            }
+        }
+    }
+
     /// Sample directories under `store/entries`, as `key/sample` paths.
     pub fn samples(&self) -> Vec<String> {
         let mut out = Vec::new();

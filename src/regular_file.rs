@@ -1,0 +1,83 @@
+//! Reading a file that must be a regular one. A FIFO, a device or a socket
+//! put where perfpipe expects a file (in the store, or named as an input)
+//! would block a plain `read` forever or never end it (`/dev/zero`), so the
+//! file is opened without blocking and its type checked before any byte is
+//! read.
+
+use std::io::{self, ErrorKind, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The bytes of the regular file at `path` (symlinks followed); any other
+/// kind of file is an `InvalidInput` error saying what it is (as `std`'s
+/// errors, without the path: the caller names it).
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    // O_NONBLOCK: opening a FIFO with no writer returns at once.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(io::Error::new(
+            ErrorKind::InvalidInput,
+            format!("{}, not a regular file", describe(kind)),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The text of the regular file at `path`, which must be UTF-8.
+pub fn read_to_string(path: &Path) -> io::Result<String> {
+    String::from_utf8(read(path)?).map_err(|e| io::Error::new(ErrorKind::InvalidData, e))
+}
+
+fn describe(kind: std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_are_read_and_nothing_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("result.json");
+        fs_err::File::options()
+            .create_new(true)
+            .write(true)
+            .open(&file)
+            .and_then(|mut f| io::Write::write_all(&mut f, b"{}"))
+            .unwrap();
+        assert_eq!(read(&file).unwrap(), b"{}");
+
+        let fifo = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        for (path, what) in [
+            (fifo.as_path(), "a FIFO"),
+            (dir.path(), "a directory"),
+            (Path::new("/dev/zero"), "a character device"),
+        ] {
+            let err = read(path).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{path:?}");
+            assert!(err.to_string().contains(what), "{err}");
+        }
+    }
+}
