@@ -327,12 +327,12 @@ fn gc_removes_nothing_when_an_experiment_cannot_be_read() {
 
     let gc = env.run(&["store", "gc"]);
     assert_eq!(gc.status.code(), Some(2), "{}", render(&gc));
-    let words = words(&gc);
+    let message = words(&gc);
     assert!(
-        words.contains(
+        message.contains(
             "cannot tell which runs `experiments/keep.kdl` reaches, so `store gc` removes nothing"
-        ) && words.contains("unknown node `hardwar`"),
-        "{words}"
+        ) && message.contains("unknown node `hardwar`"),
+        "{message}"
     );
     assert_eq!(env.samples(), samples);
 
