@@ -106,18 +106,46 @@ impl Drop for Recorded {
     }
 }
 
-/// Stops every launch of a dead perfpipe recorded under `root`, and forgets it.
-/// Containers still claimed by a live perfpipe are left alone.
-pub async fn reap(root: &Path) -> Vec<Stopped> {
-    let mut stopped = Vec::new();
-    let Ok(entries) = fs_err::read_dir(root) else {
-        return stopped;
+/// A leftover found and left alone (by `plan`, which stops nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub launch: Launch,
+    /// Its processes still alive (a container's processes are dockerd's).
+    pub processes: usize,
+}
+
+/// The launches of dead perfpipes recorded under `root`, without touching
+/// them: what the next `run` will stop.
+pub fn find(root: &Path) -> Vec<Found> {
+    let Ok(owners) = owners(root) else {
+        return Vec::new();
     };
-    let Ok(order) = filelock::open(&root.join(ORDER)).and_then(|o| o.lock().map(|()| o)) else {
-        return stopped;
+    owners
+        .dead
+        .into_iter()
+        .flat_map(|(_, _, launches)| launches)
+        .map(|launch| Found {
+            processes: group_members(launch.pid, launch.started).len(),
+            launch,
+        })
+        .collect()
+}
+
+/// The record directories under `root`, by whether their owner lives.
+struct Owners {
+    /// Directory, its owner's lock (held while the directory is removed), launches.
+    dead: Vec<(PathBuf, Option<std::fs::File>, Vec<Launch>)>,
+    live_containers: Vec<String>,
+}
+
+fn owners(root: &Path) -> std::io::Result<Owners> {
+    let entries = fs_err::read_dir(root)?;
+    let order = filelock::open(&root.join(ORDER))?;
+    order.lock()?;
+    let mut owners = Owners {
+        dead: Vec::new(),
+        live_containers: Vec::new(),
     };
-    let mut dead = Vec::new();
-    let mut live_containers = Vec::new();
     for entry in entries.filter_map(|e| e.ok()) {
         let path = entry.path();
         if !entry.file_name().to_string_lossy().starts_with(PREFIX) || !path.is_dir() {
@@ -125,14 +153,28 @@ pub async fn reap(root: &Path) -> Vec<Stopped> {
         }
         let launches = launches(&path);
         match filelock::owner(&path) {
-            Ok(Owner::Dead(lock)) => dead.push((path, lock, launches)),
-            Ok(Owner::Alive) => {
-                live_containers.extend(launches.into_iter().filter_map(|l| l.container))
-            }
+            Ok(Owner::Dead(lock)) => owners.dead.push((path, lock, launches)),
+            Ok(Owner::Alive) => owners
+                .live_containers
+                .extend(launches.into_iter().filter_map(|l| l.container)),
             Err(_) => {}
         }
     }
-    drop(order);
+    Ok(owners)
+}
+
+/// Stops every launch of a dead perfpipe recorded under `root`, and forgets it.
+/// Containers still claimed by a live perfpipe are left alone. Safe at any
+/// moment: a dead owner's launches are nobody's.
+pub async fn reap(root: &Path) -> Vec<Stopped> {
+    let mut stopped = Vec::new();
+    let Ok(Owners {
+        dead,
+        live_containers,
+    }) = owners(root)
+    else {
+        return stopped;
+    };
     for (dir, _lock, launches) in dead {
         for launch in launches {
             let mut processes = kill_group(launch.pid, launch.started);
@@ -168,33 +210,30 @@ fn launches(dir: &Path) -> Vec<Launch> {
         .collect()
 }
 
-/// SIGKILLs every live process of group `pgid` that started no earlier than
-/// its leader did (`started`); a group id reused since is left alone.
+/// SIGKILLs the live processes of a recorded launch's group; how many.
 fn kill_group(pgid: i32, started: u64) -> usize {
+    group_members(pgid, started)
+        .into_iter()
+        // SAFETY: a plain syscall on a process checked to be one of ours.
+        .filter(|&pid| unsafe { libc::kill(pid, libc::SIGKILL) } == 0)
+        .count()
+}
+
+/// Every live process of group `pgid` that started no earlier than its
+/// leader did (`started`); a group id reused since is left alone.
+fn group_members(pgid: i32, started: u64) -> Vec<i32> {
     if pgid <= 0 {
-        return 0;
+        return Vec::new();
     }
     let Ok(procs) = fs_err::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
-    let mut killed = 0;
-    for entry in procs.filter_map(|e| e.ok()) {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Some(stat) = stat(pid) else { continue };
-        if stat.pgid == pgid && stat.state != 'Z' && stat.started >= started {
-            // SAFETY: a plain syscall on a process checked to be one of ours.
-            if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
-                killed += 1;
-            }
-        }
-    }
-    killed
+    procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            stat(pid).is_some_and(|s| s.pgid == pgid && s.state != 'Z' && s.started >= started)
+        })
+        .collect()
 }
 
 /// The fields of `/proc/<pid>/stat` this module needs.

@@ -17,6 +17,9 @@ const TRANSIENT: &[&str] = &[
     "LocalEntryNotFoundError",
     "HTTP Error 5",
     "503 Service Unavailable",
+    // A container of this name is still there: a leftover of a killed
+    // perfpipe, stopped before the next attempt, never the configuration's.
+    "is already in use by container",
 ];
 
 /// Log signatures of failures that will happen again with the same inputs.
@@ -96,6 +99,8 @@ mod tests {
         assert!(!is_out_of_memory(fp8));
         let download = "requests.exceptions.ConnectionError: Max retries exceeded with url: /Qwen/Qwen3-14B/resolve/main/config.json";
         assert_eq!(classify(download).0, FailureKind::Transient);
+        let conflict = r#"docker: Error response from daemon: Conflict. The container name "/perfpipe-1234" is already in use by container "8f3e". You have to remove (or rename) that container to be able to reuse that name."#;
+        assert_eq!(classify(conflict).0, FailureKind::Transient);
         assert_eq!(
             classify("Segmentation fault").1.as_deref(),
             Some("Segmentation fault")

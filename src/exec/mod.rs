@@ -10,7 +10,7 @@ mod run;
 mod telemetry;
 
 use std::cell::{Cell, RefCell};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
@@ -165,9 +165,6 @@ pub fn execute(
 ) -> Result<ExecSummary, ExecError> {
     let missing = plan.missing();
     let summary = ExecSummary::default();
-    if missing.is_empty() {
-        return Ok(summary);
-    }
     let wanted = u32::try_from(plan.options.samples).unwrap_or(u32::MAX);
     for run in &missing {
         store.check_sample_room(&run.key, wanted)?;
@@ -177,17 +174,16 @@ pub fn execute(
         .enable_all()
         .build()
         .map_err(ExecError::Tokio)?;
+    // What a killed perfpipe left holds GPUs and ports: stopped by every
+    // `run`, one with nothing to do too.
+    let records = leftovers::dir();
+    runtime.block_on(reap_leftovers(&records, report));
+    if missing.is_empty() {
+        return Ok(summary);
+    }
     let cancel = runtime
         .block_on(async { watch_signals() })
         .map_err(ExecError::Tokio)?;
-    // What a killed perfpipe left would hold GPUs and ports; stop it first.
-    let records = leftovers::dir();
-    // Records whose processes had already died with their perfpipe are only forgotten.
-    for stopped in runtime.block_on(leftovers::reap(&records)) {
-        if stopped.processes > 0 {
-            report(ExecEvent::LeftoverStopped { stopped: &stopped });
-        }
-    }
     let launches = Registry::open(&records).map_err(ExecError::LaunchRecords)?;
     let machine = match plan.options.runtime {
         Runtime::Sim => None,
@@ -244,6 +240,16 @@ pub fn execute(
     )?;
     let summary = shared.summary.into_inner();
     Ok(summary)
+}
+
+/// Stops the launches of killed perfpipes recorded under `records`. Records
+/// whose processes had already died with their perfpipe are only forgotten.
+pub(crate) async fn reap_leftovers(records: &Path, report: &mut dyn FnMut(ExecEvent)) {
+    for stopped in leftovers::reap(records).await {
+        if stopped.processes > 0 {
+            report(ExecEvent::LeftoverStopped { stopped: &stopped });
+        }
+    }
 }
 
 /// The runs of one launch, in order, on one engine that is started when a run

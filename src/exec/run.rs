@@ -12,6 +12,7 @@ use super::launched::{Launched, StartFailure};
 use super::{ExecError, ExecEvent, ExecOptions, failure, telemetry};
 use crate::engine::SIM_ENGINE_VERSION;
 use crate::engine::gpus::{self, GpuLease, GpuProcess, Machine};
+use crate::engine::leftovers;
 use crate::harness::{self, BenchRequest, Load, RequestSettings, guidellm, vllm_bench};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
@@ -426,6 +427,10 @@ impl RunContext<'_> {
         let mut cancel = self.cancel.clone();
         let mut announced = None;
         loop {
+            // A perfpipe killed since this one started freed its GPU locks but
+            // not its engines (a container outlives its client): stop them
+            // before their GPUs are taken.
+            super::reap_leftovers(&leftovers::dir(), report).await;
             // A GPU that holds a process perfpipe did not start is never used.
             let processes = super::machine::gpu_processes().await;
             let (busy, clean): (Vec<_>, Vec<_>) = machine

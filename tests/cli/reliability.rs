@@ -117,6 +117,54 @@ fn a_container_left_by_a_killed_perfpipe_is_removed_by_the_next() {
 }
 
 #[test]
+fn a_perfpipe_waiting_for_a_killed_ones_gpu_stops_its_container_and_measures() {
+    let env = TestEnv::new();
+    slow_study(&env, 1);
+    let args = ["run", "slow.kdl", "--runtime", "docker", "--offline"];
+    let slow = [
+        ("STANDIN_GPU_COUNT", "1"),
+        ("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=20"),
+    ];
+    let first = gpu_box(&env, &args, &slow).spawn().unwrap();
+    wait_for("the first engine to start", || {
+        recorded_launch(&env).is_some()
+    });
+    // The second waits for the run's lock (and the one GPU) the first holds.
+    let second = gpu_box(&env, &args, &slow)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_, container) = kill_mid_benchmark(&env, first);
+    let container = container.expect("docker launches are recorded with their container");
+
+    let out = second.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("container `{container}`), 1 processes")),
+        "{err}"
+    );
+    assert!(!err.contains("Conflict"), "{err}");
+    let results = env.results();
+    let [(_, result)] = &results[..] else {
+        panic!("one sample: {results:?}");
+    };
+    assert_eq!(
+        result["outcome"]["status"], "success",
+        "measured, not a failure: {result}"
+    );
+    // Removed before the second engine took the GPU.
+    let log = env.read("standin.log");
+    let removed = log
+        .find("\trm\t--force")
+        .expect("the container was removed");
+    assert_eq!(log[removed..].matches("\trun\t").count(), 1, "{log}");
+    let again = gpu_box(&env, &args, &slow).output().unwrap();
+    assert!(stderr(&again).contains("0 to run"), "{}", stderr(&again));
+}
+
+#[test]
 fn workers_of_an_engine_whose_perfpipe_was_killed_are_stopped_by_the_next() {
     let env = TestEnv::new();
     slow_study(&env, 1);
