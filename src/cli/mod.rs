@@ -203,6 +203,16 @@ fn sample_notes(loaded: &Loaded) -> Vec<String> {
         .collect()
 }
 
+/// A recorded engine launch, for messages: "`docker` (pid 42, container `perfpipe-…`)".
+fn describe_launch(launch: &crate::engine::leftovers::Launch) -> String {
+    let container = launch
+        .container
+        .as_ref()
+        .map(|c| format!(", container `{c}`"))
+        .unwrap_or_default();
+    format!("`{}` (pid {}{container})", launch.program, launch.pid)
+}
+
 /// 1000 requests in flight need more sockets than the usual soft limit of 1024.
 fn raise_open_file_limit() {
     // SAFETY: get/setrlimit on our own process with a valid struct.
@@ -239,8 +249,9 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs_err::create_dir_all(dir).map_err(io)?;
+    remove_dead_temp_files(dir);
     let mut file = tempfile::Builder::new()
-        .prefix(".perfpipe-")
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(io)?;
@@ -248,4 +259,34 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     file.as_file().sync_all().map_err(io)?;
     file.persist(path).map_err(|e| io(e.error))?;
     Ok(())
+}
+
+/// Temp files of [`write_file`]: `.perfpipe-<pid>-<random>` beside the file.
+const TEMP_PREFIX: &str = ".perfpipe-";
+
+/// Removes the temp files that killed perfpipes left in `dir` (their pid is
+/// gone), so that none lingers beside a lockfile in `git status`. A reused
+/// pid only keeps one longer; a live writer's file is never touched.
+fn remove_dead_temp_files(dir: &Path) {
+    let Ok(entries) = fs_err::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let gone = pid > 0
+            && unsafe { libc::kill(pid, 0) } == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = fs_err::remove_file(entry.path());
+        }
+    }
 }

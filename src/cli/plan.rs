@@ -6,6 +6,7 @@ use super::args::{Common, PlanArgs};
 use super::{CliError, Loaded, LockMode, load};
 use serde_json::Value;
 
+use crate::engine::leftovers;
 use crate::exit_code;
 use crate::key::material_changes;
 use crate::plan::{self, Plan, PlanOptions, RunStatus};
@@ -24,6 +25,19 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
             .map(|(_, seconds)| *seconds)
     });
     print!("{}", render(&loaded, &args.common, &plan));
+    // `plan` stops nothing; it says what the next `run` will stop.
+    for found in leftovers::find(&leftovers::dir()) {
+        let what = super::describe_launch(&found.launch);
+        match (&found.launch.container, found.processes) {
+            (Some(_), _) => eprintln!(
+                "perfpipe: a killed perfpipe left {what}; the next `run` removes the container"
+            ),
+            (None, 0) => {}
+            (None, n) => eprintln!(
+                "perfpipe: a killed perfpipe left {what} with {n} live processes; the next `run` stops them"
+            ),
+        }
+    }
     if estimate.launches > 0 {
         let untimed = match estimate.untimed {
             0 => String::new(),

@@ -187,15 +187,10 @@ fn progress(spec: &Spec, event: &ExecEvent) {
             }
         }
         ExecEvent::LeftoverStopped { stopped } => {
-            let launch = &stopped.launch;
-            let container = launch
-                .container
-                .as_ref()
-                .map(|c| format!(", container `{c}`"))
-                .unwrap_or_default();
             eprintln!(
-                "stopped what a killed perfpipe left: `{}` (pid {}{container}), {} processes",
-                launch.program, launch.pid, stopped.processes
+                "stopped what a killed perfpipe left: {}, {} processes",
+                super::describe_launch(&stopped.launch),
+                stopped.processes
             );
         }
         ExecEvent::StillStarting { after, .. } => {

@@ -46,6 +46,9 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
             Removal::Changed => println!("  kept: a run repaired it meanwhile"),
         }
     }
+    if !args.dry_run {
+        store.remove_idle_locks().map_err(CliError::Store)?;
+    }
     for s in &stale {
         println!("temp dir {} ({})", s.path.display(), human_bytes(s.bytes));
         println!("  left by a perfpipe that was killed");

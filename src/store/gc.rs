@@ -8,7 +8,7 @@ use std::io::ErrorKind;
 use std::path::PathBuf;
 
 use super::check::{Damage, check_inputs, read_result, sample_dirs};
-use super::layout::{is_sample_id, quarantine_dir};
+use super::layout::{entry_dir, is_sample_id, quarantine_dir};
 use super::tmp::{disk_usage, remove_all};
 use super::write::sync_dir;
 use super::{Error, Store};
@@ -113,6 +113,37 @@ impl Store {
         Ok(out)
     }
 
+    /// Removes the lock files of keys that have no entry (left by removed
+    /// entries and by runs that never committed), each under its own lock;
+    /// a waiting process then locks the new file (`lock` checks the name).
+    /// How many were removed.
+    pub fn remove_idle_locks(&self) -> Result<usize, Error> {
+        let locks = match fs_err::read_dir(self.root.join("locks")) {
+            Ok(locks) => locks,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e.into()),
+        };
+        let mut removed = 0;
+        for item in locks {
+            let path = item?.path();
+            let Some(key) = path
+                .file_name()
+                .and_then(|n| n.to_str()?.strip_suffix(".lock"))
+                .and_then(RunKey::parse)
+            else {
+                continue;
+            };
+            let Some(_lock) = self.try_lock(&key)? else {
+                continue;
+            };
+            if fs_err::symlink_metadata(entry_dir(&self.root, &key)).is_err() {
+                fs_err::remove_file(&path)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Removes one item that [`Store::garbage`] listed, under its key's lock
     /// (never waiting for it), if it is still what was listed.
     pub fn remove(&self, item: &Garbage) -> Result<Removal, Error> {
@@ -147,7 +178,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::layout::{entry_dir, samples_dir, tmp_dir};
+    use crate::store::layout::{entry_dir, lock_path, samples_dir, tmp_dir};
     use crate::store::testing::{commit, overwrite, relative, store};
 
     #[test]
@@ -215,6 +246,37 @@ mod tests {
         assert!(store.samples(&spoiled).unwrap().is_empty());
         let verified = store.verify().unwrap();
         assert_eq!((verified.entries, verified.findings.len()), (2, 0));
+    }
+
+    #[test]
+    fn idle_lock_files_go_and_a_waiting_process_locks_the_new_one() {
+        let (_root, store) = store();
+        let (kept, _) = commit(&store, "{}");
+        let (gone, _) = commit(&store, "[]");
+        let none = BTreeSet::from([kept.clone()]);
+        for item in store.garbage(&none).unwrap() {
+            assert_eq!(store.remove(&item).unwrap(), Removal::Removed);
+        }
+        let measuring = RunKey::of_canonical("1");
+        let held = store.lock(&measuring).unwrap();
+        assert_eq!(store.remove_idle_locks().unwrap(), 1);
+        let locks = |key: &RunKey| lock_path(store.root(), key).exists();
+        assert!(locks(&kept) && !locks(&gone) && locks(&measuring));
+
+        // A process waiting on a lock file that is removed locks the new one.
+        let waiting = std::thread::spawn({
+            let store = store.clone();
+            let key = measuring.clone();
+            move || store.lock(&key).unwrap()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        fs_err::remove_file(lock_path(store.root(), &measuring)).unwrap();
+        drop(held);
+        let lock = waiting.join().unwrap();
+        assert!(locks(&measuring));
+        assert!(store.try_lock(&measuring).unwrap().is_none(), "one holder");
+        drop(lock);
+        assert!(store.try_lock(&measuring).unwrap().is_some());
     }
 
     #[test]

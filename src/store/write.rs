@@ -44,18 +44,27 @@ pub struct Committed {
 impl Store {
     /// Blocks until this process holds the key's lock.
     pub fn lock(&self, key: &RunKey) -> Result<KeyLock, Error> {
-        let file = crate::filelock::open(&lock_path(&self.root, key))?;
-        file.lock()?;
-        Ok(KeyLock { _file: file })
+        let path = lock_path(&self.root, key);
+        loop {
+            let file = crate::filelock::open(&path)?;
+            file.lock()?;
+            if still_named(&file, &path)? {
+                return Ok(KeyLock { _file: file });
+            }
+        }
     }
 
     /// This process's lock on the key, or `None` while another holds it.
     pub fn try_lock(&self, key: &RunKey) -> Result<Option<KeyLock>, Error> {
-        let file = crate::filelock::open(&lock_path(&self.root, key))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(KeyLock { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+        let path = lock_path(&self.root, key);
+        loop {
+            let file = crate::filelock::open(&path)?;
+            match file.try_lock() {
+                Ok(()) if still_named(&file, &path)? => return Ok(Some(KeyLock { _file: file })),
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+                Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+            }
         }
     }
 
@@ -156,6 +165,19 @@ impl PendingSample {
         fs_err::rename(self.dir.keep(), samples.join(&id))?;
         sync_dir(&samples)?;
         Ok(Committed { id, quarantined })
+    }
+}
+
+/// Whether the locked `file` is still the one at `path`: `store gc` removes
+/// the lock files of keys without an entry (holding the lock), so a process
+/// that waited on a removed file locks the one now there instead.
+fn still_named(file: &std::fs::File, path: &Path) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let held = file.metadata()?;
+    match fs_err::metadata(path) {
+        Ok(named) => Ok(held.dev() == named.dev() && held.ino() == named.ino()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

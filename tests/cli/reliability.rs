@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{
     TestEnv, assert_secret_absent, files_under, live_processes, pid_alive, random_hex, stderr,
+    words,
 };
 use crate::runtimes::gpu_box;
 
@@ -162,6 +163,52 @@ fn a_perfpipe_waiting_for_a_killed_ones_gpu_stops_its_container_and_measures() {
     assert_eq!(log[removed..].matches("\trun\t").count(), 1, "{log}");
     let again = gpu_box(&env, &args, &slow).output().unwrap();
     assert!(stderr(&again).contains("0 to run"), "{}", stderr(&again));
+}
+
+#[test]
+fn plan_lists_leftovers_and_a_run_with_nothing_to_do_stops_them() {
+    let env = TestEnv::new();
+    slow_study(&env, 1);
+    let args = ["run", "slow.kdl", "--runtime", "docker", "--offline"];
+    let first = gpu_box(&env, &args, &[]).output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // A second sample, killed while measured: its container is left.
+    let more = [&args[..], &["--samples", "2"]].concat();
+    let slow = [("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=20")];
+    let perfpipe = gpu_box(&env, &more, &slow).spawn().unwrap();
+    let (_, container) = kill_mid_benchmark(&env, perfpipe);
+    let container = container.unwrap();
+    let pid_file = env.path(&format!("standin.log.containers/{container}"));
+    let engine: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+
+    let plan = gpu_box(&env, &["plan", "slow.kdl", "--runtime", "docker"], &[])
+        .output()
+        .unwrap();
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert!(
+        words(&plan).contains("a killed perfpipe left `docker` (pid ")
+            && words(&plan).contains(&format!(
+                "container `{container}`); the next `run` removes the container"
+            )),
+        "{}",
+        stderr(&plan)
+    );
+    assert!(pid_alive(engine), "plan stops nothing");
+
+    let cached = gpu_box(&env, &args, &[]).output().unwrap();
+    let err = stderr(&cached);
+    assert_eq!(cached.status.code(), Some(0), "{err}");
+    assert!(err.contains("0 to run"), "{err}");
+    assert!(
+        err.contains(&format!("container `{container}`), 1 processes")),
+        "{err}"
+    );
+    wait_for("the container to be gone", || !pid_alive(engine));
+    assert!(recorded_launch(&env).is_none(), "its record is forgotten");
 }
 
 #[test]

@@ -294,6 +294,14 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
     assert_eq!(env.samples().len(), 1);
     assert!(!env.path("store/tmp/proc-4242-dead").exists());
     assert_eq!(env.path("store/quarantine").read_dir().unwrap().count(), 0);
+    // No lock file outlives its entry.
+    let kept_key = env.samples()[0].split('/').next().unwrap().to_owned();
+    let mut locks: Vec<String> = std::fs::read_dir(env.path("store/locks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    locks.sort();
+    assert_eq!(locks, [format!("{kept_key}.lock"), "tmp.lock".to_owned()]);
     let plan = env.run(&plan);
     assert!(
         stdout(&plan).contains("1 runs: 1 cached"),
@@ -418,4 +426,28 @@ fn a_fifo_in_an_entry_is_damage_and_blocks_nothing() {
     assert_eq!(started(&redo), ["vllm × short"]);
     let verify = env.run_within(20, &["store", "verify"]);
     assert_eq!(verify.status.code(), Some(0), "{}", render(&verify));
+}
+
+#[test]
+fn temp_files_of_killed_writers_do_not_linger_beside_lockfiles() {
+    let env = TestEnv::new();
+    env.write("one.kdl", &one_run("one", 5));
+    // What a `lock` killed mid-write leaves (its pid gone), and one of a live writer.
+    let dead = {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        child.id()
+    };
+    let stale = format!("lockfiles/.perfpipe-{dead}-AbC123");
+    let live = format!("lockfiles/.perfpipe-{}-XyZ789", std::process::id());
+    env.write(&stale, "half a lockfile");
+    env.write(&live, "being written");
+    let lock = env.run(&["lock", "one.kdl", "--offline"]);
+    assert_eq!(lock.status.code(), Some(0), "{}", render(&lock));
+    assert!(!env.path(&stale).exists());
+    assert!(
+        env.path(&live).exists(),
+        "a live writer's file is left alone"
+    );
+    assert!(env.path("lockfiles/one.lock").exists());
 }
