@@ -26,6 +26,7 @@ pub fn lock(args: &LockArgs) -> Result<u8, CliError> {
     )?;
     let state = &loaded.lock;
     match &state.old {
+        Some(_) if state.is_current() && state.legacy.is_some() => lockfile::move_legacy(state)?,
         Some(_) if state.is_current() => {
             eprintln!("perfpipe: `{}` is up to date", state.path.display());
         }

@@ -32,6 +32,8 @@ pub(super) struct LockState {
     /// lacks (or has other) tokenizer files than where it was written, which
     /// fetching the pinned models may bring.
     pub only_tokenizers_differ: bool,
+    /// Where `old` was read from when it is not `path` (see [`read_legacy`]).
+    pub legacy: Option<PathBuf>,
 }
 
 impl LockState {
@@ -40,12 +42,47 @@ impl LockState {
     }
 }
 
-/// `--lockfile`, else `lockfiles/<experiment file stem>.lock`.
+/// `--lockfile`, else `lockfiles/<experiment file stem>.lock`: the whole
+/// stem, dots included (`qwen3.5-9b.kdl` → `qwen3.5-9b.lock`).
 pub(super) fn lockfile_path(common: &Common) -> PathBuf {
     common.lockfile.clone().unwrap_or_else(|| {
         let stem = common.experiment.file_stem().unwrap_or_default();
-        PathBuf::from("lockfiles").join(stem).with_extension("lock")
+        PathBuf::from("lockfiles").join(format!("{}.lock", stem.to_string_lossy()))
     })
+}
+
+/// The lockfile of `experiment` where perfpipe used to write it for a file
+/// name with a dot (`qwen3.5-9b.kdl` → `lockfiles/qwen3.lock`), when it is
+/// there and is that experiment's (another dotted file may have written it).
+/// It pins as before; `lock` and `run` write it at its own path.
+pub(super) fn read_legacy(
+    common: &Common,
+    experiment: &str,
+) -> Result<Option<(PathBuf, Lockfile)>, CliError> {
+    if common.lockfile.is_some() {
+        return Ok(None);
+    }
+    let stem = common.experiment.file_stem().unwrap_or_default();
+    let legacy = PathBuf::from("lockfiles").join(stem).with_extension("lock");
+    if legacy == lockfile_path(common) {
+        return Ok(None);
+    }
+    Ok(read(&legacy)?
+        .filter(|l| l.experiment == experiment)
+        .map(|l| (legacy, l)))
+}
+
+/// Writes a current lockfile read from its old path at its own.
+pub(super) fn move_legacy(state: &LockState) -> Result<(), CliError> {
+    if let Some(legacy) = &state.legacy {
+        write(state)?;
+        eprintln!(
+            "perfpipe: wrote `{}` from `{}` (lockfiles take the whole file name now); delete the old one",
+            state.path.display(),
+            legacy.display()
+        );
+    }
+    Ok(())
 }
 
 pub(super) fn read(path: &Path) -> Result<Option<Lockfile>, CliError> {
@@ -94,7 +131,7 @@ pub(super) fn settle_for_run(
     experiment: &Path,
 ) -> Result<(), CliError> {
     if state.is_current() {
-        return Ok(());
+        return if locked { Ok(()) } else { move_legacy(state) };
     }
     let fix = format!("perfpipe lock {}", experiment.display());
     if locked {

@@ -98,7 +98,13 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
     };
     let declared = spec::parse(&source).map_err(|e| CliError::Spec(Box::new(e)))?;
     let lock_path = lockfile::lockfile_path(common);
-    let old = lockfile::read(&lock_path)?;
+    let (old, legacy) = match lockfile::read(&lock_path)? {
+        Some(old) => (Some(old), None),
+        None => match lockfile::read_legacy(common, &declared.name)? {
+            Some((path, old)) => (Some(old), Some(path)),
+            None => (None, None),
+        },
+    };
     let (policy, resolver) = lockfile::pin_policy(&mode)?;
     let (pins, problems) = crate::lock::resolve_pins(
         &crate::lock::pin_requests(&declared),
@@ -144,6 +150,7 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
             new,
             problems,
             only_tokenizers_differ,
+            legacy,
         },
     })
 }

@@ -102,7 +102,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     let analysis = analyze(&loaded, records)?;
     let path = args.report.clone().unwrap_or_else(|| {
         let stem = args.common.experiment.file_stem().unwrap_or_default();
-        PathBuf::from("reports").join(stem).with_extension("md")
+        PathBuf::from("reports").join(format!("{}.md", stem.to_string_lossy()))
     });
     let text = write_markdown(&loaded, &analysis, &path)?;
     print!("{text}");

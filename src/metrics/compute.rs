@@ -1,5 +1,5 @@
 //! Per-request timings → [`ServingMetrics`], exactly as vLLM v0.11's
-//! `calculate_metrics` does it (see `../shared/research/serving-benchmarks.md` §2.2).
+//! `calculate_metrics` (in `vllm/benchmarks/serve.py`) does it.
 
 use serde::{Deserialize, Serialize};
 

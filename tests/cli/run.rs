@@ -235,3 +235,74 @@ fn each_sample_keeps_a_journal_its_metrics_can_be_recomputed_from() {
     }
     assert_eq!(checked, 6, "every successful run has a journal");
 }
+
+#[test]
+fn a_dotted_file_name_is_kept_whole_in_its_lockfile_and_report() {
+    let env = TestEnv::new();
+    let study = |name: &str, seed: u32| {
+        format!(
+            r#"experiment "{name}" {{
+    hardware "nvidia-h100-sxm5-80gb" gpus=1
+    model "Qwen/Qwen3-8B"
+    engine vllm version="0.11.0"
+    workload short {{ dataset random input=16 output=4 seed={seed}; prompts 4; }}
+    step vllm engine=vllm gpus=1
+}}"#
+        )
+    };
+    env.write("qwen3.5-9b-latency.kdl", &study("latency", 1));
+    env.write("qwen3.5-9b-throughput.kdl", &study("throughput", 2));
+    for file in ["qwen3.5-9b-latency.kdl", "qwen3.5-9b-throughput.kdl"] {
+        let run = env.run(&["run", file, "--runtime", "sim"]);
+        assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    }
+    let names = |dir: &str| {
+        let mut names: Vec<String> = std::fs::read_dir(env.path(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        names("lockfiles"),
+        ["qwen3.5-9b-latency.lock", "qwen3.5-9b-throughput.lock"]
+    );
+    assert!(names("reports").contains(&"qwen3.5-9b-latency.md".to_owned()));
+    assert!(names("reports").contains(&"qwen3.5-9b-throughput.md".to_owned()));
+
+    // A lockfile written where earlier versions put it still pins the study.
+    std::fs::rename(
+        env.path("lockfiles/qwen3.5-9b-latency.lock"),
+        env.path("lockfiles/qwen3.lock"),
+    )
+    .unwrap();
+    let locked = env.run(&[
+        "run",
+        "qwen3.5-9b-latency.kdl",
+        "--runtime",
+        "sim",
+        "--locked",
+    ]);
+    assert_eq!(locked.status.code(), Some(0), "{}", stderr(&locked));
+    assert!(stderr(&locked).contains("0 to run"), "{}", stderr(&locked));
+    std::fs::remove_file(env.path("lockfiles/qwen3.5-9b-throughput.lock")).unwrap();
+    let other = env.run(&["plan", "qwen3.5-9b-throughput.kdl", "--runtime", "sim"]);
+    assert!(
+        stdout(&other).contains("lockfile `lockfiles/qwen3.5-9b-throughput.lock`: none yet"),
+        "another study's old lockfile is not this one's: {}",
+        stdout(&other)
+    );
+    let lock = env.run(&["lock", "qwen3.5-9b-latency.kdl", "--offline"]);
+    assert_eq!(lock.status.code(), Some(0), "{}", stderr(&lock));
+    assert!(
+        stderr(&lock)
+            .contains("wrote `lockfiles/qwen3.5-9b-latency.lock` from `lockfiles/qwen3.lock`"),
+        "{}",
+        stderr(&lock)
+    );
+    assert_eq!(
+        env.read("lockfiles/qwen3.5-9b-latency.lock"),
+        env.read("lockfiles/qwen3.lock")
+    );
+}
