@@ -1,5 +1,7 @@
 //! Published vs measured: each published number beside what the store holds
-//! for the same run, and whether it lies within the tolerance. (pure)
+//! for the same run, and whether it lies within the tolerance. Only measured
+//! results are scored, in `verify` and the report alike: a simulated one
+//! predicts no GPU, and an imported one is the page's own number. (pure)
 
 use super::{RunRecord, Source};
 use crate::spec::{ExpectedOutcome, Spec};
@@ -27,6 +29,8 @@ pub enum Verdict {
     Outside,
     /// Nothing stored yet for the run, or the run failed.
     Missing,
+    /// Stored, but simulated or imported: shown, never scored.
+    NotScored,
 }
 
 impl Verdict {
@@ -35,6 +39,7 @@ impl Verdict {
             Self::Within => "within",
             Self::Outside => "OUTSIDE",
             Self::Missing => "MISSING",
+            Self::NotScored => "not scored",
         }
     }
 }
@@ -103,6 +108,11 @@ pub fn checks(
                     }
                 }
             }
+        }
+    }
+    for c in &mut out {
+        if c.source.is_some_and(|s| s != Source::Measured) && c.measured.is_some() {
+            c.verdict = Verdict::NotScored;
         }
     }
     out

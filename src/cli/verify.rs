@@ -62,15 +62,26 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
     }
     print!("{out}");
     let count = |v: Verdict| checks.iter().filter(|c| c.verdict == v).count();
-    let (within, outside, missing) = (
+    let (within, outside, missing, unscored) = (
         count(Verdict::Within),
         count(Verdict::Outside),
         count(Verdict::Missing),
+        count(Verdict::NotScored),
     );
+    let unscored_note = match unscored {
+        0 => String::new(),
+        n => format!(", {n} not scored (simulated or imported)"),
+    };
     eprintln!(
-        "perfpipe: {} checks within ±{tolerance}%: {within} within, {outside} outside, {missing} missing",
+        "perfpipe: {} checks within ±{tolerance}%: {within} within, {outside} outside, {missing} missing{unscored_note}",
         checks.len()
     );
+    let nothing_measured = !checks.is_empty() && within + outside == 0;
+    if nothing_measured {
+        eprintln!(
+            "perfpipe: nothing measured to verify: simulated numbers predict no GPU and imported ones are the page's own; `perfpipe run` on the declared GPUs (`--runtime docker` or `local`) measures them"
+        );
+    }
     if checks.is_empty() {
         eprintln!(
             "perfpipe: nothing to verify: the experiment states no published numbers{}",
@@ -81,7 +92,7 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
             }
         );
     }
-    Ok(if outside + missing > 0 {
+    Ok(if outside + missing > 0 || nothing_measured {
         exit_code::VERIFY_FAILED
     } else {
         exit_code::OK

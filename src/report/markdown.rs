@@ -8,6 +8,7 @@ use std::fmt::Write;
 use super::runs::{run_columns, runs};
 use crate::analyze::{
     Analysis, Check, ComparisonResult, ConclusionTable, Ranked, RunRecord, Source, SummaryNote,
+    Verdict,
 };
 use crate::engine::command::display_command;
 use crate::spec::{Section, Spec};
@@ -325,14 +326,16 @@ impl Ctx<'_> {
         // A simulated number says nothing about a GPU, and a run not yet stored
         // has nothing to compare: both are counted, not listed (`verify` lists all).
         let all = &self.analysis.checks;
-        let simulated = all
-            .iter()
-            .filter(|c| c.source == Some(Source::Simulated))
-            .count();
+        let unscored = |source| {
+            all.iter()
+                .filter(|c| c.verdict == Verdict::NotScored && c.source == Some(source))
+                .count()
+        };
+        let (simulated, imported) = (unscored(Source::Simulated), unscored(Source::Published));
         let unstored = all.iter().filter(|c| c.source.is_none()).count();
         let checks: Vec<&Check> = all
             .iter()
-            .filter(|c| c.source.is_some_and(|s| s != Source::Simulated))
+            .filter(|c| c.source.is_some() && c.verdict != Verdict::NotScored)
             .collect();
         if all.is_empty() {
             return;
@@ -343,6 +346,12 @@ impl Ctx<'_> {
                 out,
                 "{simulated} published numbers are not compared with simulated ones, which predict no GPU; \
                  `perfpipe report --published` shows the published report.\n"
+            );
+        }
+        if imported > 0 {
+            let _ = writeln!(
+                out,
+                "{imported} published numbers have only imported results, the page's own numbers, which are not scored.\n"
             );
         }
         if unstored > 0 {

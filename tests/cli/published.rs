@@ -247,6 +247,53 @@ fn an_imported_block_is_reported_as_published_and_never_counts_as_measured() {
         String::from_utf8_lossy(&plan.stdout).contains("0 cached"),
         "an import is not a measurement"
     );
+    assert!(
+        report.contains("have only imported results, the page's own numbers, which are not scored"),
+        "{report}"
+    );
+    let verify = env.run(&[
+        "verify",
+        "tiny.kdl",
+        "--runtime",
+        "sim",
+        "--metrics",
+        "total_token_throughput",
+    ]);
+    assert_eq!(verify.status.code(), Some(4), "nothing measured");
+    assert!(
+        String::from_utf8_lossy(&verify.stdout)
+            .contains("| vllm | chat | total_token_throughput | 1000.00 | 3922.41 | +292.24% | published | not scored |"),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    assert!(
+        crate::common::words(&verify).contains("1 checks within ±5%: 0 within, 0 outside, 0 missing, 1 not scored (simulated or imported) perfpipe: nothing measured to verify"),
+        "{}",
+        crate::common::words(&verify)
+    );
+    // Simulated results are not scored either, as in the report.
+    let sim = env.run(&["run", "tiny.kdl", "--runtime", "sim", "--max-prompts", "4"]);
+    assert_eq!(
+        sim.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&sim.stderr)
+    );
+    let verify = env.run(&[
+        "verify",
+        "tiny.kdl",
+        "--runtime",
+        "sim",
+        "--max-prompts",
+        "4",
+    ]);
+    assert_eq!(verify.status.code(), Some(4));
+    assert!(
+        !String::from_utf8_lossy(&verify.stdout).contains("| within |")
+            && crate::common::words(&verify).contains("nothing measured to verify"),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
 
     let bad = env.run(&[
         "import",
