@@ -2,6 +2,7 @@
 //! measures what `vllm bench serve` measures, under its definitions. (effects)
 
 pub mod arrivals;
+pub mod bounds;
 pub mod chunk;
 pub mod client;
 pub mod dataset;
