@@ -143,7 +143,7 @@ impl RunContext<'_> {
             .write_log("telemetry.jsonl", &lines)
             .map_err(crate::store::Error::Io)?;
         pending
-            .write_log("engine.log", &engine.log_text())
+            .write_log("engine.log", &engine.log_bytes())
             .map_err(crate::store::Error::Io)?;
         let result = |outcome: Outcome| RunResult {
             key: run.key.to_string(),
@@ -313,7 +313,7 @@ impl RunContext<'_> {
             }
         };
         crate::secrets::redact_dir(&pending.logs_dir()).map_err(crate::store::Error::Io)?;
-        let output = fs_err::read_to_string(&log).unwrap_or_default();
+        let output = String::from_utf8_lossy(&fs_err::read(&log).unwrap_or_default()).into_owned();
         match status {
             Ok(s) if s.success() => {}
             Ok(s) => {
