@@ -167,10 +167,7 @@ fn refuse_secrets(
 ) -> Result<(), CliError> {
     let secrets = crate::secrets::env();
     for run in crate::plan::keyed_runs(spec, runtime, inputs) {
-        let what = format!(
-            "the key material of `{}` × `{}`",
-            run.step, run.workload
-        );
+        let what = format!("the key material of `{}` × `{}`", run.step, run.workload);
         secrets
             .refuse_in(&what, &run.canonical)
             .map_err(CliError::Secret)?;

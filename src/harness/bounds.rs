@@ -58,7 +58,10 @@ mod tests {
     fn long_text_is_cut_with_its_length_and_short_text_kept() {
         assert_eq!(quote(b"{\"a\""), "{\"a\"");
         let long = "é".repeat(150); // 300 bytes; byte 200 is a char boundary
-        assert_eq!(quote(long.as_bytes()), format!("{} … (300 bytes)", "é".repeat(100)));
+        assert_eq!(
+            quote(long.as_bytes()),
+            format!("{} … (300 bytes)", "é".repeat(100))
+        );
         let odd = format!("x{long}"); // byte 200 falls inside a char
         assert_eq!(
             quote(odd.as_bytes()),

@@ -79,11 +79,7 @@ impl SseParser {
         }
     }
 
-    fn line(
-        &mut self,
-        line: &[u8],
-        on_event: &mut impl FnMut(&[u8]),
-    ) -> Result<(), EventTooLarge> {
+    fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(&[u8])) -> Result<(), EventTooLarge> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             if self.has_data {
@@ -195,18 +191,26 @@ mod tests {
         let mut parser = SseParser::new(8);
         assert_eq!(parser.feed(b"data: 123456789", |_| {}), too_large);
         let mut parser = SseParser::new(8);
-        let fed: Vec<_> = b"data: 123456789\n".iter().map(|b| parser.feed(&[*b], |_| {})).collect();
+        let fed: Vec<_> = b"data: 123456789\n"
+            .iter()
+            .map(|b| parser.feed(&[*b], |_| {}))
+            .collect();
         assert!(fed.contains(&too_large));
         // Many short data lines of one event that never ends.
         let mut parser = SseParser::new(8);
-        assert_eq!(parser.feed(b"data:12\ndata:34\ndata:56\n", |_| {}), too_large);
+        assert_eq!(
+            parser.feed(b"data:12\ndata:34\ndata:56\n", |_| {}),
+            too_large
+        );
         // A long comment line.
         let mut parser = SseParser::new(8);
         assert_eq!(parser.feed(b": keep-alive-and-more\n", |_| {}), too_large);
         // Events within the bound pass.
         let mut parser = SseParser::new(16);
         let mut n = 0;
-        parser.feed(b"data: 12345678\n\ndata: 12345678\n\n", |_| n += 1).unwrap();
+        parser
+            .feed(b"data: 12345678\n\ndata: 12345678\n\n", |_| n += 1)
+            .unwrap();
         assert_eq!(n, 2);
     }
 }
