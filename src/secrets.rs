@@ -81,12 +81,15 @@ impl Secrets {
         Ok(Self { secrets })
     }
 
-    /// `text` with every secret's value replaced by `[redacted NAME]`.
+    /// `text` with every secret's value replaced by `[redacted NAME]`, as
+    /// is or JSON-escaped (text from a server is often JSON).
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for s in &self.secrets {
-            if out.contains(s.value.as_str()) {
-                out = Cow::Owned(out.replace(s.value.as_str(), &s.marker()));
+            for form in s.forms() {
+                if out.contains(form) {
+                    out = Cow::Owned(out.replace(form, &s.marker()));
+                }
             }
         }
         out
@@ -97,7 +100,7 @@ impl Secrets {
     pub fn redact_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
         let mut out = Cow::Borrowed(bytes);
         for s in &self.secrets {
-            for form in std::iter::once(&s.value).chain(&s.json_escaped) {
+            for form in s.forms() {
                 if let Some(replaced) = replace_bytes(&out, form.as_bytes(), s.marker().as_bytes())
                 {
                     out = Cow::Owned(replaced);
@@ -111,10 +114,7 @@ impl Secrets {
     pub fn found_in(&self, text: &str) -> Option<&str> {
         self.secrets
             .iter()
-            .find(|s| {
-                text.contains(s.value.as_str())
-                    || s.json_escaped.as_ref().is_some_and(|e| text.contains(e))
-            })
+            .find(|s| s.forms().any(|form| text.contains(form)))
             .map(|s| s.name.as_str())
     }
 
@@ -132,6 +132,10 @@ impl Secrets {
 }
 
 impl Secret {
+    fn forms(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.value.as_str()).chain(self.json_escaped.as_deref())
+    }
+
     fn marker(&self) -> String {
         format!("[redacted {}]", self.name)
     }
@@ -258,6 +262,11 @@ mod tests {
             "HF_TOKEN=[redacted HF_TOKEN] key=[redacted MY_API_KEY] max=512 false"
         );
         assert!(matches!(s.redact("nothing here"), Cow::Borrowed(_)));
+        let quoted = secrets(&[("HF_TOKEN", r#"hf_"q"#)]).unwrap();
+        assert_eq!(
+            quoted.redact(r#"{"message":"hf_\"q"} hf_"q"#),
+            r#"{"message":"[redacted HF_TOKEN]"} [redacted HF_TOKEN]"#
+        );
     }
 
     #[test]
