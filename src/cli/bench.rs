@@ -57,7 +57,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         None => runtime.block_on(first_model(&client, &base_url))?,
     };
     let tokenizer_id = args.tokenizer.clone().unwrap_or_else(|| model.clone());
-    let tokenizer = load_tokenizer(&tokenizer_id)?;
+    let tokenizer = std::sync::Arc::new(load_tokenizer(&tokenizer_id)?);
     let requests = requests(args, &tokenizer, sharegpt)?;
     let settings = RequestSettings {
         urls: vec![format!("{base_url}{endpoint}")],
@@ -65,6 +65,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         model: model.clone(),
         temperature: args.temperature,
         ignore_eos: args.ignore_eos,
+        tokenizer: tokenizer.clone(),
     };
     let load = Load {
         rate,

@@ -226,6 +226,7 @@ impl RunContext<'_> {
             model: step.model.id.clone(),
             temperature: self.spec.harness.temperature,
             ignore_eos: self.spec.harness.ignore_eos,
+            tokenizer: self.tokenizer(&step.model).await?,
         };
         let options = MetricOptions::default();
         let load = Load {

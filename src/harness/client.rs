@@ -9,8 +9,10 @@ use super::chunk::{self, Chunk};
 use super::dataset::BenchRequest;
 use super::liveness::Liveness;
 use super::sse::SseParser;
+use crate::metrics::OutputTokensSource;
 use crate::metrics::RequestRecord;
 use crate::spec::Backend;
+use crate::tokenizer::Tokenizer;
 
 /// What every request of a benchmark shares.
 #[derive(Debug, Clone)]
@@ -21,6 +23,8 @@ pub struct RequestSettings {
     pub model: String,
     pub temperature: f64,
     pub ignore_eos: bool,
+    /// Counts a response's streamed text when the server sends no usage.
+    pub tokenizer: std::sync::Arc<Tokenizer>,
 }
 
 pub fn http_client() -> reqwest::Client {
@@ -91,6 +95,8 @@ pub async fn send(
     let mut unfinished_since: Option<Instant> = None;
     let mut last = start;
     let mut first = true;
+    // What vLLM's client counts when the server sends no usage.
+    let mut text = String::new();
     let mut outcome: Option<Result<(), String>> = None;
     while outcome.is_none() {
         let next = liveness.within(req.target, alive, body.next());
@@ -141,6 +147,7 @@ pub async fn send(
                         record.itl.push((now - last).as_secs_f64());
                     }
                     record.output_tokens = completion_tokens.unwrap_or(record.output_tokens);
+                    text.extend(chunk::text(data));
                     last = now;
                 }
                 Some(Chunk::Usage { completion_tokens }) => {
@@ -198,6 +205,11 @@ pub async fn send(
         Some(Ok(())) => {
             record.latency = (last - start).as_secs_f64();
             record.success = true;
+            // `vllm bench serve` counts the text when usage is absent or 0.
+            if record.output_tokens == 0 {
+                record.output_tokens = settings.tokenizer.count_generated(&text) as u64;
+                record.output_tokens_source = OutputTokensSource::Tokenizer;
+            }
             record
         }
         Some(Err(reason)) => failed(record, reason),

@@ -435,3 +435,60 @@ fn requests_exceeding_a_bound_are_cut_off_and_say_which_in_short_errors() {
     assert!(env.read("r.json").len() < 20_000);
     assert!(out.stderr.len() < 20_000, "{}", out.stderr.len());
 }
+
+#[test]
+fn a_server_that_sends_no_usage_has_its_text_counted_with_the_tokenizer() {
+    // Three chunks of two words each, and no usage chunk.
+    let port = server_of(|_, stream| {
+        use std::io::Write;
+        let chunk =
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" hello world\"}}]}\n\n";
+        std::thread::sleep(Duration::from_millis(20));
+        let _ = stream.write_all(format!("{SSE}{chunk}").as_bytes());
+        for _ in 0..2 {
+            std::thread::sleep(Duration::from_millis(20));
+            let _ = stream.write_all(chunk.as_bytes());
+        }
+        let _ = stream.write_all(b"data: [DONE]\n\n");
+    });
+    let env = TestEnv::new();
+    let tokenizer = format!("{}/tokenizer/tokenizer.json", crate::common::FIXTURES);
+    let out = env.run(&[
+        "bench",
+        "--port",
+        &port.to_string(),
+        "--model",
+        "m",
+        "--tokenizer",
+        &tokenizer,
+        "--backend",
+        "openai-chat",
+        "--num-prompts",
+        "2",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "8",
+        "--save-result",
+        "--result-filename",
+        "r.json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&env.read("r.json")).unwrap();
+    // " hello world" three times is 12 tokens of the fixture's tokenizer per
+    // response: not its 3 chunks, and not 0.
+    assert_eq!(json["total_output_tokens"], 24, "{json}");
+    assert_eq!(json["output_tokens_source"], "tokenizer");
+    assert!(json["mean_tpot_ms"].as_f64().unwrap() > 0.0);
+    assert!(
+        err.contains("warning: 2 of 2 responses carried no usage: their output tokens were counted from the streamed text with the tokenizer"),
+        "{err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("Total generated tokens:                  24"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
