@@ -492,3 +492,73 @@ fn a_server_that_sends_no_usage_has_its_text_counted_with_the_tokenizer() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn a_trickled_event_stalls_even_while_other_requests_stream() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // When the server saw the trickled request's connection closed, in ms.
+    static TRICKLE_CLOSED_MS: AtomicU64 = AtomicU64::new(0);
+    let port = server_of(|n, stream| {
+        use std::io::Write;
+        let started = Instant::now();
+        let mut send = |bytes: &[u8], pause: u64| {
+            std::thread::sleep(Duration::from_millis(pause));
+            stream.write_all(bytes).is_ok()
+        };
+        if !send(format!("{SSE}{TOKEN}").as_bytes(), 0) {
+            return;
+        }
+        if n == 0 {
+            // One byte of an event every 200 ms, forever.
+            send(b"data: {", 0);
+            while send(b" ", 200) {}
+            TRICKLE_CLOSED_MS.store(started.elapsed().as_millis() as u64, Ordering::SeqCst);
+        } else {
+            // Tokens every 200 ms, ignoring the limit: the engine is alive.
+            while send(TOKEN.as_bytes(), 200) {}
+        }
+    });
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "bench",
+        "--port",
+        &port.to_string(),
+        "--model",
+        "m",
+        "--backend",
+        "openai-chat",
+        "--num-prompts",
+        "2",
+        "--max-concurrency",
+        "2",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "3",
+        "--stall-timeout",
+        "1",
+        "--save-detailed",
+        "--result-filename",
+        "r.json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_str(&env.read("r.json")).unwrap();
+    let mut errors: Vec<&str> = json["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    errors.sort();
+    assert_eq!(
+        errors[0],
+        "response cut off: more than 19 events for 3 tokens asked"
+    );
+    assert!(
+        errors[1].starts_with("stream stalled: an event did not end within 1s ("),
+        "{errors:?}"
+    );
+    // Cut off at its own stall timeout, not once the other stream ended (~4 s).
+    let closed = TRICKLE_CLOSED_MS.load(Ordering::SeqCst);
+    assert!((900..2500).contains(&closed), "closed after {closed} ms");
+}
