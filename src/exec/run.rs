@@ -143,7 +143,7 @@ impl RunContext<'_> {
             .write_log("telemetry.jsonl", &lines)
             .map_err(crate::store::Error::Io)?;
         pending
-            .write_log("engine.log", &engine.log_bytes())
+            .write_log("engine.log", engine.log_bytes())
             .map_err(crate::store::Error::Io)?;
         let result = |outcome: Outcome| RunResult {
             key: run.key.to_string(),
@@ -264,7 +264,7 @@ impl RunContext<'_> {
         pending
             .write_log(
                 "harness.log",
-                &harness_log(step, &outcome.metrics, &outcome.records),
+                harness_log(step, &outcome.metrics, &outcome.records),
             )
             .map_err(crate::store::Error::Io)?;
         let instances = engine.base_urls().len();

@@ -323,8 +323,8 @@ fn unbounded_server() -> u16 {
         let big = |bytes: usize| "x".repeat(bytes);
         let _ = match n {
             // Tokens forever, ignoring `max_completion_tokens`.
-            0 => (|| loop {
-                stream.write_all(format!("{SSE}").as_bytes())?;
+            0 => (|| {
+                stream.write_all(SSE.as_bytes())?;
                 loop {
                     stream.write_all(TOKEN.as_bytes())?;
                     std::thread::sleep(Duration::from_millis(2));
