@@ -529,3 +529,38 @@ fn an_engine_log_that_is_not_utf8_is_kept_whole_and_its_failure_matches() {
         "RuntimeError: Unsupported SM version for FP8 block scaling GEMM"
     ));
 }
+
+#[test]
+fn oversized_events_leave_a_small_store_entry_report_and_output() {
+    let env = TestEnv::new();
+    quick_study(&env, "");
+    let args = ["run", "quick.kdl", "--runtime", "local"];
+    let fault = [("STANDIN_FAULT", "oversized-sse@Qwen/Qwen3-14B")];
+    let out = gpu_box(&env, &args, &fault).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (dir, _) = &env.results()[0];
+    let journal = std::fs::read_to_string(dir.join("logs/requests.jsonl")).unwrap();
+    let mut errors: Vec<String> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|l| l["record"]["error"].as_str().map(str::to_owned))
+        .collect();
+    errors.sort();
+    assert_eq!(
+        errors,
+        [
+            format!("malformed chunk `{} … (500000 bytes)`", "x".repeat(200)),
+            "response cut off: an event of more than 1048576 bytes".to_owned(),
+        ]
+    );
+    let entry: u64 = files_under(dir)
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    assert!(entry < 200_000, "the sample holds {entry} bytes");
+    let report = std::fs::metadata(env.path("reports/quick.md"))
+        .unwrap()
+        .len();
+    assert!(report < 50_000, "the report is {report} bytes");
+    assert!(out.stderr.len() + out.stdout.len() < 50_000);
+}
