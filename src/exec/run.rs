@@ -302,18 +302,26 @@ impl RunContext<'_> {
         let (mut client, _record) =
             self.spawn_recorded(&argv[0], &argv[1..], &Default::default(), None, &log)?;
         let mut cancel = self.cancel.clone();
-        let status = tokio::select! {
-            status = client.exited() => status,
-            status = engine.exited() => {
-                client.stop(Duration::from_secs(5)).await;
-                return Ok(engine_died(engine, status));
-            }
-            _ = cancel.wait_for(|c| *c) => {
-                client.stop(Duration::from_secs(5)).await;
-                return Err(ExecError::Interrupted);
-            }
+        enum Ended {
+            Client(std::io::Result<std::process::ExitStatus>),
+            Engine(std::io::Result<std::process::ExitStatus>),
+            Interrupted,
+        }
+        let ended = tokio::select! {
+            status = client.exited() => Ended::Client(status),
+            status = engine.exited() => Ended::Engine(status),
+            _ = cancel.wait_for(|c| *c) => Ended::Interrupted,
         };
+        if !matches!(ended, Ended::Client(_)) {
+            client.stop(Duration::from_secs(5)).await;
+        }
+        // The client's files stay in the sample, however it ended.
         crate::secrets::redact_dir(&pending.logs_dir()).map_err(crate::store::Error::Io)?;
+        let status = match ended {
+            Ended::Client(status) => status,
+            Ended::Engine(status) => return Ok(engine_died(engine, status)),
+            Ended::Interrupted => return Err(ExecError::Interrupted),
+        };
         let output = String::from_utf8_lossy(&fs_err::read(&log).unwrap_or_default()).into_owned();
         match status {
             Ok(s) if s.success() => {}

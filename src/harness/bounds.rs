@@ -28,21 +28,25 @@ pub fn max_events(asked: u64) -> u64 {
 /// secrets, and cut to its first [`QUOTED_BYTES`] bytes with its length when
 /// longer (a malformed 100 MB event must not become a 100 MB message).
 pub fn quote(bytes: &[u8]) -> String {
-    excerpt(bytes, bytes.len().to_string())
+    excerpt(bytes, true)
 }
 
 /// The first bytes of a text of which only these were read.
 pub fn quote_partial(bytes: &[u8]) -> String {
-    excerpt(bytes, format!("more than {}", bytes.len()))
+    excerpt(bytes, false)
 }
 
-fn excerpt(bytes: &[u8], size: String) -> String {
+fn excerpt(bytes: &[u8], whole: bool) -> String {
     // Redacted whole before it is cut: a cut could split a secret.
     let text = String::from_utf8_lossy(bytes);
     let text = crate::secrets::redact(&text);
-    if text.len() <= QUOTED_BYTES && size == bytes.len().to_string() {
+    if whole && text.len() <= QUOTED_BYTES {
         return text.into_owned();
     }
+    let size = match whole {
+        true => bytes.len().to_string(),
+        false => format!("more than {}", bytes.len()),
+    };
     let mut end = QUOTED_BYTES.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
