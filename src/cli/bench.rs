@@ -275,7 +275,8 @@ async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String,
         .map_err(|e| unreachable(e.to_string()))?;
     body.pointer("/data/0/id")
         .and_then(|v| v.as_str())
-        .map(str::to_owned)
+        // Named in the result file and the output: the server's text.
+        .map(|id| crate::secrets::redact(id).into_owned())
         .ok_or_else(|| unreachable("the answer lists no model".into()))
 }
 
