@@ -32,6 +32,9 @@ pub const MIN_WINDOW_BYTES: u64 = 1 << 20;
 /// `PERFPIPE_FETCH_RATE_WINDOW_SECS` sets another (the tests use 1).
 pub const RATE_WINDOW: Duration = Duration::from_secs(60);
 
+/// A file listing is small: it has this long in all.
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// A Hub client: `HF_ENDPOINT` (else huggingface.co) and the token.
 pub struct Hub {
     client: reqwest::Client,
@@ -134,6 +137,7 @@ impl Hub {
         let what = format!("cannot ask {endpoint} for the files of `{repo}`");
         let response = self
             .get(&url)
+            .timeout(LIST_TIMEOUT)
             .send()
             .await
             .map_err(|e| transport_error(&what, e))?;
