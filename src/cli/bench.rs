@@ -57,7 +57,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         None => runtime.block_on(first_model(&client, &base_url))?,
     };
     let tokenizer_id = args.tokenizer.clone().unwrap_or_else(|| model.clone());
-    let tokenizer = load_tokenizer(&tokenizer_id)?;
+    let tokenizer = std::sync::Arc::new(load_tokenizer(&tokenizer_id)?);
     let requests = requests(args, &tokenizer, sharegpt)?;
     let settings = RequestSettings {
         urls: vec![format!("{base_url}{endpoint}")],
@@ -65,6 +65,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         model: model.clone(),
         temperature: args.temperature,
         ignore_eos: args.ignore_eos,
+        tokenizer: tokenizer.clone(),
     };
     let load = Load {
         rate,
@@ -274,7 +275,8 @@ async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String,
         .map_err(|e| unreachable(e.to_string()))?;
     body.pointer("/data/0/id")
         .and_then(|v| v.as_str())
-        .map(str::to_owned)
+        // Named in the result file and the output: the server's text.
+        .map(|id| crate::secrets::redact(id).into_owned())
         .ok_or_else(|| unreachable("the answer lists no model".into()))
 }
 

@@ -99,6 +99,11 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    #[diagnostic(help(
+        "perfpipe keeps secrets (variables named `HF_TOKEN`, `*_TOKEN`, `TOKEN_*`, `*_API_KEY`, `*PASSWORD*`, `*SECRET*`) out of everything it writes; give a real secret, unset the variable, or keep the secret out of the experiment (key material is stored as written)"
+    ))]
+    Secret(crate::secrets::Error),
     #[error("analysis failed")]
     Analysis(#[source] polars::error::PolarsError),
 }
@@ -129,7 +134,8 @@ impl CliError {
             | Self::Lockfile(_)
             | Self::ReadLockfile { .. }
             | Self::NoSpace { .. }
-            | Self::GcRoot { .. } => exit_code::USAGE,
+            | Self::GcRoot { .. }
+            | Self::Secret(_) => exit_code::USAGE,
             Self::FetchSetup(crate::fetch::Error::Client(_)) => exit_code::INTERNAL,
             Self::FetchSetup(_) => exit_code::USAGE,
             Self::FetchFailed { .. } => exit_code::RUNS_FAILED,

@@ -46,6 +46,13 @@ pub fn main() -> u8 {
         }
     };
     raise_open_file_limit();
+    if !matches!(cli.command, Command::SimEngine { .. })
+        && let Err(e) = crate::secrets::check_env()
+    {
+        let err = CliError::Secret(e);
+        eprintln!("{:?}", miette::Report::new(err));
+        return exit_code::USAGE;
+    }
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Plan(args) => plan::plan(&args),
@@ -139,6 +146,7 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
     let runtime = runtime_of(common.runtime)
         .or(spec.runtime)
         .unwrap_or(Runtime::Docker);
+    refuse_secrets(&spec, runtime, &inputs, &new)?;
     Ok(Loaded {
         spec,
         runtime,
@@ -153,6 +161,27 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
             legacy,
         },
     })
+}
+
+/// Key material is stored, and a lockfile written, as is (rewriting either
+/// would change a key): one holding a secret's value is refused before
+/// anything is written or run.
+fn refuse_secrets(
+    spec: &Spec,
+    runtime: Runtime,
+    inputs: &ResolvedInputs,
+    lock: &crate::lock::Lockfile,
+) -> Result<(), CliError> {
+    let secrets = crate::secrets::env();
+    for run in crate::plan::keyed_runs(spec, runtime, inputs) {
+        let what = format!("the key material of `{}` × `{}`", run.step, run.workload);
+        secrets
+            .refuse_in(&what, &run.canonical)
+            .map_err(CliError::Secret)?;
+    }
+    secrets
+        .refuse_in("the lockfile", &crate::lock::render(lock))
+        .map_err(CliError::Secret)
 }
 
 /// `inputs` with each model's tokenizer as `old` pins it, as a machine that

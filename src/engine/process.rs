@@ -149,7 +149,13 @@ pub async fn run_tool(
         .kill_on_drop(true)
         .output();
     match tokio::time::timeout(timeout, child).await {
-        Ok(output) => output,
+        // What a tool prints may end up in a message or a result.
+        Ok(output) => output.map(|mut out| {
+            let secrets = crate::secrets::env();
+            out.stdout = secrets.redact_bytes(&out.stdout).into_owned();
+            out.stderr = secrets.redact_bytes(&out.stderr).into_owned();
+            out
+        }),
         Err(_) => Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             format!("`{program}` did not finish within {}s", timeout.as_secs()),

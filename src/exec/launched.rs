@@ -65,6 +65,8 @@ pub struct StartFailure {
     pub kind: FailureKind,
     pub error: String,
     pub log_tail: String,
+    /// The whole log, as the store keeps it.
+    pub log: Vec<u8>,
     pub argv: Vec<String>,
     pub gpu_indices: Vec<u32>,
 }
@@ -201,6 +203,7 @@ impl RunContext<'_> {
             kind,
             error,
             log_tail: launched.log_tail(),
+            log: launched.log_bytes(),
             argv: launched.argv.clone(),
             gpu_indices: launched.gpu_indices.clone(),
         }))
@@ -296,25 +299,32 @@ impl Launched {
     }
 
     /// Everything the engine has logged so far (each instance's log in
-    /// turn), without the environment's secrets.
-    pub fn log_text(&self) -> String {
-        let secrets = crate::secrets::from_env();
-        let logs: Vec<String> = self
-            .instances
-            .iter()
-            .map(|i| {
-                let log = fs_err::read_to_string(&i.log).unwrap_or_default();
-                crate::secrets::redact(&log, &secrets).into_owned()
-            })
-            .collect();
-        match logs.as_slice() {
-            [one] => one.clone(),
-            _ => logs
+    /// turn), as bytes (an engine may print any), without the environment's
+    /// secrets: what the store keeps.
+    pub fn log_bytes(&self) -> Vec<u8> {
+        let secrets = crate::secrets::env();
+        let log = |i: &Instance| {
+            let bytes = fs_err::read(&i.log).unwrap_or_default();
+            secrets.redact_bytes(&bytes).into_owned()
+        };
+        match self.instances.as_slice() {
+            [one] => log(one),
+            all => all
                 .iter()
                 .enumerate()
-                .map(|(i, log)| format!("== instance {i} ==\n{log}"))
+                .flat_map(|(i, instance)| {
+                    let mut text = format!("== instance {i} ==\n").into_bytes();
+                    text.extend(log(instance));
+                    text
+                })
                 .collect(),
         }
+    }
+
+    /// The log decoded for reading and matching: a byte that is not UTF-8
+    /// becomes U+FFFD and the rest stays.
+    pub fn log_text(&self) -> String {
+        String::from_utf8_lossy(&self.log_bytes()).into_owned()
     }
 
     pub fn log_tail(&self) -> String {

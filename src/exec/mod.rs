@@ -349,7 +349,7 @@ async fn measure(
                 let result = ctx.start_failure(run, failed);
                 let pending = ctx.store.begin_sample()?;
                 pending
-                    .write_log("engine.log", &failed.log_tail)
+                    .write_log("engine.log", &failed.log)
                     .map_err(store::Error::Io)?;
                 pending.commit(ctx.store, &run.key, &run.canonical, &result, lock)?;
                 break result;

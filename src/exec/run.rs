@@ -144,7 +144,7 @@ impl RunContext<'_> {
             .write_log("telemetry.jsonl", &lines)
             .map_err(crate::store::Error::Io)?;
         pending
-            .write_log("engine.log", &engine.log_text())
+            .write_log("engine.log", engine.log_bytes())
             .map_err(crate::store::Error::Io)?;
         let result = |outcome: Outcome| RunResult {
             key: run.key.to_string(),
@@ -227,6 +227,7 @@ impl RunContext<'_> {
             model: step.model.id.clone(),
             temperature: self.spec.harness.temperature,
             ignore_eos: self.spec.harness.ignore_eos,
+            tokenizer: self.tokenizer(&step.model).await?,
         };
         let options = MetricOptions::default();
         let load = Load {
@@ -264,7 +265,7 @@ impl RunContext<'_> {
         pending
             .write_log(
                 "harness.log",
-                &harness_log(step, &outcome.metrics, &outcome.records),
+                harness_log(step, &outcome.metrics, &outcome.records),
             )
             .map_err(crate::store::Error::Io)?;
         let instances = engine.base_urls().len();
@@ -302,19 +303,27 @@ impl RunContext<'_> {
         let (mut client, _record) =
             self.spawn_recorded(&argv[0], &argv[1..], &Default::default(), None, &log)?;
         let mut cancel = self.cancel.clone();
-        let status = tokio::select! {
-            status = client.exited() => status,
-            status = engine.exited() => {
-                client.stop(Duration::from_secs(5)).await;
-                return Ok(engine_died(engine, status));
-            }
-            _ = cancel.wait_for(|c| *c) => {
-                client.stop(Duration::from_secs(5)).await;
-                return Err(ExecError::Interrupted);
-            }
+        enum Ended {
+            Client(std::io::Result<std::process::ExitStatus>),
+            Engine(std::io::Result<std::process::ExitStatus>),
+            Interrupted,
+        }
+        let ended = tokio::select! {
+            status = client.exited() => Ended::Client(status),
+            status = engine.exited() => Ended::Engine(status),
+            _ = cancel.wait_for(|c| *c) => Ended::Interrupted,
         };
+        if !matches!(ended, Ended::Client(_)) {
+            client.stop(Duration::from_secs(5)).await;
+        }
+        // The client's files stay in the sample, however it ended.
         crate::secrets::redact_dir(&pending.logs_dir()).map_err(crate::store::Error::Io)?;
-        let output = fs_err::read_to_string(&log).unwrap_or_default();
+        let status = match ended {
+            Ended::Client(status) => status,
+            Ended::Engine(status) => return Ok(engine_died(engine, status)),
+            Ended::Interrupted => return Err(ExecError::Interrupted),
+        };
+        let output = String::from_utf8_lossy(&fs_err::read(&log).unwrap_or_default()).into_owned();
         match status {
             Ok(s) if s.success() => {}
             Ok(s) => {

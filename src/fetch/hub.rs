@@ -23,11 +23,24 @@ use super::cache::{check_blob_name, check_file_name};
 use super::{Check, RemoteFile};
 use crate::lock::resolve::{HubAccess, transport_error};
 
+/// A download fails when it receives fewer than this many bytes in a
+/// [`RATE_WINDOW`] (about 17 KiB/s): the read timeout alone lets a server
+/// sending one byte a minute hold it forever.
+pub const MIN_WINDOW_BYTES: u64 = 1 << 20;
+
+/// The window over which a download's rate is measured;
+/// `PERFPIPE_FETCH_RATE_WINDOW_SECS` sets another (the tests use 1).
+pub const RATE_WINDOW: Duration = Duration::from_secs(60);
+
+/// A file listing is small: it has this long in all.
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// A Hub client: `HF_ENDPOINT` (else huggingface.co) and the token.
 pub struct Hub {
     client: reqwest::Client,
     endpoint: String,
     token: Option<String>,
+    rate_window: Duration,
 }
 
 impl std::fmt::Debug for Hub {
@@ -93,10 +106,15 @@ impl Hub {
             .build()
             .map_err(std::io::Error::other)?;
         let HubAccess { endpoint, token } = HubAccess::from_env();
+        let rate_window = std::env::var("PERFPIPE_FETCH_RATE_WINDOW_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(RATE_WINDOW, Duration::from_secs);
         Ok(Self {
             client,
             endpoint,
             token,
+            rate_window,
         })
     }
 
@@ -119,6 +137,7 @@ impl Hub {
         let what = format!("cannot ask {endpoint} for the files of `{repo}`");
         let response = self
             .get(&url)
+            .timeout(LIST_TIMEOUT)
             .send()
             .await
             .map_err(|e| transport_error(&what, e))?;
@@ -190,8 +209,25 @@ impl Hub {
         let mut hasher = Hasher::new(&file.check, file.size);
         let mut done: u64 = 0;
         let mut body = response.bytes_stream();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(transport)?;
+        let mut window = (tokio::time::Instant::now(), done);
+        loop {
+            let next = tokio::time::timeout_at(window.0 + self.rate_window, body.next()).await;
+            if window.0.elapsed() >= self.rate_window {
+                let got = done - window.1;
+                if got < MIN_WINDOW_BYTES {
+                    return Err(DownloadError::Transport(format!(
+                        "{what}: too slow: {got} bytes in {}s, below the minimum of {MIN_WINDOW_BYTES} bytes per {}s",
+                        self.rate_window.as_secs(),
+                        self.rate_window.as_secs()
+                    )));
+                }
+                window = (tokio::time::Instant::now(), done);
+            }
+            let chunk = match next {
+                Ok(Some(chunk)) => chunk.map_err(transport)?,
+                Ok(None) => break,
+                Err(_) => continue, // the window ended; checked above
+            };
             done += chunk.len() as u64;
             if done > file.size {
                 return Err(DownloadError::Mismatch(format!(

@@ -63,6 +63,18 @@ fn usage_tokens(data: &[u8]) -> Option<u64> {
     std::str::from_utf8(&value[..digits]).ok()?.parse().ok()
 }
 
+/// The text a chunk with choices carries, as vLLM's client reads it: the
+/// first choice's `delta.content` (chat) or `text` (completions). `None`
+/// when it has none, or `null`.
+pub fn text(data: &[u8]) -> Option<String> {
+    let value = field(data, b"\"content\"").or_else(|| field(data, b"\"text\""))?;
+    // One JSON string, and whatever follows it left unread.
+    serde_json::Deserializer::from_slice(value)
+        .into_iter::<Option<String>>()
+        .next()?
+        .ok()?
+}
+
 /// The message of an error chunk, for the failure reason.
 pub fn error_message(data: &[u8]) -> String {
     #[derive(Deserialize)]
@@ -148,6 +160,19 @@ mod tests {
                 completion_tokens: None
             })
         );
+    }
+
+    #[test]
+    fn text_of_chat_and_completion_chunks() {
+        let chat =
+            r#"{"choices":[{"index":0,"delta":{"content":" \"hi\"\u00e9"},"logprobs":null}]}"#;
+        assert_eq!(text(chat.as_bytes()).as_deref(), Some(" \"hi\"é"));
+        let completion = r#"{"choices": [{"index": 0, "text": " there", "logprobs": null}]}"#;
+        assert_eq!(text(completion.as_bytes()).as_deref(), Some(" there"));
+        let role = r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#;
+        assert_eq!(text(role.as_bytes()), None);
+        let reasoning = r#"{"choices":[{"delta":{"reasoning_content":"Hmm"}}]}"#;
+        assert_eq!(text(reasoning.as_bytes()), None, "vLLM counts content only");
     }
 
     #[test]

@@ -4,12 +4,15 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::bounds;
 use super::chunk::{self, Chunk};
 use super::dataset::BenchRequest;
 use super::liveness::Liveness;
 use super::sse::SseParser;
+use crate::metrics::OutputTokensSource;
 use crate::metrics::RequestRecord;
 use crate::spec::Backend;
+use crate::tokenizer::Tokenizer;
 
 /// What every request of a benchmark shares.
 #[derive(Debug, Clone)]
@@ -20,6 +23,8 @@ pub struct RequestSettings {
     pub model: String,
     pub temperature: f64,
     pub ignore_eos: bool,
+    /// Counts a response's streamed text when the server sends no usage.
+    pub tokenizer: std::sync::Arc<Tokenizer>,
 }
 
 pub fn http_client() -> reqwest::Client {
@@ -35,7 +40,9 @@ pub fn http_client() -> reqwest::Client {
 /// `completion_tokens`. `t0` is the benchmark's start. Chunks that arrive in
 /// one network read share its timestamp. A request fails when it stalls: when
 /// neither it nor any other request to its engine instance has received an
-/// event for the stall timeout (see `liveness`).
+/// event for the stall timeout (see `liveness`), or when an event it has
+/// begun to receive does not end within it. It is cut off, and fails, when
+/// its response exceeds a bound (see `bounds`).
 pub async fn send(
     client: &reqwest::Client,
     settings: &RequestSettings,
@@ -45,7 +52,7 @@ pub async fn send(
 ) -> RequestRecord {
     let start = Instant::now();
     let start_ns = crate::clock::monotonic_ns();
-    let stall = liveness.stall().as_secs();
+    let stall = liveness.stall();
     let mut record = RequestRecord {
         instance: req.target as u32,
         prompt_len: req.prompt_len,
@@ -64,48 +71,70 @@ pub async fn send(
         None => {
             return failed(
                 record,
-                format!("no response while the server sent nothing for {stall}s"),
+                format!(
+                    "no response while the server sent nothing for {}s",
+                    stall.as_secs()
+                ),
             );
         }
     };
-    let mut alive = Instant::now();
     let status = response.status();
     if !status.is_success() {
-        // The body of an error may never come either.
-        let error = match liveness.within(req.target, alive, response.text()).await {
-            None => {
-                format!("HTTP {status}, and no body while the server sent nothing for {stall}s")
-            }
-            Some(body) => match body.unwrap_or_default().trim() {
-                "" => format!("HTTP {status}"),
-                text => format!("HTTP {status}: {text}"),
-            },
-        };
+        let error = error_response(response, req.target, liveness).await;
         return failed(record, error);
     }
+    let max_events = bounds::max_events(u64::from(req.output_len));
     let mut body = response.bytes_stream();
     let mut parser = SseParser::default();
+    let mut alive = Instant::now();
+    let mut received = 0_u64;
+    let mut since_event = 0_u64;
+    let mut events = 0_u64;
+    // When the event being read began: it must end within the stall timeout,
+    // whatever the other requests hear (a trickle of bytes is no sign of life).
+    let mut unfinished_since: Option<Instant> = None;
     let mut last = start;
     let mut first = true;
+    // What vLLM's client counts when the server sends no usage.
+    let mut text = String::new();
     let mut outcome: Option<Result<(), String>> = None;
     while outcome.is_none() {
-        let read = match liveness.within(req.target, alive, body.next()).await {
+        let next = liveness.within(req.target, alive, body.next());
+        let read = match unfinished_since {
+            Some(since) => tokio::time::timeout_at(since + stall, next)
+                .await
+                .unwrap_or(None),
+            None => next.await,
+        };
+        let read = match read {
             Some(Some(Ok(bytes))) => bytes,
             Some(Some(Err(e))) => return failed(record, format!("stream broke: {}", chain(&e))),
             Some(None) => break,
-            None => {
-                return failed(
-                    record,
-                    format!("stream stalled: the server sent nothing for {stall}s"),
-                );
-            }
+            None => return failed(record, stalled(&parser, since_event, stall)),
         };
+        received += read.len() as u64;
+        if received > bounds::MAX_RESPONSE_BYTES {
+            return failed(
+                record,
+                format!(
+                    "response cut off: more than {} bytes",
+                    bounds::MAX_RESPONSE_BYTES
+                ),
+            );
+        }
         let now = Instant::now();
         let now_ns = crate::clock::monotonic_ns();
-        let mut events = 0;
-        parser.feed(&read, |data| {
+        let events_before = events;
+        let fed = parser.feed(&read, |data| {
             events += 1;
             if outcome.is_some() {
+                return;
+            }
+            if events > max_events {
+                outcome = Some(Err(format!(
+                    "response cut off: more than {max_events} events for {} tokens asked",
+                    req.output_len
+                )));
                 return;
             }
             match chunk::classify(data) {
@@ -118,6 +147,7 @@ pub async fn send(
                         record.itl.push((now - last).as_secs_f64());
                     }
                     record.output_tokens = completion_tokens.unwrap_or(record.output_tokens);
+                    text.extend(chunk::text(data));
                     last = now;
                 }
                 Some(Chunk::Usage { completion_tokens }) => {
@@ -127,23 +157,40 @@ pub async fn send(
                 Some(Chunk::Error) => {
                     outcome = Some(Err(format!(
                         "server error in stream: {}",
-                        chunk::error_message(data)
+                        bounds::quote(chunk::error_message(data).as_bytes())
                     )))
                 }
                 None => {
-                    outcome = Some(Err(format!(
-                        "malformed chunk `{}`",
-                        String::from_utf8_lossy(data)
-                    )));
+                    outcome = Some(Err(format!("malformed chunk `{}`", bounds::quote(data))));
                 }
             }
         });
+        if let Err(too_large) = fed
+            && outcome.is_none()
+        {
+            return failed(
+                record,
+                format!(
+                    "response cut off: an event of more than {} bytes",
+                    too_large.limit
+                ),
+            );
+        }
         // Only events are signs of life: comments (keep-alives) and bytes of
         // an event that never ends are not.
-        if events > 0 {
+        let heard = events > events_before;
+        if heard {
             alive = now;
+            since_event = 0;
             liveness.heard(req.target);
+        } else {
+            since_event += read.len() as u64;
         }
+        unfinished_since = match (parser.is_truncated(), heard) {
+            (false, _) => None,
+            (true, true) => Some(now),
+            (true, false) => unfinished_since.or(Some(now)),
+        };
         if let Some(probe) = parser.take_probe() {
             record
                 .client_delays
@@ -158,11 +205,70 @@ pub async fn send(
         Some(Ok(())) => {
             record.latency = (last - start).as_secs_f64();
             record.success = true;
+            // `vllm bench serve` counts the text when usage is absent or 0.
+            if record.output_tokens == 0 {
+                record.output_tokens = settings.tokenizer.count_generated(&text) as u64;
+                record.output_tokens_source = OutputTokensSource::Tokenizer;
+            }
             record
         }
         Some(Err(reason)) => failed(record, reason),
         None if parser.is_truncated() => failed(record, "stream ended inside an event".into()),
         None => failed(record, "stream ended without `[DONE]`".into()),
+    }
+}
+
+/// Why a stream stalled, by what the server last sent.
+fn stalled(parser: &SseParser, since_event: u64, stall: std::time::Duration) -> String {
+    let stall = stall.as_secs();
+    match parser.pending_bytes() {
+        0 if since_event == 0 => format!("stream stalled: the server sent nothing for {stall}s"),
+        0 => format!(
+            "stream stalled: the server sent no event for {stall}s, only {since_event} bytes of comments or blank lines"
+        ),
+        pending => format!(
+            "stream stalled: an event did not end within {stall}s ({pending} bytes of it received)"
+        ),
+    }
+}
+
+/// The error of a response that is not a success: its status and the
+/// start of its body, read up to a bound and while the server sends it.
+async fn error_response(response: reqwest::Response, target: usize, liveness: &Liveness) -> String {
+    let status = response.status();
+    let mut body = response.bytes_stream();
+    let mut text = Vec::new();
+    let mut alive = Instant::now();
+    let mut whole = true;
+    loop {
+        match liveness.within(target, alive, body.next()).await {
+            Some(Some(Ok(bytes))) => {
+                alive = Instant::now();
+                let room = bounds::MAX_ERROR_BODY_BYTES - text.len();
+                text.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                if bytes.len() > room {
+                    whole = false;
+                    break;
+                }
+            }
+            Some(Some(Err(_)) | None) => break,
+            // The body of an error may never come either.
+            None if text.is_empty() => {
+                return format!(
+                    "HTTP {status}, and no body while the server sent nothing for {}s",
+                    liveness.stall().as_secs()
+                );
+            }
+            None => {
+                whole = false;
+                break;
+            }
+        }
+    }
+    match text.trim_ascii() {
+        [] => format!("HTTP {status}"),
+        trimmed if whole => format!("HTTP {status}: {}", bounds::quote(trimmed)),
+        _ => format!("HTTP {status}: {}", bounds::quote_partial(&text)),
     }
 }
 
@@ -225,8 +331,10 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// A failed request; its reason may quote the server, so it loses the
+/// environment's secrets here, before anything records it.
 fn failed(mut record: RequestRecord, error: String) -> RequestRecord {
     record.success = false;
-    record.error = Some(error);
+    record.error = Some(crate::secrets::redact(&error).into_owned());
     record
 }

@@ -2,6 +2,7 @@
 //! measures what `vllm bench serve` measures, under its definitions. (effects)
 
 pub mod arrivals;
+pub mod bounds;
 pub mod chunk;
 pub mod client;
 pub mod dataset;
@@ -104,6 +105,7 @@ pub async fn benchmark(
     let metrics = compute(&records, duration, options);
     let mut warnings = Vec::new();
     warnings.extend(short_output_warning(&records));
+    warnings.extend(counted_output_warning(&records));
     if metrics.failed > 0 {
         let first = records
             .iter()
@@ -189,6 +191,23 @@ async fn send_all(
             .collect(),
         duration,
     )
+}
+
+/// A warning when output tokens were counted with the tokenizer: the server
+/// sent no usage, so the counts are the client's, as vLLM's client makes them.
+pub fn counted_output_warning(records: &[RequestRecord]) -> Option<String> {
+    let ok = records.iter().filter(|r| r.success).count();
+    let counted = records
+        .iter()
+        .filter(|r| {
+            r.success && r.output_tokens_source == crate::metrics::OutputTokensSource::Tokenizer
+        })
+        .count();
+    (counted > 0).then(|| {
+        format!(
+            "{counted} of {ok} responses carried no usage: their output tokens were counted from the streamed text with the tokenizer"
+        )
+    })
 }
 
 /// A warning when requests generated fewer tokens than asked.

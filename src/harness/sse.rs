@@ -2,7 +2,7 @@
 //! a line, or carry several events. Only `data:` fields matter here.
 
 /// Splits a byte stream into the `data` payloads of its events.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
     /// Bytes of a line not yet ended.
     partial: Vec<u8>,
@@ -11,6 +11,20 @@ pub struct SseParser {
     has_data: bool,
     /// The last `: t=<ns> recv=<ns>` comment, sent by perfpipe's test server.
     probe: Option<Probe>,
+    /// The most bytes an event (or any line) may hold while it is read.
+    max_event_bytes: usize,
+}
+
+/// An event, or a line, longer than the parser's bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventTooLarge {
+    pub limit: usize,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::new(super::bounds::MAX_EVENT_BYTES)
+    }
 }
 
 /// A test server's monotonic timestamps: when it wrote, and when it received the request.
@@ -21,24 +35,51 @@ pub struct Probe {
 }
 
 impl SseParser {
-    /// Feeds one network read; calls `on_event` with each completed event's data.
-    pub fn feed(&mut self, bytes: &[u8], mut on_event: impl FnMut(&[u8])) {
+    pub fn new(max_event_bytes: usize) -> Self {
+        Self {
+            partial: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+            probe: None,
+            max_event_bytes,
+        }
+    }
+
+    /// Feeds one network read; calls `on_event` with each completed event's
+    /// data. Fails, keeping nothing more, once an unfinished event or line
+    /// exceeds the bound.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        mut on_event: impl FnMut(&[u8]),
+    ) -> Result<(), EventTooLarge> {
         let mut rest = bytes;
         while let Some(end) = memchr::memchr(b'\n', rest) {
             let (line, tail) = rest.split_at(end);
             rest = &tail[1..];
             if self.partial.is_empty() {
-                self.line(line, &mut on_event);
+                self.line(line, &mut on_event)?;
             } else {
                 let mut whole = std::mem::take(&mut self.partial);
                 whole.extend_from_slice(line);
-                self.line(&whole, &mut on_event);
+                self.line(&whole, &mut on_event)?;
             }
         }
+        self.bound(self.pending_bytes() + rest.len())?;
         self.partial.extend_from_slice(rest);
+        Ok(())
     }
 
-    fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(&[u8])) {
+    fn bound(&self, bytes: usize) -> Result<(), EventTooLarge> {
+        match bytes > self.max_event_bytes {
+            true => Err(EventTooLarge {
+                limit: self.max_event_bytes,
+            }),
+            false => Ok(()),
+        }
+    }
+
+    fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(&[u8])) -> Result<(), EventTooLarge> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             if self.has_data {
@@ -46,8 +87,9 @@ impl SseParser {
                 self.data.clear();
                 self.has_data = false;
             }
-            return;
+            return Ok(());
         }
+        self.bound(self.data.len() + line.len())?;
         if let Some(value) = line.strip_prefix(b"data:") {
             let value = value.strip_prefix(b" ").unwrap_or(value);
             if self.has_data {
@@ -60,6 +102,12 @@ impl SseParser {
             self.probe = parse_probe(comment);
         }
         // Other comments, `event:`, `id:` and `retry:` carry nothing we measure.
+        Ok(())
+    }
+
+    /// Bytes of the event (or line) being read and not yet complete.
+    pub fn pending_bytes(&self) -> usize {
+        self.partial.len() + self.data.len()
     }
 
     /// The probe read since the last call, if any.
@@ -90,7 +138,9 @@ mod tests {
         let mut parser = SseParser::default();
         let mut out = Vec::new();
         for read in reads {
-            parser.feed(read, |d| out.push(String::from_utf8_lossy(d).into_owned()));
+            parser
+                .feed(read, |d| out.push(String::from_utf8_lossy(d).into_owned()))
+                .unwrap();
         }
         out
     }
@@ -110,7 +160,9 @@ mod tests {
     fn probe_comments_are_read_and_not_events() {
         let mut parser = SseParser::default();
         let mut n = 0;
-        parser.feed(b": t=200 recv=100\ndata: x\n\n", |_| n += 1);
+        parser
+            .feed(b": t=200 recv=100\ndata: x\n\n", |_| n += 1)
+            .unwrap();
         assert_eq!(n, 1);
         assert_eq!(
             parser.take_probe(),
@@ -126,7 +178,39 @@ mod tests {
     fn multi_line_data_joins_with_newlines_and_truncation_shows() {
         assert_eq!(events(&[b"data: a\ndata: b\n\n"]), ["a\nb"]);
         let mut parser = SseParser::default();
-        parser.feed(b"data: {\"cut", |_| panic!("no event yet"));
+        parser
+            .feed(b"data: {\"cut", |_| panic!("no event yet"))
+            .unwrap();
         assert!(parser.is_truncated());
+    }
+
+    #[test]
+    fn an_event_or_line_over_the_bound_fails_however_it_arrives() {
+        let too_large = Err(EventTooLarge { limit: 8 });
+        // One endless line, in one read or byte by byte.
+        let mut parser = SseParser::new(8);
+        assert_eq!(parser.feed(b"data: 123456789", |_| {}), too_large);
+        let mut parser = SseParser::new(8);
+        let fed: Vec<_> = b"data: 123456789\n"
+            .iter()
+            .map(|b| parser.feed(&[*b], |_| {}))
+            .collect();
+        assert!(fed.contains(&too_large));
+        // Many short data lines of one event that never ends.
+        let mut parser = SseParser::new(8);
+        assert_eq!(
+            parser.feed(b"data:12\ndata:34\ndata:56\n", |_| {}),
+            too_large
+        );
+        // A long comment line.
+        let mut parser = SseParser::new(8);
+        assert_eq!(parser.feed(b": keep-alive-and-more\n", |_| {}), too_large);
+        // Events within the bound pass.
+        let mut parser = SseParser::new(16);
+        let mut n = 0;
+        parser
+            .feed(b"data: 12345678\n\ndata: 12345678\n\n", |_| n += 1)
+            .unwrap();
+        assert_eq!(n, 2);
     }
 }

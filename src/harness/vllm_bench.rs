@@ -100,6 +100,7 @@ pub fn read_result(json: &str) -> Result<ServingMetrics, String> {
         None => (num("num_prompts")? as u64).saturating_sub(completed),
     };
     Ok(ServingMetrics {
+        output_tokens_source: None,
         completed,
         failed,
         duration: num("duration")?,

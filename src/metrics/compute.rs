@@ -15,8 +15,12 @@ pub struct RequestRecord {
     pub instance: u32,
     /// Prompt tokens as the client counted them (vLLM's `prompt_len`).
     pub prompt_len: u64,
-    /// Output tokens from the server's usage.
+    /// Output tokens: the server's usage, or when it sends none (or 0) the
+    /// streamed text counted with the tokenizer, as vLLM's client does.
     pub output_tokens: u64,
+    /// Which of the two `output_tokens` is.
+    #[serde(default)]
+    pub output_tokens_source: OutputTokensSource,
     /// Output tokens that were asked for (`max_tokens`).
     pub requested_output_tokens: u64,
     pub start: f64,
@@ -35,6 +39,30 @@ pub struct RequestRecord {
     /// having the request (connection and accept queue).
     #[serde(skip)]
     pub server_received: Option<f64>,
+}
+
+/// Where output token counts came from: the server's `usage`, or the
+/// tokenizer over the streamed text (a server that sends no usage).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputTokensSource {
+    #[default]
+    Usage,
+    Tokenizer,
+    /// Some requests' counts came from usage, others' from the tokenizer.
+    Mixed,
+}
+
+impl OutputTokensSource {
+    /// The source of a benchmark's counts: its successful requests' one, if they agree.
+    pub fn of(records: &[&RequestRecord]) -> Option<Self> {
+        let mut sources = records.iter().map(|r| r.output_tokens_source);
+        let first = sources.next()?;
+        Some(match sources.all(|s| s == first) {
+            true => first,
+            false => Self::Mixed,
+        })
+    }
 }
 
 /// A latency family, as `--percentile-metrics` and `--goodput` name it.
@@ -143,6 +171,7 @@ pub fn compute(
         max_concurrent_requests: peak_concurrency,
         exact_max_output_tokens_per_s: Some(exact_token_peak(&ok)),
         exact_max_concurrent_requests: Some(exact_concurrency_peak(&ok)),
+        output_tokens_source: OutputTokensSource::of(&ok),
         mean_ttft_ms: ms(&ttfts, mean),
         median_ttft_ms: ms(&ttfts, median),
         std_ttft_ms: ms(&ttfts, std),

@@ -12,7 +12,9 @@ mod serving_block;
 pub mod telemetry;
 
 pub use block_parse::{BlockError, ParsedBlock, parse_block};
-pub use compute::{Latency, MetricOptions, RequestRecord, compute, percentile, percentile_key};
+pub use compute::{
+    Latency, MetricOptions, OutputTokensSource, RequestRecord, compute, percentile, percentile_key,
+};
 pub use guidellm::{GUIDELLM_METRIC_NAMES, GuidellmMetrics, read_report as read_guidellm_report};
 pub use measurement::{Measurement, MetricSet};
 pub use model::{METRIC_NAMES, ServingMetrics};

@@ -34,6 +34,11 @@ pub struct ServingMetrics {
     /// (a sweep over `[start, end)` intervals).
     #[serde(default)]
     pub exact_max_concurrent_requests: Option<f64>,
+    /// Where `total_output_tokens` came from: `usage` (the server's),
+    /// `tokenizer` (the streamed text, when the server sent no usage) or
+    /// `mixed`. `None` when the numbers came from another client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_source: Option<super::compute::OutputTokensSource>,
     pub mean_ttft_ms: f64,
     pub median_ttft_ms: f64,
     pub std_ttft_ms: f64,

@@ -93,6 +93,9 @@ pub fn save_result_json(
         "exact_max_concurrent_requests",
         json!(m.exact_max_concurrent_requests),
     );
+    if let Some(source) = m.output_tokens_source {
+        put("output_tokens_source", json!(source));
+    }
     Value::Object(out)
 }
 

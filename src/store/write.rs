@@ -104,8 +104,8 @@ impl PendingSample {
     }
 
     /// Writes `logs/<name>` (the engine writes its own log there directly).
-    pub fn write_log(&self, name: &str, text: &str) -> std::io::Result<()> {
-        write_synced(&self.logs_dir().join(name), text.as_bytes())
+    pub fn write_log(&self, name: &str, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+        write_synced(&self.logs_dir().join(name), bytes.as_ref())
     }
 
     /// Writes the result and makes the sample visible with one rename. The

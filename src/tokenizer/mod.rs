@@ -195,6 +195,12 @@ impl Tokenizer {
         }
     }
 
+    /// Tokens of generated text, as `vllm bench serve` counts a response
+    /// without usage: `tokenizer(text, add_special_tokens=False).input_ids`.
+    pub fn count_generated(&self, text: &str) -> usize {
+        self.encode(text, false).len()
+    }
+
     /// Tokens in `text` (with special tokens, as `tokenizer(text).input_ids`).
     pub fn count(&self, text: &str) -> usize {
         match self {

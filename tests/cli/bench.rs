@@ -180,9 +180,10 @@ fn bad_options_exit_2() {
     }
 }
 
-/// A server that misbehaves in a different way for each connection, in order.
-fn misbehaving_server() -> u16 {
-    use std::io::{BufRead, BufReader, Read, Write};
+/// A server that answers the `n`-th connection (from 0) with `answer`, after
+/// reading its request.
+fn server_of(answer: fn(usize, &mut std::net::TcpStream)) -> u16 {
+    use std::io::{BufRead, BufReader, Read};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -207,11 +208,24 @@ fn misbehaving_server() -> u16 {
                 }
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
-                let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-                let token =
-                    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" hi\"}}]}\n\n";
-                let usage = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\n\n";
-                let reply = match n % 8 {
+                answer(n, &mut stream);
+            });
+        }
+    });
+    port
+}
+
+const SSE: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+const TOKEN: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" hi\"}}]}\n\n";
+
+/// A server that misbehaves in a different way for each connection, in order.
+fn misbehaving_server() -> u16 {
+    server_of(|n, stream| {
+        use std::io::Write;
+        let (sse, token) = (SSE, TOKEN);
+        let usage =
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\n\n";
+        let reply = match n % 8 {
                     0 => format!("{sse}{token}{token}{token}{usage}data: [DONE]\n\n"),
                     1 => "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: 23\r\nconnection: close\r\n\r\n{\"error\":\"overloaded\"}\n".into(),
                     2 => format!("{sse}{token}data: {{\"choices\":[{{\"delta\"\n\ndata: [DONE]\n\n"),
@@ -233,11 +247,8 @@ fn misbehaving_server() -> u16 {
                     }
                     _ => format!("{sse}{token}data: {{\"error\":{{\"message\":\"engine died\",\"code\":500}}}}\n\n"),
                 };
-                let _ = stream.write_all(reply.as_bytes());
-            });
-        }
-    });
-    port
+        let _ = stream.write_all(reply.as_bytes());
+    })
 }
 
 #[test]
@@ -303,4 +314,251 @@ fn every_kind_of_broken_request_fails_with_its_reason_and_the_benchmark_ends() {
     ];
     expected.sort();
     assert_eq!(errors, expected);
+}
+
+/// A server that exceeds a different bound for each connection, in order.
+fn unbounded_server() -> u16 {
+    server_of(|n, stream| {
+        use std::io::Write;
+        let big = |bytes: usize| "x".repeat(bytes);
+        let _ = match n {
+            // Tokens forever, ignoring `max_completion_tokens`.
+            0 => (|| {
+                stream.write_all(SSE.as_bytes())?;
+                loop {
+                    stream.write_all(TOKEN.as_bytes())?;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })(),
+            // One endless line.
+            1 => (|| {
+                stream.write_all(format!("{SSE}{TOKEN}data: ").as_bytes())?;
+                let chunk = big(64 << 10);
+                loop {
+                    stream.write_all(chunk.as_bytes())?;
+                }
+            })(),
+            // An event trickled a byte at a time, forever.
+            2 => (|| {
+                stream.write_all(format!("{SSE}{TOKEN}data: {{").as_bytes())?;
+                loop {
+                    std::thread::sleep(Duration::from_millis(200));
+                    stream.write_all(b" ")?;
+                }
+            })(),
+            // A malformed event of 10 MB, over the event bound.
+            3 => stream.write_all(format!("{SSE}{TOKEN}data: {}\n\n", big(10 << 20)).as_bytes()),
+            // A malformed event of 500 kB, within it.
+            4 => stream.write_all(format!("{SSE}{TOKEN}data: {}\n\n", big(500_000)).as_bytes()),
+            // An error of 10 MB.
+            5 => stream.write_all(
+                format!(
+                    "HTTP/1.1 500 Internal Server Error\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
+                    10 << 20,
+                    big(10 << 20)
+                )
+                .as_bytes(),
+            ),
+            // An error in the stream of 500 kB.
+            _ => stream.write_all(
+                format!(
+                    "{SSE}{TOKEN}data: {{\"error\":{{\"message\":\"{}\"}}}}\n\n",
+                    big(500_000)
+                )
+                .as_bytes(),
+            ),
+        };
+    })
+}
+
+#[test]
+fn requests_exceeding_a_bound_are_cut_off_and_say_which_in_short_errors() {
+    let port = unbounded_server();
+    let env = TestEnv::new();
+    let started = Instant::now();
+    let out = env.run(&[
+        "bench",
+        "--port",
+        &port.to_string(),
+        "--model",
+        "m",
+        "--backend",
+        "openai-chat",
+        "--num-prompts",
+        "7",
+        "--max-concurrency",
+        "1",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "3",
+        "--stall-timeout",
+        "1",
+        "--save-detailed",
+        "--result-filename",
+        "r.json",
+    ]);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "every request ends"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_str(&env.read("r.json")).unwrap();
+    let xs = format!("{} … ", "x".repeat(200));
+    // The trickle's length so far depends on timing.
+    let trickled = "stream stalled: an event did not end within 1s (";
+    let mut errors: Vec<String> = json["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .map(|e| match e.strip_prefix(trickled) {
+            Some(rest) if rest.ends_with(" bytes of it received)") => {
+                format!("{trickled}N bytes of it received)")
+            }
+            _ => e.to_owned(),
+        })
+        .collect();
+    errors.sort();
+    let mut expected = [
+        "response cut off: more than 19 events for 3 tokens asked".to_owned(),
+        "response cut off: an event of more than 1048576 bytes".to_owned(),
+        format!("{trickled}N bytes of it received)"),
+        "response cut off: an event of more than 1048576 bytes".to_owned(),
+        format!("malformed chunk `{xs}(500000 bytes)`"),
+        format!("HTTP 500 Internal Server Error: {xs}(more than 65536 bytes)"),
+        format!("server error in stream: {xs}(500000 bytes)"),
+    ];
+    expected.sort();
+    assert_eq!(errors, expected);
+    // Nothing the size of what the server sent.
+    assert!(env.read("r.json").len() < 20_000);
+    assert!(out.stderr.len() < 20_000, "{}", out.stderr.len());
+}
+
+#[test]
+fn a_server_that_sends_no_usage_has_its_text_counted_with_the_tokenizer() {
+    // Three chunks of two words each, and no usage chunk.
+    let port = server_of(|_, stream| {
+        use std::io::Write;
+        let chunk =
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" hello world\"}}]}\n\n";
+        std::thread::sleep(Duration::from_millis(20));
+        let _ = stream.write_all(format!("{SSE}{chunk}").as_bytes());
+        for _ in 0..2 {
+            std::thread::sleep(Duration::from_millis(20));
+            let _ = stream.write_all(chunk.as_bytes());
+        }
+        let _ = stream.write_all(b"data: [DONE]\n\n");
+    });
+    let env = TestEnv::new();
+    let tokenizer = format!("{}/tokenizer/tokenizer.json", crate::common::FIXTURES);
+    let out = env.run(&[
+        "bench",
+        "--port",
+        &port.to_string(),
+        "--model",
+        "m",
+        "--tokenizer",
+        &tokenizer,
+        "--backend",
+        "openai-chat",
+        "--num-prompts",
+        "2",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "8",
+        "--save-result",
+        "--result-filename",
+        "r.json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&env.read("r.json")).unwrap();
+    // " hello world" three times is 12 tokens of the fixture's tokenizer per
+    // response: not its 3 chunks, and not 0.
+    assert_eq!(json["total_output_tokens"], 24, "{json}");
+    assert_eq!(json["output_tokens_source"], "tokenizer");
+    assert!(json["mean_tpot_ms"].as_f64().unwrap() > 0.0);
+    assert!(
+        err.contains("warning: 2 of 2 responses carried no usage: their output tokens were counted from the streamed text with the tokenizer"),
+        "{err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("Total generated tokens:                  24"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn a_trickled_event_stalls_even_while_other_requests_stream() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // When the server saw the trickled request's connection closed, in ms.
+    static TRICKLE_CLOSED_MS: AtomicU64 = AtomicU64::new(0);
+    let port = server_of(|n, stream| {
+        use std::io::Write;
+        let started = Instant::now();
+        let mut send = |bytes: &[u8], pause: u64| {
+            std::thread::sleep(Duration::from_millis(pause));
+            stream.write_all(bytes).is_ok()
+        };
+        if !send(format!("{SSE}{TOKEN}").as_bytes(), 0) {
+            return;
+        }
+        if n == 0 {
+            // One byte of an event every 200 ms, forever.
+            send(b"data: {", 0);
+            while send(b" ", 200) {}
+            TRICKLE_CLOSED_MS.store(started.elapsed().as_millis() as u64, Ordering::SeqCst);
+        } else {
+            // Tokens every 200 ms, ignoring the limit: the engine is alive.
+            while send(TOKEN.as_bytes(), 200) {}
+        }
+    });
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "bench",
+        "--port",
+        &port.to_string(),
+        "--model",
+        "m",
+        "--backend",
+        "openai-chat",
+        "--num-prompts",
+        "2",
+        "--max-concurrency",
+        "2",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "3",
+        "--stall-timeout",
+        "1",
+        "--save-detailed",
+        "--result-filename",
+        "r.json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_str(&env.read("r.json")).unwrap();
+    let mut errors: Vec<&str> = json["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    errors.sort();
+    assert_eq!(
+        errors[0],
+        "response cut off: more than 19 events for 3 tokens asked"
+    );
+    assert!(
+        errors[1].starts_with("stream stalled: an event did not end within 1s ("),
+        "{errors:?}"
+    );
+    // Cut off at its own stall timeout, not once the other stream ended (~4 s).
+    let closed = TRICKLE_CLOSED_MS.load(Ordering::SeqCst);
+    assert!((900..2500).contains(&closed), "closed after {closed} ms");
 }

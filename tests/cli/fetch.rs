@@ -91,6 +91,8 @@ enum Fault {
     CorruptLfs,
     /// Lists the LFS file at 10^18 bytes.
     HugeListing,
+    /// Sends the LFS file one byte every 20 s the first time it is asked.
+    TrickleOnce,
 }
 
 /// What the stand-in Hub was asked: the path as sent, and `Authorization`.
@@ -237,6 +239,25 @@ async fn resolve(
         return not_found();
     }
     let mut bytes = found.bytes.clone();
+    let asked = hub
+        .downloads()
+        .iter()
+        .filter(|p| p.ends_with(found.name))
+        .count();
+    if found.lfs && hub.fault == Fault::TrickleOnce && asked == 1 {
+        // A byte now, then one every 20 s: each read comes well within any
+        // read timeout, and the whole would take 70 days.
+        let trickle = futures_util::stream::unfold(0, move |i| {
+            let byte = bytes.get(i).copied();
+            async move {
+                if i > 0 {
+                    tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+                }
+                Some((Ok::<_, std::convert::Infallible>(vec![byte?]), i + 1))
+            }
+        });
+        return axum::body::Body::from_stream(trickle).into_response();
+    }
     if found.lfs && hub.fault == Fault::CorruptLfs {
         bytes[1000] ^= 0xff;
     }
@@ -446,6 +467,37 @@ fn a_corrupted_download_fails_naming_the_file_and_leaves_nothing_in_the_snapshot
         2,
         "a mismatch is not downloaded again"
     );
+}
+
+#[test]
+fn a_download_slower_than_the_minimum_rate_is_cut_off_and_retried() {
+    let rt = runtime();
+    let (hub, endpoint) = Hub::start(&rt, vec![weights(), config()], Fault::TrickleOnce);
+    let env = locked_project(COMMIT);
+    let started = std::time::Instant::now();
+    let out = with_hub(&env, &hub, &endpoint, &["fetch", "hub.kdl"])
+        .env("PERFPIPE_FETCH_RATE_WINDOW_SECS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "the trickle is cut off after its window"
+    );
+    let text = words(&out);
+    assert!(
+        text.contains(&format!(
+            "cannot download `model.safetensors` of `{REPO}` from {endpoint}: too slow: 1 bytes in 1s, below the minimum of 1048576 bytes per 1s; downloading it again"
+        )),
+        "{text}"
+    );
+    assert_linked(&env, &weights());
+    let weights_asked = hub
+        .downloads()
+        .iter()
+        .filter(|p| p.ends_with("model.safetensors"))
+        .count();
+    assert_eq!(weights_asked, 2);
 }
 
 #[test]

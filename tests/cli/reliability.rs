@@ -7,8 +7,8 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    TestEnv, assert_secret_absent, files_under, live_processes, pid_alive, random_hex, stderr,
-    words,
+    TestEnv, assert_secret_absent, contains, files_under, live_processes, pid_alive, random_hex,
+    stderr, words,
 };
 use crate::runtimes::gpu_box;
 
@@ -454,4 +454,207 @@ fn secrets_in_the_environment_reach_no_file_and_no_output() {
         assert_secret_absent(&written, &outputs, secret);
         assert!(live_processes(secret).is_empty());
     }
+}
+
+/// One vLLM step of three quick requests.
+fn quick_study(env: &TestEnv, extra: &str) {
+    env.write(
+        "quick.kdl",
+        &format!(
+            r#"experiment "quick" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload short {{
+        dataset random input=16 output=4 seed=1
+        prompts 3
+        concurrency 1
+    }}
+    step vllm engine=vllm gpus=1 {{
+        {extra}
+    }}
+}}"#
+        ),
+    );
+}
+
+/// A secret's value as it appears inside a JSON string, and inside one twice.
+fn escaped_forms(secret: &str) -> [String; 2] {
+    let once = serde_json::to_string(secret).unwrap();
+    let once = once[1..once.len() - 1].to_owned();
+    let twice = serde_json::to_string(&once).unwrap();
+    [once.clone(), twice[1..twice.len() - 1].to_owned()]
+}
+
+#[test]
+fn secrets_a_server_echoes_reach_no_file_and_no_output_and_counts_are_no_secrets() {
+    let env = TestEnv::new();
+    quick_study(&env, "");
+    // JSON escapes a quote and a backslash: a replace on serialized bytes misses it.
+    let token = format!("hf_\"q\\{}", random_hex());
+    let password = format!("hunter2-{}", random_hex());
+    let short = "key-555";
+    let vars = [
+        ("HF_TOKEN", token.as_str()),
+        ("PERFPIPE_REGISTRY_PASSWORD", password.as_str()),
+        ("MY_API_KEY", short),
+        ("TOKENIZERS_PARALLELISM", "false"),
+        ("MAX_TOKENS", "512"),
+        ("STANDIN_FAULT", "echo-secrets@Qwen/Qwen3-14B"),
+    ];
+    let args = ["run", "quick.kdl", "--runtime", "local"];
+    let run = gpu_box(&env, &args, &vars).output().unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let report = gpu_box(&env, &["report", "quick.kdl"], &vars)
+        .output()
+        .unwrap();
+    let outputs = vec![run, report];
+
+    // The server's errors are kept, with the secrets redacted and the rest as sent.
+    let (dir, _) = &env.results()[0];
+    let journal = std::fs::read_to_string(dir.join("logs/requests.jsonl")).unwrap();
+    let mut errors: Vec<String> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|l| l["record"]["error"].as_str().map(str::to_owned))
+        .collect();
+    errors.sort();
+    let echoed = "HF_TOKEN=[redacted HF_TOKEN] PERFPIPE_REGISTRY_PASSWORD=[redacted PERFPIPE_REGISTRY_PASSWORD] MY_API_KEY=[redacted MY_API_KEY] TOKENIZERS_PARALLELISM=false MAX_TOKENS=512";
+    // An error body is quoted by its first 200 bytes.
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    let body = r#"HTTP 500 Internal Server Error: {"error":{"message":"bad credentials: "#;
+    assert!(
+        errors[0].starts_with(&format!("{body}{}", &echoed[..155])),
+        "{errors:?}"
+    );
+    assert_eq!(
+        errors[1],
+        format!("server error in stream: lost the session of {echoed}")
+    );
+    let engine_log = std::fs::read_to_string(dir.join("logs/engine.log")).unwrap();
+    assert!(
+        engine_log.contains(&format!("INFO:     environment: {echoed}")),
+        "{engine_log}"
+    );
+
+    let written = files_under(env.dir.path());
+    for secret in [token.as_str(), password.as_str(), short] {
+        assert_secret_absent(&written, &outputs, secret);
+        for form in escaped_forms(secret) {
+            assert_secret_absent(&written, &outputs, &form);
+        }
+    }
+    for out in &outputs {
+        assert!(!contains(&out.stdout, "[redacted TOKENIZERS"));
+        assert!(!contains(&out.stderr, "[redacted MAX_TOKENS"));
+    }
+}
+
+#[test]
+fn a_secret_too_short_to_redact_is_refused_before_anything_runs() {
+    let env = TestEnv::new();
+    quick_study(&env, "");
+    let args = ["run", "quick.kdl", "--runtime", "local"];
+    let out = gpu_box(&env, &args, &[("MY_API_KEY", "abc")])
+        .output()
+        .unwrap();
+    let err = words(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`MY_API_KEY` holds a secret of 3 characters; perfpipe redacts secrets of 4 or more and refuses shorter ones"),
+        "{err}"
+    );
+    assert!(!err.contains("abc"), "{err}");
+    assert!(!env.path("standin.log").exists(), "nothing ran");
+    assert!(!env.path("lockfiles").exists(), "nothing was written");
+}
+
+#[test]
+fn a_secret_in_key_material_is_refused_before_anything_runs() {
+    let env = TestEnv::new();
+    let secret = format!("hf_{}", random_hex());
+    quick_study(&env, &format!(r#"args "--api-key" "{secret}""#));
+    let args = ["run", "quick.kdl", "--runtime", "local"];
+    let out = gpu_box(&env, &args, &[("HF_TOKEN", secret.as_str())])
+        .output()
+        .unwrap();
+    let err = words(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "the key material of `vllm` × `short` holds the value of `HF_TOKEN`, a secret"
+        ),
+        "{err}"
+    );
+    assert!(!contains(&out.stderr, &secret));
+    assert!(!env.path("standin.log").exists(), "nothing ran");
+    assert!(!env.path("store").exists(), "nothing was stored");
+}
+
+#[test]
+fn an_engine_log_that_is_not_utf8_is_kept_whole_and_its_failure_matches() {
+    let env = TestEnv::new();
+    quick_study(
+        &env,
+        r#"expect-failure short "Unsupported SM version for FP8 block scaling GEMM""#,
+    );
+    let args = ["run", "quick.kdl", "--runtime", "local"];
+    let out = gpu_box(
+        &env,
+        &args,
+        &[("STANDIN_FAULT", "fail-binary@Qwen/Qwen3-14B")],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (dir, result) = &env.results()[0];
+    assert_eq!(
+        result["outcome"]["error"],
+        "RuntimeError: Unsupported SM version for FP8 block scaling GEMM"
+    );
+    let log = std::fs::read(dir.join("logs/engine.log")).unwrap();
+    assert!(
+        log.windows(2).any(|w| w == b"\xff\xfe"),
+        "the bytes are kept: {}",
+        String::from_utf8_lossy(&log)
+    );
+    assert!(contains(
+        &log,
+        "RuntimeError: Unsupported SM version for FP8 block scaling GEMM"
+    ));
+}
+
+#[test]
+fn oversized_events_leave_a_small_store_entry_report_and_output() {
+    let env = TestEnv::new();
+    quick_study(&env, "");
+    let args = ["run", "quick.kdl", "--runtime", "local"];
+    let fault = [("STANDIN_FAULT", "oversized-sse@Qwen/Qwen3-14B")];
+    let out = gpu_box(&env, &args, &fault).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (dir, _) = &env.results()[0];
+    let journal = std::fs::read_to_string(dir.join("logs/requests.jsonl")).unwrap();
+    let mut errors: Vec<String> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|l| l["record"]["error"].as_str().map(str::to_owned))
+        .collect();
+    errors.sort();
+    assert_eq!(
+        errors,
+        [
+            format!("malformed chunk `{} … (500000 bytes)`", "x".repeat(200)),
+            "response cut off: an event of more than 1048576 bytes".to_owned(),
+        ]
+    );
+    let entry: u64 = files_under(dir)
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    assert!(entry < 200_000, "the sample holds {entry} bytes");
+    let report = std::fs::metadata(env.path("reports/quick.md"))
+        .unwrap()
+        .len();
+    assert!(report < 50_000, "the report is {report} bytes");
+    assert!(out.stderr.len() + out.stdout.len() < 50_000);
 }
