@@ -77,3 +77,10 @@ mod tests {
         assert_eq!(super::compact(1_795_290_164), "20261121-194244");
     }
 }
+
+/// `after` past `from`, at most 30 years (tokio's own far future): a
+/// timeout never overflows the clock, whatever its length.
+pub fn deadline(from: tokio::time::Instant, after: std::time::Duration) -> tokio::time::Instant {
+    const FAR: std::time::Duration = std::time::Duration::from_secs(86_400 * 365 * 30);
+    from.checked_add(after.min(FAR)).unwrap_or(from)
+}

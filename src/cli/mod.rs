@@ -219,6 +219,49 @@ fn raise_open_file_limit() {
     }
 }
 
+/// Fails, before anything is measured, where [`write_file`] would fail to
+/// write `path` afterwards: a directory in its place, a parent that cannot be
+/// made or written. Creates the parent, as the write would.
+fn check_writable(path: &Path) -> Result<(), CliError> {
+    if path.is_dir() {
+        return Err(CliError::Write {
+            path: path.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory"),
+        });
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    check_writable_dir(dir).map_err(|e| match e {
+        CliError::Write { source, .. } => CliError::Write {
+            path: path.display().to_string(),
+            source,
+        },
+        other => other,
+    })
+}
+
+/// Fails where a file cannot be written into `dir` (made if missing).
+fn check_writable_dir(dir: &Path) -> Result<(), CliError> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let io = |source| CliError::Write {
+        path: dir.display().to_string(),
+        source,
+    };
+    fs_err::create_dir_all(dir).map_err(io)?;
+    // The probe is removed when dropped.
+    tempfile::Builder::new()
+        .prefix(".perfpipe-probe-")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    Ok(())
+}
+
 /// Writes a whole text file (reports), creating its directory.
 fn write_text(path: &Path, text: &str) -> Result<(), CliError> {
     write_file(path, text.as_bytes())

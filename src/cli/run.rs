@@ -22,6 +22,12 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     };
     let experiment = &args.common.experiment;
     let mut loaded = load(&args.common, mode.clone())?;
+    // Where the report goes is settled before any engine starts.
+    let report_path = args.report.clone().unwrap_or_else(|| {
+        let stem = experiment.file_stem().unwrap_or_default();
+        PathBuf::from("reports").join(stem).with_extension("md")
+    });
+    super::check_writable(&report_path)?;
     remove_stale_tmp(&loaded.store);
     // Real engines load pinned models and images: fetch what the missing runs
     // need before any GPU is taken. Fetching may bring the tokenizers the
@@ -100,11 +106,13 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         })
         .count();
     let analysis = analyze(&loaded, records)?;
-    let path = args.report.clone().unwrap_or_else(|| {
-        let stem = args.common.experiment.file_stem().unwrap_or_default();
-        PathBuf::from("reports").join(stem).with_extension("md")
-    });
-    let text = write_markdown(&loaded, &analysis, &path)?;
+    let path = report_path;
+    let text = write_markdown(&loaded, &analysis, &path).map_err(|e| {
+        e.measured(&format!(
+            "every run is in the store: `perfpipe report {} --out FILE` writes the report",
+            experiment.display()
+        ))
+    })?;
     print!("{text}");
     eprintln!(
         "perfpipe: ran {} (failed: {}); report written to `{}`",
