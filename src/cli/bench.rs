@@ -346,6 +346,12 @@ async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String,
         .send()
         .await
         .map_err(|e| unreachable(e.to_string()))?;
+    if let Some(error) = harness::client::redirected(&response) {
+        return Err(CliError::Usage {
+            message: format!("`{base_url}/v1/models` answered {error}"),
+            hint: "name the server itself with `--base-url`: perfpipe follows no redirect".into(),
+        });
+    }
     let body: serde_json::Value = response
         .json()
         .await

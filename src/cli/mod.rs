@@ -73,6 +73,39 @@ pub fn main() -> u8 {
     }
 }
 
+/// The checks of `bench`'s and `run`'s values that come before anything is
+/// read, contacted or measured, as far as they need no file: the fuzzing of
+/// command lines (`src/fuzz/cli.rs`) drives them.
+#[cfg(test)]
+pub(crate) fn check_values(cli: &Cli) -> Result<(), CliError> {
+    let now = tokio::time::Instant::now();
+    match &cli.command {
+        Command::Bench(args) => {
+            let checked = bench::check(args)?;
+            crate::harness::arrivals::delays(
+                args.num_prompts as usize,
+                checked.rate,
+                args.burstiness,
+                args.seed,
+            )
+            .map_err(|e| CliError::Usage {
+                message: e.to_string(),
+                hint: String::new(),
+            })?;
+            crate::clock::deadline(now, std::time::Duration::from_secs(args.stall_timeout));
+        }
+        Command::Run(args) => {
+            let options = run::exec_options(args)?;
+            crate::clock::deadline(now, options.stall_timeout);
+            if let Some(startup) = options.startup_timeout {
+                crate::clock::deadline(now, startup);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// What every command loads first.
 struct Loaded {
     /// The experiment as it runs: pinned images and model commits applied,

@@ -76,17 +76,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     for note in sample_notes(&loaded) {
         eprintln!("{note}");
     }
-    let options = ExecOptions {
-        sim_program: std::env::current_exe().map_err(|source| CliError::Write {
-            path: "current executable".into(),
-            source,
-        })?,
-        startup_timeout: args.startup_timeout.map(Duration::from_secs),
-        stall_timeout: Duration::from_secs(args.stall_timeout),
-        attempts: 3,
-        fresh_engine: args.common.fresh_engine,
-        jobs: args.jobs as usize,
-    };
+    let options = exec_options(args)?;
     let summary = exec::execute(
         &loaded.spec,
         &loaded.inputs,
@@ -136,6 +126,21 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         exit_code::RUNS_FAILED
     } else {
         exit_code::OK
+    })
+}
+
+/// How the executor runs, from the options.
+pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
+    Ok(ExecOptions {
+        sim_program: std::env::current_exe().map_err(|source| CliError::Write {
+            path: "current executable".into(),
+            source,
+        })?,
+        startup_timeout: args.startup_timeout.map(Duration::from_secs),
+        stall_timeout: Duration::from_secs(args.stall_timeout),
+        attempts: 3,
+        fresh_engine: args.common.fresh_engine,
+        jobs: args.jobs as usize,
     })
 }
 
