@@ -342,7 +342,9 @@ pub(super) fn parse_base_url(text: &str) -> Result<String, String> {
         ));
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("`{text}` names no host; write it as `http://HOST:PORT`"));
+        return Err(format!(
+            "`{text}` names no host; write it as `http://HOST:PORT`"
+        ));
     }
     if url.query().is_some() || url.fragment().is_some() {
         return Err(format!(

@@ -96,26 +96,28 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
     let mut progress = Progress::new(requests.len());
     let outcome = runtime
         .block_on(harness::benchmark(
-        &client,
-        &settings,
-        requests,
-        &load,
-        &options,
-        &mut |index, record| {
-            progress.update(record);
-            if let Some(journal) = journal.as_mut() {
-                let _ = writeln!(
-                    journal,
-                    "{}",
-                    serde_json::json!({"index": index, "record": record})
-                );
-                let _ = journal.flush();
-            }
-        },
-    ))
+            &client,
+            &settings,
+            requests,
+            &load,
+            &options,
+            &mut |index, record| {
+                progress.update(record);
+                if let Some(journal) = journal.as_mut() {
+                    let _ = writeln!(
+                        journal,
+                        "{}",
+                        serde_json::json!({"index": index, "record": record})
+                    );
+                    let _ = journal.flush();
+                }
+            },
+        ))
         .map_err(|e| CliError::Usage {
             message: e.to_string(),
-            hint: "a `--request-rate` of at least 1e-6, or `inf`, and a finite `--burstiness` above 0".into(),
+            hint:
+                "a `--request-rate` of at least 1e-6, or `inf`, and a finite `--burstiness` above 0"
+                    .into(),
         })?;
     progress.finish();
 

@@ -164,14 +164,11 @@ impl CliError {
                 ExecError::Dataset { .. }
                 | ExecError::DatasetRead { .. }
                 | ExecError::Schedule { .. },
-            ) => {
-                exit_code::USAGE
-            }
+            ) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
-            Self::Exec(_)
-            | Self::Store(_)
-            | Self::Analysis(_)
-            | Self::Runtime { .. } => exit_code::INTERNAL,
+            Self::Exec(_) | Self::Store(_) | Self::Analysis(_) | Self::Runtime { .. } => {
+                exit_code::INTERNAL
+            }
         }
     }
 }

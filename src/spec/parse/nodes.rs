@@ -172,7 +172,11 @@ impl Decoder {
             harness.temperature = match bounds::temperature(t) {
                 Ok(t) => t,
                 Err(error) => {
-                    self.error(SpecDiagnostic::new(e.span(), error.to_string(), "out of range"));
+                    self.error(SpecDiagnostic::new(
+                        e.span(),
+                        error.to_string(),
+                        "out of range",
+                    ));
                     return None;
                 }
             };
