@@ -15,8 +15,10 @@ use crate::spec::{RequestRate, bounds};
 ///
 /// Exit codes: 0 done · 1 some runs failed (recorded, or transient on every
 /// attempt and left for the next run), some pins could not
-/// be resolved, or some inputs could not be fetched · 2 usage, experiment or
-/// lockfile error, or not enough disk space to fetch · 3 lockfile missing or
+/// be resolved, some inputs could not be fetched, or a measurement's file could
+/// not be written (its numbers are kept) · 2 usage, experiment or lockfile
+/// error, an output file that cannot be written (checked before measuring), or
+/// not enough disk space to fetch · 3 lockfile missing or
 /// out of date under `--locked` · 4 `verify` found numbers outside the
 /// tolerance or missing, `store verify` found damage, or `diff
 /// --fail-on-regression` found a regression · 101 internal error · 130

@@ -22,12 +22,18 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     };
     let experiment = &args.common.experiment;
     let mut loaded = load(&args.common, mode.clone())?;
-    // Where the report goes is settled before any engine starts.
+    // Where the report and its chart go is settled before any engine starts.
     let report_path = args.report.clone().unwrap_or_else(|| {
         let stem = experiment.file_stem().unwrap_or_default();
         PathBuf::from("reports").join(stem).with_extension("md")
     });
-    super::check_writable(&report_path)?;
+    for path in [
+        report_path.clone(),
+        report_path.with_extension("svg"),
+        report_path.with_extension("png"),
+    ] {
+        super::check_writable(&path)?;
+    }
     remove_stale_tmp(&loaded.store);
     // Real engines load pinned models and images: fetch what the missing runs
     // need before any GPU is taken. Fetching may bring the tokenizers the

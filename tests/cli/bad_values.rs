@@ -128,6 +128,39 @@ fn counts_no_memory_holds_are_refused() {
     refused_bench(&env, &["--random-input-len", "0"]);
     let out = refused_bench(&env, &["--random-input-len", "4000000000"]);
     perfpipe_snapshot!("bad_values_prompt_tokens", out);
+
+    // An experiment's workloads, as `run` would build them.
+    for (dataset, prompts, expected) in [
+        (
+            "random input=8 output=8",
+            "4294967295",
+            "a workload has at most 1000000 prompts",
+        ),
+        (
+            "random input=4000000000 output=8",
+            "1",
+            "more than the 1073741824 prompt tokens",
+        ),
+    ] {
+        env.write(
+            "e.kdl",
+            &format!(
+                r#"experiment "e" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload w {{
+        dataset {dataset}
+        prompts {prompts}
+    }}
+    step s engine=vllm gpus=1
+}}
+"#
+            ),
+        );
+        let out = refused(&env, &["plan", "e.kdl", "--runtime", "sim"]);
+        assert!(words(&out).contains(expected), "{}", stderr(&out));
+    }
 }
 
 #[test]
@@ -174,6 +207,17 @@ fn outputs_that_cannot_be_written_are_refused_before_measuring() {
     );
     perfpipe_snapshot!("bad_values_report_dir", out);
     assert!(!stderr(&out).contains("engine ready"));
+    // The chart is written beside the report.
+    std::fs::create_dir_all(env.path("r.svg")).unwrap();
+    let out = refused(
+        &env,
+        &["run", "tiny.kdl", "--runtime", "sim", "--report", "r.md"],
+    );
+    assert!(
+        words(&out).contains("cannot write `r.svg`"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!env.path("store/entries").exists(), "nothing ran");
 }
 

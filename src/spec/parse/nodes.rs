@@ -195,6 +195,7 @@ impl Decoder {
         let mut rate = RequestRate::Infinite;
         let mut concurrency = None;
         let mut title = None;
+        let mut prompts_span = node.span();
         for child in self.children(node, WORKLOAD_NODES) {
             match child.name().value() {
                 "title" => {
@@ -203,7 +204,10 @@ impl Decoder {
                     title = self.required_string_arg(child, 0, "the workload's title");
                 }
                 "dataset" => dataset = self.dataset(child),
-                "prompts" => prompts = self.single_count(child, "the number of prompts"),
+                "prompts" => {
+                    prompts_span = child.span();
+                    prompts = self.single_count(child, "the number of prompts");
+                }
                 "rate" => {
                     self.no_props(child);
                     match arg(child, 0).map(|e| (e, e.value())) {
@@ -235,6 +239,27 @@ impl Decoder {
         }
         if prompts.is_none() && !node_has_child(node, "prompts") {
             self.missing_node(node, "prompts", "prompts 1000");
+        }
+        // What the harness would build in memory: bounded as `bench`'s options are.
+        let too_many = match (prompts, &dataset) {
+            (Some(n), _) if n > bounds::MAX_PROMPTS => Some(format!(
+                "a workload has at most {} prompts, found {n}",
+                bounds::MAX_PROMPTS
+            )),
+            (
+                Some(n),
+                Some(Dataset::Random {
+                    input_len,
+                    range_ratio,
+                    ..
+                }),
+            ) => bounds::random_prompt_tokens(n, *input_len, *range_ratio)
+                .err()
+                .map(|e| e.to_string()),
+            _ => None,
+        };
+        if let Some(message) = too_many {
+            self.error(SpecDiagnostic::new(prompts_span, message, "out of range"));
         }
         Some(Workload {
             name: name?,
