@@ -13,7 +13,7 @@ use crate::spec::RequestRate;
 /// `bench`'s bounds (`spec::bounds`) refuse them before any request.
 #[derive(Debug, Clone, PartialEq, Error)]
 #[error(
-    "{n} requests at a request rate of {rate} with burstiness {burstiness} have no schedule this clock can represent"
+    "{n} requests at a request rate of {rate:?} with burstiness {burstiness:?} have no schedule this clock can represent"
 )]
 pub struct ScheduleError {
     pub n: usize,
