@@ -68,6 +68,13 @@ pub fn compact(unix: u64) -> String {
     )
 }
 
+/// `after` past `from`, at most 30 years (tokio's own far future): a
+/// timeout never overflows the clock, whatever its length.
+pub fn deadline(from: tokio::time::Instant, after: std::time::Duration) -> tokio::time::Instant {
+    const FAR: std::time::Duration = std::time::Duration::from_secs(86_400 * 365 * 30);
+    from.checked_add(after.min(FAR)).unwrap_or(from)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -75,5 +82,17 @@ mod tests {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::rfc3339(1_795_290_164), "2026-11-21T19:42:44Z");
         assert_eq!(super::compact(1_795_290_164), "20261121-194244");
+    }
+
+    #[test]
+    fn a_deadline_of_any_length_is_an_instant() {
+        use std::time::Duration;
+        let now = tokio::time::Instant::now();
+        assert_eq!(
+            super::deadline(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        assert!(super::deadline(now, Duration::MAX) > now + Duration::from_secs(86_400 * 365));
+        assert!(super::deadline(now, Duration::from_secs(u64::MAX)) > now);
     }
 }

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::spec::{RequestRate, bounds};
+
 /// Declared, reproducible, cached LLM-serving performance studies.
 ///
 /// An experiment (a KDL file under `experiments/`) declares the model, GPUs,
@@ -13,8 +15,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit codes: 0 done · 1 some runs failed (recorded, or transient on every
 /// attempt and left for the next run), some pins could not
-/// be resolved, or some inputs could not be fetched · 2 usage, experiment or
-/// lockfile error, or not enough disk space to fetch · 3 lockfile missing or
+/// be resolved, some inputs could not be fetched, or a measurement's file could
+/// not be written (its numbers are kept) · 2 usage, experiment or lockfile
+/// error, an output file that cannot be written (checked before measuring), or
+/// not enough disk space to fetch · 3 lockfile missing or
 /// out of date under `--locked` · 4 `verify` found numbers outside the
 /// tolerance or missing, `store verify` found damage, or `diff
 /// --fail-on-regression` found a regression · 101 internal error · 130
@@ -176,14 +180,16 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: u32,
     /// Seconds any engine may take to become ready, overriding each engine's
-    /// `startup-timeout=` and default (vLLM and SGLang 1200, TensorRT-LLM 2400).
-    #[arg(long)]
+    /// `startup-timeout=` and default (vLLM and SGLang 1200, TensorRT-LLM 2400);
+    /// at most 604800 (a week).
+    #[arg(long, value_name = "SECS", value_parser = timeout_secs())]
     pub startup_timeout: Option<u64>,
     /// Seconds without an event from the engine, to this request or any
     /// other, before a waiting request fails (a stream that stalls, a request
-    /// never answered). The built-in harness only; not part of any key.
+    /// never answered); at most 604800 (a week). The built-in harness only;
+    /// not part of any key.
     #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = timeout_secs())]
     pub stall_timeout: u64,
     /// Fail (exit 3) instead of writing the lockfile when it is missing or
     /// does not match the experiment, as in CI.
@@ -304,6 +310,52 @@ pub struct VerifyArgs {
     pub metrics: Option<Vec<String>>,
 }
 
+/// Seconds of a timeout: 1 to a week.
+fn timeout_secs() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..=bounds::MAX_TIMEOUT_SECS)
+}
+
+/// A count of prompts or warm-ups: `min` to [`bounds::MAX_PROMPTS`].
+fn prompt_count(min: u32) -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(i64::from(min)..=i64::from(bounds::MAX_PROMPTS))
+}
+
+/// A number checked by one of `spec::bounds`' rules, as a clap parser.
+fn bounded<T: 'static>(
+    rule: fn(f64) -> Result<T, bounds::BoundError>,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        let number = text
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| format!("`{text}` is not a number"))?;
+        rule(number).map_err(|e| e.to_string())
+    }
+}
+
+/// An `http` or `https` URL with a host, without its trailing `/`.
+pub(super) fn parse_base_url(text: &str) -> Result<String, String> {
+    let url = reqwest::Url::parse(text).map_err(|e| {
+        format!("`{text}` is not a URL ({e}); write it as `http://HOST:PORT`, e.g. `http://127.0.0.1:8000`")
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{text}` is not an `http` or `https` URL; write it as `http://HOST:PORT`"
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!(
+            "`{text}` names no host; write it as `http://HOST:PORT`"
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "`{text}` has a query or fragment; the base URL is `http://HOST:PORT[/PATH]`"
+        ));
+    }
+    Ok(text.trim_end_matches('/').to_owned())
+}
+
 fn parse_percent(text: &str) -> Result<f64, String> {
     let number = text.trim().trim_end_matches('%');
     match number.parse::<f64>() {
@@ -330,7 +382,7 @@ pub enum DatasetArg {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Server URL (e.g. `http://127.0.0.1:8000`); overrides `--host` and `--port`.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_base_url)]
     pub base_url: Option<String>,
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
@@ -354,34 +406,38 @@ pub struct BenchArgs {
     /// ShareGPT JSON file (with `--dataset-name sharegpt`).
     #[arg(long)]
     pub dataset_path: Option<std::path::PathBuf>,
-    #[arg(long, default_value_t = 1000)]
+    /// At most 1000000.
+    #[arg(long, default_value_t = 1000, value_parser = prompt_count(1))]
     pub num_prompts: u32,
-    #[arg(long, default_value_t = 1024)]
+    /// With `--num-prompts`, at most 2^30 prompt tokens in all.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     pub random_input_len: u32,
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub random_output_len: u32,
-    /// Lengths are drawn from [L(1-r), L(1+r)].
-    #[arg(long, default_value_t = 0.0)]
+    /// Lengths are drawn from [L(1-r), L(1+r)]; 0 <= r < 1, as vLLM requires.
+    #[arg(long, default_value_t = 0.0, value_parser = bounded(bounds::range_ratio))]
     pub random_range_ratio: f64,
     /// Fixed output length for ShareGPT requests instead of the reply's.
     #[arg(long)]
     pub sharegpt_output_len: Option<u32>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Requests per second, or `inf` to send all at once.
-    #[arg(long, default_value = "inf")]
-    pub request_rate: String,
-    /// Gamma shape of the gaps between requests (1 = Poisson; < 1 burstier).
-    #[arg(long, default_value_t = 1.0)]
+    /// Requests per second (at least 1e-6), or `inf` to send all at once.
+    #[arg(long, default_value = "inf", value_parser = bounded(bounds::request_rate))]
+    pub request_rate: RequestRate,
+    /// Gamma shape of the gaps between requests (1 = Poisson; < 1 burstier; > 0).
+    #[arg(long, default_value_t = 1.0, value_parser = bounded(bounds::burstiness))]
     pub burstiness: f64,
-    #[arg(long)]
+    /// Requests in flight at most (at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrency: Option<u32>,
-    /// Requests sent before the benchmark and not measured.
-    #[arg(long, default_value_t = 0)]
-    pub num_warmups: usize,
+    /// Requests sent before the benchmark and not measured (at most 1000000).
+    #[arg(long, default_value_t = 0, value_parser = prompt_count(0))]
+    pub num_warmups: u32,
     #[arg(long)]
     pub ignore_eos: bool,
-    #[arg(long, default_value_t = 0.0)]
+    /// Sampling temperature (finite, at least 0).
+    #[arg(long, default_value_t = 0.0, value_parser = bounded(bounds::temperature))]
     pub temperature: f64,
     /// Comma-separated: any of `ttft,tpot,itl,e2el`.
     #[arg(long, default_value = "ttft,tpot,itl")]
@@ -409,9 +465,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub journal: Option<std::path::PathBuf>,
     /// Seconds without an event from the server, to this request or any
-    /// other, before a waiting request fails.
+    /// other, before a waiting request fails; at most 604800 (a week).
     #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = timeout_secs())]
     pub stall_timeout: u64,
 }
 

@@ -13,36 +13,36 @@ use crate::metrics::{
     BlockOptions, Latency, MetricOptions, RequestRecord, ResultMeta, default_file_name,
     render_serving_block, save_result_json,
 };
-use crate::spec::{Backend, RequestRate};
+use crate::spec::{Backend, RequestRate, bounds};
 use crate::tokenizer::Tokenizer;
 
 pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
-    let rate = parse_rate(&args.request_rate)?;
-    let percentile_metrics = parse_list(&args.percentile_metrics, "--percentile-metrics", |s| {
-        Latency::from_name(s)
-    })?;
-    let percentiles = parse_list(&args.metric_percentiles, "--metric-percentiles", |s| {
-        s.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p))
-    })?;
-    let goodput = args
-        .goodput
-        .iter()
-        .map(|g| parse_slo(g))
-        .collect::<Result<Vec<_>, _>>()?;
-    let (backend, default_endpoint) = match args.backend {
-        BackendArg::Openai => (Backend::Openai, "/v1/completions"),
-        BackendArg::OpenaiChat => (Backend::OpenaiChat, "/v1/chat/completions"),
+    let Checked {
+        rate,
+        percentile_metrics,
+        percentiles,
+        goodput,
+        backend,
+        base_url,
+        endpoint,
+    } = check(args)?;
+    // Where the results go is settled before anything is measured.
+    let mut journal = match &args.journal {
+        Some(path) => Some(open_journal(path)?),
+        None => None,
     };
+    if args.save_result || args.save_detailed {
+        let dir = args.result_dir.clone().unwrap_or_default();
+        match &args.result_filename {
+            Some(name) => super::check_writable(&dir.join(name))?,
+            None => super::check_writable_dir(&dir)?,
+        }
+    }
     let sharegpt = read_sharegpt(args)?;
-    let base_url = args
-        .base_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}:{}", args.host, args.port));
-    let base_url = base_url.trim_end_matches('/').to_owned();
-    let endpoint = args
-        .endpoint
-        .clone()
-        .unwrap_or_else(|| default_endpoint.to_owned());
+    let named_tokenizer = match &args.tokenizer {
+        Some(name) => Some(load_tokenizer(name, true)?),
+        None => None,
+    };
 
     // One worker per core this process may use (`taskset` narrows it).
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -57,7 +57,10 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         None => runtime.block_on(first_model(&client, &base_url))?,
     };
     let tokenizer_id = args.tokenizer.clone().unwrap_or_else(|| model.clone());
-    let tokenizer = std::sync::Arc::new(load_tokenizer(&tokenizer_id)?);
+    let tokenizer = std::sync::Arc::new(match named_tokenizer {
+        Some(tokenizer) => tokenizer,
+        None => load_tokenizer(&model, false)?,
+    });
     let requests = requests(args, &tokenizer, sharegpt)?;
     let settings = RequestSettings {
         urls: vec![format!("{base_url}{endpoint}")],
@@ -73,7 +76,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         max_concurrency: args.max_concurrency,
         seed: args.seed,
         stall_timeout: Duration::from_secs(args.stall_timeout),
-        warmups: args.num_warmups,
+        warmups: args.num_warmups as usize,
     };
     let options = MetricOptions {
         percentiles: percentiles.clone(),
@@ -83,34 +86,40 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         "perfpipe bench: {} requests to {} (model `{model}`, rate {}, max concurrency {})",
         requests.len(),
         settings.urls[0],
-        args.request_rate,
+        match rate {
+            RequestRate::Infinite => "inf".to_owned(),
+            RequestRate::PerSecond(r) => r.to_string(),
+        },
         args.max_concurrency
             .map_or("unlimited".to_owned(), |c| c.to_string())
     );
-    let mut journal = match &args.journal {
-        Some(path) => Some(open_journal(path)?),
-        None => None,
-    };
     let cpu_before = crate::host::cpu_seconds();
     let mut progress = Progress::new(requests.len());
-    let outcome = runtime.block_on(harness::benchmark(
-        &client,
-        &settings,
-        requests,
-        &load,
-        &options,
-        &mut |index, record| {
-            progress.update(record);
-            if let Some(journal) = journal.as_mut() {
-                let _ = writeln!(
-                    journal,
-                    "{}",
-                    serde_json::json!({"index": index, "record": record})
-                );
-                let _ = journal.flush();
-            }
-        },
-    ));
+    let outcome = runtime
+        .block_on(harness::benchmark(
+            &client,
+            &settings,
+            requests,
+            &load,
+            &options,
+            &mut |index, record| {
+                progress.update(record);
+                if let Some(journal) = journal.as_mut() {
+                    let _ = writeln!(
+                        journal,
+                        "{}",
+                        serde_json::json!({"index": index, "record": record})
+                    );
+                    let _ = journal.flush();
+                }
+            },
+        ))
+        .map_err(|e| CliError::Usage {
+            message: e.to_string(),
+            hint:
+                "a `--request-rate` of at least 1e-6, or `inf`, and a finite `--burstiness` above 0"
+                    .into(),
+        })?;
     progress.finish();
 
     let block = BlockOptions {
@@ -174,7 +183,10 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             .clone()
             .unwrap_or_else(|| default_file_name(&meta));
         let path = args.result_dir.clone().unwrap_or_default().join(name);
-        write_text(&path, &(json.to_string() + "\n"))?;
+        // The numbers are printed above: a disk that fills meanwhile loses no measurement.
+        write_text(&path, &(json.to_string() + "\n")).map_err(|e| e.measured(
+            "the result block above has the numbers; the per-request details are in `--journal` when one was given",
+        ))?;
         eprintln!("perfpipe bench: result written to `{}`", path.display());
     }
     Ok(if m.failed > 0 {
@@ -184,14 +196,82 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
     })
 }
 
-/// The tokenizer named (a file, a directory or a cached model id), or words.
-fn load_tokenizer(name: &str) -> Result<Tokenizer, CliError> {
+/// The options checked, before any server is contacted or file written.
+pub(super) struct Checked {
+    pub rate: RequestRate,
+    pub percentile_metrics: Vec<Latency>,
+    pub percentiles: Vec<f64>,
+    pub goodput: Vec<(Latency, f64)>,
+    pub backend: Backend,
+    pub base_url: String,
+    pub endpoint: String,
+}
+
+/// Every option's value checked against the others; reads and writes nothing.
+pub(super) fn check(args: &BenchArgs) -> Result<Checked, CliError> {
+    let percentile_metrics = parse_list(&args.percentile_metrics, "--percentile-metrics", |s| {
+        Latency::from_name(s)
+    })?;
+    let percentiles = parse_list(&args.metric_percentiles, "--metric-percentiles", |s| {
+        s.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p))
+    })?;
+    let goodput = args
+        .goodput
+        .iter()
+        .map(|g| parse_slo(g))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (backend, default_endpoint) = match args.backend {
+        BackendArg::Openai => (Backend::Openai, "/v1/completions"),
+        BackendArg::OpenaiChat => (Backend::OpenaiChat, "/v1/chat/completions"),
+    };
+    let base_url = match &args.base_url {
+        Some(url) => url.clone(),
+        None => super::args::parse_base_url(&format!("http://{}:{}", args.host, args.port))
+            .map_err(|message| CliError::Usage {
+                message,
+                hint: "`--host` is a host name or an IP address".into(),
+            })?,
+    };
+    let endpoint = args
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| default_endpoint.to_owned());
+    if args.dataset_name == DatasetArg::Random {
+        bounds::random_prompt_tokens(
+            args.num_prompts,
+            args.random_input_len,
+            args.random_range_ratio,
+        )
+        .map_err(|e| CliError::Usage {
+            message: e.to_string(),
+            hint: "lower `--num-prompts` or `--random-input-len`".into(),
+        })?;
+    }
+    Ok(Checked {
+        rate: args.request_rate,
+        percentile_metrics,
+        percentiles,
+        goodput,
+        backend,
+        base_url,
+        endpoint,
+    })
+}
+
+/// The tokenizer `--tokenizer` names (a file, a directory or a cached model
+/// id), which must load; or the model's, else words.
+fn load_tokenizer(name: &str, named: bool) -> Result<Tokenizer, CliError> {
     if name == "whitespace" {
         return Ok(Tokenizer::Whitespace);
     }
-    let tokenizer = Tokenizer::for_model(name, "main").map_err(|e| CliError::Usage {
+    let tokenizer = if named {
+        Tokenizer::named(name, "main")
+    } else {
+        Tokenizer::for_model(name, "main")
+    };
+    let tokenizer = tokenizer.map_err(|e| CliError::Usage {
         message: e.to_string(),
-        hint: "`--tokenizer` takes a tokenizer.json, a model directory, or a model id in the Hugging Face cache".into(),
+        hint: "`--tokenizer` takes a tokenizer.json, a model directory, a model id in the Hugging Face cache, or `whitespace` to count words".into(),
     })?;
     match &tokenizer {
         Tokenizer::HuggingFace { path, .. } => {
@@ -269,6 +349,12 @@ async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String,
         .send()
         .await
         .map_err(|e| unreachable(e.to_string()))?;
+    if let Some(error) = harness::client::redirected(&response) {
+        return Err(CliError::Usage {
+            message: format!("`{base_url}/v1/models` answered {error}"),
+            hint: "name the server itself with `--base-url`: perfpipe follows no redirect".into(),
+        });
+    }
     let body: serde_json::Value = response
         .json()
         .await
@@ -303,19 +389,6 @@ fn probe_summary(records: &[RequestRecord]) -> Option<String> {
         ms(&reached, 50.0),
         ms(&reached, 99.0)
     ))
-}
-
-fn parse_rate(text: &str) -> Result<RequestRate, CliError> {
-    if text == "inf" {
-        return Ok(RequestRate::Infinite);
-    }
-    match text.parse::<f64>() {
-        Ok(r) if r > 0.0 && r.is_finite() => Ok(RequestRate::PerSecond(r)),
-        _ => Err(CliError::Usage {
-            message: format!("invalid `--request-rate` `{text}`"),
-            hint: "a positive number of requests per second, or `inf`".into(),
-        }),
-    }
 }
 
 fn parse_list<T>(

@@ -58,8 +58,19 @@ pub enum CliError {
         cause: Box<dyn Diagnostic + Send + Sync>,
     },
     #[error("cannot write `{path}`")]
+    #[diagnostic(help("name a file in a directory this user can write"))]
     Write {
         path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file that could not be written after its numbers were measured.
+    #[error("measured, but cannot write `{path}`")]
+    #[diagnostic(help("{kept}"))]
+    NotWritten {
+        path: String,
+        /// Where the measurement is kept instead.
+        kept: String,
         #[source]
         source: std::io::Error,
     },
@@ -122,6 +133,19 @@ impl From<ExecError> for CliError {
 }
 
 impl CliError {
+    /// This error, when it comes after a measurement: a file that cannot be
+    /// written then says where the numbers are kept (`kept`).
+    pub fn measured(self, kept: &str) -> Self {
+        match self {
+            Self::Write { path, source } => Self::NotWritten {
+                path,
+                kept: kept.to_owned(),
+                source,
+            },
+            other => other,
+        }
+    }
+
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::ReadExperiment { .. }
@@ -134,24 +158,24 @@ impl CliError {
             | Self::Lockfile(_)
             | Self::ReadLockfile { .. }
             | Self::NoSpace { .. }
+            | Self::Write { .. }
             | Self::GcRoot { .. }
             | Self::Secret(_) => exit_code::USAGE,
             Self::FetchSetup(crate::fetch::Error::Client(_)) => exit_code::INTERNAL,
             Self::FetchSetup(_) => exit_code::USAGE,
             Self::FetchFailed { .. } => exit_code::RUNS_FAILED,
             Self::LockStale { .. } => exit_code::LOCK_STALE,
-            Self::Server { .. } => exit_code::RUNS_FAILED,
+            Self::Server { .. } | Self::NotWritten { .. } => exit_code::RUNS_FAILED,
             Self::Exec(
                 ExecError::Dataset { .. }
                 | ExecError::DatasetRead { .. }
+                | ExecError::Schedule { .. }
                 | ExecError::Store(crate::store::Error::SampleIds { .. }),
             ) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
-            Self::Exec(_)
-            | Self::Store(_)
-            | Self::Write { .. }
-            | Self::Analysis(_)
-            | Self::Runtime { .. } => exit_code::INTERNAL,
+            Self::Exec(_) | Self::Store(_) | Self::Analysis(_) | Self::Runtime { .. } => {
+                exit_code::INTERNAL
+            }
         }
     }
 }

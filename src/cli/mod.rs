@@ -80,6 +80,38 @@ pub fn main() -> u8 {
     }
 }
 
+/// The checks of `bench`'s and `run`'s values that come before anything is
+/// read, contacted or measured, as far as they need no file: the fuzzing of
+/// command lines (`src/fuzz/cli.rs`) drives them.
+#[cfg(test)]
+pub(crate) fn check_values(cli: &Cli) -> Result<(), CliError> {
+    let now = tokio::time::Instant::now();
+    match &cli.command {
+        Command::Bench(args) => {
+            let checked = bench::check(args)?;
+            // Values the bounds let through always have a schedule.
+            if let Err(e) = crate::harness::arrivals::delays(
+                args.num_prompts as usize,
+                checked.rate,
+                args.burstiness,
+                args.seed,
+            ) {
+                panic!("the bounds let through a load with no schedule: {e}");
+            }
+            crate::clock::deadline(now, std::time::Duration::from_secs(args.stall_timeout));
+        }
+        Command::Run(args) => {
+            let options = run::exec_options(args)?;
+            crate::clock::deadline(now, options.stall_timeout);
+            if let Some(startup) = options.startup_timeout {
+                crate::clock::deadline(now, startup);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// What every command loads first.
 struct Loaded {
     /// The experiment as it runs: pinned images and model commits applied,
@@ -263,6 +295,49 @@ fn raise_open_file_limit() {
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
     }
+}
+
+/// Fails, before anything is measured, where [`write_file`] would fail to
+/// write `path` afterwards: a directory in its place, a parent that cannot be
+/// made or written. Creates the parent, as the write would.
+fn check_writable(path: &Path) -> Result<(), CliError> {
+    if path.is_dir() {
+        return Err(CliError::Write {
+            path: path.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory"),
+        });
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    check_writable_dir(dir).map_err(|e| match e {
+        CliError::Write { source, .. } => CliError::Write {
+            path: path.display().to_string(),
+            source,
+        },
+        other => other,
+    })
+}
+
+/// Fails where a file cannot be written into `dir` (made if missing).
+fn check_writable_dir(dir: &Path) -> Result<(), CliError> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let io = |source| CliError::Write {
+        path: dir.display().to_string(),
+        source,
+    };
+    fs_err::create_dir_all(dir).map_err(io)?;
+    // The probe is removed when dropped.
+    tempfile::Builder::new()
+        .prefix(".perfpipe-probe-")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    Ok(())
 }
 
 /// Writes a whole text file (reports), creating its directory.

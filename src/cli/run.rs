@@ -22,6 +22,18 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     };
     let experiment = &args.common.experiment;
     let mut loaded = load(&args.common, mode.clone())?;
+    // Where the report and its chart go is settled before any engine starts.
+    let report_path = args.report.clone().unwrap_or_else(|| {
+        let stem = experiment.file_stem().unwrap_or_default();
+        PathBuf::from("reports").join(format!("{}.md", stem.to_string_lossy()))
+    });
+    for path in [
+        report_path.clone(),
+        report_path.with_extension("svg"),
+        report_path.with_extension("png"),
+    ] {
+        super::check_writable(&path)?;
+    }
     remove_stale_tmp(&loaded.store);
     // Real engines load pinned models and images: fetch what the missing runs
     // need before any GPU is taken. Fetching may bring the tokenizers the
@@ -70,17 +82,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     for note in sample_notes(&loaded) {
         eprintln!("{note}");
     }
-    let options = ExecOptions {
-        sim_program: std::env::current_exe().map_err(|source| CliError::Write {
-            path: "current executable".into(),
-            source,
-        })?,
-        startup_timeout: args.startup_timeout.map(Duration::from_secs),
-        stall_timeout: Duration::from_secs(args.stall_timeout),
-        attempts: 3,
-        fresh_engine: args.common.fresh_engine,
-        jobs: args.jobs as usize,
-    };
+    let options = exec_options(args)?;
     let summary = exec::execute(
         &loaded.spec,
         &loaded.inputs,
@@ -100,11 +102,13 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         })
         .count();
     let analysis = analyze(&loaded, records)?;
-    let path = args.report.clone().unwrap_or_else(|| {
-        let stem = args.common.experiment.file_stem().unwrap_or_default();
-        PathBuf::from("reports").join(format!("{}.md", stem.to_string_lossy()))
-    });
-    let text = write_markdown(&loaded, &analysis, &path)?;
+    let path = report_path;
+    let text = write_markdown(&loaded, &analysis, &path).map_err(|e| {
+        e.measured(&format!(
+            "every run is in the store: `perfpipe report {} --out FILE` writes the report",
+            experiment.display()
+        ))
+    })?;
     print!("{text}");
     eprintln!(
         "perfpipe: ran {} (failed: {}); report written to `{}`",
@@ -128,6 +132,21 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         exit_code::RUNS_FAILED
     } else {
         exit_code::OK
+    })
+}
+
+/// How the executor runs, from the options.
+pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
+    Ok(ExecOptions {
+        sim_program: std::env::current_exe().map_err(|source| CliError::Write {
+            path: "current executable".into(),
+            source,
+        })?,
+        startup_timeout: args.startup_timeout.map(Duration::from_secs),
+        stall_timeout: Duration::from_secs(args.stall_timeout),
+        attempts: 3,
+        fresh_engine: args.common.fresh_engine,
+        jobs: args.jobs as usize,
     })
 }
 

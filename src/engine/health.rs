@@ -29,7 +29,7 @@ pub async fn wait_ready(
     still_starting: &mut dyn FnMut(Duration),
 ) -> Result<(), NotReady> {
     let began = tokio::time::Instant::now();
-    let deadline = began + timeout;
+    let deadline = crate::clock::deadline(began, timeout);
     let mut next_progress = began + PROGRESS_EVERY;
     loop {
         if let Some(status) = engine.try_exited() {

@@ -144,6 +144,12 @@ pub enum ExecError {
         #[source]
         source: crate::harness::DatasetError,
     },
+    #[error("workload `{workload}` cannot be sent")]
+    Schedule {
+        workload: String,
+        #[source]
+        source: crate::harness::arrivals::ScheduleError,
+    },
     #[error(transparent)]
     Tokenizer(crate::tokenizer::Error),
     #[error("cannot read dataset `{path}`")]

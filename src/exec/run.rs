@@ -251,7 +251,10 @@ impl RunContext<'_> {
             &mut write_line,
         );
         let outcome = tokio::select! {
-            out = bench => out,
+            out = bench => out.map_err(|source| ExecError::Schedule {
+                workload: workload.name.value.clone(),
+                source,
+            })?,
             status = engine.exited() => return Ok(engine_died(engine, status)),
             _ = cancel.wait_for(|c| *c) => return Err(ExecError::Interrupted),
         };

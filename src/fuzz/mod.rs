@@ -1,6 +1,7 @@
 //! Fuzzing of what reads user input: the KDL front end and the result-block
 //! importer, with proptest over mutations of the seed files kept under
-//! `fuzz/corpus/` (and, for KDL, over experiments built from a small grammar).
+//! `fuzz/corpus/` (and, for KDL, over experiments built from a small grammar),
+//! and `bench`'s and `run`'s command-line values.
 //!
 //! A short run is part of `cargo test`; a long one is
 //! `PROPTEST_CASES=200000 cargo test --lib fuzz` (see the README). A failure
@@ -8,6 +9,7 @@
 //! committed so that every later run tries it first.
 
 mod block;
+mod cli;
 mod grammar;
 mod kdl;
 mod mutate;

@@ -4,19 +4,49 @@
 
 use std::time::Duration;
 
+use thiserror::Error;
+
 use crate::rng::Rng;
 use crate::spec::RequestRate;
 
-pub fn delays(n: usize, rate: RequestRate, burstiness: f64, seed: u64) -> Vec<Duration> {
+/// A rate or burstiness that gives no schedule; the experiment's and
+/// `bench`'s bounds (`spec::bounds`) refuse them before any request.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error(
+    "{n} requests at a request rate of {rate:?} with burstiness {burstiness:?} have no schedule this clock can represent"
+)]
+pub struct ScheduleError {
+    pub n: usize,
+    pub rate: f64,
+    pub burstiness: f64,
+}
+
+/// When each of `n` requests leaves, after the start.
+pub fn delays(
+    n: usize,
+    rate: RequestRate,
+    burstiness: f64,
+    seed: u64,
+) -> Result<Vec<Duration>, ScheduleError> {
     let RequestRate::PerSecond(rate) = rate else {
-        return vec![Duration::ZERO; n];
+        return Ok(vec![Duration::ZERO; n]);
     };
+    let error = || ScheduleError {
+        n,
+        rate,
+        burstiness,
+    };
+    // A shape that is not finite and positive would never leave `gamma`.
+    if !(rate.is_finite() && rate > 0.0 && burstiness.is_finite() && burstiness > 0.0) {
+        return Err(error());
+    }
     let mut rng = Rng::new(seed);
-    let scale = 1.0 / (rate * burstiness);
+    // Gaps of mean 1 (gamma(k) / k), rescaled below: no product of the rate
+    // and the shape can overflow.
     let mut t = 0.0;
     let mut times: Vec<f64> = (0..n)
         .map(|_| {
-            t += gamma(&mut rng, burstiness) * scale;
+            t += gamma(&mut rng, burstiness) / burstiness;
             t
         })
         .collect();
@@ -26,7 +56,10 @@ pub fn delays(n: usize, rate: RequestRate, burstiness: f64, seed: u64) -> Vec<Du
         let target = n as f64 / rate;
         times.iter_mut().for_each(|x| *x *= target / last);
     }
-    times.into_iter().map(Duration::from_secs_f64).collect()
+    times
+        .into_iter()
+        .map(|x| Duration::try_from_secs_f64(x).map_err(|_| error()))
+        .collect()
 }
 
 /// Gamma(shape, 1) by Marsaglia and Tsang; shapes below 1 are boosted.
@@ -62,7 +95,7 @@ mod tests {
     use super::*;
 
     fn gaps(burstiness: f64, seed: u64) -> Vec<f64> {
-        let d = delays(4000, RequestRate::PerSecond(10.0), burstiness, seed);
+        let d = delays(4000, RequestRate::PerSecond(10.0), burstiness, seed).unwrap();
         d.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect()
     }
 
@@ -76,7 +109,7 @@ mod tests {
     fn seeded_rescaled_and_burstier_below_one() {
         assert_eq!(gaps(1.0, 7), gaps(1.0, 7));
         assert_ne!(gaps(1.0, 7), gaps(1.0, 8));
-        let d = delays(4000, RequestRate::PerSecond(10.0), 1.0, 7);
+        let d = delays(4000, RequestRate::PerSecond(10.0), 1.0, 7).unwrap();
         assert!((d[3999].as_secs_f64() - 400.0).abs() < 1e-6);
         // Poisson gaps have CV 1; gamma(k) gaps have CV 1/sqrt(k).
         assert!((cv(&gaps(1.0, 1)) - 1.0).abs() < 0.1);
@@ -84,8 +117,38 @@ mod tests {
         assert!((cv(&gaps(4.0, 1)) - 0.5).abs() < 0.06);
         assert!(
             delays(3, RequestRate::Infinite, 1.0, 0)
+                .unwrap()
                 .iter()
                 .all(|d| d.is_zero())
         );
+    }
+
+    #[test]
+    fn extreme_rates_and_shapes_give_a_schedule_or_an_error_never_a_panic() {
+        use crate::spec::bounds::MIN_REQUEST_RATE;
+        let rate = RequestRate::PerSecond;
+        for (r, b) in [
+            (1e-300, 1.0),
+            (5.0, 0.0),
+            (5.0, f64::NAN),
+            (5.0, f64::INFINITY),
+            (f64::NAN, 1.0),
+            (-1.0, 1.0),
+        ] {
+            assert!(delays(10, rate(r), b, 1).is_err(), "{r} {b}");
+        }
+        for (r, b) in [
+            (MIN_REQUEST_RATE, 1.0),
+            (1e300, 1.0),
+            (5.0, 1e-300),
+            (5.0, 1e300),
+            (f64::MAX, f64::MAX),
+            (5.0, f64::MIN_POSITIVE),
+        ] {
+            let d = delays(100, rate(r), b, 1).unwrap();
+            assert!(d.windows(2).all(|w| w[0] <= w[1]), "{r} {b}");
+        }
+        let slowest = delays(3, rate(MIN_REQUEST_RATE), 1.0, 1).unwrap();
+        assert!((slowest[2].as_secs_f64() - 3e6).abs() < 1.0);
     }
 }

@@ -27,12 +27,31 @@ pub struct RequestSettings {
     pub tokenizer: std::sync::Arc<Tokenizer>,
 }
 
+/// The client of every benchmark request. It follows no redirect: a server
+/// that sends the requests elsewhere is not the one measured ([`redirected`]).
 pub fn http_client() -> reqwest::Client {
     crate::tls::ensure_provider();
     reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("a plain HTTP client builds")
+}
+
+/// What a redirect answer says, naming where it points: perfpipe measures
+/// the server it was given, never another one behind a redirect.
+pub fn redirected(response: &reqwest::Response) -> Option<String> {
+    let status = response.status();
+    status.is_redirection().then(|| {
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
+        match location {
+            Some(to) => format!("HTTP {status}: redirected to `{to}`, which is not followed"),
+            None => format!("HTTP {status}: a redirect, which is not followed"),
+        }
+    })
 }
 
 /// Sends `req` and records TTFT (first chunk with `choices`), the gaps between
@@ -79,6 +98,9 @@ pub async fn send(
         }
     };
     let status = response.status();
+    if let Some(error) = redirected(&response) {
+        return failed(record, error);
+    }
     if !status.is_success() {
         let error = error_response(response, req.target, liveness).await;
         return failed(record, error);

@@ -45,8 +45,11 @@ impl Liveness {
     /// When a request to `instance` whose own last sign of life was at `own`
     /// stalls, if nothing arrives before.
     fn deadline(&self, instance: usize, own: Instant) -> Instant {
-        let heard = self.t0 + Duration::from_nanos(self.last[instance].load(Ordering::Relaxed));
-        own.max(heard) + self.stall
+        let heard = crate::clock::deadline(
+            self.t0,
+            Duration::from_nanos(self.last[instance].load(Ordering::Relaxed)),
+        );
+        crate::clock::deadline(own.max(heard), self.stall)
     }
 
     /// Awaits `fut`, or `None` once the request (last alive at `own`) stalls.

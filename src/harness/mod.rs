@@ -79,7 +79,9 @@ pub struct BenchOutcome {
 
 /// Warms up, sends every request (at `load`'s rate, at most `max_concurrency`
 /// in flight), and computes the metrics. `on_done` sees each record as its
-/// request completes, so a journal loses nothing if the process dies.
+/// request completes, so a journal loses nothing if the process dies. A
+/// rate or burstiness that gives no send schedule is refused before any
+/// request is sent.
 pub async fn benchmark(
     client: &reqwest::Client,
     settings: &RequestSettings,
@@ -87,21 +89,18 @@ pub async fn benchmark(
     load: &Load,
     options: &MetricOptions,
     on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
-) -> BenchOutcome {
-    if load.warmups > 0 && !requests.is_empty() {
-        let warmup: Vec<BenchRequest> = requests
-            .iter()
-            .cycle()
-            .take(load.warmups)
-            .cloned()
-            .collect();
-        let all_at_once = Load {
-            rate: RequestRate::Infinite,
-            ..load.clone()
-        };
-        send_all(client, settings, warmup, &all_at_once, &mut |_, _| {}).await;
+) -> Result<BenchOutcome, arrivals::ScheduleError> {
+    let delays = arrivals::delays(requests.len(), load.rate, load.burstiness, load.seed)?;
+    // Warm-ups go all at once in waves of at most the benchmark's own
+    // requests, so their count costs time, never memory.
+    let mut warmups = if requests.is_empty() { 0 } else { load.warmups };
+    while warmups > 0 {
+        let wave = &requests[..warmups.min(requests.len())];
+        let at_once = vec![Duration::ZERO; wave.len()];
+        send_all(client, settings, wave, at_once, load, &mut |_, _| {}).await;
+        warmups -= wave.len();
     }
-    let (records, duration) = send_all(client, settings, requests, load, on_done).await;
+    let (records, duration) = send_all(client, settings, &requests, delays, load, on_done).await;
     let metrics = compute(&records, duration, options);
     let mut warnings = Vec::new();
     warnings.extend(short_output_warning(&records));
@@ -117,23 +116,24 @@ pub async fn benchmark(
             records.len()
         ));
     }
-    BenchOutcome {
+    Ok(BenchOutcome {
         records,
         duration,
         metrics,
         warnings,
-    }
+    })
 }
 
+/// Sends `requests[i]` at `delays[i]` after the start.
 async fn send_all(
     client: &reqwest::Client,
     settings: &RequestSettings,
-    requests: Vec<BenchRequest>,
+    requests: &[BenchRequest],
+    delays: Vec<Duration>,
     load: &Load,
     on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
 ) -> (Vec<RequestRecord>, f64) {
     let n = requests.len();
-    let delays = arrivals::delays(n, load.rate, load.burstiness, load.seed);
     let requests: Vec<client::Prepared> = requests
         .iter()
         .enumerate()
@@ -157,7 +157,12 @@ async fn send_all(
             liveness.clone(),
         );
         tasks.spawn(async move {
-            tokio::time::sleep_until(t0 + delay).await;
+            // The bounds (`spec::bounds`) keep every schedule within the
+            // clock; past it, a request would be sent never rather than panic.
+            match t0.checked_add(delay) {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
             let _permit = match &semaphore {
                 Some(s) => Some(
                     s.clone()

@@ -2,6 +2,7 @@
 //!
 //! The language is documented in `docs/experiment-language.md`.
 
+pub mod bounds;
 mod diag;
 mod model;
 mod parse;

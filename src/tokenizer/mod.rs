@@ -110,6 +110,10 @@ pub enum Error {
     },
     #[error("`{path}` is not a tokenizer.json: {message}")]
     Parse { path: String, message: String },
+    #[error(
+        "no tokenizer `{name}` on this machine: not a tokenizer.json, a model directory holding one, nor a model in the Hugging Face cache"
+    )]
+    NotFound { name: String },
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -142,6 +146,20 @@ impl Tokenizer {
         match find_tokenizer_json(model, revision) {
             Some(path) => Self::from_file(&path),
             None => Ok(Self::Whitespace),
+        }
+    }
+
+    /// The tokenizer a user named: a `tokenizer.json` (under any file name),
+    /// a model directory, or a model in the Hugging Face cache. It loads or
+    /// fails; it never falls back to words.
+    pub fn named(name: &str, revision: &str) -> Result<Self, Error> {
+        let path = Path::new(name);
+        if path.is_file() {
+            return Self::from_file(path);
+        }
+        match find_tokenizer_json(name, revision) {
+            Some(path) => Self::from_file(&path),
+            None => Err(Error::NotFound { name: name.into() }),
         }
     }
 

@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 use crate::common::TestEnv;
 
 /// The simulated engine on a free port; killed on drop.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Server {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let port = crate::common::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_perfpipe"))
             .args([

@@ -4,6 +4,7 @@
     reason = "tests start the real binary and write their own fixtures"
 )]
 
+mod bad_values;
 mod bench;
 mod common;
 mod crash;

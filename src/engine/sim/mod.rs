@@ -40,7 +40,7 @@ fn parse_fixed_timing(spec: &str) -> Option<server::TokenSource> {
     for part in spec.strip_prefix("fixed:")?.split(',') {
         let (key, value) = part.split_once('=')?;
         let number = value.parse::<f64>().ok().filter(|v| *v >= 0.0)?;
-        let ms = Duration::from_secs_f64(number / 1000.0);
+        let ms = Duration::try_from_secs_f64(number / 1000.0).ok()?;
         match key {
             "ttft_ms" => ttft = Some(ms),
             "itl_ms" => itl = Some(ms),
@@ -163,4 +163,16 @@ pub fn main(argv: &[String]) -> i32 {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_timing_no_duration_holds_is_refused_not_a_panic() {
+        assert!(super::parse_fixed_timing("fixed:ttft_ms=1,itl_ms=1").is_some());
+        for bad in ["inf", "1e300", "nan", "-1"] {
+            let spec = format!("fixed:ttft_ms={bad},itl_ms=1");
+            assert!(super::parse_fixed_timing(&spec).is_none(), "{bad}");
+        }
+    }
 }

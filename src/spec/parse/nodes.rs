@@ -6,6 +6,7 @@ use kdl::{KdlNode, KdlValue};
 
 use super::values::*;
 use super::*;
+use crate::spec::bounds;
 use crate::spec::diag::{SpecDiagnostic, did_you_mean, one_of};
 use crate::spec::model::*;
 
@@ -85,8 +86,8 @@ impl Decoder {
         };
         let image = self.optional_string_prop(node, "image");
         let startup_timeout = prop(node, "startup-timeout")
-            .and_then(|e| self.count(e, "the startup timeout in seconds"))
-            .map(|s| Duration::from_secs(s.into()));
+            .and_then(|e| self.timeout_secs(e, "the startup timeout in seconds"))
+            .map(Duration::from_secs);
         Some(EngineDecl {
             kind: kind?,
             version: version?,
@@ -167,7 +168,18 @@ impl Decoder {
             None => harness.backend.default_endpoint().into(),
         };
         if let Some(e) = prop(node, "temperature") {
-            harness.temperature = self.number(e, "the temperature")?;
+            let t = self.number(e, "the temperature")?;
+            harness.temperature = match bounds::temperature(t) {
+                Ok(t) => t,
+                Err(error) => {
+                    self.error(SpecDiagnostic::new(
+                        e.span(),
+                        error.to_string(),
+                        "out of range",
+                    ));
+                    return None;
+                }
+            };
         }
         if let Some(e) = prop(node, "ignore-eos") {
             harness.ignore_eos = self.boolean(e, "ignore-eos")?;
@@ -183,6 +195,7 @@ impl Decoder {
         let mut rate = RequestRate::Infinite;
         let mut concurrency = None;
         let mut title = None;
+        let mut prompts_span = node.span();
         for child in self.children(node, WORKLOAD_NODES) {
             match child.name().value() {
                 "title" => {
@@ -191,7 +204,10 @@ impl Decoder {
                     title = self.required_string_arg(child, 0, "the workload's title");
                 }
                 "dataset" => dataset = self.dataset(child),
-                "prompts" => prompts = self.single_count(child, "the number of prompts"),
+                "prompts" => {
+                    prompts_span = child.span();
+                    prompts = self.single_count(child, "the number of prompts");
+                }
                 "rate" => {
                     self.no_props(child);
                     match arg(child, 0).map(|e| (e, e.value())) {
@@ -199,14 +215,15 @@ impl Decoder {
                         Some((e, KdlValue::Float(f))) if *f == f64::INFINITY && is_keyword(e) => {}
                         Some((e, _)) => {
                             if let Some(r) = self.number(e, "the request rate") {
-                                if r > 0.0 {
-                                    rate = RequestRate::PerSecond(r);
-                                } else {
-                                    self.error(SpecDiagnostic::new(
-                                        e.span(),
-                                        "the request rate must be positive",
-                                        "here",
-                                    ));
+                                match bounds::request_rate(r) {
+                                    Ok(r) => rate = r,
+                                    Err(error) => self.error(
+                                        SpecDiagnostic::new(e.span(), error.to_string(), "out of range")
+                                            .with_help(format!(
+                                                "a rate from {:e} requests per second, or `inf` to send all at once",
+                                                bounds::MIN_REQUEST_RATE
+                                            )),
+                                    ),
                                 }
                             }
                         }
@@ -222,6 +239,27 @@ impl Decoder {
         }
         if prompts.is_none() && !node_has_child(node, "prompts") {
             self.missing_node(node, "prompts", "prompts 1000");
+        }
+        // What the harness would build in memory: bounded as `bench`'s options are.
+        let too_many = match (prompts, &dataset) {
+            (Some(n), _) if n > bounds::MAX_PROMPTS => Some(format!(
+                "a workload has at most {} prompts, found {n}",
+                bounds::MAX_PROMPTS
+            )),
+            (
+                Some(n),
+                Some(Dataset::Random {
+                    input_len,
+                    range_ratio,
+                    ..
+                }),
+            ) => bounds::random_prompt_tokens(n, *input_len, *range_ratio)
+                .err()
+                .map(|e| e.to_string()),
+            _ => None,
+        };
+        if let Some(message) = too_many {
+            self.error(SpecDiagnostic::new(prompts_span, message, "out of range"));
         }
         Some(Workload {
             name: name?,

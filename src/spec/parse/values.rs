@@ -266,6 +266,25 @@ impl Decoder {
         }
     }
 
+    /// Seconds from 1 to [`bounds::MAX_TIMEOUT_SECS`] (a week).
+    pub(super) fn timeout_secs(&mut self, entry: &KdlEntry, what: &str) -> Option<u64> {
+        let i = self.integer(entry, what)?;
+        match u64::try_from(i) {
+            Ok(n) if (1..=crate::spec::bounds::MAX_TIMEOUT_SECS).contains(&n) => Some(n),
+            _ => {
+                self.error(SpecDiagnostic::new(
+                    entry.span(),
+                    format!(
+                        "{what} must be between 1 and {} (a week), found {i}",
+                        crate::spec::bounds::MAX_TIMEOUT_SECS
+                    ),
+                    "out of range",
+                ));
+                None
+            }
+        }
+    }
+
     pub(super) fn number(&mut self, entry: &KdlEntry, what: &str) -> Option<f64> {
         match entry.value() {
             KdlValue::Integer(i) => Some(*i as f64),
