@@ -49,3 +49,43 @@ fn imported_numbers(result: &RunResult) -> Option<&std::collections::BTreeMap<St
         Outcome::Success { .. } | Outcome::Failure { .. } => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::{result, store};
+
+    fn imported(key: &RunKey, tps: f64) -> RunResult {
+        RunResult {
+            outcome: Outcome::Imported {
+                metrics: [("total_token_throughput".to_owned(), tps)].into(),
+                block: format!("Total Token throughput (tok/s): {tps:.2}"),
+                labels: Default::default(),
+            },
+            ..result(key)
+        }
+    }
+
+    #[test]
+    fn the_same_numbers_are_imported_once_and_other_ones_again() {
+        let (_root, store) = store();
+        let key = RunKey::of_canonical("{}");
+        let Imported::Added(first) = store.import(&key, "{}", &imported(&key, 1.5)).unwrap() else {
+            panic!("the first import adds a sample");
+        };
+        assert_eq!(
+            store.import(&key, "{}", &imported(&key, 1.5)).unwrap(),
+            Imported::AlreadyThere { id: first.id }
+        );
+        assert!(matches!(
+            store.import(&key, "{}", &imported(&key, 2.5)).unwrap(),
+            Imported::Added(_)
+        ));
+        // A failure is not an import: it never counts as the same numbers.
+        assert!(matches!(
+            store.import(&key, "{}", &result(&key)).unwrap(),
+            Imported::Added(_)
+        ));
+        assert_eq!(store.samples(&key).unwrap().len(), 3);
+    }
+}
