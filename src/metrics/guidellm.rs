@@ -49,7 +49,7 @@ const SUMMED: &[&str] = &["prompt_token_count", "output_token_count"];
 
 /// Every name a guidellm result has (and an experiment may expect):
 /// `<metric>_<stat>` (`tokens_per_second_mean`), `request_totals_<status>`,
-/// and the numbers of GPUStack's block ([`GUIDELLM_BLOCK_NAMES`]).
+/// and the numbers of GPUStack's block (`GUIDELLM_BLOCK_NAMES`).
 pub static GUIDELLM_METRIC_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| {
     STATUSES
         .iter()
