@@ -546,3 +546,66 @@ fn import_offers_no_run_options() {
         );
     }
 }
+
+/// Through the binary, a block of each era is stored with exactly the numbers
+/// and labels the page prints: the configured limit of a `vllm bench serve`
+/// block as `max_concurrency`, a guidellm-era block under guidellm's names.
+#[test]
+fn a_block_of_each_era_is_stored_with_every_number_of_the_page() {
+    use perfpipe::metrics::parse_block;
+
+    let env = crate::common::TestEnv::tiny();
+    let vllm = blocks("gpustack-perf-lab/gpt-oss-120b-h100.md")
+        .into_iter()
+        .find(|b| b.contains("Maximum request concurrency"))
+        .unwrap();
+    let guidellm = blocks("gpustack-perf-lab/qwen3.5-35b-a3b-h200.md").remove(0);
+    for (workload, block, name) in [
+        ("chat", &vllm, "max_concurrency"),
+        ("short", &guidellm, "request_concurrency_max_rounded"),
+    ] {
+        env.write("block.txt", block);
+        let out = env.run(&[
+            "import",
+            "tiny.kdl",
+            "--step",
+            "vllm",
+            "--workload",
+            workload,
+            "--from",
+            "block.txt",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let parsed = parse_block(block).unwrap();
+        let sample = env
+            .samples()
+            .into_iter()
+            .find(|s| {
+                let (key, id) = s.split_once('/').unwrap();
+                env.read(&format!(
+                    "store/entries/{}/{key}/samples/{id}/result.json",
+                    &key[..2]
+                ))
+                .contains(name)
+            })
+            .unwrap_or_else(|| panic!("a sample with `{name}`"));
+        let (key, id) = sample.split_once('/').unwrap();
+        let stored: serde_json::Value = serde_json::from_str(&env.read(&format!(
+            "store/entries/{}/{key}/samples/{id}/result.json",
+            &key[..2]
+        )))
+        .unwrap();
+        let metrics: std::collections::BTreeMap<String, f64> =
+            serde_json::from_value(stored["outcome"]["metrics"].clone()).unwrap();
+        assert_eq!(metrics, parsed.numbers(), "{workload}");
+        let labels: std::collections::BTreeMap<String, String> =
+            serde_json::from_value(stored["outcome"]["labels"].clone()).unwrap();
+        assert_eq!(labels, parsed.labels, "{workload}");
+        assert_eq!(labels[name], "Maximum request concurrency");
+    }
+}
