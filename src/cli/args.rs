@@ -471,10 +471,20 @@ pub struct BenchArgs {
     pub stall_timeout: u64,
 }
 
+/// `import`'s own options: published numbers are filed under the runs the
+/// experiment declares, on its own runtime (they were measured on real
+/// hardware), so options that shape a run (`--runtime`, `--samples`,
+/// `--max-prompts`, `--retry-failed`, `--fresh-engine`) mean nothing here.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    #[command(flatten)]
-    pub common: Common,
+    /// The experiment file.
+    pub experiment: PathBuf,
+    /// The store directory.
+    #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
+    pub store: PathBuf,
+    /// The lockfile [default: lockfiles/<experiment file name>.lock].
+    #[arg(long)]
+    pub lockfile: Option<PathBuf>,
     /// The step the block measured.
     #[arg(long)]
     pub step: String,
@@ -487,4 +497,21 @@ pub struct ImportArgs {
     /// Where the numbers were published (a URL or a citation).
     #[arg(long)]
     pub source: Option<String>,
+}
+
+impl ImportArgs {
+    /// The experiment as every command loads it: the declared runs, uncapped,
+    /// on the experiment's own runtime.
+    pub fn common(&self) -> Common {
+        Common {
+            experiment: self.experiment.clone(),
+            runtime: None,
+            store: self.store.clone(),
+            samples: 1,
+            retry_failed: false,
+            fresh_engine: false,
+            max_prompts: None,
+            lockfile: self.lockfile.clone(),
+        }
+    }
 }

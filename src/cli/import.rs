@@ -7,12 +7,13 @@ use super::args::ImportArgs;
 use super::plan::build_plan;
 use super::{CliError, LockMode, load};
 use crate::exit_code;
-use crate::metrics::{Provenance, parse_block};
-use crate::store::{Outcome, RunResult};
+use crate::metrics::{MetricSet, Provenance, parse_block};
+use crate::store::{Imported, Outcome, RunResult};
 
 pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common, LockMode::Read)?;
-    let plan = build_plan(&loaded, &args.common)?;
+    let common = args.common();
+    let loaded = load(&common, LockMode::Read)?;
+    let plan = build_plan(&loaded, &common)?;
     let Some(run) = plan
         .runs
         .iter()
@@ -52,13 +53,15 @@ pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
     };
     let parsed = parse_block(&text).map_err(|e| CliError::Usage {
         message: format!("{origin}: {e}"),
-        hint: "paste the block exactly as `vllm bench serve` printed it, from its `=== Serving Benchmark Result ===` line to its closing `===` line".into(),
+        hint: "paste the block exactly as the page prints it (`vllm bench serve`'s, or GPUStack's rendering of guidellm's), from its `=== Serving Benchmark Result ===` line to its closing `===` line".into(),
     })?;
+    let numbers = parsed.numbers();
     let result = RunResult {
         key: run.key.to_string(),
         outcome: Outcome::Imported {
-            metrics: parsed.metrics.clone(),
+            metrics: numbers.clone(),
             block: text,
+            labels: parsed.labels.clone(),
         },
         provenance: Provenance::Published {
             source: args.source.clone().unwrap_or(origin),
@@ -68,18 +71,44 @@ pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
         harness_command: Vec::new(),
         telemetry: None,
     };
-    let store = &loaded.store;
-    let lock = store.lock(&run.key).map_err(CliError::Store)?;
-    let pending = store.begin_sample().map_err(CliError::Store)?;
-    pending
-        .commit(store, &run.key, &run.canonical, &result, &lock)
-        .map_err(CliError::Store)?;
-    eprintln!(
-        "perfpipe: imported {} published numbers for `{}` × `{}` ({})",
-        parsed.metrics.len(),
-        run.step,
-        run.workload,
-        run.key.short()
-    );
+    let run_name = format!("`{}` × `{}` ({})", run.step, run.workload, run.key.short());
+    match loaded
+        .store
+        .import(&run.key, &run.canonical, &result)
+        .map_err(CliError::Store)?
+    {
+        Imported::Added(_) => eprintln!(
+            "perfpipe: imported {} published numbers{} for {run_name}",
+            numbers.len(),
+            whose(parsed.set)
+        ),
+        Imported::AlreadyThere { id } => eprintln!(
+            "perfpipe: {run_name} already has these {} published numbers (sample {id}); nothing imported",
+            numbers.len()
+        ),
+    }
+    if parsed.set != loaded.spec.harness.kind.metric_set() {
+        eprintln!(
+            "perfpipe: note: the block's numbers are {}'s and the experiment's harness measures \
+             under {}'s definitions; reports show each under its own names, never one as the other",
+            set_name(parsed.set),
+            set_name(loaded.spec.harness.kind.metric_set())
+        );
+    }
     Ok(exit_code::OK)
+}
+
+/// How the import line names a guidellm-era block's numbers.
+fn whose(set: MetricSet) -> &'static str {
+    match set {
+        MetricSet::Vllm => "",
+        MetricSet::Guidellm => " (guidellm's, as GPUStack prints them under vLLM's labels)",
+    }
+}
+
+fn set_name(set: MetricSet) -> &'static str {
+    match set {
+        MetricSet::Vllm => "vLLM",
+        MetricSet::Guidellm => "guidellm",
+    }
 }

@@ -2,12 +2,20 @@
 //! the vLLM client has printed (with or without the Peak rows, `Failed
 //! requests`, `Maximum request concurrency`, `Total Token`/`Total token
 //! throughput`, P95 or other percentile rows, an End-to-end or Latency section,
-//! `N/A` values), and nothing else: any other line is an error that names it.
-//! A block must have the rows every layout prints, and each of its sections a row.
+//! `N/A` values), and GPUStack's rendering of a guidellm report under the same
+//! labels (recognized by its `Mean Latency(s)` rows), and nothing else: any
+//! other line is an error that names it. A block must have the rows every
+//! layout prints, and each of its sections a row.
+//!
+//! A guidellm-era block's numbers are guidellm's, so they take guidellm's
+//! names (`time_per_output_token_ms_mean` for the "Mean TPOT (ms)" row, which
+//! includes the first token), never vLLM's; the page's labels are kept.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
+
+use super::MetricSet;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum BlockError {
@@ -51,12 +59,28 @@ fn rows_named(rows: &[&str]) -> String {
     format!("the row{plural} {}", names.join(", "))
 }
 
-/// A parsed block: metric name (`--save-result` key) → value; `N/A` rows are absent.
+/// A parsed block: metric name → value; `N/A` rows are absent, `0.00` is zero.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ParsedBlock {
+    /// Whose definitions the numbers follow: vLLM's (`vllm bench serve`'s
+    /// block, `--save-result` keys) or guidellm's (GPUStack's rendering of a
+    /// guidellm report, guidellm's names).
+    pub set: MetricSet,
     pub metrics: BTreeMap<String, f64>,
-    /// Settings the block states: `max_concurrency`, `request_rate`.
+    /// Settings the block states: `max_concurrency` (the configured limit),
+    /// `request_rate`. Only vLLM's blocks state any.
     pub settings: BTreeMap<String, f64>,
+    /// The page's label of each number (metrics and settings), by name.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl ParsedBlock {
+    /// Every number the block states, metrics and settings, by name.
+    pub fn numbers(&self) -> BTreeMap<String, f64> {
+        let mut all = self.metrics.clone();
+        all.extend(self.settings.clone());
+        all
+    }
 }
 
 const ROWS: &[(&str, &str)] = &[
@@ -85,6 +109,54 @@ const REQUIRED: &[&str] = &[
     "request_throughput",
     "total_token_throughput",
 ];
+
+/// The rows of a guidellm-era block by guidellm's names: GPUStack's
+/// `render_benchmark_result_block` prints `request_totals.successful`, the
+/// benchmark's `duration`, mean × successful token counts (the sums over
+/// successful requests), and the mean (or max) of guidellm's rate
+/// distributions, not totals / duration. Its "Maximum request concurrency" is
+/// the observed peak, rounded, not a configured limit.
+const GUIDELLM_ROWS: &[(&str, &str)] = &[
+    ("Successful requests", "request_totals_successful"),
+    (
+        "Maximum request concurrency",
+        "request_concurrency_max_rounded",
+    ),
+    ("Benchmark duration (s)", "duration"),
+    ("Total input tokens", "prompt_token_count_total_sum"),
+    ("Total generated tokens", "output_token_count_total_sum"),
+    ("Request throughput (req/s)", "requests_per_second_mean"),
+    (
+        "Output token throughput (tok/s)",
+        "output_tokens_per_second_mean",
+    ),
+    (
+        "Peak output token throughput (tok/s)",
+        "output_tokens_per_second_max",
+    ),
+    ("Peak concurrent requests", "request_concurrency_max"),
+    ("Total Token throughput (tok/s)", "tokens_per_second_mean"),
+    ("Total token throughput (tok/s)", "tokens_per_second_mean"),
+];
+
+/// Rows GPUStack always prints in a guidellm-era block (by guidellm name).
+const GUIDELLM_REQUIRED: &[&str] = &[
+    "request_totals_successful",
+    "duration",
+    "prompt_token_count_total_sum",
+    "requests_per_second_mean",
+    "tokens_per_second_mean",
+];
+
+/// Latency rows of a guidellm-era block: the row's short name → guidellm's metric.
+const GUIDELLM_LATENCIES: &[(&str, &str)] = &[
+    ("TTFT", "time_to_first_token_ms"),
+    ("TPOT", "time_per_output_token_ms"),
+    ("ITL", "inter_token_latency_ms"),
+];
+
+/// The label of GPUStack's request-latency rows (`Mean Latency(s)`), in seconds.
+const GUIDELLM_LATENCY_SECONDS: &str = " Latency(s)";
 
 const SETTINGS: &[(&str, &str)] = &[
     ("Maximum request concurrency", "max_concurrency"),
@@ -124,7 +196,16 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
             }
         }
     };
-    let mut block = ParsedBlock::default();
+    let lines: Vec<(usize, &str)> = lines.collect();
+    let set = era(&lines);
+    let (rows, required) = match set {
+        MetricSet::Vllm => (ROWS, REQUIRED),
+        MetricSet::Guidellm => (GUIDELLM_ROWS, GUIDELLM_REQUIRED),
+    };
+    let mut block = ParsedBlock {
+        set,
+        ..ParsedBlock::default()
+    };
     let mut seen = BTreeSet::new();
     // The section being read: its title, the line of its header, whether it has a row.
     let mut section: Option<(&'static str, usize, bool)> = None;
@@ -136,10 +217,10 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
         }
         if l.chars().all(|c| c == '=') {
             close_section(section)?;
-            let missing: Vec<&'static str> = REQUIRED
+            let missing: Vec<&'static str> = required
                 .iter()
                 .filter(|key| !seen.contains(**key))
-                .filter_map(|key| ROWS.iter().find(|(_, k)| k == key).map(|(l, _)| *l))
+                .filter_map(|key| rows.iter().find(|(_, k)| k == key).map(|(l, _)| *l))
                 .collect();
             if !missing.is_empty() {
                 return Err(BlockError::MissingRows {
@@ -169,12 +250,16 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
         };
         let label = label.trim();
         let value = value.trim();
-        let (key, settings) = if let Some((_, key)) = ROWS.iter().find(|(l, _)| *l == label) {
-            ((*key).to_owned(), false)
-        } else if let Some((_, key)) = SETTINGS.iter().find(|(l, _)| *l == label) {
-            ((*key).to_owned(), true)
-        } else if let Some(key) = latency_key(label) {
-            (key, false)
+        let settings = set == MetricSet::Vllm && SETTINGS.iter().any(|(l, _)| *l == label);
+        let key = if let Some((_, key)) = rows.iter().find(|(l, _)| *l == label) {
+            (*key).to_owned()
+        } else if let Some((_, key)) = SETTINGS.iter().find(|(l, _)| *l == label && settings) {
+            (*key).to_owned()
+        } else if let Some(key) = match set {
+            MetricSet::Vllm => latency_key(label),
+            MetricSet::Guidellm => guidellm_latency_key(label),
+        } {
+            key
         } else {
             return Err(BlockError::Unknown {
                 line,
@@ -198,6 +283,7 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
                 line,
                 value: value.into(),
             })?;
+        block.labels.insert(key.clone(), label.to_owned());
         let map = if settings {
             &mut block.settings
         } else {
@@ -206,6 +292,21 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
         map.insert(key, number);
     }
     Err(BlockError::Unterminated { line: last })
+}
+
+/// Whose numbers the block holds: guidellm's when it has GPUStack's
+/// request-latency rows (`Mean Latency(s)`), which no vLLM client prints.
+fn era(lines: &[(usize, &str)]) -> MetricSet {
+    let guidellm = lines
+        .iter()
+        .take_while(|(_, l)| l.is_empty() || !l.chars().all(|c| c == '='))
+        .filter_map(|(_, l)| l.rsplit_once(':'))
+        .any(|(label, _)| label.trim().ends_with(GUIDELLM_LATENCY_SECONDS));
+    if guidellm {
+        MetricSet::Guidellm
+    } else {
+        MetricSet::Vllm
+    }
 }
 
 fn close_section(section: Option<(&'static str, usize, bool)>) -> Result<(), BlockError> {
@@ -227,6 +328,27 @@ fn latency_key(label: &str) -> Option<String> {
         _ => return None,
     };
     Some(format!("{stat}_{metric}_ms"))
+}
+
+/// `Mean TPOT (ms)` → `time_per_output_token_ms_mean`, `P95 Latency(s)` →
+/// `request_latency_p95` (guidellm's request latency is in seconds, as printed).
+fn guidellm_latency_key(label: &str) -> Option<String> {
+    let (stat, metric) = if let Some(stat) = label.strip_suffix(GUIDELLM_LATENCY_SECONDS) {
+        (stat, "request_latency")
+    } else {
+        let (stat, name) = label.strip_suffix(" (ms)")?.split_once(' ')?;
+        let (_, metric) = GUIDELLM_LATENCIES
+            .iter()
+            .find(|(short, _)| *short == name)?;
+        (stat, *metric)
+    };
+    let stat = match stat {
+        "Mean" => "mean".to_owned(),
+        "Median" => "median".to_owned(),
+        p if p.strip_prefix('P').is_some_and(is_percentile) => format!("p{}", &p[1..]),
+        _ => return None,
+    };
+    Some(format!("{metric}_{stat}"))
 }
 
 fn is_percentile(p: &str) -> bool {
@@ -309,6 +431,118 @@ Mean E2EL (ms):                          100.00
         assert_eq!(parsed.metrics["total_token_throughput"], 66.67);
         assert_eq!(parsed.metrics["p95_ttft_ms"], 15.0);
         assert!(!parsed.metrics.contains_key("total_output_tokens"));
+    }
+
+    /// GPUStack's rendering of a guidellm report, as the newer pages print it.
+    const GUIDELLM_BLOCK: &str = "\
+============ Serving Benchmark Result ============
+Successful requests:                     1000
+Maximum request concurrency:             31
+Benchmark duration (s):                  130.18
+Total input tokens:                      342058
+Total generated tokens:                  N/A
+Request throughput (req/s):              7.68
+Output token throughput (tok/s):         2197.17
+Peak output token throughput (tok/s):    2885041.51
+Peak concurrent requests:                31.00
+Total Token throughput (tok/s):          4867.84
+----------------------Latency---------------------
+Mean Latency(s):                          2.62
+Median Latency(s):                        2.29
+P95 Latency(s):                           6.81
+P99 Latency(s):                           7.75
+---------------Time to First Token----------------
+Mean TTFT (ms):                          41.12
+P95 TTFT (ms):                           72.24
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          1.34
+---------------Inter-token Latency----------------
+Mean ITL (ms):                           1.19
+Median ITL (ms):                         0.00
+==================================================
+";
+
+    #[test]
+    fn a_guidellm_era_block_keeps_guidellm_names_and_the_page_labels() {
+        let parsed = parse_block(GUIDELLM_BLOCK).unwrap();
+        assert_eq!(parsed.set, MetricSet::Guidellm);
+        let m = &parsed.metrics;
+        assert_eq!(m["request_totals_successful"], 1000.0);
+        assert_eq!(m["request_concurrency_max_rounded"], 31.0);
+        assert_eq!(m["request_concurrency_max"], 31.0);
+        assert_eq!(m["tokens_per_second_mean"], 4867.84);
+        assert_eq!(m["output_tokens_per_second_max"], 2885041.51);
+        assert_eq!(m["request_latency_p95"], 6.81, "seconds, as printed");
+        assert_eq!(m["time_to_first_token_ms_p95"], 72.24);
+        assert_eq!(m["time_per_output_token_ms_mean"], 1.34);
+        assert_eq!(m["inter_token_latency_ms_median"], 0.0, "0.00 stays zero");
+        assert!(
+            !m.contains_key("output_token_count_total_sum"),
+            "N/A stays absent"
+        );
+        assert!(
+            parsed.settings.is_empty(),
+            "its concurrency is observed, not set"
+        );
+        for name in m.keys() {
+            assert!(
+                crate::metrics::GUIDELLM_METRIC_NAMES.contains(name),
+                "{name} is a guidellm name"
+            );
+        }
+        assert_eq!(
+            parsed.labels["time_per_output_token_ms_mean"],
+            "Mean TPOT (ms)"
+        );
+        assert_eq!(parsed.labels["request_latency_mean"], "Mean Latency(s)");
+        assert_eq!(parsed.labels.len(), m.len());
+    }
+
+    #[test]
+    fn vllm_blocks_state_the_configured_limit_under_its_own_name() {
+        let block = GUIDELLM_BLOCK
+            .lines()
+            .take(11)
+            .chain(["---Time to First Token---", "P95 TTFT (ms): 72.24", "===="])
+            .collect::<Vec<_>>()
+            .join("\n");
+        let parsed = parse_block(&block).unwrap();
+        assert_eq!(parsed.set, MetricSet::Vllm);
+        assert_eq!(parsed.settings["max_concurrency"], 31.0);
+        assert_eq!(parsed.metrics["max_concurrent_requests"], 31.0);
+        assert_eq!(parsed.metrics["p95_ttft_ms"], 72.24);
+        assert_eq!(parsed.numbers()["max_concurrency"], 31.0);
+        assert_eq!(
+            parsed.labels["max_concurrency"],
+            "Maximum request concurrency"
+        );
+        for name in parsed.numbers().keys() {
+            assert!(
+                crate::metrics::METRIC_NAMES.contains(&name.as_str()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_guidellm_era_block_names_its_missing_rows_by_their_labels() {
+        let without_tps: String = GUIDELLM_BLOCK
+            .lines()
+            .filter(|l| !l.starts_with("Total Token"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(
+            parse_block(&without_tps),
+            Err(BlockError::MissingRows {
+                line: 24,
+                rows: vec!["Total Token throughput (tok/s)"]
+            })
+        );
+        let vllm_only = GUIDELLM_BLOCK.replace("Mean Latency(s):", "Mean E2EL (ms):");
+        assert!(matches!(
+            parse_block(&vllm_only),
+            Err(BlockError::Unknown { line: 13, .. })
+        ));
     }
 
     #[test]

@@ -32,8 +32,24 @@ const STATS: &[&str] = &["mean", "median", "std_dev", "min", "max", "p95", "p99"
 /// Request counts, by guidellm's status.
 const STATUSES: &[&str] = &["successful", "incomplete", "errored", "total"];
 
+/// Numbers GPUStack's guidellm-era block prints that are not among the
+/// statistics above: the benchmark's `duration` (s), the token counts summed
+/// over successful requests (GPUStack prints mean × successful), and the
+/// observed peak concurrency as its "Maximum request concurrency" row rounds
+/// it. A measured run has them too, from the same report.
+pub const GUIDELLM_BLOCK_NAMES: &[&str] = &[
+    "duration",
+    "prompt_token_count_total_sum",
+    "output_token_count_total_sum",
+    "request_concurrency_max_rounded",
+];
+
+/// Distributions whose sum over successful requests is kept (`<metric>_total_sum`).
+const SUMMED: &[&str] = &["prompt_token_count", "output_token_count"];
+
 /// Every name a guidellm result has (and an experiment may expect):
-/// `<metric>_<stat>` (`tokens_per_second_mean`) and `request_totals_<status>`.
+/// `<metric>_<stat>` (`tokens_per_second_mean`), `request_totals_<status>`,
+/// and the numbers of GPUStack's block (`GUIDELLM_BLOCK_NAMES`).
 pub static GUIDELLM_METRIC_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| {
     STATUSES
         .iter()
@@ -43,6 +59,7 @@ pub static GUIDELLM_METRIC_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| {
                 .iter()
                 .flat_map(|m| STATS.iter().map(move |s| format!("{m}_{s}"))),
         )
+        .chain(GUIDELLM_BLOCK_NAMES.iter().map(|n| (*n).to_owned()))
         .collect()
 });
 
@@ -51,6 +68,9 @@ pub static GUIDELLM_METRIC_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| {
 pub struct GuidellmMetrics {
     /// `metadata.guidellm_version` when the report states it.
     pub guidellm_version: Option<String>,
+    /// The benchmark's `duration` (s), when the report states it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
     /// `request_totals`: successful, incomplete, errored, total.
     pub request_totals: BTreeMap<String, u64>,
     /// Each kept distribution's statistics over successful requests.
@@ -81,7 +101,13 @@ impl GuidellmMetrics {
                 .iter()
                 .map(move |(stat, v)| (format!("{metric}_{stat}"), *v))
         });
-        totals.chain(stats).collect()
+        let peak = self
+            .successful
+            .get("request_concurrency")
+            .and_then(|s| s.get("max"))
+            .map(|max| ("request_concurrency_max_rounded".to_owned(), max.round()));
+        let duration = self.duration.map(|d| ("duration".to_owned(), d));
+        totals.chain(stats).chain(peak).chain(duration).collect()
     }
 }
 
@@ -132,6 +158,11 @@ pub fn read_report(json: &str) -> Result<GuidellmMetrics, String> {
                 })?;
             stats.insert((*stat).to_owned(), value);
         }
+        if SUMMED.contains(metric)
+            && let Some(sum) = summary.get("total_sum").and_then(Value::as_f64)
+        {
+            stats.insert("total_sum".to_owned(), sum);
+        }
         successful.insert((*metric).to_owned(), stats);
     }
     Ok(GuidellmMetrics {
@@ -139,6 +170,7 @@ pub fn read_report(json: &str) -> Result<GuidellmMetrics, String> {
             .pointer("/metadata/guidellm_version")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        duration: benchmark.get("duration").and_then(Value::as_f64),
         request_totals,
         successful,
     })
@@ -170,7 +202,7 @@ mod tests {
             });
         }
         json!({"metadata": {"version": 2, "guidellm_version": "0.7.2"},
-               "args": {}, "benchmarks": [{"metrics": metrics}]})
+               "args": {}, "benchmarks": [{"duration": 12.5, "metrics": metrics}]})
     }
 
     #[test]
@@ -194,6 +226,10 @@ mod tests {
             !map.contains_key("mean_tpot_ms"),
             "never renamed into vLLM's names"
         );
+        // The numbers GPUStack's block prints besides the statistics.
+        assert_eq!(map["duration"], 12.5);
+        assert_eq!(map["output_token_count_total_sum"], 9.0);
+        assert_eq!(map["request_concurrency_max_rounded"], 2.0);
         let names: Vec<&String> = map.keys().collect();
         let mut declared: Vec<&String> = GUIDELLM_METRIC_NAMES.iter().collect();
         declared.sort();

@@ -60,7 +60,9 @@ pub struct ServingMetrics {
     pub percentiles: BTreeMap<String, f64>,
 }
 
-/// Metrics an experiment may state a published value for (the rows of vLLM's block).
+/// Metrics an experiment may state a published value for (the rows of vLLM's
+/// block, and the settings it states: `max_concurrency`, the configured limit,
+/// and `request_rate`, which a measured run has only as declared).
 pub const METRIC_NAMES: &[&str] = &[
     "completed",
     "failed",
@@ -77,16 +79,22 @@ pub const METRIC_NAMES: &[&str] = &[
     "exact_max_concurrent_requests",
     "mean_ttft_ms",
     "median_ttft_ms",
+    "p95_ttft_ms",
     "p99_ttft_ms",
     "mean_tpot_ms",
     "median_tpot_ms",
+    "p95_tpot_ms",
     "p99_tpot_ms",
     "mean_itl_ms",
     "median_itl_ms",
+    "p95_itl_ms",
     "p99_itl_ms",
     "mean_e2el_ms",
     "median_e2el_ms",
+    "p95_e2el_ms",
     "p99_e2el_ms",
+    "max_concurrency",
+    "request_rate",
 ];
 
 impl ServingMetrics {
@@ -142,15 +150,18 @@ mod tests {
             "std_tpot_ms": 1.0, "p99_tpot_ms": 1.0, "mean_itl_ms": 1.0, "median_itl_ms": 1.0,
             "std_itl_ms": 1.0, "p99_itl_ms": 1.0, "mean_e2el_ms": 1.0, "median_e2el_ms": 1.0,
             "std_e2el_ms": 1.0, "p99_e2el_ms": 1.0, "request_goodput": 1.0,
-            "exact_max_output_tokens_per_s": 1.0, "exact_max_concurrent_requests": 1.0
+            "exact_max_output_tokens_per_s": 1.0, "exact_max_concurrent_requests": 1.0,
+            "p95_ttft_ms": 1.0, "p95_tpot_ms": 1.0, "p95_itl_ms": 1.0, "p95_e2el_ms": 1.0
         }))
         .unwrap();
         for name in METRIC_NAMES {
-            assert_eq!(
-                m.get(name),
-                Some(if *name == "failed" { 0.0 } else { 1.0 }),
-                "{name}"
-            );
+            let expected = match *name {
+                "failed" => Some(0.0),
+                // Settings, not measurements: only a published block states them.
+                "max_concurrency" | "request_rate" => None,
+                _ => Some(1.0),
+            };
+            assert_eq!(m.get(name), expected, "{name}");
         }
     }
 }

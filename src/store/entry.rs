@@ -48,6 +48,10 @@ pub enum Outcome {
         metrics: std::collections::BTreeMap<String, f64>,
         /// The block as it was read.
         block: String,
+        /// The page's label of each number, by name (`Mean TPOT (ms)` for
+        /// `time_per_output_token_ms_mean`), for display.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        labels: std::collections::BTreeMap<String, String>,
     },
 }
 

@@ -23,6 +23,7 @@
 mod check;
 mod entry;
 mod gc;
+mod import;
 mod layout;
 mod quarantine;
 #[cfg(test)]
@@ -33,6 +34,7 @@ mod write;
 pub use check::{Damage, EntryDir, Finding, Verification};
 pub use entry::{FailureKind, Outcome, RunResult, Sample};
 pub use gc::{Garbage, GarbageKind, Removal};
+pub use import::Imported;
 pub use tmp::{StaleTmp, disk_usage};
 pub use write::{Committed, KeyLock, PendingSample};
 

@@ -393,8 +393,6 @@ Mean TPOT (ms):                          114.34
         env.run(&[
             "import",
             "tiny.kdl",
-            "--runtime",
-            "sim",
             "--step",
             "vllm",
             "--workload",

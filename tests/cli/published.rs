@@ -217,8 +217,6 @@ fn an_imported_block_is_reported_as_published_and_never_counts_as_measured() {
     let out = env.run(&[
         "import",
         "tiny.kdl",
-        "--runtime",
-        "sim",
         "--step",
         "vllm",
         "--workload",
@@ -235,14 +233,15 @@ fn an_imported_block_is_reported_as_published_and_never_counts_as_measured() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("imported 18 published numbers"));
-    let report = env.run(&["report", "tiny.kdl", "--runtime", "sim"]);
+    // The page's numbers are filed under the experiment's own runtime.
+    let report = env.run(&["report", "tiny.kdl"]);
     let report = String::from_utf8_lossy(&report.stdout);
     assert!(report.contains("| `vllm` | `chat` |"), "{report}");
     assert!(
         report.contains("published | 1000 | 106.82 | 3922.41"),
         "{report}"
     );
-    let plan = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+    let plan = env.run(&["plan", "tiny.kdl"]);
     assert!(
         String::from_utf8_lossy(&plan.stdout).contains("0 cached"),
         "an import is not a measurement"
@@ -251,14 +250,7 @@ fn an_imported_block_is_reported_as_published_and_never_counts_as_measured() {
         report.contains("have only imported results, the page's own numbers, which are not scored"),
         "{report}"
     );
-    let verify = env.run(&[
-        "verify",
-        "tiny.kdl",
-        "--runtime",
-        "sim",
-        "--metrics",
-        "total_token_throughput",
-    ]);
+    let verify = env.run(&["verify", "tiny.kdl", "--metrics", "total_token_throughput"]);
     assert_eq!(verify.status.code(), Some(4), "nothing measured");
     assert!(
         String::from_utf8_lossy(&verify.stdout)
@@ -295,23 +287,12 @@ fn an_imported_block_is_reported_as_published_and_never_counts_as_measured() {
         String::from_utf8_lossy(&verify.stdout)
     );
 
-    let bad = env.run(&[
-        "import",
-        "tiny.kdl",
-        "--runtime",
-        "sim",
-        "--step",
-        "vllm",
-        "--workload",
-        "chat",
-    ]);
+    let bad = env.run(&["import", "tiny.kdl", "--step", "vllm", "--workload", "chat"]);
     assert_eq!(bad.status.code(), Some(2));
     env.write("broken.txt", "============ Serving Benchmark Result ============\nSuccessful requests: 10\nMystery row: 3\n");
     let broken = env.run(&[
         "import",
         "tiny.kdl",
-        "--runtime",
-        "sim",
         "--step",
         "vllm",
         "--workload",
@@ -323,4 +304,308 @@ fn an_imported_block_is_reported_as_published_and_never_counts_as_measured() {
     assert!(
         String::from_utf8_lossy(&broken.stderr).contains("line 3: `Mystery row: 3` is not a row")
     );
+}
+
+/// Every page of the performance-lab corpus, with its number of result blocks
+/// and how many of them are guidellm-era (GPUStack's rendering of guidellm).
+const CORPUS: &[(&str, usize, usize)] = &[
+    ("deepseek-r1-h200.md", 15, 0),
+    ("glm-4.5-air-a100.md", 14, 0),
+    ("glm-4.5-air-h100.md", 15, 0),
+    ("glm-4.x-a100.md", 5, 0),
+    ("glm-4.x-h100.md", 3, 0),
+    ("glm-4.x-h200.md", 15, 0),
+    ("gpt-oss-120b-a100.md", 16, 0),
+    ("gpt-oss-120b-h100.md", 18, 0),
+    ("gpt-oss-20b-a100.md", 13, 0),
+    ("gpt-oss-20b-h100.md", 13, 0),
+    ("qwen3-14b-a100.md", 15, 0),
+    ("qwen3-14b-h100.md", 15, 0),
+    ("qwen3-235b-a22b-a100.md", 15, 0),
+    ("qwen3-235b-a22b-h100.md", 14, 0),
+    ("qwen3-32b-a100.md", 15, 0),
+    ("qwen3-8b-910b.md", 15, 0),
+    ("qwen3-8b-h100-latency.md", 25, 0),
+    ("qwen3.5-35b-a3b-h200.md", 15, 15),
+    ("qwen3.5-9b-h100-latency.md", 18, 18),
+];
+
+/// Each block of the corpus with its page: `(page, block)`.
+fn corpus_blocks() -> Vec<(&'static str, String)> {
+    CORPUS
+        .iter()
+        .flat_map(|(page, _, _)| {
+            blocks(&format!("gpustack-perf-lab/{page}"))
+                .into_iter()
+                .map(move |b| (*page, b))
+        })
+        .collect()
+}
+
+/// `(label, value text)` of each row of a block, as printed.
+fn printed_rows(block: &str) -> Vec<(&str, &str)> {
+    block
+        .lines()
+        .filter(|l| !l.starts_with('=') && !l.starts_with('-'))
+        .filter_map(|l| l.rsplit_once(':'))
+        .map(|(label, value)| (label.trim(), value.trim()))
+        .collect()
+}
+
+/// Every block of every page parses, in both eras, and holds exactly the
+/// page's numbers: each printed value, to its printed digits, under a name
+/// whose kept label is the row's; `N/A` rows absent; nothing more.
+#[test]
+fn every_block_of_the_corpus_parses_to_the_page_numbers() {
+    use perfpipe::metrics::{GUIDELLM_METRIC_NAMES, METRIC_NAMES, MetricSet, parse_block};
+
+    let all = corpus_blocks();
+    assert_eq!(all.len(), 274, "the corpus has 274 result blocks");
+    for (page, count, guidellm) in CORPUS {
+        let page_blocks: Vec<&String> = all
+            .iter()
+            .filter(|(p, _)| p == page)
+            .map(|(_, b)| b)
+            .collect();
+        assert_eq!(page_blocks.len(), *count, "{page}");
+        let mut eras = 0;
+        for block in page_blocks {
+            let parsed = parse_block(block).unwrap_or_else(|e| panic!("{page}: {e}\n{block}"));
+            let numbers = parsed.numbers();
+            let names: Vec<&str> = match parsed.set {
+                MetricSet::Vllm => METRIC_NAMES.to_vec(),
+                MetricSet::Guidellm => {
+                    eras += 1;
+                    GUIDELLM_METRIC_NAMES.iter().map(String::as_str).collect()
+                }
+            };
+            let rows = printed_rows(block);
+            let mut stated = 0;
+            for (label, text) in &rows {
+                let named: Vec<&String> = parsed
+                    .labels
+                    .iter()
+                    .filter(|(_, l)| l == label)
+                    .map(|(n, _)| n)
+                    .collect();
+                if *text == "N/A" {
+                    assert!(named.is_empty(), "{page}: `{label}` is N/A\n{block}");
+                    continue;
+                }
+                stated += 1;
+                let [name] = named.as_slice() else {
+                    panic!("{page}: `{label}` has names {named:?}\n{block}");
+                };
+                assert!(
+                    names.contains(&name.as_str()),
+                    "{page}: `{name}` is not a name `expect` accepts"
+                );
+                let value = numbers[name.as_str()];
+                let digits = text.split_once('.').map_or(0, |(_, d)| d.len());
+                assert_eq!(
+                    format!("{value:.digits$}"),
+                    *text,
+                    "{page}: `{label}`\n{block}"
+                );
+                assert_eq!(value, text.parse::<f64>().unwrap(), "{page}: `{label}`");
+            }
+            assert_eq!(
+                numbers.len(),
+                stated,
+                "{page}: nothing but the page's numbers"
+            );
+        }
+        assert_eq!(eras, *guidellm, "{page}: guidellm-era blocks");
+    }
+}
+
+/// What the guidellm-era rows carry, checked block against block: "Mean TPOT"
+/// is guidellm's time per output token, which includes the first token
+/// (= (TTFT + ITL × (n − 1)) / n with n the mean output length, where vLLM's
+/// TPOT would be the ITL), and the throughputs are means of rate
+/// distributions, not tokens / duration as in every vLLM-era block.
+#[test]
+fn guidellm_era_rows_carry_guidellm_definitions() {
+    use perfpipe::metrics::{MetricSet, parse_block};
+
+    let (mut tpot_includes_ttft, mut guidellm, mut vllm) = (0, 0, 0);
+    for (page, block) in corpus_blocks() {
+        let m = parse_block(&block).unwrap().metrics;
+        match parse_block(&block).unwrap().set {
+            MetricSet::Guidellm => {
+                guidellm += 1;
+                let n = m["output_token_count_total_sum"] / m["request_totals_successful"];
+                let with_ttft = (m["time_to_first_token_ms_mean"]
+                    + m["inter_token_latency_ms_mean"] * (n - 1.0))
+                    / n;
+                if (with_ttft - m["time_per_output_token_ms_mean"]).abs() <= 0.015 {
+                    tpot_includes_ttft += 1;
+                }
+                assert!(m["time_per_output_token_ms_mean"] >= m["inter_token_latency_ms_mean"]);
+                let tokens = m["prompt_token_count_total_sum"] + m["output_token_count_total_sum"];
+                let over_duration = tokens / m["duration"];
+                assert!(
+                    (m["tokens_per_second_mean"] - over_duration).abs() > 0.5,
+                    "{page}: {} vs {over_duration}",
+                    m["tokens_per_second_mean"]
+                );
+            }
+            MetricSet::Vllm => {
+                vllm += 1;
+                let tokens = m["total_input_tokens"] + m.get("total_output_tokens").unwrap_or(&0.0);
+                let duration = m["duration"];
+                // The duration is printed to 0.005 s, the throughput to 0.005 tok/s.
+                let slack = tokens * 0.005 / (duration * (duration - 0.005)) + 0.005;
+                assert!(
+                    (m["total_token_throughput"] - tokens / duration).abs() <= slack,
+                    "{page}: {} vs {}",
+                    m["total_token_throughput"],
+                    tokens / duration
+                );
+            }
+        }
+    }
+    assert_eq!((guidellm, vllm), (33, 241));
+    // The one exception has 516 of 1000 requests successful.
+    assert_eq!(tpot_includes_ttft, 32);
+}
+
+/// A guidellm-era block imports under guidellm's names, says whose numbers
+/// they are, and the same block imported again adds nothing and says so.
+#[test]
+fn a_guidellm_era_block_imports_once_under_guidellm_names() {
+    let env = crate::common::TestEnv::tiny();
+    let block = blocks("gpustack-perf-lab/qwen3.5-9b-h100-latency.md").remove(0);
+    env.write("block.txt", &block);
+    let import = || {
+        env.run(&[
+            "import",
+            "tiny.kdl",
+            "--step",
+            "vllm",
+            "--workload",
+            "chat",
+            "--from",
+            "block.txt",
+        ])
+    };
+    crate::perfpipe_snapshot!(import(), @r"
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    perfpipe: imported 26 published numbers (guidellm's, as GPUStack prints them under vLLM's labels) for `vllm` × `chat` ([SHORT-KEY])
+    perfpipe: note: the block's numbers are guidellm's and the experiment's harness measures under vLLM's definitions; reports show each under its own names, never one as the other
+    ");
+    assert_eq!(env.samples().len(), 1);
+    let stored = env.read(&format!(
+        "store/entries/{}/{}/samples/0001/result.json",
+        &env.samples()[0][..2],
+        env.samples()[0].split_once('/').unwrap().0
+    ));
+    assert!(
+        stored.contains(r#""time_per_output_token_ms_mean": 1.34"#),
+        "{stored}"
+    );
+    assert!(
+        stored.contains(r#""time_per_output_token_ms_mean": "Mean TPOT (ms)""#),
+        "{stored}"
+    );
+    assert!(!stored.contains("mean_tpot_ms"), "never under vLLM's names");
+    crate::perfpipe_snapshot!(import(), @r"
+    exit_code: 0
+    ----- stdout -----
+
+    ----- stderr -----
+    perfpipe: `vllm` × `chat` ([SHORT-KEY]) already has these 26 published numbers (sample 0001); nothing imported
+    perfpipe: note: the block's numbers are guidellm's and the experiment's harness measures under vLLM's definitions; reports show each under its own names, never one as the other
+    ");
+    assert_eq!(env.samples().len(), 1, "the second import adds nothing");
+}
+
+/// Options that shape a run mean nothing for `import`, which does not offer them.
+#[test]
+fn import_offers_no_run_options() {
+    let env = crate::common::TestEnv::tiny();
+    for option in [
+        &["--runtime", "sim"][..],
+        &["--samples", "2"],
+        &["--max-prompts", "4"],
+        &["--retry-failed"],
+        &["--fresh-engine"],
+    ] {
+        let mut args = vec!["import", "tiny.kdl", "--step", "vllm", "--workload", "chat"];
+        args.extend_from_slice(option);
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{option:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr)
+                .contains(&format!("unexpected argument '{}'", option[0])),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Through the binary, a block of each era is stored with exactly the numbers
+/// and labels the page prints: the configured limit of a `vllm bench serve`
+/// block as `max_concurrency`, a guidellm-era block under guidellm's names.
+#[test]
+fn a_block_of_each_era_is_stored_with_every_number_of_the_page() {
+    use perfpipe::metrics::parse_block;
+
+    let env = crate::common::TestEnv::tiny();
+    let vllm = blocks("gpustack-perf-lab/gpt-oss-120b-h100.md")
+        .into_iter()
+        .find(|b| b.contains("Maximum request concurrency"))
+        .unwrap();
+    let guidellm = blocks("gpustack-perf-lab/qwen3.5-35b-a3b-h200.md").remove(0);
+    for (workload, block, name) in [
+        ("chat", &vllm, "max_concurrency"),
+        ("short", &guidellm, "request_concurrency_max_rounded"),
+    ] {
+        env.write("block.txt", block);
+        let out = env.run(&[
+            "import",
+            "tiny.kdl",
+            "--step",
+            "vllm",
+            "--workload",
+            workload,
+            "--from",
+            "block.txt",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let parsed = parse_block(block).unwrap();
+        let sample = env
+            .samples()
+            .into_iter()
+            .find(|s| {
+                let (key, id) = s.split_once('/').unwrap();
+                env.read(&format!(
+                    "store/entries/{}/{key}/samples/{id}/result.json",
+                    &key[..2]
+                ))
+                .contains(name)
+            })
+            .unwrap_or_else(|| panic!("a sample with `{name}`"));
+        let (key, id) = sample.split_once('/').unwrap();
+        let stored: serde_json::Value = serde_json::from_str(&env.read(&format!(
+            "store/entries/{}/{key}/samples/{id}/result.json",
+            &key[..2]
+        )))
+        .unwrap();
+        let metrics: std::collections::BTreeMap<String, f64> =
+            serde_json::from_value(stored["outcome"]["metrics"].clone()).unwrap();
+        assert_eq!(metrics, parsed.numbers(), "{workload}");
+        let labels: std::collections::BTreeMap<String, String> =
+            serde_json::from_value(stored["outcome"]["labels"].clone()).unwrap();
+        assert_eq!(labels, parsed.labels, "{workload}");
+        assert_eq!(labels[name], "Maximum request concurrency");
+    }
 }

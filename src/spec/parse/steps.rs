@@ -410,3 +410,65 @@ pub(super) fn placeholder_step() -> Step {
         sweep: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::{GUIDELLM_METRIC_NAMES, METRIC_NAMES};
+    use crate::spec::{ExpectedOutcome, SourceFile, parse};
+
+    /// An experiment expecting every `name` under `harness`; the names it kept.
+    fn expected(harness: &str, names: &[&str]) -> Vec<String> {
+        let metrics: String = names.iter().map(|n| format!("{n} 1.5\n")).collect();
+        let text = format!(
+            r#"experiment "e" {{
+            hardware "nvidia-a100-sxm4-80gb" gpus=1
+            model "m"
+            engine vllm version="0.11.0"
+            {harness}
+            workload w {{ dataset random input=8 output=8; prompts 1 }}
+            step s engine=vllm gpus=1 {{
+                expect w {{
+                    {metrics}
+                }}
+            }}
+        }}"#
+        );
+        let spec = parse(&SourceFile {
+            name: "e.kdl".into(),
+            text,
+        })
+        .unwrap_or_else(|e| panic!("{:?}", e.errors));
+        match &spec.steps[0].expectations[0].outcome {
+            ExpectedOutcome::Metrics(m) => m.iter().map(|m| m.name.clone()).collect(),
+            ExpectedOutcome::Failure(_) => panic!("metrics expected"),
+        }
+    }
+
+    #[test]
+    fn expect_accepts_every_name_a_block_of_either_era_prints() {
+        for name in [
+            "p95_ttft_ms",
+            "p95_tpot_ms",
+            "p95_itl_ms",
+            "p95_e2el_ms",
+            "mean_e2el_ms",
+            "max_concurrency",
+            "request_rate",
+        ] {
+            assert!(METRIC_NAMES.contains(&name), "{name}");
+        }
+        assert_eq!(expected("harness builtin", METRIC_NAMES), METRIC_NAMES);
+        let guidellm: Vec<&str> = GUIDELLM_METRIC_NAMES.iter().map(String::as_str).collect();
+        for name in [
+            "request_concurrency_max_rounded",
+            "request_latency_p95",
+            "duration",
+        ] {
+            assert!(guidellm.contains(&name), "{name}");
+        }
+        assert_eq!(
+            expected(r#"harness guidellm version="0.7.2""#, &guidellm),
+            guidellm
+        );
+    }
+}
