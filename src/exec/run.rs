@@ -20,7 +20,9 @@ use crate::metrics::{
     read_guidellm_report, render_serving_block,
 };
 use crate::plan::PlannedRun;
-use crate::spec::{Dataset, HarnessKind, ModelRef, Runtime, Spec, Step, Workload};
+use crate::spec::{
+    Dataset, HarnessKind, ModelRef, Runtime, SharegptConversion, Spec, Step, Workload,
+};
 use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
 use crate::tokenizer::Tokenizer;
 
@@ -232,6 +234,7 @@ impl RunContext<'_> {
         let options = MetricOptions::default();
         let load = Load {
             stall_timeout: self.options.stall_timeout,
+            arrival: workload.arrival,
             ..Load::new(workload.rate, workload.concurrency, dataset_seed(workload))
         };
         let mut journal =
@@ -596,7 +599,10 @@ impl RunContext<'_> {
                 n,
             )),
             Dataset::ShareGpt {
-                output_len, seed, ..
+                output_len,
+                seed,
+                conversion,
+                ..
             } => {
                 let path = path.expect("inputs resolve every sharegpt dataset");
                 let text =
@@ -604,12 +610,18 @@ impl RunContext<'_> {
                         path: path.display().to_string(),
                         source,
                     })?;
-                harness::dataset::sharegpt(&tokenizer, &text, n, seed, output_len).map_err(
-                    |source| ExecError::Dataset {
-                        workload: name,
-                        source,
-                    },
-                )
+                match conversion {
+                    SharegptConversion::Vllm => {
+                        harness::dataset::sharegpt(&tokenizer, &text, n, seed, output_len)
+                    }
+                    SharegptConversion::BenchmarkRunner => {
+                        harness::dataset::sharegpt_first_turns(&tokenizer, &text, n, output_len)
+                    }
+                }
+                .map_err(|source| ExecError::Dataset {
+                    workload: name,
+                    source,
+                })
             }
         })
         .await

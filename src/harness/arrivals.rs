@@ -1,16 +1,29 @@
-//! When each request leaves: all at once for `inf`, otherwise gamma-distributed
-//! gaps (shape = burstiness; 1 is Poisson), seeded, and rescaled as vLLM does
-//! so that the last request leaves at `n / rate`.
+//! When each request leaves: all at once for `inf`; at a finite rate either
+//! gamma-distributed gaps (shape = burstiness; 1 is Poisson), seeded, and
+//! rescaled as vLLM does so that the last request leaves at `n / rate`, or
+//! evenly spaced, request k (from 1) at `k / rate`, as guidellm's `constant`
+//! profile schedules them.
 
 use std::time::Duration;
 
 use crate::rng::Rng;
-use crate::spec::RequestRate;
+use crate::spec::{Arrival, RequestRate};
 
-pub fn delays(n: usize, rate: RequestRate, burstiness: f64, seed: u64) -> Vec<Duration> {
+pub fn delays(
+    n: usize,
+    rate: RequestRate,
+    arrival: Arrival,
+    burstiness: f64,
+    seed: u64,
+) -> Vec<Duration> {
     let RequestRate::PerSecond(rate) = rate else {
         return vec![Duration::ZERO; n];
     };
+    if arrival == Arrival::Constant {
+        return (1..=n)
+            .map(|k| Duration::from_secs_f64(k as f64 / rate))
+            .collect();
+    }
     let mut rng = Rng::new(seed);
     let scale = 1.0 / (rate * burstiness);
     let mut t = 0.0;
@@ -62,7 +75,13 @@ mod tests {
     use super::*;
 
     fn gaps(burstiness: f64, seed: u64) -> Vec<f64> {
-        let d = delays(4000, RequestRate::PerSecond(10.0), burstiness, seed);
+        let d = delays(
+            4000,
+            RequestRate::PerSecond(10.0),
+            Arrival::Poisson,
+            burstiness,
+            seed,
+        );
         d.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect()
     }
 
@@ -76,16 +95,28 @@ mod tests {
     fn seeded_rescaled_and_burstier_below_one() {
         assert_eq!(gaps(1.0, 7), gaps(1.0, 7));
         assert_ne!(gaps(1.0, 7), gaps(1.0, 8));
-        let d = delays(4000, RequestRate::PerSecond(10.0), 1.0, 7);
+        let d = delays(4000, RequestRate::PerSecond(10.0), Arrival::Poisson, 1.0, 7);
         assert!((d[3999].as_secs_f64() - 400.0).abs() < 1e-6);
         // Poisson gaps have CV 1; gamma(k) gaps have CV 1/sqrt(k).
         assert!((cv(&gaps(1.0, 1)) - 1.0).abs() < 0.1);
         assert!((cv(&gaps(0.25, 1)) - 2.0).abs() < 0.25);
         assert!((cv(&gaps(4.0, 1)) - 0.5).abs() < 0.06);
         assert!(
-            delays(3, RequestRate::Infinite, 1.0, 0)
+            delays(3, RequestRate::Infinite, Arrival::Constant, 1.0, 0)
                 .iter()
                 .all(|d| d.is_zero())
+        );
+    }
+
+    #[test]
+    fn constant_arrivals_are_evenly_spaced_from_one_gap_in() {
+        let d = delays(4, RequestRate::PerSecond(8.0), Arrival::Constant, 1.0, 7);
+        let secs: Vec<f64> = d.iter().map(Duration::as_secs_f64).collect();
+        assert_eq!(secs, [0.125, 0.25, 0.375, 0.5]);
+        assert_eq!(
+            d,
+            delays(4, RequestRate::PerSecond(8.0), Arrival::Constant, 1.0, 8),
+            "no randomness"
         );
     }
 }

@@ -302,7 +302,7 @@ fn request_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
             "temperature": settings.temperature,
             "stream": true,
             "stream_options": {"include_usage": true},
-            "ignore_eos": settings.ignore_eos,
+            "ignore_eos": settings.ignore_eos || req.exact_output,
         }),
         Backend::Openai => json!({
             "model": settings.model,
@@ -311,7 +311,7 @@ fn request_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
             "temperature": settings.temperature,
             "stream": true,
             "stream_options": {"include_usage": true},
-            "ignore_eos": settings.ignore_eos,
+            "ignore_eos": settings.ignore_eos || req.exact_output,
         }),
     }
 }
