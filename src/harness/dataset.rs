@@ -202,17 +202,13 @@ pub fn sharegpt_first_turns(
     n: u32,
     fixed_output: Option<u32>,
 ) -> Result<Vec<BenchRequest>, DatasetError> {
-    let records = benchmark_runner_conversion(tokenizer, json, n, fixed_output)?;
-    if records.len() < n as usize {
-        return Err(DatasetError::TooFewFirstTurns {
-            found: records.len(),
-            wanted: n,
-        });
-    }
-    Ok(records.into_iter().take(n as usize).collect())
+    let mut records = benchmark_runner_conversion(tokenizer, json, n, fixed_output)?;
+    records.truncate(n as usize);
+    Ok(records)
 }
 
-/// Every record benchmark-runner writes for `n` requests, in order.
+/// Every record benchmark-runner writes for `n` requests, in order; an error
+/// when there are fewer than `n` (guidellm would stop short of `prompts`).
 pub fn benchmark_runner_conversion(
     tokenizer: &Tokenizer,
     json: &str,
@@ -259,6 +255,12 @@ pub fn benchmark_runner_conversion(
             prompt_len: tokenizer.count(prompt) as u64,
             output_len,
             exact_output: true,
+        });
+    }
+    if out.len() < n as usize {
+        return Err(DatasetError::TooFewFirstTurns {
+            found: out.len(),
+            wanted: n,
         });
     }
     Ok(out)
@@ -335,7 +337,7 @@ mod tests {
         ])
         .to_string();
         let ws = Tokenizer::Whitespace;
-        let all = benchmark_runner_conversion(&ws, &json, 100, None).unwrap();
+        let all = benchmark_runner_conversion(&ws, &json, 5, None).unwrap();
         let prompts: Vec<&str> = all.iter().map(|r| r.prompt.as_str()).collect();
         assert_eq!(
             prompts,

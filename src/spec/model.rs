@@ -188,8 +188,9 @@ pub enum HarnessKind {
     Builtin,
     /// `vllm bench serve` at this exact version, driven as a subprocess.
     VllmBench { version: String },
-    /// guidellm at this exact version (`guidellm run`, the v0.7 CLI), its
-    /// numbers kept under its own definitions.
+    /// guidellm at this exact version, through that version's CLI (`guidellm
+    /// benchmark run` before 0.7, `guidellm run` from 0.7), its numbers kept
+    /// under its own definitions.
     Guidellm { version: String },
 }
 
