@@ -359,6 +359,13 @@ fn a_rate_workload_runs_as_the_lab_ran_it_on_the_builtin_harness() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "> **Rate workloads.** `sharegpt-20rps`, `capped` are sent as guidellm sends them"
+        ),
+        "the report says whose definitions the numbers follow: {}",
+        stdout(&out)
+    );
     let results = env.results();
     assert_eq!(results.len(), 2, "{results:?}");
     for (dir, result) in &results {
