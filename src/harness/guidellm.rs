@@ -20,7 +20,8 @@
 //! - `prompts` → the max-requests constraint;
 //! - rate `inf` → the `throughput` profile; with `concurrency N` → `concurrent`
 //!   with N streams; a finite rate → `constant` or `poisson` (the declared
-//!   arrival), capped at `concurrency`;
+//!   arrival); throughput and rate profiles capped at `concurrency`, else at
+//!   the number of requests (unlimited, as declared: see [`cap`]);
 //! - `seed` → guidellm's random seed.
 
 use std::collections::BTreeMap;
@@ -113,16 +114,14 @@ fn run_cli(
         })
         .to_string(),
     };
+    let cap = cap(workload);
     let profile = match (workload.rate, workload.concurrency) {
-        (RequestRate::Infinite, None) => "kind=throughput".to_owned(),
+        (RequestRate::Infinite, None) => format!("kind=throughput,max_concurrency={cap}"),
         (RequestRate::Infinite, Some(n)) => format!("kind=concurrent,streams={n}"),
-        (RequestRate::PerSecond(r), cap) => {
-            let mut p = format!("kind={},rate={r}", workload.arrival.name());
-            if let Some(c) = cap {
-                p.push_str(&format!(",max_concurrency={c}"));
-            }
-            p
-        }
+        (RequestRate::PerSecond(r), _) => format!(
+            "kind={},rate={r},max_concurrency={cap}",
+            workload.arrival.name()
+        ),
     };
     let argv = [
         "guidellm".to_owned(),
@@ -208,14 +207,23 @@ fn benchmark_cli(
         result_dir.join(RESULT_FILE).display().to_string(),
     );
     argv.push("--disable-console-interactive".into());
-    // No option caps a rate profile here: guidellm's setting does.
+    // No option caps these profiles here: guidellm's setting does.
     let env = match (workload.rate, workload.concurrency) {
-        (RequestRate::PerSecond(_), Some(cap)) => {
-            BTreeMap::from([("GUIDELLM__MAX_CONCURRENCY".to_owned(), cap.to_string())])
-        }
-        _ => BTreeMap::new(),
+        (RequestRate::Infinite, Some(_)) => BTreeMap::new(),
+        _ => BTreeMap::from([(
+            "GUIDELLM__MAX_CONCURRENCY".to_owned(),
+            cap(workload).to_string(),
+        )]),
     };
     Invocation { argv, env }
+}
+
+/// The cap of a throughput or rate profile: the declared `concurrency`, else
+/// the number of requests, which no run can exceed, so "unlimited" stays
+/// unlimited (guidellm always caps: at its default of 512 before 0.7, 10240
+/// from 0.7, and 0.7's throughput profile requires a cap).
+fn cap(workload: &Workload) -> u32 {
+    workload.concurrency.unwrap_or(workload.prompts)
 }
 
 fn seed(workload: &Workload) -> u64 {
@@ -282,7 +290,7 @@ mod tests {
             Path::new("/s/logs"),
         );
         assert!(a.env.is_empty());
-        insta::assert_snapshot!(a.argv.join(" "), @r#"guidellm run --backend {"kind":"openai_http","target":"http://127.0.0.1:8000","model":"Qwen/Qwen3-14B","request_format":"/v1/chat/completions","extras":{"body":{"temperature":0.0,"ignore_eos":true}}} --data kind=synthetic_text,prompt_tokens=4000,output_tokens=200 --profile kind=throughput --constraint kind=max_requests,count=500 --seed kind=static,value=42 --output kind=json,path=/s/logs/guidellm-benchmarks.json --disable-console-interactive"#);
+        insta::assert_snapshot!(a.argv.join(" "), @r#"guidellm run --backend {"kind":"openai_http","target":"http://127.0.0.1:8000","model":"Qwen/Qwen3-14B","request_format":"/v1/chat/completions","extras":{"body":{"temperature":0.0,"ignore_eos":true}}} --data kind=synthetic_text,prompt_tokens=4000,output_tokens=200 --profile kind=throughput,max_concurrency=500 --constraint kind=max_requests,count=500 --seed kind=static,value=42 --output kind=json,path=/s/logs/guidellm-benchmarks.json --disable-console-interactive"#);
     }
 
     #[test]
@@ -354,6 +362,26 @@ mod tests {
         assert_eq!(
             profile("0.5.3", RequestRate::Infinite, Arrival::Poisson, None),
             ("throughput".into(), None)
+        );
+        // Without `concurrency`, the cap is the request count: unlimited.
+        assert_eq!(
+            v7(RequestRate::PerSecond(2.5), Arrival::Constant, None),
+            "kind=constant,rate=2.5,max_concurrency=500"
+        );
+        let uncapped = Workload {
+            arrival: Arrival::Constant,
+            ..crate::harness::long_workload(RequestRate::PerSecond(2.5), None)
+        };
+        assert_eq!(
+            invocation(&guidellm("0.5.3"), "u", "m", &uncapped, Path::new("/")).env,
+            BTreeMap::from([("GUIDELLM__MAX_CONCURRENCY".into(), "500".into())])
+        );
+        let streams = crate::harness::long_workload(RequestRate::Infinite, Some(16));
+        assert!(
+            invocation(&guidellm("0.5.3"), "u", "m", &streams, Path::new("/"))
+                .env
+                .is_empty(),
+            "streams bound the concurrent profile"
         );
     }
 

@@ -210,25 +210,17 @@ impl Decoder {
 
 /// Why guidellm's data and profiles cannot express `w`, if they cannot.
 fn guidellm_cannot_run(w: &Workload) -> Option<(&'static str, &'static str)> {
-    match (&w.dataset, w.rate, w.concurrency) {
-        (
-            Dataset::ShareGpt {
-                conversion: SharegptConversion::Vllm,
-                ..
-            },
-            _,
-            _,
-        ) => Some((
+    match &w.dataset {
+        Dataset::ShareGpt {
+            conversion: SharegptConversion::Vllm,
+            ..
+        } => Some((
             "it reads ShareGPT conversations only after a conversion of their own",
             "declare `conversion=\"benchmark-runner\"` (GPUStack's conversion for guidellm), or use `harness vllm-bench` or `harness builtin` for vLLM's sampling",
         )),
-        (Dataset::Random { range_ratio, .. }, _, _) if *range_ratio != 0.0 => Some((
+        Dataset::Random { range_ratio, .. } if *range_ratio != 0.0 => Some((
             "its synthetic lengths are not vLLM's uniform `range-ratio` ranges",
             "remove `range-ratio`, or use `harness vllm-bench`",
-        )),
-        (_, RequestRate::PerSecond(_), None) => Some((
-            "guidellm always caps the requests in flight at a finite rate (by default 512 in 0.5, 10240 in 0.7)",
-            "declare the cap, e.g. `concurrency 512` (guidellm 0.5's default, which GPUStack's benchmark-runner ran with)",
         )),
         _ => None,
     }
@@ -326,9 +318,8 @@ mod tests {
         );
         assert_eq!(
             errors(guidellm, &format!("{random}; rate 8")),
-            [
-                "guidellm cannot run workload `w` as declared: guidellm always caps the requests in flight at a finite rate (by default 512 in 0.5, 10240 in 0.7)"
-            ]
+            Vec::<String>::new(),
+            "uncapped: guidellm is given the request count as its cap"
         );
         assert_eq!(
             errors(guidellm, r#"dataset sharegpt path="s.json"; prompts 10"#),
