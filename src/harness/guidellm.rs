@@ -21,7 +21,7 @@
 //! - rate `inf` → the `throughput` profile; with `concurrency N` → `concurrent`
 //!   with N streams; a finite rate → `constant` or `poisson` (the declared
 //!   arrival); throughput and rate profiles capped at `concurrency`, else at
-//!   the number of requests (unlimited, as declared: see [`cap`]);
+//!   the number of requests (unlimited, as declared: see `cap`);
 //! - `seed` → guidellm's random seed.
 
 use std::collections::BTreeMap;
