@@ -72,6 +72,8 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
     };
     let load = Load {
         rate,
+        // `vllm bench serve` has gamma arrivals only.
+        arrival: crate::spec::Arrival::Poisson,
         burstiness: args.burstiness,
         max_concurrency: args.max_concurrency,
         seed: args.seed,

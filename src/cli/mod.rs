@@ -93,6 +93,7 @@ pub(crate) fn check_values(cli: &Cli) -> Result<(), CliError> {
             if let Err(e) = crate::harness::arrivals::delays(
                 args.num_prompts as usize,
                 checked.rate,
+                crate::spec::Arrival::Poisson,
                 args.burstiness,
                 args.seed,
             ) {

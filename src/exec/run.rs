@@ -20,7 +20,9 @@ use crate::metrics::{
     read_guidellm_report, render_serving_block,
 };
 use crate::plan::PlannedRun;
-use crate::spec::{Dataset, HarnessKind, ModelRef, Runtime, Spec, Step, Workload};
+use crate::spec::{
+    Dataset, HarnessKind, ModelRef, Runtime, SharegptConversion, Spec, Step, Workload,
+};
 use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
 use crate::tokenizer::Tokenizer;
 
@@ -86,7 +88,20 @@ impl RunContext<'_> {
         let mut harness_command = Vec::new();
         // Prompts are built before sampling starts: telemetry covers the benchmark only.
         let requests = match &self.spec.harness.kind {
-            HarnessKind::Builtin => self.requests(workload, &step.model).await?,
+            HarnessKind::Builtin => self.requests(workload, &step.model, false).await?,
+            HarnessKind::Guidellm { .. }
+                if matches!(workload.dataset, Dataset::ShareGpt { .. }) =>
+            {
+                // benchmark-runner's file, which guidellm reads in order.
+                let converted = self.requests(workload, &step.model, true).await?;
+                pending
+                    .write_log(
+                        guidellm::CONVERTED_SHAREGPT_FILE,
+                        guidellm::converted_sharegpt(&converted),
+                    )
+                    .map_err(crate::store::Error::Io)?;
+                Vec::new()
+            }
             HarnessKind::VllmBench { .. } | HarnessKind::Guidellm { .. } => Vec::new(),
         };
         let sampler = telemetry::start(
@@ -109,13 +124,14 @@ impl RunContext<'_> {
                 .await?
             }
             HarnessKind::VllmBench { .. } | HarnessKind::Guidellm { .. } => {
-                harness_command = self.client_argv(engine, run, step, workload, &pending);
+                let call = self.client_invocation(engine, run, step, workload, &pending);
+                harness_command = call.argv.clone();
                 report(ExecEvent::Benchmarking {
                     run,
                     requests: workload.prompts as usize,
                     position: launch.position,
                 });
-                self.external(engine, &harness_command, &pending).await?
+                self.external(engine, &call, &pending).await?
             }
         };
         let measured = match measured {
@@ -232,6 +248,7 @@ impl RunContext<'_> {
         let options = MetricOptions::default();
         let load = Load {
             stall_timeout: self.options.stall_timeout,
+            arrival: workload.arrival,
             ..Load::new(workload.rate, workload.concurrency, dataset_seed(workload))
         };
         let mut journal =
@@ -299,12 +316,13 @@ impl RunContext<'_> {
     async fn external(
         &self,
         engine: &mut Launched,
-        argv: &[String],
+        call: &guidellm::Invocation,
         pending: &PendingSample,
     ) -> Result<Measured, ExecError> {
+        let argv = &call.argv;
         let log = pending.logs_dir().join("harness.log");
         let (mut client, _record) =
-            self.spawn_recorded(&argv[0], &argv[1..], &Default::default(), None, &log)?;
+            self.spawn_recorded(&argv[0], &argv[1..], &call.env, None, &log)?;
         let mut cancel = self.cancel.clone();
         enum Ended {
             Client(std::io::Result<std::process::ExitStatus>),
@@ -363,26 +381,29 @@ impl RunContext<'_> {
         }
     }
 
-    /// The external client's argv for one run; it writes its result in the sample's logs.
-    fn client_argv(
+    /// The external client's call for one run; it writes its result in the sample's logs.
+    fn client_invocation(
         &self,
         engine: &Launched,
         run: &PlannedRun,
         step: &Step,
         workload: &Workload,
         pending: &PendingSample,
-    ) -> Vec<String> {
+    ) -> guidellm::Invocation {
         let base_url = &engine.base_urls()[0];
         match &self.spec.harness.kind {
-            HarnessKind::VllmBench { .. } => vllm_bench::argv(
-                &self.spec.harness,
-                base_url,
-                &step.model.id,
-                workload,
-                self.inputs.dataset(&run.workload).map(|d| d.path.as_path()),
-                &pending.logs_dir(),
-            ),
-            HarnessKind::Guidellm { .. } => guidellm::argv(
+            HarnessKind::VllmBench { .. } => guidellm::Invocation {
+                argv: vllm_bench::argv(
+                    &self.spec.harness,
+                    base_url,
+                    &step.model.id,
+                    workload,
+                    self.inputs.dataset(&run.workload).map(|d| d.path.as_path()),
+                    &pending.logs_dir(),
+                ),
+                env: Default::default(),
+            },
+            HarnessKind::Guidellm { .. } => guidellm::invocation(
                 &self.spec.harness,
                 base_url,
                 &step.model.id,
@@ -574,10 +595,13 @@ impl RunContext<'_> {
         Ok(loaded)
     }
 
+    /// The workload's requests; with `whole_conversion`, every record
+    /// benchmark-runner's conversion writes (⌊1.2·N⌋), not only the N sent.
     async fn requests(
         &self,
         workload: &Workload,
         model: &ModelRef,
+        whole_conversion: bool,
     ) -> Result<Vec<BenchRequest>, ExecError> {
         let dataset = workload.dataset.clone();
         let n = workload.prompts;
@@ -599,7 +623,10 @@ impl RunContext<'_> {
                 n,
             )),
             Dataset::ShareGpt {
-                output_len, seed, ..
+                output_len,
+                seed,
+                conversion,
+                ..
             } => {
                 let path = path.expect("inputs resolve every sharegpt dataset");
                 let text =
@@ -607,12 +634,23 @@ impl RunContext<'_> {
                         path: path.display().to_string(),
                         source,
                     })?;
-                harness::dataset::sharegpt(&tokenizer, &text, n, seed, output_len).map_err(
-                    |source| ExecError::Dataset {
-                        workload: name,
-                        source,
-                    },
-                )
+                match conversion {
+                    SharegptConversion::Vllm => {
+                        harness::dataset::sharegpt(&tokenizer, &text, n, seed, output_len)
+                    }
+                    SharegptConversion::BenchmarkRunner if whole_conversion => {
+                        harness::dataset::benchmark_runner_conversion(
+                            &tokenizer, &text, n, output_len,
+                        )
+                    }
+                    SharegptConversion::BenchmarkRunner => {
+                        harness::dataset::sharegpt_first_turns(&tokenizer, &text, n, output_len)
+                    }
+                }
+                .map_err(|source| ExecError::Dataset {
+                    workload: name,
+                    source,
+                })
             }
         })
         .await

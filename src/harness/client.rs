@@ -324,7 +324,7 @@ fn request_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
             "temperature": settings.temperature,
             "stream": true,
             "stream_options": {"include_usage": true},
-            "ignore_eos": settings.ignore_eos,
+            "ignore_eos": settings.ignore_eos || req.exact_output,
         }),
         Backend::Openai => json!({
             "model": settings.model,
@@ -333,7 +333,7 @@ fn request_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
             "temperature": settings.temperature,
             "stream": true,
             "stream_options": {"include_usage": true},
-            "ignore_eos": settings.ignore_eos,
+            "ignore_eos": settings.ignore_eos || req.exact_output,
         }),
     }
 }

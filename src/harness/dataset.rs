@@ -14,6 +14,9 @@ pub struct BenchRequest {
     /// Prompt tokens as the client counts them.
     pub prompt_len: u64,
     pub output_len: u32,
+    /// Asks for exactly `output_len` tokens (`ignore_eos`), as guidellm asks
+    /// when its data gives an output token count (benchmark-runner's ShareGPT).
+    pub exact_output: bool,
 }
 
 #[derive(Debug, Error)]
@@ -26,6 +29,10 @@ pub enum DatasetError {
     Empty,
     #[error("the dataset has no conversation of 2 or more turns (a prompt and its reply)")]
     NoConversation,
+    #[error(
+        "the dataset has {found} usable first turns (a human or user turn, then a gpt or assistant turn, both non-empty), fewer than the {wanted} requests asked"
+    )]
+    TooFewFirstTurns { found: usize, wanted: u32 },
 }
 
 /// `random` as vLLM v0.11 samples it: input lengths from
@@ -68,6 +75,7 @@ pub fn random(
                 prompt: tokenizer.decode(&reencoded),
                 prompt_len: reencoded.len() as u64,
                 output_len: output_lens[i] as u32,
+                exact_output: false,
             }
         })
         .collect()
@@ -162,6 +170,7 @@ pub fn sharegpt(
             prompt,
             prompt_len,
             output_len: output_len as u32,
+            exact_output: false,
         });
     }
     if out.is_empty() {
@@ -170,6 +179,89 @@ pub fn sharegpt(
     let found = out.len();
     while out.len() < n as usize {
         out.push(out[rng.range(0, found as u64 - 1) as usize].clone());
+    }
+    Ok(out)
+}
+
+/// How many records benchmark-runner converts for `n` requests: Python's
+/// `int(n * 1.2)`, a truncation of the float product (1 → 1, 3 → 3, 5 → 6).
+pub fn benchmark_runner_records(n: u32) -> usize {
+    (f64::from(n) * 1.2) as usize
+}
+
+/// ShareGPT as GPUStack's benchmark-runner converts it for guidellm
+/// (`sharegpt_to_guidellm.py`): conversations in file order, no shuffle; of
+/// each, its first turn, kept only when turn 0 is from `human` or `user`,
+/// turn 1 from `gpt` or `assistant`, and both are non-empty; the output length
+/// is the reply's token count without special tokens (or `fixed_output`);
+/// conversion stops after [`benchmark_runner_records`]`(n)` records, of which
+/// guidellm sends the first `n`, each asking for exactly its output length.
+pub fn sharegpt_first_turns(
+    tokenizer: &Tokenizer,
+    json: &str,
+    n: u32,
+    fixed_output: Option<u32>,
+) -> Result<Vec<BenchRequest>, DatasetError> {
+    let mut records = benchmark_runner_conversion(tokenizer, json, n, fixed_output)?;
+    records.truncate(n as usize);
+    Ok(records)
+}
+
+/// Every record benchmark-runner writes for `n` requests, in order; an error
+/// when there are fewer than `n` (guidellm would stop short of `prompts`).
+pub fn benchmark_runner_conversion(
+    tokenizer: &Tokenizer,
+    json: &str,
+    n: u32,
+    fixed_output: Option<u32>,
+) -> Result<Vec<BenchRequest>, DatasetError> {
+    #[derive(Deserialize)]
+    struct Conversation {
+        #[serde(default)]
+        conversations: Option<Vec<RunnerTurn>>,
+    }
+    #[derive(Deserialize)]
+    struct RunnerTurn {
+        #[serde(default)]
+        from: Option<String>,
+        #[serde(default)]
+        value: Option<String>,
+    }
+    let data: Vec<Conversation> = serde_json::from_str(json).map_err(DatasetError::Shape)?;
+    let keep = benchmark_runner_records(n);
+    let mut out = Vec::new();
+    for c in data {
+        if out.len() == keep {
+            break;
+        }
+        let Some([first, second, ..]) = c.conversations.as_deref() else {
+            continue;
+        };
+        let from = |t: &RunnerTurn, names: [&str; 2]| {
+            t.from.as_deref().is_some_and(|f| names.contains(&f))
+        };
+        if !from(first, ["human", "user"]) || !from(second, ["gpt", "assistant"]) {
+            continue;
+        }
+        let (Some(prompt), Some(reply)) = (first.value.as_deref(), second.value.as_deref()) else {
+            continue;
+        };
+        if prompt.is_empty() || reply.is_empty() {
+            continue;
+        }
+        let output_len = fixed_output.unwrap_or_else(|| tokenizer.count_generated(reply) as u32);
+        out.push(BenchRequest {
+            prompt: prompt.to_owned(),
+            prompt_len: tokenizer.count(prompt) as u64,
+            output_len,
+            exact_output: true,
+        });
+    }
+    if out.len() < n as usize {
+        return Err(DatasetError::TooFewFirstTurns {
+            found: out.len(),
+            wanted: n,
+        });
     }
     Ok(out)
 }
@@ -225,6 +317,78 @@ mod tests {
             sharegpt(&ws, "{\"not\": 1}", 1, 0, None),
             Err(DatasetError::Shape(_))
         ));
+    }
+
+    #[test]
+    fn benchmark_runner_keeps_first_turns_in_file_order_and_skips_the_rest() {
+        let turn = |from: &str, value: &str| serde_json::json!({"from": from, "value": value});
+        let json = serde_json::json!([
+            {"conversations": [turn("human", "a b"), turn("gpt", "one two three"), turn("human", "later")]},
+            {"conversations": [turn("gpt", "reply first"), turn("human", "then a question")]},
+            {"conversations": [turn("user", "c"), turn("assistant", "four five six seven")]},
+            {"conversations": [turn("human", ""), turn("gpt", "empty prompt")]},
+            {"conversations": [turn("human", "empty reply"), turn("gpt", "")]},
+            {"conversations": [turn("human", "alone")]},
+            {"conversations": [turn("system", "be brief"), turn("human", "d")]},
+            {"id": "no conversations"},
+            {"conversations": [turn("human", "e f g"), turn("gpt", "x")]},
+            {"conversations": [turn("user", "h"), turn("gpt", "y z")]},
+            {"conversations": [turn("human", "i"), turn("assistant", "w")]},
+        ])
+        .to_string();
+        let ws = Tokenizer::Whitespace;
+        let all = benchmark_runner_conversion(&ws, &json, 5, None).unwrap();
+        let prompts: Vec<&str> = all.iter().map(|r| r.prompt.as_str()).collect();
+        assert_eq!(
+            prompts,
+            ["a b", "c", "e f g", "h", "i"],
+            "file order, no shuffle"
+        );
+        let outputs: Vec<u32> = all.iter().map(|r| r.output_len).collect();
+        assert_eq!(outputs, [3, 4, 1, 2, 1], "the reply's token count");
+        assert!(all.iter().all(|r| r.exact_output));
+        assert_eq!(all[2].prompt_len, 3);
+
+        // ⌊1.2·N⌋ records are converted, as Python's int(N * 1.2), then N sent.
+        assert_eq!(
+            [1, 3, 4, 5, 10, 1000].map(benchmark_runner_records),
+            [1, 3, 4, 6, 12, 1200]
+        );
+        assert_eq!(
+            benchmark_runner_conversion(&ws, &json, 3, None)
+                .unwrap()
+                .len(),
+            3
+        );
+        assert_eq!(
+            benchmark_runner_conversion(&ws, &json, 4, None)
+                .unwrap()
+                .len(),
+            4
+        );
+        let sent = sharegpt_first_turns(&ws, &json, 4, None).unwrap();
+        assert_eq!(sent, all[..4]);
+        let fixed = sharegpt_first_turns(&ws, &json, 2, Some(64)).unwrap();
+        assert!(fixed.iter().all(|r| r.output_len == 64));
+        assert_eq!(
+            sharegpt_first_turns(&ws, &json, 6, None)
+                .unwrap_err()
+                .to_string(),
+            "the dataset has 5 usable first turns (a human or user turn, then a gpt or assistant turn, both non-empty), fewer than the 6 requests asked"
+        );
+    }
+
+    #[test]
+    fn benchmark_runner_counts_replies_without_special_tokens() {
+        let t = bpe();
+        let reply = "The answer is forty-two.";
+        let json = serde_json::json!([
+            {"conversations": [{"from": "human", "value": "Why?"}, {"from": "gpt", "value": reply}]},
+        ])
+        .to_string();
+        let [r] = <[BenchRequest; 1]>::try_from(sharegpt_first_turns(&t, &json, 1, None).unwrap())
+            .unwrap();
+        assert_eq!(r.output_len as usize, t.encode(reply, false).len());
     }
 
     #[test]

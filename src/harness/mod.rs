@@ -21,7 +21,7 @@ pub use client::{RequestSettings, http_client};
 pub use dataset::{BenchRequest, DatasetError};
 
 use crate::metrics::{MetricOptions, RequestRecord, ServingMetrics, compute};
-use crate::spec::RequestRate;
+use crate::spec::{Arrival, RequestRate};
 
 /// Version of the built-in harness's behaviour; part of every key.
 /// Bump it by hand whenever a change can move a number.
@@ -44,6 +44,8 @@ pub const DEFAULT_STALL_TIMEOUT_SECS: u64 = 600;
 #[derive(Debug, Clone)]
 pub struct Load {
     pub rate: RequestRate,
+    /// How requests arrive at a finite rate.
+    pub arrival: Arrival,
     /// Gamma shape of the gaps between requests; 1 is Poisson.
     pub burstiness: f64,
     pub max_concurrency: Option<u32>,
@@ -59,6 +61,7 @@ impl Load {
     pub fn new(rate: RequestRate, max_concurrency: Option<u32>, seed: u64) -> Self {
         Self {
             rate,
+            arrival: Arrival::Poisson,
             burstiness: 1.0,
             max_concurrency,
             seed,
@@ -90,7 +93,13 @@ pub async fn benchmark(
     options: &MetricOptions,
     on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
 ) -> Result<BenchOutcome, arrivals::ScheduleError> {
-    let delays = arrivals::delays(requests.len(), load.rate, load.burstiness, load.seed)?;
+    let delays = arrivals::delays(
+        requests.len(),
+        load.rate,
+        load.arrival,
+        load.burstiness,
+        load.seed,
+    )?;
     // Warm-ups go all at once in waves of at most the benchmark's own
     // requests, so their count costs time, never memory.
     let mut warmups = if requests.is_empty() { 0 } else { load.warmups };
@@ -249,6 +258,7 @@ pub(crate) fn long_workload(rate: RequestRate, concurrency: Option<u32>) -> crat
         },
         prompts: 500,
         rate,
+        arrival: crate::spec::Arrival::Poisson,
         concurrency,
     }
 }

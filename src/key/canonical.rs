@@ -7,7 +7,10 @@
 //! - integers in decimal; floats in the shortest form that reads back to the
 //!   same `f64` (`serde_json`'s ryu), with `-0.0` written as `0.0`, so one value
 //!   has one spelling on every machine;
-//! - `null` for absent optional values, so adding a field is a visible schema change.
+//! - `null` for absent optional values, so adding a field is a visible schema
+//!   change; except for fields added later with their old behaviour as default
+//!   (`arrival`, a ShareGPT `conversion`, an engine `image`): those are left
+//!   out at that default, so every key made before them stays as it was.
 
 use serde_json::Value;
 

@@ -5,7 +5,8 @@
 //! type and GPUs per instance; the harness, its version and every option with
 //! its default made explicit, and the tokenizer (`whitespace-v1`, or the
 //! sha256 of the model's `tokenizer.json`); the workload (dataset identity
-//! and sha256, lengths, prompts, seed, rate, concurrency).
+//! and sha256, its conversion, lengths, prompts, seed, rate, arrival process,
+//! concurrency cap).
 //! Out: step and workload names, titles, comments, file layout, expectations,
 //! comparisons, and `replicas` under `measure=one` (one instance is measured,
 //! the published convention, so it shares the single instance's key); under
@@ -20,7 +21,9 @@ use super::args::canonical_args;
 use crate::engine::SIM_ENGINE_VERSION;
 use crate::harness::BUILTIN_HARNESS_VERSION;
 use crate::inputs::ResolvedInputs;
-use crate::spec::{Dataset, HarnessKind, RequestRate, Runtime, Spec, Step, Workload};
+use crate::spec::{
+    Arrival, Dataset, HarnessKind, RequestRate, Runtime, SharegptConversion, Spec, Step, Workload,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyMaterial {
@@ -85,6 +88,10 @@ pub struct WorkloadMaterial {
     pub num_prompts: u32,
     /// `"inf"` or requests per second.
     pub request_rate: String,
+    /// `"constant"` at a finite rate; absent for Poisson (the only arrival
+    /// before it entered the key) and at `inf`, so those keys are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<String>,
     pub max_concurrency: Option<u32>,
 }
 
@@ -95,6 +102,10 @@ pub enum DatasetMaterial {
         sha256: String,
         output_len: Option<u32>,
         seed: u64,
+        /// `"benchmark-runner"`; absent for vLLM's sampling (the only one
+        /// before it entered the key), so those keys are unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversion: Option<String>,
     },
     Random {
         input_len: u32,
@@ -162,7 +173,10 @@ impl KeyMaterial {
             workload: WorkloadMaterial {
                 dataset: match &workload.dataset {
                     Dataset::ShareGpt {
-                        output_len, seed, ..
+                        output_len,
+                        seed,
+                        conversion,
+                        ..
                     } => DatasetMaterial::Sharegpt {
                         sha256: inputs
                             .dataset(&workload.name.value)
@@ -170,6 +184,8 @@ impl KeyMaterial {
                             .unwrap_or_default(),
                         output_len: *output_len,
                         seed: *seed,
+                        conversion: (*conversion != SharegptConversion::Vllm)
+                            .then(|| conversion.name().to_owned()),
                     },
                     Dataset::Random {
                         input_len,
@@ -187,6 +203,12 @@ impl KeyMaterial {
                 request_rate: match workload.rate {
                     RequestRate::Infinite => "inf".into(),
                     RequestRate::PerSecond(r) => r.to_string(),
+                },
+                arrival: match (workload.rate, workload.arrival) {
+                    (RequestRate::PerSecond(_), Arrival::Constant) => {
+                        Some(Arrival::Constant.name().to_owned())
+                    }
+                    _ => None,
                 },
                 max_concurrency: workload.concurrency,
             },

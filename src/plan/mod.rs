@@ -216,6 +216,41 @@ mod tests {
     }
 
     #[test]
+    fn arrival_process_cap_and_conversion_enter_the_key_and_their_defaults_do_not() {
+        let long = "dataset random input=4000 output=200 seed=42\n        prompts 500\n";
+        let with = |extra: &str| STUDY.replace(long, &format!("{long}{extra}\n"));
+        let run = |text: &str| keys(text)[&("vllm-tp8".to_owned(), "long".to_owned())].clone();
+        let poisson = run(&with("rate 8"));
+        let constant = run(&with("rate 8; arrival constant"));
+        assert_ne!(poisson, run(STUDY), "a rate is part of the key");
+        assert_ne!(constant, poisson, "constant and Poisson arrivals differ");
+        assert_eq!(
+            run(&with("rate 8; arrival poisson")),
+            poisson,
+            "Poisson is the arrival every key before `arrival` meant"
+        );
+        let capped = run(&with("rate 8; arrival constant; concurrency 512"));
+        assert_ne!(capped, constant, "the cap is part of the key");
+        assert_ne!(
+            run(&with("rate 8; arrival constant; concurrency 256")),
+            capped
+        );
+        // Golden, as `golden_key_of_the_235b_baseline`: the keys of existing
+        // experiments did not move when arrivals and conversions entered.
+        insta::assert_snapshot!(run(STUDY).to_string(), @"9a73da30d1080d6baf342d136c7320c4223077c4802acb6f75332f6ae8fbf09c");
+
+        let sharegpt = |conversion: &str| {
+            keys(&STUDY.replace(
+                r#"sample="datasets/sharegpt-sample.json""#,
+                &format!(r#"sample="datasets/sharegpt-sample.json"{conversion}"#),
+            ))[&("vllm-tp8".to_owned(), "sharegpt".to_owned())]
+                .clone()
+        };
+        assert_eq!(sharegpt(r#" conversion="vllm""#), sharegpt(""));
+        assert_ne!(sharegpt(r#" conversion="benchmark-runner""#), sharegpt(""));
+    }
+
+    #[test]
     fn golden_canonical_material() {
         let spec = parse(&SourceFile {
             name: "s".into(),

@@ -13,6 +13,44 @@ use crate::analyze::{
 use crate::engine::command::display_command;
 use crate::spec::{Section, Spec};
 
+/// What differs when the built-in harness runs the workloads of guidellm-era
+/// pages (constant arrivals, a cap, benchmark-runner's ShareGPT), which
+/// guidellm measured.
+fn lab_profiles_on_builtin(spec: &Spec) -> Option<String> {
+    use crate::spec::{Arrival, Dataset, HarnessKind, RequestRate, SharegptConversion};
+    if spec.harness.kind != HarnessKind::Builtin {
+        return None;
+    }
+    let names: Vec<String> = spec
+        .workloads
+        .iter()
+        .filter(|w| {
+            let constant =
+                matches!(w.rate, RequestRate::PerSecond(_)) && w.arrival == Arrival::Constant;
+            let runner = matches!(
+                w.dataset,
+                Dataset::ShareGpt {
+                    conversion: SharegptConversion::BenchmarkRunner,
+                    ..
+                }
+            );
+            constant || runner
+        })
+        .map(|w| format!("`{}`", w.name.value))
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "{} are sent as guidellm sends them (constant arrivals at k / rate; ShareGPT as benchmark-runner \
+             converts it, each request asking for exactly its reply's length), but measured by the built-in \
+             harness under vLLM's definitions: TPOT excludes the first token and throughputs are totals / \
+             duration, where guidellm's TPOT includes the TTFT and its throughputs are means of rate \
+             distributions. A `concurrency` cap holds for the whole benchmark here; guidellm splits it over \
+             its worker processes (512 over 10 workers: 51 or 52 each).",
+            names.join(", ")
+        )
+    })
+}
+
 /// The whole report; `chart` is the file name of the chart image, when one was drawn.
 pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String {
     let mut out = String::new();
@@ -42,6 +80,9 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String
     let set = spec.harness.kind.metric_set();
     if let Some(caveat) = set.caveat() {
         let _ = writeln!(out, "> **Definitions.** {caveat}\n");
+    }
+    if let Some(note) = lab_profiles_on_builtin(spec) {
+        let _ = writeln!(out, "> **Rate workloads.** {note}\n");
     }
     let ctx = Ctx { spec, analysis };
     for section in &spec.report.sections {

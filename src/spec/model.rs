@@ -188,8 +188,9 @@ pub enum HarnessKind {
     Builtin,
     /// `vllm bench serve` at this exact version, driven as a subprocess.
     VllmBench { version: String },
-    /// guidellm at this exact version (`guidellm run`, the v0.7 CLI), its
-    /// numbers kept under its own definitions.
+    /// guidellm at this exact version, through that version's CLI (`guidellm
+    /// benchmark run` before 0.7, `guidellm run` from 0.7), its numbers kept
+    /// under its own definitions.
     Guidellm { version: String },
 }
 
@@ -243,7 +244,75 @@ pub struct Workload {
     pub dataset: Dataset,
     pub prompts: u32,
     pub rate: RequestRate,
+    /// How requests arrive at a finite rate (ignored at `inf`).
+    pub arrival: Arrival,
+    /// The cap on requests in flight (`concurrency`): none is unlimited.
     pub concurrency: Option<u32>,
+}
+
+/// How requests arrive at a finite rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Arrival {
+    /// Exponential gaps: vLLM's gamma process with burstiness 1 (rescaled so
+    /// the last request leaves at N / rate) under the built-in harness and
+    /// `vllm bench serve`, guidellm's `poisson` profile under guidellm.
+    #[default]
+    Poisson,
+    /// Evenly spaced: request k (from 1) leaves at k / rate, as guidellm's
+    /// `constant` profile sends them.
+    Constant,
+}
+
+impl Arrival {
+    pub const NAMES: &[&str] = &["poisson", "constant"];
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "poisson" => Some(Self::Poisson),
+            "constant" => Some(Self::Constant),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Poisson => "poisson",
+            Self::Constant => "constant",
+        }
+    }
+}
+
+/// How a ShareGPT file becomes requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SharegptConversion {
+    /// `vllm bench serve`'s sampling: a seeded shuffle, vLLM's length filters,
+    /// the reply's length as output length.
+    #[default]
+    Vllm,
+    /// GPUStack benchmark-runner's conversion for guidellm: the first turn of
+    /// each conversation in file order (a human/user turn then a gpt/assistant
+    /// turn, both non-empty), output length = the reply's token count, the
+    /// first ⌊1.2·N⌋ kept; no shuffle, no filter.
+    BenchmarkRunner,
+}
+
+impl SharegptConversion {
+    pub const NAMES: &[&str] = &["vllm", "benchmark-runner"];
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "vllm" => Some(Self::Vllm),
+            "benchmark-runner" => Some(Self::BenchmarkRunner),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Vllm => "vllm",
+            Self::BenchmarkRunner => "benchmark-runner",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -257,6 +326,8 @@ pub enum Dataset {
         output_len: Option<u32>,
         /// Seed of the shuffle (`--seed`, default 0).
         seed: u64,
+        /// How conversations become requests.
+        conversion: SharegptConversion,
     },
     Random {
         input_len: u32,

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::common::{
     FIXTURES, TestEnv, assert_secret_absent, contains, files_under, free_port, random_hex, runtime,
-    serve, stderr, stdout,
+    serve, stderr, stdout, words,
 };
 
 const SERVICE: &str = "perfpipe-test-registry";
@@ -1020,4 +1020,32 @@ fn a_gated_model_is_refused_without_hf_token_or_with_a_wrong_one_and_pinned_with
         Some(attrs([("revision", GATED_MAIN)]))
     );
     assert_eq!(hub.asked().len(), 3);
+}
+
+/// The repository's experiments lock, afresh, to the very bytes committed in
+/// `lockfiles/`: no key moved when rate workloads (arrival process, cap,
+/// ShareGPT conversion) entered the key.
+#[test]
+fn the_repositorys_experiments_lock_to_their_committed_keys() {
+    let env = TestEnv::new();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = |rel: &str| env.write(rel, &std::fs::read_to_string(repo.join(rel)).unwrap());
+    copy("datasets/sharegpt-sample.json");
+    for study in ["qwen3-14b-a100", "qwen3-235b-a100"] {
+        copy(&format!("experiments/{study}.kdl"));
+        let out = env.run(&["lock", &format!("experiments/{study}.kdl"), "--offline"]);
+        assert_eq!(out.status.code(), Some(0), "{}", words(&out));
+        let committed =
+            std::fs::read_to_string(repo.join(format!("lockfiles/{study}.lock"))).unwrap();
+        assert_eq!(
+            env.read(&format!("lockfiles/{study}.lock")),
+            committed,
+            "{study}"
+        );
+    }
+    assert!(
+        env.read("lockfiles/qwen3-14b-a100.lock").contains(
+            r#"key sim="3da9839de9302227cf1b00d6610b0962feaa3d90e4b0d468a0b5e7ae992c357e""#
+        )
+    );
 }

@@ -306,3 +306,105 @@ fn a_dotted_file_name_is_kept_whole_in_its_lockfile_and_report() {
         env.read("lockfiles/qwen3.lock")
     );
 }
+
+/// GPUStack's guidellm-era profile (`request_rate`, `total_requests` on
+/// ShareGPT), as the lab ran it: constant arrivals, at most 512 in flight,
+/// ShareGPT as benchmark-runner converts it; here on the built-in harness.
+const RATE_STUDY: &str = r#"experiment "rates" {
+    hardware "nvidia-h100-sxm5-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.17.1"
+    harness builtin
+    workload sharegpt-20rps {
+        dataset sharegpt path="sharegpt-tiny.json" conversion="benchmark-runner"
+        prompts 12
+        rate 20
+        arrival constant
+        concurrency 512
+    }
+    workload capped {
+        dataset random input=32 output=40 seed=42
+        prompts 6
+        rate 1000
+        arrival constant
+        concurrency 2
+    }
+    step vllm engine=vllm gpus=1
+}"#;
+
+/// A sample's request records, in dataset order.
+fn journal(dir: &std::path::Path) -> Vec<perfpipe::metrics::RequestRecord> {
+    let mut lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(dir.join("logs/requests.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    lines.sort_by_key(|l| l["index"].as_u64());
+    lines
+        .into_iter()
+        .map(|l| serde_json::from_value(l["record"].clone()).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_rate_workload_runs_as_the_lab_ran_it_on_the_builtin_harness() {
+    let env = TestEnv::new();
+    env.write("rates.kdl", RATE_STUDY);
+    env.copy_fixture("datasets/sharegpt-tiny.json", "sharegpt-tiny.json");
+    let timing = ("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=20,itl_ms=5");
+    let out = env
+        .cmd(&["run", "rates.kdl", "--runtime", "sim"])
+        .env(timing.0, timing.1)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "> **Rate workloads.** `sharegpt-20rps`, `capped` are sent as guidellm sends them"
+        ),
+        "the report says whose definitions the numbers follow: {}",
+        stdout(&out)
+    );
+    let results = env.results();
+    assert_eq!(results.len(), 2, "{results:?}");
+    for (dir, result) in &results {
+        let records = journal(dir);
+        let metrics = &result["outcome"]["metrics"];
+        if records.len() == 12 {
+            assert_eq!(metrics["completed"], 12);
+            // Constant arrivals: request k leaves at k / 20 s.
+            let mut starts: Vec<f64> = records.iter().map(|r| r.start).collect();
+            starts.sort_by(f64::total_cmp);
+            for (k, start) in starts.iter().enumerate() {
+                let due = (k + 1) as f64 / 20.0;
+                // Never early (a timer), and late only by this machine's load.
+                assert!(
+                    *start >= due - 0.001 && *start < due + 0.1,
+                    "request {k} left at {start}, due at {due}"
+                );
+            }
+            // benchmark-runner's first turns, in file order, each asking for
+            // exactly its reply's length (ignore_eos, as guidellm asks).
+            let dataset: serde_json::Value =
+                serde_json::from_str(&env.read("sharegpt-tiny.json")).unwrap();
+            for (i, r) in records.iter().enumerate() {
+                let reply = dataset[i]["conversations"][1]["value"].as_str().unwrap();
+                let words = reply.split_whitespace().count() as u64;
+                assert_eq!(r.requested_output_tokens, words, "request {i}");
+                assert_eq!(r.output_tokens, words, "request {i}");
+            }
+        } else {
+            assert_eq!(metrics["completed"], 6);
+            // 1000 req/s against a 215 ms request: the cap of 2 holds them back.
+            assert!(
+                metrics["exact_max_concurrent_requests"].as_f64().unwrap() <= 2.0,
+                "{metrics}"
+            );
+            assert!(
+                metrics["duration"].as_f64().unwrap() > 0.6,
+                "three waves of two: {metrics}"
+            );
+        }
+    }
+}

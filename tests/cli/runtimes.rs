@@ -680,6 +680,85 @@ fn guidellm_measures_under_its_own_definitions() {
     );
 }
 
+/// GPUStack's guidellm-era profile as benchmark-runner ran it: guidellm 0.5.3,
+/// constant arrivals at `request_rate`, `total_requests`, at most 512 in
+/// flight, ShareGPT converted by benchmark-runner's rules.
+const LAB_PROFILE: &str = r#"experiment "lab" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    harness guidellm version="0.5.3"
+    workload sharegpt-20rps {
+        dataset sharegpt path="sharegpt-tiny.json" conversion="benchmark-runner"
+        prompts 10
+        rate 20
+        arrival constant
+        concurrency 512
+    }
+    step vllm engine=vllm gpus=1
+}"#;
+
+#[test]
+fn guidellm_runs_a_rate_workload_in_the_cli_of_its_version() {
+    let env = TestEnv::new();
+    env.write("lab.kdl", LAB_PROFILE);
+    env.copy_fixture("datasets/sharegpt-tiny.json", "sharegpt-tiny.json");
+    let v053 = ("STANDIN_GUIDELLM_VERSION", "0.5.3");
+    let out = on_gpu_box(&env, &["run", "lab.kdl", "--runtime", "local"], &[v053]);
+    assert_eq!(out.status.code(), Some(0), "{}", words(&out));
+
+    let log = env.read("standin.log");
+    let call = log.lines().find(|l| l.starts_with("guidellm\t")).unwrap();
+    let call = call.replace(env.dir.path().to_str().unwrap(), "[TEMP]");
+    insta::with_settings!({ filters => vec![(r"http://127\.0\.0\.1:\d+", "[URL]"), (r"entries/../[0-9a-f]{64}|tmp/proc-[0-9]+-[A-Za-z0-9]+/sample-[A-Za-z0-9]+", "[SAMPLE]")] }, {
+        insta::assert_snapshot!(call.replace('\t', " "), @r#"guidellm CUDA_VISIBLE_DEVICES= GUIDELLM__MAX_CONCURRENCY=512 benchmark run --target [URL] --model Qwen/Qwen3-14B --backend openai_http --request-type chat_completions --request-formatter-kwargs {"extras":{"body":{"temperature":0.0}}} --processor Qwen/Qwen3-14B --data [TEMP]/store/[SAMPLE]/logs/sharegpt-benchmark-runner.jsonl --profile constant --rate 20 --max-requests 10 --random-seed 0 --output-path [TEMP]/store/[SAMPLE]/logs/guidellm-benchmarks.json --disable-console-interactive"#);
+    });
+
+    let results = env.results();
+    let [(dir, result)] = results.as_slice() else {
+        panic!("one run, one sample: {results:?}")
+    };
+    assert_eq!(
+        result["outcome"]["metrics"]["request_totals"]["successful"],
+        10
+    );
+    // The converted file stays with the sample: ⌊1.2·10⌋ first turns in file order.
+    let converted =
+        std::fs::read_to_string(dir.join("logs/sharegpt-benchmark-runner.jsonl")).unwrap();
+    let dataset: serde_json::Value = serde_json::from_str(&env.read("sharegpt-tiny.json")).unwrap();
+    let lines: Vec<serde_json::Value> = converted
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 12);
+    for (i, line) in lines.iter().enumerate() {
+        let turns = &dataset[i]["conversations"];
+        assert_eq!(line["text"], turns[0]["value"]);
+        let reply = turns[1]["value"].as_str().unwrap();
+        assert_eq!(
+            line["output_tokens_count"],
+            reply.split_whitespace().count()
+        );
+    }
+
+    // guidellm 0.7 has no `benchmark` command: the same study runs as `guidellm run`.
+    let v072 = ("STANDIN_GUIDELLM_VERSION", "0.7.2");
+    let newer = LAB_PROFILE.replace(r#"version="0.5.3""#, r#"version="0.7.2""#);
+    env.write("lab.kdl", &newer);
+    let out = on_gpu_box(&env, &["run", "lab.kdl", "--runtime", "local"], &[v072]);
+    assert_eq!(out.status.code(), Some(0), "{}", words(&out));
+    let log = env.read("standin.log");
+    let call = log
+        .lines()
+        .filter(|l| l.starts_with("guidellm\t"))
+        .nth(1)
+        .unwrap();
+    assert!(
+        call.contains("\trun\t") && call.contains("\tkind=constant,rate=20,max_concurrency=512\t"),
+        "{call}"
+    );
+}
+
 #[test]
 fn guidellm_refuses_what_it_cannot_express() {
     let env = TestEnv::new();

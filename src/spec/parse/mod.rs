@@ -108,7 +108,14 @@ const TOP_NODES: &[&str] = &[
     "conclusion",
     "report",
 ];
-const WORKLOAD_NODES: &[&str] = &["title", "dataset", "prompts", "rate", "concurrency"];
+const WORKLOAD_NODES: &[&str] = &[
+    "title",
+    "dataset",
+    "prompts",
+    "rate",
+    "arrival",
+    "concurrency",
+];
 const STEP_PROPS: &[&str] = &["engine", "model", "revision", "gpus", "replicas", "measure"];
 const STEP_NODES: &[&str] = &["args", "env", "workloads", "expect", "expect-failure"];
 const SWEEP_NODES: &[&str] = &[

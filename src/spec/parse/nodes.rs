@@ -194,6 +194,7 @@ impl Decoder {
         let mut prompts = None;
         let mut rate = RequestRate::Infinite;
         let mut concurrency = None;
+        let mut arrival: Option<Spanned<Arrival>> = None;
         let mut title = None;
         let mut prompts_span = node.span();
         for child in self.children(node, WORKLOAD_NODES) {
@@ -230,9 +231,27 @@ impl Decoder {
                         None => self.missing_arg(child, "the request rate (`inf` or req/s)"),
                     }
                 }
+                "arrival" => {
+                    self.no_props(child);
+                    self.no_children(child);
+                    arrival =
+                        self.named(child, "arrival process", Arrival::NAMES, Arrival::from_name);
+                }
                 "concurrency" => concurrency = self.single_count(child, "the max concurrency"),
                 _ => {}
             }
+        }
+        if let Some(a) = &arrival
+            && rate == RequestRate::Infinite
+        {
+            self.error(
+                SpecDiagnostic::new(
+                    a.span,
+                    format!("`arrival {}` needs a finite `rate`", a.value.name()),
+                    "without a rate",
+                )
+                .with_help("at `rate inf` every request leaves at once; declare e.g. `rate 8`"),
+            );
         }
         if dataset.is_none() && !node_has_child(node, "dataset") {
             self.missing_node(node, "dataset", "dataset random input=128 output=4 seed=42");
@@ -267,6 +286,7 @@ impl Decoder {
             dataset: dataset?,
             prompts: prompts?,
             rate,
+            arrival: arrival.map(|a| a.value).unwrap_or_default(),
             concurrency,
         })
     }
@@ -293,7 +313,10 @@ impl Decoder {
         };
         match kind.as_str() {
             "sharegpt" => {
-                self.props(node, &["path", "sample", "output-len", "seed"]);
+                self.props(
+                    node,
+                    &["path", "sample", "output-len", "seed", "conversion"],
+                );
                 let path = match prop(node, "path") {
                     Some(e) => self.string(e, "the dataset path"),
                     None => {
@@ -310,11 +333,24 @@ impl Decoder {
                 };
                 let sample = self.optional_string_prop(node, "sample");
                 let output_len = prop(node, "output-len").and_then(|e| self.count(e, "output-len"));
+                let conversion = match prop(node, "conversion") {
+                    Some(e) => {
+                        self.named_entry(
+                            e,
+                            "ShareGPT conversion",
+                            SharegptConversion::NAMES,
+                            SharegptConversion::from_name,
+                        )?
+                        .value
+                    }
+                    None => SharegptConversion::default(),
+                };
                 Some(Dataset::ShareGpt {
                     path: path?,
                     sample,
                     output_len,
                     seed: seed?,
+                    conversion,
                 })
             }
             "random" => {

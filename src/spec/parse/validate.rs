@@ -137,21 +137,24 @@ impl Decoder {
                 .with_help("use `measure=one` (the published convention), or `harness builtin`, which drives every replica"),
             );
         }
-        if matches!(spec.harness.kind, HarnessKind::Guidellm { .. }) {
-            for w in &spec.workloads {
-                if let Some((problem, help)) = guidellm_cannot_run(w) {
-                    self.error(
-                        SpecDiagnostic::new(
-                            w.name.span,
-                            format!(
-                                "guidellm cannot run workload `{}` as declared: {problem}",
-                                w.name.value
-                            ),
-                            "under `harness guidellm`",
-                        )
-                        .with_help(help),
-                    );
-                }
+        let cannot_run: fn(&Workload) -> Option<(&'static str, &'static str)> =
+            match spec.harness.kind {
+                HarnessKind::Guidellm { .. } => guidellm_cannot_run,
+                _ => vllm_bench_cannot_run,
+            };
+        for w in &spec.workloads {
+            if let Some((problem, help)) = cannot_run(w) {
+                self.error(
+                    SpecDiagnostic::new(
+                        w.name.span,
+                        format!(
+                            "{client} cannot run workload `{}` as declared: {problem}",
+                            w.name.value
+                        ),
+                        format!("under `harness {}`", spec.harness.kind.name()),
+                    )
+                    .with_help(help),
+                );
             }
         }
     }
@@ -205,20 +208,41 @@ impl Decoder {
     }
 }
 
-/// Why guidellm's synthetic data and profiles cannot express `w`, if they cannot.
+/// Why guidellm's data and profiles cannot express `w`, if they cannot.
 fn guidellm_cannot_run(w: &Workload) -> Option<(&'static str, &'static str)> {
-    match (&w.dataset, w.rate, w.concurrency) {
-        (Dataset::ShareGpt { .. }, _, _) => Some((
+    match &w.dataset {
+        Dataset::ShareGpt {
+            conversion: SharegptConversion::Vllm,
+            ..
+        } => Some((
             "it reads ShareGPT conversations only after a conversion of their own",
-            "use `harness vllm-bench` or `harness builtin` for ShareGPT workloads",
+            "declare `conversion=\"benchmark-runner\"` (GPUStack's conversion for guidellm), or use `harness vllm-bench` or `harness builtin` for vLLM's sampling",
         )),
-        (Dataset::Random { range_ratio, .. }, _, _) if *range_ratio != 0.0 => Some((
+        Dataset::Random { range_ratio, .. } if *range_ratio != 0.0 => Some((
             "its synthetic lengths are not vLLM's uniform `range-ratio` ranges",
             "remove `range-ratio`, or use `harness vllm-bench`",
         )),
-        (_, RequestRate::PerSecond(_), Some(_)) => Some((
-            "its Poisson profile has no concurrency limit",
-            "declare either `rate` or `concurrency`",
+        _ => None,
+    }
+}
+
+/// Why `vllm bench serve` cannot express `w`, if it cannot.
+fn vllm_bench_cannot_run(w: &Workload) -> Option<(&'static str, &'static str)> {
+    match (&w.dataset, w.rate, w.arrival) {
+        (
+            Dataset::ShareGpt {
+                conversion: SharegptConversion::BenchmarkRunner,
+                ..
+            },
+            _,
+            _,
+        ) => Some((
+            "it samples ShareGPT its own way, not as benchmark-runner converts it",
+            "use `harness guidellm` or `harness builtin` for `conversion=\"benchmark-runner\"`",
+        )),
+        (_, RequestRate::PerSecond(_), Arrival::Constant) => Some((
+            "its arrivals are gamma-distributed, never evenly spaced",
+            "use `arrival poisson`, or `harness guidellm` or `harness builtin` for constant arrivals",
         )),
         _ => None,
     }
@@ -245,6 +269,82 @@ mod tests {
         assert_eq!(
             errors.errors[0].message,
             "step `s` needs 4294967296 GPUs (65536 × 65536 replicas), but the hardware has 8"
+        );
+    }
+
+    fn errors(harness: &str, workload: &str) -> Vec<String> {
+        let text = format!(
+            r#"experiment "e" {{
+            hardware "nvidia-a100-sxm4-80gb" gpus=8
+            model "m"
+            engine vllm version="0.11.0"
+            {harness}
+            workload w {{ {workload} }}
+            step s engine=vllm gpus=1
+        }}"#
+        );
+        match parse(&SourceFile {
+            name: "e.kdl".into(),
+            text,
+        }) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.errors.iter().map(|e| e.message.clone()).collect(),
+        }
+    }
+
+    #[test]
+    fn each_harness_runs_the_rate_workloads_it_can_express_and_refuses_the_rest() {
+        let runner = r#"dataset sharegpt path="s.json" conversion="benchmark-runner"; prompts 10"#;
+        let random = "dataset random input=8 output=8; prompts 10";
+        let guidellm = r#"harness guidellm version="0.5.3""#;
+        let vllm_bench = r#"harness vllm-bench version="0.11.0""#;
+        for harness in ["harness builtin", guidellm] {
+            assert_eq!(
+                errors(
+                    harness,
+                    &format!("{runner}; rate 8; arrival constant; concurrency 512")
+                ),
+                Vec::<String>::new(),
+                "{harness}"
+            );
+        }
+        assert_eq!(
+            errors("", &format!("{random}; arrival constant")),
+            ["`arrival constant` needs a finite `rate`"]
+        );
+        assert_eq!(
+            errors("", &format!("{random}; rate 8; arrival steady")),
+            ["unknown arrival process `steady`"]
+        );
+        assert_eq!(
+            errors(guidellm, &format!("{random}; rate 8")),
+            Vec::<String>::new(),
+            "uncapped: guidellm is given the request count as its cap"
+        );
+        assert_eq!(
+            errors(guidellm, r#"dataset sharegpt path="s.json"; prompts 10"#),
+            [
+                "guidellm cannot run workload `w` as declared: it reads ShareGPT conversations only after a conversion of their own"
+            ]
+        );
+        assert_eq!(
+            errors(vllm_bench, &format!("{random}; rate 8; arrival constant")),
+            [
+                "`vllm bench serve` cannot run workload `w` as declared: its arrivals are gamma-distributed, never evenly spaced"
+            ]
+        );
+        assert_eq!(
+            errors(vllm_bench, runner),
+            [
+                "`vllm bench serve` cannot run workload `w` as declared: it samples ShareGPT its own way, not as benchmark-runner converts it"
+            ]
+        );
+        assert_eq!(
+            errors(
+                vllm_bench,
+                &format!("{random}; rate 8; arrival poisson; concurrency 4")
+            ),
+            Vec::<String>::new()
         );
     }
 }

@@ -162,6 +162,52 @@ impl Decoder {
         })
     }
 
+    /// The node's first argument, one of `names`.
+    pub(super) fn named<T>(
+        &mut self,
+        node: &KdlNode,
+        what: &str,
+        names: &[&str],
+        from_name: fn(&str) -> Option<T>,
+    ) -> Option<Spanned<T>> {
+        match arg(node, 0) {
+            Some(e) => self.named_entry(e, what, names, from_name),
+            None => {
+                self.missing_arg(
+                    node,
+                    &format!("the {what} ({})", one_of(names.iter().copied())),
+                );
+                None
+            }
+        }
+    }
+
+    /// A value that must be one of `names`.
+    pub(super) fn named_entry<T>(
+        &mut self,
+        entry: &KdlEntry,
+        what: &str,
+        names: &[&str],
+        from_name: fn(&str) -> Option<T>,
+    ) -> Option<Spanned<T>> {
+        let text = self.string(entry, what)?;
+        match from_name(&text) {
+            Some(value) => Some(Spanned {
+                value,
+                span: entry.span(),
+            }),
+            None => {
+                let help = did_you_mean(&text, names.iter().copied())
+                    .unwrap_or_else(|| one_of(names.iter().copied()));
+                self.error(
+                    SpecDiagnostic::new(entry.span(), format!("unknown {what} `{text}`"), "here")
+                        .with_help(help),
+                );
+                None
+            }
+        }
+    }
+
     pub(super) fn optional_string_prop(&mut self, node: &KdlNode, name: &str) -> Option<String> {
         prop(node, name).and_then(|e| self.string(e, name))
     }
