@@ -25,6 +25,8 @@ pub struct Spec {
     pub steps: Vec<Step>,
     pub comparisons: Vec<Comparison>,
     pub conclusion: Option<Conclusion>,
+    /// What the study optimizes: how comparisons and the conclusion rank.
+    pub objective: Objective,
     pub report: ReportDecl,
 }
 
@@ -46,6 +48,29 @@ impl Spec {
 
     pub fn engine(&self, kind: EngineKind) -> Option<&EngineDecl> {
         self.engines.iter().find(|e| e.kind == kind)
+    }
+}
+
+/// What a study optimizes (`objective throughput|latency`); never part of a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// Total token throughput, higher is better (the throughput pages).
+    #[default]
+    Throughput,
+    /// Mean end-to-end latency per request, lower is better (the latency pages).
+    Latency,
+}
+
+impl Objective {
+    pub const NAMES: &[&str] = &["throughput", "latency"];
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "throughput" => Some(Self::Throughput),
+            "latency" => Some(Self::Latency),
+            _ => None,
+        }
     }
 }
 

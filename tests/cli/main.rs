@@ -11,6 +11,7 @@ mod diagnostics;
 mod diff;
 mod fetch;
 mod lock;
+mod objectives;
 mod published;
 mod reliability;
 mod reports;

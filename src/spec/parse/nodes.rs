@@ -38,6 +38,23 @@ impl Decoder {
         Some(ModelRef { id, revision })
     }
 
+    pub(super) fn objective(&mut self, node: &KdlNode) -> Option<Objective> {
+        self.no_props(node);
+        self.no_children(node);
+        let name = self.required_string_arg(node, 0, "the objective")?;
+        let objective = Objective::from_name(&name);
+        if objective.is_none() {
+            let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
+            let names = Objective::NAMES.iter().copied();
+            let help = did_you_mean(&name, names.clone()).unwrap_or_else(|| one_of(names));
+            self.error(
+                SpecDiagnostic::new(span, format!("unknown objective `{name}`"), "here")
+                    .with_help(help),
+            );
+        }
+        objective
+    }
+
     pub(super) fn runtime(&mut self, node: &KdlNode) -> Option<Runtime> {
         self.no_props(node);
         self.no_children(node);

@@ -1,0 +1,40 @@
+//! Studies that optimize mean end-to-end latency: comparisons and the
+//! conclusion rank by it, lowest first, and print speed ratios as the latency
+//! pages do ("Mean latency: 1.66s/req → 0.62s/req (2.7x faster)").
+
+use crate::common::{TestEnv, stdout};
+
+fn latency_report() -> String {
+    let env = TestEnv::new();
+    env.copy_fixture("experiments/latency.kdl", "latency.kdl");
+    env.copy_fixture("datasets/sharegpt-tiny.json", "sharegpt-tiny.json");
+    let out = env.run(&["report", "latency.kdl", "--published"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout(&out)
+}
+
+#[test]
+fn a_latency_study_ranks_by_mean_latency_and_prints_how_much_faster() {
+    let report = latency_report();
+    // The page's conclusion cells (its BS=8 baseline prints 1.78: the one
+    // cell where TTFT + TPOT × (tokens per request − 1) gives 1.77).
+    for row in [
+        "| **ShareGPT BS=1** | Mean latency: 1.66s/req | Mean latency: 0.62s/req <span style=\"background-color:lightgreen;\">(2.7x faster)</span> |",
+        "| **ShareGPT BS=4** | Mean latency: 1.68s/req | Mean latency: 0.77s/req <span style=\"background-color:lightgreen;\">(2.2x faster)</span> |",
+        "| **ShareGPT BS=8** | Mean latency: 1.77s/req | Mean latency: 1.10s/req <span style=\"background-color:lightgreen;\">(1.6x faster)</span> |",
+    ] {
+        assert!(report.contains(row), "{row}\n{report}");
+    }
+    // The page: "SGLang(1.61 s) < vLLM (1.68 s) > TensorRT-LLM (1.74 s)".
+    assert!(
+        report.contains(
+            "Mean latency per request: SGLang (1.61 s) < vLLM (1.68 s) < TensorRT-LLM (1.74 s)"
+        ),
+        "{report}"
+    );
+    insta::assert_snapshot!(report);
+}
