@@ -22,6 +22,8 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     };
     let experiment = &args.common.experiment;
     let mut loaded = load(&args.common, mode.clone())?;
+    // Before a lockfile, a fetch or an engine: a run perfpipe cannot start.
+    exec::check_startable(&loaded.spec, &build_plan(&loaded, &args.common)?)?;
     remove_stale_tmp(&loaded.store);
     // Real engines load pinned models and images: fetch what the missing runs
     // need before any GPU is taken. Fetching may bring the tokenizers the

@@ -19,3 +19,4 @@ mod run;
 mod runtimes;
 mod store;
 mod tokenizer;
+mod unstartable;
