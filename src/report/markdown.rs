@@ -106,7 +106,11 @@ impl Ctx<'_> {
     fn conclusion(&self, out: &mut String, table: &ConclusionTable, chart: Option<&str>) {
         out.push_str("## Conclusion\n\n");
         if let Some(chart) = chart {
-            let _ = writeln!(out, "![Total TPS per benchmark case]({chart})\n");
+            let what = match self.spec.objective {
+                Objective::Throughput => "Total TPS",
+                Objective::Latency => "Mean latency",
+            };
+            let _ = writeln!(out, "![{what} per benchmark case]({chart})\n");
         }
         if let Some(step) = self.spec.step(&table.optimized) {
             let replicas = match (step.replicas, step.measure_all) {

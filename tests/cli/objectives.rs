@@ -38,3 +38,34 @@ fn a_latency_study_ranks_by_mean_latency_and_prints_how_much_faster() {
     );
     insta::assert_snapshot!(report);
 }
+
+#[test]
+fn a_latency_study_charts_mean_latency() {
+    let env = TestEnv::new();
+    env.copy_fixture("experiments/latency.kdl", "latency.kdl");
+    env.copy_fixture("datasets/sharegpt-tiny.json", "sharegpt-tiny.json");
+    let out = env.run(&[
+        "report",
+        "latency.kdl",
+        "--published",
+        "--out",
+        "r/latency.md",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        env.read("r/latency.md")
+            .contains("![Mean latency per benchmark case](latency.png)")
+    );
+    let svg = env.read("r/latency.svg");
+    assert!(svg.contains("Mean latency (s/req)"), "{svg}");
+    // The bars are seconds per request: BS=1's 1.66 and 0.62.
+    let labels: Vec<&str> = svg.lines().map(str::trim).collect();
+    assert!(
+        labels.contains(&"1.66") && labels.contains(&"0.62"),
+        "{svg}"
+    );
+}
