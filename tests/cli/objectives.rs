@@ -69,3 +69,52 @@ fn a_latency_study_charts_mean_latency() {
         "{svg}"
     );
 }
+
+/// From measured results (the simulated engine's), the ranking is by the
+/// run's own `mean_e2el_ms`, lowest first.
+#[test]
+fn stored_results_rank_by_their_measured_end_to_end_latency() {
+    let env = TestEnv::new();
+    env.write(
+        "sim-latency.kdl",
+        r#"experiment "sim-latency" {
+    hardware "nvidia-h100-sxm5-80gb" gpus=1
+    model "Qwen/Qwen3-8B"
+    runtime sim
+    engine vllm version="0.11.0"
+    engine sglang version="0.5.3.post3"
+    objective latency
+    workload w {
+        dataset random input=64 output=16 seed=1
+        prompts 6
+        concurrency 2
+    }
+    step vllm engine=vllm gpus=1
+    step sglang engine=sglang gpus=1
+    compare "Engine Selection" baseline=vllm { candidate sglang; }
+    conclusion baseline=vllm optimized=sglang
+}"#,
+    );
+    let out = env.run_within(60, &["run", "sim-latency.kdl"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = stdout(&out);
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("Mean latency per request: "))
+        .unwrap_or_else(|| panic!("{report}"));
+    let seconds: Vec<f64> = line
+        .split('(')
+        .skip(1)
+        .map(|s| s.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(seconds.len(), 2, "{line}");
+    assert!(seconds[0] <= seconds[1], "lowest first: {line}");
+    assert!(
+        report.contains("x faster)</span>") || report.contains("x slower)</span>"),
+        "{report}"
+    );
+}
