@@ -204,7 +204,6 @@ fn rank(
             [objective_column(spec.objective)],
             SortMultipleOptions::default()
                 .with_order_descending(spec.objective == Objective::Throughput)
-                .with_nulls_last(true)
                 .with_maintain_order(true),
         )
         .collect()?;
