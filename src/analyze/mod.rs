@@ -3,6 +3,7 @@
 
 mod checks;
 mod diff;
+mod latency;
 mod records;
 mod summary;
 
@@ -10,10 +11,11 @@ use polars::prelude::*;
 
 pub use checks::{Check, Verdict, checks};
 pub use diff::{Delta, DeltaVerdict, deltas};
+pub use latency::mean_latency_ms;
 pub use records::{RunRecord, Source, from_expectations, from_store, of_samples};
 pub use summary::{Gain, SummaryNote, SummaryRow, summary};
 
-use crate::spec::Spec;
+use crate::spec::{Objective, Spec};
 
 /// Everything a report shows, computed.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -30,7 +32,8 @@ pub struct Analysis {
 pub struct ComparisonResult {
     pub title: String,
     pub workload: String,
-    /// Best first; only steps with a result on the workload.
+    /// Best first under the experiment's objective; only steps with a result
+    /// on the workload.
     pub ranking: Vec<Ranked>,
     /// Steps that failed on the workload, with their error.
     pub failed: Vec<(String, String)>,
@@ -53,6 +56,10 @@ pub struct Ranked {
     /// Samples behind `tps`.
     pub n: u32,
     pub tpot_ms: f64,
+    /// Mean end-to-end latency per request (see [`mean_latency_ms`]), when known.
+    pub latency_ms: Option<f64>,
+    /// Its sample standard deviation, where it was measured over several samples.
+    pub latency_sd: Option<f64>,
     pub is_baseline: bool,
 }
 
@@ -85,13 +92,16 @@ pub struct ConclusionRow {
     /// Per instance.
     pub opt_tps: f64,
     pub opt_tpot_ms: f64,
+    /// Mean end-to-end latency per request of each side, when known.
+    pub base_latency_ms: Option<f64>,
+    pub opt_latency_ms: Option<f64>,
     /// (optimized aggregate − baseline aggregate) / baseline aggregate × 100.
     pub delta_pct: f64,
     /// Samples behind each side.
     pub base_n: u32,
     pub opt_n: u32,
-    /// Whether the difference lies within run-to-run noise; `None` when a side
-    /// has a single sample, so the noise is unknown.
+    /// Whether the difference in the objective lies within run-to-run noise;
+    /// `None` when a side has a single sample, so the noise is unknown.
     pub within_noise: Option<bool>,
 }
 
@@ -137,13 +147,18 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
 }
 
 /// One row per successful run: step, workload, workload order, replicas, TPS,
-/// TPOT (under the definitions of the experiment's harness).
+/// TPOT, mean latency (under the definitions of the experiment's harness;
+/// NaN where unknown).
 fn runs_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
     let set = spec.harness.kind.metric_set();
     let (tps, tpot) = (set.tps(), set.tpot());
+    // A run is ranked when it has the number the objective ranks by.
     let ok: Vec<&RunRecord> = runs
         .iter()
-        .filter(|r| r.metrics.contains_key(tps))
+        .filter(|r| match spec.objective {
+            Objective::Throughput => r.metrics.contains_key(tps),
+            Objective::Latency => mean_latency_ms(&r.metrics, set).is_some(),
+        })
         .collect();
     let order = |w: &str| {
         spec.workloads
@@ -159,10 +174,12 @@ fn runs_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
         "order" => ok.iter().map(|r| order(&r.workload)).collect::<Vec<_>>(),
         "replicas" => ok.iter().map(|r| replicas(&r.step)).collect::<Vec<_>>(),
         "gpus" => ok.iter().map(|r| gpus(&r.step)).collect::<Vec<_>>(),
-        "tps" => ok.iter().map(|r| r.metrics[tps]).collect::<Vec<_>>(),
+        "tps" => ok.iter().map(|r| r.metrics.get(tps).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
         "tps_sd" => ok.iter().map(|r| r.sd.get(tps).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
         "n" => ok.iter().map(|r| r.samples as u32).collect::<Vec<_>>(),
         "tpot" => ok.iter().map(|r| r.metrics.get(tpot).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
+        "latency" => ok.iter().map(|r| mean_latency_ms(&r.metrics, set).unwrap_or(f64::NAN)).collect::<Vec<_>>(),
+        "latency_sd" => ok.iter().map(|r| latency::mean_latency_sd(&r.sd, set).unwrap_or(f64::NAN)).collect::<Vec<_>>(),
     )
 }
 
@@ -184,9 +201,9 @@ fn rank(
         .filter(col("workload").eq(lit(workload)).and(in_comparison))
         .with_column((col("tps") * col("replicas").cast(DataType::Float64)).alias("aggregate"))
         .sort(
-            ["aggregate"],
+            [objective_column(spec.objective)],
             SortMultipleOptions::default()
-                .with_order_descending(true)
+                .with_order_descending(spec.objective == Objective::Throughput)
                 .with_maintain_order(true),
         )
         .collect()?;
@@ -197,6 +214,8 @@ fn rank(
     let tps_sd = ranked.column("tps_sd")?.f64()?.clone();
     let n = ranked.column("n")?.u32()?.clone();
     let tpot = ranked.column("tpot")?.f64()?.clone();
+    let latency = ranked.column("latency")?.f64()?.clone();
+    let latency_sd = ranked.column("latency_sd")?.f64()?.clone();
     let engines: Vec<&str> = steps
         .iter()
         .filter_map(|s| spec.step(s).map(|s| s.engine.display_name()))
@@ -226,6 +245,8 @@ fn rank(
                 tps_sd: tps_sd.get(i).filter(|v| !v.is_nan()),
                 n: n.get(i).unwrap_or(1),
                 tpot_ms: tpot.get(i).unwrap_or(f64::NAN),
+                latency_ms: latency.get(i).filter(|v| !v.is_nan()),
+                latency_sd: latency_sd.get(i).filter(|v| !v.is_nan()),
             }
         })
         .collect();
@@ -276,6 +297,8 @@ fn conclusion(
                     .alias(format!("sd{suffix}")),
                 col("n").alias(format!("n{suffix}")),
                 col("tpot").alias(format!("tpot{suffix}")),
+                col("latency").alias(format!("latency{suffix}")),
+                col("latency_sd").alias(format!("latency_sd{suffix}")),
             ])
     };
     let joined = side(baseline, "_base")
@@ -287,6 +310,8 @@ fn conclusion(
                 col("sd_opt"),
                 col("n_opt"),
                 col("tpot_opt"),
+                col("latency_opt"),
+                col("latency_sd_opt"),
             ]),
             [col("workload")],
             [col("workload")],
@@ -317,6 +342,8 @@ fn conclusion(
     let (base_n, opt_n) = (counts("n_base")?, counts("n_opt")?);
     let (base_sd, opt_sd) = (get("sd_base")?, get("sd_opt")?);
     let (base_agg, opt_agg) = (get("aggregate_base")?, get("aggregate_opt")?);
+    let (base_lat, opt_lat) = (get("latency_base")?, get("latency_opt")?);
+    let (base_lat_sd, opt_lat_sd) = (get("latency_sd_base")?, get("latency_sd_opt")?);
     let workloads: Vec<String> = (0..names.len())
         .map(|i| names.get(i).unwrap_or_default().to_owned())
         .collect();
@@ -336,17 +363,29 @@ fn conclusion(
             base_tpot_ms: base_tpot[i],
             opt_tps: opt_tps[i],
             opt_tpot_ms: opt_tpot[i],
+            base_latency_ms: known(base_lat[i]),
+            opt_latency_ms: known(opt_lat[i]),
             delta_pct: delta[i],
             base_n: base_n[i],
             opt_n: opt_n[i],
-            within_noise: within_noise(
-                base_agg[i],
-                base_sd[i],
-                base_n[i],
-                opt_agg[i],
-                opt_sd[i],
-                opt_n[i],
-            ),
+            within_noise: match spec.objective {
+                Objective::Throughput => within_noise(
+                    base_agg[i],
+                    base_sd[i],
+                    base_n[i],
+                    opt_agg[i],
+                    opt_sd[i],
+                    opt_n[i],
+                ),
+                Objective::Latency => within_noise(
+                    base_lat[i],
+                    base_lat_sd[i],
+                    base_n[i],
+                    opt_lat[i],
+                    opt_lat_sd[i],
+                    opt_n[i],
+                ),
+            },
         })
         .collect();
     let replicas = |s: &str| spec.step(s).map_or(1, |s| s.report_factor());
@@ -357,6 +396,25 @@ fn conclusion(
         optimized_replicas: replicas(optimized),
         rows,
     }))
+}
+
+/// The column a comparison ranks by: the aggregate throughput, or the mean latency.
+fn objective_column(objective: Objective) -> &'static str {
+    match objective {
+        Objective::Throughput => "aggregate",
+        Objective::Latency => "latency",
+    }
+}
+
+/// A number, unless the frame marks it unknown (NaN).
+fn known(value: f64) -> Option<f64> {
+    (!value.is_nan()).then_some(value)
+}
+
+/// How many times faster `new` serves a request than `base` (> 1: faster),
+/// from mean latencies.
+pub fn speedup(base_ms: f64, new_ms: f64) -> f64 {
+    base_ms / new_ms
 }
 
 /// Whether two means differ by no more than run-to-run noise: by at most

@@ -2,7 +2,7 @@
 //! gain it credits, as the experiment declares the page made it. (pure)
 
 use super::{ComparisonResult, ConclusionTable};
-use crate::spec::{Credit, Spec, SummaryRowDecl};
+use crate::spec::{Credit, Objective, Spec, SummaryRowDecl};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SummaryRow {
@@ -15,7 +15,8 @@ pub struct SummaryRow {
     pub note: Option<SummaryNote>,
 }
 
-/// The best candidate's gain over the baseline of a comparison.
+/// The best candidate's gain over the baseline of a comparison, in % of the
+/// objective: more throughput, or a speedup of the mean latency (1.23x faster: +23%).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Gain {
     pub step: String,
@@ -59,14 +60,19 @@ pub fn summary(
         .map(|row| {
             let title = row.comparison.as_deref().unwrap_or(&row.title);
             let comparison = comparisons.iter().find(|c| c.title == title);
-            let data = comparison.and_then(best_gain);
+            let data = comparison.and_then(|c| best_gain(c, spec.objective));
             let credited = match row.credits {
                 Credit::Comparison => data.as_ref().map(|g| g.pct),
                 Credit::Conclusion => conclusion.and_then(|t| {
                     let row = comparison
                         .and_then(|c| t.rows.iter().find(|r| r.workload == c.workload))
                         .or(t.rows.first())?;
-                    Some(row.delta_pct)
+                    match spec.objective {
+                        Objective::Throughput => Some(row.delta_pct),
+                        Objective::Latency => {
+                            Some(latency_gain_pct(row.base_latency_ms?, row.opt_latency_ms?))
+                        }
+                    }
                 }),
             };
             let (shown, note) = match (credited, &data) {
@@ -106,10 +112,31 @@ pub fn summary(
         .collect()
 }
 
+/// A speedup as a gain in %: 1.23x faster is +23%, 1.25x slower is −20%.
+fn latency_gain_pct(base_ms: f64, new_ms: f64) -> f64 {
+    (super::speedup(base_ms, new_ms) - 1.0) * 100.0
+}
+
 /// The best candidate against the baseline, when both have results.
-fn best_gain(c: &ComparisonResult) -> Option<Gain> {
+fn best_gain(c: &ComparisonResult, objective: Objective) -> Option<Gain> {
     let base = c.ranking.iter().find(|r| r.is_baseline)?;
     let best = c.ranking.iter().find(|r| !r.is_baseline)?;
+    if objective == Objective::Latency {
+        let (base_ms, best_ms) = (base.latency_ms?, best.latency_ms?);
+        return Some(Gain {
+            step: best.step.clone(),
+            pct: latency_gain_pct(base_ms, best_ms),
+            within_noise: super::within_noise(
+                base_ms,
+                base.latency_sd.unwrap_or(f64::NAN),
+                base.n,
+                best_ms,
+                best.latency_sd.unwrap_or(f64::NAN),
+                best.n,
+            )
+            .unwrap_or(false),
+        });
+    }
     let pct = (best.aggregate() - base.aggregate()) / base.aggregate() * 100.0;
     Some(Gain {
         step: best.step.clone(),
@@ -144,6 +171,8 @@ mod tests {
             tps_sd: sd,
             n: 3,
             tpot_ms: 1.0,
+            latency_ms: Some(100_000.0 / tps),
+            latency_sd: None,
             is_baseline: baseline,
         }
     }
@@ -164,26 +193,49 @@ mod tests {
             ranked("b", 110.0, Some(1.0), false),
             ranked("a", 100.0, Some(1.0), true),
         ]);
-        let gain = best_gain(&clear).unwrap();
+        let gain = best_gain(&clear, Objective::Throughput).unwrap();
         assert_eq!((gain.step.as_str(), gain.pct.round()), ("b", 10.0));
         assert!(!gain.within_noise);
         let noisy = comparison(vec![
             ranked("b", 101.0, Some(2.0), false),
             ranked("a", 100.0, Some(2.0), true),
         ]);
-        assert!(best_gain(&noisy).unwrap().within_noise);
+        assert!(
+            best_gain(&noisy, Objective::Throughput)
+                .unwrap()
+                .within_noise
+        );
         let single = comparison(vec![
             ranked("b", 101.0, None, false),
             ranked("a", 100.0, None, true),
         ]);
         assert!(
-            !best_gain(&single).unwrap().within_noise,
+            !best_gain(&single, Objective::Throughput)
+                .unwrap()
+                .within_noise,
             "one sample: noise unknown"
         );
         let baseline_wins = comparison(vec![
             ranked("a", 100.0, None, true),
             ranked("b", 90.0, None, false),
         ]);
-        assert!(best_gain(&baseline_wins).unwrap().pct < 0.0);
+        assert!(
+            best_gain(&baseline_wins, Objective::Throughput)
+                .unwrap()
+                .pct
+                < 0.0
+        );
+    }
+
+    #[test]
+    fn under_the_latency_objective_the_gain_is_the_speedup() {
+        // 1000 → 800 ms: 1.25x faster, credited as +25%.
+        let c = comparison(vec![
+            ranked("fast", 125.0, None, false),
+            ranked("base", 100.0, None, true),
+        ]);
+        let gain = best_gain(&c, Objective::Latency).unwrap();
+        assert_eq!((gain.step.as_str(), gain.pct.round()), ("fast", 25.0));
+        assert_eq!(latency_gain_pct(1000.0, 1250.0).round(), -20.0);
     }
 }

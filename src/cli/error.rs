@@ -124,6 +124,10 @@ impl From<ExecError> for CliError {
         match e {
             ExecError::Interrupted => Self::Interrupted,
             e @ ExecError::Gpus(_) => Self::Machine(e),
+            ExecError::Unstartable { ref why, .. } => Self::Usage {
+                hint: why.hint.to_owned(),
+                message: e.to_string(),
+            },
             e @ (ExecError::EngineMissing { .. } | ExecError::EngineVersion { .. }) => {
                 Self::EngineSetup(e)
             }

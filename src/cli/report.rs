@@ -9,6 +9,7 @@ use crate::analyze::{self, Analysis, RunRecord};
 use crate::exit_code;
 use crate::plan::Plan;
 use crate::report::chart::{self, ChartData, ChartGroup};
+use crate::spec::Objective;
 
 pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
     let loaded = load(&args.common, LockMode::Read)?;
@@ -70,18 +71,31 @@ fn write_chart(
         return Ok(None);
     };
     let spec = &loaded.spec;
+    let seconds = |ms: Option<f64>| ms.map_or(f64::NAN, |ms| ms / 1000.0);
+    let (what, y_title) = match spec.objective {
+        Objective::Throughput => ("Total TPS", "Total TPS (tok/s)"),
+        Objective::Latency => ("Mean latency", "Mean latency (s/req)"),
+    };
     let data = ChartData {
         // The report's own title heads the page; a long one would not fit here.
-        title: format!("{}: Total TPS per benchmark case", spec.name),
+        title: format!("{}: {what} per benchmark case", spec.name),
+        y_title: y_title.to_owned(),
         baseline: format!("baseline ({})", table.baseline),
         optimized: format!("optimized ({})", table.optimized),
         groups: table
             .rows
             .iter()
-            .map(|r| ChartGroup {
-                label: spec.workload_title(&r.workload).to_owned(),
-                baseline: r.base_tps * f64::from(table.baseline_replicas),
-                optimized: r.opt_tps * f64::from(table.optimized_replicas),
+            .map(|r| match spec.objective {
+                Objective::Throughput => ChartGroup {
+                    label: spec.workload_title(&r.workload).to_owned(),
+                    baseline: r.base_tps * f64::from(table.baseline_replicas),
+                    optimized: r.opt_tps * f64::from(table.optimized_replicas),
+                },
+                Objective::Latency => ChartGroup {
+                    label: spec.workload_title(&r.workload).to_owned(),
+                    baseline: seconds(r.base_latency_ms),
+                    optimized: seconds(r.opt_latency_ms),
+                },
             })
             .collect(),
     };

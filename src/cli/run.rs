@@ -22,6 +22,8 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     };
     let experiment = &args.common.experiment;
     let mut loaded = load(&args.common, mode.clone())?;
+    // Before a lockfile, a fetch or an engine: a run perfpipe cannot start.
+    exec::check_startable(&loaded.spec, &build_plan(&loaded, &args.common)?)?;
     // Where the report and its chart go is settled before any engine starts.
     let report_path = args.report.clone().unwrap_or_else(|| {
         let stem = experiment.file_stem().unwrap_or_default();

@@ -13,7 +13,12 @@ pub fn serve_argv(
 ) -> Vec<String> {
     let port = port.to_string();
     let mut argv: Vec<String> = match engine {
-        EngineKind::Vllm => vec!["vllm", "serve", model, "--host", host, "--port", &port],
+        EngineKind::Vllm | EngineKind::VllmAscend => {
+            vec!["vllm", "serve", model, "--host", host, "--port", &port]
+        }
+        // perfpipe cannot start MindIE (`engine::startable`); this is the
+        // vLLM-like form GPUStack's pages print, mapped to MindIE's JSON.
+        EngineKind::Mindie => vec!["mindie", "serve", model, "--host", host, "--port", &port],
         EngineKind::Sglang => vec![
             "python3",
             "-m",
@@ -39,7 +44,9 @@ pub fn serve_argv(
 /// Face cache holds for the model.
 pub fn revision_args(engine: EngineKind, revision: &str) -> Vec<String> {
     match engine {
-        EngineKind::Vllm | EngineKind::Sglang if crate::lock::is_commit(revision) => {
+        EngineKind::Vllm | EngineKind::VllmAscend | EngineKind::Sglang
+            if crate::lock::is_commit(revision) =>
+        {
             vec!["--revision".into(), revision.into()]
         }
         _ => Vec::new(),
@@ -49,7 +56,10 @@ pub fn revision_args(engine: EngineKind, revision: &str) -> Vec<String> {
 /// The command a reader of a report would type: without host and port.
 pub fn display_command(engine: EngineKind, model: &str, args: &[String]) -> String {
     let mut words: Vec<String> = match engine {
-        EngineKind::Vllm => vec!["vllm".into(), "serve".into(), model.into()],
+        EngineKind::Vllm | EngineKind::VllmAscend => {
+            vec!["vllm".into(), "serve".into(), model.into()]
+        }
+        EngineKind::Mindie => vec!["mindie".into(), "serve".into(), model.into()],
         EngineKind::Sglang => vec![
             "python3".into(),
             "-m".into(),

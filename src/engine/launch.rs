@@ -26,6 +26,12 @@ pub fn default_image(engine: EngineKind, version: &str) -> String {
         EngineKind::Vllm => format!("vllm/vllm-openai:v{version}"),
         EngineKind::Sglang => format!("lmsysorg/sglang:v{version}-cu129"),
         EngineKind::Trtllm => format!("nvcr.io/nvidia/tensorrt-llm/release:{version}"),
+        EngineKind::VllmAscend => format!("quay.io/ascend/vllm-ascend:v{version}"),
+        // Ascend Hub tags add the machine and OS (`2.1.RC1-800I-A2-py311-…`):
+        // `image=` names the exact one.
+        EngineKind::Mindie => {
+            format!("swr.cn-south-1.myhuaweicloud.com/ascendhub/mindie:{version}")
+        }
     }
 }
 

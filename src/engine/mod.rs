@@ -7,6 +7,7 @@ pub mod launch;
 pub mod leftovers;
 pub mod process;
 pub mod sim;
+pub mod startable;
 
 /// Version of the simulated engine's behaviour; part of every `sim` key.
 /// Bump it by hand whenever the simulation changes a number.

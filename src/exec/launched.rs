@@ -90,7 +90,7 @@ impl RunContext<'_> {
         let sim_program = self.options.sim_program.display().to_string();
         let id = container_name(run.key.as_str());
         let mut env = step.env.clone();
-        if step.engine == EngineKind::Vllm {
+        if step.engine.is_vllm() {
             // Registers `/reset_prefix_cache`, so runs sharing the engine start cold.
             env.insert("VLLM_SERVER_DEV_MODE".into(), "1".into());
         }
@@ -262,9 +262,9 @@ impl Launched {
     /// Resets every instance's prefix cache; false if any engine offers no way.
     async fn reset_prefix_cache(&self, client: &reqwest::Client) -> bool {
         let path = match self.engine {
-            EngineKind::Vllm => "/reset_prefix_cache",
+            EngineKind::Vllm | EngineKind::VllmAscend => "/reset_prefix_cache",
             EngineKind::Sglang => "/flush_cache",
-            EngineKind::Trtllm => return false,
+            EngineKind::Trtllm | EngineKind::Mindie => return false,
         };
         let mut all = true;
         for instance in &self.instances {

@@ -50,7 +50,9 @@ pub async fn gpu_processes() -> Vec<gpus::GpuProcess> {
 /// Under `local`, the engine on PATH must be the declared version.
 pub async fn check_local_version(engine: &EngineDecl) -> Result<(), ExecError> {
     let (program, args): (&str, &[&str]) = match engine.kind {
-        EngineKind::Vllm => ("vllm", &["--version"]),
+        EngineKind::Vllm | EngineKind::VllmAscend => ("vllm", &["--version"]),
+        // Never started: `engine::startable` refuses it before anything runs.
+        EngineKind::Mindie => return Ok(()),
         EngineKind::Sglang => (
             "python3",
             &["-c", "import sglang; print(sglang.__version__)"],

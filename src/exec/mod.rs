@@ -158,6 +158,36 @@ pub enum ExecError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "step `{step}` cannot run: perfpipe cannot start {engine} under `--runtime {runtime}`: {}",
+        why.reason
+    )]
+    Unstartable {
+        step: String,
+        engine: &'static str,
+        runtime: &'static str,
+        why: crate::engine::startable::Unstartable,
+    },
+}
+
+/// Refuses a plan with a missing run perfpipe cannot start, before anything
+/// starts: the first such step, in declared order.
+pub fn check_startable(spec: &Spec, plan: &Plan) -> Result<(), ExecError> {
+    let gpu = crate::gpu::lookup(&spec.hardware.gpu).expect("the spec names a known GPU");
+    for run in plan.missing() {
+        let step = spec.step(&run.step).expect("plan runs name declared steps");
+        if let Err(why) =
+            crate::engine::startable::startable(step.engine, gpu, plan.options.runtime)
+        {
+            return Err(ExecError::Unstartable {
+                step: step.name.value.clone(),
+                engine: step.engine.display_name(),
+                runtime: plan.options.runtime.name(),
+                why,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Runs every missing run of `plan` until its key holds the samples the plan asks for.
@@ -169,6 +199,7 @@ pub fn execute(
     options: &ExecOptions,
     report: &mut dyn FnMut(ExecEvent),
 ) -> Result<ExecSummary, ExecError> {
+    check_startable(spec, plan)?;
     let missing = plan.missing();
     let summary = ExecSummary::default();
     let wanted = u32::try_from(plan.options.samples).unwrap_or(u32::MAX);

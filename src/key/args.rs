@@ -74,6 +74,12 @@ fn is_flag(arg: &str) -> bool {
 }
 
 fn canonical_name(engine: EngineKind, name: &str) -> String {
+    // vLLM-Ascend takes vLLM's flags.
+    let engine = if engine.is_vllm() {
+        EngineKind::Vllm
+    } else {
+        engine
+    };
     if let Some((_, _, canonical)) = ALIASES
         .iter()
         .find(|(e, alias, _)| *e == engine && *alias == name)

@@ -27,6 +27,14 @@ impl MetricSet {
         }
     }
 
+    /// The name of the number a "Mean TTFT" column shows.
+    pub fn ttft(self) -> &'static str {
+        match self {
+            Self::Vllm => "mean_ttft_ms",
+            Self::Guidellm => "time_to_first_token_ms_mean",
+        }
+    }
+
     /// The name of the number a "Mean TPOT" column shows.
     pub fn tpot(self) -> &'static str {
         match self {

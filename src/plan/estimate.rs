@@ -11,7 +11,9 @@ use crate::spec::{EngineKind, Spec};
 /// loaded, graphs compiled and captured; TensorRT-LLM also builds its engine.
 pub fn typical_start(engine: EngineKind) -> Duration {
     Duration::from_secs(match engine {
-        EngineKind::Vllm | EngineKind::Sglang => 5 * 60,
+        EngineKind::Vllm | EngineKind::Sglang | EngineKind::VllmAscend | EngineKind::Mindie => {
+            5 * 60
+        }
         EngineKind::Trtllm => 15 * 60,
     })
 }

@@ -1,5 +1,5 @@
-//! The bar chart at the top of a published study: total TPS per workload,
-//! baseline vs optimized, as SVG text or PNG bytes. (pure: no file I/O)
+//! The bar chart at the top of a published study: total TPS (or, for a
+//! latency study, mean latency) per workload, baseline vs optimized, as SVG text or PNG bytes. (pure: no file I/O)
 //!
 //! One drawing routine, generic over the plotters backend, draws both. Text is
 //! laid out with the vendored DejaVu Sans (`assets/fonts`), registered with
@@ -31,7 +31,6 @@ const FAMILY: &str = "sans-serif";
 
 const BASELINE_COLOR: RGBColor = RGBColor(0x4c, 0x72, 0xb0);
 const OPTIMIZED_COLOR: RGBColor = RGBColor(0xdd, 0x84, 0x52);
-const Y_AXIS_TITLE: &str = "Total TPS (tok/s)";
 
 /// Where, within one group's unit-wide slot, the two bars stand.
 const BASELINE_BAR: (f64, f64) = (0.12, 0.49);
@@ -47,6 +46,8 @@ pub struct ChartGroup {
 /// What the chart shows.
 pub struct ChartData {
     pub title: String,
+    /// What the bars measure, with its unit: "Total TPS (tok/s)".
+    pub y_title: String,
     pub baseline: String,
     pub optimized: String,
     pub groups: Vec<ChartGroup>,
@@ -345,7 +346,7 @@ fn draw<DB: DrawingBackend>(
         .x_labels(n.max(1))
         .x_label_formatter(&label_of)
         .x_label_style((FAMILY, 15))
-        .y_desc(Y_AXIS_TITLE)
+        .y_desc(data.y_title.as_str())
         .axis_desc_style((FAMILY, 16))
         .y_label_style((FAMILY, 13))
         .y_label_formatter(&axis_number)
@@ -421,6 +422,7 @@ mod tests {
     fn sample() -> ChartData {
         ChartData {
             title: "Total TPS per workload, baseline vs optimized".to_string(),
+            y_title: "Total TPS (tok/s)".to_string(),
             baseline: "vLLM defaults".to_string(),
             optimized: "tuned batching".to_string(),
             groups: vec![

@@ -23,13 +23,22 @@ pub fn csv(analysis: &Analysis) -> String {
     };
     if let Some(t) = &analysis.conclusion {
         for r in &t.rows {
+            let latency = [
+                (&t.baseline, r.base_latency_ms, r.base_n),
+                (&t.optimized, r.opt_latency_ms, r.opt_n),
+            ]
+            .into_iter()
+            .filter_map(|(step, v, n)| Some((step, "mean_latency_ms", v?, n)));
             for (step, metric, v, n) in [
                 (&t.baseline, "total_tps", r.base_tps, r.base_n),
                 (&t.baseline, "mean_tpot_ms", r.base_tpot_ms, r.base_n),
                 (&t.optimized, "total_tps", r.opt_tps, r.opt_n),
                 (&t.optimized, "mean_tpot_ms", r.opt_tpot_ms, r.opt_n),
                 (&t.optimized, "delta_pct", r.delta_pct, r.opt_n),
-            ] {
+            ]
+            .into_iter()
+            .chain(latency)
+            {
                 line([
                     "conclusion",
                     "",
@@ -49,13 +58,20 @@ pub fn csv(analysis: &Analysis) -> String {
     for c in &analysis.comparisons {
         for r in &c.ranking {
             let sd = r.tps_sd.map(num).unwrap_or_default();
+            let latency_sd = r.latency_sd.map(num).unwrap_or_default();
             let n = r.n.to_string();
+            let latency = r
+                .latency_ms
+                .map(|v| ("mean_latency_ms", v, latency_sd.as_str()));
             for (metric, v, sd) in [
                 ("total_tps", r.tps, sd.as_str()),
                 ("aggregate_tps", r.aggregate(), ""),
                 ("tps_per_gpu", r.per_gpu(), ""),
                 ("mean_tpot_ms", r.tpot_ms, ""),
-            ] {
+            ]
+            .into_iter()
+            .chain(latency)
+            {
                 line([
                     "comparison",
                     &c.title,

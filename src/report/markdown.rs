@@ -11,7 +11,7 @@ use crate::analyze::{
     Verdict,
 };
 use crate::engine::command::display_command;
-use crate::spec::{Section, Spec};
+use crate::spec::{Objective, Section, Spec};
 
 /// What differs when the built-in harness runs the workloads of guidellm-era
 /// pages (constant arrivals, a cap, benchmark-runner's ShareGPT), which
@@ -126,6 +126,17 @@ impl Ctx<'_> {
         format!("<span style=\"background-color:{colour};\">{text}</span>")
     }
 
+    /// A speedup as the latency pages colour it: `(1.23x faster)`, `(1.03x slower)`.
+    fn coloured_ratio(&self, base_ms: f64, new_ms: f64, decimals: usize) -> String {
+        let colour = if new_ms <= base_ms {
+            "lightgreen"
+        } else {
+            "#ffd6d6"
+        };
+        let ratio = speed_ratio(base_ms, new_ms, decimals);
+        format!("<span style=\"background-color:{colour};\">({ratio})</span>")
+    }
+
     fn command(&self, step: &str) -> String {
         self.spec
             .step(step)
@@ -136,7 +147,11 @@ impl Ctx<'_> {
     fn conclusion(&self, out: &mut String, table: &ConclusionTable, chart: Option<&str>) {
         out.push_str("## Conclusion\n\n");
         if let Some(chart) = chart {
-            let _ = writeln!(out, "![Total TPS per benchmark case]({chart})\n");
+            let what = match self.spec.objective {
+                Objective::Throughput => "Total TPS",
+                Objective::Latency => "Mean latency",
+            };
+            let _ = writeln!(out, "![{what} per benchmark case]({chart})\n");
         }
         if let Some(step) = self.spec.step(&table.optimized) {
             let replicas = match (step.replicas, step.measure_all) {
@@ -177,6 +192,10 @@ impl Ctx<'_> {
             }
         };
         for row in &table.rows {
+            if self.spec.objective == Objective::Latency {
+                self.latency_row(out, row);
+                continue;
+            }
             let noise = match row.within_noise {
                 Some(true) => " (within noise)",
                 _ => "",
@@ -206,7 +225,43 @@ impl Ctx<'_> {
         out.push('\n');
     }
 
+    /// A conclusion row of a latency study: "Mean latency: 2.33s/req" on each
+    /// side, and how many times faster the optimized configuration serves.
+    fn latency_row(&self, out: &mut String, row: &crate::analyze::ConclusionRow) {
+        let cell = |ms: Option<f64>, n: u32| {
+            let n = if n > 1 {
+                format!(" (n={n})")
+            } else {
+                String::new()
+            };
+            ms.map_or("Mean latency: -".to_owned(), |ms| {
+                format!("Mean latency: {}s/req{n}", seconds(ms))
+            })
+        };
+        let ratio = match (row.base_latency_ms, row.opt_latency_ms) {
+            (Some(base), Some(opt)) => {
+                let noise = match row.within_noise {
+                    Some(true) => " (within noise)",
+                    _ => "",
+                };
+                let decimals = self.spec.report.delta_decimals;
+                format!(" {}{noise}", self.coloured_ratio(base, opt, decimals))
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "| **{}** | {} | {}{ratio} |",
+            self.spec.workload_title(&row.workload),
+            cell(row.base_latency_ms, row.base_n),
+            cell(row.opt_latency_ms, row.opt_n),
+        );
+    }
+
     fn comparison(&self, out: &mut String, c: &ComparisonResult) {
+        if self.spec.objective == Objective::Latency {
+            return self.latency_comparison(out, c);
+        }
         let _ = writeln!(
             out,
             "## {}\n\nRanked by total token throughput on {}.\n",
@@ -258,16 +313,93 @@ impl Ctx<'_> {
         out.push('\n');
     }
 
+    /// A comparison of a latency study: ranked by mean latency, lowest first,
+    /// each step's speed against the baseline.
+    fn latency_comparison(&self, out: &mut String, c: &ComparisonResult) {
+        let _ = writeln!(
+            out,
+            "## {}\n\nRanked by mean end-to-end latency per request on {} (lower is better).\n",
+            c.title,
+            self.spec.workload_title(&c.workload)
+        );
+        out.push_str("| Step | Serving command | Mean latency (s/req) | vs baseline | Mean TTFT (ms) | Mean TPOT (ms) |\n|---|---|---|---|---|---|\n");
+        let base = c
+            .ranking
+            .iter()
+            .find(|r| r.is_baseline)
+            .and_then(|r| r.latency_ms);
+        for r in &c.ranking {
+            let baseline = if r.is_baseline { " (baseline)" } else { "" };
+            let latency = r.latency_ms.map_or("-".to_owned(), |ms| {
+                let mut cell = seconds(ms);
+                if let Some(sd) = r.latency_sd {
+                    let _ = write!(cell, " ± {} (n={})", seconds(sd), r.n);
+                }
+                cell
+            });
+            let versus = match (base, r.latency_ms) {
+                (Some(base), Some(ms)) if !r.is_baseline => {
+                    speed_ratio(base, ms, FINE_RATIO_DECIMALS)
+                }
+                _ => "-".to_owned(),
+            };
+            let ttft = self
+                .record(&r.step, &c.workload)
+                .and_then(|rec| rec.metrics.get(self.spec.harness.kind.metric_set().ttft()))
+                .map_or("-".to_owned(), |v| format!("{v:.2}"));
+            let _ = writeln!(
+                out,
+                "| `{}`{baseline} | `{}` | {latency} | {versus} | {ttft} | {:.2} |",
+                r.step,
+                self.command(&r.step),
+                r.tpot_ms
+            );
+        }
+        for (step, error) in &c.failed {
+            let _ = writeln!(
+                out,
+                "| `{step}` | `{}` | failed: `{error}` | - | - | - |",
+                self.command(step)
+            );
+        }
+        for step in &c.missing {
+            let _ = writeln!(
+                out,
+                "| `{step}` | `{}` | not run yet | - | - | - |",
+                self.command(step)
+            );
+        }
+        let known: Vec<String> = c
+            .ranking
+            .iter()
+            .filter_map(|r| Some(format!("{} ({} s)", r.label, seconds(r.latency_ms?))))
+            .collect();
+        if !known.is_empty() {
+            let _ = writeln!(out, "\nMean latency per request: {}", known.join(" < "));
+        }
+        out.push('\n');
+    }
+
     fn summary(&self, out: &mut String) {
         let rows = &self.analysis.summary;
         if rows.is_empty() {
             return;
         }
-        out.push_str("## Summary of Optimization Options\n\n| Optimization Option | Throughput Improvement |\n|---|---|\n");
+        let latency = self.spec.objective == Objective::Latency;
+        let _ = writeln!(
+            out,
+            "## Summary of Optimization Options\n\n| Optimization Option | {} Improvement |\n|---|---|",
+            if latency { "Latency" } else { "Throughput" }
+        );
         for r in rows {
-            let shown = r
-                .shown
-                .map_or("-".to_owned(), |pct| self.coloured_delta(pct, false));
+            let shown = r.shown.map_or("-".to_owned(), |pct| {
+                if latency {
+                    // The gain of a speedup r is (r − 1) × 100: show r again.
+                    self.coloured_ratio(100.0 + pct, 100.0, FINE_RATIO_DECIMALS)
+                } else {
+                    self.coloured_delta(pct, false)
+                }
+            });
             let _ = writeln!(out, "| {} | {shown} |", r.title);
         }
         let notes: Vec<String> = rows
@@ -515,6 +647,27 @@ fn tps_cell(r: &Ranked) -> String {
     cell
 }
 
+/// Decimals of the ratios the pages' conclusion tables do not print (a
+/// comparison's, the summary's): enough to tell 1.04x from 1.00x, as the
+/// newer pages print them.
+const FINE_RATIO_DECIMALS: usize = 2;
+
+/// How many times faster `new_ms` serves a request than `base_ms`, as the
+/// latency pages print it: `1.23x faster`, `1.03x slower` (`decimals` digits).
+pub fn speed_ratio(base_ms: f64, new_ms: f64, decimals: usize) -> String {
+    let speedup = crate::analyze::speedup(base_ms, new_ms);
+    if speedup >= 1.0 {
+        format!("{speedup:.decimals$}x faster")
+    } else {
+        format!("{:.decimals$}x slower", 1.0 / speedup)
+    }
+}
+
+/// Milliseconds as the latency pages print seconds: `1.66`.
+fn seconds(ms: f64) -> String {
+    format!("{:.2}", ms / 1000.0)
+}
+
 /// Which kinds of numbers the report holds, e.g. "published" or "simulated, published".
 fn sources(runs: &[RunRecord]) -> String {
     let kinds: Vec<&str> = source_kinds(runs).into_iter().map(Source::label).collect();
@@ -534,4 +687,20 @@ fn source_kinds(runs: &[RunRecord]) -> Vec<Source> {
     }
     kinds.sort_by_key(|s| s.label());
     kinds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_speed_ratio_reads_as_the_latency_pages_print_it() {
+        // qwen3.5-9b-h100-latency, Rate 4: 2.33 s → 1.90 s.
+        assert_eq!(speed_ratio(2330.0, 1900.0, 2), "1.23x faster");
+        // qwen3-8b-h100-latency, BS=1: 1.66 s → 0.62 s, one decimal.
+        assert_eq!(speed_ratio(1660.0, 620.0, 1), "2.7x faster");
+        // Prefix Cache: 2.62 s → 2.69 s.
+        assert_eq!(speed_ratio(2620.0, 2690.0, 2), "1.03x slower");
+        assert_eq!(speed_ratio(2640.0, 2640.0, 2), "1.00x faster");
+    }
 }

@@ -25,6 +25,8 @@ pub struct Spec {
     pub steps: Vec<Step>,
     pub comparisons: Vec<Comparison>,
     pub conclusion: Option<Conclusion>,
+    /// What the study optimizes: how comparisons and the conclusion rank.
+    pub objective: Objective,
     pub report: ReportDecl,
 }
 
@@ -46,6 +48,29 @@ impl Spec {
 
     pub fn engine(&self, kind: EngineKind) -> Option<&EngineDecl> {
         self.engines.iter().find(|e| e.kind == kind)
+    }
+}
+
+/// What a study optimizes (`objective throughput|latency`); never part of a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// Total token throughput, higher is better (the throughput pages).
+    #[default]
+    Throughput,
+    /// Mean end-to-end latency per request, lower is better (the latency pages).
+    Latency,
+}
+
+impl Objective {
+    pub const NAMES: &[&str] = &["throughput", "latency"];
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "throughput" => Some(Self::Throughput),
+            "latency" => Some(Self::Latency),
+            _ => None,
+        }
     }
 }
 
@@ -96,16 +121,22 @@ pub enum EngineKind {
     Vllm,
     Sglang,
     Trtllm,
+    /// vLLM with the Ascend NPU plugin: vLLM's CLI and server on Huawei Ascend.
+    VllmAscend,
+    /// Huawei MindIE (`mindieservice_daemon`, configured by a JSON file).
+    Mindie,
 }
 
 impl EngineKind {
-    pub const NAMES: &[&str] = &["vllm", "sglang", "trtllm"];
+    pub const NAMES: &[&str] = &["vllm", "sglang", "trtllm", "vllm-ascend", "mindie"];
 
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "vllm" => Some(Self::Vllm),
             "sglang" => Some(Self::Sglang),
             "trtllm" => Some(Self::Trtllm),
+            "vllm-ascend" => Some(Self::VllmAscend),
+            "mindie" => Some(Self::Mindie),
             _ => None,
         }
     }
@@ -116,6 +147,8 @@ impl EngineKind {
             Self::Vllm => "vllm",
             Self::Sglang => "sglang",
             Self::Trtllm => "trtllm",
+            Self::VllmAscend => "vllm-ascend",
+            Self::Mindie => "mindie",
         }
     }
 
@@ -125,7 +158,15 @@ impl EngineKind {
             Self::Vllm => "vLLM",
             Self::Sglang => "SGLang",
             Self::Trtllm => "TensorRT-LLM",
+            Self::VllmAscend => "vLLM-Ascend",
+            Self::Mindie => "MindIE",
         }
+    }
+
+    /// vLLM-Ascend is a vLLM plugin: the same `vllm serve` CLI, flags and
+    /// server endpoints, so it is started, keyed and reset as vLLM is.
+    pub fn is_vllm(self) -> bool {
+        matches!(self, Self::Vllm | Self::VllmAscend)
     }
 
     /// How long a start may take before it counts as hung. Loading hundreds
@@ -133,7 +174,7 @@ impl EngineKind {
     /// TensorRT-LLM also builds and autotunes its engine on first start.
     pub fn default_startup_timeout(self) -> Duration {
         Duration::from_secs(match self {
-            Self::Vllm | Self::Sglang => 20 * 60,
+            Self::Vllm | Self::Sglang | Self::VllmAscend | Self::Mindie => 20 * 60,
             Self::Trtllm => 40 * 60,
         })
     }

@@ -91,6 +91,14 @@ pub fn parse_argv(argv: &[String], gpu_sm: u32) -> Result<SimConfig, String> {
             2048,
             8192,
         ),
+        // Not named by an argv above: vLLM-Ascend serves as `vllm serve`,
+        // and MindIE is not simulated.
+        EngineKind::VllmAscend | EngineKind::Mindie => {
+            return Err(format!(
+                "the simulator does not model {}",
+                engine.display_name()
+            ));
+        }
     };
     Ok(SimConfig {
         engine,

@@ -40,9 +40,10 @@ impl Speed {
     pub fn new(config: &SimConfig, gpu: &GpuType, model: &ModelInfo) -> Self {
         let gpu_factor = if gpu.sm >= 90 { 0.5 } else { 1.0 };
         let engine_factor = match config.engine {
-            EngineKind::Vllm => 1.0,
+            EngineKind::Vllm | EngineKind::VllmAscend => 1.0,
             EngineKind::Sglang => 0.85,
-            EngineKind::Trtllm => 0.8,
+            // A vendor's own engine (MindIE is never simulated: `parse_argv`).
+            EngineKind::Trtllm | EngineKind::Mindie => 0.8,
         };
         let tp = f64::from(config.tensor_parallel);
         let (decode_factor, prefill_factor) = match Quantization::of_model(&config.model) {

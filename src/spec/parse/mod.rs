@@ -106,6 +106,7 @@ const TOP_NODES: &[&str] = &[
     "sweep",
     "compare",
     "conclusion",
+    "objective",
     "report",
 ];
 const WORKLOAD_NODES: &[&str] = &[
@@ -236,13 +237,21 @@ impl Decoder {
         let mut comparisons = Vec::new();
         let mut conclusion = None;
         let mut report = None;
+        let mut objective = None;
         let mut seen_singletons: BTreeMap<&str, SourceSpan> = BTreeMap::new();
 
         for child in children {
             let kind = child.name().value();
             if matches!(
                 kind,
-                "title" | "hardware" | "model" | "runtime" | "harness" | "conclusion" | "report"
+                "title"
+                    | "hardware"
+                    | "model"
+                    | "runtime"
+                    | "harness"
+                    | "conclusion"
+                    | "objective"
+                    | "report"
             ) {
                 if let Some(first) = seen_singletons.get(kind) {
                     let first = *first;
@@ -304,6 +313,7 @@ impl Decoder {
                     }
                 }
                 "conclusion" => conclusion = self.conclusion(child),
+                "objective" => objective = self.objective(child),
                 "report" => report = self.report(child),
                 _ => {}
             }
@@ -346,6 +356,7 @@ impl Decoder {
             steps,
             comparisons,
             conclusion,
+            objective: objective.unwrap_or_default(),
             report: report.unwrap_or_default(),
         };
         self.resolve_defaults(&mut spec);

@@ -39,6 +39,23 @@ impl Decoder {
         Some(ModelRef { id, revision })
     }
 
+    pub(super) fn objective(&mut self, node: &KdlNode) -> Option<Objective> {
+        self.no_props(node);
+        self.no_children(node);
+        let name = self.required_string_arg(node, 0, "the objective")?;
+        let objective = Objective::from_name(&name);
+        if objective.is_none() {
+            let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
+            let names = Objective::NAMES.iter().copied();
+            let help = did_you_mean(&name, names.clone()).unwrap_or_else(|| one_of(names));
+            self.error(
+                SpecDiagnostic::new(span, format!("unknown objective `{name}`"), "here")
+                    .with_help(help),
+            );
+        }
+        objective
+    }
+
     pub(super) fn runtime(&mut self, node: &KdlNode) -> Option<Runtime> {
         self.no_props(node);
         self.no_children(node);
@@ -398,5 +415,48 @@ impl Decoder {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{Objective, SourceFile, parse};
+
+    fn parsed(objective: &str) -> Result<Objective, Vec<(String, Option<String>)>> {
+        let text = format!(
+            r#"experiment "e" {{
+                hardware "nvidia-h100-sxm5-80gb" gpus=1
+                model "m"
+                engine vllm version="0.11.0"
+                {objective}
+                workload w {{ dataset random input=8 output=8; prompts 1 }}
+                step s engine=vllm gpus=1
+            }}"#
+        );
+        parse(&SourceFile {
+            name: "e.kdl".into(),
+            text,
+        })
+        .map(|spec| spec.objective)
+        .map_err(|e| {
+            e.errors
+                .iter()
+                .map(|e| (e.message.clone(), e.help.clone()))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn a_study_optimizes_throughput_unless_it_declares_latency() {
+        assert_eq!(parsed(""), Ok(Objective::Throughput));
+        assert_eq!(parsed("objective latency"), Ok(Objective::Latency));
+        assert_eq!(parsed("objective throughput"), Ok(Objective::Throughput));
+        assert_eq!(
+            parsed("objective latensy"),
+            Err(vec![(
+                "unknown objective `latensy`".to_owned(),
+                Some("did you mean `latency`?".to_owned())
+            )])
+        );
     }
 }

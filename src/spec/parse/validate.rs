@@ -160,7 +160,31 @@ impl Decoder {
     }
 
     pub(super) fn check_gpus(&mut self, spec: &Spec) {
+        let vendor = crate::gpu::lookup(&spec.hardware.gpu).map(|g| g.vendor);
         for step in &spec.steps {
+            if let Some(vendor) = vendor
+                && !crate::engine::startable::runs_on(step.engine, vendor)
+            {
+                let accelerators = match vendor {
+                    crate::gpu::Vendor::Nvidia => "NVIDIA GPUs",
+                    crate::gpu::Vendor::Huawei => "Ascend NPUs",
+                };
+                self.error(
+                    SpecDiagnostic::new(
+                        step.name.span,
+                        format!(
+                            "step `{}` uses {}, which does not run on {accelerators} (`{}`)",
+                            step.name.value,
+                            step.engine.display_name(),
+                            spec.hardware.gpu
+                        ),
+                        "wrong engine for the hardware",
+                    )
+                    .with_help(
+                        "on Ascend NPUs use `vllm-ascend`, `mindie` or `sglang`; on NVIDIA GPUs `vllm`, `sglang` or `trtllm`",
+                    ),
+                );
+            }
             // In u64: `gpus=65536 replicas=65536` overflows a u32.
             let needed = u64::from(step.gpus) * u64::from(step.replicas);
             if needed > u64::from(spec.hardware.gpus) {
@@ -346,5 +370,35 @@ mod tests {
             ),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn an_engine_must_run_on_the_declared_accelerators() {
+        let text = |gpu: &str, engine: &str| {
+            format!(
+                r#"experiment "e" {{
+                    hardware "{gpu}" gpus=1
+                    model "m"
+                    engine {engine} version="1"
+                    workload w {{ dataset random input=8 output=8; prompts 1 }}
+                    step s engine={engine} gpus=1
+                }}"#
+            )
+        };
+        let parsed = |gpu: &str, engine: &str| {
+            parse(&SourceFile {
+                name: "e.kdl".into(),
+                text: text(gpu, engine),
+            })
+        };
+        let errors = parsed("nvidia-h100-sxm5-80gb", "mindie").unwrap_err();
+        assert_eq!(
+            errors.errors[0].message,
+            "step `s` uses MindIE, which does not run on NVIDIA GPUs (`nvidia-h100-sxm5-80gb`)"
+        );
+        assert!(parsed("huawei-ascend-910b-64gb", "vllm").is_err());
+        assert!(parsed("huawei-ascend-910b-64gb", "vllm-ascend").is_ok());
+        assert!(parsed("huawei-ascend-910b-64gb", "mindie").is_ok());
+        assert!(parsed("nvidia-h200-sxm-141gb", "vllm").is_ok());
     }
 }

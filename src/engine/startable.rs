@@ -1,0 +1,77 @@
+//! Which engines perfpipe can start, under which runtime, on which
+//! accelerators. An experiment may declare an engine perfpipe cannot start
+//! (its published numbers still plan, report, verify and import); `run`
+//! refuses it before anything starts. (pure)
+
+use crate::gpu::{GpuType, Vendor};
+use crate::spec::{EngineKind, Runtime};
+
+/// Why perfpipe cannot start an engine, and what the user can do instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unstartable {
+    pub reason: &'static str,
+    pub hint: &'static str,
+}
+
+/// Whether perfpipe can start `engine` on `gpu` under `runtime`.
+pub fn startable(engine: EngineKind, gpu: &GpuType, runtime: Runtime) -> Result<(), Unstartable> {
+    if engine == EngineKind::Mindie {
+        return Err(Unstartable {
+            reason: "perfpipe has no runtime for MindIE yet (GPUStack starts `mindieservice_daemon` \
+                     from a JSON configuration it writes; perfpipe writes none)",
+            hint: "`plan`, `report --published`, `verify` and `import` work with this experiment as \
+                   declared; import the published blocks of its MindIE steps, or move those steps to \
+                   an experiment of their own to run the rest",
+        });
+    }
+    // vLLM-Ascend is vLLM's CLI and server: the simulator models it as vLLM
+    // on the declared accelerator.
+    let real = matches!(runtime, Runtime::Docker | Runtime::Local);
+    if real && (gpu.vendor == Vendor::Huawei || engine == EngineKind::VllmAscend) {
+        return Err(Unstartable {
+            reason: "perfpipe finds, locks and samples accelerators through `nvidia-smi` and starts \
+                     containers with NVIDIA GPUs; it cannot drive Ascend NPUs (`npu-smi`, \
+                     `/dev/davinci*`) yet",
+            hint: "`--runtime sim` runs it on the simulated engine; `plan`, `report --published`, \
+                   `verify` and `import` work with it as declared",
+        });
+    }
+    Ok(())
+}
+
+/// The accelerators an engine runs on: vLLM-Ascend and MindIE on Ascend NPUs,
+/// vLLM (its official CUDA build) and TensorRT-LLM on NVIDIA GPUs, SGLang on both.
+pub fn runs_on(engine: EngineKind, vendor: Vendor) -> bool {
+    match engine {
+        EngineKind::Vllm | EngineKind::Trtllm => vendor == Vendor::Nvidia,
+        EngineKind::VllmAscend | EngineKind::Mindie => vendor == Vendor::Huawei,
+        EngineKind::Sglang => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::lookup;
+
+    #[test]
+    fn mindie_never_starts_and_ascend_only_under_sim() {
+        let npu = lookup("huawei-ascend-910b-64gb").unwrap();
+        let h100 = lookup("nvidia-h100-sxm5-80gb").unwrap();
+        for runtime in [Runtime::Sim, Runtime::Docker, Runtime::Local] {
+            assert!(startable(EngineKind::Mindie, npu, runtime).is_err());
+            assert!(startable(EngineKind::Vllm, h100, runtime).is_ok());
+        }
+        assert!(startable(EngineKind::VllmAscend, npu, Runtime::Sim).is_ok());
+        assert!(startable(EngineKind::VllmAscend, npu, Runtime::Docker).is_err());
+        assert!(startable(EngineKind::Sglang, npu, Runtime::Local).is_err());
+    }
+
+    #[test]
+    fn ascend_engines_run_on_npus_and_cuda_builds_on_gpus() {
+        assert!(runs_on(EngineKind::VllmAscend, Vendor::Huawei));
+        assert!(!runs_on(EngineKind::Mindie, Vendor::Nvidia));
+        assert!(!runs_on(EngineKind::Trtllm, Vendor::Huawei));
+        assert!(runs_on(EngineKind::Sglang, Vendor::Huawei));
+    }
+}
