@@ -3,6 +3,7 @@
 //! The language is documented in `docs/experiment-language.md`.
 
 mod diag;
+mod excerpt;
 mod model;
 mod parse;
 

@@ -420,3 +420,43 @@ Mean TPOT (ms):                          114.34
     );
     assert!(env.samples().is_empty(), "nothing is imported");
 }
+
+/// miette pads underlines with a width, and one above 65,535 panicked: a
+/// place that far into a line is shown on a clipped line, at its true column.
+#[test]
+fn places_past_column_65535_are_shown_clipped() {
+    let out = plan_with(
+        "    workload short",
+        &format!("{}bogus 1\n    workload short", " ".repeat(70_000)),
+    );
+    let err = crate::common::stderr(&out);
+    assert!(
+        err.contains("unknown node `bogus` in `experiment`"),
+        "{err}"
+    );
+    assert!(err.contains("[demo.kdl:5:70001]"), "{err}");
+    assert!(err.contains("…"), "{err}");
+    assert!(err.len() < 10_000, "{} bytes of errors", err.len());
+
+    // Over the size limit, the place is at the limit, far into the last line.
+    let env = TestEnv::new();
+    env.write("x.kdl", &format!("{VALID}{}", "x".repeat(1 << 20)));
+    let out = env.run(&["plan", "x.kdl", "--runtime", "sim"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        crate::common::render(&out)
+    );
+    let err = crate::common::stderr(&out);
+    let column = (1 << 20) - VALID.len() + 1;
+    assert!(
+        err.contains(&format!("[x.kdl:{}:{column}]", VALID.lines().count() + 1)),
+        "{err}"
+    );
+    assert!(
+        err.contains("an experiment file has at most 1048576"),
+        "{err}"
+    );
+    assert!(err.len() < 10_000, "{} bytes of errors", err.len());
+}
