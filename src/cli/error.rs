@@ -45,8 +45,9 @@ pub enum CliError {
     Interrupted,
     #[error("execution failed")]
     Exec(#[source] ExecError),
-    #[error("cannot read the store")]
-    Store(#[source] crate::store::Error),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Store(crate::store::Error),
     #[error("cannot tell which runs `{path}` reaches, so `store gc` removes nothing")]
     #[diagnostic(help(
         "fix the file or move it away, or name the experiments and lockfiles whose runs to keep: `perfpipe store gc FILE...`"
@@ -108,6 +109,7 @@ impl From<ExecError> for CliError {
         match e {
             ExecError::Interrupted => Self::Interrupted,
             e @ ExecError::Gpus(_) => Self::Machine(e),
+            ExecError::Store(e) => Self::Store(e),
             e @ (ExecError::EngineMissing { .. } | ExecError::EngineVersion { .. }) => {
                 Self::EngineSetup(e)
             }
@@ -129,7 +131,12 @@ impl CliError {
             | Self::Lockfile(_)
             | Self::ReadLockfile { .. }
             | Self::NoSpace { .. }
-            | Self::GcRoot { .. } => exit_code::USAGE,
+            | Self::GcRoot { .. }
+            | Self::Store(crate::store::Error::NotADirectory { .. }) => exit_code::USAGE,
+            // The machine's fault, not perfpipe's: permissions, a read-only or full disk.
+            Self::Store(crate::store::Error::Io(_)) | Self::Exec(ExecError::System { .. }) => {
+                exit_code::RUNS_FAILED
+            }
             Self::FetchSetup(crate::fetch::Error::Client(_)) => exit_code::INTERNAL,
             Self::FetchSetup(_) => exit_code::USAGE,
             Self::FetchFailed { .. } => exit_code::RUNS_FAILED,
@@ -140,7 +147,7 @@ impl CliError {
             }
             Self::Interrupted => exit_code::INTERRUPTED,
             Self::Exec(_)
-            | Self::Store(_)
+            | Self::Store(crate::store::Error::Encode { .. })
             | Self::Write { .. }
             | Self::Analysis(_)
             | Self::Runtime { .. } => exit_code::INTERNAL,

@@ -133,11 +133,12 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
     let runtime = runtime_of(common.runtime)
         .or(spec.runtime)
         .unwrap_or(Runtime::Docker);
+    let store = Store::open(&common.store).map_err(CliError::Store)?;
     Ok(Loaded {
         spec,
         runtime,
         inputs,
-        store: Store::new(&common.store),
+        store,
         lock: LockState {
             path: lock_path,
             old,

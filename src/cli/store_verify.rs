@@ -75,13 +75,14 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
 /// The store at `path`, which must exist: a missing one is more likely a
 /// wrong directory than an empty store.
 pub(super) fn existing(path: &Path) -> Result<Store, CliError> {
+    let store = Store::open(path).map_err(CliError::Store)?;
     if !path.is_dir() {
         return Err(CliError::Usage {
             message: format!("there is no store at `{}`", path.display()),
             hint: "run it in the project directory, or name the store with `--store DIR`".into(),
         });
     }
-    Ok(Store::new(path))
+    Ok(store)
 }
 
 /// `1 entry`, `2 entries`.
