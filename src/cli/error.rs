@@ -26,6 +26,9 @@ pub enum CliError {
         "paths are relative to the directory perfpipe runs in; a `sharegpt` dataset may name a `sample=` file to use when the real one is absent"
     ))]
     Inputs(#[source] crate::inputs::Error),
+    #[error("an input of the experiment is not a file")]
+    #[diagnostic(help("`path=` (and `sample=`) name the dataset's JSON file itself"))]
+    NotAFile(#[source] crate::inputs::Error),
     #[error("a dataset of the experiment cannot be used")]
     #[diagnostic(help(
         "a `sharegpt` dataset is a JSON list of conversations, each `{{\"conversations\": [{{\"from\": \"human\", \"value\": \"...\"}}, {{\"from\": \"gpt\", \"value\": \"...\"}}]}}`"
@@ -124,6 +127,7 @@ impl CliError {
             Self::ReadExperiment { .. }
             | Self::Spec(_)
             | Self::Inputs(_)
+            | Self::NotAFile(_)
             | Self::Dataset(_)
             | Self::Machine(_)
             | Self::EngineSetup(_)

@@ -109,6 +109,7 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
     let mut spec = crate::lock::apply_pins(&declared, &pins);
     let inputs = inputs::resolve(&spec, Path::new("")).map_err(|e| match e {
         inputs::Error::Dataset { .. } => CliError::Dataset(e),
+        inputs::Error::NotAFile { .. } => CliError::NotAFile(e),
         e => CliError::Inputs(e),
     })?;
     let new = crate::lock::build(&declared, &spec, pins.clone(), &inputs);

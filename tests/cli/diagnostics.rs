@@ -460,3 +460,71 @@ fn places_past_column_65535_are_shown_clipped() {
     );
     assert!(err.len() < 10_000, "{} bytes of errors", err.len());
 }
+
+/// A file whose every conversation the harness filters out was accepted by
+/// `plan` and failed `run` after its engine was ready.
+#[test]
+fn sharegpt_dataset_whose_every_conversation_is_filtered_out() {
+    let env = with_sharegpt(
+        r#"[{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello to you"}]}]"#,
+    );
+    let err = crate::common::words(&refused_before_any_engine(&env));
+    assert!(
+        err.contains("`datasets/bad.json` is the dataset of workload `short`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the dataset has no usable conversation"),
+        "{err}"
+    );
+    // With a fixed output length the short reply does not matter.
+    let text = env.read("demo.kdl").replace(
+        "path=\"datasets/bad.json\"",
+        "path=\"datasets/bad.json\" output-len=8",
+    );
+    env.write("demo.kdl", &text);
+    env.write(
+        "datasets/bad.json",
+        r#"[{"conversations": [{"from": "human", "value": "a b c d"}, {"from": "gpt", "value": "ok"}]}]"#,
+    );
+    let out = env.run(&["plan", "demo.kdl", "--runtime", "sim"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::common::render(&out)
+    );
+}
+
+/// A directory, a device or a FIFO is said to be what it is, and a FIFO is
+/// never opened (it would block).
+#[test]
+fn a_dataset_that_is_not_a_file_is_named_by_its_type() {
+    let env = with_sharegpt("[]");
+    std::fs::remove_file(env.path("datasets/bad.json")).unwrap();
+    let fifo = env.path("datasets/fifo.json");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let text = env.read("demo.kdl");
+    for (path, what) in [
+        ("datasets/fifo.json", "a FIFO"),
+        ("/dev/zero", "a device"),
+        ("datasets", "a directory"),
+    ] {
+        env.write("demo.kdl", &text.replace("datasets/bad.json", path));
+        let started = std::time::Instant::now();
+        let err = crate::common::words(&refused_before_any_engine(&env));
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert!(
+            err.contains(&format!(
+                "dataset `{path}` of workload `short` is {what}, not a file"
+            )),
+            "{err}"
+        );
+    }
+}
