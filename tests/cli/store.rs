@@ -433,3 +433,19 @@ fn a_store_that_cannot_be_used_says_where_and_whose_fault() {
         );
     }
 }
+
+/// A directory no key names is never committed to, so `store verify` says
+/// only `gc` removes it, not that `run` moves it.
+#[test]
+fn verify_says_only_gc_removes_stray_directories() {
+    let env = TestEnv::new();
+    env.write("store/entries/ab/not-a-key/inputs.json", "{}");
+    let verify = env.run(&["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(4), "{}", render(&verify));
+    let err = stderr(&verify);
+    assert!(
+        err.contains("perfpipe: 1 directory that no run's key names where it is, never read and never moved by `perfpipe run`; `perfpipe store gc` removes it"),
+        "{err}"
+    );
+    assert!(!err.contains("redoes"), "{err}");
+}
