@@ -528,3 +528,26 @@ fn a_dataset_that_is_not_a_file_is_named_by_its_type() {
         );
     }
 }
+
+/// A code point KDL v2 does not allow was reported as "Expected quoted
+/// string … not quoted string"; it is named and pointed at.
+#[test]
+fn disallowed_code_points_are_named_at_their_place() {
+    perfpipe_snapshot!(
+        "disallowed_code_point",
+        plan_with(
+            "model \"Qwen/Qwen3-14B\"",
+            "model \"Qwen/\u{202e}Qwen3-14B\""
+        )
+    );
+    let err = crate::common::words(&plan_with(
+        "prompts 100",
+        "prompts 100\n        title \"a\u{0}b\"",
+    ));
+    assert!(
+        err.contains("`U+0000` (a control character) is not allowed in a KDL file"),
+        "{err}"
+    );
+    assert!(err.contains("[demo.kdl:8:17]"), "{err}");
+    assert!(!err.contains("Expected quoted string"), "{err}");
+}

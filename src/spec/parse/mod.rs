@@ -4,6 +4,7 @@
 //! it is the only way to point at the exact node or property that is wrong,
 //! suggest the name that was meant, and keep going after the first error.
 
+mod codepoints;
 mod limits;
 mod nodes;
 mod report;
@@ -65,21 +66,36 @@ fn decode(text: &str) -> Result<Spec, Vec<SpecDiagnostic>> {
     let spec = match KdlDocument::parse_v2(text) {
         Ok(doc) => d.document(&doc),
         Err(err) => {
-            d.errors.extend(err.diagnostics.iter().map(|k| {
-                let text = snippet(text, k.span);
-                let mut diag = SpecDiagnostic::new(
-                    k.span,
-                    k.message.clone().unwrap_or_else(|| "invalid KDL".into()),
-                    k.label.clone().unwrap_or_else(|| "here".into()),
-                );
-                diag.help = k.help.clone();
-                if matches!(text, "true" | "false" | "null") {
-                    diag = diag.with_help(format!(
+            // kdl's errors at a disallowed code point say neither what nor where.
+            let disallowed = codepoints::check(text);
+            let at_disallowed = |k: &SourceSpan| {
+                let (start, end) = (k.offset(), k.offset() + k.len());
+                disallowed.iter().any(|d| {
+                    let at = d.span.offset();
+                    (start <= at && at < end.max(start + 1)) || at == start
+                })
+            };
+            d.errors.extend(disallowed.iter().cloned());
+            d.errors.extend(
+                err.diagnostics
+                    .iter()
+                    .filter(|k| !at_disallowed(&k.span))
+                    .map(|k| {
+                        let text = snippet(text, k.span);
+                        let mut diag = SpecDiagnostic::new(
+                            k.span,
+                            k.message.clone().unwrap_or_else(|| "invalid KDL".into()),
+                            k.label.clone().unwrap_or_else(|| "here".into()),
+                        );
+                        diag.help = k.help.clone();
+                        if matches!(text, "true" | "false" | "null") {
+                            diag = diag.with_help(format!(
                         "KDL v2 writes `{text}` as `#{text}` (see docs/experiment-language.md)"
                     ));
-                }
-                diag
-            }));
+                        }
+                        diag
+                    }),
+            );
             None
         }
     };
