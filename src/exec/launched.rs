@@ -180,10 +180,10 @@ impl RunContext<'_> {
                     ));
                     break;
                 }
-                Err(NotReady::TimedOut(after)) => {
+                Err(NotReady::TimedOut(after, seen)) => {
                     failed = Some((
                         FailureKind::Transient,
-                        format!("engine did not answer /health within {}s", after.as_secs()),
+                        NotReady::timed_out_message(after, &seen, &step.model.id),
                     ));
                     break;
                 }
