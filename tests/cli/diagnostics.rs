@@ -551,3 +551,25 @@ fn disallowed_code_points_are_named_at_their_place() {
     assert!(err.contains("[demo.kdl:8:17]"), "{err}");
     assert!(!err.contains("Expected quoted string"), "{err}");
 }
+
+/// Values that reach docker, an engine's environment or argv, or the Hub's
+/// URLs are refused outside their grammar, at their place.
+#[test]
+fn values_that_reach_other_programs_are_checked() {
+    perfpipe_snapshot!(
+        "values_reaching_programs",
+        plan_with_all(&[
+            (
+                "engine vllm version=\"0.11.0\"",
+                "engine vllm version=\"0.11.0\" image=\"--privileged\"\n    engine sglang version=\"\""
+            ),
+            (
+                "step vllm engine=vllm gpus=1",
+                "step vllm engine=vllm gpus=1 model=\"../../../etc/passwd\" {\n        env \"A=B\"=\"x\" \"\"=\"y\"\n    }"
+            ),
+        ])
+    );
+    let err = crate::common::words(&plan_with("\"Qwen/Qwen3-14B\"", "\"\""));
+    assert!(err.contains("the model id is empty"), "{err}");
+    assert!(err.contains("[demo.kdl:3:11]"), "{err}");
+}

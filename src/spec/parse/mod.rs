@@ -6,6 +6,7 @@
 
 mod codepoints;
 mod limits;
+mod names;
 mod nodes;
 mod report;
 mod scan;
@@ -184,6 +185,24 @@ struct Decoder {
 impl Decoder {
     fn error(&mut self, diag: SpecDiagnostic) {
         self.errors.push(diag);
+    }
+
+    /// `value` at `span` if it is inside its grammar (see [`names`]), else
+    /// an error there with `help`.
+    fn in_grammar(
+        &mut self,
+        span: SourceSpan,
+        value: String,
+        check: fn(&str) -> Result<(), String>,
+        help: &str,
+    ) -> Option<String> {
+        match check(&value) {
+            Ok(()) => Some(value),
+            Err(message) => {
+                self.error(SpecDiagnostic::new(span, message, "here").with_help(help));
+                None
+            }
+        }
     }
 
     fn document(&mut self, doc: &KdlDocument) -> Option<Spec> {

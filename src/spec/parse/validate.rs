@@ -232,7 +232,7 @@ mod tests {
     fn gpus_times_replicas_beyond_u32_is_an_error_not_an_overflow() {
         let text = r#"experiment "e" {
             hardware "nvidia-a100-sxm4-80gb" gpus=8
-            model "m"
+            model "o/m"
             engine vllm version="0.11.0"
             workload w { dataset random input=8 output=8; prompts 1 }
             step s engine=vllm gpus=65536 replicas=65536
