@@ -573,3 +573,76 @@ fn values_that_reach_other_programs_are_checked() {
     assert!(err.contains("the model id is empty"), "{err}");
     assert!(err.contains("[demo.kdl:3:11]"), "{err}");
 }
+
+/// `import` took `Successful requests: 10.5`, negative throughputs, and the
+/// first of two differing blocks.
+#[test]
+fn import_refuses_fractional_counts_negative_numbers_and_differing_blocks() {
+    let env = TestEnv::tiny();
+    let block = |completed: &str, tps: &str| {
+        format!(
+            "============ Serving Benchmark Result ============
+Successful requests:                     {completed}
+Benchmark duration (s):                  106.82
+Total input tokens:                      217393
+Total generated tokens:                  201605
+Request throughput (req/s):              9.36
+Total Token throughput (tok/s):          {tps}
+==================================================
+"
+        )
+    };
+    let import = |text: &str| {
+        env.write("block.txt", text);
+        let out = env.run(&[
+            "import",
+            "tiny.kdl",
+            "--runtime",
+            "sim",
+            "--step",
+            "vllm",
+            "--workload",
+            "chat",
+            "--from",
+            "block.txt",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}",
+            crate::common::render(&out)
+        );
+        assert!(env.samples().is_empty());
+        crate::common::words(&out)
+    };
+    let err = import(&block("10.5", "3922.44"));
+    assert!(
+        err.contains(
+            "block.txt: line 2: `Successful requests` counts, so it is a whole number, not `10.5`"
+        ),
+        "{err}"
+    );
+    let err = import(&block("1000", "-3922.44"));
+    assert!(
+        err.contains("line 7: `Total Token throughput (tok/s)` cannot be negative: `-3922.44`"),
+        "{err}"
+    );
+    perfpipe_snapshot!("import_differing_blocks", {
+        env.write(
+            "block.txt",
+            &format!("{}\n{}", block("1000", "3922.44"), block("1000", "3900.00")),
+        );
+        env.run(&[
+            "import",
+            "tiny.kdl",
+            "--runtime",
+            "sim",
+            "--step",
+            "vllm",
+            "--workload",
+            "chat",
+            "--from",
+            "block.txt",
+        ])
+    });
+}
