@@ -40,7 +40,7 @@ impl SpecDiagnostic {
 #[diagnostic()]
 pub struct SpecErrors {
     #[source_code]
-    src: Excerpt,
+    src: std::sync::Arc<Excerpt>,
     /// The first [`SpecErrors::SHOWN`] errors, their spans in the file.
     pub errors: Vec<SpecDiagnostic>,
     /// The same, their spans in `src`'s clipped text.
@@ -74,7 +74,7 @@ impl SpecErrors {
         let hidden = errors.len().saturating_sub(Self::SHOWN);
         errors.truncate(Self::SHOWN);
         let spans: Vec<SourceSpan> = errors.iter().map(|e| e.span).collect();
-        let src = Excerpt::new(name, text, &spans);
+        let src = std::sync::Arc::new(Excerpt::new(name, text, &spans));
         let shown = errors
             .iter()
             .map(|e| SpecDiagnostic {
