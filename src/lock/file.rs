@@ -70,16 +70,8 @@ fn quote(s: &str) -> String {
             // does not allow in a file (bidirectional marks, a BOM) are
             // written as escapes: read back, they are the same text.
             c if c.is_control()
-                || matches!(
-                    c,
-                    '\u{200e}'
-                        | '\u{200f}'
-                        | '\u{202a}'..='\u{202e}'
-                        | '\u{2066}'..='\u{2069}'
-                        | '\u{feff}'
-                        | '\u{2028}'
-                        | '\u{2029}'
-                ) =>
+                || crate::spec::kdl_disallows(c)
+                || matches!(c, '\u{2028}' | '\u{2029}') =>
             {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }

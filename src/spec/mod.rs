@@ -9,4 +9,4 @@ mod parse;
 
 pub use diag::{SpecDiagnostic, SpecErrors};
 pub use model::*;
-pub use parse::{SourceFile, parse};
+pub use parse::{SourceFile, kdl_disallows, parse};

@@ -19,6 +19,12 @@ fn disallowed(c: char, at: usize) -> Option<&'static str> {
     })
 }
 
+/// KDL v2 does not allow `c` anywhere in a file (a BOM only at its start):
+/// a writer of KDL escapes it.
+pub fn kdl_disallows(c: char) -> bool {
+    disallowed(c, 1).is_some()
+}
+
 /// A diagnostic at each code point of `text` that KDL v2 does not allow.
 pub fn check(text: &str) -> Vec<SpecDiagnostic> {
     text.char_indices()

@@ -5,6 +5,9 @@
 //! suggest the name that was meant, and keep going after the first error.
 
 mod codepoints;
+
+pub use codepoints::kdl_disallows;
+
 mod limits;
 mod names;
 mod nodes;
