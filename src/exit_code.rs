@@ -2,9 +2,10 @@
 
 /// Done.
 pub const OK: u8 = 0;
-/// Some runs failed; the failures are recorded in the store.
+/// Some runs failed (the failures are recorded in the store), or the
+/// machine failed a run: the store cannot be read or written, no process or port.
 pub const RUNS_FAILED: u8 = 1;
-/// Usage or experiment-file error.
+/// Usage, experiment-file or input error, or a `--store` that is not a directory.
 pub const USAGE: u8 = 2;
 /// Lockfile stale under `--locked`.
 pub const LOCK_STALE: u8 = 3;

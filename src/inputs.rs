@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::spec::{Dataset, ModelRef, Spec};
+use crate::spec::{Dataset, HarnessKind, ModelRef, Spec};
 use crate::tokenizer::{Tokenizer, find_tokenizer_json};
 
 /// A dataset file as found on disk.
@@ -68,6 +68,12 @@ impl ResolvedInputs {
 pub enum Error {
     #[error("dataset `{path}` of workload `{workload}` does not exist")]
     MissingDataset { workload: String, path: String },
+    #[error("dataset `{path}` of workload `{workload}` is {what}, not a file")]
+    NotAFile {
+        workload: String,
+        path: String,
+        what: &'static str,
+    },
     #[error(transparent)]
     Tokenizer(#[from] crate::tokenizer::Error),
     #[error("cannot read dataset `{path}`")]
@@ -85,59 +91,29 @@ pub enum Error {
     },
 }
 
-/// Finds and hashes every dataset file; paths are relative to `root`.
+/// Finds and hashes every dataset file (paths are relative to `root`), and
+/// loads each model's tokenizer this machine has; checks that the built-in
+/// harness finds prompts to send in each ShareGPT file with the tokenizer of
+/// every step that measures it. Everything an engine would wait on fails here.
 pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
-    let mut datasets = BTreeMap::new();
-    for workload in &spec.workloads {
-        let Dataset::ShareGpt { path, sample, .. } = &workload.dataset else {
-            continue;
-        };
-        let declared = root.join(path);
-        let (chosen, is_sample) = if declared.is_file() {
-            (declared, false)
-        } else {
-            match sample.as_ref().map(|s| root.join(s)) {
-                Some(s) if s.is_file() => (s, true),
-                _ => {
-                    return Err(Error::MissingDataset {
-                        workload: workload.name.value.clone(),
-                        path: path.clone(),
-                    });
-                }
-            }
-        };
-        let sha256 = sha256_sharegpt(&chosen).map_err(|e| match e {
-            Unusable::Read(source) => Error::Read {
-                path: chosen.display().to_string(),
-                source,
-            },
-            Unusable::Shape(source) => Error::Dataset {
-                workload: workload.name.value.clone(),
-                path: chosen.display().to_string(),
-                source,
-            },
-        })?;
-        datasets.insert(
-            workload.name.value.clone(),
-            ResolvedDataset {
-                path: chosen,
-                sha256,
-                is_sample,
-            },
-        );
-    }
     let mut tokenizers = BTreeMap::new();
+    let mut loaded: BTreeMap<(String, String), Tokenizer> = BTreeMap::new();
     for step in &spec.steps {
         let model = (step.model.id.clone(), step.model.revision.clone());
         if tokenizers.contains_key(&model) {
             continue;
         }
         let resolved = match find_tokenizer_json(&model.0, &model.1) {
-            Some(path) => ResolvedTokenizer {
+            Some(path) => {
                 // Parsing it now also catches a corrupt file before any GPU is taken.
-                id: Tokenizer::from_file(&path)?.id(),
-                path: Some(path),
-            },
+                let tokenizer = Tokenizer::from_file(&path)?;
+                let id = tokenizer.id();
+                loaded.insert(model.clone(), tokenizer);
+                ResolvedTokenizer {
+                    id,
+                    path: Some(path),
+                }
+            }
             None => ResolvedTokenizer {
                 id: crate::tokenizer::WHITESPACE.into(),
                 path: None,
@@ -145,9 +121,103 @@ pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
         };
         tokenizers.insert(model, resolved);
     }
+    let mut datasets = BTreeMap::new();
+    for workload in &spec.workloads {
+        let Dataset::ShareGpt {
+            path,
+            sample,
+            output_len,
+            ..
+        } = &workload.dataset
+        else {
+            continue;
+        };
+        let name = &workload.name.value;
+        let (chosen, is_sample) = match regular_file(&root.join(path), name)? {
+            Some(declared) => (declared, false),
+            None => match sample.as_ref().map(|s| regular_file(&root.join(s), name)) {
+                Some(Ok(Some(s))) => (s, true),
+                Some(Err(e)) => return Err(e),
+                _ => {
+                    return Err(Error::MissingDataset {
+                        workload: name.clone(),
+                        path: path.clone(),
+                    });
+                }
+            },
+        };
+        // The built-in harness samples with each measuring step's tokenizer;
+        // the others sample by themselves.
+        let mut samplers: Vec<&Tokenizer> = Vec::new();
+        if spec.harness.kind == HarnessKind::Builtin {
+            for step in spec.steps.iter().filter(|s| s.workloads.contains(name)) {
+                let tokenizer = loaded
+                    .get(&(step.model.id.clone(), step.model.revision.clone()))
+                    .unwrap_or(&Tokenizer::Whitespace);
+                if !samplers.iter().any(|t| std::ptr::eq(*t, tokenizer)) {
+                    samplers.push(tokenizer);
+                }
+            }
+        }
+        let sha256 = sha256_sharegpt(&chosen, &samplers, *output_len).map_err(|e| match e {
+            Unusable::Read(source) => Error::Read {
+                path: chosen.display().to_string(),
+                source,
+            },
+            Unusable::Shape(source) => Error::Dataset {
+                workload: name.clone(),
+                path: chosen.display().to_string(),
+                source,
+            },
+        })?;
+        datasets.insert(
+            name.clone(),
+            ResolvedDataset {
+                path: chosen,
+                sha256,
+                is_sample,
+            },
+        );
+    }
     Ok(ResolvedInputs {
         datasets,
         tokenizers,
+    })
+}
+
+/// `path` if it is a regular file, `None` if nothing is there; anything
+/// else (a directory, a FIFO, a device) is refused by its type, never
+/// opened: reading a FIFO would block, `/dev/zero` would never end.
+fn regular_file(path: &Path, workload: &str) -> Result<Option<PathBuf>, Error> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(Error::Read {
+                path: path.display().to_string(),
+                source,
+            });
+        }
+    };
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok(Some(path.to_path_buf()));
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Err(Error::NotAFile {
+        workload: workload.to_owned(),
+        path: path.display().to_string(),
+        what,
     })
 }
 
@@ -157,7 +227,11 @@ enum Unusable {
 }
 
 /// The file's sha256, read once: it goes through the ShareGPT shape check on its way.
-fn sha256_sharegpt(path: &Path) -> Result<String, Unusable> {
+fn sha256_sharegpt(
+    path: &Path,
+    samplers: &[&Tokenizer],
+    fixed_output: Option<u32>,
+) -> Result<String, Unusable> {
     let file = fs_err::File::open(path).map_err(Unusable::Read)?;
     let mut reader = std::io::BufReader::with_capacity(
         1 << 16,
@@ -166,7 +240,7 @@ fn sha256_sharegpt(path: &Path) -> Result<String, Unusable> {
             hasher: Sha256::new(),
         },
     );
-    match crate::harness::dataset::check_sharegpt(&mut reader) {
+    match crate::harness::dataset::check_sharegpt(&mut reader, samplers, fixed_output) {
         Err(crate::harness::DatasetError::Shape(e)) if e.is_io() => {
             return Err(Unusable::Read(e.into()));
         }

@@ -26,6 +26,9 @@ pub enum CliError {
         "paths are relative to the directory perfpipe runs in; a `sharegpt` dataset may name a `sample=` file to use when the real one is absent"
     ))]
     Inputs(#[source] crate::inputs::Error),
+    #[error("an input of the experiment is not a file")]
+    #[diagnostic(help("`path=` (and `sample=`) name the dataset's JSON file itself"))]
+    NotAFile(#[source] crate::inputs::Error),
     #[error("a dataset of the experiment cannot be used")]
     #[diagnostic(help(
         "a `sharegpt` dataset is a JSON list of conversations, each `{{\"conversations\": [{{\"from\": \"human\", \"value\": \"...\"}}, {{\"from\": \"gpt\", \"value\": \"...\"}}]}}`"
@@ -45,8 +48,9 @@ pub enum CliError {
     Interrupted,
     #[error("execution failed")]
     Exec(#[source] ExecError),
-    #[error("cannot read the store")]
-    Store(#[source] crate::store::Error),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Store(crate::store::Error),
     #[error("cannot tell which runs `{path}` reaches, so `store gc` removes nothing")]
     #[diagnostic(help(
         "fix the file or move it away, or name the experiments and lockfiles whose runs to keep: `perfpipe store gc FILE...`"
@@ -128,6 +132,7 @@ impl From<ExecError> for CliError {
                 hint: why.hint.to_owned(),
                 message: e.to_string(),
             },
+            ExecError::Store(e) => Self::Store(e),
             e @ (ExecError::EngineMissing { .. } | ExecError::EngineVersion { .. }) => {
                 Self::EngineSetup(e)
             }
@@ -155,6 +160,7 @@ impl CliError {
             Self::ReadExperiment { .. }
             | Self::Spec(_)
             | Self::Inputs(_)
+            | Self::NotAFile(_)
             | Self::Dataset(_)
             | Self::Machine(_)
             | Self::EngineSetup(_)
@@ -164,7 +170,14 @@ impl CliError {
             | Self::NoSpace { .. }
             | Self::Write { .. }
             | Self::GcRoot { .. }
-            | Self::Secret(_) => exit_code::USAGE,
+            | Self::Secret(_)
+            | Self::Store(
+                crate::store::Error::NotADirectory { .. } | crate::store::Error::SampleIds { .. },
+            ) => exit_code::USAGE,
+            // The machine's fault, not perfpipe's: permissions, a read-only or full disk.
+            Self::Store(crate::store::Error::Io(_)) | Self::Exec(ExecError::System { .. }) => {
+                exit_code::RUNS_FAILED
+            }
             Self::FetchSetup(crate::fetch::Error::Client(_)) => exit_code::INTERNAL,
             Self::FetchSetup(_) => exit_code::USAGE,
             Self::FetchFailed { .. } => exit_code::RUNS_FAILED,
@@ -173,13 +186,13 @@ impl CliError {
             Self::Exec(
                 ExecError::Dataset { .. }
                 | ExecError::DatasetRead { .. }
-                | ExecError::Schedule { .. }
-                | ExecError::Store(crate::store::Error::SampleIds { .. }),
+                | ExecError::Schedule { .. },
             ) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
-            Self::Exec(_) | Self::Store(_) | Self::Analysis(_) | Self::Runtime { .. } => {
-                exit_code::INTERNAL
-            }
+            Self::Exec(_)
+            | Self::Store(crate::store::Error::Encode { .. })
+            | Self::Analysis(_)
+            | Self::Runtime { .. } => exit_code::INTERNAL,
         }
     }
 }

@@ -52,8 +52,13 @@ pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
         }
     };
     let parsed = parse_block(&text).map_err(|e| CliError::Usage {
+        hint: match e {
+            crate::metrics::BlockError::Differing { .. } => {
+                "import one run's block at a time: keep only this run's in the file".into()
+            }
+            _ => "paste the block exactly as the page prints it (`vllm bench serve`'s, or GPUStack's rendering of guidellm's), from its `=== Serving Benchmark Result ===` line to its closing `===` line".into(),
+        },
         message: format!("{origin}: {e}"),
-        hint: "paste the block exactly as the page prints it (`vllm bench serve`'s, or GPUStack's rendering of guidellm's), from its `=== Serving Benchmark Result ===` line to its closing `===` line".into(),
     })?;
     let numbers = parsed.numbers();
     let result = RunResult {

@@ -155,6 +155,7 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
     let mut spec = crate::lock::apply_pins(&declared, &pins);
     let inputs = inputs::resolve(&spec, Path::new("")).map_err(|e| match e {
         inputs::Error::Dataset { .. } => CliError::Dataset(e),
+        inputs::Error::NotAFile { .. } => CliError::NotAFile(e),
         e => CliError::Inputs(e),
     })?;
     let new = crate::lock::build(&declared, &spec, pins.clone(), &inputs);
@@ -180,11 +181,12 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
         .or(spec.runtime)
         .unwrap_or(Runtime::Docker);
     refuse_secrets(&spec, runtime, &inputs, &new)?;
+    let store = Store::open(&common.store).map_err(CliError::Store)?;
     Ok(Loaded {
         spec,
         runtime,
         inputs,
-        store: Store::new(&common.store),
+        store,
         lock: LockState {
             path: lock_path,
             old,

@@ -39,10 +39,22 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
             format!("{damaged} damaged")
         }
     );
-    if damaged > 0 {
+    let stray = found
+        .findings
+        .iter()
+        .filter(|f| f.damage.is_stray())
+        .count();
+    if damaged > stray {
         eprintln!(
             "perfpipe: damage is never used: `perfpipe run` redoes the runs it held and moves it to `{}`; `perfpipe store gc` removes it",
             store.root().join("quarantine").display()
+        );
+    }
+    if stray > 0 {
+        eprintln!(
+            "perfpipe: {} that no run's key names where it is, never read and never moved by `perfpipe run`; `perfpipe store gc` removes {}",
+            count(stray, "directory", "directories"),
+            them(stray)
         );
     }
     if found.empty > 0 {
@@ -75,13 +87,14 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
 /// The store at `path`, which must exist: a missing one is more likely a
 /// wrong directory than an empty store.
 pub(super) fn existing(path: &Path) -> Result<Store, CliError> {
+    let store = Store::open(path).map_err(CliError::Store)?;
     if !path.is_dir() {
         return Err(CliError::Usage {
             message: format!("there is no store at `{}`", path.display()),
             hint: "run it in the project directory, or name the store with `--store DIR`".into(),
         });
     }
-    Ok(Store::new(path))
+    Ok(store)
 }
 
 /// `1 entry`, `2 entries`.

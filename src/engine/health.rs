@@ -9,7 +9,53 @@ use super::process::EngineProcess;
 pub enum NotReady {
     /// The process exited first.
     Exited(std::process::ExitStatus),
-    TimedOut(Duration),
+    /// The timeout passed; what the last probe saw.
+    TimedOut(Duration, Seen),
+}
+
+/// What the last probe of a starting engine saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seen {
+    /// `/health` did not answer with a success.
+    NoHealth,
+    /// `/health` answered, `/v1/models` did not (or not as JSON).
+    NoModels,
+    /// `/v1/models` answered without the model: these are what it lists.
+    Lists(Vec<String>),
+}
+
+impl Seen {
+    fn rank(&self) -> u8 {
+        match self {
+            Self::NoHealth => 0,
+            Self::NoModels => 1,
+            Self::Lists(_) => 2,
+        }
+    }
+}
+
+impl NotReady {
+    /// Why the engine is not ready, for a run's error.
+    pub fn timed_out_message(after: Duration, seen: &Seen, model: &str) -> String {
+        let secs = after.as_secs();
+        match seen {
+            Seen::NoHealth => format!("engine did not answer /health within {secs}s"),
+            Seen::NoModels => {
+                format!("engine answered /health but not /v1/models within {secs}s")
+            }
+            Seen::Lists(ids) if ids.is_empty() => format!(
+                "engine answered /health but /v1/models listed no model, not `{model}`, within {secs}s"
+            ),
+            Seen::Lists(ids) => format!(
+                "engine answered /health but /v1/models listed {}, not `{model}`, within {secs}s (another server on the port, or another `--served-model-name`?)",
+                ids.iter()
+                    .take(5)
+                    .map(|id| format!("`{id}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
 }
 
 /// How long one `/health` or `/v1/models` request may take.
@@ -31,6 +77,9 @@ pub async fn wait_ready(
     let began = tokio::time::Instant::now();
     let deadline = crate::clock::deadline(began, timeout);
     let mut next_progress = began + PROGRESS_EVERY;
+    // The most the engine showed: a last probe cut short by the deadline
+    // must not hide that it had answered `/health`.
+    let mut seen = Seen::NoHealth;
     loop {
         if let Some(status) = engine.try_exited() {
             return Err(NotReady::Exited(status));
@@ -39,14 +88,21 @@ pub async fn wait_ready(
         // timeout: none may outlast the deadline.
         let probe =
             || PROBE_TIMEOUT.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-        if answers(client, &format!("{base_url}/health"), probe()).await
-            && serves(client, base_url, model, probe()).await
-        {
-            return Ok(());
+        let now_seen = if !answers(client, &format!("{base_url}/health"), probe()).await {
+            Seen::NoHealth
+        } else {
+            match listed(client, base_url, probe()).await {
+                Some(ids) if ids.iter().any(|id| id == model) => return Ok(()),
+                Some(ids) => Seen::Lists(ids),
+                None => Seen::NoModels,
+            }
+        };
+        if now_seen.rank() >= seen.rank() {
+            seen = now_seen;
         }
         let now = tokio::time::Instant::now();
         if now >= deadline {
-            return Err(NotReady::TimedOut(timeout));
+            return Err(NotReady::TimedOut(timeout, seen));
         }
         if now >= next_progress {
             still_starting(now - began);
@@ -65,20 +121,28 @@ async fn answers(client: &reqwest::Client, url: &str, timeout: Duration) -> bool
         .is_ok_and(|r| r.status().is_success())
 }
 
-/// `/v1/models` lists `model` (another engine left on the port would not).
-async fn serves(client: &reqwest::Client, base_url: &str, model: &str, timeout: Duration) -> bool {
-    let Ok(response) = client
+/// The model ids `/v1/models` lists (another engine left on the port would
+/// not list the model this one was started with).
+async fn listed(
+    client: &reqwest::Client,
+    base_url: &str,
+    timeout: Duration,
+) -> Option<Vec<String>> {
+    let response = client
         .get(format!("{base_url}/v1/models"))
         .timeout(timeout)
         .send()
         .await
-    else {
-        return false;
-    };
-    let Ok(body) = response.json::<serde_json::Value>().await else {
-        return false;
-    };
-    body["data"]
-        .as_array()
-        .is_some_and(|models| models.iter().any(|m| m["id"] == model))
+        .ok()?;
+    let body = response.json::<serde_json::Value>().await.ok()?;
+    let models = body["data"].as_array()?;
+    Some(
+        models
+            .iter()
+            .map(|m| match &m["id"] {
+                serde_json::Value::String(id) => id.clone(),
+                other => other.to_string(),
+            })
+            .collect(),
+    )
 }

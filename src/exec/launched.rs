@@ -107,7 +107,10 @@ impl RunContext<'_> {
         for i in 0..step.instances() {
             let leases = self.gpus(run, step.gpus, report).await?;
             let gpus: Vec<u32> = leases.iter().map(|l| l.index).collect();
-            let port = free_port().map_err(crate::store::Error::Io)?;
+            let port = free_port().map_err(|source| ExecError::System {
+                what: "find a free port for the engine",
+                source,
+            })?;
             let mut args = revision_args(step.engine, &step.model.revision);
             args.extend(step.args.iter().cloned());
             let argv = serve_argv(step.engine, &step.model.id, "127.0.0.1", port, &args);
@@ -179,10 +182,10 @@ impl RunContext<'_> {
                     ));
                     break;
                 }
-                Err(NotReady::TimedOut(after)) => {
+                Err(NotReady::TimedOut(after, seen)) => {
                     failed = Some((
                         FailureKind::Transient,
-                        format!("engine did not answer /health within {}s", after.as_secs()),
+                        NotReady::timed_out_message(after, &seen, &step.model.id),
                     ));
                     break;
                 }
@@ -232,8 +235,13 @@ impl RunContext<'_> {
             .launches
             .record(&launch)
             .map_err(ExecError::LaunchRecords)?;
-        let process = EngineProcess::spawn(Path::new(program), args, env, log)
-            .map_err(crate::store::Error::Io)?;
+        let process =
+            EngineProcess::spawn(Path::new(program), args, env, log).map_err(|source| {
+                ExecError::System {
+                    what: "start a process",
+                    source,
+                }
+            })?;
         record
             .started(launch, process.pid())
             .map_err(ExecError::LaunchRecords)?;

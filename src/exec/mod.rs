@@ -134,6 +134,13 @@ pub enum ExecError {
     },
     #[error(transparent)]
     Store(#[from] store::Error),
+    /// The machine refused a process or a port: an environment fault.
+    #[error("cannot {what}")]
+    System {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot record engine launches in `{}`", leftovers::dir().display())]
     LaunchRecords(#[source] std::io::Error),
     #[error("cannot start the async runtime")]
@@ -206,6 +213,8 @@ pub fn execute(
     for run in &missing {
         store.check_sample_room(&run.key, wanted)?;
     }
+    // A store that cannot be written fails here, not after a measurement.
+    store.prepare_to_write()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

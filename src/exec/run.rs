@@ -356,7 +356,12 @@ impl RunContext<'_> {
                 );
                 return Ok(Measured::Failed { kind, error });
             }
-            Err(e) => return Err(ExecError::Store(crate::store::Error::Io(e))),
+            Err(source) => {
+                return Err(ExecError::System {
+                    what: "wait for the harness",
+                    source,
+                });
+            }
         }
         match self.read_client_result(pending) {
             Ok(metrics) => {

@@ -31,13 +31,51 @@ const EDGE_VALUES: &[&str] = &[
     "-9223372036854775809",
     "0x7fffffff",
     "1_000",
+    "0.0",
+    "1e-300",
+    "-1e-300",
+    "1e300",
+    "-1e300",
+    "4.9e-324",
+    "1.7976931348623157e308",
+    "170141183460469231731687303715884105727",
+    "-170141183460469231731687303715884105728",
+    "9223372036854775807",
+    "-2147483649",
 ];
 
-/// An edge value or, as often, a small positive integer.
+/// Text that reaches other programs, at the edges of its grammar.
+const EDGE_TEXTS: &[&str] = &[
+    "\"\"",
+    "\"--privileged\"",
+    "\"-v\"",
+    "\"A=B\"",
+    "\"../../../etc/passwd\"",
+    "\"/models/m\"",
+    "\"o/m\"",
+    "\"vllm/vllm-openai:v0.11.0\"",
+    "\"x@sha256:ab\"",
+    "\"a b\"",
+    "\"\\u{202e}\"",
+    "\"\\u{0}\"",
+    "\"日本🦀\"",
+];
+
+/// An edge value or, more often, a small positive integer (so that many
+/// experiments of many numbers parse and reach the stages behind the parser).
 fn number() -> impl Strategy<Value = String> {
     prop_oneof![
-        select(EDGE_VALUES).prop_map(str::to_owned),
-        (1u32..10).prop_map(|n| n.to_string()),
+        1 => select(EDGE_VALUES).prop_map(str::to_owned),
+        2 => (1u32..10).prop_map(|n| n.to_string()),
+    ]
+}
+
+/// Nothing, mostly; sometimes a run of blanks that puts what follows past
+/// column 65,535 (where miette's padding once panicked).
+fn indent() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => Just(" ".to_owned()),
+        1 => (65_530usize..70_000, select(&[" ", "\t"][..])).prop_map(|(n, c)| c.repeat(n)),
     ]
 }
 
@@ -61,45 +99,90 @@ pub fn experiment() -> impl Strategy<Value = String> {
     ]
 }
 
+/// `ordinary` mostly, now and then an edge value: with some thirty values
+/// to an experiment, a good share of experiments parse whole and reach
+/// planning, each with an edge value or two where it does not.
+fn or_edge(ordinary: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+    prop_oneof![
+        40 => ordinary,
+        1 => select(EDGE_VALUES).prop_map(str::to_owned),
+        1 => select(EDGE_TEXTS).prop_map(str::to_owned),
+    ]
+}
+
+fn int(range: std::ops::Range<u32>) -> impl Strategy<Value = String> {
+    or_edge(range.prop_map(|n| n.to_string()))
+}
+
+fn quoted(ordinary: &'static str) -> impl Strategy<Value = String> {
+    or_edge(Just(ordinary.to_owned()))
+}
+
+/// An experiment in the declared shape whose names agree (steps `s0`...,
+/// workloads `w0`..., one vLLM engine), its values drawn by [`or_edge`].
 fn shaped() -> impl Strategy<Value = String> {
-    let workload = (name(), number(), number(), number(), number(), number(), number())
-        .prop_map(|(n, input, output, seed, prompts, rate, conc)| {
-            format!(
-                "workload {n} {{\n dataset random input={input} output={output} seed={seed}\n prompts {prompts}\n rate {rate}\n concurrency {conc}\n }}"
-            )
-        });
-    let step = (name(), name(), number(), number(), vec(number(), 0..4)).prop_map(
-        |(n, engine, gpus, replicas, args)| {
-            format!(
-                "step {n} engine={engine} gpus={gpus} replicas={replicas} {{ args {} }}",
-                args.join(" ")
-            )
-        },
+    let workload = (
+        (
+            int(1..5000),
+            int(1..500),
+            int(0..100),
+            or_edge(select(&["0", "0.5", "0.99"][..]).prop_map(str::to_owned)),
+        ),
+        int(1..2000),
+        or_edge(select(&["1", "2.5", "#inf", "100"][..]).prop_map(str::to_owned)),
+        int(1..512),
+        indent(),
     );
-    let sweep = (name(), number(), vec(number(), 0..4)).prop_map(|(n, gpus, values)| {
-        format!(
-            "sweep {n} engine=vllm gpus={gpus} {{ vary \"--x\" {}\n expect a at={} {{ mean_tpot_ms {} }} }}",
-            values.join(" "),
-            values.first().map_or("1", String::as_str),
-            values.last().map_or("1", String::as_str),
-        )
-    });
+    let step = (
+        (int(1..8), int(1..4)),
+        vec(
+            or_edge(
+                select(&["\"--max-num-seqs\"", "\"64\"", "\"-tp\"", "\"2\""][..])
+                    .prop_map(str::to_owned),
+            ),
+            0..4,
+        ),
+        (quoted("\"o/m\""), quoted("\"VLLM_X\""), quoted("\"1\"")),
+        indent(),
+    );
+    let sweep = (int(1..8), vec(int(1..1024), 1..4));
     (
-        number(),
-        vec(name(), 1..3),
+        (int(32..128), quoted("\"o/m\"")),
+        (quoted("\"0.11.0\""), quoted("\"vllm/vllm-openai:v0.11.0\""), int(1..3600)),
         vec(workload, 1..3),
         vec(step, 1..4),
         vec(sweep, 0..2),
-        (name(), name(), number(), number()),
+        (int(1..4), or_edge(select(&["5", "0.5", "50"][..]).prop_map(str::to_owned))),
     )
-        .prop_map(|(gpus, engines, workloads, steps, sweeps, (base, cand, decimals, tolerance))| {
-            let engines: Vec<String> = engines
-                .iter()
-                .map(|e| format!("engine {e} version=\"1\" startup-timeout={gpus}"))
+        .prop_map(|((gpus, model), (version, image, timeout), workloads, steps, sweeps, (decimals, tolerance))| {
+            let workloads: Vec<String> = workloads
+                .into_iter()
+                .enumerate()
+                .map(|(i, ((input, output, seed, ratio), prompts, rate, conc, pad))| format!(
+                    "workload w{i} {{\n dataset random input={input} output={output} seed={seed} range-ratio={ratio}\n{pad}prompts {prompts}\n rate {rate}\n concurrency {conc}\n }}"
+                ))
+                .collect();
+            let last = steps.len() - 1;
+            let steps: Vec<String> = steps
+                .into_iter()
+                .enumerate()
+                .map(|(i, ((gpus, replicas), args, (model, env_name, env_value), pad))| format!(
+                    "step s{i} engine=vllm gpus={gpus} replicas={replicas} model={model} {{\n{pad}args {}\n env {env_name}={env_value}\n }}",
+                    args.join(" ")
+                ))
+                .collect();
+            let sweeps: Vec<String> = sweeps
+                .into_iter()
+                .enumerate()
+                .map(|(i, (gpus, values))| format!(
+                    "sweep sw{i} engine=vllm gpus={gpus} {{ vary \"--x\" {}\n expect w0 at={} {{ mean_tpot_ms {} }} }}",
+                    values.join(" "),
+                    values[0],
+                    values[values.len() - 1],
+                ))
                 .collect();
             format!(
-                "experiment \"g\" {{\n hardware \"nvidia-a100-sxm4-80gb\" gpus={gpus}\n model \"m\"\n {}\n {}\n {}\n {}\n compare \"c\" baseline={base} {{ candidate {cand} }}\n conclusion baseline={base} optimized={cand}\n report delta-decimals={decimals} tolerance={tolerance} {{ summary \"c\" threshold={tolerance} }}\n}}\n",
-                engines.join("\n "),
+                "experiment \"g\" {{\n hardware \"nvidia-a100-sxm4-80gb\" gpus={gpus}\n model {model}\n engine vllm version={version} image={image} startup-timeout={timeout}\n {}\n {}\n {}\n compare \"c\" baseline=s0 {{ candidate s{last} }}\n conclusion baseline=s0 optimized=s{last}\n report delta-decimals={decimals} tolerance={tolerance} {{ summary \"c\" threshold={tolerance} }}\n}}\n",
                 workloads.join("\n "),
                 steps.join("\n "),
                 sweeps.join("\n "),

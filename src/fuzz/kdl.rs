@@ -199,3 +199,26 @@ fn downstream(spec: &Spec) {
         panic!("the lockfile written for an accepted spec does not read back: {e}\n{text}");
     }
 }
+
+/// The grammar's experiments reach the stages behind the parser often
+/// enough to test them: a grammar whose every experiment is refused would
+/// fuzz only the errors.
+#[test]
+fn many_generated_experiments_parse() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = grammar::experiment();
+    let (mut parsed, mut long_lines) = (0, 0);
+    let n = 100;
+    for _ in 0..n {
+        let text = strategy.new_tree(&mut runner).unwrap().current();
+        long_lines += usize::from(text.lines().any(|l| l.len() > 65_535));
+        let source = SourceFile {
+            name: "g.kdl".into(),
+            text,
+        };
+        parsed += usize::from(parse(&source).is_ok());
+    }
+    assert!(parsed * 10 >= n, "{parsed} of {n} parse");
+    assert!(long_lines > 0, "no line past column 65,535");
+}

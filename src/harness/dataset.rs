@@ -91,44 +91,84 @@ struct Turn {
     value: String,
 }
 
-/// Checks that `json` has the shape [`sharegpt`] reads, without keeping its
-/// text (a ShareGPT file is hundreds of MB), and that some conversation has
-/// the two turns a request needs: a file that cannot be sampled fails when the
-/// experiment is loaded, not after an engine has started.
-pub fn check_sharegpt(json: impl std::io::Read) -> Result<(), DatasetError> {
-    #[derive(Deserialize)]
-    struct Conversation {
-        conversations: Vec<Turn>,
+/// Checks that `json` has the shape [`sharegpt`] reads, keeping one
+/// conversation's text at a time (a ShareGPT file is hundreds of MB), and
+/// that [`sharegpt`] with each of `tokenizers` would find a prompt to send
+/// (its filters, with `fixed_output`): a file that cannot be sampled fails
+/// when the experiment is loaded, not after an engine has started. With no
+/// tokenizers (a harness that samples by itself), a conversation of two
+/// turns is enough.
+pub fn check_sharegpt(
+    json: impl std::io::Read,
+    tokenizers: &[&Tokenizer],
+    fixed_output: Option<u32>,
+) -> Result<(), DatasetError> {
+    struct Check<'a> {
+        tokenizers: &'a [&'a Tokenizer],
+        fixed_output: Option<u32>,
+        /// Per tokenizer: a usable conversation was found.
+        found: Vec<bool>,
+        two_turns: bool,
     }
-    #[derive(Deserialize)]
-    struct Turn {
-        #[serde(rename = "value")]
-        _value: Text,
-    }
-    /// A JSON string, not kept.
-    struct Text;
-    impl<'de> Deserialize<'de> for Text {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Visitor;
-            impl serde::de::Visitor<'_> for Visitor {
-                type Value = Text;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("a string")
-                }
-                fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Text, E> {
-                    Ok(Text)
+    impl<'de> serde::de::Visitor<'de> for &mut Check<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of conversations")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(c) = seq.next_element::<Conversation>()? {
+                let [prompt, reply, ..] = &c.conversations[..] else {
+                    continue;
+                };
+                self.two_turns = true;
+                for (found, tokenizer) in self.found.iter_mut().zip(self.tokenizers) {
+                    *found = *found
+                        || request(tokenizer, &prompt.value, &reply.value, self.fixed_output)
+                            .is_some();
                 }
             }
-            d.deserialize_str(Visitor)
+            Ok(())
         }
     }
+    let mut check = Check {
+        tokenizers,
+        fixed_output,
+        found: vec![false; tokenizers.len()],
+        two_turns: false,
+    };
     let mut de = serde_json::Deserializer::from_reader(json);
-    let data = Vec::<Conversation>::deserialize(&mut de).map_err(DatasetError::Shape)?;
+    serde::Deserializer::deserialize_seq(&mut de, &mut check).map_err(DatasetError::Shape)?;
     de.end().map_err(DatasetError::Shape)?;
-    if data.iter().all(|c| c.conversations.len() < 2) {
+    if !check.two_turns {
         return Err(DatasetError::NoConversation);
     }
+    if check.found.contains(&false) {
+        return Err(DatasetError::Empty);
+    }
     Ok(())
+}
+
+/// The request a conversation makes, unless vLLM's filters drop it: prompt
+/// and reply ≥ 4 tokens (the reply unless the output length is fixed),
+/// prompt ≤ 1024, prompt + output ≤ 2048.
+fn request(
+    tokenizer: &Tokenizer,
+    prompt: &str,
+    reply: &str,
+    fixed_output: Option<u32>,
+) -> Option<BenchRequest> {
+    let prompt_len = tokenizer.count(prompt) as u64;
+    let output_len = fixed_output.map_or_else(|| tokenizer.count(reply) as u64, u64::from);
+    let short = prompt_len < 4 || (fixed_output.is_none() && output_len < 4);
+    if short || prompt_len > 1024 || prompt_len + output_len > 2048 {
+        return None;
+    }
+    Some(BenchRequest {
+        prompt: prompt.to_owned(),
+        prompt_len,
+        output_len: output_len as u32,
+        exact_output: false,
+    })
 }
 
 /// `sharegpt` as vLLM v0.11 does it: conversations with ≥ 2 turns, a seeded
@@ -160,18 +200,7 @@ pub fn sharegpt(
         if out.len() == n as usize {
             break;
         }
-        let prompt_len = tokenizer.count(&prompt) as u64;
-        let output_len = fixed_output.map_or(tokenizer.count(&reply) as u64, u64::from);
-        let short = prompt_len < 4 || (fixed_output.is_none() && output_len < 4);
-        if short || prompt_len > 1024 || prompt_len + output_len > 2048 {
-            continue;
-        }
-        out.push(BenchRequest {
-            prompt,
-            prompt_len,
-            output_len: output_len as u32,
-            exact_output: false,
-        });
+        out.extend(request(tokenizer, &prompt, &reply, fixed_output));
     }
     if out.is_empty() {
         return Err(DatasetError::Empty);
@@ -397,9 +426,13 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/datasets/sharegpt-tiny.json"
         );
-        check_sharegpt(fs_err::File::open(fixture).unwrap()).unwrap();
-        let err = |json: &str| check_sharegpt(json.as_bytes()).unwrap_err().to_string();
-        let cause = |json: &str| match check_sharegpt(json.as_bytes()) {
+        check_sharegpt(fs_err::File::open(fixture).unwrap(), &[], None).unwrap();
+        let err = |json: &str| {
+            check_sharegpt(json.as_bytes(), &[], None)
+                .unwrap_err()
+                .to_string()
+        };
+        let cause = |json: &str| match check_sharegpt(json.as_bytes(), &[], None) {
             Err(DatasetError::Shape(e)) => e.to_string(),
             other => panic!("{other:?}"),
         };
@@ -416,7 +449,7 @@ mod tests {
         assert_eq!(
             causes,
             [
-                "invalid type: map, expected a sequence at line 1 column 1",
+                "invalid type: map, expected a list of conversations at line 1 column 1",
                 "missing field `conversations` at line 1 column 10",
                 "invalid type: integer `7`, expected a string at line 1 column 32",
                 "expected value at line 1 column 1",
@@ -426,6 +459,40 @@ mod tests {
         assert_eq!(
             err("[{\"conversations\": [{\"value\": \"hi\"}]}]"),
             DatasetError::NoConversation.to_string()
+        );
+    }
+
+    #[test]
+    fn the_check_refuses_a_file_whose_every_conversation_is_filtered_out() {
+        let words = |n: usize| vec!["w"; n].join(" ");
+        let json = serde_json::json!([
+            {"conversations": [{"value": words(2)}, {"value": words(20)}]},
+            {"conversations": [{"value": words(1025)}, {"value": words(5)}]},
+            {"conversations": [{"value": words(10)}, {"value": words(3)}]},
+        ])
+        .to_string();
+        let ws = Tokenizer::Whitespace;
+        assert!(matches!(
+            check_sharegpt(json.as_bytes(), &[&ws], None),
+            Err(DatasetError::Empty)
+        ));
+        assert!(matches!(
+            sharegpt(&ws, &json, 1, 0, None),
+            Err(DatasetError::Empty)
+        ));
+        // A fixed output length keeps the short reply; a harness that samples
+        // by itself only needs two turns.
+        check_sharegpt(json.as_bytes(), &[&ws], Some(8)).unwrap();
+        check_sharegpt(json.as_bytes(), &[], None).unwrap();
+        // Each tokenizer must find a prompt: the BPE one counts more tokens.
+        let json = serde_json::json!([
+            {"conversations": [{"value": "an apple a day"}, {"value": words(10)}]},
+        ])
+        .to_string();
+        check_sharegpt(json.as_bytes(), &[&ws], None).unwrap();
+        assert_eq!(
+            check_sharegpt(json.as_bytes(), &[&ws, &bpe()], None).is_ok(),
+            sharegpt(&bpe(), &json, 1, 0, None).is_ok()
         );
     }
 

@@ -66,7 +66,13 @@ fn quote(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
+            // Controls, KDL's other newlines, and the code points KDL v2
+            // does not allow in a file (bidirectional marks, a BOM) are
+            // written as escapes: read back, they are the same text.
+            c if c.is_control()
+                || crate::spec::kdl_disallows(c)
+                || matches!(c, '\u{2028}' | '\u{2029}') =>
+            {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),
@@ -262,6 +268,20 @@ mod tests {
             uses "engine.vllm" "harness"
         }
         "#);
+        assert_eq!(parse("x.lock", &text).unwrap(), lock);
+    }
+
+    /// A sweep over a value holding U+202E made a lockfile kdl refused to read.
+    #[test]
+    fn names_with_code_points_kdl_disallows_read_back() {
+        let mut lock = sample();
+        let name = "sw-\u{202e}\u{0}\u{2028}\u{feff}\u{85}x";
+        lock.runs[0].step = name.into();
+        let text = render(&lock);
+        assert!(
+            text.contains(r#"run "sw-\u{202e}\u{0}\u{2028}\u{feff}\u{85}x""#),
+            "{text}"
+        );
         assert_eq!(parse("x.lock", &text).unwrap(), lock);
     }
 

@@ -36,6 +36,22 @@ pub enum BlockError {
     },
     #[error("line {line}: section `{section}` has no rows")]
     EmptySection { line: usize, section: &'static str },
+    #[error("line {line}: `{label}` counts, so it is a whole number, not `{value}`")]
+    NotACount {
+        line: usize,
+        label: &'static str,
+        value: String,
+    },
+    #[error("line {line}: `{label}` cannot be negative: `{value}`")]
+    Negative {
+        line: usize,
+        label: String,
+        value: String,
+    },
+    #[error(
+        "line {line}: this block differs from the block on line {first}; which one is the run's?"
+    )]
+    Differing { first: usize, line: usize },
 }
 
 impl BlockError {
@@ -48,7 +64,10 @@ impl BlockError {
             | Self::Unterminated { line }
             | Self::Duplicate { line, .. }
             | Self::MissingRows { line, .. }
-            | Self::EmptySection { line, .. } => Some(*line),
+            | Self::EmptySection { line, .. }
+            | Self::NotACount { line, .. }
+            | Self::Negative { line, .. }
+            | Self::Differing { line, .. } => Some(*line),
         }
     }
 }
@@ -158,6 +177,14 @@ const GUIDELLM_LATENCIES: &[(&str, &str)] = &[
 /// The label of GPUStack's request-latency rows (`Mean Latency(s)`), in seconds.
 const GUIDELLM_LATENCY_SECONDS: &str = " Latency(s)";
 
+/// Rows that count requests or tokens: whole numbers.
+const COUNTS: &[&str] = &[
+    "Successful requests",
+    "Failed requests",
+    "Total input tokens",
+    "Total generated tokens",
+];
+
 const SETTINGS: &[(&str, &str)] = &[
     ("Maximum request concurrency", "max_concurrency"),
     ("Request rate configured (RPS)", "request_rate"),
@@ -178,15 +205,20 @@ const LATENCIES: &[(&str, &str)] = &[
     ("E2EL", "e2el"),
 ];
 
-/// Parses the first block in `text`; lines before it may only be blank or `#` comments.
+/// Parses the block in `text`; lines before it may only be blank or `#`
+/// comments. A later block must say the same (a page may repeat one);
+/// a differing one is an error naming both, not a silent choice.
 pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
-    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .collect();
+    let mut rest = lines.iter().copied();
     let header = loop {
-        match lines.next() {
+        match rest.next() {
             None => return Err(BlockError::NoHeader),
-            Some((line, l)) if l.starts_with('=') && l.contains("Serving Benchmark Result") => {
-                break line;
-            }
+            Some((line, l)) if is_header(l) => break line,
             Some((_, l)) if l.is_empty() || l.starts_with('#') || l.starts_with("```") => {}
             Some((line, l)) => {
                 return Err(BlockError::Unknown {
@@ -196,8 +228,28 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
             }
         }
     };
-    let lines: Vec<(usize, &str)> = lines.collect();
-    let set = era(&lines);
+    let (block, mut end) = parse_rows(header, &lines[header..])?;
+    while let Some(&(line, _)) = lines[end..].iter().find(|(_, l)| is_header(l)) {
+        let (again, again_end) = parse_rows(line, &lines[line..])?;
+        if again != block {
+            return Err(BlockError::Differing {
+                first: header,
+                line,
+            });
+        }
+        end = again_end;
+    }
+    Ok(block)
+}
+
+fn is_header(l: &str) -> bool {
+    l.starts_with('=') && l.contains("Serving Benchmark Result")
+}
+
+/// The rows after the header on line `header`, up to the closing `====`
+/// line; returns the block and the number of that line.
+fn parse_rows(header: usize, lines: &[(usize, &str)]) -> Result<(ParsedBlock, usize), BlockError> {
+    let set = era(lines);
     let (rows, required) = match set {
         MetricSet::Vllm => (ROWS, REQUIRED),
         MetricSet::Guidellm => (GUIDELLM_ROWS, GUIDELLM_REQUIRED),
@@ -210,7 +262,7 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
     // The section being read: its title, the line of its header, whether it has a row.
     let mut section: Option<(&'static str, usize, bool)> = None;
     let mut last = header;
-    for (line, l) in lines {
+    for &(line, l) in lines {
         last = line;
         if l.is_empty() {
             continue;
@@ -228,7 +280,7 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
                     rows: missing,
                 });
             }
-            return Ok(block);
+            return Ok((block, line));
         }
         if l.starts_with('-') {
             let title = l.trim_matches('-');
@@ -283,6 +335,23 @@ pub fn parse_block(text: &str) -> Result<ParsedBlock, BlockError> {
                 line,
                 value: value.into(),
             })?;
+        // Every row is a count, a rate, a time or a setting: none is negative.
+        if number < 0.0 {
+            return Err(BlockError::Negative {
+                line,
+                label: label.into(),
+                value: value.into(),
+            });
+        }
+        if let Some(count) = COUNTS.iter().find(|c| **c == label)
+            && (number.fract() != 0.0 || !value.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Err(BlockError::NotACount {
+                line,
+                label: count,
+                value: value.into(),
+            });
+        }
         block.labels.insert(key.clone(), label.to_owned());
         let map = if settings {
             &mut block.settings
@@ -625,6 +694,50 @@ Request throughput (req/s):              N/A
         );
         let last_empty = format!("{complete}---End-to-end Latency---\n\n====\n");
         assert_eq!(parse_block(&last_empty).unwrap_err().line(), Some(8));
+    }
+
+    #[test]
+    fn counts_are_whole_values_are_not_negative_and_a_second_block_must_agree() {
+        let block = |rows: &str| {
+            format!(
+                "============ Serving Benchmark Result ============\n{rows}Benchmark duration (s): 1.0\nTotal input tokens: 10\nRequest throughput (req/s): 1.0\nTotal Token throughput (tok/s): 20.0\n==================================================\n"
+            )
+        };
+        let ok = block("Successful requests: 10\n");
+        assert!(parse_block(&ok).is_ok());
+        assert_eq!(
+            parse_block(&block("Successful requests: 10.5\n")),
+            Err(BlockError::NotACount {
+                line: 2,
+                label: "Successful requests",
+                value: "10.5".into()
+            })
+        );
+        assert!(matches!(
+            parse_block(&block("Successful requests: 1e1\n")),
+            Err(BlockError::NotACount { .. })
+        ));
+        assert_eq!(
+            parse_block(&ok.replace("(tok/s): 20.0", "(tok/s): -20.0")),
+            Err(BlockError::Negative {
+                line: 6,
+                label: "Total Token throughput (tok/s)".into(),
+                value: "-20.0".into()
+            })
+        );
+        // The same block twice is one block; two that differ are refused.
+        assert!(parse_block(&format!("{ok}\n{ok}")).is_ok());
+        let other = ok.replace("Successful requests: 10", "Successful requests: 11");
+        assert_eq!(
+            parse_block(&format!("{ok}\n{other}")),
+            Err(BlockError::Differing { first: 1, line: 9 })
+        );
+        assert_eq!(
+            parse_block(&format!("{ok}\n{other}"))
+                .unwrap_err()
+                .to_string(),
+            "line 9: this block differs from the block on line 1; which one is the run's?"
+        );
     }
 
     #[test]

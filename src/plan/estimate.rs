@@ -71,7 +71,7 @@ mod tests {
             name: "s.kdl".into(),
             text: r#"experiment "e" {
                 hardware "nvidia-a100-sxm4-80gb" gpus=8
-                model "m"
+                model "o/m"
                 engine vllm version="0.11.0"
                 engine trtllm version="1.2.0rc1"
                 workload a { dataset random input=8 output=8; prompts 10 }

@@ -1,7 +1,9 @@
 //! Diagnostics for experiment files: every problem in a file, each pointing into it.
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::{Diagnostic, SourceSpan};
 use thiserror::Error;
+
+use super::excerpt::Excerpt;
 
 /// One problem at one place in the file.
 #[derive(Debug, Error, Diagnostic, Clone, PartialEq)]
@@ -38,10 +40,12 @@ impl SpecDiagnostic {
 #[diagnostic()]
 pub struct SpecErrors {
     #[source_code]
-    pub src: NamedSource<String>,
-    /// The first [`SpecErrors::SHOWN`] errors.
-    #[related]
+    src: std::sync::Arc<Excerpt>,
+    /// The first [`SpecErrors::SHOWN`] errors, their spans in the file.
     pub errors: Vec<SpecDiagnostic>,
+    /// The same, their spans in `src`'s clipped text.
+    #[related]
+    shown: Vec<SpecDiagnostic>,
     #[help]
     pub not_shown: Option<NotShown>,
 }
@@ -69,9 +73,19 @@ impl SpecErrors {
     pub fn new(name: &str, text: String, mut errors: Vec<SpecDiagnostic>) -> Self {
         let hidden = errors.len().saturating_sub(Self::SHOWN);
         errors.truncate(Self::SHOWN);
+        let spans: Vec<SourceSpan> = errors.iter().map(|e| e.span).collect();
+        let src = std::sync::Arc::new(Excerpt::new(name, text, &spans));
+        let shown = errors
+            .iter()
+            .map(|e| SpecDiagnostic {
+                span: src.to_view(e.span),
+                ..e.clone()
+            })
+            .collect();
         Self {
-            src: NamedSource::new(name, text),
+            src,
             errors,
+            shown,
             not_shown: (hidden > 0).then_some(NotShown(hidden)),
         }
     }
@@ -82,7 +96,7 @@ impl SpecErrors {
     }
 }
 
-fn summary(src: &NamedSource<String>, n: usize) -> String {
+fn summary(src: &Excerpt, n: usize) -> String {
     let plural = if n == 1 { "" } else { "s" };
     format!("`{}` has {n} error{plural}", src.name())
 }

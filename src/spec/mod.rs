@@ -4,9 +4,10 @@
 
 pub mod bounds;
 mod diag;
+mod excerpt;
 mod model;
 mod parse;
 
 pub use diag::{SpecDiagnostic, SpecErrors};
 pub use model::*;
-pub use parse::{SourceFile, parse};
+pub use parse::{SourceFile, kdl_disallows, parse};

@@ -46,6 +46,12 @@ impl Damage {
         }
     }
 
+    /// A directory no key names where it is: no run ever commits to it, so
+    /// only `store gc` removes it (a run moves the damage of its own entry).
+    pub fn is_stray(&self) -> bool {
+        matches!(self, Self::NotAKey | Self::WrongShard)
+    }
+
     /// Damage of the whole entry: none of its samples is used.
     pub fn spoils_entry(&self) -> bool {
         matches!(

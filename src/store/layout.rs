@@ -21,14 +21,18 @@ pub fn samples_dir(root: &Path, key: &RunKey) -> PathBuf {
     entry_dir(root, key).join("samples")
 }
 
+pub fn locks_dir(root: &Path) -> PathBuf {
+    root.join("locks")
+}
+
 pub fn lock_path(root: &Path, key: &RunKey) -> PathBuf {
-    root.join("locks").join(format!("{key}.lock"))
+    locks_dir(root).join(format!("{key}.lock"))
 }
 
 /// Orders creating a process's temp dir before cleaning stale ones (not a key,
 /// so it never names a key's lock).
 pub fn tmp_lock_path(root: &Path) -> PathBuf {
-    root.join("locks").join("tmp.lock")
+    locks_dir(root).join("tmp.lock")
 }
 
 pub fn tmp_dir(root: &Path) -> PathBuf {

@@ -46,9 +46,20 @@ use thiserror::Error;
 
 use crate::key::RunKey;
 
-#[derive(Debug, Error)]
+/// What can go wrong with a store: its place is not a store (the user's to
+/// fix), reading or writing it failed (the machine's: permissions, a
+/// read-only or full disk; the message names the path), or a bug.
+#[derive(Debug, Error, miette::Diagnostic)]
 pub enum Error {
-    #[error("store I/O failed")]
+    #[error("`{}` is not a directory, so `{}` is not a store", path.display(), root.display())]
+    #[diagnostic(help(
+        "`--store DIR` (or PERFPIPE_STORE) names the store's directory; move the file away, or name another directory"
+    ))]
+    NotADirectory { root: PathBuf, path: PathBuf },
+    #[error("cannot use the store")]
+    #[diagnostic(help(
+        "perfpipe reads and writes the store as it runs: check the permissions and free space of the path named, or name another store with `--store DIR`"
+    ))]
     Io(#[from] std::io::Error),
     #[error(
         "the samples of `{key}` have ids up to {}: {wanted} more would pass it",
@@ -71,6 +82,18 @@ pub struct Store {
     process: Arc<Mutex<Option<Arc<tmp::ProcessDir>>>>,
 }
 
+/// The first ancestor of `path` (itself included) that exists and is not a
+/// directory: the file a path below it runs into.
+fn first_non_directory(path: &Path) -> PathBuf {
+    path.ancestors()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .find(|p| p.exists() && !p.is_dir())
+        .unwrap_or(path)
+        .to_path_buf()
+}
+
 /// What the store holds for the keys a plan asked about.
 #[derive(Debug, Clone, Default)]
 pub struct StoreIndex {
@@ -89,6 +112,47 @@ impl Store {
             root: root.into(),
             process: Arc::default(),
         }
+    }
+
+    /// The store at `root`, which is a directory (or absent, to be created
+    /// on first write) whose own directories are directories: checked before
+    /// anything runs, as a file there fails every run at its commit.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self, Error> {
+        let store = Self::new(root);
+        let root = &store.root;
+        for path in [
+            root.clone(),
+            layout::entries_dir(root),
+            layout::quarantine_dir(root),
+            layout::tmp_dir(root),
+            layout::locks_dir(root),
+        ] {
+            match fs_err::metadata(&path) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    return Err(Error::NotADirectory {
+                        root: root.clone(),
+                        path,
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                    return Err(Error::NotADirectory {
+                        root: root.clone(),
+                        path: first_non_directory(&path),
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(store)
+    }
+
+    /// Creates the store's directories and this process's temp dir, so that
+    /// a store that cannot be written fails before any engine starts.
+    pub fn prepare_to_write(&self) -> Result<(), Error> {
+        fs_err::create_dir_all(layout::entries_dir(&self.root))?;
+        self.process_dir().map(drop)
     }
 
     pub fn root(&self) -> &Path {

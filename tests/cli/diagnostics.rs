@@ -418,3 +418,225 @@ Mean TPOT (ms):                          114.34
     );
     assert!(env.samples().is_empty(), "nothing is imported");
 }
+
+/// miette pads underlines with a width, and one above 65,535 panicked: a
+/// place that far into a line is shown on a clipped line, at its true column.
+#[test]
+fn places_past_column_65535_are_shown_clipped() {
+    let out = plan_with(
+        "    workload short",
+        &format!("{}bogus 1\n    workload short", " ".repeat(70_000)),
+    );
+    let err = crate::common::stderr(&out);
+    assert!(
+        err.contains("unknown node `bogus` in `experiment`"),
+        "{err}"
+    );
+    assert!(err.contains("[demo.kdl:5:70001]"), "{err}");
+    assert!(err.contains("…"), "{err}");
+    assert!(err.len() < 10_000, "{} bytes of errors", err.len());
+
+    // Over the size limit, the place is at the limit, far into the last line.
+    let env = TestEnv::new();
+    env.write("x.kdl", &format!("{VALID}{}", "x".repeat(1 << 20)));
+    let out = env.run(&["plan", "x.kdl", "--runtime", "sim"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        crate::common::render(&out)
+    );
+    let err = crate::common::stderr(&out);
+    let column = (1 << 20) - VALID.len() + 1;
+    assert!(
+        err.contains(&format!("[x.kdl:{}:{column}]", VALID.lines().count() + 1)),
+        "{err}"
+    );
+    assert!(
+        err.contains("an experiment file has at most 1048576"),
+        "{err}"
+    );
+    assert!(err.len() < 10_000, "{} bytes of errors", err.len());
+}
+
+/// A file whose every conversation the harness filters out was accepted by
+/// `plan` and failed `run` after its engine was ready.
+#[test]
+fn sharegpt_dataset_whose_every_conversation_is_filtered_out() {
+    let env = with_sharegpt(
+        r#"[{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello to you"}]}]"#,
+    );
+    let err = crate::common::words(&refused_before_any_engine(&env));
+    assert!(
+        err.contains("`datasets/bad.json` is the dataset of workload `short`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the dataset has no usable conversation"),
+        "{err}"
+    );
+    // With a fixed output length the short reply does not matter.
+    let text = env.read("demo.kdl").replace(
+        "path=\"datasets/bad.json\"",
+        "path=\"datasets/bad.json\" output-len=8",
+    );
+    env.write("demo.kdl", &text);
+    env.write(
+        "datasets/bad.json",
+        r#"[{"conversations": [{"from": "human", "value": "a b c d"}, {"from": "gpt", "value": "ok"}]}]"#,
+    );
+    let out = env.run(&["plan", "demo.kdl", "--runtime", "sim"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::common::render(&out)
+    );
+}
+
+/// A directory, a device or a FIFO is said to be what it is, and a FIFO is
+/// never opened (it would block).
+#[test]
+fn a_dataset_that_is_not_a_file_is_named_by_its_type() {
+    let env = with_sharegpt("[]");
+    std::fs::remove_file(env.path("datasets/bad.json")).unwrap();
+    let fifo = env.path("datasets/fifo.json");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let text = env.read("demo.kdl");
+    for (path, what) in [
+        ("datasets/fifo.json", "a FIFO"),
+        ("/dev/zero", "a device"),
+        ("datasets", "a directory"),
+    ] {
+        env.write("demo.kdl", &text.replace("datasets/bad.json", path));
+        let started = std::time::Instant::now();
+        let err = crate::common::words(&refused_before_any_engine(&env));
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert!(
+            err.contains(&format!(
+                "dataset `{path}` of workload `short` is {what}, not a file"
+            )),
+            "{err}"
+        );
+    }
+}
+
+/// A code point KDL v2 does not allow was reported as "Expected quoted
+/// string … not quoted string"; it is named and pointed at.
+#[test]
+fn disallowed_code_points_are_named_at_their_place() {
+    perfpipe_snapshot!(
+        "disallowed_code_point",
+        plan_with(
+            "model \"Qwen/Qwen3-14B\"",
+            "model \"Qwen/\u{202e}Qwen3-14B\""
+        )
+    );
+    let err = crate::common::words(&plan_with(
+        "prompts 100",
+        "prompts 100\n        title \"a\u{0}b\"",
+    ));
+    assert!(
+        err.contains("`U+0000` (a control character) is not allowed in a KDL file"),
+        "{err}"
+    );
+    assert!(err.contains("[demo.kdl:8:17]"), "{err}");
+    assert!(!err.contains("Expected quoted string"), "{err}");
+}
+
+/// Values that reach docker, an engine's environment or argv, or the Hub's
+/// URLs are refused outside their grammar, at their place.
+#[test]
+fn values_that_reach_other_programs_are_checked() {
+    perfpipe_snapshot!(
+        "values_reaching_programs",
+        plan_with_all(&[
+            (
+                "engine vllm version=\"0.11.0\"",
+                "engine vllm version=\"0.11.0\" image=\"--privileged\"\n    engine sglang version=\"\""
+            ),
+            (
+                "step vllm engine=vllm gpus=1",
+                "step vllm engine=vllm gpus=1 model=\"../../../etc/passwd\" {\n        env \"A=B\"=\"x\" \"\"=\"y\"\n    }"
+            ),
+        ])
+    );
+    let err = crate::common::words(&plan_with("\"Qwen/Qwen3-14B\"", "\"\""));
+    assert!(err.contains("the model id is empty"), "{err}");
+    assert!(err.contains("[demo.kdl:3:11]"), "{err}");
+}
+
+/// `import` took `Successful requests: 10.5`, negative throughputs, and the
+/// first of two differing blocks.
+#[test]
+fn import_refuses_fractional_counts_negative_numbers_and_differing_blocks() {
+    let env = TestEnv::tiny();
+    let block = |completed: &str, tps: &str| {
+        format!(
+            "============ Serving Benchmark Result ============
+Successful requests:                     {completed}
+Benchmark duration (s):                  106.82
+Total input tokens:                      217393
+Total generated tokens:                  201605
+Request throughput (req/s):              9.36
+Total Token throughput (tok/s):          {tps}
+==================================================
+"
+        )
+    };
+    let import = |text: &str| {
+        env.write("block.txt", text);
+        let out = env.run(&[
+            "import",
+            "tiny.kdl",
+            "--step",
+            "vllm",
+            "--workload",
+            "chat",
+            "--from",
+            "block.txt",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}",
+            crate::common::render(&out)
+        );
+        assert!(env.samples().is_empty());
+        crate::common::words(&out)
+    };
+    let err = import(&block("10.5", "3922.44"));
+    assert!(
+        err.contains(
+            "block.txt: line 2: `Successful requests` counts, so it is a whole number, not `10.5`"
+        ),
+        "{err}"
+    );
+    let err = import(&block("1000", "-3922.44"));
+    assert!(
+        err.contains("line 7: `Total Token throughput (tok/s)` cannot be negative: `-3922.44`"),
+        "{err}"
+    );
+    perfpipe_snapshot!("import_differing_blocks", {
+        env.write(
+            "block.txt",
+            &format!("{}\n{}", block("1000", "3922.44"), block("1000", "3900.00")),
+        );
+        env.run(&[
+            "import",
+            "tiny.kdl",
+            "--step",
+            "vllm",
+            "--workload",
+            "chat",
+            "--from",
+            "block.txt",
+        ])
+    });
+}

@@ -938,3 +938,35 @@ fn jobs_run_launches_at_once_on_disjoint_gpus_and_queue_when_none_are_free() {
         ]
     );
 }
+
+/// An engine answering `/health` without listing the model in `/v1/models`
+/// was reported as not answering `/health`; what it lists is said.
+#[test]
+fn an_engine_serving_another_model_is_reported_with_what_it_lists() {
+    let env = TestEnv::new();
+    env.write(
+        "other.kdl",
+        r#"experiment "other" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=8
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0" startup-timeout=2
+    workload short {
+        dataset random input=16 output=4 seed=1
+        prompts 2
+    }
+    step other engine=vllm gpus=1
+}"#,
+    );
+    let out = on_gpu_box(
+        &env,
+        &["run", "other.kdl", "--runtime", "local"],
+        &[("STANDIN_FAULT", "other-model@Qwen/Qwen3-14B")],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("engine answered /health but /v1/models listed `other/model`, not `Qwen/Qwen3-14B`, within 2s"),
+        "{err}"
+    );
+    assert!(!err.contains("did not answer /health"), "{err}");
+}

@@ -451,3 +451,101 @@ fn temp_files_of_killed_writers_do_not_linger_beside_lockfiles() {
     );
     assert!(env.path("lockfiles/one.lock").exists());
 }
+
+/// A store that is not a directory is the user's to fix (exit 2, in every
+/// command that reads it); one that cannot be written is the machine's
+/// (exit 1), found before any engine starts; both name the path.
+#[test]
+fn a_store_that_cannot_be_used_says_where_and_whose_fault() {
+    let env = TestEnv::new();
+    env.write("one.kdl", &one_run("one", 1));
+    env.write("file", "");
+    store_snapshot!(env.run(&["plan", "one.kdl", "--runtime", "sim", "--store", "file"]), @r"
+    exit_code: 2
+    ----- stdout -----
+
+    ----- stderr -----
+      × `file` is not a directory, so `file` is not a store
+      help: `--store DIR` (or PERFPIPE_STORE) names the store's directory; move
+            the file away, or name another directory
+    ");
+    let refused = |args: &[&str], file: &str| {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", render(&out));
+        let err = crate::common::words(&out);
+        assert!(
+            err.contains(&format!("`{file}` is not a directory")),
+            "{err}"
+        );
+        assert!(!err.contains("engine ready"), "{err}");
+    };
+    refused(
+        &[
+            "run",
+            "one.kdl",
+            "--runtime",
+            "sim",
+            "--store",
+            "file/below",
+        ],
+        "file",
+    );
+    refused(&["store", "verify", "--store", "file"], "file");
+    for (dir, file) in [
+        ("s1", "s1/entries"),
+        ("s2", "s2/quarantine"),
+        ("s3", "s3/tmp"),
+    ] {
+        env.write(file, "");
+        refused(
+            &["plan", "one.kdl", "--runtime", "sim", "--store", dir],
+            file,
+        );
+        refused(
+            &["run", "one.kdl", "--runtime", "sim", "--store", dir],
+            file,
+        );
+        refused(&["store", "gc", "--store", dir, "one.kdl"], file);
+    }
+
+    // Root writes through permissions, so a lock that cannot be opened
+    // stands in for an unwritable store.
+    std::fs::create_dir_all(env.path("s4/locks/tmp.lock")).unwrap();
+    let out = env.run(&["run", "one.kdl", "--runtime", "sim", "--store", "s4"]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    let err = crate::common::words(&out);
+    assert!(err.contains("cannot use the store"), "{err}");
+    assert!(err.contains("`s4/locks/tmp.lock`: Is a directory"), "{err}");
+    assert!(!err.contains("engine ready"), "{err}");
+
+    // A read-only store, where permissions bind (not as root, as in CI).
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(env.path("s5")).unwrap();
+        std::fs::set_permissions(env.path("s5"), std::fs::Permissions::from_mode(0o555)).unwrap();
+        let out = env.run(&["run", "one.kdl", "--runtime", "sim", "--store", "s5"]);
+        assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+        assert!(
+            crate::common::words(&out).contains("`s5/"),
+            "{}",
+            render(&out)
+        );
+    }
+}
+
+/// A directory no key names is never committed to, so `store verify` says
+/// only `gc` removes it, not that `run` moves it.
+#[test]
+fn verify_says_only_gc_removes_stray_directories() {
+    let env = TestEnv::new();
+    env.write("store/entries/ab/not-a-key/inputs.json", "{}");
+    let verify = env.run(&["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(4), "{}", render(&verify));
+    let err = stderr(&verify);
+    assert!(
+        err.contains("perfpipe: 1 directory that no run's key names where it is, never read and never moved by `perfpipe run`; `perfpipe store gc` removes it"),
+        "{err}"
+    );
+    assert!(!err.contains("redoes"), "{err}");
+}

@@ -4,7 +4,12 @@
 //! it is the only way to point at the exact node or property that is wrong,
 //! suggest the name that was meant, and keep going after the first error.
 
+mod codepoints;
+
+pub use codepoints::kdl_disallows;
+
 mod limits;
+mod names;
 mod nodes;
 mod report;
 mod scan;
@@ -65,21 +70,36 @@ fn decode(text: &str) -> Result<Spec, Vec<SpecDiagnostic>> {
     let spec = match KdlDocument::parse_v2(text) {
         Ok(doc) => d.document(&doc),
         Err(err) => {
-            d.errors.extend(err.diagnostics.iter().map(|k| {
-                let text = snippet(text, k.span);
-                let mut diag = SpecDiagnostic::new(
-                    k.span,
-                    k.message.clone().unwrap_or_else(|| "invalid KDL".into()),
-                    k.label.clone().unwrap_or_else(|| "here".into()),
-                );
-                diag.help = k.help.clone();
-                if matches!(text, "true" | "false" | "null") {
-                    diag = diag.with_help(format!(
+            // kdl's errors at a disallowed code point say neither what nor where.
+            let disallowed = codepoints::check(text);
+            let at_disallowed = |k: &SourceSpan| {
+                let (start, end) = (k.offset(), k.offset() + k.len());
+                disallowed.iter().any(|d| {
+                    let at = d.span.offset();
+                    (start <= at && at < end.max(start + 1)) || at == start
+                })
+            };
+            d.errors.extend(disallowed.iter().cloned());
+            d.errors.extend(
+                err.diagnostics
+                    .iter()
+                    .filter(|k| !at_disallowed(&k.span))
+                    .map(|k| {
+                        let text = snippet(text, k.span);
+                        let mut diag = SpecDiagnostic::new(
+                            k.span,
+                            k.message.clone().unwrap_or_else(|| "invalid KDL".into()),
+                            k.label.clone().unwrap_or_else(|| "here".into()),
+                        );
+                        diag.help = k.help.clone();
+                        if matches!(text, "true" | "false" | "null") {
+                            diag = diag.with_help(format!(
                         "KDL v2 writes `{text}` as `#{text}` (see docs/experiment-language.md)"
                     ));
-                }
-                diag
-            }));
+                        }
+                        diag
+                    }),
+            );
             None
         }
     };
@@ -176,6 +196,24 @@ struct Decoder {
 impl Decoder {
     fn error(&mut self, diag: SpecDiagnostic) {
         self.errors.push(diag);
+    }
+
+    /// `value` at `span` if it is inside its grammar (see [`names`]), else
+    /// an error there with `help`.
+    fn in_grammar(
+        &mut self,
+        span: SourceSpan,
+        value: String,
+        check: fn(&str) -> Result<(), String>,
+        help: &str,
+    ) -> Option<String> {
+        match check(&value) {
+            Ok(()) => Some(value),
+            Err(message) => {
+                self.error(SpecDiagnostic::new(span, message, "here").with_help(help));
+                None
+            }
+        }
     }
 
     fn document(&mut self, doc: &KdlDocument) -> Option<Spec> {

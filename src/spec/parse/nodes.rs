@@ -10,6 +10,11 @@ use crate::spec::bounds;
 use crate::spec::diag::{SpecDiagnostic, did_you_mean, one_of};
 use crate::spec::model::*;
 
+pub(super) const MODEL_HELP: &str =
+    "a Hugging Face model id such as `Qwen/Qwen3-14B`, or the absolute path of a model directory";
+const VERSION_HELP: &str =
+    "the exact version, as the engine prints it and its image is tagged: e.g. `version=\"0.11.0\"`";
+
 impl Decoder {
     pub(super) fn hardware(&mut self, node: &KdlNode) -> Option<Hardware> {
         self.props(node, &["gpus"]);
@@ -33,6 +38,8 @@ impl Decoder {
         self.props(node, &["revision"]);
         self.no_children(node);
         let id = self.required_string_arg(node, 0, "the model id")?;
+        let span = arg(node, 0).map_or(node.span(), |e| e.span());
+        let id = self.in_grammar(span, id, names::model_id, MODEL_HELP)?;
         let revision = self
             .optional_string_prop(node, "revision")
             .unwrap_or_else(|| "main".into());
@@ -86,7 +93,9 @@ impl Decoder {
             );
         }
         let version = match prop(node, "version") {
-            Some(e) => self.string(e, "the engine version"),
+            Some(e) => self
+                .string(e, "the engine version")
+                .and_then(|v| self.in_grammar(e.span(), v, names::version, VERSION_HELP)),
             None => {
                 self.error(
                     SpecDiagnostic::new(
@@ -101,7 +110,10 @@ impl Decoder {
                 None
             }
         };
-        let image = self.optional_string_prop(node, "image");
+        let image = prop(node, "image").and_then(|e| {
+            let image = self.string(e, "image")?;
+            self.in_grammar(e.span(), image, names::image_reference, "an image reference such as `vllm/vllm-openai:v0.11.0` or `nvcr.io/nvidia/tensorrt-llm/release@sha256:…`; it is given to `docker run` as the image")
+        });
         let startup_timeout = prop(node, "startup-timeout")
             .and_then(|e| self.timeout_secs(e, "the startup timeout in seconds"))
             .map(Duration::from_secs);
@@ -128,7 +140,10 @@ impl Decoder {
         self.no_children(node);
         let name = self.required_string_arg(node, 0, "the harness")?;
         let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
-        let version = prop(node, "version").and_then(|e| self.string(e, "the harness version"));
+        let version = prop(node, "version").and_then(|e| {
+            let v = self.string(e, "the harness version")?;
+            self.in_grammar(e.span(), v, names::version, VERSION_HELP)
+        });
         let kind = match (name.as_str(), version) {
             ("builtin", None) => HarnessKind::Builtin,
             ("builtin", Some(_)) => {
@@ -426,7 +441,7 @@ mod tests {
         let text = format!(
             r#"experiment "e" {{
                 hardware "nvidia-h100-sxm5-80gb" gpus=1
-                model "m"
+                model "o/m"
                 engine vllm version="0.11.0"
                 {objective}
                 workload w {{ dataset random input=8 output=8; prompts 1 }}

@@ -33,7 +33,12 @@ impl Decoder {
             }
         };
         let model = ModelRef {
-            id: self.optional_string_prop(node, "model").unwrap_or_default(),
+            id: prop(node, "model")
+                .and_then(|e| {
+                    let id = self.string(e, "model")?;
+                    self.in_grammar(e.span(), id, names::model_id, nodes::MODEL_HELP)
+                })
+                .unwrap_or_default(),
             revision: self
                 .optional_string_prop(node, "revision")
                 .unwrap_or_default(),
@@ -108,8 +113,16 @@ impl Decoder {
                                 )),
                             ),
                             Some(k) => {
-                                if let Some(v) = self.scalar_text(e, "an environment value") {
-                                    step.env.insert(k.value().to_owned(), v);
+                                let name = self.in_grammar(
+                                    k.span(),
+                                    k.value().to_owned(),
+                                    names::env_name,
+                                    "e.g. `env VLLM_USE_V1=\"1\"`; a name with other characters would reach the engine as another variable",
+                                );
+                                if let (Some(name), Some(v)) =
+                                    (name, self.scalar_text(e, "an environment value"))
+                                {
+                                    step.env.insert(name, v);
                                 }
                             }
                             None => self.error(
@@ -422,7 +435,7 @@ mod tests {
         let text = format!(
             r#"experiment "e" {{
             hardware "nvidia-a100-sxm4-80gb" gpus=1
-            model "m"
+            model "o/m"
             engine vllm version="0.11.0"
             {harness}
             workload w {{ dataset random input=8 output=8; prompts 1 }}

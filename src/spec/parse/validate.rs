@@ -280,7 +280,7 @@ mod tests {
     fn gpus_times_replicas_beyond_u32_is_an_error_not_an_overflow() {
         let text = r#"experiment "e" {
             hardware "nvidia-a100-sxm4-80gb" gpus=8
-            model "m"
+            model "o/m"
             engine vllm version="0.11.0"
             workload w { dataset random input=8 output=8; prompts 1 }
             step s engine=vllm gpus=65536 replicas=65536
@@ -300,7 +300,7 @@ mod tests {
         let text = format!(
             r#"experiment "e" {{
             hardware "nvidia-a100-sxm4-80gb" gpus=8
-            model "m"
+            model "o/m"
             engine vllm version="0.11.0"
             {harness}
             workload w {{ {workload} }}
@@ -378,7 +378,7 @@ mod tests {
             format!(
                 r#"experiment "e" {{
                     hardware "{gpu}" gpus=1
-                    model "m"
+                    model "o/m"
                     engine {engine} version="1"
                     workload w {{ dataset random input=8 output=8; prompts 1 }}
                     step s engine={engine} gpus=1
