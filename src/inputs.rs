@@ -189,7 +189,6 @@ pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
 /// else (a directory, a FIFO, a device) is refused by its type, never
 /// opened: reading a FIFO would block, `/dev/zero` would never end.
 fn regular_file(path: &Path, workload: &str) -> Result<Option<PathBuf>, Error> {
-    use std::os::unix::fs::FileTypeExt;
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -200,24 +199,13 @@ fn regular_file(path: &Path, workload: &str) -> Result<Option<PathBuf>, Error> {
             });
         }
     };
-    let t = meta.file_type();
-    let what = if t.is_file() {
+    if meta.is_file() {
         return Ok(Some(path.to_path_buf()));
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    };
+    }
     Err(Error::NotAFile {
         workload: workload.to_owned(),
         path: path.display().to_string(),
-        what,
+        what: crate::regular_file::describe(meta.file_type()),
     })
 }
 

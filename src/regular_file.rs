@@ -34,17 +34,16 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
     String::from_utf8(read(path)?).map_err(|e| io::Error::new(ErrorKind::InvalidData, e))
 }
 
-fn describe(kind: std::fs::FileType) -> &'static str {
+/// What a file that is not a regular one is, for messages.
+pub fn describe(kind: std::fs::FileType) -> &'static str {
     if kind.is_dir() {
         "a directory"
     } else if kind.is_fifo() {
         "a FIFO"
     } else if kind.is_socket() {
         "a socket"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
     } else {
         "a special file"
     }
@@ -73,7 +72,7 @@ mod tests {
         for (path, what) in [
             (fifo.as_path(), "a FIFO"),
             (dir.path(), "a directory"),
-            (Path::new("/dev/zero"), "a character device"),
+            (Path::new("/dev/zero"), "a device"),
         ] {
             let err = read(path).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidInput, "{path:?}");
