@@ -19,5 +19,6 @@ mod reports;
 mod run;
 mod runtimes;
 mod store;
+mod studies;
 mod tokenizer;
 mod unstartable;

@@ -609,3 +609,89 @@ fn a_block_of_each_era_is_stored_with_every_number_of_the_page() {
         assert_eq!(labels[name], "Maximum request concurrency");
     }
 }
+
+/// The guidellm-era H200 study, written by hand: every block of its page
+/// imports to exactly the experiment's expectations (the page repeats two of
+/// them under "Other Benchmark Cases"), and its published report reproduces
+/// the page's conclusion and summary, but for the one summary note the
+/// language has no place for.
+#[test]
+fn qwen3_5_35b_h200_holds_every_number_of_its_page() {
+    use perfpipe::metrics::parse_block;
+    use perfpipe::spec::{ExpectedOutcome, SourceFile, parse};
+
+    let page = "gpustack-perf-lab/qwen3.5-35b-a3b-h200.md";
+    let experiment = "experiments/qwen3.5-35b-a3b-h200.kdl";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = parse(&SourceFile {
+        name: experiment.into(),
+        text: std::fs::read_to_string(root.join(experiment)).unwrap(),
+    })
+    .unwrap();
+    let mut expected: Vec<String> = spec
+        .steps
+        .iter()
+        .flat_map(|s| &s.expectations)
+        .map(|x| {
+            let ExpectedOutcome::Metrics(m) = &x.outcome else {
+                panic!("the page records no failure")
+            };
+            let mut pairs: Vec<String> = m
+                .iter()
+                .map(|m| format!("{}={}", m.name, m.value))
+                .collect();
+            pairs.sort();
+            pairs.join(" ")
+        })
+        .collect();
+    let mut parsed: Vec<String> = blocks(page)
+        .iter()
+        .map(|b| {
+            let block = parse_block(b).unwrap_or_else(|e| panic!("{page}: {e}\n{b}"));
+            let pairs: Vec<String> = block
+                .metrics
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            pairs.join(" ")
+        })
+        .collect();
+    assert_eq!(
+        parsed.len(),
+        15,
+        "7 engine/flag blocks and 8 other-case blocks"
+    );
+    parsed.sort();
+    parsed.dedup();
+    expected.sort();
+    assert_eq!(parsed, expected);
+
+    let report = published_report(experiment);
+    let text = std::fs::read_to_string(Path::new(FIXTURES).join("published").join(page)).unwrap();
+    let ours = conclusion_rows(&report);
+    assert_eq!(ours, conclusion_rows(&text));
+    let deltas: Vec<&str> = ours.iter().map(|r| r.3.as_str()).collect();
+    assert_eq!(deltas, ["+9.75%", "+33.03%", "+25.41%", "+17.25%"]);
+
+    // The page's summary prints each option's Total TPS with its gain, and
+    // instead of the speculative decoding gain (+61.07%), its success rate.
+    let page_summary: Vec<(String, String)> = text
+        .split("### Summary of Optimization Options")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let gain = cells[2].split_once("\">(").unwrap().1;
+            let gain = gain.split([',', ')']).next().unwrap();
+            (cells[1].to_owned(), gain.to_owned())
+        })
+        .collect();
+    let mut ours = summary_rows(&report);
+    assert_eq!(ours[4].1, "+61.07%");
+    ours[4].1 = "Success rate: 51.6%".to_owned();
+    assert_eq!(ours, page_summary);
+}

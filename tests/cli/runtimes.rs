@@ -30,7 +30,8 @@ pub fn gpu_box(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Command 
     cmd
 }
 
-fn study(name: &str) -> TestEnv {
+/// A scratch directory holding `experiments/<name>.kdl` and the ShareGPT sample.
+pub fn study(name: &str) -> TestEnv {
     let env = TestEnv::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     env.write(
