@@ -44,6 +44,11 @@ pub enum CliError {
         "install the declared version, change `version=` in the experiment, or use `--runtime docker`"
     ))]
     EngineSetup(#[source] ExecError),
+    #[error(transparent)]
+    #[diagnostic(help(
+        "install the declared version of the client on this machine (`pip install guidellm==<version>`, or vLLM for `vllm bench serve`), change `version=` in the experiment, or measure with `harness builtin` (vLLM's definitions)"
+    ))]
+    HarnessSetup(ExecError),
     #[error("interrupted: engines were stopped, runs already finished are kept in the store")]
     Interrupted,
     #[error("execution failed")]
@@ -133,6 +138,7 @@ impl From<ExecError> for CliError {
                 message: e.to_string(),
             },
             ExecError::Store(e) => Self::Store(e),
+            e @ ExecError::Harness(_) => Self::HarnessSetup(e),
             e @ (ExecError::EngineMissing { .. } | ExecError::EngineVersion { .. }) => {
                 Self::EngineSetup(e)
             }
@@ -164,6 +170,7 @@ impl CliError {
             | Self::Dataset(_)
             | Self::Machine(_)
             | Self::EngineSetup(_)
+            | Self::HarnessSetup(_)
             | Self::Usage { .. }
             | Self::Lockfile(_)
             | Self::ReadLockfile { .. }

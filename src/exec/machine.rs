@@ -76,6 +76,7 @@ pub async fn check_harness_version(harness: &HarnessKind) -> Result<(), ExecErro
             check_version("guidellm", "guidellm", &["--version"], version).await
         }
     }
+    .map_err(|e| ExecError::Harness(Box::new(e)))
 }
 
 /// Runs `program args` and compares the last line it prints with `declared`.

@@ -116,9 +116,7 @@ pub enum ExecError {
     Interrupted,
     #[error(transparent)]
     Gpus(crate::engine::gpus::Error),
-    #[error(
-        "{engine} is not installed where `--runtime local` looks: `{command}` failed: {detail}"
-    )]
+    #[error("{engine} is not installed on this machine's PATH: `{command}` failed: {detail}")]
     EngineMissing {
         engine: &'static str,
         command: String,
@@ -132,6 +130,10 @@ pub enum ExecError {
         declared: String,
         found: String,
     },
+    /// The declared benchmark client (`vllm bench serve`, guidellm) is
+    /// missing or of another version: it runs here under every runtime.
+    #[error("the benchmark client the experiment declares cannot be used")]
+    Harness(#[source] Box<ExecError>),
     #[error(transparent)]
     Store(#[from] store::Error),
     /// The machine refused a process or a port: an environment fault.

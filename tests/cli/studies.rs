@@ -119,3 +119,26 @@ fn qwen3_5_9b_h100_latency_runs_under_guidellm() {
 fn qwen3_5_9b_h100_latency_runs_under_builtin() {
     runs_under_builtin("qwen3.5-9b-h100-latency", 16, "Mean latency:");
 }
+
+#[test]
+fn a_declared_client_that_is_not_installed_is_named_as_the_client() {
+    let env = study("qwen3.5-35b-a3b-h200");
+    // No stand-ins on PATH: guidellm is not installed.
+    let out = env.run(&[
+        "run",
+        "qwen3.5-35b-a3b-h200.kdl",
+        "--runtime",
+        "sim",
+        "--max-prompts",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = words(&out);
+    assert!(
+        err.contains("the benchmark client the experiment declares cannot be used")
+            && err.contains("guidellm is not installed on this machine's PATH")
+            && err.contains("or measure with `harness builtin`")
+            && !err.contains("engine ready"),
+        "{err}"
+    );
+}
