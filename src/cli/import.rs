@@ -60,6 +60,24 @@ pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
         },
         message: format!("{origin}: {e}"),
     })?;
+    let prompts = loaded
+        .spec
+        .workload(&run.workload)
+        .expect("plan runs name declared workloads")
+        .prompts;
+    if let Some(problem) = parsed.request_count_problem(prompts) {
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with("Successful requests"))
+            .map_or(0, |i| i + 1);
+        return Err(CliError::Usage {
+            message: format!("{origin}: line {line}: {problem}"),
+            hint: format!(
+                "import the block into the workload it was measured on: `{}` sends {prompts} requests (`prompts`)",
+                run.workload
+            ),
+        });
+    }
     let numbers = parsed.numbers();
     let result = RunResult {
         key: run.key.to_string(),

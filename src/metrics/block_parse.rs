@@ -94,6 +94,25 @@ pub struct ParsedBlock {
 }
 
 impl ParsedBlock {
+    /// Why the block cannot be a run of `prompts` requests, if it cannot:
+    /// more successful requests than prompts, or successful and failed ones
+    /// that do not add up to them (`vllm bench serve` sends every prompt).
+    pub fn request_count_problem(&self, prompts: u32) -> Option<String> {
+        let successful = ["completed", "request_totals_successful"]
+            .iter()
+            .find_map(|k| self.metrics.get(*k))?;
+        let prompts = f64::from(prompts);
+        match self.metrics.get("failed") {
+            Some(failed) if successful + failed != prompts => Some(format!(
+                "{successful} successful and {failed} failed requests are not the workload's {prompts} prompts"
+            )),
+            _ if *successful > prompts => Some(format!(
+                "{successful} successful requests are more than the workload's {prompts} prompts"
+            )),
+            _ => None,
+        }
+    }
+
     /// Every number the block states, metrics and settings, by name.
     pub fn numbers(&self) -> BTreeMap<String, f64> {
         let mut all = self.metrics.clone();
@@ -427,6 +446,42 @@ fn is_percentile(p: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_counts_must_fit_the_workloads_prompts() {
+        let block = |rows: &[(&str, f64)]| ParsedBlock {
+            metrics: rows.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+            ..ParsedBlock::default()
+        };
+        assert_eq!(
+            block(&[("completed", 1000.0)]).request_count_problem(1000),
+            None
+        );
+        assert_eq!(
+            block(&[("completed", 516.0)]).request_count_problem(1000),
+            None
+        );
+        assert_eq!(
+            block(&[("completed", 1000.0)])
+                .request_count_problem(30)
+                .as_deref(),
+            Some("1000 successful requests are more than the workload's 30 prompts")
+        );
+        assert_eq!(
+            block(&[("completed", 8.0), ("failed", 2.0)]).request_count_problem(10),
+            None
+        );
+        assert!(
+            block(&[("completed", 8.0), ("failed", 1.0)])
+                .request_count_problem(10)
+                .is_some()
+        );
+        assert!(
+            block(&[("request_totals_successful", 200.0)])
+                .request_count_problem(100)
+                .is_some()
+        );
+    }
     use crate::metrics::{
         BlockOptions, Latency, MetricOptions, RequestRecord, compute, render_serving_block,
     };

@@ -211,7 +211,7 @@ fn every_published_block_imports_to_the_printed_numbers() {
 
 #[test]
 fn an_imported_block_is_reported_as_published_and_never_counts_as_measured() {
-    let env = crate::common::TestEnv::tiny();
+    let env = crate::common::TestEnv::tiny_importing();
     let block = blocks("qwen3-14b-a100.md").remove(0);
     env.write("block.txt", &format!("    # vLLM, ShareGPT\n{block}"));
     let out = env.run(&[
@@ -474,7 +474,7 @@ fn guidellm_era_rows_carry_guidellm_definitions() {
 /// they are, and the same block imported again adds nothing and says so.
 #[test]
 fn a_guidellm_era_block_imports_once_under_guidellm_names() {
-    let env = crate::common::TestEnv::tiny();
+    let env = crate::common::TestEnv::tiny_importing();
     let block = blocks("gpustack-perf-lab/qwen3.5-9b-h100-latency.md").remove(0);
     env.write("block.txt", &block);
     let import = || {
@@ -554,7 +554,7 @@ fn import_offers_no_run_options() {
 fn a_block_of_each_era_is_stored_with_every_number_of_the_page() {
     use perfpipe::metrics::parse_block;
 
-    let env = crate::common::TestEnv::tiny();
+    let env = crate::common::TestEnv::tiny_importing();
     let vllm = blocks("gpustack-perf-lab/gpt-oss-120b-h100.md")
         .into_iter()
         .find(|b| b.contains("Maximum request concurrency"))
@@ -694,4 +694,41 @@ fn qwen3_5_35b_h200_holds_every_number_of_its_page() {
     assert_eq!(ours[4].1, "+61.07%");
     ours[4].1 = "Success rate: 51.6%".to_owned();
     assert_eq!(ours, page_summary);
+}
+
+#[test]
+fn a_block_whose_request_count_contradicts_the_workload_is_refused_at_its_line() {
+    let env = crate::common::TestEnv::tiny();
+    // 1000 successful requests; tiny's `chat` sends 30.
+    let block = blocks("qwen3-14b-a100.md").remove(0);
+    env.write("block.txt", &block);
+    let out = env.run(&[
+        "import",
+        "tiny.kdl",
+        "--step",
+        "vllm",
+        "--workload",
+        "chat",
+        "--from",
+        "block.txt",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        crate::common::render(&out)
+    );
+    let line = block
+        .lines()
+        .position(|l| l.starts_with("Successful requests"))
+        .unwrap()
+        + 1;
+    let err = crate::common::words(&out);
+    assert!(
+        err.contains(&format!(
+            "block.txt: line {line}: 1000 successful requests are more than the workload's 30 prompts"
+        )) && err.contains("`chat` sends 30 requests (`prompts`)"),
+        "{err}"
+    );
+    assert!(env.samples().is_empty());
 }

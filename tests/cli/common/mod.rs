@@ -26,6 +26,20 @@ impl TestEnv {
         env
     }
 
+    /// The tiny project, its workloads sending the 1000 requests of the
+    /// published blocks the import tests use (a block must fit its
+    /// workload's prompts).
+    pub fn tiny_importing() -> Self {
+        let env = Self::tiny();
+        let kdl = env.read("tiny.kdl");
+        let kdl = kdl
+            .replace("        prompts 30\n", "        prompts 1000\n")
+            .replace("        prompts 40\n", "        prompts 1000\n");
+        assert_eq!(kdl.matches("prompts 1000").count(), 2);
+        env.write("tiny.kdl", &kdl);
+        env
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
