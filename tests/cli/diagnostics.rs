@@ -591,17 +591,7 @@ Total Token throughput (tok/s):          {tps}
         )
     };
     let import = |text: &str| {
-        env.write("block.txt", text);
-        let out = env.run(&[
-            "import",
-            "tiny.kdl",
-            "--step",
-            "vllm",
-            "--workload",
-            "chat",
-            "--from",
-            "block.txt",
-        ]);
+        let out = env.import_block("chat", text);
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -624,19 +614,9 @@ Total Token throughput (tok/s):          {tps}
         "{err}"
     );
     perfpipe_snapshot!("import_differing_blocks", {
-        env.write(
-            "block.txt",
-            &format!("{}\n{}", block("1000", "3922.44"), block("1000", "3900.00")),
-        );
-        env.run(&[
-            "import",
-            "tiny.kdl",
-            "--step",
-            "vllm",
-            "--workload",
+        env.import_block(
             "chat",
-            "--from",
-            "block.txt",
-        ])
+            &format!("{}\n{}", block("1000", "3922.44"), block("1000", "3900.00")),
+        )
     });
 }

@@ -476,19 +476,7 @@ fn guidellm_era_rows_carry_guidellm_definitions() {
 fn a_guidellm_era_block_imports_once_under_guidellm_names() {
     let env = crate::common::TestEnv::tiny_importing();
     let block = blocks("gpustack-perf-lab/qwen3.5-9b-h100-latency.md").remove(0);
-    env.write("block.txt", &block);
-    let import = || {
-        env.run(&[
-            "import",
-            "tiny.kdl",
-            "--step",
-            "vllm",
-            "--workload",
-            "chat",
-            "--from",
-            "block.txt",
-        ])
-    };
+    let import = || env.import_block("chat", &block);
     crate::perfpipe_snapshot!(import(), @r"
     exit_code: 0
     ----- stdout -----
@@ -564,17 +552,7 @@ fn a_block_of_each_era_is_stored_with_every_number_of_the_page() {
         ("chat", &vllm, "max_concurrency"),
         ("short", &guidellm, "request_concurrency_max_rounded"),
     ] {
-        env.write("block.txt", block);
-        let out = env.run(&[
-            "import",
-            "tiny.kdl",
-            "--step",
-            "vllm",
-            "--workload",
-            workload,
-            "--from",
-            "block.txt",
-        ]);
+        let out = env.import_block(workload, block);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -701,17 +679,7 @@ fn a_block_whose_request_count_contradicts_the_workload_is_refused_at_its_line()
     let env = crate::common::TestEnv::tiny();
     // 1000 successful requests; tiny's `chat` sends 30.
     let block = blocks("qwen3-14b-a100.md").remove(0);
-    env.write("block.txt", &block);
-    let out = env.run(&[
-        "import",
-        "tiny.kdl",
-        "--step",
-        "vllm",
-        "--workload",
-        "chat",
-        "--from",
-        "block.txt",
-    ]);
+    let out = env.import_block("chat", &block);
     assert_eq!(
         out.status.code(),
         Some(2),

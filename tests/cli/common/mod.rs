@@ -80,6 +80,22 @@ impl TestEnv {
         self.cmd(args).output().expect("perfpipe runs")
     }
 
+    /// `perfpipe import tiny.kdl --step vllm --workload WORKLOAD --from
+    /// block.txt`, with `block` written to `block.txt` first.
+    pub fn import_block(&self, workload: &str, block: &str) -> Output {
+        self.write("block.txt", block);
+        self.run(&[
+            "import",
+            "tiny.kdl",
+            "--step",
+            "vllm",
+            "--workload",
+            workload,
+            "--from",
+            "block.txt",
+        ])
+    }
+
     /// `run`, failing the test (and killing perfpipe) when it has not ended
     /// within `secs`: for what used to hang.
     pub fn run_within(&self, secs: u64, args: &[&str]) -> Output {
