@@ -197,18 +197,23 @@ impl Store {
     /// Refuses, before anything is measured, when `wanted` more samples of
     /// `key` would take ids past the bound (a commit could not name them).
     pub fn check_sample_room(&self, key: &RunKey, wanted: u32) -> Result<(), Error> {
-        let last = check::sample_dirs(&layout::entry_dir(&self.root, key))?
-            .iter()
-            .filter_map(|(name, _)| layout::parse_sample_id(name))
-            .max()
-            .unwrap_or(0);
-        match last.checked_add(wanted) {
+        match self.last_sample_id(key)?.checked_add(wanted) {
             Some(_) => Ok(()),
             None => Err(Error::SampleIds {
                 key: key.to_string(),
                 wanted,
             }),
         }
+    }
+
+    /// The highest sample id under `key`'s entry (damaged samples too: an id
+    /// is never reused while its directory is there); 0 when there is none.
+    fn last_sample_id(&self, key: &RunKey) -> Result<u32, Error> {
+        Ok(check::sample_dirs(&layout::entry_dir(&self.root, key))?
+            .iter()
+            .filter_map(|(name, _)| layout::parse_sample_id(name))
+            .max()
+            .unwrap_or(0))
     }
 
     /// The committed samples of a key, oldest first. Damage is never used as

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tempfile::TempDir;
 
-use super::layout::{entry_dir, lock_path, parse_sample_id, sample_id, samples_dir};
+use super::layout::{entry_dir, lock_path, sample_id, samples_dir};
 use super::tmp::ProcessDir;
 use super::{Error, RunResult, Store};
 use crate::key::RunKey;
@@ -145,22 +145,16 @@ impl PendingSample {
         }
 
         let samples = samples_dir(&store.root, key);
-        let last = match fs_err::read_dir(&samples) {
-            Ok(ids) => ids
-                .filter_map(|e| parse_sample_id(e.ok()?.file_name().to_str()?))
-                .max()
-                .unwrap_or(0),
+        match fs_err::symlink_metadata(&samples) {
+            Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 fs_err::create_dir(&samples)?;
                 sync_dir(&entry)?;
-                0
             }
             Err(e) => return Err(e.into()),
-        };
-        let next = last.checked_add(1).ok_or_else(|| Error::SampleIds {
-            key: key.to_string(),
-            wanted: 1,
-        })?;
+        }
+        store.check_sample_room(key, 1)?;
+        let next = store.last_sample_id(key)? + 1;
         let id = sample_id(next);
         fs_err::rename(self.dir.keep(), samples.join(&id))?;
         sync_dir(&samples)?;
