@@ -82,8 +82,17 @@ fn quote(s: &str) -> String {
     out
 }
 
-/// Reads a lockfile; `path` only names it in errors.
+/// Reads a lockfile; `path` only names it in errors. The layout `render`
+/// writes is read directly; anything else goes through the KDL parser.
 pub fn parse(path: &str, text: &str) -> Result<Lockfile, Error> {
+    match super::fast_read::read(text) {
+        Some(lock) => Ok(lock),
+        None => parse_kdl(path, text),
+    }
+}
+
+/// Reads a lockfile with the KDL parser, whatever its layout.
+pub(super) fn parse_kdl(path: &str, text: &str) -> Result<Lockfile, Error> {
     let fail = |message: String| Error::Parse {
         path: path.into(),
         message,

@@ -17,6 +17,7 @@
 
 mod build;
 mod changes;
+mod fast_read;
 mod file;
 mod pins;
 pub mod resolve;
