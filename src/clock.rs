@@ -18,6 +18,19 @@ pub fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
+/// Nanoseconds since the Unix epoch on the real wall clock, which file
+/// timestamps come from: never fixed by `PERFPIPE_NOW`, as what it is
+/// compared with (a file's mtime) is not.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the one reader of the wall clock"
+)]
+pub fn file_time_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
 /// Nanoseconds on CLOCK_MONOTONIC, which every process on the machine shares:
 /// a test server stamps its writes with it so the client can measure its own delay.
 pub fn monotonic_ns() -> u64 {

@@ -125,7 +125,8 @@ struct Loaded {
 }
 
 /// Parses the experiment, resolves it against its lockfile as `mode`
-/// allows, and finds its files. Writes nothing.
+/// allows, and finds its files. Writes nothing but the store's cache of
+/// input hashes.
 fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
     let path = &common.experiment;
     let text = fs_err::read_to_string(path).map_err(|source| CliError::ReadExperiment {
@@ -153,11 +154,19 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
         resolver.as_deref(),
     );
     let mut spec = crate::lock::apply_pins(&declared, &pins);
-    let inputs = inputs::resolve(&spec, Path::new("")).map_err(|e| match e {
+    let store = Store::open(&common.store).map_err(CliError::Store)?;
+    // What is written into a lockfile is read from the files themselves.
+    let rehash = matches!(
+        mode,
+        LockMode::Lock { .. } | LockMode::Run { locked: true, .. }
+    );
+    let mut hashes = inputs::HashCache::open(store.hash_cache_path(), !rehash);
+    let inputs = inputs::resolve(&spec, Path::new(""), &mut hashes).map_err(|e| match e {
         inputs::Error::Dataset { .. } => CliError::Dataset(e),
         inputs::Error::NotAFile { .. } => CliError::NotAFile(e),
         e => CliError::Inputs(e),
     })?;
+    hashes.save();
     let new = crate::lock::build(&declared, &spec, pins.clone(), &inputs);
     let only_tokenizers_differ = match &old {
         Some(old) if *old != new => {
@@ -181,7 +190,6 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
         .or(spec.runtime)
         .unwrap_or(Runtime::Docker);
     refuse_secrets(&spec, runtime, &inputs, &new)?;
-    let store = Store::open(&common.store).map_err(CliError::Store)?;
     Ok(Loaded {
         spec,
         runtime,

@@ -11,6 +11,8 @@
 //!   tmp/proc-<pid>-<random>/                       one process's samples being measured,
 //!                                                  engine logs, entries being created
 //!   quarantine/<key>/<n>-<what>                    damage moved out of an entry (never read)
+//!   cache/inputs.json                              input files' sha256 by stat data
+//!                                                  (not key material; see inputs::HashCache)
 //! ```
 //!
 //! Paths derive from the key only. A sample becomes visible by one `rename`, so
@@ -157,6 +159,11 @@ impl Store {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Where commands keep the sha256 of input files (`inputs::HashCache`).
+    pub fn hash_cache_path(&self) -> PathBuf {
+        self.root.join("cache").join("inputs.json")
     }
 
     /// Reads the samples of each key; keys without an entry are left out.

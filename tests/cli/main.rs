@@ -18,6 +18,7 @@ mod reliability;
 mod reports;
 mod run;
 mod runtimes;
+mod speed;
 mod store;
 mod studies;
 mod tokenizer;

@@ -2,6 +2,10 @@
 //! tokenizer if this machine has it) to what they hold. Reads files only; the
 //! lockfile resolver will join it here.
 
+mod hash_cache;
+
+pub use hash_cache::HashCache;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -95,7 +99,8 @@ pub enum Error {
 /// loads each model's tokenizer this machine has; checks that the built-in
 /// harness finds prompts to send in each ShareGPT file with the tokenizer of
 /// every step that measures it. Everything an engine would wait on fails here.
-pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
+/// A dataset whose stamp `cache` holds with the same check passed is not read.
+pub fn resolve(spec: &Spec, root: &Path, cache: &mut HashCache) -> Result<ResolvedInputs, Error> {
     let mut tokenizers = BTreeMap::new();
     let mut loaded: BTreeMap<(String, String), Tokenizer> = BTreeMap::new();
     for step in &spec.steps {
@@ -133,7 +138,7 @@ pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
             continue;
         };
         let name = &workload.name.value;
-        let (chosen, is_sample) = match regular_file(&root.join(path), name)? {
+        let ((chosen, meta), is_sample) = match regular_file(&root.join(path), name)? {
             Some(declared) => (declared, false),
             None => match sample.as_ref().map(|s| regular_file(&root.join(s), name)) {
                 Some(Ok(Some(s))) => (s, true),
@@ -159,17 +164,28 @@ pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
                 }
             }
         }
-        let sha256 = sha256_sharegpt(&chosen, &samplers, *output_len).map_err(|e| match e {
-            Unusable::Read(source) => Error::Read {
-                path: chosen.display().to_string(),
-                source,
-            },
-            Unusable::Shape(source) => Error::Dataset {
-                workload: name.clone(),
-                path: chosen.display().to_string(),
-                source,
-            },
-        })?;
+        let stamp = hash_cache::Stamp::of(&meta);
+        let check = sharegpt_check(&samplers, *output_len);
+        let sha256 = match cache.passed(&chosen, &stamp, &check) {
+            Some(sha256) => sha256.to_owned(),
+            None => {
+                let hashed_at = crate::clock::file_time_ns();
+                let sha256 =
+                    sha256_sharegpt(&chosen, &samplers, *output_len).map_err(|e| match e {
+                        Unusable::Read(source) => Error::Read {
+                            path: chosen.display().to_string(),
+                            source,
+                        },
+                        Unusable::Shape(source) => Error::Dataset {
+                            workload: name.clone(),
+                            path: chosen.display().to_string(),
+                            source,
+                        },
+                    })?;
+                cache.record(&chosen, stamp, hashed_at, &sha256, &check);
+                sha256
+            }
+        };
         datasets.insert(
             name.clone(),
             ResolvedDataset {
@@ -185,10 +201,13 @@ pub fn resolve(spec: &Spec, root: &Path) -> Result<ResolvedInputs, Error> {
     })
 }
 
-/// `path` if it is a regular file, `None` if nothing is there; anything
-/// else (a directory, a FIFO, a device) is refused by its type, never
-/// opened: reading a FIFO would block, `/dev/zero` would never end.
-fn regular_file(path: &Path, workload: &str) -> Result<Option<PathBuf>, Error> {
+/// `path` and its metadata if it is a regular file, `None` if nothing is
+/// there; anything else (a directory, a FIFO, a device) is refused by its
+/// type, never opened: reading a FIFO would block, `/dev/zero` would never end.
+fn regular_file(
+    path: &Path,
+    workload: &str,
+) -> Result<Option<(PathBuf, std::fs::Metadata)>, Error> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -200,13 +219,24 @@ fn regular_file(path: &Path, workload: &str) -> Result<Option<PathBuf>, Error> {
         }
     };
     if meta.is_file() {
-        return Ok(Some(path.to_path_buf()));
+        return Ok(Some((path.to_path_buf(), meta)));
     }
     Err(Error::NotAFile {
         workload: workload.to_owned(),
         path: path.display().to_string(),
         what: crate::regular_file::describe(meta.file_type()),
     })
+}
+
+/// What the ShareGPT check of a file depends on besides its content: the
+/// tokenizers it samples with and the fixed output length.
+fn sharegpt_check(samplers: &[&Tokenizer], fixed_output: Option<u32>) -> String {
+    let tokenizers: Vec<String> = samplers.iter().map(|t| t.id()).collect();
+    format!(
+        "sharegpt tokenizers=[{}] output-len={}",
+        tokenizers.join(","),
+        fixed_output.map_or("none".into(), |n| n.to_string())
+    )
 }
 
 enum Unusable {
