@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::CliError;
 use super::args::Common;
 use crate::lock::{self, Lockfile, PinPolicy, PinResolver, Problem, Update};
+use crate::spec::Runtime;
 
 /// What a command may do with the lockfile.
 #[derive(Debug, Clone)]
@@ -34,11 +35,18 @@ pub(super) struct LockState {
     pub only_tokenizers_differ: bool,
     /// Where `old` was read from when it is not `path` (see [`read_legacy`]).
     pub legacy: Option<PathBuf>,
+    /// Under [`LockMode::Read`], nothing writes the lockfile: `new` holds the
+    /// keys of this runtime only, and is compared with `old`'s keys of it.
+    pub keyed_for: Option<Runtime>,
 }
 
 impl LockState {
     pub fn is_current(&self) -> bool {
-        self.old.as_ref() == Some(&self.new)
+        match (&self.old, self.keyed_for) {
+            (None, _) => false,
+            (Some(old), Some(runtime)) => old.keyed_for(runtime) == self.new,
+            (Some(old), None) => *old == self.new,
+        }
     }
 }
 

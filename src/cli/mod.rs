@@ -119,6 +119,8 @@ struct Loaded {
     /// workloads capped by `--max-prompts`.
     spec: Spec,
     runtime: Runtime,
+    /// Every run of `spec` with its key under `runtime`.
+    runs: Vec<crate::plan::KeyedRun>,
     inputs: ResolvedInputs,
     store: Store,
     lock: LockState,
@@ -167,32 +169,55 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
         e => CliError::Inputs(e),
     })?;
     hashes.save();
-    let new = crate::lock::build(&declared, &spec, pins.clone(), &inputs);
-    let only_tokenizers_differ = match &old {
-        Some(old) if *old != new => {
-            crate::lock::build(
+    let runtime = runtime_of(common.runtime)
+        .or(spec.runtime)
+        .unwrap_or(Runtime::Docker);
+    let declared_runs = crate::plan::keyed_runs(&spec, runtime, &inputs);
+    // A lockfile nothing writes is only compared: its runs need the keys of
+    // this runtime, not of every runtime.
+    let keyed_for = matches!(mode, LockMode::Read).then_some(runtime);
+    let runtimes = keyed_for.map_or(crate::lock::RUNTIMES.to_vec(), |rt| vec![rt]);
+    let new = crate::lock::build_with_keys(
+        &declared,
+        &spec,
+        pins.clone(),
+        &inputs,
+        &runtimes,
+        Some((runtime, &declared_runs)),
+    );
+    let comparable = old.as_ref().map(|old| match keyed_for {
+        Some(runtime) => std::borrow::Cow::Owned(old.keyed_for(runtime)),
+        None => std::borrow::Cow::Borrowed(old),
+    });
+    let only_tokenizers_differ = match (&old, &comparable) {
+        (Some(old), Some(comparable)) if **comparable != new => {
+            crate::lock::build_with_keys(
                 &declared,
                 &spec,
                 pins,
                 &tokenizers_of(old, &declared, &spec, &inputs),
-            ) == *old
+                &runtimes,
+                None,
+            ) == **comparable
         }
         _ => false,
     };
     // A capped workload is another workload with keys of its own; the
     // lockfile keeps the declared ones.
-    if let Some(cap) = common.max_prompts {
-        for workload in &mut spec.workloads {
-            workload.prompts = workload.prompts.min(cap);
+    let runs = match common.max_prompts {
+        Some(cap) => {
+            for workload in &mut spec.workloads {
+                workload.prompts = workload.prompts.min(cap);
+            }
+            crate::plan::keyed_runs(&spec, runtime, &inputs)
         }
-    }
-    let runtime = runtime_of(common.runtime)
-        .or(spec.runtime)
-        .unwrap_or(Runtime::Docker);
-    refuse_secrets(&spec, runtime, &inputs, &new)?;
+        None => declared_runs,
+    };
+    refuse_secrets(&runs, &new)?;
     Ok(Loaded {
         spec,
         runtime,
+        runs,
         inputs,
         store,
         lock: LockState {
@@ -202,6 +227,7 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
             problems,
             only_tokenizers_differ,
             legacy,
+            keyed_for,
         },
     })
 }
@@ -210,13 +236,11 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
 /// would change a key): one holding a secret's value is refused before
 /// anything is written or run.
 fn refuse_secrets(
-    spec: &Spec,
-    runtime: Runtime,
-    inputs: &ResolvedInputs,
+    runs: &[crate::plan::KeyedRun],
     lock: &crate::lock::Lockfile,
 ) -> Result<(), CliError> {
     let secrets = crate::secrets::env();
-    for run in crate::plan::keyed_runs(spec, runtime, inputs) {
+    for run in runs {
         let what = format!("the key material of `{}` × `{}`", run.step, run.workload);
         secrets
             .refuse_in(&what, &run.canonical)

@@ -11,12 +11,21 @@ use crate::exit_code;
 use crate::key::material_changes;
 use crate::plan::{self, Plan, PlanOptions, RunStatus};
 use crate::spec::EngineKind;
+use crate::store::StoreIndex;
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
     let loaded = load(&args.common, LockMode::Read)?;
     let plan = build_plan(&loaded, &args.common)?;
-    let earlier = earlier_durations(&loaded)?;
+    // Read only when some run is missing: a cached plan estimates nothing.
+    let earlier = if plan.missing().is_empty() {
+        Vec::new()
+    } else {
+        earlier_durations(&loaded)?
+    };
     let estimate = plan::estimate(&loaded.spec, &plan, args.common.fresh_engine, &|run| {
+        if earlier.is_empty() {
+            return None;
+        }
         let material = serde_json::to_value(&run.material).ok()?;
         earlier
             .iter()
@@ -80,22 +89,30 @@ fn earlier_durations(loaded: &Loaded) -> Result<Vec<(Value, f64)>, CliError> {
     Ok(out)
 }
 
-/// Keys every run and looks each key up in the store.
+/// Looks every run's key up in the store.
 pub(super) fn build_plan(loaded: &Loaded, common: &Common) -> Result<Plan, CliError> {
-    let runs = plan::keyed_runs(&loaded.spec, loaded.runtime, &loaded.inputs);
+    Ok(plan_and_index(loaded, common)?.0)
+}
+
+/// The plan, and what the store held for its keys (its results, for a report).
+pub(super) fn plan_and_index(
+    loaded: &Loaded,
+    common: &Common,
+) -> Result<(Plan, StoreIndex), CliError> {
     let index = loaded
         .store
-        .index(runs.iter().map(|r| &r.key))
+        .index(loaded.runs.iter().map(|r| (&r.key, r.canonical.as_str())))
         .map_err(CliError::Store)?;
-    Ok(plan::build(
-        runs,
+    let plan = plan::build(
+        loaded.runs.clone(),
         &index,
         PlanOptions {
             runtime: loaded.runtime,
             samples: common.samples as usize,
             retry_failed: common.retry_failed,
         },
-    ))
+    );
+    Ok((plan, index))
 }
 
 fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {

@@ -3,11 +3,10 @@
 use std::path::Path;
 
 use super::args::{ReportArgs, ReportFormat};
-use super::plan::build_plan;
+use super::plan::plan_and_index;
 use super::{CliError, Loaded, LockMode, load, write_file, write_text};
 use crate::analyze::{self, Analysis, RunRecord};
 use crate::exit_code;
-use crate::plan::Plan;
 use crate::report::chart::{self, ChartData, ChartGroup};
 use crate::spec::Objective;
 
@@ -16,8 +15,8 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
     let records = if args.published {
         analyze::from_expectations(&loaded.spec)
     } else {
-        let plan = build_plan(&loaded, &args.common)?;
-        stored_records(&loaded, &plan)?
+        let (plan, index) = plan_and_index(&loaded, &args.common)?;
+        analyze::from_store(&plan, &index)
     };
     let analysis = analyze(&loaded, records)?;
     let text = match args.format {
@@ -34,14 +33,6 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
         write_text(out, &text)?;
     }
     Ok(exit_code::OK)
-}
-
-pub(super) fn stored_records(loaded: &Loaded, plan: &Plan) -> Result<Vec<RunRecord>, CliError> {
-    let index = loaded
-        .store
-        .index(plan.runs.iter().map(|r| &r.key))
-        .map_err(CliError::Store)?;
-    Ok(analyze::from_store(plan, &index))
 }
 
 pub(super) fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analysis, CliError> {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::args::RunArgs;
 use super::fetch::{Verbosity, fail_on, fetch_pinned};
-use super::plan::build_plan;
-use super::report::{analyze, stored_records, write_markdown};
+use super::plan::plan_and_index;
+use super::report::{analyze, write_markdown};
 use super::{CliError, LockMode, load, lockfile, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
@@ -22,8 +22,9 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     };
     let experiment = &args.common.experiment;
     let mut loaded = load(&args.common, mode.clone())?;
+    let (mut plan, mut index) = plan_and_index(&loaded, &args.common)?;
     // Before a lockfile, a fetch or an engine: a run perfpipe cannot start.
-    exec::check_startable(&loaded.spec, &build_plan(&loaded, &args.common)?)?;
+    exec::check_startable(&loaded.spec, &plan)?;
     // Where the report and its chart go is settled before any engine starts.
     let report_path = args.report.clone().unwrap_or_else(|| {
         let stem = experiment.file_stem().unwrap_or_default();
@@ -48,7 +49,6 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         lockfile::settle_for_run(&loaded.lock, args.locked, experiment)?;
     }
     if fetches {
-        let plan = build_plan(&loaded, &args.common)?;
         let used: BTreeSet<String> = plan
             .missing()
             .iter()
@@ -64,12 +64,12 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         }
         if reload {
             loaded = load(&args.common, mode)?;
+            (plan, index) = plan_and_index(&loaded, &args.common)?;
         }
         if reload || deferred {
             lockfile::settle_for_run(&loaded.lock, args.locked, experiment)?;
         }
     }
-    let plan = build_plan(&loaded, &args.common)?;
     let stored = plan
         .runs
         .iter()
@@ -94,7 +94,11 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         &mut |event| progress(&loaded.spec, &event),
     )?;
 
-    let records = stored_records(&loaded, &plan)?;
+    // With nothing to run, what the plan read is the report's to show.
+    if !plan.missing().is_empty() {
+        index = plan_and_index(&loaded, &args.common)?.1;
+    }
+    let records = crate::analyze::from_store(&plan, &index);
     let unexpected_failures = records
         .iter()
         .filter(|r| {

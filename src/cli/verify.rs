@@ -3,8 +3,7 @@
 use std::fmt::Write;
 
 use super::args::VerifyArgs;
-use super::plan::build_plan;
-use super::report::stored_records;
+use super::plan::plan_and_index;
 use super::{CliError, LockMode, load};
 use crate::analyze::{self, Verdict};
 use crate::exit_code;
@@ -12,8 +11,8 @@ use crate::spec::ExpectedOutcome;
 
 pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
     let loaded = load(&args.common, LockMode::Read)?;
-    let plan = build_plan(&loaded, &args.common)?;
-    let records = stored_records(&loaded, &plan)?;
+    let (plan, index) = plan_and_index(&loaded, &args.common)?;
+    let records = analyze::from_store(&plan, &index);
     let tolerance = args.tolerance.unwrap_or(loaded.spec.report.tolerance_pct);
     let expected: Vec<&str> = loaded
         .spec

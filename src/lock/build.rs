@@ -1,14 +1,18 @@
 //! Experiment + pins + files → the lockfile, and pins → the experiment that
 //! runs. (pure)
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::pins::{PinRequest, PinTarget};
 use super::{Attrs, Input, LockedRun, Lockfile, names};
 use crate::harness::BUILTIN_HARNESS_VERSION;
 use crate::inputs::ResolvedInputs;
-use crate::plan::keyed_runs;
+use crate::plan::{KeyedRun, keyed_runs};
 use crate::spec::{Dataset, HarnessKind, Runtime, Spec};
+
+/// Every runtime a written lockfile keys each run under.
+pub const RUNTIMES: [Runtime; 3] = [Runtime::Docker, Runtime::Local, Runtime::Sim];
 
 /// The inputs only the network can pin: every engine's image, every model revision.
 pub fn pin_requests(spec: &Spec) -> Vec<PinRequest> {
@@ -74,6 +78,21 @@ pub fn apply_pins(spec: &Spec, pins: &[Input]) -> Spec {
 /// them, and every run's key under each runtime, computed from `pinned`
 /// (`apply_pins` of `spec`).
 pub fn build(spec: &Spec, pinned: &Spec, pins: Vec<Input>, inputs: &ResolvedInputs) -> Lockfile {
+    build_with_keys(spec, pinned, pins, inputs, &RUNTIMES, None)
+}
+
+/// [`build`], keying runs under `runtimes` only (a lockfile that is only
+/// compared, never written, needs the keys of the runtime asked), with the
+/// runs of one runtime already keyed (`keyed_runs` of `pinned` under it):
+/// each key is computed once per command.
+pub fn build_with_keys(
+    spec: &Spec,
+    pinned: &Spec,
+    pins: Vec<Input>,
+    inputs: &ResolvedInputs,
+    runtimes: &[Runtime],
+    known: Option<(Runtime, &[KeyedRun])>,
+) -> Lockfile {
     let mut all: BTreeMap<String, Input> = pins.into_iter().map(|i| (i.name.clone(), i)).collect();
     for workload in &spec.workloads {
         let Dataset::ShareGpt { path, sample, .. } = &workload.dataset else {
@@ -126,18 +145,25 @@ pub fn build(spec: &Spec, pinned: &Spec, pins: Vec<Input>, inputs: &ResolvedInpu
         );
     }
 
-    let by_runtime: Vec<_> = [Runtime::Docker, Runtime::Local, Runtime::Sim]
-        .into_iter()
-        .map(|rt| (rt, keyed_runs(pinned, rt, inputs)))
+    let by_runtime: Vec<_> = runtimes
+        .iter()
+        .copied()
+        .map(|rt| match known {
+            Some((known_rt, runs)) if known_rt == rt => (rt, Cow::Borrowed(runs)),
+            _ => (rt, Cow::Owned(keyed_runs(pinned, rt, inputs))),
+        })
+        .collect();
+    let steps: std::collections::HashMap<&str, &crate::spec::Step> = spec
+        .steps
+        .iter()
+        .map(|s| (s.name.value.as_str(), s))
         .collect();
     let runs = by_runtime[0]
         .1
         .iter()
         .enumerate()
         .map(|(i, run)| {
-            let step = spec
-                .step(&run.step)
-                .expect("runs come from the spec's steps");
+            let step = steps[run.step.as_str()];
             let mut uses = vec![names::engine(step.engine), names::model(&step.model)];
             if let Some(Dataset::ShareGpt { path, .. }) =
                 spec.workload(&run.workload).map(|w| &w.dataset)

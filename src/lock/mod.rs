@@ -22,7 +22,7 @@ mod file;
 mod pins;
 pub mod resolve;
 
-pub use build::{apply_pins, build, pin_requests};
+pub use build::{RUNTIMES, apply_pins, build, build_with_keys, pin_requests};
 pub use changes::{InputChange, input_changes, run_key_changes};
 pub use file::{parse, render};
 pub use pins::{PinPolicy, PinRequest, PinResolver, Problem, Update, is_commit, resolve_pins};
@@ -51,6 +51,15 @@ pub struct Lockfile {
 }
 
 impl Lockfile {
+    /// The lockfile with each run's key under `runtime` only.
+    pub fn keyed_for(&self, runtime: Runtime) -> Lockfile {
+        let mut only = self.clone();
+        for run in &mut only.runs {
+            run.keys.retain(|name, _| name == runtime.name());
+        }
+        only
+    }
+
     pub fn input(&self, name: &str) -> Option<&Input> {
         self.inputs.iter().find(|i| i.name == name)
     }

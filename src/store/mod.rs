@@ -166,14 +166,24 @@ impl Store {
         self.root.join("cache").join("inputs.json")
     }
 
-    /// Reads the samples of each key; keys without an entry are left out.
+    /// Reads the samples of each key, given with the canonical text it is
+    /// the sha256 of; keys without an entry are left out.
     pub fn index<'a>(
         &self,
-        keys: impl IntoIterator<Item = &'a RunKey>,
+        runs: impl IntoIterator<Item = (&'a RunKey, &'a str)>,
     ) -> Result<StoreIndex, Error> {
         let mut entries = BTreeMap::new();
-        for key in keys {
-            let samples = self.samples(key)?;
+        for (key, canonical) in runs {
+            debug_assert_eq!(RunKey::of_canonical(canonical), *key);
+            let entry = layout::entry_dir(&self.root, key);
+            // Bytes equal to the text the key hashes hash to the key: the
+            // same check as `samples`, without hashing.
+            let sound = crate::regular_file::read(&entry.join("inputs.json"))
+                .is_ok_and(|bytes| bytes == canonical.as_bytes());
+            if !sound {
+                continue;
+            }
+            let samples = committed_samples(&entry, key)?;
             if !samples.is_empty() {
                 entries.insert(key.clone(), samples);
             }
@@ -231,13 +241,18 @@ impl Store {
         if check::check_inputs(&entry, key).is_some() {
             return Ok(Vec::new());
         }
-        Ok(check::sample_dirs(&entry)?
-            .into_iter()
-            .filter(|(id, _)| layout::is_sample_id(id))
-            .filter_map(|(id, dir)| {
-                let result = check::read_result(&dir, key).ok()?;
-                Some(Sample { dir, id, result })
-            })
-            .collect())
+        committed_samples(&entry, key)
     }
+}
+
+/// The sound samples under `entry`, whose `inputs.json` is `key`'s.
+fn committed_samples(entry: &Path, key: &RunKey) -> Result<Vec<Sample>, Error> {
+    Ok(check::sample_dirs(entry)?
+        .into_iter()
+        .filter(|(id, _)| layout::is_sample_id(id))
+        .filter_map(|(id, dir)| {
+            let result = check::read_result(&dir, key).ok()?;
+            Some(Sample { dir, id, result })
+        })
+        .collect())
 }
