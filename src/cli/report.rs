@@ -47,7 +47,10 @@ pub(super) fn write_markdown(
 ) -> Result<String, CliError> {
     let chart = write_chart(loaded, analysis, path)?;
     let text = crate::report::markdown(&loaded.spec, analysis, chart.as_deref());
-    write_text(path, &text)?;
+    // An unchanged report is left as it is (a no-op run writes nothing).
+    if crate::regular_file::read(path).ok().as_deref() != Some(text.as_bytes()) {
+        write_text(path, &text)?;
+    }
     Ok(text)
 }
 
@@ -90,8 +93,23 @@ fn write_chart(
             })
             .collect(),
     };
-    write_file(&report.with_extension("svg"), chart::svg(&data).as_bytes())?;
+    let svg = report.with_extension("svg");
     let png = report.with_extension("png");
-    write_file(&png, &chart::png(&data))?;
+    if !drawn_of(&data, &svg, &png) {
+        // The SVG last: a chart killed between the two is drawn again.
+        write_file(&png, &chart::png(&data))?;
+        write_file(&svg, chart::svg(&data).as_bytes())?;
+    }
     Ok(png.file_name().map(|n| n.to_string_lossy().into_owned()))
+}
+
+/// Whether the chart files at `svg` and `png` are both drawn from `data`.
+fn drawn_of(data: &ChartData, svg: &Path, png: &Path) -> bool {
+    let digest = chart::digest(data);
+    let svg_holds = crate::regular_file::read_to_string(svg)
+        .is_ok_and(|text| chart::svg_digest(&text) == Some(digest.as_str()));
+    svg_holds
+        && crate::regular_file::read(png).is_ok_and(|bytes| {
+            chart::png_digest(std::io::Cursor::new(bytes)).as_deref() == Some(digest.as_str())
+        })
 }

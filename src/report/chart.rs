@@ -37,6 +37,7 @@ const BASELINE_BAR: (f64, f64) = (0.12, 0.49);
 const OPTIMIZED_BAR: (f64, f64) = (0.51, 0.88);
 
 /// One group of bars.
+#[derive(Debug)]
 pub struct ChartGroup {
     pub label: String,
     pub baseline: f64,
@@ -44,6 +45,7 @@ pub struct ChartGroup {
 }
 
 /// What the chart shows.
+#[derive(Debug)]
 pub struct ChartData {
     pub title: String,
     /// What the bars measure, with its unit: "Total TPS (tok/s)".
@@ -53,12 +55,47 @@ pub struct ChartData {
     pub groups: Vec<ChartGroup>,
 }
 
-/// The chart as SVG text.
+/// What a drawn chart is of: the data and the perfpipe that drew it. Both
+/// files carry it (see [`svg_digest`], [`png_digest`]), so a chart of
+/// unchanged results is not drawn again.
+pub fn digest(data: &ChartData) -> String {
+    use sha2::{Digest, Sha256};
+    // `{:?}` writes every f64 exactly (shortest round-trip form).
+    let text = format!("perfpipe {} {data:?}", env!("CARGO_PKG_VERSION"));
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// The PNG's text keyword, and the SVG comment's prefix, holding the digest.
+const DIGEST_KEYWORD: &str = "perfpipe-chart";
+
+/// The digest an SVG this module drew carries (its first line).
+pub fn svg_digest(svg: &str) -> Option<&str> {
+    svg.lines()
+        .next()?
+        .strip_prefix("<!-- ")?
+        .strip_suffix(" -->")?
+        .strip_prefix(DIGEST_KEYWORD)?
+        .strip_prefix(' ')
+}
+
+/// The digest a PNG this module drew carries (a `tEXt` chunk before its
+/// pixels, so only the file's head is read).
+pub fn png_digest(png: impl std::io::BufRead + std::io::Seek) -> Option<String> {
+    let reader = ::png::Decoder::new(png).read_info().ok()?;
+    reader
+        .info()
+        .uncompressed_latin1_text
+        .iter()
+        .find(|t| t.keyword == DIGEST_KEYWORD)
+        .map(|t| t.text.clone())
+}
+
+/// The chart as SVG text, its digest in a comment on the first line.
 ///
 /// A value that is not finite (NaN, ±∞) draws no bar and no label.
 pub fn svg(data: &ChartData) -> String {
     register_font();
-    let mut out = String::new();
+    let mut out = format!("<!-- {DIGEST_KEYWORD} {} -->\n", digest(data));
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
         draw(&root, data).expect("drawing a chart into a string cannot fail");
@@ -81,6 +118,9 @@ pub fn png(data: &ChartData) -> Vec<u8> {
     let mut encoder = ::png::Encoder::new(&mut out, WIDTH, HEIGHT);
     encoder.set_color(::png::ColorType::Rgb);
     encoder.set_depth(::png::BitDepth::Eight);
+    encoder
+        .add_text_chunk(DIGEST_KEYWORD.into(), digest(data))
+        .expect("a text chunk of ASCII hex is valid");
     let mut writer = encoder
         .write_header()
         .expect("writing a PNG header into memory cannot fail");
@@ -472,9 +512,31 @@ mod tests {
     }
 
     #[test]
+    fn both_files_carry_the_digest_of_what_they_show() {
+        let png_of = |data: &ChartData| png_digest(std::io::Cursor::new(png(data)));
+        assert_eq!(png_of(&sample()), Some(digest(&sample())));
+        let mut other = sample();
+        other.groups[0].baseline += 0.001;
+        assert_ne!(digest(&other), digest(&sample()));
+        assert_eq!(png_of(&other), Some(digest(&other)));
+        assert_eq!(svg_digest(&svg(&other)), Some(digest(&other).as_str()));
+        assert_eq!(
+            png_digest(std::io::Cursor::new(b"not a png".to_vec())),
+            None
+        );
+        assert_eq!(svg_digest("<svg>"), None);
+    }
+
+    #[test]
     fn svg_shows_title_legend_axis_workloads_and_values() {
         let svg = svg(&sample());
-        assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+        assert_eq!(svg_digest(&svg), Some(digest(&sample()).as_str()));
+        let drawing = svg.split_once('\n').unwrap().1;
+        assert!(
+            drawing.starts_with("<svg"),
+            "{}",
+            &svg[..svg.len().min(200)]
+        );
         let texts = texts(&svg);
         for text in [
             "Total TPS per workload, baseline vs optimized",

@@ -177,6 +177,42 @@ fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A report of unchanged results leaves its files as they are: the chart,
+/// the slowest part of a no-op `run`, is drawn again only when what it
+/// shows changed or its files are not the ones drawn for it.
+#[test]
+fn the_chart_is_drawn_again_only_when_what_it_shows_changes() {
+    use std::os::unix::fs::MetadataExt;
+    let env = fixed_store();
+    let args = ["report", "fixed.kdl", "--out", "out/fixed.md"];
+    let first = stdout(&env.run(&args));
+    let files = ["out/fixed.md", "out/fixed.svg", "out/fixed.png"];
+    let identities = || -> Vec<(u64, i64, i64)> {
+        files
+            .iter()
+            .map(|f| {
+                let m = std::fs::metadata(env.path(f)).unwrap();
+                (m.ino(), m.mtime(), m.mtime_nsec())
+            })
+            .collect()
+    };
+    let drawn = identities();
+    assert_eq!(stdout(&env.run(&args)), first);
+    assert_eq!(identities(), drawn, "unchanged results rewrote the report");
+
+    std::fs::write(env.path("out/fixed.png"), b"not a png").unwrap();
+    assert_eq!(stdout(&env.run(&args)), first);
+    let png = std::fs::read(env.path("out/fixed.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+
+    let svg = env.read("out/fixed.svg");
+    store(&env, "fast", "long", |k| {
+        measured(k, 2900.0, 22.0, "570.86.15")
+    });
+    assert_ne!(stdout(&env.run(&args)), first);
+    assert_ne!(env.read("out/fixed.svg"), svg, "new results, the old chart");
+}
+
 #[test]
 fn markdown_json_and_csv_carry_the_same_numbers() {
     let env = fixed_store();
