@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Measures what perfpipe does when there is nothing to do (issue 17, item 13):
+#   1. a fully cached `run` and `plan` of experiments/qwen3-235b-a100.kdl under
+#      `--runtime sim`, after one real run filled a temporary store;
+#   2. a synthetic study of 10,000 runs (10 workloads x 10 sweeps x 100 values)
+#      with 10,000 stored results (committed by examples/fill_store.rs, not
+#      run): `plan` without and with its lockfile, and `report`.
+# Everything happens in a temporary copy of the project; the repo is not touched.
+# Usage: scripts/bench-noop.sh [PERFPIPE_BINARY...]   (default: builds --release)
+#   Several binaries (say, before and after a change) are measured on the
+#   same stores, each command by each binary in turn.
+#   REPS=N  repetitions per measurement (default 5; medians are shown). The
+#   wall time of a loaded machine varies; CPU time (user + sys) less so.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/perfpipe-target}"
+(cd "$repo" && cargo build --locked --release -q --example fill_store)
+bins=()
+if [ $# -ge 1 ]; then
+    for b in "$@"; do bins+=("$(realpath "$b")"); done
+else
+    (cd "$repo" && cargo build --locked --release -q)
+    bins=("$CARGO_TARGET_DIR/release/perfpipe")
+fi
+fill="$CARGO_TARGET_DIR/release/examples/fill_store"
+reps=${REPS:-5}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/project"
+cp -r "$repo/experiments" "$repo/datasets" "$repo/lockfiles" "$work/project/"
+cd "$work/project"
+export PERFPIPE_STORE="$work/store"
+
+median() { sort -n | sed -n "$(((reps + 1) / 2))p"; }
+
+# measure NAME ARGS...: each binary's median wall and CPU time over $reps
+# runs of `perfpipe ARGS`, in ms, after one run that must succeed.
+measure() {
+    local name=$1 bin wall cpu
+    shift
+    for bin in "${bins[@]}"; do
+        "$bin" "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
+        wall=() cpu=()
+        for _ in $(seq "$reps"); do
+            /usr/bin/time -f "%e %U %S" -o "$work/time" "$bin" "$@" >/dev/null 2>&1
+            read -r e u s <"$work/time"
+            wall+=("$(echo "$e * 1000 / 1" | bc)")
+            cpu+=("$(echo "($u + $s) * 1000 / 1" | bc)")
+        done
+        printf '%-24s %-28s wall %6d ms   cpu %6d ms\n' "$name" "$(basename "$bin")" \
+            "$(printf '%s\n' "${wall[@]}" | median)" "$(printf '%s\n' "${cpu[@]}" | median)"
+    done
+}
+
+echo "== qwen3-235b-a100 under --runtime sim (one real run fills the store)"
+"${bins[0]}" run experiments/qwen3-235b-a100.kdl --runtime sim >/dev/null 2>"$work/fill.log" ||
+    { cat "$work/fill.log" >&2; exit 1; }
+measure "run (fully cached)" run experiments/qwen3-235b-a100.kdl --runtime sim
+measure "plan" plan experiments/qwen3-235b-a100.kdl --runtime sim
+
+echo "== synthetic: 10 workloads x 10 sweeps x 100 values = 10,000 runs"
+{
+    echo 'experiment "synthetic-10k" {'
+    echo '    hardware "nvidia-a100-sxm4-80gb" gpus=8'
+    echo '    model "Qwen/Qwen3-8B"'
+    echo '    runtime sim'
+    echo '    engine vllm version="0.11.0"'
+    echo '    harness builtin backend="openai-chat"'
+    workloads=""
+    for w in $(seq 0 9); do
+        echo "    workload w$w { dataset random input=$((128 + w)) output=16 seed=$w; prompts 10; }"
+        workloads="$workloads w$w"
+    done
+    values=$(seq 1 100 | tr '\n' ' ')
+    for s in $(seq 0 9); do
+        echo "    sweep s$s engine=vllm gpus=1 {"
+        echo "        vary \"--sweep-flag-$s\" $values"
+        echo "        workloads$workloads"
+        echo "    }"
+    done
+    echo '}'
+} >experiments/synthetic-10k.kdl
+template=$(find "$work/store/entries" -name result.json -print0 |
+    xargs -0 grep -l '"status": "success"' | head -1)
+start=$(date +%s)
+"$fill" experiments/synthetic-10k.kdl "$work/store" "$template" sim
+echo "(filled in $(($(date +%s) - start)) s)"
+measure "plan (no lockfile)" plan experiments/synthetic-10k.kdl
+"${bins[0]}" lock experiments/synthetic-10k.kdl --offline >/dev/null 2>&1
+echo "(lockfile: $(wc -c <lockfiles/synthetic-10k.lock) bytes)"
+measure "plan (with lockfile)" plan experiments/synthetic-10k.kdl
+measure "report" report experiments/synthetic-10k.kdl
+for bin in "${bins[@]}"; do
+    echo "($(basename "$bin") plan: $("$bin" plan experiments/synthetic-10k.kdl 2>/dev/null | grep -E '^[0-9]+ runs'))"
+done
