@@ -93,10 +93,9 @@ fn nearest(
         let Some(last) = samples.last() else { continue };
         let _ = writeln!(
             out,
-            "  nearest stored run: {} ({} sample{}, {}); it differs in:",
+            "  nearest stored run: {} ({}, {}); it differs in:",
             key.short(),
-            samples.len(),
-            if samples.len() == 1 { "" } else { "s" },
+            crate::plural::count(samples.len(), "sample", "samples"),
             origin(last)
         );
         for change in material_changes(m, material) {

@@ -12,6 +12,7 @@ use super::{CliError, LockMode, load, lockfile, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::plan::RunStatus;
+use crate::plural::count;
 use crate::spec::{ExpectedOutcome, Runtime, Spec};
 use crate::store::{Outcome, Store};
 
@@ -76,8 +77,8 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         .filter(|r| !matches!(r.status, RunStatus::Missing { .. }))
         .count();
     eprintln!(
-        "perfpipe: {} runs, {stored} in the store, {} to run (runtime `{}`)",
-        plan.runs.len(),
+        "perfpipe: {}, {stored} in the store, {} to run (runtime `{}`)",
+        count(plan.runs.len(), "run", "runs"),
         plan.missing().len(),
         plan.options.runtime.name()
     );
@@ -120,7 +121,8 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     );
     if unexpected_failures > 0 {
         eprintln!(
-            "perfpipe: {unexpected_failures} runs failed where the experiment expects no failure (see the report)"
+            "perfpipe: {} failed where the experiment expects no failure (see the report)",
+            count(unexpected_failures, "run", "runs")
         );
     }
     // Not in the report: a transient failure is no result. It still fails the command.
@@ -158,7 +160,7 @@ fn remove_stale_tmp(store: &Store) {
     match store.stale_tmp(true) {
         Ok(stale) if !stale.is_empty() => eprintln!(
             "perfpipe: removed {} left in `{}` by killed runs ({})",
-            super::store_verify::count(stale.len(), "temp dir", "temp dirs"),
+            count(stale.len(), "temp dir", "temp dirs"),
             store.root().join("tmp").display(),
             crate::fetch::human_bytes(stale.iter().map(|s| s.bytes).sum())
         ),
@@ -209,9 +211,9 @@ fn progress(spec: &Spec, event: &ExecEvent) {
         }
         ExecEvent::LeftoverStopped { stopped } => {
             eprintln!(
-                "stopped what a killed perfpipe left: {}, {} processes",
+                "stopped what a killed perfpipe left: {}, {}",
                 super::describe_launch(&stopped.launch),
-                stopped.processes
+                count(stopped.processes, "process", "processes")
             );
         }
         ExecEvent::StillStarting { after, .. } => {
@@ -228,7 +230,10 @@ fn progress(spec: &Spec, event: &ExecEvent) {
             } else {
                 String::new()
             };
-            eprintln!("      sending {requests} requests{shared}");
+            eprintln!(
+                "      sending {}{shared}",
+                count(*requests, "request", "requests")
+            );
         }
         ExecEvent::Retrying { error, .. } => {
             eprintln!("      transient failure, retrying: {error}")

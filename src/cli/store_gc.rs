@@ -7,9 +7,10 @@ use serde_json::Value;
 use super::CliError;
 use super::args::StoreGcArgs;
 use super::roots::roots;
-use super::store_verify::{count, existing};
+use super::store_verify::existing;
 use crate::exit_code;
 use crate::fetch::human_bytes;
+use crate::plural::count;
 use crate::store::{Garbage, GarbageKind, Removal};
 
 pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {

@@ -124,7 +124,10 @@ pub fn status(samples: &[Sample], options: PlanOptions) -> RunStatus {
         RunStatus::Cached { samples: ok }
     } else if ok > 0 {
         RunStatus::Missing {
-            reason: format!("{ok} of {} samples stored", options.samples),
+            reason: format!(
+                "{ok} of {} stored",
+                crate::plural::count(options.samples, "sample", "samples")
+            ),
         }
     } else if failure.is_some() {
         RunStatus::Missing {

@@ -304,7 +304,7 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
     assert_eq!(locks, [format!("{kept_key}.lock"), "tmp.lock".to_owned()]);
     let plan = env.run(&plan);
     assert!(
-        stdout(&plan).contains("1 runs: 1 cached"),
+        stdout(&plan).contains("1 run: 1 cached"),
         "{}",
         stdout(&plan)
     );
