@@ -102,11 +102,15 @@ pub enum StoreCommand {
     /// quarantine, and temp dirs of killed runs; says what and why.
     ///
     /// The runs kept are those of every `experiments/*.kdl` under each runtime
-    /// and every key in `lockfiles/*.lock`, or of the files named. An
-    /// experiment or lockfile that cannot be read makes gc remove nothing
-    /// (exit 2). Runs capped with `--max-prompts` have keys of their own that
-    /// no experiment declares: gc removes them. An entry whose key a running
-    /// perfpipe holds is left alone.
+    /// and every key of every perfpipe lockfile anywhere in the project tree
+    /// (a copy such as `before.lock` too; `store/`, `target/`, `.git/` and
+    /// hidden directories are not searched, and other programs' `.lock` files
+    /// such as `Cargo.lock` are ignored), or of the files named, plus every
+    /// entry committed in the last 7 days unless `--all`. An experiment or
+    /// lockfile that cannot be read makes gc remove nothing (exit 2). Runs
+    /// capped with `--max-prompts` have keys of their own that no experiment
+    /// declares: gc removes them once they are 7 days old. An entry whose key
+    /// a running perfpipe holds is left alone.
     Gc(StoreGcArgs),
 }
 
@@ -120,12 +124,16 @@ pub struct StoreVerifyArgs {
 #[derive(Debug, Args)]
 pub struct StoreGcArgs {
     /// Experiments (`.kdl`) and lockfiles (`.lock`) whose runs to keep
-    /// [default: `experiments/*.kdl` and `lockfiles/*.lock`].
+    /// [default: `experiments/*.kdl` and every perfpipe lockfile in the project].
     #[arg(value_name = "FILE")]
     pub roots: Vec<PathBuf>,
-    /// Say what would be removed, and remove nothing.
+    /// Say what would be removed and why each entry stays or goes, and
+    /// remove nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Also remove unreached entries committed in the last 7 days.
+    #[arg(long)]
+    pub all: bool,
     /// The store directory.
     #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
     pub store: PathBuf,
