@@ -4,14 +4,16 @@
 mod checks;
 mod diff;
 mod latency;
+mod noise;
 mod records;
 mod summary;
 
 use polars::prelude::*;
 
 pub use checks::{Check, Verdict, checks};
-pub use diff::{Delta, DeltaVerdict, deltas};
+pub use diff::{Delta, DeltaVerdict, deltas, higher_is_better};
 pub use latency::mean_latency_ms;
+pub use noise::{NoiseFloors, default_floor};
 pub use records::{RunRecord, Source, from_expectations, from_store, of_samples};
 pub use summary::{Gain, SummaryNote, SummaryRow, summary};
 

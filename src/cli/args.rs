@@ -240,6 +240,11 @@ pub struct DiffArgs {
     /// than run-to-run noise), as a CI gate. Without it, diff exits 0.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
+    /// Where a side has one sample (no spread to judge by), a change of
+    /// METRIC within PCT% is noise; repeatable [defaults: 20 for TTFT, 5 for
+    /// throughputs and mean or median TPOT, ITL and E2EL, 10 otherwise].
+    #[arg(long, value_name = "METRIC=PCT", value_parser = parse_noise_floor)]
+    pub noise_floor: Vec<(String, f64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -362,6 +367,17 @@ pub(super) fn parse_base_url(text: &str) -> Result<String, String> {
         ));
     }
     Ok(text.trim_end_matches('/').to_owned())
+}
+
+fn parse_noise_floor(text: &str) -> Result<(String, f64), String> {
+    match text.split_once('=') {
+        Some((metric, pct)) if !metric.trim().is_empty() => {
+            Ok((metric.trim().to_owned(), parse_percent(pct)?))
+        }
+        _ => Err(format!(
+            "`{text}` is not METRIC=PCT, such as `mean_ttft_ms=20`"
+        )),
+    }
 }
 
 fn parse_percent(text: &str) -> Result<f64, String> {

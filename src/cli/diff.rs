@@ -28,6 +28,19 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
             .to_vec()
     });
 
+    let mut floors = analyze::NoiseFloors::default();
+    for (metric, pct) in &args.noise_floor {
+        if !metrics.contains(metric) {
+            return Err(CliError::Usage {
+                message: format!(
+                    "`--noise-floor {metric}=…` names a metric `diff` does not compare"
+                ),
+                hint: format!("it compares {} (`--metrics` chooses)", metrics.join(", ")),
+            });
+        }
+        floors.set(metric, *pct);
+    }
+
     let changes = lock::input_changes(&before, &after);
     let inputs: Vec<InputDiff> = changes
         .iter()
@@ -99,7 +112,7 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
             pairs.push((b, a));
         }
     }
-    let deltas = analyze::deltas(&pairs, &metrics).map_err(CliError::Analysis)?;
+    let deltas = analyze::deltas(&pairs, &metrics, &floors).map_err(CliError::Analysis)?;
     let diff = LockDiff {
         before: args.before.display().to_string(),
         after: args.after.display().to_string(),
@@ -140,16 +153,23 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
             .iter()
             .filter(|d| d.regresses_beyond(threshold))
             .map(|d| {
+                let floor = d
+                    .noise_floor_pct
+                    .map(|f| {
+                        let n = d.before_n.min(d.after_n);
+                        format!(" (n={n}: no noise estimate, floor {f}% applied)")
+                    })
+                    .unwrap_or_default();
                 format!(
-                    "{} × {} {} {:+.1}%",
+                    "{} × {} {} {:+.1}%{floor}",
                     d.step, d.workload, d.metric, d.delta_pct
                 )
             })
             .collect();
         if !regressions.is_empty() {
             eprintln!(
-                "perfpipe: {} regressions beyond {threshold}%: {}",
-                regressions.len(),
+                "perfpipe: {} beyond {threshold}%: {}",
+                crate::plural::count(regressions.len(), "regression", "regressions"),
                 regressions.join("; ")
             );
             return Ok(exit_code::VERIFY_FAILED);

@@ -117,7 +117,7 @@ pub fn markdown(diff: &LockDiff) -> String {
                 value(d.before, d.before_sd, d.before_n),
                 value(d.after, d.after_sd, d.after_n),
                 d.delta_pct,
-                d.verdict.label()
+                d.verdict_text()
             );
         }
     }

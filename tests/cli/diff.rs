@@ -295,3 +295,111 @@ fn diff_of_a_file_that_is_no_lockfile_names_the_lockfile_meant() {
         assert!(!render(out).contains("delete"), "{}", render(out));
     }
 }
+
+/// A published block of one sample, Mean TTFT `ttft` ms, other rows fixed.
+fn block(ttft: &str) -> String {
+    format!(
+        "============ Serving Benchmark Result ============
+Successful requests:                     10
+Benchmark duration (s):                  1.00
+Total input tokens:                      640
+Total generated tokens:                  80
+Request throughput (req/s):              10.00
+Output token throughput (tok/s):         80.00
+Total Token throughput (tok/s):          720.00
+---------------Time to First Token----------------
+Mean TTFT (ms):                          {ttft}
+Median TTFT (ms):                        100.00
+P99 TTFT (ms):                           100.00
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          10.00
+Median TPOT (ms):                        10.00
+P99 TPOT (ms):                           10.00
+==================================================
+"
+    )
+}
+
+/// With one sample a side there is no noise estimate: a change within the
+/// metric's floor (TTFT: 20%) is noise, one beyond it a regression, and
+/// `--noise-floor` sets it.
+#[test]
+fn with_one_sample_the_regression_gate_applies_each_metrics_noise_floor() {
+    let env = TestEnv::new();
+    let study = |version: &str| {
+        format!(
+            r#"experiment "floor" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="{version}"
+    workload short {{ dataset random input=64 output=8 seed=1; prompts 10; }}
+    step vllm engine=vllm gpus=1
+}}"#
+        )
+    };
+    let import = |ttft: &str| {
+        env.write("block.txt", &block(ttft));
+        ok(
+            &env,
+            &[
+                "import",
+                "floor.kdl",
+                "--step",
+                "vllm",
+                "--workload",
+                "short",
+                "--from",
+                "block.txt",
+            ],
+        );
+    };
+    env.write("floor.kdl", &study("0.11.0"));
+    ok(&env, &["lock", "floor.kdl"]);
+    import("100.00");
+    std::fs::copy(env.path("lockfiles/floor.lock"), env.path("before.lock")).unwrap();
+    env.write("floor.kdl", &study("0.17.1"));
+    ok(&env, &["lock", "floor.kdl"]);
+    import("118.80");
+
+    let gate = |extra: &[&str]| {
+        let mut args = vec![
+            "diff",
+            "before.lock",
+            "lockfiles/floor.lock",
+            "--fail-on-regression",
+            "5",
+        ];
+        args.extend(extra);
+        env.run(&args)
+    };
+    let within = gate(&[]);
+    assert_eq!(within.status.code(), Some(0), "{}", render(&within));
+    let results = |out: &std::process::Output| {
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text[text.find("## Results").unwrap()..].to_owned()
+    };
+    insta::assert_snapshot!(results(&within), @r"
+    ## Results
+
+    | step | workload | metric | before | after | Δ | verdict |
+    | --- | --- | --- | --- | --- | --- | --- |
+    | vllm | short | total_token_throughput | 720.00 | 720.00 | +0.0% | unchanged |
+    | vllm | short | mean_ttft_ms | 100.00 | 118.80 | +18.8% | within noise (n=1: no noise estimate, floor 20% applied) |
+    | vllm | short | mean_tpot_ms | 10.00 | 10.00 | +0.0% | unchanged |
+    ");
+
+    let beyond = gate(&["--noise-floor", "mean_ttft_ms=15"]);
+    assert_eq!(beyond.status.code(), Some(4), "{}", render(&beyond));
+    insta::assert_snapshot!(String::from_utf8_lossy(&beyond.stderr), @r"
+    perfpipe: 1 regression beyond 5%: vllm × short mean_ttft_ms +18.8% (n=1: no noise estimate, floor 15% applied)
+    ");
+
+    let unknown = gate(&["--noise-floor", "mean_ttf_ms=15"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", render(&unknown));
+    assert!(
+        crate::common::words(&unknown)
+            .contains("`--noise-floor mean_ttf_ms=…` names a metric `diff` does not compare"),
+        "{}",
+        render(&unknown)
+    );
+}
