@@ -28,6 +28,17 @@ pub struct Analysis {
     /// Published numbers beside stored ones (none when the records are the published ones).
     pub checks: Vec<Check>,
     pub runs: Vec<RunRecord>,
+    /// Whose results these are, for a report from the store (`None`: the
+    /// published numbers); set by the caller that chose them.
+    pub scope: Option<Scope>,
+}
+
+/// The runtime a report's results were run under, and the `--max-prompts`
+/// cap of its workloads: a capped run is a smoke test, not the study.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Scope {
+    pub runtime: String,
+    pub max_prompts: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -145,6 +156,7 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
         summary,
         checks,
         runs,
+        scope: None,
     })
 }
 

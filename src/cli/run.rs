@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::args::RunArgs;
 use super::fetch::{Verbosity, fail_on, fetch_pinned};
 use super::plan::build_plan;
-use super::report::{analyze, stored_records, write_markdown};
+use super::report::{analyze, scope, stored_records, write_markdown};
 use super::{CliError, LockMode, load, lockfile, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
@@ -25,10 +25,15 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     let mut loaded = load(&args.common, mode.clone())?;
     // Before a lockfile, a fetch or an engine: a run perfpipe cannot start.
     exec::check_startable(&loaded.spec, &build_plan(&loaded, &args.common)?)?;
-    // Where the report and its chart go is settled before any engine starts.
+    // Where the report and its chart go is settled before any engine starts;
+    // a capped run's never replaces the study's.
     let report_path = args.report.clone().unwrap_or_else(|| {
-        let stem = experiment.file_stem().unwrap_or_default();
-        PathBuf::from("reports").join(format!("{}.md", stem.to_string_lossy()))
+        let stem = experiment.file_stem().unwrap_or_default().to_string_lossy();
+        let name = match args.common.max_prompts {
+            Some(cap) => format!("{stem}.max-prompts-{cap}.md"),
+            None => format!("{stem}.md"),
+        };
+        PathBuf::from("reports").join(name)
     });
     for path in [
         report_path.clone(),
@@ -104,7 +109,8 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
                 .is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e))
         })
         .count();
-    let analysis = analyze(&loaded, records)?;
+    let mut analysis = analyze(&loaded, records)?;
+    analysis.scope = Some(scope(&loaded, &args.common));
     let path = report_path;
     let text = write_markdown(&loaded, &analysis, &path).map_err(|e| {
         e.measured(&format!(

@@ -1,8 +1,10 @@
 //! Steps × workloads → runs with keys, and what the store already holds. (pure)
 
 mod estimate;
+mod stored_runtime;
 
 pub use estimate::{Estimate, estimate, typical_start};
+pub use stored_runtime::{StoredRuntime, stored_runtime};
 
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
