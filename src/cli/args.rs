@@ -245,6 +245,10 @@ pub struct DiffArgs {
     /// throughputs and mean or median TPOT, ITL and E2EL, 10 otherwise].
     #[arg(long, value_name = "METRIC=PCT", value_parser = parse_noise_floor)]
     pub noise_floor: Vec<(String, f64)>,
+    /// Compare the runs capped with `run --max-prompts N` (found through the
+    /// experiment's file, in `experiments/` or here).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_prompts: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

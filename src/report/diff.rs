@@ -15,6 +15,8 @@ pub struct LockDiff {
     pub experiment: String,
     /// Whose keys are compared.
     pub runtime: String,
+    /// The `--max-prompts` cap of the runs compared.
+    pub max_prompts: Option<u32>,
     pub inputs: Vec<InputDiff>,
     pub unchanged_inputs: Vec<String>,
     pub runs: Vec<RunDiff>,
@@ -56,9 +58,13 @@ pub struct Incomplete {
 
 pub fn markdown(diff: &LockDiff) -> String {
     let mut out = String::new();
+    let capped = diff
+        .max_prompts
+        .map(|n| format!(", runs capped at {n} prompts (`--max-prompts {n}`)"))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "# Lockfile diff: `{}` → `{}`\n\nExperiment `{}`; run keys under runtime `{}`.\n",
+        "# Lockfile diff: `{}` → `{}`\n\nExperiment `{}`; run keys under runtime `{}`{capped}.\n",
         diff.before, diff.after, diff.experiment, diff.runtime
     );
     out.push_str("## Inputs\n\n");

@@ -403,3 +403,83 @@ fn with_one_sample_the_regression_gate_applies_each_metrics_noise_floor() {
         render(&unknown)
     );
 }
+
+/// `diff` suggests only commands that work: the experiment's own file for
+/// the lockfile it matches, what to do for one it no longer matches (where
+/// `run --locked` would exit 3), and `--max-prompts` for capped runs, which
+/// `diff --max-prompts` compares.
+#[test]
+fn diff_compares_capped_runs_and_suggests_only_commands_that_work() {
+    let env = TestEnv::new();
+    let study = |version: &str| {
+        format!(
+            r#"experiment "cap" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="{version}"
+    workload short {{ dataset random input=32 output=4 seed=1; prompts 10; }}
+    step vllm engine=vllm gpus=1
+}}"#
+        )
+    };
+    let smoke = [
+        "run",
+        "experiments/cap.kdl",
+        "--runtime",
+        "sim",
+        "--max-prompts",
+        "3",
+    ];
+    env.write("experiments/cap.kdl", &study("0.11.0"));
+    ok(&env, &smoke);
+    std::fs::copy(env.path("lockfiles/cap.lock"), env.path("before.lock")).unwrap();
+    env.write("experiments/cap.kdl", &study("0.17.1"));
+    ok(&env, &smoke);
+
+    let diff = |extra: &[&str]| {
+        let mut args = vec![
+            "diff",
+            "before.lock",
+            "lockfiles/cap.lock",
+            "--runtime",
+            "sim",
+        ];
+        args.extend(extra);
+        let out = ok(&env, &args);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let capped = diff(&["--max-prompts", "3"]);
+    assert!(
+        capped.contains("runs capped at 3 prompts (`--max-prompts 3`)")
+            && capped.contains("| vllm | short | total_token_throughput | ")
+            && !capped.contains("Not compared"),
+        "{capped}"
+    );
+
+    let full = diff(&[]);
+    let not_compared = &full[full.find("Not compared").unwrap()..];
+    insta::assert_snapshot!(not_compared, @r"
+    Not compared:
+
+    - `vllm` × `short`, `before.lock`: no result yet: `experiments/cap.kdl` has changed since `before.lock` was written, so `run --locked` would refuse it (exit 3); restore the experiment as it was then (e.g. from version control) and run `perfpipe run experiments/cap.kdl --lockfile before.lock --locked --runtime sim`
+    - `vllm` × `short`, `lockfiles/cap.lock`: no result yet: `perfpipe run experiments/cap.kdl --lockfile lockfiles/cap.lock --locked --runtime sim`
+    ");
+    // The command suggested for the lockfile the experiment matches works.
+    ok(
+        &env,
+        &[
+            "run",
+            "experiments/cap.kdl",
+            "--lockfile",
+            "lockfiles/cap.lock",
+            "--locked",
+            "--runtime",
+            "sim",
+        ],
+    );
+    let after = diff(&[]);
+    assert!(
+        !after.contains("`lockfiles/cap.lock`: no result yet"),
+        "{after}"
+    );
+}
