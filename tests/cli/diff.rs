@@ -483,3 +483,86 @@ fn diff_compares_capped_runs_and_suggests_only_commands_that_work() {
         "{after}"
     );
 }
+
+/// After one flag is added to a step, `explain`'s nearest stored run is that
+/// step before the edit (one flag apart), not another step whose argv differs
+/// as one string does; the flags that differ are named one by one, and a run
+/// with samples of its own is never its own nearest run ("differs in:" and
+/// nothing).
+#[test]
+fn explain_finds_the_step_before_its_edit_and_names_the_flags_that_differ() {
+    let env = TestEnv::new();
+    let study = |extra: &str| {
+        format!(
+            r#"experiment "flags" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload short {{ dataset random input=32 output=4 seed=1; prompts 6; }}
+    step a engine=vllm gpus=1 {{ args "--max-num-seqs" "4"{extra}; }}
+    step b engine=vllm gpus=1 {{ args "--max-num-seqs" "8"; }}
+    step c engine=vllm gpus=1 {{ args "--max-num-seqs" "16"; }}
+    step d engine=vllm gpus=1 {{ args "--max-num-seqs" "32"; }}
+}}"#
+        )
+    };
+    env.write("flags.kdl", &study(""));
+    ok(&env, &["run", "flags.kdl", "--runtime", "sim"]);
+    let plan = ok(&env, &["plan", "flags.kdl", "--runtime", "sim"]);
+    let before_edit = String::from_utf8_lossy(&plan.stdout)
+        .lines()
+        .find(|l| l.starts_with("a "))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap()
+        .to_owned();
+    env.write(
+        "flags.kdl",
+        &study(r#" "--enforce-eager" "--max-model-len=2048""#),
+    );
+    let explain = ok(&env, &["explain", "flags.kdl", "a", "--runtime", "sim"]);
+    assert!(
+        String::from_utf8_lossy(&explain.stdout)
+            .contains(&format!("nearest stored run: {before_edit} ")),
+        "the step before its edit ({before_edit}): {}",
+        render(&explain)
+    );
+    insta::with_settings!({ filters => filters() }, {
+        insta::assert_snapshot!(render(&explain), @r"
+        exit_code: 0
+        ----- stdout -----
+        `a` × `short`: missing (key [SHORT-KEY])
+          no result for this key
+          nearest stored run: [SHORT-KEY] (1 sample, simulated (test-host: simulated engine v1)); it differs in:
+            serve_args: added `--enforce-eager`
+            serve_args: added `--max-model-len 2048`
+
+        ----- stderr -----
+        ");
+    });
+
+    let more = ok(
+        &env,
+        &[
+            "explain",
+            "flags.kdl",
+            "b",
+            "--runtime",
+            "sim",
+            "--samples",
+            "2",
+        ],
+    );
+    let text = String::from_utf8_lossy(&more.stdout);
+    assert!(text.contains("1 of 2 samples stored"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.ends_with("it differs in:") {
+            assert!(
+                lines
+                    .get(i + 1)
+                    .is_some_and(|next| next.starts_with("    ")),
+                "an empty \"differs in:\": {text}"
+            );
+        }
+    }
+}
