@@ -36,8 +36,14 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
         )?),
         None => None,
     };
+    // One per side: finding whether the experiment matches loads it.
+    let filled = std::cell::RefCell::new(BTreeMap::<PathBuf, String>::new());
     let fill = |path: &Path, lock: &lock::Lockfile| {
-        fill_command(path, lock, experiment.as_ref(), args, runtime)
+        filled
+            .borrow_mut()
+            .entry(path.to_owned())
+            .or_insert_with(|| fill_command(path, lock, experiment.as_ref(), args, runtime))
+            .clone()
     };
     let metrics = args.metrics.clone().unwrap_or_else(|| {
         ["total_token_throughput", "mean_ttft_ms", "mean_tpot_ms"]

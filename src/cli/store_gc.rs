@@ -202,10 +202,11 @@ fn summary(material: &str) -> String {
         Some(kind) => kind.to_owned(),
         None => "?".into(),
     };
-    parts.push(format!(
-        "{dataset}, {} prompts",
-        text("/workload/num_prompts")
-    ));
+    let prompts = match m.pointer("/workload/num_prompts").and_then(Value::as_u64) {
+        Some(n) => count(n as usize, "prompt", "prompts"),
+        None => format!("{} prompts", text("/workload/num_prompts")),
+    };
+    parts.push(format!("{dataset}, {prompts}"));
     parts.join(" · ")
 }
 

@@ -219,7 +219,8 @@ pub fn counted_output_warning(records: &[RequestRecord]) -> Option<String> {
         .count();
     (counted > 0).then(|| {
         format!(
-            "{counted} of {ok} responses carried no usage: their output tokens were counted from the streamed text with the tokenizer"
+            "{counted} of {} carried no usage: their output tokens were counted from the streamed text with the tokenizer",
+            crate::plural::count(ok, "response", "responses")
         )
     })
 }

@@ -60,7 +60,10 @@ pub fn markdown(diff: &LockDiff) -> String {
     let mut out = String::new();
     let capped = diff
         .max_prompts
-        .map(|n| format!(", runs capped at {n} prompts (`--max-prompts {n}`)"))
+        .map(|n| {
+            let prompts = crate::plural::count(n as usize, "prompt", "prompts");
+            format!(", runs capped at {prompts} (`--max-prompts {n}`)")
+        })
         .unwrap_or_default();
     let _ = writeln!(
         out,
