@@ -456,6 +456,13 @@ fn diff_compares_capped_runs_and_suggests_only_commands_that_work() {
         "{capped}"
     );
 
+    // A cap no run used: the command that fills it carries the cap.
+    let other_cap = diff(&["--max-prompts", "2"]);
+    assert!(
+        other_cap.contains("`lockfiles/cap.lock`: no result yet: `perfpipe run experiments/cap.kdl --lockfile lockfiles/cap.lock --locked --runtime sim --max-prompts 2`"),
+        "{other_cap}"
+    );
+
     let full = diff(&[]);
     let not_compared = &full[full.find("Not compared").unwrap()..];
     insta::assert_snapshot!(not_compared, @r"
