@@ -1,10 +1,12 @@
 //! Before and after of the same runs (two lockfiles): the change of each
-//! metric, computed with polars, and whether it is more than noise. (pure)
+//! metric, computed with polars, and whether it is more than noise: the
+//! spread of the samples where both sides have several, else the metric's
+//! noise floor. (pure)
 
 use polars::prelude::*;
 
-use super::RunRecord;
 use super::within_noise;
+use super::{NoiseFloors, RunRecord};
 
 /// One metric of one run under two lockfiles.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -22,6 +24,9 @@ pub struct Delta {
     /// (after − before) / before, in %.
     pub delta_pct: f64,
     pub verdict: DeltaVerdict,
+    /// The floor applied, in %, when a side has no noise estimate (one
+    /// sample): a change within it is noise.
+    pub noise_floor_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -29,7 +34,8 @@ pub struct Delta {
 pub enum DeltaVerdict {
     Better,
     Worse,
-    /// The difference is within run-to-run noise (both sides have a spread).
+    /// The difference is within run-to-run noise: the spread of both
+    /// sides, or the metric's noise floor where a side has one sample.
     WithinNoise,
     Unchanged,
 }
@@ -50,6 +56,18 @@ impl Delta {
     pub fn regresses_beyond(&self, threshold_pct: f64) -> bool {
         self.verdict == DeltaVerdict::Worse && self.delta_pct.abs() > threshold_pct
     }
+
+    /// `worse`, or `within noise (n=1: no noise estimate, floor 20% applied)`.
+    pub fn verdict_text(&self) -> String {
+        match self.noise_floor_pct {
+            Some(floor) if self.verdict != DeltaVerdict::Unchanged => format!(
+                "{} (n={}: no noise estimate, floor {floor}% applied)",
+                self.verdict.label(),
+                self.before_n.min(self.after_n)
+            ),
+            _ => self.verdict.label().to_owned(),
+        }
+    }
 }
 
 /// Throughputs are better higher; times (`_ms`) lower.
@@ -58,8 +76,13 @@ pub fn higher_is_better(metric: &str) -> bool {
 }
 
 /// The change of each of `metrics` for each (before, after) pair of the same
-/// run; a metric either side lacks is left out.
-pub fn deltas(pairs: &[(RunRecord, RunRecord)], metrics: &[String]) -> PolarsResult<Vec<Delta>> {
+/// run; a metric either side lacks is left out. Where a side has no spread,
+/// a change within the metric's floor in `floors` is noise.
+pub fn deltas(
+    pairs: &[(RunRecord, RunRecord)],
+    metrics: &[String],
+    floors: &NoiseFloors,
+) -> PolarsResult<Vec<Delta>> {
     let mut rows: Vec<(&RunRecord, &RunRecord, &str, f64, f64)> = Vec::new();
     for (before, after) in pairs {
         for metric in metrics {
@@ -92,6 +115,10 @@ pub fn deltas(pairs: &[(RunRecord, RunRecord)], metrics: &[String]) -> PolarsRes
                 ),
                 _ => None,
             };
+            let pct = pct.unwrap_or(f64::NAN);
+            // No noise estimate: the floor decides.
+            let floor = noise.is_none().then(|| floors.of(metric));
+            let noise = noise.or(floor.map(|floor| pct.abs() <= floor));
             let verdict = if a == b {
                 DeltaVerdict::Unchanged
             } else if noise == Some(true) {
@@ -111,8 +138,9 @@ pub fn deltas(pairs: &[(RunRecord, RunRecord)], metrics: &[String]) -> PolarsRes
                 after: a,
                 after_sd: sd(after),
                 after_n: after.samples,
-                delta_pct: pct.unwrap_or(f64::NAN),
+                delta_pct: pct,
                 verdict,
+                noise_floor_pct: floor,
             }
         })
         .collect())
@@ -160,6 +188,7 @@ mod tests {
         let one = deltas(
             &[(record(1000.0, 20.0, None, 1), record(1100.0, 22.0, None, 1))],
             &metrics,
+            &NoiseFloors::default(),
         )
         .unwrap();
         assert_eq!(one.len(), 2, "a metric neither side has is left out");
@@ -183,11 +212,49 @@ mod tests {
                 record(1050.0, 20.0, Some((40.0, 0.1)), 3),
             )],
             &metrics,
+            &NoiseFloors::default(),
         )
         .unwrap();
         assert_eq!(noisy[0].verdict, DeltaVerdict::WithinNoise);
         assert_eq!(noisy[0].before_sd, Some(40.0));
         assert_eq!(noisy[1].verdict, DeltaVerdict::Unchanged);
         assert!(!noisy[0].regresses_beyond(0.0));
+    }
+
+    #[test]
+    fn with_one_sample_a_change_within_the_metrics_floor_is_noise() {
+        let ttft = |ms: f64| {
+            let mut r = record(1000.0, 20.0, None, 1);
+            r.metrics.insert("mean_ttft_ms".into(), ms);
+            r
+        };
+        let metrics = ["mean_ttft_ms".to_owned()];
+        let judged = |after: f64, floors: &NoiseFloors| {
+            deltas(&[(ttft(100.0), ttft(after))], &metrics, floors)
+                .unwrap()
+                .remove(0)
+        };
+        // +18.8% under TTFT's default floor of 20%: noise, no regression.
+        let within = judged(118.8, &NoiseFloors::default());
+        assert_eq!(within.verdict, DeltaVerdict::WithinNoise);
+        assert_eq!(within.noise_floor_pct, Some(20.0));
+        assert!(!within.regresses_beyond(5.0));
+        assert_eq!(
+            within.verdict_text(),
+            "within noise (n=1: no noise estimate, floor 20% applied)"
+        );
+        // Beyond it, a regression.
+        let beyond = judged(121.0, &NoiseFloors::default());
+        assert_eq!(beyond.verdict, DeltaVerdict::Worse);
+        assert!(beyond.regresses_beyond(5.0));
+        // A floor set lower makes +18.8% a regression too.
+        let mut strict = NoiseFloors::default();
+        strict.set("mean_ttft_ms", 10.0);
+        let strictly = judged(118.8, &strict);
+        assert!(strictly.regresses_beyond(5.0));
+        assert_eq!(
+            strictly.verdict_text(),
+            "worse (n=1: no noise estimate, floor 10% applied)"
+        );
     }
 }

@@ -4,14 +4,16 @@
 mod checks;
 mod diff;
 mod latency;
+mod noise;
 mod records;
 mod summary;
 
 use polars::prelude::*;
 
 pub use checks::{Check, Verdict, checks};
-pub use diff::{Delta, DeltaVerdict, deltas};
+pub use diff::{Delta, DeltaVerdict, deltas, higher_is_better};
 pub use latency::mean_latency_ms;
+pub use noise::{NoiseFloors, default_floor};
 pub use records::{RunRecord, Source, from_expectations, from_store, of_samples};
 pub use summary::{Gain, SummaryNote, SummaryRow, summary};
 
@@ -26,6 +28,17 @@ pub struct Analysis {
     /// Published numbers beside stored ones (none when the records are the published ones).
     pub checks: Vec<Check>,
     pub runs: Vec<RunRecord>,
+    /// Whose results these are, for a report from the store (`None`: the
+    /// published numbers); set by the caller that chose them.
+    pub scope: Option<Scope>,
+}
+
+/// The runtime a report's results were run under, and the `--max-prompts`
+/// cap of its workloads: a capped run is a smoke test, not the study.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Scope {
+    pub runtime: String,
+    pub max_prompts: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -143,6 +156,7 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
         summary,
         checks,
         runs,
+        scope: None,
     })
 }
 

@@ -102,11 +102,15 @@ pub enum StoreCommand {
     /// quarantine, and temp dirs of killed runs; says what and why.
     ///
     /// The runs kept are those of every `experiments/*.kdl` under each runtime
-    /// and every key in `lockfiles/*.lock`, or of the files named. An
-    /// experiment or lockfile that cannot be read makes gc remove nothing
-    /// (exit 2). Runs capped with `--max-prompts` have keys of their own that
-    /// no experiment declares: gc removes them. An entry whose key a running
-    /// perfpipe holds is left alone.
+    /// and every key of every perfpipe lockfile anywhere in the project tree
+    /// (a copy such as `before.lock` too; `store/`, `target/`, `.git/` and
+    /// hidden directories are not searched, and other programs' `.lock` files
+    /// such as `Cargo.lock` are ignored), or of the files named, plus every
+    /// entry committed in the last 7 days unless `--all`. An experiment or
+    /// lockfile that cannot be read makes gc remove nothing (exit 2). Runs
+    /// capped with `--max-prompts` have keys of their own that no experiment
+    /// declares: gc removes them once they are 7 days old. An entry whose key
+    /// a running perfpipe holds is left alone.
     Gc(StoreGcArgs),
 }
 
@@ -120,12 +124,16 @@ pub struct StoreVerifyArgs {
 #[derive(Debug, Args)]
 pub struct StoreGcArgs {
     /// Experiments (`.kdl`) and lockfiles (`.lock`) whose runs to keep
-    /// [default: `experiments/*.kdl` and `lockfiles/*.lock`].
+    /// [default: `experiments/*.kdl` and every perfpipe lockfile in the project].
     #[arg(value_name = "FILE")]
     pub roots: Vec<PathBuf>,
-    /// Say what would be removed, and remove nothing.
+    /// Say what would be removed and why each entry stays or goes, and
+    /// remove nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Also remove unreached entries committed in the last 7 days.
+    #[arg(long)]
+    pub all: bool,
     /// The store directory.
     #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
     pub store: PathBuf,
@@ -232,6 +240,15 @@ pub struct DiffArgs {
     /// than run-to-run noise), as a CI gate. Without it, diff exits 0.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
+    /// Where a side has one sample (no spread to judge by), a change of
+    /// METRIC within PCT% is noise; repeatable [defaults: 20 for TTFT, 5 for
+    /// throughputs and mean or median TPOT, ITL and E2EL, 10 otherwise].
+    #[arg(long, value_name = "METRIC=PCT", value_parser = parse_noise_floor)]
+    pub noise_floor: Vec<(String, f64)>,
+    /// Compare the runs capped with `run --max-prompts N` (found through the
+    /// experiment's file, in `experiments/` or here).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_prompts: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -354,6 +371,17 @@ pub(super) fn parse_base_url(text: &str) -> Result<String, String> {
         ));
     }
     Ok(text.trim_end_matches('/').to_owned())
+}
+
+fn parse_noise_floor(text: &str) -> Result<(String, f64), String> {
+    match text.split_once('=') {
+        Some((metric, pct)) if !metric.trim().is_empty() => {
+            Ok((metric.trim().to_owned(), parse_percent(pct)?))
+        }
+        _ => Err(format!(
+            "`{text}` is not METRIC=PCT, such as `mean_ttft_ms=20`"
+        )),
+    }
 }
 
 fn parse_percent(text: &str) -> Result<f64, String> {

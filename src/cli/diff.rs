@@ -1,12 +1,16 @@
 //! `perfpipe diff A.lock B.lock`: inputs and run keys that changed, and
 //! what the change did to every number both sides have.
 
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
-use super::args::{DiffArgs, DiffFormat};
-use super::{CliError, lockfile, runtime_of};
+use serde_json::Value;
+
+use super::args::{Common, DiffArgs, DiffFormat};
+use super::{CliError, LockMode, load, lockfile, runtime_of};
 use crate::analyze::{self, RunRecord};
 use crate::exit_code;
+use crate::key::RunKey;
 use crate::lock;
 use crate::report::diff::{Incomplete, InputDiff, LockDiff, RunDiff};
 use crate::spec::Runtime;
@@ -22,11 +26,43 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
     let (before, after) = (read(&args.before)?, read(&args.after)?);
     let runtime = runtime_of(args.runtime).unwrap_or(Runtime::Docker);
     let store = Store::open(&args.store).map_err(CliError::Store)?;
+    let experiment = find_experiment(&after.experiment, &args.after);
+    let capped = match args.max_prompts {
+        Some(cap) => Some(capped_runs(
+            &store,
+            experiment.as_ref(),
+            &after.experiment,
+            cap,
+        )?),
+        None => None,
+    };
+    // One per side: finding whether the experiment matches loads it.
+    let filled = std::cell::RefCell::new(BTreeMap::<PathBuf, String>::new());
+    let fill = |path: &Path, lock: &lock::Lockfile| {
+        filled
+            .borrow_mut()
+            .entry(path.to_owned())
+            .or_insert_with(|| fill_command(path, lock, experiment.as_ref(), args, runtime))
+            .clone()
+    };
     let metrics = args.metrics.clone().unwrap_or_else(|| {
         ["total_token_throughput", "mean_ttft_ms", "mean_tpot_ms"]
             .map(String::from)
             .to_vec()
     });
+
+    let mut floors = analyze::NoiseFloors::default();
+    for (metric, pct) in &args.noise_floor {
+        if !metrics.contains(metric) {
+            return Err(CliError::Usage {
+                message: format!(
+                    "`--noise-floor {metric}=…` names a metric `diff` does not compare"
+                ),
+                hint: format!("it compares {} (`--metrics` chooses)", metrics.join(", ")),
+            });
+        }
+        floors.set(metric, *pct);
+    }
 
     let changes = lock::input_changes(&before, &after);
     let inputs: Vec<InputDiff> = changes
@@ -56,8 +92,23 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
     let mut pairs: Vec<(RunRecord, RunRecord)> = Vec::new();
     let mut incomplete = Vec::new();
     for change in &key_changes {
-        let record = |key: &Option<crate::key::RunKey>| -> Result<Option<RunRecord>, CliError> {
+        let record = |key: &Option<RunKey>| -> Result<Option<RunRecord>, CliError> {
             let Some(key) = key else { return Ok(None) };
+            // A capped run's own key, when the store has it.
+            let key = match &capped {
+                Some(capped) => match capped.get(key) {
+                    Some(capped) => capped,
+                    None => {
+                        return Ok(Some(analyze::of_samples(
+                            &change.step,
+                            &change.workload,
+                            key,
+                            &[],
+                        )));
+                    }
+                },
+                None => key,
+            };
             let samples = store.samples(key).map_err(CliError::Store)?;
             Ok(Some(analyze::of_samples(
                 &change.step,
@@ -76,10 +127,7 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
                 None => Some("not a run of this lockfile".to_owned()),
                 Some(r) if r.metrics.is_empty() => Some(match &r.failure {
                     Some(error) => format!("failed: {error}"),
-                    None => format!(
-                        "no result yet: `{}`",
-                        fill_command(path, &lock.experiment, runtime)
-                    ),
+                    None => format!("no result yet: {}", fill(path, lock)),
                 }),
                 Some(_) => None,
             };
@@ -99,12 +147,13 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
             pairs.push((b, a));
         }
     }
-    let deltas = analyze::deltas(&pairs, &metrics).map_err(CliError::Analysis)?;
+    let deltas = analyze::deltas(&pairs, &metrics, &floors).map_err(CliError::Analysis)?;
     let diff = LockDiff {
         before: args.before.display().to_string(),
         after: args.after.display().to_string(),
         experiment: after.experiment.clone(),
         runtime: runtime.name().into(),
+        max_prompts: args.max_prompts,
         inputs,
         unchanged_inputs: after
             .inputs
@@ -140,16 +189,23 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
             .iter()
             .filter(|d| d.regresses_beyond(threshold))
             .map(|d| {
+                let floor = d
+                    .noise_floor_pct
+                    .map(|f| {
+                        let n = d.before_n.min(d.after_n);
+                        format!(" (n={n}: no noise estimate, floor {f}% applied)")
+                    })
+                    .unwrap_or_default();
                 format!(
-                    "{} × {} {} {:+.1}%",
+                    "{} × {} {} {:+.1}%{floor}",
                     d.step, d.workload, d.metric, d.delta_pct
                 )
             })
             .collect();
         if !regressions.is_empty() {
             eprintln!(
-                "perfpipe: {} regressions beyond {threshold}%: {}",
-                regressions.len(),
+                "perfpipe: {} beyond {threshold}%: {}",
+                crate::plural::count(regressions.len(), "regression", "regressions"),
                 regressions.join("; ")
             );
             return Ok(exit_code::VERIFY_FAILED);
@@ -158,17 +214,129 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
     Ok(exit_code::OK)
 }
 
-/// The `run` that measures what a lockfile pins: its experiment found where
-/// perfpipe puts experiments, with exactly that lockfile.
-fn fill_command(lockfile: &Path, experiment: &str, runtime: Runtime) -> String {
+/// The experiment file a lockfile was written from: `experiments/*.kdl` and
+/// `*.kdl` here that declare `name`, the one named like the lockfile first.
+fn find_experiment(name: &str, lockfile: &Path) -> Option<PathBuf> {
     let stem = lockfile.file_stem().unwrap_or_default().to_string_lossy();
-    let file = [format!("experiments/{stem}.kdl"), format!("{stem}.kdl")]
-        .into_iter()
-        .find(|f| Path::new(f).is_file())
-        .unwrap_or_else(|| format!("<the file of experiment `{experiment}`>"));
-    format!(
-        "perfpipe run {file} --lockfile {} --locked --runtime {}",
-        lockfile.display(),
+    let mut candidates = vec![
+        PathBuf::from(format!("experiments/{stem}.kdl")),
+        PathBuf::from(format!("{stem}.kdl")),
+    ];
+    for dir in ["experiments", "."] {
+        let mut found: Vec<PathBuf> = fs_err::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "kdl"))
+            .map(|p| p.strip_prefix(".").map(Path::to_path_buf).unwrap_or(p))
+            .collect();
+        found.sort();
+        candidates.extend(found);
+    }
+    candidates.into_iter().find(|path| {
+        let Ok(text) = fs_err::read_to_string(path) else {
+            return false;
+        };
+        let source = crate::spec::SourceFile {
+            name: path.display().to_string(),
+            text,
+        };
+        crate::spec::parse(&source).is_ok_and(|spec| spec.name == name)
+    })
+}
+
+/// Every stored run capped at `cap` prompts, by the key of the declared run
+/// it caps: its key material with the prompts of a workload of `experiment`.
+fn capped_runs(
+    store: &Store,
+    experiment: Option<&PathBuf>,
+    name: &str,
+    cap: u32,
+) -> Result<BTreeMap<RunKey, RunKey>, CliError> {
+    let Some(file) = experiment else {
+        return Err(CliError::Usage {
+            message: format!(
+                "`--max-prompts` needs the file of experiment `{name}`, to know its workloads' prompts; none in `experiments/` or here declares it"
+            ),
+            hint: "run `perfpipe diff` in the experiment's project directory".into(),
+        });
+    };
+    let text = fs_err::read_to_string(file).map_err(|source| CliError::ReadExperiment {
+        path: file.display().to_string(),
+        source,
+    })?;
+    let spec = crate::spec::parse(&crate::spec::SourceFile {
+        name: file.display().to_string(),
+        text,
+    })
+    .map_err(|e| CliError::Spec(Box::new(e)))?;
+    let declared: BTreeSet<u32> = spec.workloads.iter().map(|w| w.prompts).collect();
+    let mut out = BTreeMap::new();
+    for (key, text) in store.entries().map_err(CliError::Store)? {
+        let Ok(material) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let Some(prompts) = crate::key::num_prompts(&material) else {
+            continue;
+        };
+        for &declared in declared.iter().filter(|&&p| p.min(cap) == prompts) {
+            out.insert(
+                crate::key::key_with_prompts(&material, declared),
+                key.clone(),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The command that measures what `path` pins, or, when its experiment has
+/// changed since (`run --locked` would exit 3) or is not here, what to do.
+fn fill_command(
+    path: &Path,
+    lock: &lock::Lockfile,
+    experiment: Option<&PathBuf>,
+    args: &DiffArgs,
+    runtime: Runtime,
+) -> String {
+    let cap = args
+        .max_prompts
+        .map(|n| format!(" --max-prompts {n}"))
+        .unwrap_or_default();
+    let options = format!(
+        "--lockfile {} --locked --runtime {}{cap}",
+        path.display(),
         runtime.name()
-    )
+    );
+    let Some(file) = experiment else {
+        return format!(
+            "no file of experiment `{}` is in `experiments/` or here; run it with `{options}`",
+            lock.experiment
+        );
+    };
+    let command = format!("`perfpipe run {} {options}`", file.display());
+    if matches(file, path, args) {
+        command
+    } else {
+        format!(
+            "`{}` has changed since `{}` was written, so `run --locked` would refuse it (exit 3); restore the experiment as it was then (e.g. from version control) and run {command}",
+            file.display(),
+            path.display()
+        )
+    }
+}
+
+/// Whether `file` still resolves to exactly the lockfile at `path`.
+fn matches(file: &Path, path: &Path, args: &DiffArgs) -> bool {
+    let common = Common {
+        experiment: file.to_owned(),
+        runtime: args.runtime,
+        store: args.store.clone(),
+        samples: 1,
+        retry_failed: false,
+        fresh_engine: false,
+        max_prompts: None,
+        lockfile: Some(path.to_owned()),
+    };
+    load(&common, LockMode::Read).is_ok_and(|loaded| loaded.lock.is_current())
 }

@@ -67,7 +67,7 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, CliError> {
                 let _ = writeln!(out, "  {reason}");
                 let material =
                     serde_json::to_value(&run.material).expect("key material is plain data");
-                nearest(&mut out, &loaded.store, &stored, &material)?;
+                nearest(&mut out, &loaded.store, &stored, &run.key, &material)?;
             }
         }
     }
@@ -75,47 +75,89 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, CliError> {
     Ok(exit_code::OK)
 }
 
-/// The stored run whose key material differs from `material` in the fewest
-/// fields, and those fields.
+/// The stored run (of another key than `own`, whose samples the run's
+/// status already tells) whose key material differs from `material` in the
+/// fewest fields, serve flags counted one by one, a run with a successful
+/// sample before a failed one; and those fields.
 fn nearest(
     out: &mut String,
     store: &Store,
     stored: &[(RunKey, Value)],
+    own: &RunKey,
     material: &Value,
 ) -> Result<(), CliError> {
     let mut candidates: Vec<(usize, &RunKey, &Value)> = stored
         .iter()
+        .filter(|(key, _)| key != own)
         .map(|(key, m)| (material_changes(m, material).len(), key, m))
         .collect();
     candidates.sort_by_key(|(distance, key, _)| (*distance, (*key).clone()));
-    for (_, key, m) in candidates {
+    let mut failed: Option<(usize, &RunKey, &Value, Vec<Sample>)> = None;
+    for (distance, key, m) in candidates {
+        if failed.as_ref().is_some_and(|(d, ..)| distance > *d) {
+            break;
+        }
         let samples = store.samples(key).map_err(CliError::Store)?;
-        let Some(last) = samples.last() else { continue };
-        let _ = writeln!(
-            out,
-            "  nearest stored run: {} ({} sample{}, {}); it differs in:",
-            key.short(),
-            samples.len(),
-            if samples.len() == 1 { "" } else { "s" },
-            origin(last)
-        );
-        for change in material_changes(m, material) {
-            let show = |v: Option<String>| {
-                v.filter(|v| !v.is_empty())
-                    .unwrap_or_else(|| "(none)".into())
-            };
-            let _ = writeln!(
-                out,
-                "    {}: {} → {}",
+        if samples.is_empty() {
+            continue;
+        }
+        if samples
+            .iter()
+            .all(|s| matches!(s.result.outcome, Outcome::Failure { .. }))
+        {
+            // A failure only if no success is as near.
+            failed.get_or_insert((distance, key, m, samples));
+            continue;
+        }
+        describe_nearest(out, key, m, material, &samples);
+        return Ok(());
+    }
+    match failed {
+        Some((_, key, m, samples)) => describe_nearest(out, key, m, material, &samples),
+        None => {
+            let _ = writeln!(out, "  the store holds no other run to compare it with");
+        }
+    }
+    Ok(())
+}
+
+fn describe_nearest(
+    out: &mut String,
+    key: &RunKey,
+    m: &Value,
+    material: &Value,
+    samples: &[Sample],
+) {
+    let last = samples.last().expect("a stored run has a sample");
+    let _ = writeln!(
+        out,
+        "  nearest stored run: {} ({}, {}); it differs in:",
+        key.short(),
+        crate::plural::count(samples.len(), "sample", "samples"),
+        origin(last)
+    );
+    for change in material_changes(m, material) {
+        let show = |v: Option<String>| {
+            v.filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "(none)".into())
+        };
+        let line = if change.path.starts_with("serve_args ") {
+            // One flag: added, removed, or its values changed.
+            match (change.before, change.after) {
+                (None, Some(added)) => format!("serve_args: added `{added}`"),
+                (Some(removed), None) => format!("serve_args: removed `{removed}`"),
+                (before, after) => format!("serve_args: `{}` → `{}`", show(before), show(after)),
+            }
+        } else {
+            format!(
+                "{}: {} → {}",
                 change.path,
                 show(change.before),
                 show(change.after)
-            );
-        }
-        return Ok(());
+            )
+        };
+        let _ = writeln!(out, "    {line}");
     }
-    let _ = writeln!(out, "  the store holds no run to compare it with");
-    Ok(())
 }
 
 /// Where a sample's numbers came from.

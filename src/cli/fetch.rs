@@ -8,6 +8,7 @@ use super::{CliError, load};
 use crate::exit_code;
 use crate::fetch::{self, Event, Failure, Fetcher, human_bytes};
 use crate::lock::Lockfile;
+use crate::plural::count;
 use crate::spec::Runtime;
 
 pub fn fetch(args: &FetchArgs) -> Result<u8, CliError> {
@@ -121,9 +122,9 @@ pub(super) fn fetch_pinned(
         if missing + links == 0 {
             if everything {
                 eprintln!(
-                    "  {}: present ({} files, {})",
+                    "  {}: present ({}, {})",
                     model.want.input,
-                    model.files.len(),
+                    count(model.files.len(), "file", "files"),
                     human_bytes(model.total_bytes())
                 );
             }
@@ -141,9 +142,9 @@ pub(super) fn fetch_pinned(
             format!(" (commit {})", model.want.commit)
         };
         eprintln!(
-            "  {}{at}: {missing} of {} files to download ({} of {}){links}",
+            "  {}{at}: {missing} of {} to download ({} of {}){links}",
             model.want.input,
-            model.files.len(),
+            count(model.files.len(), "file", "files"),
             human_bytes(model.missing_bytes()),
             human_bytes(model.total_bytes()),
         );
@@ -198,8 +199,8 @@ pub(super) fn fetch_pinned(
         .collect();
     if !downloaded.is_empty() && failures.is_empty() {
         eprintln!(
-            "perfpipe: downloaded {} files ({}), each matching the digest the Hub lists for its commit",
-            downloaded.len(),
+            "perfpipe: downloaded {} ({}), each matching the digest the Hub lists for its commit",
+            count(downloaded.len(), "file", "files"),
             human_bytes(downloaded.iter().sum())
         );
     }

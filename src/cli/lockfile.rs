@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::CliError;
 use super::args::Common;
 use crate::lock::{self, Lockfile, PinPolicy, PinResolver, Problem, Update};
+use crate::plural::count;
 use crate::spec::Runtime;
 
 /// What a command may do with the lockfile.
@@ -97,12 +98,34 @@ pub(super) fn read(path: &Path) -> Result<Option<Lockfile>, CliError> {
     match fs_err::read_to_string(path) {
         Ok(text) => lock::parse(&path.display().to_string(), &text)
             .map(Some)
-            .map_err(CliError::Lockfile),
+            .map_err(|e| not_a_lockfile(path, e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(CliError::ReadLockfile {
             path: path.display().to_string(),
             source,
         }),
+    }
+}
+
+/// A file that is no lockfile at all is not damage to delete: say what it
+/// is and which file was meant.
+fn not_a_lockfile(path: &Path, e: lock::Error) -> CliError {
+    let lock::Error::NotALockfile { first, .. } = &e else {
+        return CliError::Lockfile(e);
+    };
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let hint = if first.as_deref() == Some("experiment") {
+        format!(
+            "`{}` is an experiment; its lockfile is `lockfiles/{stem}.lock` (`perfpipe lock {}` writes it)",
+            path.display(),
+            path.display()
+        )
+    } else {
+        "name a lockfile written by `perfpipe lock`: `lockfiles/<experiment>.lock`, or a copy of one".to_owned()
+    };
+    CliError::Usage {
+        message: e.to_string(),
+        hint,
     }
 }
 
@@ -225,8 +248,8 @@ pub(super) fn change_lines(old: &Lockfile, new: &Lockfile) -> Vec<String> {
         .count();
     if moved > 0 {
         lines.push(format!(
-            "  {moved} run{} with new keys (`perfpipe explain` says why each one runs)",
-            if moved == 1 { "" } else { "s" }
+            "  {} with new keys (`perfpipe explain` says why each one runs)",
+            count(moved, "run", "runs")
         ));
     }
     if lines.is_empty() {
@@ -239,11 +262,14 @@ pub(super) fn change_lines(old: &Lockfile, new: &Lockfile) -> Vec<String> {
 pub(super) fn pin_summary(lock: &Lockfile) -> String {
     let unpinned: Vec<&str> = lock.unpinned().map(|i| i.name.as_str()).collect();
     if unpinned.is_empty() {
-        format!("{} inputs, all pinned", lock.inputs.len())
+        format!(
+            "{}, all pinned",
+            count(lock.inputs.len(), "input", "inputs")
+        )
     } else {
         format!(
-            "{} inputs, {} unpinned: {}",
-            lock.inputs.len(),
+            "{}, {} unpinned: {}",
+            count(lock.inputs.len(), "input", "inputs"),
             unpinned.len(),
             unpinned.join(", ")
         )

@@ -1,6 +1,7 @@
 //! `perfpipe plan`: every run, its key and status; no side effects.
 
 use std::fmt::Write;
+use std::time::Duration;
 
 use super::args::{Common, PlanArgs};
 use super::{CliError, Loaded, LockMode, load};
@@ -10,6 +11,7 @@ use crate::engine::leftovers;
 use crate::exit_code;
 use crate::key::material_changes;
 use crate::plan::{self, Plan, PlanOptions, RunStatus};
+use crate::plural::count;
 use crate::spec::EngineKind;
 use crate::store::StoreIndex;
 
@@ -56,11 +58,10 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
             ),
         };
         println!(
-            "estimate: {:.1} GPU-hours ({} at a typical start of {} min for vLLM and SGLang, {} for TensorRT-LLM, plus benchmark times of earlier results{untimed})",
+            "estimate: {:.1} GPU-hours ({} at a typical start of {}, plus benchmark times of earlier results{untimed})",
             estimate.gpu_hours,
             launches(estimate.launches),
-            plan::typical_start(EngineKind::Vllm).as_secs() / 60,
-            plan::typical_start(EngineKind::Trtllm).as_secs() / 60,
+            typical_starts(&estimate.starts),
         );
     }
     Ok(exit_code::OK)
@@ -167,9 +168,7 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
     );
     for r in &plan.runs {
         let detail = match &r.status {
-            RunStatus::Cached { samples } => {
-                format!("{samples} sample{}", if *samples == 1 { "" } else { "s" })
-            }
+            RunStatus::Cached { samples } => count(*samples, "sample", "samples"),
             RunStatus::Failed { error } => error.clone(),
             RunStatus::Missing { reason } => reason.clone(),
         };
@@ -182,7 +181,7 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
             r.status.label()
         );
     }
-    let count = |label: &str| {
+    let with = |label: &str| {
         plan.runs
             .iter()
             .filter(|r| r.status.label() == label)
@@ -191,16 +190,45 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
     let to_run = plan.missing().len();
     let _ = writeln!(
         out,
-        "\n{} runs: {} cached, {} failed, {} missing; {to_run} to run ({})",
-        plan.runs.len(),
-        count("cached"),
-        count("failed"),
-        count("missing"),
+        "\n{}: {} cached, {} failed, {} missing; {to_run} to run ({})",
+        count(plan.runs.len(), "run", "runs"),
+        with("cached"),
+        with("failed"),
+        with("missing"),
         launches(plan.launches(common.fresh_engine).len()),
     );
     out
 }
 
+/// `5 min for vLLM and SGLang, 15 min for TensorRT-LLM`: the engines the
+/// estimate launches, grouped by their start.
+fn typical_starts(starts: &[(EngineKind, Duration)]) -> String {
+    let mut minutes: Vec<u64> = starts.iter().map(|(_, d)| d.as_secs() / 60).collect();
+    minutes.sort_unstable();
+    minutes.dedup();
+    minutes
+        .iter()
+        .map(|m| {
+            let names: Vec<&str> = starts
+                .iter()
+                .filter(|(_, d)| d.as_secs() / 60 == *m)
+                .map(|(kind, _)| kind.display_name())
+                .collect();
+            format!("{m} min for {}", and_list(&names))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
 fn launches(n: usize) -> String {
-    format!("{n} engine launch{}", if n == 1 { "" } else { "es" })
+    count(n, "engine launch", "engine launches")
 }

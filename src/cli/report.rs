@@ -2,23 +2,34 @@
 
 use std::path::Path;
 
-use super::args::{ReportArgs, ReportFormat};
+use super::args::{Common, ReportArgs, ReportFormat};
 use super::plan::plan_and_index;
 use super::{CliError, Loaded, LockMode, load, write_file, write_text};
-use crate::analyze::{self, Analysis, RunRecord};
+use crate::analyze::{self, Analysis, RunRecord, Scope};
 use crate::exit_code;
+use crate::plan::StoredRuntime;
 use crate::report::chart::{self, ChartData, ChartGroup};
-use crate::spec::Objective;
+use crate::spec::{Objective, Runtime};
 
 pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common, LockMode::Read)?;
+    let mut loaded = load(&args.common, LockMode::Read)?;
     let records = if args.published {
         analyze::from_expectations(&loaded.spec)
     } else {
+        if args.common.runtime.is_none() {
+            let runtime = runtime_with_results(&loaded, &args.common.experiment)?;
+            if runtime != loaded.runtime {
+                loaded.runs = crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs);
+                loaded.runtime = runtime;
+            }
+        }
         let (plan, index) = plan_and_index(&loaded, &args.common)?;
         analyze::from_store(&plan, &index)
     };
-    let analysis = analyze(&loaded, records)?;
+    let mut analysis = analyze(&loaded, records)?;
+    if !args.published {
+        analysis.scope = Some(scope(&loaded, &args.common));
+    }
     let text = match args.format {
         // A written report gets its chart beside it; printed alone, there is none to link.
         ReportFormat::Md => match &args.out {
@@ -33,6 +44,74 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
         write_text(out, &text)?;
     }
     Ok(exit_code::OK)
+}
+
+/// Without `--runtime`, the runtime whose results the store has (see
+/// [`crate::plan::stored_runtime`]), said on stderr.
+fn runtime_with_results(loaded: &Loaded, experiment: &Path) -> Result<Runtime, CliError> {
+    let mut with_results = Vec::new();
+    for runtime in [Runtime::Docker, Runtime::Local, Runtime::Sim] {
+        let keyed;
+        let runs = if runtime == loaded.runtime {
+            &loaded.runs
+        } else {
+            keyed = crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs);
+            &keyed
+        };
+        let index = loaded
+            .store
+            .index(runs.iter().map(|r| (&r.key, r.canonical.as_str())))
+            .map_err(CliError::Store)?;
+        if runs.iter().any(|r| !index.samples(&r.key).is_empty()) {
+            with_results.push(runtime);
+        }
+    }
+    match crate::plan::stored_runtime(&with_results) {
+        StoredRuntime::One(runtime) => {
+            eprintln!(
+                "perfpipe: reporting the results under runtime `{}`, the one the store holds results of (`--runtime` chooses)",
+                runtime.name()
+            );
+            Ok(runtime)
+        }
+        StoredRuntime::Ambiguous(runtimes) => {
+            let names: Vec<String> = runtimes.iter().map(|r| format!("`{}`", r.name())).collect();
+            Err(CliError::Usage {
+                message: format!(
+                    "the store holds results of `{}` under both {}",
+                    experiment.display(),
+                    names.join(" and ")
+                ),
+                hint: format!(
+                    "name the runtime to report: {}",
+                    runtimes
+                        .iter()
+                        .map(|r| format!(
+                            "`perfpipe report {} --runtime {}`",
+                            experiment.display(),
+                            r.name()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ),
+            })
+        }
+        StoredRuntime::None => {
+            eprintln!(
+                "perfpipe: the store holds no result of this experiment under any runtime yet; reporting runtime `{}`",
+                loaded.runtime.name()
+            );
+            Ok(loaded.runtime)
+        }
+    }
+}
+
+/// Whose results a report from the store shows: for its title block.
+pub(super) fn scope(loaded: &Loaded, common: &Common) -> Scope {
+    Scope {
+        runtime: loaded.runtime.name().to_owned(),
+        max_prompts: common.max_prompts,
+    }
 }
 
 pub(super) fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analysis, CliError> {

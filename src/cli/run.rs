@@ -7,11 +7,12 @@ use std::time::Duration;
 use super::args::RunArgs;
 use super::fetch::{Verbosity, fail_on, fetch_pinned};
 use super::plan::plan_and_index;
-use super::report::{analyze, write_markdown};
+use super::report::{analyze, scope, write_markdown};
 use super::{CliError, LockMode, load, lockfile, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::plan::RunStatus;
+use crate::plural::count;
 use crate::spec::{ExpectedOutcome, Runtime, Spec};
 use crate::store::{Outcome, Store};
 
@@ -25,10 +26,15 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     let (mut plan, mut index) = plan_and_index(&loaded, &args.common)?;
     // Before a lockfile, a fetch or an engine: a run perfpipe cannot start.
     exec::check_startable(&loaded.spec, &plan)?;
-    // Where the report and its chart go is settled before any engine starts.
+    // Where the report and its chart go is settled before any engine starts;
+    // a capped run's never replaces the study's.
     let report_path = args.report.clone().unwrap_or_else(|| {
-        let stem = experiment.file_stem().unwrap_or_default();
-        PathBuf::from("reports").join(format!("{}.md", stem.to_string_lossy()))
+        let stem = experiment.file_stem().unwrap_or_default().to_string_lossy();
+        let name = match args.common.max_prompts {
+            Some(cap) => format!("{stem}.max-prompts-{cap}.md"),
+            None => format!("{stem}.md"),
+        };
+        PathBuf::from("reports").join(name)
     });
     for path in [
         report_path.clone(),
@@ -76,8 +82,8 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         .filter(|r| !matches!(r.status, RunStatus::Missing { .. }))
         .count();
     eprintln!(
-        "perfpipe: {} runs, {stored} in the store, {} to run (runtime `{}`)",
-        plan.runs.len(),
+        "perfpipe: {}, {stored} in the store, {} to run (runtime `{}`)",
+        count(plan.runs.len(), "run", "runs"),
         plan.missing().len(),
         plan.options.runtime.name()
     );
@@ -107,7 +113,8 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
                 .is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e))
         })
         .count();
-    let analysis = analyze(&loaded, records)?;
+    let mut analysis = analyze(&loaded, records)?;
+    analysis.scope = Some(scope(&loaded, &args.common));
     let path = report_path;
     let text = write_markdown(&loaded, &analysis, &path).map_err(|e| {
         e.measured(&format!(
@@ -124,7 +131,8 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     );
     if unexpected_failures > 0 {
         eprintln!(
-            "perfpipe: {unexpected_failures} runs failed where the experiment expects no failure (see the report)"
+            "perfpipe: {} failed where the experiment expects no failure (see the report)",
+            count(unexpected_failures, "run", "runs")
         );
     }
     // Not in the report: a transient failure is no result. It still fails the command.
@@ -162,7 +170,7 @@ fn remove_stale_tmp(store: &Store) {
     match store.stale_tmp(true) {
         Ok(stale) if !stale.is_empty() => eprintln!(
             "perfpipe: removed {} left in `{}` by killed runs ({})",
-            super::store_verify::count(stale.len(), "temp dir", "temp dirs"),
+            count(stale.len(), "temp dir", "temp dirs"),
             store.root().join("tmp").display(),
             crate::fetch::human_bytes(stale.iter().map(|s| s.bytes).sum())
         ),
@@ -213,9 +221,9 @@ fn progress(spec: &Spec, event: &ExecEvent) {
         }
         ExecEvent::LeftoverStopped { stopped } => {
             eprintln!(
-                "stopped what a killed perfpipe left: {}, {} processes",
+                "stopped what a killed perfpipe left: {}, {}",
                 super::describe_launch(&stopped.launch),
-                stopped.processes
+                count(stopped.processes, "process", "processes")
             );
         }
         ExecEvent::StillStarting { after, .. } => {
@@ -232,7 +240,10 @@ fn progress(spec: &Spec, event: &ExecEvent) {
             } else {
                 String::new()
             };
-            eprintln!("      sending {requests} requests{shared}");
+            eprintln!(
+                "      sending {}{shared}",
+                count(*requests, "request", "requests")
+            );
         }
         ExecEvent::Retrying { error, .. } => {
             eprintln!("      transient failure, retrying: {error}")

@@ -1,21 +1,32 @@
-//! `perfpipe store gc [--dry-run] [FILE...]`: removes the entries no
-//! experiment and no lockfile reaches, damage, quarantine and the temp dirs
-//! of killed runs, saying what each was and why it goes.
+//! `perfpipe store gc [--dry-run] [--all] [FILE...]`: removes the entries
+//! no experiment and no lockfile reaches (once 7 days old, or all), damage,
+//! quarantine and the temp dirs of killed runs, saying what each was and why
+//! it goes; `--dry-run` also says why each entry stays.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use super::CliError;
 use super::args::StoreGcArgs;
 use super::roots::roots;
-use super::store_verify::{count, existing};
+use super::store_verify::existing;
 use crate::exit_code;
 use crate::fetch::human_bytes;
-use crate::store::{Garbage, GarbageKind, Removal};
+use crate::key::RunKey;
+use crate::plural::count;
+use crate::store::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 
 pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
     let store = existing(&args.store)?;
     let roots = roots(&args.roots, &args.store)?;
-    let garbage = store.garbage(&roots.keys).map_err(CliError::Store)?;
+    let reached: BTreeSet<RunKey> = roots.keys.keys().cloned().collect();
+    let now = crate::clock::unix_now();
+    let (young, garbage): (Vec<Garbage>, Vec<Garbage>) = store
+        .garbage(&reached)
+        .map_err(CliError::Store)?
+        .into_iter()
+        .partition(|g| !args.all && g.is_young(now));
     let spoiled: Vec<_> = garbage
         .iter()
         .filter(|g| matches!(&g.kind, GarbageKind::Damaged(d) if d.spoils_entry()))
@@ -26,7 +37,7 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
         .map_err(CliError::Store)?
         .into_iter()
         .filter_map(|d| d.key)
-        .filter(|k| roots.keys.contains(k) && !spoiled.contains(&k))
+        .filter(|k| roots.reaches(k) && !spoiled.contains(&k))
         .collect();
     let stale = store.stale_tmp(!args.dry_run).map_err(CliError::Store)?;
 
@@ -55,19 +66,58 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
         tally.tmp += 1;
         tally.bytes += s.bytes;
     }
+    if args.dry_run {
+        // Why each entry stays, as why each goes.
+        let materials: BTreeMap<RunKey, String> = store
+            .entries()
+            .map_err(CliError::Store)?
+            .into_iter()
+            .collect();
+        for key in &kept {
+            let by: Vec<String> = roots.keys[key]
+                .iter()
+                .map(|p| format!("`{}`", p.display()))
+                .collect();
+            println!(
+                "entry {key}: {}\n  kept: reached by {}",
+                materials.get(key).map_or("?".into(), |m| summary(m)),
+                by.join(", ")
+            );
+        }
+        for item in &young {
+            if let GarbageKind::Unreached { material, .. } = &item.kind {
+                println!(
+                    "entry {}: {}\n  kept: {}, but committed less than {} days ago (`--all` removes it)",
+                    item.key.as_ref().map_or("?", |k| k.as_str()),
+                    summary(material),
+                    roots.unreached(),
+                    KEEP_YOUNGER_THAN.as_secs() / 86_400
+                );
+            }
+        }
+    }
 
     let lockfile_only = kept
         .iter()
         .filter(|k| roots.lockfile_only.contains(k))
         .count();
     eprintln!(
-        "perfpipe: kept {} reached by {} and {}{}",
+        "perfpipe: kept {} reached by {} and {}{}{}",
         count(kept.len(), "entry", "entries"),
         count(roots.experiments.len(), "experiment", "experiments"),
         count(roots.lockfiles.len(), "lockfile", "lockfiles"),
         match lockfile_only {
             0 => String::new(),
             n => format!(" ({n} by a lockfile only)"),
+        },
+        match young.len() {
+            0 => String::new(),
+            n => format!(
+                ", and {} that nothing reaches, committed less than {} days ago (`--all` removes {})",
+                count(n, "entry", "entries"),
+                KEEP_YOUNGER_THAN.as_secs() / 86_400,
+                crate::plural::noun(n, "it", "them")
+            ),
         }
     );
     let what = tally.summary();
@@ -92,7 +142,9 @@ fn describe(item: &Garbage, unreached: &str) -> String {
     let size = human_bytes(item.bytes);
     let path = item.path.display();
     match &item.kind {
-        GarbageKind::Unreached { material, samples } => format!(
+        GarbageKind::Unreached {
+            material, samples, ..
+        } => format!(
             "entry {} ({}, {size}): {}\n  {unreached}",
             item.key.as_ref().map_or("?", |k| k.as_str()),
             count(*samples, "sample", "samples"),
@@ -150,10 +202,11 @@ fn summary(material: &str) -> String {
         Some(kind) => kind.to_owned(),
         None => "?".into(),
     };
-    parts.push(format!(
-        "{dataset}, {} prompts",
-        text("/workload/num_prompts")
-    ));
+    let prompts = match m.pointer("/workload/num_prompts").and_then(Value::as_u64) {
+        Some(n) => count(n as usize, "prompt", "prompts"),
+        None => format!("{} prompts", text("/workload/num_prompts")),
+    };
+    parts.push(format!("{dataset}, {prompts}"));
     parts.join(" · ")
 }
 

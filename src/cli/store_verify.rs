@@ -7,6 +7,7 @@ use super::CliError;
 use super::args::StoreVerifyArgs;
 use crate::exit_code;
 use crate::fetch::human_bytes;
+use crate::plural::count;
 use crate::store::Store;
 
 pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
@@ -95,11 +96,6 @@ pub(super) fn existing(path: &Path) -> Result<Store, CliError> {
         });
     }
     Ok(store)
-}
-
-/// `1 entry`, `2 entries`.
-pub(super) fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn them(n: usize) -> &'static str {

@@ -72,8 +72,8 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
         n => format!(", {n} not scored (simulated or imported)"),
     };
     eprintln!(
-        "perfpipe: {} checks within ±{tolerance}%: {within} within, {outside} outside, {missing} missing{unscored_note}",
-        checks.len()
+        "perfpipe: {} within ±{tolerance}%: {within} within, {outside} outside, {missing} missing{unscored_note}",
+        crate::plural::count(checks.len(), "check", "checks")
     );
     let nothing_measured = !checks.is_empty() && within + outside == 0;
     if nothing_measured {

@@ -368,9 +368,13 @@ impl RunContext<'_> {
                 let mut warnings = Vec::new();
                 if metrics.failed() > 0 {
                     warnings.push(format!(
-                        "{} of {} requests failed",
+                        "{} of {} failed",
                         metrics.failed(),
-                        metrics.failed() + metrics.completed()
+                        crate::plural::count(
+                            (metrics.failed() + metrics.completed()) as usize,
+                            "request",
+                            "requests"
+                        )
                     ));
                 }
                 Ok(Measured::Numbers {

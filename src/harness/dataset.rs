@@ -30,7 +30,9 @@ pub enum DatasetError {
     #[error("the dataset has no conversation of 2 or more turns (a prompt and its reply)")]
     NoConversation,
     #[error(
-        "the dataset has {found} usable first turns (a human or user turn, then a gpt or assistant turn, both non-empty), fewer than the {wanted} requests asked"
+        "the dataset has {} (a human or user turn, then a gpt or assistant turn, both non-empty), fewer than the {} asked",
+        crate::plural::count(*.found, "usable first turn", "usable first turns"),
+        crate::plural::count(*.wanted as usize, "request", "requests")
     )]
     TooFewFirstTurns { found: usize, wanted: u32 },
 }

@@ -120,9 +120,9 @@ pub async fn benchmark(
             .find_map(|r| r.error.as_deref())
             .unwrap_or_default();
         warnings.push(format!(
-            "{} of {} requests failed (first: {first})",
+            "{} of {} failed (first: {first})",
             metrics.failed,
-            records.len()
+            crate::plural::count(records.len(), "request", "requests")
         ));
     }
     Ok(BenchOutcome {
@@ -219,7 +219,8 @@ pub fn counted_output_warning(records: &[RequestRecord]) -> Option<String> {
         .count();
     (counted > 0).then(|| {
         format!(
-            "{counted} of {ok} responses carried no usage: their output tokens were counted from the streamed text with the tokenizer"
+            "{counted} of {} carried no usage: their output tokens were counted from the streamed text with the tokenizer",
+            crate::plural::count(ok, "response", "responses")
         )
     })
 }
@@ -235,8 +236,8 @@ pub fn short_output_warning(records: &[RequestRecord]) -> Option<String> {
         let got: u64 = ok.iter().map(|r| r.output_tokens).sum();
         let asked: u64 = ok.iter().map(|r| r.requested_output_tokens).sum();
         format!(
-            "{short} of {} requests generated fewer tokens than asked ({got} of {asked})",
-            ok.len()
+            "{short} of {} generated fewer tokens than asked ({got} of {asked})",
+            crate::plural::count(ok.len(), "request", "requests")
         )
     })
 }

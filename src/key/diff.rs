@@ -12,7 +12,10 @@ pub struct FieldChange {
 }
 
 /// Every leaf field of `before` and `after` that differs, in path order.
-/// Lists (the serve argv) are compared whole and shown as words.
+/// The serve argv is compared flag by flag (path `serve_args --flag`, each
+/// side the flag with its values, `None` where it is absent), so one added
+/// flag is one change, as a changed engine version is; other lists are
+/// compared whole and shown as words.
 pub fn material_changes(before: &Value, after: &Value) -> Vec<FieldChange> {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     flatten("", before, &mut a);
@@ -48,12 +51,41 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
                 flatten(&path, v, out);
             }
         }
+        Value::Array(items) if prefix == SERVE_ARGS => {
+            let words: Vec<String> = items.iter().map(text).collect();
+            out.extend(flags(&words));
+        }
         Value::Array(items) => {
             let words: Vec<String> = items.iter().map(text).collect();
             out.push((prefix.to_owned(), words.join(" ")));
         }
         leaf => out.push((prefix.to_owned(), text(leaf))),
     }
+}
+
+const SERVE_ARGS: &str = "serve_args";
+
+/// A canonical argv (flags sorted, values after their flag) as one entry per
+/// flag name, `serve_args --name` → `--name values…` (every occurrence), and
+/// the words before the first flag as `serve_args`.
+fn flags(words: &[String]) -> Vec<(String, String)> {
+    let is_flag = |w: &str| w.starts_with('-') && w.len() > 1 && w.parse::<f64>().is_err();
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut path = SERVE_ARGS.to_owned();
+    for word in words {
+        if is_flag(word) {
+            let name = word.split_once('=').map_or(word.as_str(), |(n, _)| n);
+            path = format!("{SERVE_ARGS} {name}");
+        }
+        match out.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, text)) => {
+                text.push(' ');
+                text.push_str(word);
+            }
+            None => out.push((path.clone(), word.clone())),
+        }
+    }
+    out
 }
 
 fn text(value: &Value) -> String {
@@ -82,9 +114,49 @@ mod tests {
             [
                 r#"engine.image: Some("sha256:1f0c") → Some("sha256:9a7b")"#,
                 r#"env.A: None → Some("1")"#,
-                r#"serve_args: Some("--max-num-seqs 512") → Some("--max-num-seqs 1024")"#,
+                r#"serve_args --max-num-seqs: Some("--max-num-seqs 512") → Some("--max-num-seqs 1024")"#,
             ]
         );
         assert!(material_changes(&before, &before).is_empty());
+    }
+
+    /// One added flag is one change; another configuration's argv is many.
+    #[test]
+    fn serve_args_differ_flag_by_flag() {
+        let argv = |args: &[&str]| json!({"serve_args": args});
+        let edited = argv(&[
+            "--enable-expert-parallel",
+            "--max-num-seqs",
+            "4",
+            "-tp",
+            "8",
+        ]);
+        let before = argv(&["--max-num-seqs", "4", "-tp", "8"]);
+        let other = argv(&["--kv-cache-dtype", "fp8", "--max-num-seqs", "8", "-tp", "8"]);
+        let changes = material_changes(&before, &edited);
+        assert_eq!(
+            changes,
+            [FieldChange {
+                path: "serve_args --enable-expert-parallel".into(),
+                before: None,
+                after: Some("--enable-expert-parallel".into()),
+            }]
+        );
+        assert_eq!(material_changes(&other, &edited).len(), 3);
+        let repeated = material_changes(
+            &argv(&["serve", "m", "--x", "1", "--x", "2"]),
+            &argv(&["serve", "n", "--x", "1"]),
+        );
+        let shown: Vec<_> = repeated
+            .iter()
+            .map(|c| (c.path.as_str(), c.before.as_deref(), c.after.as_deref()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("serve_args", Some("serve m"), Some("serve n")),
+                ("serve_args --x", Some("--x 1 --x 2"), Some("--x 1")),
+            ]
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 mod args;
 mod canonical;
+mod cap;
 mod diff;
 mod material;
 
@@ -12,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 pub use args::{Flag, canonical_args, parse_flags};
 pub use canonical::to_canonical_json;
+pub use cap::{key_with_prompts, num_prompts};
 pub use diff::{FieldChange, material_changes};
 pub use material::*;
 

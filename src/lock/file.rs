@@ -97,6 +97,12 @@ pub(super) fn parse_kdl(path: &str, text: &str) -> Result<Lockfile, Error> {
         path: path.into(),
         message,
     };
+    if !super::is_lockfile(text) {
+        return Err(Error::NotALockfile {
+            path: path.into(),
+            first: super::first_node(text).map(str::to_owned),
+        });
+    }
     let doc = KdlDocument::parse_v2(text).map_err(|e| fail(format!("invalid KDL ({e})")))?;
     let mut experiment = None;
     let mut inputs = Vec::new();
@@ -310,7 +316,7 @@ mod tests {
             (format!("{text}\ninput {{"), "invalid KDL"),
             (
                 text.replace("lockfile version=1 experiment=\"tiny \\\"q\\\"\"", ""),
-                "no `lockfile` node",
+                "it begins with `input`, where a lockfile begins with `lockfile`",
             ),
         ];
         for (damaged, expected) in cases {

@@ -21,11 +21,13 @@ mod fast_read;
 mod file;
 mod pins;
 pub mod resolve;
+mod signature;
 
 pub use build::{RUNTIMES, apply_pins, build, build_with_keys, pin_requests};
 pub use changes::{InputChange, input_changes, run_key_changes};
 pub use file::{parse, render};
 pub use pins::{PinPolicy, PinRequest, PinResolver, Problem, Update, is_commit, resolve_pins};
+pub use signature::{HEAD_BYTES, first_node, is_lockfile};
 
 use std::collections::BTreeMap;
 
@@ -105,6 +107,13 @@ impl LockedRun {
 pub enum Error {
     #[error("`{path}` is not a lockfile perfpipe can read: {message}")]
     Parse { path: String, message: String },
+    /// A file that does not begin as a lockfile: another program's, or an
+    /// experiment named where its lockfile belongs.
+    #[error("`{path}` is not a perfpipe lockfile: {}", match first {
+        Some(node) => format!("it begins with `{node}`, where a lockfile begins with `lockfile`"),
+        None => "it holds no KDL node".to_owned(),
+    })]
+    NotALockfile { path: String, first: Option<String> },
 }
 
 /// Input names, one scheme for every command that prints them.

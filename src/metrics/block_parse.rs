@@ -74,8 +74,8 @@ impl BlockError {
 
 fn rows_named(rows: &[&str]) -> String {
     let names: Vec<String> = rows.iter().map(|r| format!("`{r}`")).collect();
-    let plural = if rows.len() == 1 { "" } else { "s" };
-    format!("the row{plural} {}", names.join(", "))
+    let rows = crate::plural::noun(rows.len(), "row", "rows");
+    format!("the {rows} {}", names.join(", "))
 }
 
 /// A parsed block: metric name → value; `N/A` rows are absent, `0.00` is zero.

@@ -24,6 +24,9 @@ pub struct Estimate {
     pub launches: usize,
     /// Missing runs with no earlier result to time them by (counted as 0).
     pub untimed: usize,
+    /// The typical start of each engine launched, in order of first launch:
+    /// the only starts the estimate counts.
+    pub starts: Vec<(EngineKind, Duration)>,
 }
 
 /// `earlier` gives the benchmark seconds of an earlier result for a run, if any.
@@ -36,10 +39,14 @@ pub fn estimate(
     let launches = plan.launches(fresh_engine);
     let mut gpu_seconds = 0.0;
     let mut untimed = 0;
+    let mut starts = Vec::new();
     for group in &launches {
         let Some(step) = spec.step(&group[0].step) else {
             continue;
         };
+        if !starts.iter().any(|(kind, _)| *kind == step.engine) {
+            starts.push((step.engine, typical_start(step.engine)));
+        }
         let gpus = f64::from(step.gpus * step.instances());
         let mut seconds = typical_start(step.engine).as_secs_f64();
         for run in group {
@@ -54,6 +61,7 @@ pub fn estimate(
         gpu_hours: gpu_seconds / 3600.0,
         launches: launches.len(),
         untimed,
+        starts,
     }
 }
 
@@ -93,10 +101,29 @@ mod tests {
         let earlier = |r: &PlannedRun| (r.workload == "a").then_some(360.0);
         let e = estimate(&spec, &plan, false, &earlier);
         assert_eq!((e.launches, e.untimed), (2, 1));
+        assert_eq!(
+            e.starts,
+            [
+                (EngineKind::Vllm, Duration::from_secs(300)),
+                (EngineKind::Trtllm, Duration::from_secs(900))
+            ]
+        );
         // vLLM: 4 GPUs × (300 s + 2 × 360 s); TensorRT-LLM: 2×2 GPUs × (900 s + 2 × 360 s).
         let expected = (4.0 * (300.0 + 720.0) + 4.0 * (900.0 + 720.0)) / 3600.0;
         assert!((e.gpu_hours - expected).abs() < 1e-9, "{e:?}");
         let fresh = estimate(&spec, &plan, true, &earlier);
         assert_eq!(fresh.launches, 3, "one launch per run");
+
+        // Only the engines launched count their start.
+        let vllm_only = build(
+            keyed_runs(&spec, Runtime::Docker, &ResolvedInputs::default())
+                .into_iter()
+                .filter(|r| r.step == "v")
+                .collect(),
+            &StoreIndex::default(),
+            options,
+        );
+        let e = estimate(&spec, &vllm_only, false, &earlier);
+        assert_eq!(e.starts, [(EngineKind::Vllm, Duration::from_secs(300))]);
     }
 }

@@ -1,8 +1,10 @@
 //! Steps × workloads → runs with keys, and what the store already holds. (pure)
 
 mod estimate;
+mod stored_runtime;
 
 pub use estimate::{Estimate, estimate, typical_start};
+pub use stored_runtime::{StoredRuntime, stored_runtime};
 
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
@@ -124,7 +126,10 @@ pub fn status(samples: &[Sample], options: PlanOptions) -> RunStatus {
         RunStatus::Cached { samples: ok }
     } else if ok > 0 {
         RunStatus::Missing {
-            reason: format!("{ok} of {} samples stored", options.samples),
+            reason: format!(
+                "{ok} of {} stored",
+                crate::plural::count(options.samples, "sample", "samples")
+            ),
         }
     } else if failure.is_some() {
         RunStatus::Missing {

@@ -15,6 +15,8 @@ pub struct LockDiff {
     pub experiment: String,
     /// Whose keys are compared.
     pub runtime: String,
+    /// The `--max-prompts` cap of the runs compared.
+    pub max_prompts: Option<u32>,
     pub inputs: Vec<InputDiff>,
     pub unchanged_inputs: Vec<String>,
     pub runs: Vec<RunDiff>,
@@ -56,9 +58,16 @@ pub struct Incomplete {
 
 pub fn markdown(diff: &LockDiff) -> String {
     let mut out = String::new();
+    let capped = diff
+        .max_prompts
+        .map(|n| {
+            let prompts = crate::plural::count(n as usize, "prompt", "prompts");
+            format!(", runs capped at {prompts} (`--max-prompts {n}`)")
+        })
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "# Lockfile diff: `{}` → `{}`\n\nExperiment `{}`; run keys under runtime `{}`.\n",
+        "# Lockfile diff: `{}` → `{}`\n\nExperiment `{}`; run keys under runtime `{}`{capped}.\n",
         diff.before, diff.after, diff.experiment, diff.runtime
     );
     out.push_str("## Inputs\n\n");
@@ -117,7 +126,7 @@ pub fn markdown(diff: &LockDiff) -> String {
                 value(d.before, d.before_sd, d.before_n),
                 value(d.after, d.after_sd, d.after_n),
                 d.delta_pct,
-                d.verdict.label()
+                d.verdict_text()
             );
         }
     }

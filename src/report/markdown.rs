@@ -56,14 +56,27 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String
     let mut out = String::new();
     let title = spec.title.as_deref().unwrap_or(&spec.name);
     let _ = writeln!(out, "# {title}\n");
+    let runtime = analysis
+        .scope
+        .as_ref()
+        .map(|s| format!(" · runtime `{}`", s.runtime))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "Experiment `{}` · hardware {} × `{}` · numbers: {}\n",
+        "Experiment `{}` · hardware {} × `{}`{runtime} · numbers: {}\n",
         spec.name,
         spec.hardware.gpus,
         spec.hardware.gpu,
         sources(&analysis.runs)
     );
+    if let Some(cap) = analysis.scope.as_ref().and_then(|s| s.max_prompts) {
+        let _ = writeln!(
+            out,
+            "> **Capped.** Every workload sends at most {} (`--max-prompts {cap}`): a smoke \
+             test, not the study's numbers.\n",
+            crate::plural::count(cap as usize, "prompt", "prompts")
+        );
+    }
     let sources = source_kinds(&analysis.runs);
     if sources.contains(&Source::Simulated) {
         out.push_str(

@@ -97,8 +97,11 @@ impl SpecErrors {
 }
 
 fn summary(src: &Excerpt, n: usize) -> String {
-    let plural = if n == 1 { "" } else { "s" };
-    format!("`{}` has {n} error{plural}", src.name())
+    format!(
+        "`{}` has {}",
+        src.name(),
+        crate::plural::count(n, "error", "errors")
+    )
 }
 
 /// The known name closest to `got`, if it is close enough to be a typo.

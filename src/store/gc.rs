@@ -1,11 +1,12 @@
-//! What `store gc` removes, and removing it: entries no root reaches, damage
-//! (never used), quarantine. Each item is renamed into this process's temp
+//! What `store gc` removes, and removing it: entries no root reaches that
+//! are older than [`KEEP_YOUNGER_THAN`], damage (never used), quarantine. Each item is renamed into this process's temp
 //! dir under its key's lock and deleted there, so a kill leaves it either
 //! whole in place or in a dead process's temp dir, which the next run removes.
 
 use std::collections::BTreeSet;
 use std::io::ErrorKind;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
 
 use super::check::{Damage, check_inputs, read_result, sample_dirs};
 use super::layout::{entry_dir, is_sample_id, quarantine_dir};
@@ -13,6 +14,11 @@ use super::tmp::{disk_usage, remove_all};
 use super::write::sync_dir;
 use super::{Error, Store};
 use crate::key::RunKey;
+
+/// An unreached entry committed within this long is kept (unless `--all`):
+/// its experiment may not be saved yet, or its lockfile not copied yet; as
+/// git keeps unreachable objects for two weeks before pruning them.
+pub const KEEP_YOUNGER_THAN: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Something `store gc` removes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +32,13 @@ pub struct Garbage {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GarbageKind {
-    /// A sound entry that no root reaches, with its key material.
-    Unreached { material: String, samples: usize },
+    /// A sound entry that no root reaches, with its key material and when
+    /// its last sample was committed (Unix seconds, from the files' times).
+    Unreached {
+        material: String,
+        samples: usize,
+        committed: u64,
+    },
     /// A damaged entry or sample; never used.
     Damaged(Damage),
     /// A key's quarantined damage (`items` moved there by commits).
@@ -44,9 +55,37 @@ pub enum Removal {
     Changed,
 }
 
+impl Garbage {
+    /// An unreached entry committed less than [`KEEP_YOUNGER_THAN`] before
+    /// `now` (Unix seconds): gc keeps it unless told to remove all.
+    pub fn is_young(&self, now: u64) -> bool {
+        match self.kind {
+            GarbageKind::Unreached { committed, .. } => {
+                now.saturating_sub(committed) < KEEP_YOUNGER_THAN.as_secs()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// When an entry last changed: the latest modification time of its
+/// directory and its samples (a commit renames a sample into `samples/`).
+fn last_commit(entry: &Path, samples: &[(String, PathBuf)]) -> u64 {
+    std::iter::once(entry.to_owned())
+        .chain(std::iter::once(entry.join("samples")))
+        .chain(samples.iter().map(|(_, path)| path.clone()))
+        .filter_map(|path| fs_err::symlink_metadata(path).ok()?.modified().ok())
+        .filter_map(|time| time.duration_since(UNIX_EPOCH).ok())
+        .map(|since| since.as_secs())
+        .max()
+        .unwrap_or(0)
+}
+
 impl Store {
     /// Everything `store gc` removes when `reached` holds every key to keep:
-    /// entries of other keys, damage in the kept ones, and quarantine.
+    /// entries of other keys, damage in the kept ones, and quarantine. An
+    /// unreached entry is listed with when it was committed
+    /// ([`Garbage::is_young`] says whether gc keeps it anyway).
     pub fn garbage(&self, reached: &BTreeSet<RunKey>) -> Result<Vec<Garbage>, Error> {
         let mut out = Vec::new();
         for dir in self.entry_dirs()? {
@@ -68,8 +107,13 @@ impl Store {
             let samples = sample_dirs(&dir.path)?;
             if !reached.contains(&key) {
                 let material = crate::regular_file::read_to_string(&dir.path.join("inputs.json"))?;
+                let committed = last_commit(&dir.path, &samples);
                 let samples = samples.iter().filter(|(id, _)| is_sample_id(id)).count();
-                let kind = GarbageKind::Unreached { material, samples };
+                let kind = GarbageKind::Unreached {
+                    material,
+                    samples,
+                    committed,
+                };
                 out.push(item(Some(key), dir.path, kind));
                 continue;
             }
@@ -204,7 +248,20 @@ mod tests {
         let garbage = store.garbage(&reached).unwrap();
         let listed: Vec<(String, GarbageKind)> = garbage
             .iter()
-            .map(|g| (relative(&store, [&g.path])[0].clone(), g.kind.clone()))
+            .map(|g| {
+                let mut kind = g.kind.clone();
+                if let GarbageKind::Unreached { committed, .. } = &mut kind {
+                    // Committed just now, by the file system's clock.
+                    let now = std::time::SystemTime::UNIX_EPOCH
+                        .elapsed()
+                        .unwrap()
+                        .as_secs();
+                    assert!(now.abs_diff(*committed) < 60, "{committed} vs {now}");
+                    assert!(g.is_young(now) && !g.is_young(now + 7 * 24 * 3600));
+                    *committed = 0;
+                }
+                (relative(&store, [&g.path])[0].clone(), kind)
+            })
             .collect();
         let at = |key: &RunKey, rest: &str| format!("entries/{}/{key}{rest}", &key.as_str()[..2]);
         let mut expected = vec![
@@ -219,6 +276,7 @@ mod tests {
                 GarbageKind::Unreached {
                     material: "[]".into(),
                     samples: 1,
+                    committed: 0,
                 },
             ),
             (

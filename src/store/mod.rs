@@ -35,7 +35,7 @@ mod write;
 
 pub use check::{Damage, EntryDir, Finding, Verification};
 pub use entry::{FailureKind, Outcome, RunResult, Sample};
-pub use gc::{Garbage, GarbageKind, Removal};
+pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 pub use import::Imported;
 pub use tmp::{StaleTmp, disk_usage};
 pub use write::{Committed, KeyLock, PendingSample};

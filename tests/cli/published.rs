@@ -259,7 +259,7 @@ fn an_imported_block_is_reported_as_published_and_never_counts_as_measured() {
         String::from_utf8_lossy(&verify.stdout)
     );
     assert!(
-        crate::common::words(&verify).contains("1 checks within ±5%: 0 within, 0 outside, 0 missing, 1 not scored (simulated or imported) perfpipe: nothing measured to verify"),
+        crate::common::words(&verify).contains("1 check within ±5%: 0 within, 0 outside, 0 missing, 1 not scored (simulated or imported) perfpipe: nothing measured to verify"),
         "{}",
         crate::common::words(&verify)
     );

@@ -96,7 +96,7 @@ fn a_container_left_by_a_killed_perfpipe_is_removed_by_the_next() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
         err.contains("stopped what a killed perfpipe left: `docker` (pid ")
-            && err.contains(&format!("container `{container}`), 1 processes")),
+            && err.contains(&format!("container `{container}`), 1 process")),
         "{err}"
     );
     wait_for("the container to be gone", || !pid_alive(engine));
@@ -143,7 +143,7 @@ fn a_perfpipe_waiting_for_a_killed_ones_gpu_stops_its_container_and_measures() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
-        err.contains(&format!("container `{container}`), 1 processes")),
+        err.contains(&format!("container `{container}`), 1 process")),
         "{err}"
     );
     assert!(!err.contains("Conflict"), "{err}");
@@ -204,7 +204,7 @@ fn plan_lists_leftovers_and_a_run_with_nothing_to_do_stops_them() {
     assert_eq!(cached.status.code(), Some(0), "{err}");
     assert!(err.contains("0 to run"), "{err}");
     assert!(
-        err.contains(&format!("container `{container}`), 1 processes")),
+        err.contains(&format!("container `{container}`), 1 process")),
         "{err}"
     );
     wait_for("the container to be gone", || !pid_alive(engine));
@@ -248,7 +248,7 @@ fn workers_of_an_engine_whose_perfpipe_was_killed_are_stopped_by_the_next() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
         err.contains(&format!(
-            "stopped what a killed perfpipe left: `vllm` (pid {engine}), 1 processes"
+            "stopped what a killed perfpipe left: `vllm` (pid {engine}), 1 process"
         )),
         "{err}"
     );

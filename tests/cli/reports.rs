@@ -297,3 +297,104 @@ fn verify_passes_within_the_tolerance_and_fails_outside_it() {
         "10.3 ms is within 5% of 10.00, and the failure is the published one"
     );
 }
+
+/// A capped run reports to a file of its own and says it is capped; `report`
+/// without `--runtime` shows the runtime the store has results under
+/// (measured before simulated), says which, and asks when both measured
+/// runtimes have results.
+#[test]
+fn capped_runs_report_apart_and_report_finds_the_runtime_with_results() {
+    let env = TestEnv::new();
+    let study = |runtime: &str| {
+        format!(
+            r#"experiment "cap" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    {runtime}
+    engine vllm version="0.11.0"
+    workload short {{ dataset random input=32 output=4 seed=1; prompts 10; }}
+    step vllm engine=vllm gpus=1
+}}"#
+        )
+    };
+    env.write("cap.kdl", &study(""));
+    stdout(&env.run(&["run", "cap.kdl", "--runtime", "sim"]));
+    let full = env.read("reports/cap.md");
+    let capped = env.run(&["run", "cap.kdl", "--runtime", "sim", "--max-prompts", "3"]);
+    assert!(
+        String::from_utf8_lossy(&capped.stderr)
+            .contains("report written to `reports/cap.max-prompts-3.md`"),
+        "{}",
+        String::from_utf8_lossy(&capped.stderr)
+    );
+    assert_eq!(env.read("reports/cap.md"), full, "the study's report stays");
+    let head = |text: &str| text.lines().take(5).collect::<Vec<_>>().join("\n");
+    insta::assert_snapshot!(head(&env.read("reports/cap.max-prompts-3.md")), @r"
+    # cap
+
+    Experiment `cap` · hardware 1 × `nvidia-a100-sxm4-80gb` · runtime `sim` · numbers: simulated
+
+    > **Capped.** Every workload sends at most 3 prompts (`--max-prompts 3`): a smoke test, not the study's numbers.
+    ");
+    insta::assert_snapshot!(head(&full), @r"
+    # cap
+
+    Experiment `cap` · hardware 1 × `nvidia-a100-sxm4-80gb` · runtime `sim` · numbers: simulated
+
+    > **Simulated.** These numbers come from perfpipe's simulated engine: they show that the pipeline runs end to end and move with flags and workloads, but they do not predict any GPU.
+    ");
+
+    // `report` finds the simulated results without `--runtime sim`.
+    let report = |env: &TestEnv| env.run(&["report", "cap.kdl"]);
+    let sim = report(&env);
+    assert!(
+        stdout(&sim).contains("| `vllm` | `short` | `"),
+        "{}",
+        stdout(&sim)
+    );
+    insta::assert_snapshot!(String::from_utf8_lossy(&sim.stderr), @r"
+    perfpipe: reporting the results under runtime `sim`, the one the store holds results of (`--runtime` chooses)
+    ");
+
+    // Imported numbers are filed under the experiment's runtime (docker):
+    // measured runtimes come first.
+    env.write("block.txt", BLOCK);
+    let import = [
+        "import",
+        "cap.kdl",
+        "--step",
+        "vllm",
+        "--workload",
+        "short",
+        "--from",
+        "block.txt",
+    ];
+    stdout(&env.run(&import));
+    let docker = report(&env);
+    assert!(
+        stdout(&docker).contains("runtime `docker`"),
+        "{}",
+        stdout(&docker)
+    );
+    insta::assert_snapshot!(String::from_utf8_lossy(&docker.stderr), @r"
+    perfpipe: reporting the results under runtime `docker`, the one the store holds results of (`--runtime` chooses)
+    ");
+
+    env.write("cap.kdl", &study("runtime local"));
+    stdout(&env.run(&import));
+    let both = report(&env);
+    assert_eq!(both.status.code(), Some(2));
+    insta::with_settings!({ filters => crate::common::filters() }, {
+        insta::assert_snapshot!(crate::common::render(&both), @r"
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+          × the store holds results of `cap.kdl` under both `docker` and `local`
+          help: name the runtime to report: `perfpipe report cap.kdl --runtime docker`
+                or `perfpipe report cap.kdl --runtime local`
+        ");
+    });
+    let named = env.run(&["report", "cap.kdl", "--runtime", "local"]);
+    assert!(stdout(&named).contains("runtime `local`"));
+}
