@@ -22,7 +22,7 @@ use crate::spec::{RequestRate, bounds};
 /// out of date under `--locked` · 4 `verify` found numbers outside the
 /// tolerance or missing, `store verify` found damage, or `diff
 /// --fail-on-regression` found a regression · 101 internal error · 130
-/// interrupted.
+/// interrupted · 141 standard output closed early (`| head`), ended quietly.
 #[derive(Debug, Parser)]
 #[command(name = "perfpipe", version, max_term_width = 100)]
 pub struct Cli {

@@ -134,8 +134,8 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         },
     };
     let m = &outcome.metrics;
-    print!("{}", render_serving_block(m, &block));
-    println!(
+    out!("{}", render_serving_block(m, &block));
+    outln!(
         "perfpipe exact peaks: {:.2} output tok/s (tokens, not chunks), {:.0} concurrent requests (at one instant)",
         m.exact_max_output_tokens_per_s.unwrap_or(f64::NAN),
         m.exact_max_concurrent_requests.unwrap_or(f64::NAN)

@@ -127,7 +127,7 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
         deltas,
         incomplete,
     };
-    print!(
+    out!(
         "{}",
         match args.format {
             DiffFormat::Md => crate::report::diff::markdown(&diff),

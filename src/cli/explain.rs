@@ -71,7 +71,7 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, CliError> {
             }
         }
     }
-    print!("{out}");
+    out!("{out}");
     Ok(exit_code::OK)
 }
 

@@ -1,6 +1,10 @@
 //! The command line: parses arguments, calls each stage, prints, and maps
 //! errors to exit codes (the only place that happens).
 
+// First: its `out!`/`outln!` macros are for every module below.
+#[macro_use]
+mod output;
+
 mod args;
 mod bench;
 mod diff;

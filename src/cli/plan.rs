@@ -24,7 +24,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
             .min_by_key(|(m, _)| material_changes(m, &material).len())
             .map(|(_, seconds)| *seconds)
     });
-    print!("{}", render(&loaded, &args.common, &plan));
+    out!("{}", render(&loaded, &args.common, &plan));
     // `plan` stops nothing; it says what the next `run` will stop.
     for found in leftovers::find(&leftovers::dir()) {
         let what = super::describe_launch(&found.launch);
@@ -46,7 +46,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
                 "; {n} runs have no earlier result of their workload and count only their launch"
             ),
         };
-        println!(
+        outln!(
             "estimate: {:.1} GPU-hours ({} at a typical start of {} min for vLLM and SGLang, {} for TensorRT-LLM, plus benchmark times of earlier results{untimed})",
             estimate.gpu_hours,
             launches(estimate.launches),

@@ -29,7 +29,7 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
         ReportFormat::Json => crate::report::json(&loaded.spec, &analysis),
         ReportFormat::Csv => crate::report::csv(&analysis),
     };
-    print!("{text}");
+    out!("{text}");
     if let (Some(out), ReportFormat::Json | ReportFormat::Csv) = (&args.out, args.format) {
         write_text(out, &text)?;
     }

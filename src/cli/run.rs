@@ -111,7 +111,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             experiment.display()
         ))
     })?;
-    print!("{text}");
+    out!("{text}");
     eprintln!(
         "perfpipe: ran {} (failed: {}); report written to `{}`",
         summary.succeeded + summary.failed,

@@ -37,21 +37,21 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
         } else {
             store.remove(item).map_err(CliError::Store)?
         };
-        println!("{}", describe(item, roots.unreached()));
+        outln!("{}", describe(item, roots.unreached()));
         match removal {
             Removal::Removed => tally.add(item),
             Removal::InUse => {
-                println!("  kept: a running perfpipe holds its key; the next gc looks again")
+                outln!("  kept: a running perfpipe holds its key; the next gc looks again")
             }
-            Removal::Changed => println!("  kept: a run repaired it meanwhile"),
+            Removal::Changed => outln!("  kept: a run repaired it meanwhile"),
         }
     }
     if !args.dry_run {
         store.remove_idle_locks().map_err(CliError::Store)?;
     }
     for s in &stale {
-        println!("temp dir {} ({})", s.path.display(), human_bytes(s.bytes));
-        println!("  left by a perfpipe that was killed");
+        outln!("temp dir {} ({})", s.path.display(), human_bytes(s.bytes));
+        outln!("  left by a perfpipe that was killed");
         tally.tmp += 1;
         tally.bytes += s.bytes;
     }

@@ -15,13 +15,13 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
     let quarantined = store.quarantined().map_err(CliError::Store)?;
     let stale = store.stale_tmp(false).map_err(CliError::Store)?;
     for f in &found.findings {
-        println!("damaged      {}: {}", f.path.display(), f.damage);
+        outln!("damaged      {}: {}", f.path.display(), f.damage);
     }
     for path in &quarantined {
-        println!("quarantined  {}", path.display());
+        outln!("quarantined  {}", path.display());
     }
     for s in &stale {
-        println!(
+        outln!(
             "stale        {} ({}): temp dir of a perfpipe that was killed",
             s.path.display(),
             human_bytes(s.bytes)

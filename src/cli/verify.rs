@@ -60,7 +60,7 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
             c.verdict.label()
         );
     }
-    print!("{out}");
+    out!("{out}");
     let count = |v: Verdict| checks.iter().filter(|c| c.verdict == v).count();
     let (within, outside, missing, unscored) = (
         count(Verdict::Within),

@@ -6,6 +6,7 @@
 
 mod bad_values;
 mod bench;
+mod closed_pipe;
 mod common;
 mod crash;
 mod diagnostics;
