@@ -18,7 +18,7 @@ pub fn lock(args: &LockArgs) -> Result<u8, CliError> {
         check_names(args, names)?;
     }
     let loaded = load(
-        &args.common,
+        &args.common(),
         LockMode::Lock {
             offline: args.offline,
             update,
@@ -48,7 +48,7 @@ pub fn lock(args: &LockArgs) -> Result<u8, CliError> {
         eprintln!(
             "perfpipe: offline, so images and model revisions not pinned before stay unpinned; \
              `perfpipe lock {}` pins them where the registry and the Hub are reachable",
-            args.common.experiment.display()
+            args.experiment.experiment.display()
         );
     }
     Ok(if state.problems.is_empty() {
@@ -60,7 +60,7 @@ pub fn lock(args: &LockArgs) -> Result<u8, CliError> {
 
 /// `--update NAME` must name an input of the experiment.
 fn check_names(args: &LockArgs, names: &BTreeSet<String>) -> Result<(), CliError> {
-    let offline = load(&args.common, LockMode::Read)?;
+    let offline = load(&args.common(), LockMode::Read)?;
     let known: Vec<&str> = offline
         .lock
         .new

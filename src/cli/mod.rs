@@ -9,6 +9,7 @@ mod args;
 mod bench;
 mod diff;
 mod error;
+mod examples;
 mod explain;
 mod fetch;
 mod import;

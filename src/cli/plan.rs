@@ -13,10 +13,11 @@ use crate::plan::{self, Plan, PlanOptions, RunStatus};
 use crate::spec::EngineKind;
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common, LockMode::Read)?;
-    let plan = build_plan(&loaded, &args.common)?;
+    let common = args.common();
+    let loaded = load(&common, LockMode::Read)?;
+    let plan = build_plan(&loaded, &common)?;
     let earlier = earlier_durations(&loaded)?;
-    let estimate = plan::estimate(&loaded.spec, &plan, args.common.fresh_engine, &|run| {
+    let estimate = plan::estimate(&loaded.spec, &plan, args.policy.fresh_engine, &|run| {
         let material = serde_json::to_value(&run.material).ok()?;
         earlier
             .iter()
@@ -24,7 +25,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
             .min_by_key(|(m, _)| material_changes(m, &material).len())
             .map(|(_, seconds)| *seconds)
     });
-    out!("{}", render(&loaded, &args.common, &plan));
+    out!("{}", render(&loaded, &common, &plan));
     // `plan` stops nothing; it says what the next `run` will stop.
     for found in leftovers::find(&leftovers::dir()) {
         let what = super::describe_launch(&found.launch);

@@ -12,11 +12,12 @@ use crate::report::chart::{self, ChartData, ChartGroup};
 use crate::spec::Objective;
 
 pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common, LockMode::Read)?;
+    let common = args.common();
+    let loaded = load(&common, LockMode::Read)?;
     let records = if args.published {
         analyze::from_expectations(&loaded.spec)
     } else {
-        let plan = build_plan(&loaded, &args.common)?;
+        let plan = build_plan(&loaded, &common)?;
         stored_records(&loaded, &plan)?
     };
     let analysis = analyze(&loaded, records)?;

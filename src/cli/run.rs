@@ -20,10 +20,11 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         locked: args.locked,
         offline: args.offline,
     };
-    let experiment = &args.common.experiment;
-    let mut loaded = load(&args.common, mode.clone())?;
+    let experiment = &args.experiment.experiment;
+    let common = args.common();
+    let mut loaded = load(&common, mode.clone())?;
     // Before a lockfile, a fetch or an engine: a run perfpipe cannot start.
-    exec::check_startable(&loaded.spec, &build_plan(&loaded, &args.common)?)?;
+    exec::check_startable(&loaded.spec, &build_plan(&loaded, &common)?)?;
     // Where the report and its chart go is settled before any engine starts.
     let report_path = args.report.clone().unwrap_or_else(|| {
         let stem = experiment.file_stem().unwrap_or_default();
@@ -48,7 +49,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         lockfile::settle_for_run(&loaded.lock, args.locked, experiment)?;
     }
     if fetches {
-        let plan = build_plan(&loaded, &args.common)?;
+        let plan = build_plan(&loaded, &common)?;
         let used: BTreeSet<String> = plan
             .missing()
             .iter()
@@ -63,13 +64,13 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             reload = fetched.models_changed;
         }
         if reload {
-            loaded = load(&args.common, mode)?;
+            loaded = load(&common, mode)?;
         }
         if reload || deferred {
             lockfile::settle_for_run(&loaded.lock, args.locked, experiment)?;
         }
     }
-    let plan = build_plan(&loaded, &args.common)?;
+    let plan = build_plan(&loaded, &common)?;
     let stored = plan
         .runs
         .iter()
@@ -147,7 +148,7 @@ pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
         startup_timeout: args.startup_timeout.map(Duration::from_secs),
         stall_timeout: Duration::from_secs(args.stall_timeout),
         attempts: 3,
-        fresh_engine: args.common.fresh_engine,
+        fresh_engine: args.policy.fresh_engine,
         jobs: args.jobs as usize,
     })
 }

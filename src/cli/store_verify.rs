@@ -10,7 +10,7 @@ use crate::fetch::human_bytes;
 use crate::store::Store;
 
 pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
-    let store = existing(&args.store)?;
+    let store = existing(&args.store.dir)?;
     let found = store.verify().map_err(CliError::Store)?;
     let quarantined = store.quarantined().map_err(CliError::Store)?;
     let stale = store.stale_tmp(false).map_err(CliError::Store)?;
@@ -30,7 +30,7 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
     let damaged = found.findings.len();
     eprintln!(
         "perfpipe: store `{}`: checked {} and {}: {}",
-        args.store.display(),
+        args.store.dir.display(),
         count(found.entries, "entry", "entries"),
         count(found.samples, "sample", "samples"),
         if damaged == 0 {

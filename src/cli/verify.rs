@@ -11,8 +11,9 @@ use crate::exit_code;
 use crate::spec::ExpectedOutcome;
 
 pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common, LockMode::Read)?;
-    let plan = build_plan(&loaded, &args.common)?;
+    let common = args.common();
+    let loaded = load(&common, LockMode::Read)?;
+    let plan = build_plan(&loaded, &common)?;
     let records = stored_records(&loaded, &plan)?;
     let tolerance = args.tolerance.unwrap_or(loaded.spec.report.tolerance_pct);
     let expected: Vec<&str> = loaded

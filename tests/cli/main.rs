@@ -12,6 +12,7 @@ mod crash;
 mod diagnostics;
 mod diff;
 mod fetch;
+mod help;
 mod lock;
 mod objectives;
 mod published;
