@@ -84,6 +84,16 @@ pub enum Command {
     /// Check the store (`verify`) and remove what nothing reaches (`gc`).
     #[command(after_long_help = examples::STORE)]
     Store(StoreArgs),
+    /// Print the completion script of a shell.
+    ///
+    /// Load it in the shell's startup file, or install it where the shell
+    /// looks for completions.
+    #[command(after_long_help = examples::COMPLETIONS)]
+    Completions(CompletionsArgs),
+    /// Write the man pages (`perfpipe.1` and one per subcommand) into DIR,
+    /// or print `perfpipe.1`; generated from the same definitions as `--help`.
+    #[command(after_long_help = examples::MAN)]
+    Man(ManArgs),
     /// The simulated engine, as `--runtime sim` starts it (internal).
     #[command(hide = true)]
     SimEngine {
@@ -91,6 +101,20 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         argv: Vec<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell whose script to print.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Directory to write the pages into (made if missing); the written
+    /// paths are printed [default: print `perfpipe.1` alone].
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -72,3 +72,14 @@ pub const STORE_GC: &str = "\
 Examples:
   perfpipe store gc --dry-run
   perfpipe store gc experiments/qwen3-14b-a100.kdl before.lock  # keep only what these reach";
+
+pub const COMPLETIONS: &str = "\
+Examples:
+  perfpipe completions bash > ~/.local/share/bash-completion/completions/perfpipe
+  perfpipe completions zsh > ~/.zfunc/_perfpipe      # with `fpath+=~/.zfunc` in ~/.zshrc
+  perfpipe completions fish > ~/.config/fish/completions/perfpipe.fish";
+
+pub const MAN: &str = "\
+Examples:
+  perfpipe man | man -l -
+  perfpipe man ~/.local/share/man/man1   # then `man perfpipe-run`";

@@ -7,6 +7,7 @@ mod output;
 
 mod args;
 mod bench;
+mod completions;
 mod diff;
 mod error;
 mod examples;
@@ -15,6 +16,7 @@ mod fetch;
 mod import;
 mod lock;
 mod lockfile;
+mod man;
 mod plan;
 mod report;
 mod roots;
@@ -69,6 +71,8 @@ pub fn main() -> u8 {
         Command::Diff(args) => diff::diff(&args),
         Command::Explain(args) => explain::explain(&args),
         Command::Fetch(args) => fetch::fetch(&args),
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => man::man(&args),
         Command::Store(args) => match args.command {
             StoreCommand::Verify(args) => store_verify::verify(&args),
             StoreCommand::Gc(args) => store_gc::gc(&args),

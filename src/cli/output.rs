@@ -15,8 +15,17 @@ use crate::exit_code;
 /// disk behind `>`) says so and exits [`exit_code::RUNS_FAILED`]. Commands
 /// print after their work is committed, so exiting here loses nothing.
 pub(crate) fn print(args: fmt::Arguments<'_>) {
+    write(|stdout| stdout.write_fmt(args));
+}
+
+/// Writes `bytes` (a generated script or man page) as [`print`] writes text.
+pub(crate) fn print_bytes(bytes: &[u8]) {
+    write(|stdout| stdout.write_all(bytes));
+}
+
+fn write(put: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>) {
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+    if let Err(e) = put(&mut stdout).and_then(|()| stdout.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(exit_code::PIPE_CLOSED.into());
         }

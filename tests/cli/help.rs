@@ -17,6 +17,8 @@ const SUBCOMMANDS: &[&[&str]] = &[
     &["store"],
     &["store", "verify"],
     &["store", "gc"],
+    &["completions"],
+    &["man"],
 ];
 
 fn help(env: &TestEnv, subcommand: &[&str]) -> String {

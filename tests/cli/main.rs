@@ -8,6 +8,7 @@ mod bad_values;
 mod bench;
 mod closed_pipe;
 mod common;
+mod completions;
 mod crash;
 mod diagnostics;
 mod diff;
