@@ -27,8 +27,13 @@ pub fn lock(args: &LockArgs) -> Result<u8, CliError> {
     let state = &loaded.lock;
     match &state.old {
         Some(_) if state.is_current() && state.legacy.is_some() => lockfile::move_legacy(state)?,
-        Some(_) if state.is_current() => {
+        Some(_) if state.is_current() && state.problems.is_empty() => {
             eprintln!("perfpipe: `{}` is up to date", state.path.display());
+        }
+        // Nothing new was resolved: the file stays as it was, and is not
+        // up to date while a pin it should hold could not be resolved.
+        Some(_) if state.is_current() => {
+            eprintln!("perfpipe: `{}` unchanged", state.path.display());
         }
         Some(old) => {
             lockfile::write(state)?;

@@ -154,7 +154,10 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
             None => (None, None),
         },
     };
-    let (policy, resolver) = lockfile::pin_policy(&mode)?;
+    let runtime = runtime_of(common.runtime)
+        .or(declared.runtime)
+        .unwrap_or(Runtime::Docker);
+    let (policy, resolver) = lockfile::pin_policy(&mode, runtime);
     let (pins, problems) = crate::lock::resolve_pins(
         &crate::lock::pin_requests(&declared),
         old.as_ref(),
@@ -186,9 +189,6 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
             workload.prompts = workload.prompts.min(cap);
         }
     }
-    let runtime = runtime_of(common.runtime)
-        .or(spec.runtime)
-        .unwrap_or(Runtime::Docker);
     refuse_secrets(&spec, runtime, &inputs, &new)?;
     let store = Store::open(&common.store).map_err(CliError::Store)?;
     Ok(Loaded {

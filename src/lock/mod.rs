@@ -24,7 +24,10 @@ pub mod resolve;
 pub use build::{apply_pins, build, pin_requests};
 pub use changes::{InputChange, input_changes, run_key_changes};
 pub use file::{parse, render};
-pub use pins::{PinPolicy, PinRequest, PinResolver, Problem, Update, is_commit, resolve_pins};
+pub use pins::{
+    PinError, PinPolicy, PinRequest, PinResolver, PinTarget, Problem, Update, is_commit,
+    resolve_pins,
+};
 
 use std::collections::BTreeMap;
 
