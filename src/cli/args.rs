@@ -146,6 +146,39 @@ pub enum StoreCommand {
     /// perfpipe holds is left alone.
     #[command(after_long_help = examples::STORE_GC)]
     Gc(StoreGcArgs),
+    /// Print where each run's files are: its entry, samples, results and logs.
+    ///
+    /// One file or directory per line, as tab-separated columns: step,
+    /// workload, what it is (`entry`, `sample`, `result` or `log`), path. Runs
+    /// with nothing stored print nothing and are named on standard error.
+    #[command(after_long_help = examples::STORE_PATH)]
+    Path(StorePathArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StorePathArgs {
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
+    /// Only this step's runs.
+    pub step: Option<String>,
+    /// Only this workload's run of the step.
+    pub workload: Option<String>,
+    #[command(flatten)]
+    pub runtime: RuntimeOpt,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub cap: CapArg,
+}
+
+impl StorePathArgs {
+    pub fn common(&self) -> Common {
+        Common {
+            runtime: self.runtime.runtime,
+            max_prompts: self.cap.max_prompts,
+            ..Common::of(&self.experiment, &self.store.dir)
+        }
+    }
 }
 
 #[derive(Debug, Args)]

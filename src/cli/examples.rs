@@ -61,7 +61,8 @@ Examples:
 pub const STORE: &str = "\
 Examples:
   perfpipe store verify
-  perfpipe store gc --dry-run";
+  perfpipe store gc --dry-run
+  perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt";
 
 pub const STORE_VERIFY: &str = "\
 Examples:
@@ -83,3 +84,9 @@ pub const MAN: &str = "\
 Examples:
   perfpipe man | man -l -
   perfpipe man ~/.local/share/man/man1   # then `man perfpipe-run`";
+
+pub const STORE_PATH: &str = "\
+Examples:
+  perfpipe store path experiments/qwen3-14b-a100.kdl --runtime sim
+  perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt | awk '$3 == \"log\" {print $4}'
+  less $(perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt | grep engine.log | cut -f4)";

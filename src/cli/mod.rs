@@ -22,6 +22,7 @@ mod report;
 mod roots;
 mod run;
 mod store_gc;
+mod store_path;
 mod store_verify;
 mod verify;
 
@@ -76,6 +77,7 @@ pub fn main() -> u8 {
         Command::Store(args) => match args.command {
             StoreCommand::Verify(args) => store_verify::verify(&args),
             StoreCommand::Gc(args) => store_gc::gc(&args),
+            StoreCommand::Path(args) => store_path::path(&args),
         },
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
     };

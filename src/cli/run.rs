@@ -8,7 +8,7 @@ use super::args::RunArgs;
 use super::fetch::{Verbosity, fail_on, fetch_pinned};
 use super::plan::build_plan;
 use super::report::{analyze, stored_records, write_markdown};
-use super::{CliError, LockMode, load, lockfile, sample_notes};
+use super::{CliError, Loaded, LockMode, load, lockfile, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::plan::RunStatus;
@@ -96,14 +96,16 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     )?;
 
     let records = stored_records(&loaded, &plan)?;
-    let unexpected_failures = records
+    let unexpected: Vec<(String, String)> = records
         .iter()
         .filter(|r| {
             r.failure
                 .as_deref()
                 .is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e))
         })
-        .count();
+        .map(|r| (r.step.clone(), r.workload.clone()))
+        .collect();
+    let unexpected_failures = unexpected.len();
     let analysis = analyze(&loaded, records)?;
     let path = report_path;
     let text = write_markdown(&loaded, &analysis, &path).map_err(|e| {
@@ -121,8 +123,18 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     );
     if unexpected_failures > 0 {
         eprintln!(
-            "perfpipe: {unexpected_failures} runs failed where the experiment expects no failure (see the report)"
+            "perfpipe: {} where the experiment expects no failure; the logs say why:",
+            match unexpected_failures {
+                1 => "1 run failed".to_owned(),
+                n => format!("{n} runs failed"),
+            }
         );
+        for (step, workload) in &unexpected {
+            eprintln!(
+                "  `{step}` × `{workload}`: {}",
+                failure_logs(&loaded, &plan, step, workload)
+            );
+        }
     }
     // Not in the report: a transient failure is no result. It still fails the command.
     for f in &summary.unstored {
@@ -263,4 +275,23 @@ fn progress(spec: &Spec, event: &ExecEvent) {
             Outcome::Imported { .. } => {}
         },
     }
+}
+
+/// The logs of a failed run's latest sample, to read for why it failed.
+fn failure_logs(loaded: &Loaded, plan: &crate::plan::Plan, step: &str, workload: &str) -> String {
+    let logs = plan
+        .runs
+        .iter()
+        .find(|r| r.step == step && r.workload == workload)
+        .and_then(|r| loaded.store.files(&r.key).ok().flatten())
+        .and_then(|files| files.samples.last().cloned())
+        .map(|sample| sample.logs)
+        .unwrap_or_default();
+    if logs.is_empty() {
+        return "no log was kept (`perfpipe report` shows its error)".into();
+    }
+    logs.iter()
+        .map(|l| l.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -22,6 +22,7 @@
 
 mod check;
 mod entry;
+mod files;
 mod gc;
 mod import;
 mod layout;
@@ -33,6 +34,7 @@ mod write;
 
 pub use check::{Damage, EntryDir, Finding, Verification};
 pub use entry::{FailureKind, Outcome, RunResult, Sample};
+pub use files::{EntryFiles, SampleFiles};
 pub use gc::{Garbage, GarbageKind, Removal};
 pub use import::Imported;
 pub use tmp::{StaleTmp, disk_usage};

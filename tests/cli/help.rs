@@ -17,6 +17,7 @@ const SUBCOMMANDS: &[&[&str]] = &[
     &["store"],
     &["store", "verify"],
     &["store", "gc"],
+    &["store", "path"],
     &["completions"],
     &["man"],
 ];
