@@ -31,6 +31,7 @@ pub mod key;
 pub mod lock;
 pub mod metrics;
 pub mod plan;
+pub mod project;
 pub mod regular_file;
 pub mod report;
 pub mod rng;

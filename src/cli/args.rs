@@ -176,7 +176,7 @@ impl StorePathArgs {
         Common {
             runtime: self.runtime.runtime,
             max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, &self.store.dir)
+            ..Common::of(&self.experiment, self.store.path())
         }
     }
 }
@@ -223,14 +223,17 @@ pub struct ExperimentArgs {
 /// Where results are kept.
 #[derive(Debug, Args)]
 pub struct StoreArg {
-    /// The store directory.
-    #[arg(
-        long = "store",
-        value_name = "STORE",
-        default_value = "store",
-        env = "PERFPIPE_STORE"
-    )]
-    pub dir: PathBuf,
+    /// The store directory [default: `perfpipe.toml`'s `store`, else `store`
+    /// at the project root].
+    #[arg(long = "store", value_name = "STORE", env = "PERFPIPE_STORE")]
+    pub dir: Option<PathBuf>,
+}
+
+impl StoreArg {
+    /// The store, once the project's settings have filled in the default.
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.as_deref().unwrap_or(std::path::Path::new("store"))
+    }
 }
 
 /// How engines start, which selects the runs (a run's key holds its runtime).
@@ -681,7 +684,7 @@ impl ImportArgs {
     /// The experiment as every command loads it: the declared runs, uncapped,
     /// on the experiment's own runtime.
     pub fn common(&self) -> Common {
-        Common::of(&self.experiment, &self.store.dir)
+        Common::of(&self.experiment, self.store.path())
     }
 }
 
@@ -690,7 +693,7 @@ impl RunArgs {
         Common {
             runtime: self.runtime.runtime,
             max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, &self.store.dir)
+            ..Common::of(&self.experiment, self.store.path())
         }
         .with_policy(&self.policy)
     }
@@ -701,7 +704,7 @@ impl PlanArgs {
         Common {
             runtime: self.runtime.runtime,
             max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, &self.store.dir)
+            ..Common::of(&self.experiment, self.store.path())
         }
         .with_policy(&self.policy)
     }
@@ -712,7 +715,7 @@ impl ReportArgs {
         Common {
             runtime: self.runtime.runtime,
             max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, &self.store.dir)
+            ..Common::of(&self.experiment, self.store.path())
         }
     }
 }
@@ -722,7 +725,7 @@ impl ExplainArgs {
         Common {
             runtime: self.runtime.runtime,
             max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, &self.store.dir)
+            ..Common::of(&self.experiment, self.store.path())
         }
     }
 }
@@ -731,7 +734,7 @@ impl VerifyArgs {
     pub fn common(&self) -> Common {
         Common {
             runtime: self.runtime.runtime,
-            ..Common::of(&self.experiment, &self.store.dir)
+            ..Common::of(&self.experiment, self.store.path())
         }
     }
 }

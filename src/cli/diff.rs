@@ -21,7 +21,7 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
     };
     let (before, after) = (read(&args.before)?, read(&args.after)?);
     let runtime = runtime_of(args.runtime).unwrap_or(Runtime::Docker);
-    let store = Store::open(&args.store.dir).map_err(CliError::Store)?;
+    let store = Store::open(args.store.path()).map_err(CliError::Store)?;
     let metrics = args.metrics.clone().unwrap_or_else(|| {
         ["total_token_throughput", "mean_ttft_ms", "mean_tpot_ms"]
             .map(String::from)

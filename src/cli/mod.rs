@@ -18,6 +18,7 @@ mod lock;
 mod lockfile;
 mod man;
 mod plan;
+mod project;
 mod report;
 mod roots;
 mod run;
@@ -61,7 +62,13 @@ pub fn main() -> u8 {
         eprintln!("{:?}", miette::Report::new(err));
         return exit_code::USAGE;
     }
-    let result = match cli.command {
+    let mut command = cli.command;
+    if let Err(err) = project::enter(&mut command) {
+        let code = err.exit_code();
+        eprintln!("{:?}", miette::Report::new(err));
+        return code;
+    }
+    let result = match command {
         Command::Run(args) => run::run(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Report(args) => report::report(&args),

@@ -13,8 +13,8 @@ use crate::fetch::human_bytes;
 use crate::store::{Garbage, GarbageKind, Removal};
 
 pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
-    let store = existing(&args.store.dir)?;
-    let roots = roots(&args.roots, &args.store.dir)?;
+    let store = existing(args.store.path())?;
+    let roots = roots(&args.roots, args.store.path())?;
     let garbage = store.garbage(&roots.keys).map_err(CliError::Store)?;
     let spoiled: Vec<_> = garbage
         .iter()

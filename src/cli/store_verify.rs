@@ -10,7 +10,7 @@ use crate::fetch::human_bytes;
 use crate::store::Store;
 
 pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
-    let store = existing(&args.store.dir)?;
+    let store = existing(args.store.path())?;
     let found = store.verify().map_err(CliError::Store)?;
     let quarantined = store.quarantined().map_err(CliError::Store)?;
     let stale = store.stale_tmp(false).map_err(CliError::Store)?;
@@ -30,7 +30,7 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
     let damaged = found.findings.len();
     eprintln!(
         "perfpipe: store `{}`: checked {} and {}: {}",
-        args.store.dir.display(),
+        args.store.path().display(),
         count(found.entries, "entry", "entries"),
         count(found.samples, "sample", "samples"),
         if damaged == 0 {

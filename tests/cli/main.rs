@@ -16,6 +16,7 @@ mod fetch;
 mod help;
 mod lock;
 mod objectives;
+mod project;
 mod published;
 mod reliability;
 mod reports;
