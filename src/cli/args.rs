@@ -239,7 +239,8 @@ impl StoreArg {
 /// How engines start, which selects the runs (a run's key holds its runtime).
 #[derive(Debug, Args)]
 pub struct RuntimeOpt {
-    /// How engines start; overrides the experiment's `runtime`.
+    /// How engines start; overrides the experiment's `runtime`, as
+    /// `perfpipe.toml`'s `runtime` does below it.
     #[arg(long, value_enum, env = "PERFPIPE_RUNTIME")]
     pub runtime: Option<RuntimeArg>,
 }
@@ -471,6 +472,8 @@ pub struct VerifyArgs {
     pub runtime: RuntimeOpt,
     #[command(flatten)]
     pub store: StoreArg,
+    #[command(flatten)]
+    pub cap: CapArg,
     /// How far a stored number may lie from its published value, in % (`5` or
     /// `5%`) [default: the experiment's `report tolerance=`, else 5].
     #[arg(long, value_parser = parse_percent)]
@@ -734,6 +737,7 @@ impl VerifyArgs {
     pub fn common(&self) -> Common {
         Common {
             runtime: self.runtime.runtime,
+            max_prompts: self.cap.max_prompts,
             ..Common::of(&self.experiment, self.store.path())
         }
     }
