@@ -51,7 +51,8 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         .enable_all()
         .build()
         .map_err(|source| CliError::Runtime { source })?;
-    let client = runtime.block_on(async { harness::http_client() });
+    let https = base_url.starts_with("https:");
+    let client = runtime.block_on(async { harness::http_client(https) });
     let model = match &args.model {
         Some(m) => m.clone(),
         None => runtime.block_on(first_model(&client, &base_url))?,
