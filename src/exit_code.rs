@@ -14,5 +14,8 @@ pub const LOCK_STALE: u8 = 3;
 pub const VERIFY_FAILED: u8 = 4;
 /// Interrupted by SIGINT or SIGTERM (128 + SIGINT, as shells report it).
 pub const INTERRUPTED: u8 = 130;
+/// Standard output was closed before everything was printed (`| head`):
+/// 128 + SIGPIPE, what a shell reports for a tool that SIGPIPE ended.
+pub const PIPE_CLOSED: u8 = 141;
 /// Internal error (a bug).
 pub const INTERNAL: u8 = 101;

@@ -32,6 +32,7 @@ pub mod lock;
 pub mod metrics;
 pub mod plan;
 pub mod plural;
+pub mod project;
 pub mod regular_file;
 pub mod report;
 pub mod rng;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use super::examples;
 use crate::spec::{RequestRate, bounds};
 
 /// Declared, reproducible, cached LLM-serving performance studies.
@@ -22,7 +23,7 @@ use crate::spec::{RequestRate, bounds};
 /// out of date under `--locked` · 4 `verify` found numbers outside the
 /// tolerance or missing, `store verify` found damage, or `diff
 /// --fail-on-regression` found a regression · 101 internal error · 130
-/// interrupted.
+/// interrupted · 141 standard output closed early (`| head`), ended quietly.
 #[derive(Debug, Parser)]
 #[command(name = "perfpipe", version, max_term_width = 100)]
 pub struct Cli {
@@ -37,16 +38,21 @@ pub enum Command {
     /// Under `docker` and `local` it first fetches, as `perfpipe fetch` does,
     /// the pinned models and images its missing runs need, before any GPU is
     /// taken (not with `--offline`).
+    #[command(after_long_help = examples::RUN)]
     Run(RunArgs),
     /// List every run with its key and status (cached, missing, failed); runs nothing.
+    #[command(after_long_help = examples::PLAN)]
     Plan(PlanArgs),
     /// Render the report from the store (or the published numbers); runs nothing.
+    #[command(after_long_help = examples::REPORT)]
     Report(ReportArgs),
     /// Compare every stored result with its published expectation; exit 4 when
     /// any is outside the tolerance or missing.
+    #[command(after_long_help = examples::VERIFY)]
     Verify(VerifyArgs),
     /// Pin every input (image digests, model commits, dataset and tokenizer
     /// hashes, harness version) in `lockfiles/<experiment>.lock`, with every run's key.
+    #[command(after_long_help = examples::LOCK)]
     Lock(LockArgs),
     /// Download the models and images the lockfile pins, before any GPU is taken.
     ///
@@ -58,20 +64,36 @@ pub enum Command {
     /// download is checked against the digest the Hub lists (exit 1 naming the
     /// file when it differs). Unpinned inputs are reported, never fetched by
     /// tag or branch.
+    #[command(after_long_help = examples::FETCH)]
     Fetch(FetchArgs),
     /// Why each run is cached, failed or missing: for a missing run, the
     /// nearest stored run and every field that differs; for a cached one,
     /// where its numbers came from.
+    #[command(after_long_help = examples::EXPLAIN)]
     Explain(ExplainArgs),
     /// What changed between two lockfiles (inputs, run keys) and what it did to
     /// every number both have in the store; exit 4 with `--fail-on-regression`.
+    #[command(after_long_help = examples::DIFF)]
     Diff(DiffArgs),
     /// Import a published "Serving Benchmark Result" block as a run's published numbers.
+    #[command(after_long_help = examples::IMPORT)]
     Import(ImportArgs),
     /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
+    #[command(after_long_help = examples::BENCH)]
     Bench(Box<BenchArgs>),
     /// Check the store (`verify`) and remove what nothing reaches (`gc`).
+    #[command(after_long_help = examples::STORE)]
     Store(StoreArgs),
+    /// Print the completion script of a shell.
+    ///
+    /// Load it in the shell's startup file, or install it where the shell
+    /// looks for completions.
+    #[command(after_long_help = examples::COMPLETIONS)]
+    Completions(CompletionsArgs),
+    /// Write the man pages (`perfpipe.1` and one per subcommand) into DIR,
+    /// or print `perfpipe.1`; generated from the same definitions as `--help`.
+    #[command(after_long_help = examples::MAN)]
+    Man(ManArgs),
     /// The simulated engine, as `--runtime sim` starts it (internal).
     #[command(hide = true)]
     SimEngine {
@@ -79,6 +101,20 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         argv: Vec<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell whose script to print.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Directory to write the pages into (made if missing); the written
+    /// paths are printed [default: print `perfpipe.1` alone].
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -97,6 +133,7 @@ pub enum StoreCommand {
     /// its runs read as missing, and `perfpipe run` redoes them, moving the
     /// damage to `store/quarantine/` for inspection. Temp dirs of killed runs
     /// are listed, not counted as damage.
+    #[command(after_long_help = examples::STORE_VERIFY)]
     Verify(StoreVerifyArgs),
     /// Remove the entries no experiment and no lockfile reaches, damage,
     /// quarantine, and temp dirs of killed runs; says what and why.
@@ -111,14 +148,47 @@ pub enum StoreCommand {
     /// capped with `--max-prompts` have keys of their own that no experiment
     /// declares: gc removes them once they are 7 days old. An entry whose key
     /// a running perfpipe holds is left alone.
+    #[command(after_long_help = examples::STORE_GC)]
     Gc(StoreGcArgs),
+    /// Print where each run's files are: its entry, samples, results and logs.
+    ///
+    /// One file or directory per line, as tab-separated columns: step,
+    /// workload, what it is (`entry`, `sample`, `result` or `log`), path. Runs
+    /// with nothing stored print nothing and are named on standard error.
+    #[command(after_long_help = examples::STORE_PATH)]
+    Path(StorePathArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StorePathArgs {
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
+    /// Only this step's runs.
+    pub step: Option<String>,
+    /// Only this workload's run of the step.
+    pub workload: Option<String>,
+    #[command(flatten)]
+    pub runtime: RuntimeOpt,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub cap: CapArg,
+}
+
+impl StorePathArgs {
+    pub fn common(&self) -> Common {
+        Common {
+            runtime: self.runtime.runtime,
+            max_prompts: self.cap.max_prompts,
+            ..Common::of(&self.experiment, self.store.path())
+        }
+    }
 }
 
 #[derive(Debug, Args)]
 pub struct StoreVerifyArgs {
-    /// The store directory.
-    #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
-    pub store: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Debug, Args)]
@@ -134,9 +204,8 @@ pub struct StoreGcArgs {
     /// Also remove unreached entries committed in the last 7 days.
     #[arg(long)]
     pub all: bool,
-    /// The store directory.
-    #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
-    pub store: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -149,18 +218,56 @@ pub enum RuntimeArg {
     Sim,
 }
 
+/// The experiment and its lockfile: what every experiment command reads.
 #[derive(Debug, Args)]
-pub struct Common {
+pub struct ExperimentArgs {
     /// The experiment file.
     pub experiment: PathBuf,
-    /// How engines start; overrides the experiment's `runtime`.
+    /// The lockfile [default: lockfiles/<experiment file name>.lock].
+    #[arg(long)]
+    pub lockfile: Option<PathBuf>,
+}
+
+/// Where results are kept.
+#[derive(Debug, Args)]
+pub struct StoreArg {
+    /// The store directory [default: `perfpipe.toml`'s `store`, else `store`
+    /// at the project root].
+    #[arg(long = "store", value_name = "STORE", env = "PERFPIPE_STORE")]
+    pub dir: Option<PathBuf>,
+}
+
+impl StoreArg {
+    /// The store, once the project's settings have filled in the default.
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.as_deref().unwrap_or(std::path::Path::new("store"))
+    }
+}
+
+/// How engines start, which selects the runs (a run's key holds its runtime).
+#[derive(Debug, Args)]
+pub struct RuntimeOpt {
+    /// How engines start; overrides the experiment's `runtime`, as
+    /// `perfpipe.toml`'s `runtime` does below it.
     #[arg(long, value_enum, env = "PERFPIPE_RUNTIME")]
     pub runtime: Option<RuntimeArg>,
-    /// The store directory.
-    #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
-    pub store: PathBuf,
+}
+
+/// The smoke-test cap, which selects the capped runs.
+#[derive(Debug, Args)]
+pub struct CapArg {
+    /// Cap every workload at N prompts, for a quick smoke test of a study.
+    /// A capped workload is another workload: its runs have their own keys.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_prompts: Option<u32>,
+}
+
+/// What running means: how many samples, whether failures run again, how
+/// engines are shared (for `run`, and for `plan`, which says what `run` does).
+#[derive(Debug, Args)]
+pub struct RunPolicy {
     /// Samples each run should have in the store.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: u32,
     /// Run again the runs whose stored result is a failure.
     #[arg(long)]
@@ -168,19 +275,60 @@ pub struct Common {
     /// Start an engine for every run, instead of one per step whose runs share it.
     #[arg(long)]
     pub fresh_engine: bool,
-    /// Cap every workload at N prompts, for a quick smoke test of a study.
-    /// A capped workload is another workload: its runs have their own keys.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+}
+
+/// What the experiment commands load, assembled from each command's own
+/// options (not a clap type: a command without an option takes its default).
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub experiment: PathBuf,
+    pub runtime: Option<RuntimeArg>,
+    pub store: PathBuf,
+    pub samples: u32,
+    pub retry_failed: bool,
+    pub fresh_engine: bool,
     pub max_prompts: Option<u32>,
-    /// The lockfile [default: lockfiles/<experiment file name>.lock].
-    #[arg(long)]
     pub lockfile: Option<PathBuf>,
+}
+
+impl Common {
+    /// The declared runs of `experiment`, uncapped, one sample each, on the
+    /// experiment's own runtime.
+    pub fn of(experiment: &ExperimentArgs, store: &std::path::Path) -> Self {
+        Self {
+            experiment: experiment.experiment.clone(),
+            runtime: None,
+            store: store.to_owned(),
+            samples: 1,
+            retry_failed: false,
+            fresh_engine: false,
+            max_prompts: None,
+            lockfile: experiment.lockfile.clone(),
+        }
+    }
+
+    fn with_policy(self, policy: &RunPolicy) -> Self {
+        Self {
+            samples: policy.samples,
+            retry_failed: policy.retry_failed,
+            fresh_engine: policy.fresh_engine,
+            ..self
+        }
+    }
 }
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub common: Common,
+    pub experiment: ExperimentArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeOpt,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub cap: CapArg,
+    #[command(flatten)]
+    pub policy: RunPolicy,
     /// Where to write the report [default: reports/<experiment>.md].
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -213,9 +361,15 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     #[command(flatten)]
-    pub common: Common,
+    pub experiment: ExperimentArgs,
     /// Only this step's runs.
     pub step: Option<String>,
+    #[command(flatten)]
+    pub runtime: RuntimeOpt,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub cap: CapArg,
 }
 
 #[derive(Debug, Args)]
@@ -224,9 +378,8 @@ pub struct DiffArgs {
     pub before: PathBuf,
     /// The lockfile after.
     pub after: PathBuf,
-    /// The store holding both sides' results.
-    #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
-    pub store: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArg,
     /// Whose run keys to compare [default: docker].
     #[arg(long, value_enum, env = "PERFPIPE_RUNTIME")]
     pub runtime: Option<RuntimeArg>,
@@ -234,6 +387,7 @@ pub struct DiffArgs {
     /// [default: total_token_throughput,mean_ttft_ms,mean_tpot_ms].
     #[arg(long, value_delimiter = ',')]
     pub metrics: Option<Vec<String>>,
+    /// Markdown for people, JSON for other tools.
     #[arg(long, value_enum, default_value_t = DiffFormat::Md)]
     pub format: DiffFormat,
     /// Exit 4 when a metric got worse by more than this many % (and more
@@ -260,7 +414,7 @@ pub enum DiffFormat {
 #[derive(Debug, Args)]
 pub struct LockArgs {
     #[command(flatten)]
-    pub common: Common,
+    pub experiment: ExperimentArgs,
     /// Resolve without the network: images and model revisions not pinned yet
     /// stay unpinned, and are listed.
     #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
@@ -287,13 +441,27 @@ pub struct FetchArgs {
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     #[command(flatten)]
-    pub common: Common,
+    pub experiment: ExperimentArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeOpt,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub cap: CapArg,
+    #[command(flatten)]
+    pub policy: RunPolicy,
 }
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     #[command(flatten)]
-    pub common: Common,
+    pub experiment: ExperimentArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeOpt,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub cap: CapArg,
     /// Render from the experiment's published expectations instead of the store.
     #[arg(long)]
     pub published: bool,
@@ -316,7 +484,13 @@ pub enum ReportFormat {
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     #[command(flatten)]
-    pub common: Common,
+    pub experiment: ExperimentArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeOpt,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub cap: CapArg,
     /// How far a stored number may lie from its published value, in % (`5` or
     /// `5%`) [default: the experiment's `report tolerance=`, else 5].
     #[arg(long, value_parser = parse_percent)]
@@ -402,7 +576,9 @@ pub enum BackendArg {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DatasetArg {
+    /// Random token ids, `--random-input-len` long.
     Random,
+    /// Conversations of a ShareGPT JSON file (`--dataset-path`).
     Sharegpt,
 }
 
@@ -412,13 +588,16 @@ pub struct BenchArgs {
     /// Server URL (e.g. `http://127.0.0.1:8000`); overrides `--host` and `--port`.
     #[arg(long, value_parser = parse_base_url)]
     pub base_url: Option<String>,
+    /// Server host, when `--base-url` is not given.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
+    /// Server port, when `--base-url` is not given.
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// API path [default: `/v1/completions`, or `/v1/chat/completions` with `--backend openai-chat`].
     #[arg(long)]
     pub endpoint: Option<String>,
+    /// The OpenAI API the requests use.
     #[arg(long, value_enum, default_value = "openai")]
     pub backend: BackendArg,
     /// Model name to request [default: the first one `/v1/models` lists].
@@ -429,17 +608,20 @@ pub struct BenchArgs {
     /// model]. perfpipe never downloads; without one it counts words (`whitespace`).
     #[arg(long)]
     pub tokenizer: Option<String>,
+    /// Where the prompts come from.
     #[arg(long, value_enum, default_value = "random")]
     pub dataset_name: DatasetArg,
     /// ShareGPT JSON file (with `--dataset-name sharegpt`).
     #[arg(long)]
     pub dataset_path: Option<std::path::PathBuf>,
-    /// At most 1000000.
+    /// Requests to measure, 1 to 1000000.
     #[arg(long, default_value_t = 1000, value_parser = prompt_count(1))]
     pub num_prompts: u32,
-    /// With `--num-prompts`, at most 2^30 prompt tokens in all.
+    /// Prompt tokens of each random request (at least 1; at most 2^30 in
+    /// all, with `--num-prompts`).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     pub random_input_len: u32,
+    /// Output tokens each random request asks for (at least 1).
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub random_output_len: u32,
     /// Lengths are drawn from [L(1-r), L(1+r)]; 0 <= r < 1, as vLLM requires.
@@ -448,6 +630,7 @@ pub struct BenchArgs {
     /// Fixed output length for ShareGPT requests instead of the reply's.
     #[arg(long)]
     pub sharegpt_output_len: Option<u32>,
+    /// Seed of the prompts drawn and of the arrival times.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Requests per second (at least 1e-6), or `inf` to send all at once.
@@ -462,6 +645,8 @@ pub struct BenchArgs {
     /// Requests sent before the benchmark and not measured (at most 1000000).
     #[arg(long, default_value_t = 0, value_parser = prompt_count(0))]
     pub num_warmups: u32,
+    /// Ask the server to ignore end-of-sequence, so each request generates
+    /// all the tokens it asks for.
     #[arg(long)]
     pub ignore_eos: bool,
     /// Sampling temperature (finite, at least 0).
@@ -482,8 +667,11 @@ pub struct BenchArgs {
     /// Also write per-request lists (input_lens, ttfts, itls, errors, ...).
     #[arg(long)]
     pub save_detailed: bool,
+    /// Directory of the result file [default: the current directory].
     #[arg(long)]
     pub result_dir: Option<std::path::PathBuf>,
+    /// Name of the result file [default:
+    /// `{label or backend}-{rate}qps[-concurrency{N}]-{model}-{date}.json`, as vLLM names it].
     #[arg(long)]
     pub result_filename: Option<String>,
     /// Label that prefixes the default result file name.
@@ -505,14 +693,10 @@ pub struct BenchArgs {
 /// `--max-prompts`, `--retry-failed`, `--fresh-engine`) mean nothing here.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// The experiment file.
-    pub experiment: PathBuf,
-    /// The store directory.
-    #[arg(long, default_value = "store", env = "PERFPIPE_STORE")]
-    pub store: PathBuf,
-    /// The lockfile [default: lockfiles/<experiment file name>.lock].
-    #[arg(long)]
-    pub lockfile: Option<PathBuf>,
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
+    #[command(flatten)]
+    pub store: StoreArg,
     /// The step the block measured.
     #[arg(long)]
     pub step: String,
@@ -531,15 +715,65 @@ impl ImportArgs {
     /// The experiment as every command loads it: the declared runs, uncapped,
     /// on the experiment's own runtime.
     pub fn common(&self) -> Common {
+        Common::of(&self.experiment, self.store.path())
+    }
+}
+
+impl RunArgs {
+    pub fn common(&self) -> Common {
         Common {
-            experiment: self.experiment.clone(),
-            runtime: None,
-            store: self.store.clone(),
-            samples: 1,
-            retry_failed: false,
-            fresh_engine: false,
-            max_prompts: None,
-            lockfile: self.lockfile.clone(),
+            runtime: self.runtime.runtime,
+            max_prompts: self.cap.max_prompts,
+            ..Common::of(&self.experiment, self.store.path())
         }
+        .with_policy(&self.policy)
+    }
+}
+
+impl PlanArgs {
+    pub fn common(&self) -> Common {
+        Common {
+            runtime: self.runtime.runtime,
+            max_prompts: self.cap.max_prompts,
+            ..Common::of(&self.experiment, self.store.path())
+        }
+        .with_policy(&self.policy)
+    }
+}
+
+impl ReportArgs {
+    pub fn common(&self) -> Common {
+        Common {
+            runtime: self.runtime.runtime,
+            max_prompts: self.cap.max_prompts,
+            ..Common::of(&self.experiment, self.store.path())
+        }
+    }
+}
+
+impl ExplainArgs {
+    pub fn common(&self) -> Common {
+        Common {
+            runtime: self.runtime.runtime,
+            max_prompts: self.cap.max_prompts,
+            ..Common::of(&self.experiment, self.store.path())
+        }
+    }
+}
+
+impl VerifyArgs {
+    pub fn common(&self) -> Common {
+        Common {
+            runtime: self.runtime.runtime,
+            max_prompts: self.cap.max_prompts,
+            ..Common::of(&self.experiment, self.store.path())
+        }
+    }
+}
+
+impl LockArgs {
+    /// Keys are locked under every runtime, uncapped; the store is not read.
+    pub fn common(&self) -> Common {
+        Common::of(&self.experiment, std::path::Path::new("store"))
     }
 }

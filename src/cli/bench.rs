@@ -51,7 +51,8 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         .enable_all()
         .build()
         .map_err(|source| CliError::Runtime { source })?;
-    let client = runtime.block_on(async { harness::http_client() });
+    let https = base_url.starts_with("https:");
+    let client = runtime.block_on(async { harness::http_client(https) });
     let model = match &args.model {
         Some(m) => m.clone(),
         None => runtime.block_on(first_model(&client, &base_url))?,
@@ -134,8 +135,8 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         },
     };
     let m = &outcome.metrics;
-    print!("{}", render_serving_block(m, &block));
-    println!(
+    out!("{}", render_serving_block(m, &block));
+    outln!(
         "perfpipe exact peaks: {:.2} output tok/s (tokens, not chunks), {:.0} concurrent requests (at one instant)",
         m.exact_max_output_tokens_per_s.unwrap_or(f64::NAN),
         m.exact_max_concurrent_requests.unwrap_or(f64::NAN)

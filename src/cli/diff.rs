@@ -25,7 +25,7 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
     };
     let (before, after) = (read(&args.before)?, read(&args.after)?);
     let runtime = runtime_of(args.runtime).unwrap_or(Runtime::Docker);
-    let store = Store::open(&args.store).map_err(CliError::Store)?;
+    let store = Store::open(args.store.path()).map_err(CliError::Store)?;
     let experiment = find_experiment(&after.experiment, &args.after);
     let capped = match args.max_prompts {
         Some(cap) => Some(capped_runs(
@@ -176,7 +176,7 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
         deltas,
         incomplete,
     };
-    print!(
+    out!(
         "{}",
         match args.format {
             DiffFormat::Md => crate::report::diff::markdown(&diff),
@@ -331,7 +331,7 @@ fn matches(file: &Path, path: &Path, args: &DiffArgs) -> bool {
     let common = Common {
         experiment: file.to_owned(),
         runtime: args.runtime,
-        store: args.store.clone(),
+        store: args.store.path().to_owned(),
         samples: 1,
         retry_failed: false,
         fresh_engine: false,

@@ -9,6 +9,9 @@ use crate::spec::SpecErrors;
 
 #[derive(Debug, Error, Diagnostic)]
 pub enum CliError {
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Project(crate::project::Error),
     #[error("cannot read the experiment `{path}`")]
     #[diagnostic(help(
         "experiments live under `experiments/`, e.g. `perfpipe run experiments/qwen3-14b-a100.kdl`"
@@ -178,6 +181,7 @@ impl CliError {
             | Self::Write { .. }
             | Self::GcRoot { .. }
             | Self::Secret(_)
+            | Self::Project(_)
             | Self::Store(
                 crate::store::Error::NotADirectory { .. } | crate::store::Error::SampleIds { .. },
             ) => exit_code::USAGE,

@@ -14,7 +14,8 @@ use crate::plan::RunStatus;
 use crate::store::{Outcome, Sample, Store};
 
 pub fn explain(args: &ExplainArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common, LockMode::Read)?;
+    let common = args.common();
+    let loaded = load(&common, LockMode::Read)?;
     if let Some(step) = &args.step
         && loaded.spec.step(step).is_none()
     {
@@ -29,7 +30,7 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, CliError> {
             hint: format!("its steps: {}", steps.join(", ")),
         });
     }
-    let plan = build_plan(&loaded, &args.common)?;
+    let plan = build_plan(&loaded, &common)?;
     let stored: Vec<(RunKey, Value)> = loaded
         .store
         .entries()
@@ -71,7 +72,7 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, CliError> {
             }
         }
     }
-    print!("{out}");
+    out!("{out}");
     Ok(exit_code::OK)
 }
 

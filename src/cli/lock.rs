@@ -18,7 +18,7 @@ pub fn lock(args: &LockArgs) -> Result<u8, CliError> {
         check_names(args, names)?;
     }
     let loaded = load(
-        &args.common,
+        &args.common(),
         LockMode::Lock {
             offline: args.offline,
             update,
@@ -27,8 +27,13 @@ pub fn lock(args: &LockArgs) -> Result<u8, CliError> {
     let state = &loaded.lock;
     match &state.old {
         Some(_) if state.is_current() && state.legacy.is_some() => lockfile::move_legacy(state)?,
-        Some(_) if state.is_current() => {
+        Some(_) if state.is_current() && state.problems.is_empty() => {
             eprintln!("perfpipe: `{}` is up to date", state.path.display());
+        }
+        // Nothing new was resolved: the file stays as it was, and is not
+        // up to date while a pin it should hold could not be resolved.
+        Some(_) if state.is_current() => {
+            eprintln!("perfpipe: `{}` unchanged", state.path.display());
         }
         Some(old) => {
             lockfile::write(state)?;
@@ -48,7 +53,7 @@ pub fn lock(args: &LockArgs) -> Result<u8, CliError> {
         eprintln!(
             "perfpipe: offline, so images and model revisions not pinned before stay unpinned; \
              `perfpipe lock {}` pins them where the registry and the Hub are reachable",
-            args.common.experiment.display()
+            args.experiment.experiment.display()
         );
     }
     Ok(if state.problems.is_empty() {
@@ -60,7 +65,7 @@ pub fn lock(args: &LockArgs) -> Result<u8, CliError> {
 
 /// `--update NAME` must name an input of the experiment.
 fn check_names(args: &LockArgs, names: &BTreeSet<String>) -> Result<(), CliError> {
-    let offline = load(&args.common, LockMode::Read)?;
+    let offline = load(&args.common(), LockMode::Read)?;
     let known: Vec<&str> = offline
         .lock
         .new

@@ -129,29 +129,33 @@ fn not_a_lockfile(path: &Path, e: lock::Error) -> CliError {
     }
 }
 
-/// How pins are found under `mode`: the policy, and the network if allowed.
+/// How pins are found under `mode` for runs under `runtime`: the policy,
+/// and the network if allowed (set up only when a request is made).
 pub(super) fn pin_policy(
     mode: &LockMode,
-) -> Result<(PinPolicy, Option<Box<dyn PinResolver>>), CliError> {
-    let online = || -> Result<Option<Box<dyn PinResolver>>, CliError> {
-        let online =
-            lock::resolve::Online::from_env().map_err(|source| CliError::Runtime { source })?;
-        Ok(Some(Box::new(online)))
+    runtime: Runtime,
+) -> (PinPolicy, Option<Box<dyn PinResolver>>) {
+    let online = |offline: bool| -> Option<Box<dyn PinResolver>> {
+        (!offline).then(|| Box::new(lock::resolve::Online::from_env()) as Box<dyn PinResolver>)
     };
-    Ok(match mode {
+    match mode {
         LockMode::Read | LockMode::Run { locked: true, .. } => (PinPolicy::default(), None),
         LockMode::Run { offline, .. } => (
-            PinPolicy::default(),
-            if *offline { None } else { online()? },
+            PinPolicy {
+                needed_under: Some(runtime),
+                ..PinPolicy::default()
+            },
+            online(*offline),
         ),
         LockMode::Lock { offline, update } => (
             PinPolicy {
                 fill_unpinned: true,
                 update: update.clone(),
+                needed_under: None,
             },
-            if *offline { None } else { online()? },
+            online(*offline),
         ),
-    })
+    }
 }
 
 /// Under `run`: writes the lockfile if it changed and says how, or refuses
@@ -276,8 +280,24 @@ pub(super) fn pin_summary(lock: &Lockfile) -> String {
     }
 }
 
+/// One warning per pin that failed, except that a host that could not be
+/// reached is said once, with every pin it left open.
 pub(super) fn report_problems(state: &LockState) {
+    let mut unreachable: Vec<(&str, &str, Vec<&str>)> = Vec::new();
     for p in &state.problems {
-        eprintln!("warning: cannot pin {}: {}", p.input, p.message);
+        match &p.unreachable {
+            None => eprintln!("warning: cannot pin {}: {}", p.input, p.message),
+            Some(host) => match unreachable.iter_mut().find(|(h, ..)| h == host) {
+                Some((.., inputs)) => inputs.push(&p.input),
+                None => unreachable.push((host, &p.message, vec![&p.input])),
+            },
+        }
+    }
+    for (host, message, inputs) in unreachable {
+        eprintln!(
+            "warning: cannot reach {host}, so {} stay{} unpinned (`perfpipe lock` pins them where it is reachable; `--offline` asks no network)\n  {message}",
+            inputs.join(", "),
+            if inputs.len() == 1 { "s" } else { "" },
+        );
     }
 }

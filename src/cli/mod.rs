@@ -1,20 +1,29 @@
 //! The command line: parses arguments, calls each stage, prints, and maps
 //! errors to exit codes (the only place that happens).
 
+// First: its `out!`/`outln!` macros are for every module below.
+#[macro_use]
+mod output;
+
 mod args;
 mod bench;
+mod completions;
 mod diff;
 mod error;
+mod examples;
 mod explain;
 mod fetch;
 mod import;
 mod lock;
 mod lockfile;
+mod man;
 mod plan;
+mod project;
 mod report;
 mod roots;
 mod run;
 mod store_gc;
+mod store_path;
 mod store_verify;
 mod verify;
 
@@ -53,7 +62,13 @@ pub fn main() -> u8 {
         eprintln!("{:?}", miette::Report::new(err));
         return exit_code::USAGE;
     }
-    let result = match cli.command {
+    let mut command = cli.command;
+    if let Err(err) = project::enter(&mut command) {
+        let code = err.exit_code();
+        eprintln!("{:?}", miette::Report::new(err));
+        return code;
+    }
+    let result = match command {
         Command::Run(args) => run::run(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Report(args) => report::report(&args),
@@ -64,9 +79,12 @@ pub fn main() -> u8 {
         Command::Diff(args) => diff::diff(&args),
         Command::Explain(args) => explain::explain(&args),
         Command::Fetch(args) => fetch::fetch(&args),
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => man::man(&args),
         Command::Store(args) => match args.command {
             StoreCommand::Verify(args) => store_verify::verify(&args),
             StoreCommand::Gc(args) => store_gc::gc(&args),
+            StoreCommand::Path(args) => store_path::path(&args),
         },
         Command::SimEngine { argv } => return crate::engine::sim::main(&argv).clamp(0, 255) as u8,
     };
@@ -148,7 +166,10 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
             None => (None, None),
         },
     };
-    let (policy, resolver) = lockfile::pin_policy(&mode)?;
+    let runtime = runtime_of(common.runtime)
+        .or(declared.runtime)
+        .unwrap_or(Runtime::Docker);
+    let (policy, resolver) = lockfile::pin_policy(&mode, runtime);
     let (pins, problems) = crate::lock::resolve_pins(
         &crate::lock::pin_requests(&declared),
         old.as_ref(),
@@ -169,9 +190,6 @@ fn load(common: &Common, mode: LockMode) -> Result<Loaded, CliError> {
         e => CliError::Inputs(e),
     })?;
     hashes.save();
-    let runtime = runtime_of(common.runtime)
-        .or(spec.runtime)
-        .unwrap_or(Runtime::Docker);
     let declared_runs = crate::plan::keyed_runs(&spec, runtime, &inputs);
     // A lockfile nothing writes is only compared: its runs need the keys of
     // this runtime, not of every runtime.

@@ -16,15 +16,16 @@ use crate::spec::EngineKind;
 use crate::store::StoreIndex;
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common, LockMode::Read)?;
-    let plan = build_plan(&loaded, &args.common)?;
+    let common = args.common();
+    let loaded = load(&common, LockMode::Read)?;
+    let plan = build_plan(&loaded, &common)?;
     // Read only when some run is missing: a cached plan estimates nothing.
     let earlier = if plan.missing().is_empty() {
         Vec::new()
     } else {
         earlier_durations(&loaded)?
     };
-    let estimate = plan::estimate(&loaded.spec, &plan, args.common.fresh_engine, &|run| {
+    let estimate = plan::estimate(&loaded.spec, &plan, args.policy.fresh_engine, &|run| {
         if earlier.is_empty() {
             return None;
         }
@@ -35,7 +36,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
             .min_by_key(|(m, _)| material_changes(m, &material).len())
             .map(|(_, seconds)| *seconds)
     });
-    print!("{}", render(&loaded, &args.common, &plan));
+    out!("{}", render(&loaded, &common, &plan));
     // `plan` stops nothing; it says what the next `run` will stop.
     for found in leftovers::find(&leftovers::dir()) {
         let what = super::describe_launch(&found.launch);
@@ -57,7 +58,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
                 "; {n} runs have no earlier result of their workload and count only their launch"
             ),
         };
-        println!(
+        outln!(
             "estimate: {:.1} GPU-hours ({} at a typical start of {}, plus benchmark times of earlier results{untimed})",
             estimate.gpu_hours,
             launches(estimate.launches),

@@ -12,23 +12,24 @@ use crate::report::chart::{self, ChartData, ChartGroup};
 use crate::spec::{Objective, Runtime};
 
 pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
-    let mut loaded = load(&args.common, LockMode::Read)?;
+    let common = args.common();
+    let mut loaded = load(&common, LockMode::Read)?;
     let records = if args.published {
         analyze::from_expectations(&loaded.spec)
     } else {
-        if args.common.runtime.is_none() {
-            let runtime = runtime_with_results(&loaded, &args.common.experiment)?;
+        if common.runtime.is_none() {
+            let runtime = runtime_with_results(&loaded, &common.experiment)?;
             if runtime != loaded.runtime {
                 loaded.runs = crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs);
                 loaded.runtime = runtime;
             }
         }
-        let (plan, index) = plan_and_index(&loaded, &args.common)?;
+        let (plan, index) = plan_and_index(&loaded, &common)?;
         analyze::from_store(&plan, &index)
     };
     let mut analysis = analyze(&loaded, records)?;
     if !args.published {
-        analysis.scope = Some(scope(&loaded, &args.common));
+        analysis.scope = Some(scope(&loaded, &common));
     }
     let text = match args.format {
         // A written report gets its chart beside it; printed alone, there is none to link.
@@ -39,7 +40,7 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
         ReportFormat::Json => crate::report::json(&loaded.spec, &analysis),
         ReportFormat::Csv => crate::report::csv(&analysis),
     };
-    print!("{text}");
+    out!("{text}");
     if let (Some(out), ReportFormat::Json | ReportFormat::Csv) = (&args.out, args.format) {
         write_text(out, &text)?;
     }

@@ -8,7 +8,7 @@ use super::args::RunArgs;
 use super::fetch::{Verbosity, fail_on, fetch_pinned};
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
-use super::{CliError, LockMode, load, lockfile, sample_notes};
+use super::{CliError, Loaded, LockMode, load, lockfile, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::plan::RunStatus;
@@ -21,16 +21,17 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         locked: args.locked,
         offline: args.offline,
     };
-    let experiment = &args.common.experiment;
-    let mut loaded = load(&args.common, mode.clone())?;
-    let (mut plan, mut index) = plan_and_index(&loaded, &args.common)?;
+    let experiment = &args.experiment.experiment;
+    let common = args.common();
+    let mut loaded = load(&common, mode.clone())?;
+    let (mut plan, mut index) = plan_and_index(&loaded, &common)?;
     // Before a lockfile, a fetch or an engine: a run perfpipe cannot start.
     exec::check_startable(&loaded.spec, &plan)?;
     // Where the report and its chart go is settled before any engine starts;
     // a capped run's never replaces the study's.
     let report_path = args.report.clone().unwrap_or_else(|| {
         let stem = experiment.file_stem().unwrap_or_default().to_string_lossy();
-        let name = match args.common.max_prompts {
+        let name = match common.max_prompts {
             Some(cap) => format!("{stem}.max-prompts-{cap}.md"),
             None => format!("{stem}.md"),
         };
@@ -69,8 +70,8 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             reload = fetched.models_changed;
         }
         if reload {
-            loaded = load(&args.common, mode)?;
-            (plan, index) = plan_and_index(&loaded, &args.common)?;
+            loaded = load(&common, mode)?;
+            (plan, index) = plan_and_index(&loaded, &common)?;
         }
         if reload || deferred {
             lockfile::settle_for_run(&loaded.lock, args.locked, experiment)?;
@@ -102,19 +103,21 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
 
     // With nothing to run, what the plan read is the report's to show.
     if !plan.missing().is_empty() {
-        index = plan_and_index(&loaded, &args.common)?.1;
+        index = plan_and_index(&loaded, &common)?.1;
     }
     let records = crate::analyze::from_store(&plan, &index);
-    let unexpected_failures = records
+    let unexpected: Vec<(String, String)> = records
         .iter()
         .filter(|r| {
             r.failure
                 .as_deref()
                 .is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e))
         })
-        .count();
+        .map(|r| (r.step.clone(), r.workload.clone()))
+        .collect();
+    let unexpected_failures = unexpected.len();
     let mut analysis = analyze(&loaded, records)?;
-    analysis.scope = Some(scope(&loaded, &args.common));
+    analysis.scope = Some(scope(&loaded, &common));
     let path = report_path;
     let text = write_markdown(&loaded, &analysis, &path).map_err(|e| {
         e.measured(&format!(
@@ -122,7 +125,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             experiment.display()
         ))
     })?;
-    print!("{text}");
+    out!("{text}");
     eprintln!(
         "perfpipe: ran {} (failed: {}); report written to `{}`",
         summary.succeeded + summary.failed,
@@ -131,9 +134,15 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     );
     if unexpected_failures > 0 {
         eprintln!(
-            "perfpipe: {} failed where the experiment expects no failure (see the report)",
-            count(unexpected_failures, "run", "runs")
+            "perfpipe: {} where the experiment expects no failure; the logs say why:",
+            count(unexpected_failures, "run failed", "runs failed")
         );
+        for (step, workload) in &unexpected {
+            eprintln!(
+                "  `{step}` × `{workload}`: {}",
+                failure_logs(&loaded, &plan, step, workload)
+            );
+        }
     }
     // Not in the report: a transient failure is no result. It still fails the command.
     for f in &summary.unstored {
@@ -159,7 +168,7 @@ pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
         startup_timeout: args.startup_timeout.map(Duration::from_secs),
         stall_timeout: Duration::from_secs(args.stall_timeout),
         attempts: 3,
-        fresh_engine: args.common.fresh_engine,
+        fresh_engine: args.policy.fresh_engine,
         jobs: args.jobs as usize,
     })
 }
@@ -277,4 +286,23 @@ fn progress(spec: &Spec, event: &ExecEvent) {
             Outcome::Imported { .. } => {}
         },
     }
+}
+
+/// The logs of a failed run's latest sample, to read for why it failed.
+fn failure_logs(loaded: &Loaded, plan: &crate::plan::Plan, step: &str, workload: &str) -> String {
+    let logs = plan
+        .runs
+        .iter()
+        .find(|r| r.step == step && r.workload == workload)
+        .and_then(|r| loaded.store.files(&r.key).ok().flatten())
+        .and_then(|files| files.samples.last().cloned())
+        .map(|sample| sample.logs)
+        .unwrap_or_default();
+    if logs.is_empty() {
+        return "no log was kept (`perfpipe report` shows its error)".into();
+    }
+    logs.iter()
+        .map(|l| l.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

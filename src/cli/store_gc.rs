@@ -18,8 +18,8 @@ use crate::plural::count;
 use crate::store::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 
 pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
-    let store = existing(&args.store)?;
-    let roots = roots(&args.roots, &args.store)?;
+    let store = existing(args.store.path())?;
+    let roots = roots(&args.roots, args.store.path())?;
     let reached: BTreeSet<RunKey> = roots.keys.keys().cloned().collect();
     let now = crate::clock::unix_now();
     let (young, garbage): (Vec<Garbage>, Vec<Garbage>) = store
@@ -48,21 +48,21 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
         } else {
             store.remove(item).map_err(CliError::Store)?
         };
-        println!("{}", describe(item, roots.unreached()));
+        outln!("{}", describe(item, roots.unreached()));
         match removal {
             Removal::Removed => tally.add(item),
             Removal::InUse => {
-                println!("  kept: a running perfpipe holds its key; the next gc looks again")
+                outln!("  kept: a running perfpipe holds its key; the next gc looks again")
             }
-            Removal::Changed => println!("  kept: a run repaired it meanwhile"),
+            Removal::Changed => outln!("  kept: a run repaired it meanwhile"),
         }
     }
     if !args.dry_run {
         store.remove_idle_locks().map_err(CliError::Store)?;
     }
     for s in &stale {
-        println!("temp dir {} ({})", s.path.display(), human_bytes(s.bytes));
-        println!("  left by a perfpipe that was killed");
+        outln!("temp dir {} ({})", s.path.display(), human_bytes(s.bytes));
+        outln!("  left by a perfpipe that was killed");
         tally.tmp += 1;
         tally.bytes += s.bytes;
     }
@@ -78,7 +78,7 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
                 .iter()
                 .map(|p| format!("`{}`", p.display()))
                 .collect();
-            println!(
+            outln!(
                 "entry {key}: {}\n  kept: reached by {}",
                 materials.get(key).map_or("?".into(), |m| summary(m)),
                 by.join(", ")
@@ -86,7 +86,7 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
         }
         for item in &young {
             if let GarbageKind::Unreached { material, .. } = &item.kind {
-                println!(
+                outln!(
                     "entry {}: {}\n  kept: {}, but committed less than {} days ago (`--all` removes it)",
                     item.key.as_ref().map_or("?", |k| k.as_str()),
                     summary(material),

@@ -11,18 +11,18 @@ use crate::plural::count;
 use crate::store::Store;
 
 pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
-    let store = existing(&args.store)?;
+    let store = existing(args.store.path())?;
     let found = store.verify().map_err(CliError::Store)?;
     let quarantined = store.quarantined().map_err(CliError::Store)?;
     let stale = store.stale_tmp(false).map_err(CliError::Store)?;
     for f in &found.findings {
-        println!("damaged      {}: {}", f.path.display(), f.damage);
+        outln!("damaged      {}: {}", f.path.display(), f.damage);
     }
     for path in &quarantined {
-        println!("quarantined  {}", path.display());
+        outln!("quarantined  {}", path.display());
     }
     for s in &stale {
-        println!(
+        outln!(
             "stale        {} ({}): temp dir of a perfpipe that was killed",
             s.path.display(),
             human_bytes(s.bytes)
@@ -31,7 +31,7 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
     let damaged = found.findings.len();
     eprintln!(
         "perfpipe: store `{}`: checked {} and {}: {}",
-        args.store.display(),
+        args.store.path().display(),
         count(found.entries, "entry", "entries"),
         count(found.samples, "sample", "samples"),
         if damaged == 0 {

@@ -10,8 +10,9 @@ use crate::exit_code;
 use crate::spec::ExpectedOutcome;
 
 pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
-    let loaded = load(&args.common, LockMode::Read)?;
-    let (plan, index) = plan_and_index(&loaded, &args.common)?;
+    let common = args.common();
+    let loaded = load(&common, LockMode::Read)?;
+    let (plan, index) = plan_and_index(&loaded, &common)?;
     let records = analyze::from_store(&plan, &index);
     let tolerance = args.tolerance.unwrap_or(loaded.spec.report.tolerance_pct);
     let expected: Vec<&str> = loaded
@@ -59,7 +60,7 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
             c.verdict.label()
         );
     }
-    print!("{out}");
+    out!("{out}");
     let count = |v: Verdict| checks.iter().filter(|c| c.verdict == v).count();
     let (within, outside, missing, unscored) = (
         count(Verdict::Within),

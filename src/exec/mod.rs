@@ -254,7 +254,7 @@ pub fn execute(
         inputs,
         store,
         options,
-        client: runtime.block_on(async { crate::harness::http_client() }),
+        client: runtime.block_on(async { crate::harness::http_client(false) }),
         cancel,
         host: crate::host::name(),
         runtime: plan.options.runtime,

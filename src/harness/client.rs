@@ -29,13 +29,19 @@ pub struct RequestSettings {
 
 /// The client of every benchmark request. It follows no redirect: a server
 /// that sends the requests elsewhere is not the one measured ([`redirected`]).
-pub fn http_client() -> reqwest::Client {
+/// The system's root certificates are loaded only for a server spoken to
+/// over `https`: engines perfpipe starts answer plain HTTP on loopback.
+pub fn http_client(https: bool) -> reqwest::Client {
     crate::tls::ensure_provider();
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("a plain HTTP client builds")
+        .redirect(reqwest::redirect::Policy::none());
+    let builder = if https {
+        builder
+    } else {
+        builder.tls_certs_only([])
+    };
+    builder.build().expect("a plain HTTP client builds")
 }
 
 /// What a redirect answer says, naming where it points: perfpipe measures

@@ -26,7 +26,10 @@ mod signature;
 pub use build::{RUNTIMES, apply_pins, build, build_with_keys, pin_requests};
 pub use changes::{InputChange, input_changes, run_key_changes};
 pub use file::{parse, render};
-pub use pins::{PinPolicy, PinRequest, PinResolver, Problem, Update, is_commit, resolve_pins};
+pub use pins::{
+    PinError, PinPolicy, PinRequest, PinResolver, PinTarget, Problem, Update, is_commit,
+    resolve_pins,
+};
 pub use signature::{HEAD_BYTES, first_node, is_lockfile};
 
 use std::collections::BTreeMap;

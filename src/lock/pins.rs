@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{Attrs, Input, Lockfile};
+use crate::spec::Runtime;
 
 /// An input only the network can pin.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,12 +22,49 @@ pub enum PinTarget {
     Model { repo: String, revision: String },
 }
 
+impl PinTarget {
+    /// Whether the keys of runs under `runtime` hold this pin: an image only
+    /// under `docker`; a model's commit under every runtime but `sim`, whose
+    /// engine loads no weights and so needs no network (its keys hold the
+    /// revision as declared until a `lock` pins it).
+    pub fn needed_under(&self, runtime: Runtime) -> bool {
+        match self {
+            PinTarget::Image(_) => runtime == Runtime::Docker,
+            PinTarget::Model { .. } => runtime != Runtime::Sim,
+        }
+    }
+}
+
 /// Resolves pins over the network (`lock::resolve::Online`), or a fake in tests.
 pub trait PinResolver {
     /// Tag → `{image: "<registry>/<repo>@sha256:…"}` (+ `index` when the tag names an index).
-    fn image(&self, reference: &str) -> Result<Attrs, String>;
+    fn image(&self, reference: &str) -> Result<Attrs, PinError>;
     /// Branch or tag → `{revision: "<commit sha>"}`.
-    fn model(&self, repo: &str, revision: &str) -> Result<Attrs, String>;
+    fn model(&self, repo: &str, revision: &str) -> Result<Attrs, PinError>;
+}
+
+/// Why a pin could not be resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinError {
+    pub message: String,
+    /// The host that could not be reached (name lookup, connection, time
+    /// out): every pin it serves fails alike, and is said once.
+    pub unreachable: Option<String>,
+}
+
+impl From<String> for PinError {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            unreachable: None,
+        }
+    }
+}
+
+impl From<&str> for PinError {
+    fn from(message: &str) -> Self {
+        message.to_owned().into()
+    }
 }
 
 /// Which existing pins `lock --update` re-resolves.
@@ -44,6 +82,9 @@ pub struct PinPolicy {
     /// (it only pins inputs that are new to the lockfile).
     pub fill_unpinned: bool,
     pub update: Update,
+    /// `run` asks the network only for the pins its runtime's keys hold
+    /// ([`PinTarget::needed_under`]); `lock` (`None`) for every one.
+    pub needed_under: Option<Runtime>,
 }
 
 /// A pin that could not be resolved.
@@ -51,6 +92,8 @@ pub struct PinPolicy {
 pub struct Problem {
     pub input: String,
     pub message: String,
+    /// The host that could not be reached, when that is why.
+    pub unreachable: Option<String>,
 }
 
 /// Keeps every pin whose declaration is unchanged, resolves the rest with
@@ -77,7 +120,14 @@ pub fn resolve_pins(
                 Some(i) if !update && (i.locked.is_some() || !policy.fill_unpinned) => {
                     i.locked.clone()
                 }
-                _ => match (offline_pin(&request.target), resolver) {
+                _ => match (
+                    offline_pin(&request.target),
+                    resolver.filter(|_| {
+                        policy
+                            .needed_under
+                            .is_none_or(|runtime| request.target.needed_under(runtime))
+                    }),
+                ) {
                     (Some(pin), _) => Some(pin),
                     (None, None) => None,
                     (None, Some(resolver)) => {
@@ -86,10 +136,11 @@ pub fn resolve_pins(
                             PinTarget::Model { repo, revision } => resolver.model(repo, revision),
                         };
                         resolved
-                            .map_err(|message| {
+                            .map_err(|e| {
                                 problems.push(Problem {
                                     input: request.name.clone(),
-                                    message,
+                                    message: e.message,
+                                    unreachable: e.unreachable,
                                 })
                             })
                             .ok()
@@ -135,7 +186,7 @@ mod tests {
     }
 
     impl PinResolver for Fake {
-        fn image(&self, reference: &str) -> Result<Attrs, String> {
+        fn image(&self, reference: &str) -> Result<Attrs, PinError> {
             self.asked.borrow_mut().push(reference.into());
             if reference.contains("broken") {
                 return Err("registry said 503".into());
@@ -145,7 +196,7 @@ mod tests {
                 format!("{reference}@sha256:new"),
             )]))
         }
-        fn model(&self, repo: &str, _: &str) -> Result<Attrs, String> {
+        fn model(&self, repo: &str, _: &str) -> Result<Attrs, PinError> {
             self.asked.borrow_mut().push(repo.into());
             Ok(Attrs::from([("revision".into(), "f".repeat(40))]))
         }
@@ -203,6 +254,7 @@ mod tests {
         let lock = PinPolicy {
             fill_unpinned: true,
             update: Update::Nothing,
+            needed_under: None,
         };
         fake.asked.borrow_mut().clear();
         let (inputs, _) = resolve_pins(&requests, Some(&old), &lock, Some(&fake));
@@ -229,6 +281,7 @@ mod tests {
         let update = PinPolicy {
             fill_unpinned: true,
             update: Update::Only(BTreeSet::from(["engine.vllm".to_owned()])),
+            needed_under: None,
         };
         let (inputs, _) = resolve_pins(
             &[image("engine.vllm", "v:1")],
@@ -279,5 +332,42 @@ mod tests {
         );
         assert_eq!(inputs[0].locked, None);
         assert_eq!(problems[0].message, "registry said 503");
+    }
+
+    #[test]
+    fn run_asks_only_for_the_pins_its_runtime_keys_hold() {
+        let fake = Fake {
+            asked: RefCell::default(),
+        };
+        let requests = [
+            image("engine.vllm", "v:1"),
+            PinRequest {
+                name: "model.m@main".into(),
+                original: Attrs::from([("revision".into(), "main".into())]),
+                target: PinTarget::Model {
+                    repo: "m".into(),
+                    revision: "main".into(),
+                },
+            },
+        ];
+        for (runtime, asked) in [
+            (Runtime::Sim, &[][..]),
+            (Runtime::Local, &["m"]),
+            (Runtime::Docker, &["v:1", "m"]),
+        ] {
+            fake.asked.borrow_mut().clear();
+            let policy = PinPolicy {
+                needed_under: Some(runtime),
+                ..PinPolicy::default()
+            };
+            let (inputs, problems) = resolve_pins(&requests, None, &policy, Some(&fake));
+            assert!(problems.is_empty());
+            assert_eq!(*fake.asked.borrow(), asked, "{runtime:?}");
+            assert_eq!(
+                inputs.iter().filter(|i| i.locked.is_some()).count(),
+                asked.len(),
+                "{runtime:?}: what is not asked stays unpinned"
+            );
+        }
     }
 }

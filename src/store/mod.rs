@@ -24,6 +24,7 @@
 
 mod check;
 mod entry;
+mod files;
 mod gc;
 mod import;
 mod layout;
@@ -35,6 +36,7 @@ mod write;
 
 pub use check::{Damage, EntryDir, Finding, Verification};
 pub use entry::{FailureKind, Outcome, RunResult, Sample};
+pub use files::{EntryFiles, SampleFiles};
 pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 pub use import::Imported;
 pub use tmp::{StaleTmp, disk_usage};

@@ -867,8 +867,10 @@ fn a_branch_resolves_to_the_hubs_commit_with_hf_token_which_no_file_or_output_ho
         out
     };
 
-    // `run` pins what is new to the lockfile, then runs the engine with the
-    // token in its environment.
+    // `lock` pins the model (`run --runtime sim` asks no network: its
+    // engine loads no weights), then `run` runs the engine with the token in
+    // its environment.
+    perfpipe(&["lock", "hub.kdl"]);
     perfpipe(&["run", "hub.kdl", "--runtime", "sim"]);
     let lock = lockfile(&env, "lockfiles/hub.lock");
     assert_eq!(
@@ -1048,4 +1050,52 @@ fn the_repositorys_experiments_lock_to_their_committed_keys() {
             r#"key sim="3da9839de9302227cf1b00d6610b0962feaa3d90e4b0d468a0b5e7ae992c357e""#
         )
     );
+}
+
+#[test]
+fn sim_asks_no_network_and_an_unreachable_network_is_said_once() {
+    let env = TestEnv::new();
+    let registry = format!("127.0.0.1:{}", free_port());
+    let experiment = hub_experiment(r#"model "Qwen/Qwen3-14B""#)
+        .replace(
+            &format!(r#"image="vllm/vllm-openai@sha256:{}""#, "5e".repeat(32)),
+            &format!(r#"image="{registry}/vllm/vllm-openai:v0.11.0""#),
+        )
+        .replace(
+            "    step vllm engine=vllm gpus=1\n",
+            "    step vllm engine=vllm gpus=1\n    step vllm-pr engine=vllm gpus=1 revision=\"refs/pr/1\"\n",
+        );
+    env.write("hub.kdl", &experiment);
+    // Nothing listens on either port: a request would fail at once.
+    let hub = format!("http://127.0.0.1:{}", free_port());
+
+    let run = hub_cmd(&env, &hub, &["run", "hub.kdl", "--runtime", "sim"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(
+        !stderr(&run).contains("warning"),
+        "sim asked the network: {}",
+        stderr(&run)
+    );
+
+    for attempt in ["without a lockfile's pins", "again"] {
+        let lock = hub_cmd(&env, &hub, &["lock", "hub.kdl"]).output().unwrap();
+        let err = stderr(&lock);
+        assert_eq!(lock.status.code(), Some(1), "{attempt}: {err}");
+        assert!(!err.contains("up to date"), "{attempt}: {err}");
+        let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: ")).collect();
+        assert_eq!(
+            warnings,
+            [
+                format!(
+                    "warning: cannot reach {registry}, so engine.vllm stays unpinned (`perfpipe lock` pins them where it is reachable; `--offline` asks no network)"
+                ),
+                format!(
+                    "warning: cannot reach {hub}, so model.Qwen/Qwen3-14B@main, model.Qwen/Qwen3-14B@refs/pr/1 stay unpinned (`perfpipe lock` pins them where it is reachable; `--offline` asks no network)"
+                ),
+            ],
+            "{attempt}: {err}"
+        );
+    }
 }

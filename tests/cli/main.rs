@@ -6,13 +6,17 @@
 
 mod bad_values;
 mod bench;
+mod closed_pipe;
 mod common;
+mod completions;
 mod crash;
 mod diagnostics;
 mod diff;
 mod fetch;
+mod help;
 mod lock;
 mod objectives;
+mod project;
 mod published;
 mod reliability;
 mod reports;

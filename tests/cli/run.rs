@@ -123,6 +123,66 @@ fn an_unexpected_failure_is_stored_and_exits_1() {
     env.write("tiny.kdl", &format!("{}{}", &text[..start], &text[end..]));
     let out = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // The failure names the logs to read, and `store path` lists them too.
+    let err = stderr(&out);
+    let (_, after) = err
+        .split_once(
+            "perfpipe: 1 run failed where the experiment expects no failure; the logs say why:\n",
+        )
+        .unwrap_or_else(|| panic!("{err}"));
+    let named = after.lines().next().unwrap();
+    let logs = named
+        .strip_prefix("  `trtllm-fp8` × `chat`: ")
+        .unwrap_or_else(|| panic!("{named}"));
+    let logs: Vec<&str> = logs.split(", ").collect();
+    assert!(
+        logs.iter().any(|l| l.ends_with("/logs/engine.log")),
+        "{logs:?}"
+    );
+    let paths = env.run(&[
+        "store",
+        "path",
+        "tiny.kdl",
+        "trtllm-fp8",
+        "chat",
+        "--runtime",
+        "sim",
+    ]);
+    assert_eq!(paths.status.code(), Some(0), "{}", stderr(&paths));
+    let rows: Vec<Vec<String>> = stdout(&paths)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect();
+    let kinds: Vec<&str> = rows.iter().map(|r| r[2].as_str()).collect();
+    assert_eq!(kinds[..3], ["entry", "sample", "result"], "{rows:?}");
+    for row in &rows {
+        assert_eq!(row[..2], ["trtllm-fp8", "chat"]);
+        assert!(env.path(&row[3]).exists(), "{row:?}");
+    }
+    let listed_logs: Vec<&str> = rows
+        .iter()
+        .filter(|r| r[2] == "log")
+        .map(|r| r[3].as_str())
+        .collect();
+    assert_eq!(listed_logs, logs);
+    let unknown = env.run(&[
+        "store",
+        "path",
+        "tiny.kdl",
+        "no-such-step",
+        "--runtime",
+        "sim",
+    ]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+    let docker = env.run(&["store", "path", "tiny.kdl", "vllm", "--runtime", "docker"]);
+    assert_eq!(stdout(&docker), "");
+    assert!(
+        stderr(&docker).contains(
+            "perfpipe: nothing stored under `docker` for `vllm` × `chat`, `vllm` × `short`"
+        ),
+        "{}",
+        stderr(&docker)
+    );
     // Recorded, so the next run does not retry it (but still reports it).
     let again = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
     assert_eq!(again.status.code(), Some(1));

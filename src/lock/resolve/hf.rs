@@ -5,9 +5,9 @@
 use reqwest::StatusCode;
 use reqwest::header::AUTHORIZATION;
 
-use super::transport_error;
-use crate::lock::Attrs;
+use super::request_error;
 use crate::lock::pins::is_commit;
+use crate::lock::{Attrs, PinError};
 
 pub async fn resolve(
     client: &reqwest::Client,
@@ -15,7 +15,7 @@ pub async fn resolve(
     token: Option<&str>,
     repo: &str,
     revision: &str,
-) -> Result<Attrs, String> {
+) -> Result<Attrs, PinError> {
     let url = format!(
         "{endpoint}/api/models/{repo}/revision/{}",
         encode_segment(revision)
@@ -28,33 +28,33 @@ pub async fn resolve(
     let response = request
         .send()
         .await
-        .map_err(|e| transport_error(&what, e))?;
+        .map_err(|e| request_error(&what, endpoint, e))?;
     match response.status() {
         s if s.is_success() => {}
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
             return Err(format!(
                 "{endpoint} refused `{repo}` ({}): the model is gated or private; set HF_TOKEN to a token with access",
                 response.status()
-            ));
+            )
+            .into());
         }
         StatusCode::NOT_FOUND => {
             return Err(format!(
                 "{endpoint} has no model `{repo}`, or no revision `{revision}` of it"
-            ));
+            )
+            .into());
         }
-        s => return Err(format!("{endpoint} answered {s} for `{repo}`")),
+        s => return Err(format!("{endpoint} answered {s} for `{repo}`").into()),
     }
     let info: serde_json::Value = response
         .json()
         .await
-        .map_err(|e| transport_error(&what, e))?;
+        .map_err(|e| request_error(&what, endpoint, e))?;
     match info["sha"].as_str() {
         Some(sha) if is_commit(sha) => {
             Ok(Attrs::from([("revision".into(), sha.to_ascii_lowercase())]))
         }
-        _ => Err(format!(
-            "{endpoint} answered for `{repo}` without a commit sha"
-        )),
+        _ => Err(format!("{endpoint} answered for `{repo}` without a commit sha").into()),
     }
 }
 

@@ -8,9 +8,11 @@
 mod hf;
 mod oci;
 
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use super::{Attrs, PinResolver};
+use super::{Attrs, PinError, PinResolver};
 
 pub use oci::ImageRef;
 
@@ -51,12 +53,21 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// Resolves pins over HTTP(S), blocking the caller.
+/// Resolves pins over HTTP(S), blocking the caller. Its client (TLS, root
+/// certificates) and runtime are made at the first request: a command with
+/// nothing to ask sets up nothing.
 pub struct Online {
-    client: reqwest::Client,
-    runtime: tokio::runtime::Runtime,
+    connection: OnceLock<Result<Connection, String>>,
     hub: HubAccess,
     registry_login: Option<(String, String)>,
+    /// Hosts that could not be reached, with the failure: the pins they
+    /// serve are not asked again in this command.
+    unreachable: Mutex<BTreeMap<String, PinError>>,
+}
+
+struct Connection {
+    client: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
 }
 
 impl std::fmt::Debug for Online {
@@ -72,42 +83,88 @@ impl Online {
     /// Reads the Hub's access ([`HubAccess`]), and `PERFPIPE_REGISTRY_USERNAME`
     /// with `PERFPIPE_REGISTRY_PASSWORD` (sent to a registry's token endpoint,
     /// e.g. `$oauthtoken` and an API key for NGC).
-    pub fn from_env() -> std::io::Result<Self> {
-        let client = crate::tls::client_builder()
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(std::io::Error::other)?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        Ok(Self {
-            client,
-            runtime,
+    pub fn from_env() -> Self {
+        Self {
+            connection: OnceLock::new(),
             hub: HubAccess::from_env(),
             registry_login: env_var("PERFPIPE_REGISTRY_USERNAME")
                 .zip(env_var("PERFPIPE_REGISTRY_PASSWORD")),
-        })
+            unreachable: Mutex::default(),
+        }
+    }
+
+    fn connection(&self) -> Result<&Connection, PinError> {
+        let made = self.connection.get_or_init(|| {
+            let client = crate::tls::client_builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .map_err(|e| format!("cannot set up an HTTPS client: {e}"))?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot set up an HTTPS client: {e}"))?;
+            Ok(Connection { client, runtime })
+        });
+        made.as_ref().map_err(|e| e.as_str().into())
+    }
+
+    /// Asks `host` with `ask`, unless it could not be reached before.
+    fn ask(
+        &self,
+        host: &str,
+        ask: impl FnOnce(&Connection) -> Result<Attrs, PinError>,
+    ) -> Result<Attrs, PinError> {
+        let lock = || self.unreachable.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(failed) = lock().get(host) {
+            return Err(failed.clone());
+        }
+        let result = ask(self.connection()?);
+        if let Err(
+            e @ PinError {
+                unreachable: Some(_),
+                ..
+            },
+        ) = &result
+        {
+            lock().insert(host.to_owned(), e.clone());
+        }
+        result
     }
 }
 
 impl PinResolver for Online {
-    fn image(&self, reference: &str) -> Result<Attrs, String> {
+    fn image(&self, reference: &str) -> Result<Attrs, PinError> {
         let image = ImageRef::parse(reference)?;
-        self.runtime.block_on(oci::resolve(
-            &self.client,
-            &image,
-            self.registry_login.as_ref(),
-        ))
+        self.ask(&image.registry, |c| {
+            c.runtime.block_on(oci::resolve(
+                &c.client,
+                &image,
+                self.registry_login.as_ref(),
+            ))
+        })
     }
 
-    fn model(&self, repo: &str, revision: &str) -> Result<Attrs, String> {
-        self.runtime.block_on(hf::resolve(
-            &self.client,
-            &self.hub.endpoint,
-            self.hub.token.as_deref(),
-            repo,
-            revision,
-        ))
+    fn model(&self, repo: &str, revision: &str) -> Result<Attrs, PinError> {
+        let endpoint = &self.hub.endpoint;
+        self.ask(endpoint, |c| {
+            c.runtime.block_on(hf::resolve(
+                &c.client,
+                endpoint,
+                self.hub.token.as_deref(),
+                repo,
+                revision,
+            ))
+        })
+    }
+}
+
+/// A failed request as a [`PinError`]: one that never reached `host` (name
+/// lookup, connection, time out) marks it unreachable.
+pub(crate) fn request_error(what: &str, host: &str, e: reqwest::Error) -> PinError {
+    let unreachable = (e.is_connect() || e.is_timeout()).then(|| host.to_owned());
+    PinError {
+        message: transport_error(what, e),
+        unreachable,
     }
 }
 

@@ -6,8 +6,8 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use sha2::{Digest, Sha256};
 
-use super::transport_error;
-use crate::lock::Attrs;
+use super::{request_error, transport_error};
+use crate::lock::{Attrs, PinError};
 
 const INDEX_TYPES: &[&str] = &[
     "application/vnd.oci.image.index.v1+json",
@@ -100,24 +100,46 @@ pub async fn resolve(
     client: &reqwest::Client,
     image: &ImageRef,
     login: Option<&(String, String)>,
-) -> Result<Attrs, String> {
+) -> Result<Attrs, PinError> {
     let url = format!(
         "{}/v2/{}/manifests/{}",
         image.api_base(),
         image.repository,
         image.reference
     );
-    let get = |token: Option<String>| {
-        let mut request = client
-            .get(&url)
-            .header(ACCEPT, [INDEX_TYPES, MANIFEST_TYPES].concat().join(", "));
-        if let Some(token) = token {
-            request = request.header(AUTHORIZATION, format!("Bearer {token}"));
-        }
-        request.send()
-    };
     let what = format!("cannot ask {} for `{}`", image.registry, image.repository);
-    let mut response = get(None).await.map_err(|e| transport_error(&what, e))?;
+    // The first request says whether the registry can be reached at all.
+    let response = get(client, &url, None)
+        .await
+        .map_err(|e| request_error(&what, &image.registry, e))?;
+    Ok(answered(client, image, login, &url, &what, response).await?)
+}
+
+/// A manifest request for `url`, with the bearer `token` when there is one.
+fn get(
+    client: &reqwest::Client,
+    url: &str,
+    token: Option<String>,
+) -> impl Future<Output = reqwest::Result<reqwest::Response>> {
+    let mut request = client
+        .get(url)
+        .header(ACCEPT, [INDEX_TYPES, MANIFEST_TYPES].concat().join(", "));
+    if let Some(token) = token {
+        request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+    }
+    request.send()
+}
+
+/// The pin from the registry's first answer: through its token handshake
+/// when it asks for one, and to the linux/amd64 image of an index.
+async fn answered(
+    client: &reqwest::Client,
+    image: &ImageRef,
+    login: Option<&(String, String)>,
+    url: &str,
+    what: &str,
+    mut response: reqwest::Response,
+) -> Result<Attrs, String> {
     if response.status() == StatusCode::UNAUTHORIZED {
         let challenge = response
             .headers()
@@ -126,9 +148,9 @@ pub async fn resolve(
             .unwrap_or_default()
             .to_owned();
         let token = token(client, &challenge, image, login).await?;
-        response = get(Some(token))
+        response = get(client, url, Some(token))
             .await
-            .map_err(|e| transport_error(&what, e))?;
+            .map_err(|e| transport_error(what, e))?;
     }
     match response.status() {
         s if s.is_success() => {}
@@ -163,7 +185,7 @@ pub async fn resolve(
     let body = response
         .bytes()
         .await
-        .map_err(|e| transport_error(&what, e))?;
+        .map_err(|e| transport_error(what, e))?;
     let digest = format!("sha256:{}", hex::encode(Sha256::digest(&body)));
     if announced.as_ref().is_some_and(|a| *a != digest) {
         return Err(format!(

@@ -1,0 +1,92 @@
+//! The examples each subcommand's long help (`--help`) ends with.
+
+pub const RUN: &str = "\
+Examples:
+  perfpipe run experiments/qwen3-235b-a100.kdl --runtime sim
+  perfpipe run experiments/qwen3-14b-a100.kdl --max-prompts 5      # a quick smoke test
+  perfpipe run experiments/qwen3-14b-a100.kdl --locked --samples 3 # CI: three samples per run";
+
+pub const PLAN: &str = "\
+Examples:
+  perfpipe plan experiments/qwen3-235b-a100.kdl --runtime sim
+  perfpipe plan experiments/qwen3-14b-a100.kdl --retry-failed --samples 3";
+
+pub const REPORT: &str = "\
+Examples:
+  perfpipe report experiments/qwen3-14b-a100.kdl --runtime sim
+  perfpipe report experiments/qwen3-14b-a100.kdl --published --out published.md
+  perfpipe report experiments/qwen3-14b-a100.kdl --format csv > numbers.csv";
+
+pub const VERIFY: &str = "\
+Examples:
+  perfpipe verify experiments/qwen3-14b-a100.kdl
+  perfpipe verify experiments/qwen3-14b-a100.kdl --tolerance 3% --metrics total_token_throughput";
+
+pub const LOCK: &str = "\
+Examples:
+  perfpipe lock experiments/qwen3-235b-a100.kdl
+  perfpipe lock experiments/qwen3-235b-a100.kdl --update engine.vllm  # take the tag's new digest
+  perfpipe lock experiments/qwen3-235b-a100.kdl --offline";
+
+pub const FETCH: &str = "\
+Examples:
+  perfpipe fetch experiments/qwen3-235b-a100.kdl
+  perfpipe fetch experiments/qwen3-235b-a100.kdl --runtime local  # models only, no images";
+
+pub const EXPLAIN: &str = "\
+Examples:
+  perfpipe explain experiments/qwen3-235b-a100.kdl --runtime sim
+  perfpipe explain experiments/qwen3-235b-a100.kdl vllm-fp8-tp8-ep";
+
+pub const DIFF: &str = "\
+Examples:
+  cp lockfiles/qwen3-235b-a100.lock before.lock   # then upgrade vLLM in the experiment
+  perfpipe diff before.lock lockfiles/qwen3-235b-a100.lock
+  perfpipe diff before.lock lockfiles/qwen3-235b-a100.lock --fail-on-regression 5 --format json";
+
+pub const IMPORT: &str = "\
+Examples:
+  perfpipe import experiments/qwen3-14b-a100.kdl --step vllm --workload sharegpt --from block.txt
+  perfpipe import experiments/qwen3-14b-a100.kdl --step vllm --workload sharegpt \\
+      --source https://example.com/qwen3-14b-a100 < block.txt";
+
+pub const BENCH: &str = "\
+Examples:
+  perfpipe bench --base-url http://127.0.0.1:8000 --backend openai-chat \\
+      --dataset-name random --random-input-len 4000 --random-output-len 200 \\
+      --num-prompts 500 --seed 42 --save-result
+  perfpipe bench --port 8000 --dataset-name sharegpt \\
+      --dataset-path ShareGPT_V3_unfiltered_cleaned_split.json --request-rate 10";
+
+pub const STORE: &str = "\
+Examples:
+  perfpipe store verify
+  perfpipe store gc --dry-run
+  perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt";
+
+pub const STORE_VERIFY: &str = "\
+Examples:
+  perfpipe store verify
+  perfpipe store verify --store /data/perfpipe-store";
+
+pub const STORE_GC: &str = "\
+Examples:
+  perfpipe store gc --dry-run
+  perfpipe store gc experiments/qwen3-14b-a100.kdl before.lock  # keep only what these reach";
+
+pub const COMPLETIONS: &str = "\
+Examples:
+  perfpipe completions bash > ~/.local/share/bash-completion/completions/perfpipe
+  perfpipe completions zsh > ~/.zfunc/_perfpipe      # with `fpath+=~/.zfunc` in ~/.zshrc
+  perfpipe completions fish > ~/.config/fish/completions/perfpipe.fish";
+
+pub const MAN: &str = "\
+Examples:
+  perfpipe man | man -l -
+  perfpipe man ~/.local/share/man/man1   # then `man perfpipe-run`";
+
+pub const STORE_PATH: &str = "\
+Examples:
+  perfpipe store path experiments/qwen3-14b-a100.kdl --runtime sim
+  perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt | awk '$3 == \"log\" {print $4}'
+  less $(perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt | grep engine.log | cut -f4)";

@@ -1,0 +1,135 @@
+//! Entering the project: a command run anywhere inside a project works at
+//! its root (`crate::project`), with the paths given on its command line
+//! still meaning what they meant where it was typed, and the settings of
+//! `perfpipe.toml` filled in where the command line and the environment
+//! say nothing (command line > environment > project > user).
+
+use std::path::PathBuf;
+
+use super::CliError;
+use super::args::{Command, ExperimentArgs, RuntimeArg, RuntimeOpt, StoreArg, StoreCommand};
+use crate::project::{self, Project};
+use crate::spec::Runtime;
+
+/// Finds the project around the current directory, rewrites `command`'s
+/// paths relative to its root, fills in its settings and makes the root the
+/// current directory. Commands outside any project (`bench`, `completions`,
+/// `man`) are left as they are.
+pub(super) fn enter(command: &mut Command) -> Result<(), CliError> {
+    if matches!(
+        command,
+        Command::Bench(_) | Command::Completions(_) | Command::Man(_) | Command::SimEngine { .. }
+    ) {
+        return Ok(());
+    }
+    let cwd = std::env::current_dir().map_err(|source| {
+        CliError::Project(project::Error::Read {
+            path: ".".into(),
+            source,
+        })
+    })?;
+    let project = project::discover(&cwd, project::user_config_dir().as_deref())
+        .map_err(CliError::Project)?;
+    apply(command, &project);
+    std::env::set_current_dir(&project.root).map_err(|source| {
+        CliError::Project(project::Error::Read {
+            path: project.root.display().to_string(),
+            source,
+        })
+    })
+}
+
+fn apply(command: &mut Command, project: &Project) {
+    let path = |p: &mut PathBuf| *p = project.from_cwd(p);
+    let optional = |p: &mut Option<PathBuf>| {
+        if let Some(p) = p {
+            *p = project.from_cwd(p);
+        }
+    };
+    let experiment = |e: &mut ExperimentArgs| {
+        path(&mut e.experiment);
+        optional(&mut e.lockfile);
+    };
+    let store = |s: &mut StoreArg| {
+        optional(&mut s.dir);
+        if s.dir.is_none() {
+            s.dir = project.config.store.clone();
+        }
+    };
+    let runtime = |r: &mut Option<RuntimeArg>| {
+        if r.is_none() {
+            *r = project.config.runtime.map(runtime_arg);
+        }
+    };
+    let runtime_opt = |r: &mut RuntimeOpt| runtime(&mut r.runtime);
+    match command {
+        Command::Run(a) => {
+            experiment(&mut a.experiment);
+            runtime_opt(&mut a.runtime);
+            store(&mut a.store);
+            optional(&mut a.report);
+        }
+        Command::Plan(a) => {
+            experiment(&mut a.experiment);
+            runtime_opt(&mut a.runtime);
+            store(&mut a.store);
+        }
+        Command::Report(a) => {
+            experiment(&mut a.experiment);
+            runtime_opt(&mut a.runtime);
+            store(&mut a.store);
+            optional(&mut a.out);
+        }
+        Command::Verify(a) => {
+            experiment(&mut a.experiment);
+            runtime_opt(&mut a.runtime);
+            store(&mut a.store);
+        }
+        Command::Lock(a) => experiment(&mut a.experiment),
+        Command::Fetch(a) => {
+            path(&mut a.experiment);
+            optional(&mut a.lockfile);
+            runtime(&mut a.runtime);
+        }
+        Command::Explain(a) => {
+            experiment(&mut a.experiment);
+            runtime_opt(&mut a.runtime);
+            store(&mut a.store);
+        }
+        Command::Diff(a) => {
+            path(&mut a.before);
+            path(&mut a.after);
+            store(&mut a.store);
+            runtime(&mut a.runtime);
+        }
+        Command::Import(a) => {
+            experiment(&mut a.experiment);
+            store(&mut a.store);
+            optional(&mut a.from);
+        }
+        Command::Store(a) => match &mut a.command {
+            StoreCommand::Verify(a) => store(&mut a.store),
+            StoreCommand::Gc(a) => {
+                a.roots.iter_mut().for_each(path);
+                store(&mut a.store);
+            }
+            StoreCommand::Path(a) => {
+                experiment(&mut a.experiment);
+                runtime_opt(&mut a.runtime);
+                store(&mut a.store);
+            }
+        },
+        Command::Bench(_)
+        | Command::Completions(_)
+        | Command::Man(_)
+        | Command::SimEngine { .. } => {}
+    }
+}
+
+fn runtime_arg(runtime: Runtime) -> RuntimeArg {
+    match runtime {
+        Runtime::Docker => RuntimeArg::Docker,
+        Runtime::Local => RuntimeArg::Local,
+        Runtime::Sim => RuntimeArg::Sim,
+    }
+}

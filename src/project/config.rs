@@ -1,0 +1,140 @@
+//! The two configuration files, as typed settings (pure: text in, settings
+//! or an error pointing into the text out). Unknown keys are errors, so a
+//! typo never silently does nothing; later features add their sections as
+//! fields here.
+
+use std::path::PathBuf;
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::spec::Runtime;
+
+/// `perfpipe.toml` at the project root: settings shared by everyone who
+/// works in the project (commit it). None of them enters a run's key.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectConfig {
+    /// The store directory, relative to the project root [default: `store`].
+    pub store: Option<PathBuf>,
+    /// The runtime where neither `--runtime` nor `PERFPIPE_RUNTIME` names one.
+    #[serde(default, deserialize_with = "runtime")]
+    pub runtime: Option<Runtime>,
+}
+
+/// `$XDG_CONFIG_HOME/perfpipe/config.toml` (else `~/.config/perfpipe/`):
+/// one person's settings. Its sections are reserved for the features that
+/// will fill them; a key in one is an error until then.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserConfig {
+    #[serde(default)]
+    pub credentials: Reserved,
+    #[serde(default)]
+    pub trust: Reserved,
+}
+
+/// A section no feature fills yet.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reserved {}
+
+fn runtime<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Runtime>, D::Error> {
+    let name = String::deserialize(d)?;
+    Runtime::from_name(&name).map(Some).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "unknown runtime `{name}`, expected one of {}",
+            Runtime::NAMES.join(", ")
+        ))
+    })
+}
+
+/// A configuration file that does not parse, pointing at the place.
+#[derive(Debug, Error, Diagnostic)]
+#[error("{path}:{line}: {message}")]
+#[diagnostic(help("{help}"))]
+pub struct ConfigError {
+    pub path: String,
+    pub line: usize,
+    pub message: String,
+    help: String,
+    #[source_code]
+    src: NamedSource<String>,
+    #[label("here")]
+    span: Option<SourceSpan>,
+}
+
+pub fn parse_project(path: &str, text: &str) -> Result<ProjectConfig, Box<ConfigError>> {
+    parse(
+        path,
+        text,
+        "`perfpipe.toml` takes `store` and `runtime` (README, \"Project root and configuration\")",
+    )
+}
+
+pub fn parse_user(path: &str, text: &str) -> Result<UserConfig, Box<ConfigError>> {
+    parse(
+        path,
+        text,
+        "the user configuration reserves `[credentials]` and `[trust]`, which take no keys yet",
+    )
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    path: &str,
+    text: &str,
+    help: &str,
+) -> Result<T, Box<ConfigError>> {
+    toml::from_str(text).map_err(|e| {
+        let span = e.span();
+        let line = span.as_ref().map_or(1, |s| {
+            text[..s.start.min(text.len())].matches('\n').count() + 1
+        });
+        Box::new(ConfigError {
+            path: path.to_owned(),
+            line,
+            message: e.message().to_owned(),
+            help: help.to_owned(),
+            src: NamedSource::new(path, text.to_owned()),
+            span: span.map(|s| SourceSpan::from(s.start..s.end)),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_project_file_takes_a_store_and_a_runtime() {
+        let config = parse_project(
+            "perfpipe.toml",
+            "store = \"/data/store\"\nruntime = \"sim\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.store, Some(PathBuf::from("/data/store")));
+        assert_eq!(config.runtime, Some(Runtime::Sim));
+        assert_eq!(
+            parse_project("perfpipe.toml", "").unwrap(),
+            ProjectConfig::default()
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_or_value_is_an_error_at_its_line() {
+        let e = parse_project("p/perfpipe.toml", "store = \"s\"\nstroe = \"x\"\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("p/perfpipe.toml:2: unknown field `stroe`"),
+            "{e}"
+        );
+        let e = parse_project("perfpipe.toml", "\n\nruntime = \"gpu\"\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("unknown runtime `gpu`"), "{e}");
+        let e = parse_user("config.toml", "[credentials]\nhf_token = \"x\"\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(parse_user("config.toml", "[credentials]\n[trust]\n").is_ok());
+    }
+}
