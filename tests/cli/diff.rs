@@ -546,30 +546,4 @@ fn explain_finds_the_step_before_its_edit_and_names_the_flags_that_differ() {
         ----- stderr -----
         ");
     });
-
-    let more = ok(
-        &env,
-        &[
-            "explain",
-            "flags.kdl",
-            "b",
-            "--runtime",
-            "sim",
-            "--samples",
-            "2",
-        ],
-    );
-    let text = String::from_utf8_lossy(&more.stdout);
-    assert!(text.contains("1 of 2 samples stored"), "{text}");
-    let lines: Vec<&str> = text.lines().collect();
-    for (i, line) in lines.iter().enumerate() {
-        if line.ends_with("it differs in:") {
-            assert!(
-                lines
-                    .get(i + 1)
-                    .is_some_and(|next| next.starts_with("    ")),
-                "an empty \"differs in:\": {text}"
-            );
-        }
-    }
 }
