@@ -225,3 +225,47 @@ fn rounded_twice(v: f64, printed: &PrintedNumber) -> bool {
     printed.format(once) == printed.format(printed.value)
         && printed.format(v) != printed.format(printed.value)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(text: &str) -> Quantity {
+        Quantity::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_computed_change_prints_in_the_format_of_the_printed_one() {
+        // gpt-oss-20b-h100, Very Long Prompt: 29730.30 → 29718.21 is −0.04%.
+        let pct = (29718.21 / 29730.30 - 1.0) * 100.0;
+        assert_eq!(change_text(&change("-0.0%"), Some(pct)), "-0.0%");
+        assert_eq!(change_text(&change("+47.1%"), Some(47.08)), "+47.1%");
+        assert_eq!(change_text(&change("+9.75%"), Some(9.7549)), "+9.75%");
+        assert_eq!(
+            change_text(&change("+31.6%/GPU"), Some(31.59)),
+            "+31.6%/GPU"
+        );
+        assert_eq!(
+            change_text(&change("1.23x faster"), Some(2.33 / 1.90)),
+            "1.23x faster"
+        );
+        assert_eq!(change_text(&change("1.03x slower"), None), "1.03x slower");
+    }
+
+    #[test]
+    fn a_value_rounded_twice_is_recognized() {
+        // qwen3-8b-910b, Long Prompt: 45.3486% → 45.35% → 45.4%.
+        assert!(rounded_twice(
+            45.3486,
+            &PrintedNumber::parse("+45.4").unwrap()
+        ));
+        assert!(!rounded_twice(
+            45.3486,
+            &PrintedNumber::parse("+45.3").unwrap()
+        ));
+        assert!(!rounded_twice(
+            -12.127,
+            &PrintedNumber::parse("-13.8").unwrap()
+        ));
+    }
+}
