@@ -723,7 +723,9 @@ fn perfpipe(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn a_delta_that_rounds_to_zero_keeps_its_sign_as_the_page_prints_it() {
     let report = published_report("tests/fixtures/pages/gpt-oss-20b-h100.kdl");
-    assert!(report.contains("Total TPS: 29718.21 (-0.0%)<br>Mean TPOT(ms): 239.49"));
+    assert!(report.contains(
+        "Total TPS: 29718.21 <span style=\"background-color:#fbcaca;\">(-0.0%)</span><br>Mean TPOT(ms): 239.49"
+    ));
     assert!(!report.contains('⚠'), "{report}");
     insta::assert_snapshot!(report);
 }
@@ -731,8 +733,12 @@ fn a_delta_that_rounds_to_zero_keeps_its_sign_as_the_page_prints_it() {
 #[test]
 fn a_delta_per_gpu_is_checked_per_gpu() {
     let report = published_report("tests/fixtures/pages/gpt-oss-120b-h100.kdl");
-    assert!(report.contains("Total TPS: 16042.19 (+31.6%/GPU)"));
-    assert!(report.contains("Total TPS: 31517.47 (-7.6%/GPU)"));
+    assert!(report.contains(
+        "Total TPS: 16042.19 <span style=\"background-color:lightgreen;\">(+31.6%/GPU)</span>"
+    ));
+    assert!(report.contains(
+        "Total TPS: 31517.47 <span style=\"background-color:#fbcaca;\">(-7.6%/GPU)</span>"
+    ));
     assert!(!report.contains('⚠'), "{report}");
     insta::assert_snapshot!(report);
 }
@@ -741,8 +747,12 @@ fn a_delta_per_gpu_is_checked_per_gpu() {
 fn a_delta_its_numbers_do_not_give_is_shown_with_both_values_and_listed_by_verify() {
     let experiment = "tests/fixtures/pages/qwen3-32b-a100.kdl";
     let report = published_report(experiment);
-    assert!(report.contains("Total TPS: 1580.36 (-12.1% ⚠ page: -13.8%)"));
-    assert!(report.contains("Total TPS: 2037.67 (+10.9%)<br>"));
+    assert!(report.contains(
+        "Total TPS: 1580.36 <span style=\"background-color:#fbcaca;\">(-12.1% ⚠ page: -13.8%)</span>"
+    ));
+    assert!(report.contains(
+        "Total TPS: 2037.67 <span style=\"background-color:lightgreen;\">(+10.9%)</span><br>"
+    ));
     insta::assert_snapshot!(report);
     let (code, out, err) = perfpipe(&["verify", experiment, "--runtime", "sim"]);
     assert!(
@@ -760,7 +770,9 @@ fn a_delta_its_numbers_do_not_give_is_shown_with_both_values_and_listed_by_verif
 #[test]
 fn a_conclusion_number_no_block_shows_is_flagged() {
     let report = published_report("experiments/qwen3-14b-a100.kdl");
-    assert!(report.contains("Total TPS: 5770.24 ⚠ no block (+47.1%)"));
+    assert!(report.contains(
+        "Total TPS: 5770.24 ⚠ no block <span style=\"background-color:lightgreen;\">(+47.1%)</span>"
+    ));
     assert!(report.contains(
         "- Conclusion, ShareGPT, optimized: no result block of the page shows Total TPS of `trtllm-optimized` on ShareGPT"
     ));
