@@ -745,6 +745,13 @@ fn coloured(line: &str) -> String {
         _ if (line.starts_with('(') && line.ends_with(')')) || bare_delta => ("", line),
         _ => return line.to_owned(),
     };
+    // A delta, a ratio or a skip note; not a name's parentheses (`(r=8)`).
+    let inside = change.trim_start_matches('(');
+    if !(inside.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-')
+        || inside.starts_with("Success rate"))
+    {
+        return line.to_owned();
+    }
     let colour = if change.contains("Success rate") || change.contains("slower") {
         "#ffd6d6"
     } else if change.contains("lower than previous") {
