@@ -824,6 +824,13 @@ fn the_guidellm_era_pages_are_reproduced_cell_for_cell() {
             "{experiment}"
         );
         assert!(!report.contains('⚠'), "{report}");
+        // Each section's "Summary:" sentence, its numbers computed again.
+        for sentence in page.lines().filter_map(|l| l.strip_prefix("- Summary: ")) {
+            assert!(
+                report.contains(&format!("\nSummary: {sentence}\n")),
+                "{sentence}"
+            );
+        }
     }
     // The page's command, which bash would brace-expand, is quoted.
     let report = published_report("experiments/qwen3.5-9b-h100-latency.kdl");
