@@ -848,3 +848,26 @@ fn qwen3_5_35b_report() {
 fn qwen3_5_9b_latency_report() {
     insta::assert_snapshot!(published_report("experiments/qwen3.5-9b-h100-latency.kdl"));
 }
+
+#[test]
+fn conclusion_numbers_other_than_the_blocks_and_deltas_rounded_twice_are_flagged() {
+    let experiment = "tests/fixtures/pages/qwen3-8b-910b.kdl";
+    let report = published_report(experiment);
+    assert!(
+        report.contains("Total TPS: 13362.49 ⚠ page: 11159.01"),
+        "{report}"
+    );
+    assert!(report.contains(
+        "- Conclusion, Long Prompt, optimized: the page prints +45.4%; its numbers 7677.41 and 11159.01 give 45.349% (45.348 to 45.349 within their rounding); rounded first to 2 decimals (45.35), then to 1, it gives +45.4%: the page seems to have rounded twice"
+    ), "{report}");
+    assert!(
+        report.contains("the page prints +171.1%; its numbers 2890.64 and 7835.01 give 171.048%")
+    );
+    let (_, out, _) = perfpipe(&["verify", experiment, "--runtime", "sim"]);
+    let listed = out
+        .lines()
+        .filter(|l| l.starts_with("| Conclusion, "))
+        .count();
+    assert_eq!(listed, 6, "two deltas and four cells no block shows: {out}");
+    insta::assert_snapshot!(report);
+}
