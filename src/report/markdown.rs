@@ -396,6 +396,10 @@ impl Ctx<'_> {
             let _ = writeln!(out, "\nSummary: {sentence}");
             self.page_findings(out, &format!("{title}, Summary"));
         }
+        if let Some((_, delta)) = page.deltas.iter().find(|(t, _)| t == title) {
+            let _ = writeln!(out, "\nThe page's delta for this section: {delta}");
+            self.page_findings(out, &format!("{title}, delta"));
+        }
     }
 
     /// A comparison of a latency study: ranked by mean latency, lowest first,

@@ -722,6 +722,7 @@ fn a_delta_per_gpu_is_checked_per_gpu() {
     assert!(report.contains(
         "Total TPS: 31517.47 <span style=\"background-color:#fbcaca;\">(-7.6%/GPU)</span>"
     ));
+    assert!(report.contains("The page's delta for this section: +26.8%/GPU"));
     assert!(!report.contains('⚠'), "{report}");
     insta::assert_snapshot!(report);
 }

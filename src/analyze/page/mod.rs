@@ -38,6 +38,8 @@ pub struct PageReproduction {
     pub summary: Option<PageSummary>,
     /// Each section's "Summary:" sentence reproduced, by the comparison's title.
     pub sentences: Vec<(String, String)>,
+    /// Each section's own printed delta reproduced, by the comparison's title.
+    pub deltas: Vec<(String, String)>,
     pub findings: Vec<PageFinding>,
 }
 
@@ -62,10 +64,20 @@ pub fn reproduce(
             Some((decl.title.clone(), s))
         })
         .collect();
+    let deltas = spec
+        .comparisons
+        .iter()
+        .zip(comparisons)
+        .filter_map(|(decl, result)| {
+            let d = sentence::section_delta(spec, records, decl, result, &mut findings)?;
+            Some((decl.title.clone(), d))
+        })
+        .collect();
     PageReproduction {
         conclusion,
         summary,
         sentences,
+        deltas,
         findings,
     }
 }

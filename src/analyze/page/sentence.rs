@@ -13,9 +13,56 @@
 //! candidates, or with one candidate, the baseline and it. (pure)
 
 use super::PageFinding;
+use super::cells::{Cell, Side, change_text, reproduce_change};
 use super::interval::{Interval, delta_pct};
 use crate::analyze::{ComparisonResult, RunRecord, mean_latency_ms};
-use crate::spec::{Comparison, Objective, PrintedNumber, Spec};
+use crate::spec::{Comparison, Objective, PrintedLine, PrintedNumber, Spec};
+
+/// The section's own printed delta (`+26.8%/GPU`): its best candidate's
+/// throughput against its baseline's, from their blocks, checked against
+/// their printed numbers.
+pub(super) fn section_delta(
+    spec: &Spec,
+    records: &[RunRecord],
+    decl: &Comparison,
+    result: &ComparisonResult,
+    findings: &mut Vec<PageFinding>,
+) -> Option<String> {
+    let change = decl.printed.delta.as_ref()?;
+    let best = result.ranking.iter().find(|r| !r.is_baseline)?;
+    let line = |step: &str| {
+        let s = spec.step(step)?;
+        let text = super::summary::block_text(spec, step, &result.workload)?;
+        let times = match s.report_factor() {
+            1 => String::new(),
+            n => format!("x{n}"),
+        };
+        Some(PrintedLine::parse(&format!("{text}{times}")))
+    };
+    let side = |step: &str| Side {
+        spec,
+        records,
+        step: step.to_owned(),
+        workload: result.workload.clone(),
+    };
+    let (Some(base), Some(new)) = (line(&decl.baseline), line(&best.step)) else {
+        return Some(change_text(change, None));
+    };
+    let (base_side, new_side) = (side(&decl.baseline), side(&best.step));
+    Some(reproduce_change(
+        Cell {
+            line: &base,
+            side: &base_side,
+        },
+        Cell {
+            line: &new,
+            side: &new_side,
+        },
+        change,
+        &format!("{}, delta", decl.title),
+        findings,
+    ))
+}
 
 /// The sentence reproduced: the page's words, the numbers computed.
 pub(super) fn reproduce(
