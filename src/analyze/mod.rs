@@ -5,6 +5,7 @@ mod checks;
 mod diff;
 mod latency;
 mod noise;
+pub mod page;
 mod records;
 mod summary;
 
@@ -31,6 +32,10 @@ pub struct Analysis {
     /// Whose results these are, for a report from the store (`None`: the
     /// published numbers); set by the caller that chose them.
     pub scope: Option<Scope>,
+    /// The page reproduced from its own numbers, when the records are the
+    /// published ones and the experiment records what the page printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<page::PageReproduction>,
 }
 
 /// The runtime a report's results were run under, and the `--max-prompts`
@@ -150,6 +155,13 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
     } else {
         Vec::new()
     };
+    let page = Some(page::reproduce(spec, &runs, &comparisons, &summary)).filter(|p| {
+        !from_store
+            && (p.conclusion.is_some()
+                || p.summary.is_some()
+                || !p.sentences.is_empty()
+                || !p.deltas.is_empty())
+    });
     Ok(Analysis {
         comparisons,
         conclusion,
@@ -157,6 +169,7 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
         checks,
         runs,
         scope: None,
+        page,
     })
 }
 

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use super::runs::{run_columns, runs};
+use crate::analyze::page::{PageConclusion, PageSummary};
 use crate::analyze::{
     Analysis, Check, ComparisonResult, ConclusionTable, Ranked, RunRecord, Source, SummaryNote,
     Verdict,
@@ -101,7 +102,9 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String
     for section in &spec.report.sections {
         match section {
             Section::Conclusion => {
-                if let Some(table) = &analysis.conclusion {
+                if let Some(page) = analysis.page.as_ref().and_then(|p| p.conclusion.as_ref()) {
+                    ctx.page_conclusion(&mut out, page, chart);
+                } else if let Some(table) = &analysis.conclusion {
                     ctx.conclusion(&mut out, table, chart);
                 }
             }
@@ -110,7 +113,10 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String
                     ctx.comparison(&mut out, c);
                 }
             }
-            Section::Summary => ctx.summary(&mut out),
+            Section::Summary => match analysis.page.as_ref().and_then(|p| p.summary.as_ref()) {
+                Some(page) => ctx.page_summary(&mut out, page),
+                None => ctx.summary(&mut out),
+            },
             Section::OtherCases => ctx.other_cases(&mut out),
             Section::Published => ctx.published(&mut out),
             Section::Context => ctx.context(&mut out),
@@ -167,14 +173,7 @@ impl Ctx<'_> {
             let _ = writeln!(out, "![{what} per benchmark case]({chart})\n");
         }
         if let Some(step) = self.spec.step(&table.optimized) {
-            let replicas = match (step.replicas, step.measure_all) {
-                (1, _) => String::new(),
-                (n, false) => format!(
-                    ", {n} replicas of {} GPUs; one measured, its throughput reported ×{n}",
-                    step.gpus
-                ),
-                (n, true) => format!(", {n} replicas of {} GPUs, all measured", step.gpus),
-            };
+            let replicas = replicas_note(step);
             let _ = writeln!(
                 out,
                 "Recommended configuration (`{}`{replicas}):\n\n```bash\n{}\n```\n",
@@ -234,6 +233,83 @@ impl Ctx<'_> {
                 self.coloured_delta(row.delta_pct, true),
                 row.opt_tpot_ms
             );
+        }
+        out.push('\n');
+    }
+
+    /// The conclusion as the page printed it, every number from its blocks,
+    /// and where the page's own numbers disagree with what it printed.
+    fn page_conclusion(&self, out: &mut String, page: &PageConclusion, chart: Option<&str>) {
+        out.push_str("## Conclusion\n\n");
+        if let Some(chart) = chart {
+            let _ = writeln!(out, "![Conclusion per benchmark case]({chart})\n");
+        }
+        if let Some(command) = &page.command {
+            let optimized = self
+                .spec
+                .conclusion
+                .as_ref()
+                .map_or("", |c| c.optimized.as_str());
+            let replicas = self
+                .spec
+                .step(optimized)
+                .map_or(String::new(), replicas_note);
+            let _ = writeln!(
+                out,
+                "Recommended configuration (`{optimized}`{replicas}), the page's serving command quoted for the shell:\n\n```bash\n{command}\n```\n"
+            );
+        }
+        // Two pages print a recommended command but no table.
+        if page.rows.is_empty() {
+            return;
+        }
+        table(
+            out,
+            &page.header,
+            page.rows.iter().map(|r| {
+                vec![
+                    format!("**{}**", r.case),
+                    cell(&r.baseline),
+                    cell(&r.optimized),
+                ]
+            }),
+        );
+        self.page_findings(out, "Conclusion");
+    }
+
+    /// The summary of optimization options in the page's own layout.
+    fn page_summary(&self, out: &mut String, page: &PageSummary) {
+        out.push_str("## Summary of Optimization Options\n\n");
+        table(
+            out,
+            &page.header,
+            page.rows
+                .iter()
+                .map(|r| r.iter().map(|c| cell(c)).collect()),
+        );
+        self.page_findings(out, "Summary");
+        self.summary_notes(out);
+    }
+
+    /// The page's printed values that its own numbers do not give, at `place`.
+    fn page_findings(&self, out: &mut String, place: &str) {
+        let Some(page) = &self.analysis.page else {
+            return;
+        };
+        let found: Vec<_> = page
+            .findings
+            .iter()
+            .filter(|f| f.place.starts_with(place))
+            .collect();
+        if found.is_empty() {
+            return;
+        }
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        out.push_str("The page's own numbers do not give what it printed (⚠):\n\n");
+        for f in found {
+            let _ = writeln!(out, "- {}: {}", f.place, f.note);
         }
         out.push('\n');
     }
@@ -323,7 +399,24 @@ impl Ctx<'_> {
                 .collect();
             let _ = writeln!(out, "\nResult: {}", line.join(" > "));
         }
+        self.page_sentence(out, &c.title);
         out.push('\n');
+    }
+
+    /// The section's "Summary:" sentence as the page wrote it, its numbers
+    /// computed, and where the page's own numbers disagree.
+    fn page_sentence(&self, out: &mut String, title: &str) {
+        let Some(page) = &self.analysis.page else {
+            return;
+        };
+        if let Some((_, sentence)) = page.sentences.iter().find(|(t, _)| t == title) {
+            let _ = writeln!(out, "\nSummary: {sentence}");
+            self.page_findings(out, &format!("{title}, Summary"));
+        }
+        if let Some((_, delta)) = page.deltas.iter().find(|(t, _)| t == title) {
+            let _ = writeln!(out, "\nThe page's delta for this section: {delta}");
+            self.page_findings(out, &format!("{title}, delta"));
+        }
     }
 
     /// A comparison of a latency study: ranked by mean latency, lowest first,
@@ -390,6 +483,7 @@ impl Ctx<'_> {
         if !known.is_empty() {
             let _ = writeln!(out, "\nMean latency per request: {}", known.join(" < "));
         }
+        self.page_sentence(out, &c.title);
         out.push('\n');
     }
 
@@ -415,6 +509,13 @@ impl Ctx<'_> {
             });
             let _ = writeln!(out, "| {} | {shown} |", r.title);
         }
+        out.push('\n');
+        self.summary_notes(out);
+    }
+
+    /// Every summary row that does not show its comparison's own result, and why.
+    fn summary_notes(&self, out: &mut String) {
+        let rows = &self.analysis.summary;
         let notes: Vec<String> = rows
             .iter()
             .filter_map(|r| {
@@ -440,11 +541,15 @@ impl Ctx<'_> {
                 Some(format!("- {}: {why}", r.title))
             })
             .collect();
-        if !notes.is_empty() {
-            out.push_str("\nRows that do not show their comparison's own result:\n\n");
-            for n in notes {
-                let _ = writeln!(out, "{n}");
-            }
+        if notes.is_empty() {
+            return;
+        }
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        out.push_str("Rows that do not show their comparison's own result:\n\n");
+        for n in notes {
+            let _ = writeln!(out, "{n}");
         }
         out.push('\n');
     }
@@ -647,6 +752,66 @@ impl Ctx<'_> {
     }
 }
 
+/// How a configuration of several replicas is measured, for its heading.
+fn replicas_note(step: &crate::spec::Step) -> String {
+    match (step.replicas, step.measure_all) {
+        (1, _) => String::new(),
+        (n, false) => format!(
+            ", {n} replicas of {} GPUs; one measured, its throughput reported ×{n}",
+            step.gpus
+        ),
+        (n, true) => format!(", {n} replicas of {} GPUs, all measured", step.gpus),
+    }
+}
+
+/// A printed cell: its lines, each coloured, broken as the pages break them.
+fn cell(lines: &[String]) -> String {
+    lines
+        .iter()
+        .map(|l| coloured(l))
+        .collect::<Vec<_>>()
+        .join("<br>")
+}
+
+/// A printed line with its delta, ratio or note coloured as the pages colour
+/// them: `Total TPS: 5770.24 <span ...>(+47.1%)</span>`, a bare `+47.1%`.
+fn coloured(line: &str) -> String {
+    let bare_delta =
+        line.len() > 1 && (line.starts_with('+') || line.starts_with('-')) && line.contains('%');
+    let (text, change) = match line.rfind(" (") {
+        Some(i) if line.ends_with(')') => line.split_at(i + 1),
+        _ if (line.starts_with('(') && line.ends_with(')')) || bare_delta => ("", line),
+        _ => return line.to_owned(),
+    };
+    // A delta, a ratio or a skip note; not a name's parentheses (`(r=8)`).
+    let inside = change.trim_start_matches('(');
+    if !(inside.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-')
+        || inside.starts_with("Success rate"))
+    {
+        return line.to_owned();
+    }
+    let colour = if change.contains("Success rate") || change.contains("slower") {
+        "#ffd6d6"
+    } else if change.contains("lower than previous") {
+        "yellow"
+    } else if change.trim_start_matches('(').starts_with('-') {
+        "#fbcaca"
+    } else {
+        "lightgreen"
+    };
+    format!("{text}<span style=\"background-color:{colour};\">{change}</span>")
+}
+
+/// A markdown table: its header and rows of cells.
+fn table(out: &mut String, header: &[String], rows: impl Iterator<Item = Vec<String>>) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out.push('\n');
+}
+
 /// Total TPS as the published pages print it ("3019.19x2"), with n and spread
 /// when several samples stand behind it.
 fn tps_cell(r: &Ranked) -> String {
@@ -705,6 +870,32 @@ fn source_kinds(runs: &[RunRecord]) -> Vec<Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_with_a_command_and_no_conclusion_table_shows_the_command_alone() {
+        let text = r#"experiment "e" {
+            hardware "nvidia-a100-sxm4-80gb" gpus=8
+            model "o/m"
+            engine vllm version="0.11.0"
+            workload w { dataset random input=8 output=8; prompts 1 }
+            step a engine=vllm gpus=8 { expect w { total_token_throughput 1.00; } }
+            conclusion baseline=a optimized=a { command "vllm" "serve" "o/m" "-tp" "8"; }
+        }"#;
+        let spec = crate::spec::parse(&crate::spec::SourceFile {
+            name: "e.kdl".into(),
+            text: text.into(),
+        })
+        .unwrap();
+        let analysis =
+            crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec)).unwrap();
+        let report = markdown(&spec, &analysis, None);
+        assert!(
+            report.contains("```bash\nvllm serve o/m -tp 8\n```"),
+            "{report}"
+        );
+        let conclusion = report.split("## Other").next().unwrap();
+        assert!(!conclusion.contains("| Benchmark Case |"), "{report}");
+    }
 
     #[test]
     fn a_speed_ratio_reads_as_the_latency_pages_print_it() {
