@@ -76,8 +76,8 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
     out!("{out}");
     if !page.is_empty() {
         eprintln!(
-            "perfpipe: {} of the page contradict its own numbers (listed; they do not change the exit code)",
-            crate::plural::count(page.len(), "printed value", "printed values")
+            "perfpipe: the page's own numbers contradict {} it printed (listed; they do not change the exit code)",
+            crate::plural::count(page.len(), "value", "values")
         );
     }
     let count = |v: Verdict| checks.iter().filter(|c| c.verdict == v).count();

@@ -744,7 +744,7 @@ fn a_delta_its_numbers_do_not_give_is_shown_with_both_values_and_listed_by_verif
         "{out}"
     );
     assert!(
-        err.contains("1 printed values of the page contradict its own numbers"),
+        err.contains("the page's own numbers contradict 1 value it printed"),
         "{err}"
     );
     // Not a measurement failure: the exit code is the measurements' (none here: 4).
