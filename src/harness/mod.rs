@@ -76,6 +76,9 @@ impl Load {
 pub struct BenchOutcome {
     pub records: Vec<RequestRecord>,
     pub duration: f64,
+    /// CPU seconds the client spent over `duration` (the same window:
+    /// warm-ups, preparation and post-processing excluded).
+    pub client_cpu: f64,
     pub metrics: ServingMetrics,
     pub warnings: Vec<String>,
 }
@@ -109,7 +112,8 @@ pub async fn benchmark(
         send_all(client, settings, wave, at_once, load, &mut |_, _| {}).await;
         warmups -= wave.len();
     }
-    let (records, duration) = send_all(client, settings, &requests, delays, load, on_done).await;
+    let (records, window) = send_all(client, settings, &requests, delays, load, on_done).await;
+    let duration = window.wall;
     let metrics = compute(&records, duration, options);
     let mut warnings = Vec::new();
     warnings.extend(short_output_warning(&records));
@@ -128,12 +132,14 @@ pub async fn benchmark(
     Ok(BenchOutcome {
         records,
         duration,
+        client_cpu: window.cpu,
         metrics,
         warnings,
     })
 }
 
-/// Sends `requests[i]` at `delays[i]` after the start.
+/// Sends `requests[i]` at `delays[i]` after the start; returns the records
+/// and the wall and CPU time from the start to the last record.
 async fn send_all(
     client: &reqwest::Client,
     settings: &RequestSettings,
@@ -141,7 +147,7 @@ async fn send_all(
     delays: Vec<Duration>,
     load: &Load,
     on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
-) -> (Vec<RequestRecord>, f64) {
+) -> (Vec<RequestRecord>, crate::host::Usage) {
     let n = requests.len();
     let requests: Vec<client::Prepared> = requests
         .iter()
@@ -157,6 +163,7 @@ async fn send_all(
         load.stall_timeout,
     ));
     let t0 = Instant::now();
+    let window = crate::host::Window::start();
     let mut tasks = JoinSet::new();
     for (index, (req, delay)) in requests.into_iter().zip(delays).enumerate() {
         let (client, settings, semaphore, liveness) = (
@@ -197,13 +204,13 @@ async fn send_all(
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
     }
-    let duration = t0.elapsed().as_secs_f64();
+    let used = window.finish();
     (
         records
             .into_iter()
             .map(|r| r.expect("every request reports"))
             .collect(),
-        duration,
+        used,
     )
 }
 
