@@ -4,9 +4,10 @@
 #      tokens as fast as it can (one core for the server, one for the client);
 #   2. accuracy: 512 streams opened at once against a server that holds TTFT at
 #      200 ms and the gap between tokens at 20 ms;
-#   3. connections: at `--max-concurrency 64`, the most connections the server
+#   3. memory: peak RSS of 12,000 requests at 1000 streams;
+#   4. connections: at `--max-concurrency 64`, the most connections the server
 #      had established at once (at most c+2 is the target).
-# Every case prints the client's peak RSS and the most connections the
+# Every case prints the time to build its prompts, the client's peak RSS and the most connections the
 # server side held at once (sampled with `ss` every 20 ms).
 # Usage: scripts/bench-harness.sh   (builds the `perf` profile first;
 #        PERFPIPE_BENCH_PROFILE=release builds and measures `--release`)
@@ -48,13 +49,15 @@ run() { # run NAME PORT ARGS...
     local client=$!
     peak_connections "$2" "$client"
     wait "$client" || true
-    grep -E "ingested|prompts|client delay|Successful|Failed|TTFT|TPOT|ITL \(|warning" "$out/$1.log" || true
+    grep -E "ingested|prompts built|peak RSS|client delay|Successful|Failed|TTFT|TPOT|ITL \(|warning" "$out/$1.log" || true
 }
 
 # The server writes all events that are ready at once (64 KiB at most), as a busy server does.
 serve 18771 fixed:ttft_ms=0,itl_ms=0
 run ceiling-256 18771 --num-prompts 2048 --max-concurrency 256 --random-input-len 128 --random-output-len 1024
 run ceiling-1000 18771 --num-prompts 2000 --max-concurrency 1000 --random-input-len 128 --random-output-len 1024
+# Memory: peak RSS at 1000 streams for 12,000 requests (target < 300 MiB).
+run memory-1000x12000 18771 --num-prompts 12000 --max-concurrency 1000 --random-input-len 128 --random-output-len 1024
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
 # One event per write: the server core becomes the limit.

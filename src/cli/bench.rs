@@ -61,7 +61,13 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         Some(tokenizer) => tokenizer,
         None => load_tokenizer(&model, false)?,
     });
+    let built = Instant::now();
     let requests = requests(args, &tokenizer, sharegpt)?;
+    eprintln!(
+        "perfpipe bench: {} prompts built in {:.2} s",
+        requests.len(),
+        built.elapsed().as_secs_f64()
+    );
     let settings = RequestSettings {
         urls: vec![format!("{base_url}{endpoint}")],
         backend,
