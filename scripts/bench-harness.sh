@@ -3,13 +3,21 @@
 #   1. ceiling: 256 and 1000 concurrent streams against a server that emits
 #      tokens as fast as it can (one core for the server, one for the client);
 #   2. accuracy: 512 streams opened at once against a server that holds TTFT at
-#      200 ms and the gap between tokens at 20 ms.
-# Usage: scripts/bench-harness.sh   (builds the `perf` profile first)
+#      200 ms and the gap between tokens at 20 ms;
+#   3. memory: peak RSS of 12,000 requests at 1000 streams;
+#   4. connections: at `--max-concurrency 64`, the most connections the server
+#      had established at once (at most c+2 is the target).
+# Every case prints the time to build its prompts, the client's peak RSS and the most connections the
+# server side held at once (sampled with `ss` every 20 ms).
+# Usage: scripts/bench-harness.sh   (builds the `perf` profile first;
+#        PERFPIPE_BENCH_PROFILE=release builds and measures `--release`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/perfpipe-target}"
-cargo build --locked --profile perf -q
-bin="$CARGO_TARGET_DIR/perf/perfpipe"
+profile="${PERFPIPE_BENCH_PROFILE:-perf}"
+cargo build --locked --profile "$profile" -q
+bin="$CARGO_TARGET_DIR/$profile/perfpipe"
+[ "$profile" = dev ] && bin="$CARGO_TARGET_DIR/debug/perfpipe"
 out=$(mktemp -d)
 # One core for the server, one for the client (taskset execs, so $! is the server).
 pin=(); command -v taskset >/dev/null && pin=(taskset -c)
@@ -22,17 +30,34 @@ serve() { # serve PORT TIMING
     echo "server on port $1 did not start" >&2; exit 1
 }
 
+# The most connections established to PORT at once, sampled until PID ends.
+peak_connections() { # peak_connections PORT PID
+    local peak=0 now
+    while kill -0 "$2" 2>/dev/null; do
+        now=$(ss -Htn state established "( sport = :$1 )" | wc -l)
+        [ "$now" -gt "$peak" ] && peak=$now
+        sleep 0.02
+    done
+    echo "server-side connections: at most $peak established at once"
+}
+
 run() { # run NAME PORT ARGS...
     echo "== $1"
     "${pin[@]}" ${pin:+0} "$bin" bench --port "$2" --backend openai-chat --model bench-model --ignore-eos \
         --percentile-metrics ttft,tpot,itl,e2el --save-result --result-dir "$out" \
-        --result-filename "$1.json" "${@:3}" 2>&1 | grep -E "ingested|client delay|Successful|Failed|TTFT|TPOT|ITL \(|warning" || true
+        --result-filename "$1.json" "${@:3}" >"$out/$1.log" 2>&1 &
+    local client=$!
+    peak_connections "$2" "$client"
+    wait "$client" || true
+    grep -E "ingested|prompts built|peak RSS|client delay|Successful|Failed|TTFT|TPOT|ITL \(|warning" "$out/$1.log" || true
 }
 
 # The server writes all events that are ready at once (64 KiB at most), as a busy server does.
 serve 18771 fixed:ttft_ms=0,itl_ms=0
 run ceiling-256 18771 --num-prompts 2048 --max-concurrency 256 --random-input-len 128 --random-output-len 1024
 run ceiling-1000 18771 --num-prompts 2000 --max-concurrency 1000 --random-input-len 128 --random-output-len 1024
+# Memory: peak RSS at 1000 streams for 12,000 requests (target < 300 MiB).
+run memory-1000x12000 18771 --num-prompts 12000 --max-concurrency 1000 --random-input-len 128 --random-output-len 1024
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
 # One event per write: the server core becomes the limit.
@@ -44,5 +69,7 @@ serve 18772 fixed:ttft_ms=200,itl_ms=20,probe=1
 run accuracy-512-cold 18772 --num-prompts 512 --random-input-len 128 --random-output-len 64
 # Warm-up requests leave 512 keep-alive connections open: no connect in the TTFT.
 run accuracy-512-warm 18772 --num-prompts 512 --random-input-len 128 --random-output-len 64 --num-warmups 512
+# Connections are reused as soon as a request ends: at most c+2 open at once.
+run connections-64 18772 --num-prompts 1024 --max-concurrency 64 --random-input-len 128 --random-output-len 16
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 echo "results in $out"

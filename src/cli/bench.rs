@@ -62,7 +62,13 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         Some(tokenizer) => tokenizer,
         None => load_tokenizer(&model, false)?,
     });
+    let built = Instant::now();
     let requests = requests(args, &tokenizer, sharegpt)?;
+    eprintln!(
+        "perfpipe bench: {} prompts built in {:.2} s",
+        requests.len(),
+        built.elapsed().as_secs_f64()
+    );
     let settings = RequestSettings {
         urls: vec![format!("{base_url}{endpoint}")],
         backend,
@@ -96,7 +102,6 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         args.max_concurrency
             .map_or("unlimited".to_owned(), |c| c.to_string())
     );
-    let cpu_before = crate::host::cpu_seconds();
     let mut progress = Progress::new(requests.len());
     let outcome = runtime
         .block_on(harness::benchmark(
@@ -141,7 +146,11 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         m.exact_max_output_tokens_per_s.unwrap_or(f64::NAN),
         m.exact_max_concurrent_requests.unwrap_or(f64::NAN)
     );
-    let cpu = crate::host::cpu_seconds() - cpu_before;
+    // CPU and wall over the same window: the measured requests only.
+    let usage = crate::host::Usage {
+        wall: outcome.duration,
+        cpu: outcome.client_cpu,
+    };
     eprintln!(
         "perfpipe bench: client ingested {:.0} output tok/s ({} chunks); client CPU {:.2} s over {:.2} s ({:.0}% of one core)",
         m.output_throughput,
@@ -150,9 +159,9 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             .iter()
             .map(|r| r.itl.len() + usize::from(r.success))
             .sum::<usize>(),
-        cpu,
-        m.duration,
-        100.0 * cpu / m.duration.max(1e-9)
+        usage.cpu,
+        usage.wall,
+        usage.percent_of_one_core(),
     );
     if let Some(line) = probe_summary(&outcome.records) {
         eprintln!("{line}");
@@ -191,6 +200,10 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             "the result block above has the numbers; the per-request details are in `--journal` when one was given",
         ))?;
         eprintln!("perfpipe bench: result written to `{}`", path.display());
+    }
+    // Last, so that it includes the post-processing.
+    if let Some(bytes) = crate::host::peak_rss_bytes() {
+        eprintln!("perfpipe bench: peak RSS {} MiB", bytes >> 20);
     }
     Ok(if m.failed > 0 {
         exit_code::RUNS_FAILED

@@ -232,6 +232,7 @@ pub async fn send(
         Some(Ok(())) if first => failed(record, "stream carried no token".into()),
         Some(Ok(())) => {
             record.latency = (last - start).as_secs_f64();
+            drain(body, received, stall).await;
             record.success = true;
             // `vllm bench serve` counts the text when usage is absent or 0.
             if record.output_tokens == 0 {
@@ -244,6 +245,28 @@ pub async fn send(
         None if parser.is_truncated() => failed(record, "stream ended inside an event".into()),
         None => failed(record, "stream ended without `[DONE]`".into()),
     }
+}
+
+/// Reads what follows `[DONE]` up to the end of the body (the chunked
+/// encoding's last chunk often comes in a write of its own): a body dropped
+/// before its end closes its connection, and the next request would pay a
+/// TCP connect inside its TTFT while the server holds more connections than
+/// streams. Bounded by the response bound and the stall timeout; the
+/// measurement is already taken.
+async fn drain(
+    mut body: impl futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
+    mut received: u64,
+    stall: std::time::Duration,
+) {
+    let rest = async {
+        while let Some(Ok(bytes)) = body.next().await {
+            received += bytes.len() as u64;
+            if received > bounds::MAX_RESPONSE_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(stall, rest).await;
 }
 
 /// Why a stream stalled, by what the server last sent.

@@ -42,7 +42,8 @@ pub enum DatasetError {
 /// adds, output lengths from `[max(1, ⌊O(1−r)⌋), ⌈O(1+r)⌉]`, a random offset per
 /// prompt, token ids `(offset + i + j) mod vocab`, then decode, re-encode,
 /// truncate and decode again, so a prompt can come out shorter than asked
-/// (500 × 4000 tokens total 1,997,942 in a published run).
+/// (500 × 4000 tokens total 1,997,942 in a published run). The prompts are
+/// built on every core this process may use.
 pub fn random(
     tokenizer: &Tokenizer,
     input_len: u32,
@@ -50,6 +51,28 @@ pub fn random(
     range_ratio: f64,
     seed: u64,
     n: u32,
+) -> Vec<BenchRequest> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    random_on(
+        tokenizer,
+        input_len,
+        output_len,
+        range_ratio,
+        seed,
+        n,
+        workers,
+    )
+}
+
+/// [`random`] on `workers` threads.
+fn random_on(
+    tokenizer: &Tokenizer,
+    input_len: u32,
+    output_len: u32,
+    range_ratio: f64,
+    seed: u64,
+    n: u32,
+    workers: usize,
 ) -> Vec<BenchRequest> {
     let mut rng = Rng::new(seed);
     let bounds = |len: u32, min: u64| {
@@ -66,21 +89,42 @@ pub fn random(
     let input_lens: Vec<u64> = (0..n).map(|_| rng.range(in_lo, in_hi)).collect();
     let output_lens: Vec<u64> = (0..n).map(|_| rng.range(out_lo, out_hi)).collect();
     let offsets: Vec<u64> = (0..n).map(|_| rng.range(0, vocab - 1)).collect();
-    (0..n as usize)
-        .map(|i| {
-            let ids: Vec<u32> = (0..input_lens[i])
-                .map(|j| ((offsets[i] + i as u64 + j) % vocab) as u32)
-                .collect();
-            let mut reencoded = tokenizer.encode(&tokenizer.decode(&ids), false);
-            reencoded.truncate(input_lens[i] as usize);
-            BenchRequest {
-                prompt: tokenizer.decode(&reencoded),
-                prompt_len: reencoded.len() as u64,
-                output_len: output_lens[i] as u32,
-                exact_output: false,
-            }
-        })
-        .collect()
+    // Every random draw is made above, in vLLM's order; what is left is the
+    // tokenizer's work, a pure function of the prompt's index, split into
+    // contiguous ranges across cores and joined in order: the same prompts,
+    // byte for byte, as built one after the other.
+    let build = |i: usize| {
+        let ids: Vec<u32> = (0..input_lens[i])
+            .map(|j| ((offsets[i] + i as u64 + j) % vocab) as u32)
+            .collect();
+        let mut reencoded = tokenizer.encode(&tokenizer.decode(&ids), false);
+        reencoded.truncate(input_lens[i] as usize);
+        BenchRequest {
+            prompt: tokenizer.decode(&reencoded),
+            prompt_len: reencoded.len() as u64,
+            output_len: output_lens[i] as u32,
+            exact_output: false,
+        }
+    };
+    in_parallel(n as usize, workers, &build)
+}
+
+/// `build(0..n)` in order, on up to `workers` threads.
+fn in_parallel<T: Send>(n: usize, workers: usize, build: &(dyn Fn(usize) -> T + Sync)) -> Vec<T> {
+    let per_worker = n.div_ceil(workers.max(1)).max(1);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = (0..n)
+            .step_by(per_worker)
+            .map(|from| {
+                let to = (from + per_worker).min(n);
+                scope.spawn(move || (from..to).map(build).collect::<Vec<T>>())
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|part| part.join().expect("building a prompt does not panic"))
+            .collect()
+    })
 }
 
 #[derive(Deserialize)]
@@ -307,6 +351,17 @@ mod tests {
             "/tests/fixtures/tokenizer/tokenizer.json"
         );
         Tokenizer::from_file(std::path::Path::new(path)).unwrap()
+    }
+
+    #[test]
+    fn random_prompts_built_in_parallel_are_those_built_one_after_the_other() {
+        let bpe = bpe();
+        let sequential = random_on(&bpe, 64, 8, 0.5, 7, 37, 1);
+        assert_eq!(sequential.len(), 37);
+        for workers in [2, 3, 8, 64] {
+            assert_eq!(random_on(&bpe, 64, 8, 0.5, 7, 37, workers), sequential);
+        }
+        assert!(random_on(&bpe, 64, 8, 0.5, 7, 0, 3).is_empty());
     }
 
     #[test]

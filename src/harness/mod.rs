@@ -13,6 +13,7 @@ pub mod vllm_bench;
 
 use std::sync::Arc;
 
+use futures_util::future::OptionFuture;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::{Duration, Instant};
@@ -76,6 +77,9 @@ impl Load {
 pub struct BenchOutcome {
     pub records: Vec<RequestRecord>,
     pub duration: f64,
+    /// CPU seconds the client spent over `duration` (the same window:
+    /// warm-ups, preparation and post-processing excluded).
+    pub client_cpu: f64,
     pub metrics: ServingMetrics,
     pub warnings: Vec<String>,
 }
@@ -109,7 +113,8 @@ pub async fn benchmark(
         send_all(client, settings, wave, at_once, load, &mut |_, _| {}).await;
         warmups -= wave.len();
     }
-    let (records, duration) = send_all(client, settings, &requests, delays, load, on_done).await;
+    let (records, window) = send_all(client, settings, &requests, delays, load, on_done).await;
+    let duration = window.wall;
     let metrics = compute(&records, duration, options);
     let mut warnings = Vec::new();
     warnings.extend(short_output_warning(&records));
@@ -128,12 +133,14 @@ pub async fn benchmark(
     Ok(BenchOutcome {
         records,
         duration,
+        client_cpu: window.cpu,
         metrics,
         warnings,
     })
 }
 
-/// Sends `requests[i]` at `delays[i]` after the start.
+/// Sends `requests[i]` at `delays[i]` after the start; returns the records
+/// and the wall and CPU time from the start to the last record.
 async fn send_all(
     client: &reqwest::Client,
     settings: &RequestSettings,
@@ -141,7 +148,7 @@ async fn send_all(
     delays: Vec<Duration>,
     load: &Load,
     on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
-) -> (Vec<RequestRecord>, f64) {
+) -> (Vec<RequestRecord>, crate::host::Usage) {
     let n = requests.len();
     let requests: Vec<client::Prepared> = requests
         .iter()
@@ -157,54 +164,74 @@ async fn send_all(
         load.stall_timeout,
     ));
     let t0 = Instant::now();
+    let window = crate::host::Window::start();
+    // A request's task is spawned when it may be sent (its time has come and
+    // a slot is free), not before: 12,000 tasks waiting from the start would
+    // each hold a whole request's state. The semaphore is FIFO, so requests
+    // are sent in the order and at the times they were when each task waited
+    // on its own.
+    let mut queue = requests.into_iter().zip(delays).enumerate();
+    let mut admitting = std::pin::pin!(OptionFuture::from(queue.next().map(|next| admit(
+        next,
+        t0,
+        semaphore.clone()
+    ))));
     let mut tasks = JoinSet::new();
-    for (index, (req, delay)) in requests.into_iter().zip(delays).enumerate() {
-        let (client, settings, semaphore, liveness) = (
-            client.clone(),
-            settings.clone(),
-            semaphore.clone(),
-            liveness.clone(),
-        );
-        tasks.spawn(async move {
-            // The bounds (`spec::bounds`) keep every schedule within the
-            // clock; past it, a request would be sent never rather than panic.
-            match t0.checked_add(delay) {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-            let _permit = match &semaphore {
-                Some(s) => Some(
-                    s.clone()
-                        .acquire_owned()
-                        .await
-                        .expect("semaphore is never closed"),
-                ),
-                None => None,
-            };
-            (
-                index,
-                client::send(&client, &settings, &req, t0, &liveness).await,
-            )
-        });
-    }
     let mut records: Vec<Option<RequestRecord>> = vec![None; n];
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok((index, record)) => {
-                on_done(index, &record);
-                records[index] = Some(record);
+    let mut left = n;
+    while left > 0 {
+        tokio::select! {
+            Some((index, req, permit)) = &mut admitting => {
+                let (client, settings, liveness) = (client.clone(), settings.clone(), liveness.clone());
+                tasks.spawn(async move {
+                    let _permit = permit;
+                    (index, client::send(&client, &settings, &req, t0, &liveness).await)
+                });
+                admitting.set(queue.next().map(|next| admit(next, t0, semaphore.clone())).into());
             }
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
+            Some(joined) = tasks.join_next() => match joined {
+                Ok((index, record)) => {
+                    on_done(index, &record);
+                    records[index] = Some(record);
+                    left -= 1;
+                }
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            },
+            else => unreachable!("a request is either waiting to be sent or in flight"),
         }
     }
-    let duration = t0.elapsed().as_secs_f64();
+    let used = window.finish();
     (
         records
             .into_iter()
             .map(|r| r.expect("every request reports"))
             .collect(),
-        duration,
+        used,
     )
+}
+
+/// Waits until request `index` may be sent: its time has come and, under a
+/// concurrency limit, a slot is free.
+async fn admit(
+    (index, (req, delay)): (usize, (client::Prepared, Duration)),
+    t0: Instant,
+    semaphore: Option<Arc<Semaphore>>,
+) -> (
+    usize,
+    client::Prepared,
+    Option<tokio::sync::OwnedSemaphorePermit>,
+) {
+    // The bounds (`spec::bounds`) keep every schedule within the clock; past
+    // it, a request would be sent never rather than panic.
+    match t0.checked_add(delay) {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+    let permit = match semaphore {
+        Some(s) => Some(s.acquire_owned().await.expect("semaphore is never closed")),
+        None => None,
+    };
+    (index, req, permit)
 }
 
 /// A warning when output tokens were counted with the tokenizer: the server

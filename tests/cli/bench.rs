@@ -562,3 +562,91 @@ fn a_trickled_event_stalls_even_while_other_requests_stream() {
     let closed = TRICKLE_CLOSED_MS.load(Ordering::SeqCst);
     assert!((900..2500).contains(&closed), "closed after {closed} ms");
 }
+
+/// A keep-alive server that ends each stream's chunked body in a write of its
+/// own, after `[DONE]`, as servers do; it counts the connections it accepted
+/// and the most it held open at once.
+fn keep_alive_server() -> (u16, std::sync::Arc<[std::sync::atomic::AtomicUsize; 3]>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    // Accepted, open now, most open at once.
+    let counts = Arc::new([0, 0, 0].map(AtomicUsize::new));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server_counts = counts.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let counts = server_counts.clone();
+            counts[0].fetch_add(1, Ordering::SeqCst);
+            let open = counts[1].fetch_add(1, Ordering::SeqCst) + 1;
+            counts[2].fetch_max(open, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                'requests: loop {
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            break 'requests;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    let _ = reader.read_exact(&mut body);
+                    let usage = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}\n\n";
+                    let events = format!("{TOKEN}{usage}data: [DONE]\n\n");
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                    let reply = format!("{head}{:x}\r\n{events}\r\n", events.len());
+                    if stream.write_all(reply.as_bytes()).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                    if stream.write_all(b"0\r\n\r\n").is_err() {
+                        break;
+                    }
+                }
+                counts[1].fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (port, counts)
+}
+
+#[test]
+fn a_benchmark_reuses_its_connections_and_holds_at_most_c_plus_2() {
+    use std::sync::atomic::Ordering;
+    let (port, counts) = keep_alive_server();
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "bench",
+        "--port",
+        &port.to_string(),
+        "--model",
+        "m",
+        "--backend",
+        "openai-chat",
+        "--num-prompts",
+        "40",
+        "--max-concurrency",
+        "4",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let [accepted, _, most_open] = counts.as_ref().each_ref().map(|c| c.load(Ordering::SeqCst));
+    // `/v1/models` is not asked (the model is given): every connection is a stream's.
+    assert!(most_open <= 4 + 2, "{most_open} connections open at once");
+    // Each connection is reused rather than closed and opened again.
+    assert!(accepted <= 4 + 2, "{accepted} connections for 40 requests");
+}
