@@ -8,6 +8,7 @@ mod error;
 mod explain;
 mod fetch;
 mod import;
+mod init;
 mod lock;
 mod lockfile;
 mod plan;
@@ -60,6 +61,7 @@ pub fn main() -> u8 {
         Command::Verify(args) => verify::verify(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Import(args) => import::import(&args),
+        Command::Init(args) => init::init(&args),
         Command::Lock(args) => lock::lock(&args),
         Command::Diff(args) => diff::diff(&args),
         Command::Explain(args) => explain::explain(&args),

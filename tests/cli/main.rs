@@ -13,6 +13,7 @@ mod diff;
 mod fetch;
 mod lock;
 mod objectives;
+mod pages;
 mod published;
 mod reliability;
 mod reports;

@@ -1,0 +1,127 @@
+//! `perfpipe init --from-page` over the whole published corpus: every page
+//! becomes an experiment (snapshotted) that perfpipe itself parses and plans.
+
+use std::path::{Path, PathBuf};
+
+use perfpipe::spec::{Runtime, SourceFile};
+
+use crate::common::{FIXTURES, TestEnv, stderr, stdout};
+
+fn pages() -> Vec<PathBuf> {
+    let dir = Path::new(FIXTURES).join("published/gpustack-perf-lab");
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// Every page: the generated experiment (snapshot), parsed and planned by
+/// perfpipe on `sim` through the library (the binary adds nothing here; the
+/// end-to-end run is `init_writes_the_file_and_never_overwrites_it`).
+#[test]
+fn every_page_of_the_lab_becomes_an_experiment_that_plans() {
+    let pages = pages();
+    assert_eq!(pages.len(), 19, "the corpus has 19 pages");
+    let env = TestEnv::new();
+    // A small stand-in for the ShareGPT sample: the plan, not the sampling, is tested.
+    env.copy_fixture(
+        "datasets/sharegpt-tiny.json",
+        "datasets/sharegpt-sample.json",
+    );
+    for page in pages {
+        let stem = page.file_stem().unwrap().to_str().unwrap().to_owned();
+        let text = std::fs::read_to_string(&page).unwrap();
+        let generated = perfpipe::page::init(&text).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        assert_eq!(
+            perfpipe::page::init(&text).unwrap().kdl,
+            generated.kdl,
+            "{stem}: the same page gives the same bytes"
+        );
+        insta::assert_snapshot!(format!("page_{stem}"), generated.kdl);
+        let source = SourceFile {
+            name: format!("{stem}.kdl"),
+            text: generated.kdl.clone(),
+        };
+        let spec = perfpipe::spec::parse(&source)
+            .unwrap_or_else(|e| panic!("{stem}: {:?}", miette::Report::new(e)));
+        let inputs = perfpipe::inputs::resolve(&spec, env.dir.path())
+            .unwrap_or_else(|e| panic!("{stem}: {e}"));
+        let runs = perfpipe::plan::keyed_runs(&spec, Runtime::Sim, &inputs);
+        let expectations: usize = spec.steps.iter().map(|s| s.expectations.len()).sum();
+        assert!(
+            expectations >= generated.blocks + generated.failures,
+            "{stem}: {expectations} expectations for {} blocks and {} failures",
+            generated.blocks,
+            generated.failures
+        );
+        assert!(
+            runs.len() >= expectations,
+            "{stem}: every expectation is a run"
+        );
+    }
+}
+
+#[test]
+fn init_writes_the_file_and_never_overwrites_it() {
+    let env = TestEnv::new();
+    env.copy_fixture("published/gpustack-perf-lab/qwen3-14b-a100.md", "page.md");
+    let out = env.run(&["init", "--from-page", "page.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("wrote experiments/qwen3-14b-a100.kdl"),
+        "{}",
+        stdout(&out)
+    );
+    let written = env.read("experiments/qwen3-14b-a100.kdl");
+    let page = env.read("page.md");
+    assert_eq!(written, perfpipe::page::init(&page).unwrap().kdl);
+
+    // An existing file stays unless --force.
+    env.write("experiments/qwen3-14b-a100.kdl", "// mine\n");
+    let out = env.run(&["init", "--from-page", "page.md"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`experiments/qwen3-14b-a100.kdl` exists"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("--force"), "{}", stderr(&out));
+    assert_eq!(env.read("experiments/qwen3-14b-a100.kdl"), "// mine\n");
+    let out = env.run(&["init", "--from-page", "page.md", "-o", "mine.kdl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = env.run(&["init", "--from-page", "page.md", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(env.read("experiments/qwen3-14b-a100.kdl"), written);
+
+    // The binary plans what it wrote.
+    env.copy_fixture(
+        "datasets/sharegpt-tiny.json",
+        "datasets/sharegpt-sample.json",
+    );
+    let out = env.run(&["plan", "experiments/qwen3-14b-a100.kdl", "--runtime", "sim"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn a_page_it_cannot_read_is_an_error_naming_the_line() {
+    let env = TestEnv::new();
+    let page = std::fs::read_to_string(
+        Path::new(FIXTURES).join("published/gpustack-perf-lab/qwen3-14b-a100.md"),
+    )
+    .unwrap();
+    let broken = page.replacen(
+        "    Benchmark duration (s):                  106.82",
+        "    Benchmark duration (s):                  soon",
+        1,
+    );
+    env.write("page.md", &broken);
+    let out = env.run(&["init", "--from-page", "page.md"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("line 92: `soon` is not a number"), "{err}");
+    assert!(err.contains("page.md:92"), "{err}");
+    assert!(!env.path("experiments").exists());
+}
