@@ -52,6 +52,7 @@ pub fn summary(
                 comparison: None,
                 credits: Credit::Comparison,
                 threshold_pct: 0.0,
+                printed: Vec::new(),
             })
             .collect()
     });

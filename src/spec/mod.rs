@@ -7,6 +7,7 @@ mod diag;
 mod excerpt;
 mod model;
 mod parse;
+mod printed;
 
 pub use diag::{SpecDiagnostic, SpecErrors};
 pub use model::*;

@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use miette::SourceSpan;
 
+pub use super::printed::{
+    CellMetric, PrintedCell, PrintedLine, PrintedNote, PrintedNumber, Quantity,
+};
+
 /// A value together with where it was written, for diagnostics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spanned<T> {
@@ -457,6 +461,21 @@ pub struct ReportDecl {
     pub summary: Option<Vec<SummaryRowDecl>>,
     /// Which sections, in which order.
     pub sections: Vec<Section>,
+    /// The page's summary table: its header and the rules it states.
+    pub summary_table: Option<SummaryTableDecl>,
+}
+
+/// The page's "Summary of Optimization Options" table (`summary-table`):
+/// the column titles as printed, from which a report reads each column's
+/// kind, and the rules the page states for skipping an option.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryTableDecl {
+    pub header: Vec<String>,
+    /// An option whose requests succeeded below this share (%) is skipped.
+    pub min_success_pct: Option<f64>,
+    /// An option that gains less than the row before it is skipped in the
+    /// final command ("lower than previous +9.75%").
+    pub skip_lower_than_previous: bool,
 }
 
 impl Default for ReportDecl {
@@ -466,6 +485,7 @@ impl Default for ReportDecl {
             tolerance_pct: 5.0,
             summary: None,
             sections: Section::ALL.to_vec(),
+            summary_table: None,
         }
     }
 }
@@ -515,6 +535,8 @@ pub struct SummaryRowDecl {
     pub credits: Credit,
     /// Gains at or below this many % print as "-".
     pub threshold_pct: f64,
+    /// The row's cells as the page printed them (`cell`), after its title.
+    pub printed: Vec<PrintedCell>,
 }
 
 /// What a summary row's number is.
@@ -532,12 +554,45 @@ pub struct Comparison {
     pub baseline: String,
     pub candidates: Vec<String>,
     pub workload: String,
+    /// What the page printed in this section.
+    pub printed: PrintedSection,
+}
+
+/// What a page printed in a comparison's section (`result`, `summary`, `delta`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PrintedSection {
+    /// The older pages' "Result:" line.
+    pub result: Option<String>,
+    /// The newer pages' "Summary:" sentence.
+    pub summary: Option<String>,
+    /// The section's own delta (`+26.8%/GPU`).
+    pub delta: Option<Quantity>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Conclusion {
     pub baseline: String,
     pub optimized: String,
+    /// What the page printed in its conclusion.
+    pub printed: PrintedConclusion,
+}
+
+/// A page's conclusion as printed (`command`, `table`, `case`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PrintedConclusion {
+    /// The recommended serving command, one argument per word.
+    pub command: Vec<String>,
+    /// The table's column titles as printed.
+    pub header: Vec<String>,
+    pub cases: Vec<PrintedCase>,
+}
+
+/// One row of a printed conclusion table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrintedCase {
+    pub workload: String,
+    pub baseline: PrintedCell,
+    pub optimized: PrintedCell,
 }
 
 #[cfg(test)]

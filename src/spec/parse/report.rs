@@ -34,13 +34,14 @@ impl Decoder {
         }
         let mut rows = Vec::new();
         let mut has_summary = false;
-        for child in self.children(node, &["sections", "summary"]) {
+        for child in self.children(node, &["sections", "summary", "summary-table"]) {
             match child.name().value() {
                 "sections" => {
                     self.no_props(child);
                     self.no_children(child);
                     report.sections = args(child).filter_map(|e| self.section(e)).collect();
                 }
+                "summary-table" => report.summary_table = self.summary_table(child),
                 _ => {
                     has_summary = true;
                     rows.extend(self.summary_row(child));
@@ -67,9 +68,48 @@ impl Decoder {
         found
     }
 
+    /// `summary-table "<column>"... [min-success=<pct>] [skip-lower-than-previous=#true]`.
+    fn summary_table(&mut self, node: &KdlNode) -> Option<SummaryTableDecl> {
+        self.props(node, &["min-success", "skip-lower-than-previous"]);
+        self.no_children(node);
+        let header = self.string_args(node, "a column title");
+        if header.len() < 2 {
+            self.error(
+                SpecDiagnostic::new(node.span(), "a summary table has at least two columns", "here")
+                    .with_help("write the column titles as the page prints them: `summary-table \"Optimization Option\" \"Throughput Improvement\"`"),
+            );
+        }
+        let min_success_pct = match prop(node, "min-success") {
+            Some(e) => match self.number(e, "the success share in %")? {
+                pct if (0.0..=100.0).contains(&pct) => Some(pct),
+                _ => {
+                    self.error(
+                        SpecDiagnostic::new(e.span(), "a success share is 0 to 100 (%)", "here")
+                            .with_help("the lab's pages skip an option below `min-success=100`"),
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        let skip_lower_than_previous = match prop(node, "skip-lower-than-previous") {
+            Some(e) => self.boolean(e, "skip-lower-than-previous")?,
+            None => false,
+        };
+        Some(SummaryTableDecl {
+            header,
+            min_success_pct,
+            skip_lower_than_previous,
+        })
+    }
+
     fn summary_row(&mut self, node: &KdlNode) -> Option<SummaryRowDecl> {
         self.props(node, &["compare", "credits", "threshold"]);
-        self.no_children(node);
+        let printed = self
+            .children(node, &["cell"])
+            .into_iter()
+            .map(|c| self.printed_cell(c))
+            .collect();
         let title = self.required_string_arg(node, 0, "the row's title")?;
         let comparison = self.optional_string_prop(node, "compare");
         let credits = match prop(node, "credits") {
@@ -96,6 +136,7 @@ impl Decoder {
             comparison,
             credits,
             threshold_pct,
+            printed,
         })
     }
 

@@ -8,7 +8,7 @@ use miette::SourceSpan;
 use super::values::*;
 use super::*;
 use crate::metrics::{GUIDELLM_METRIC_NAMES, METRIC_NAMES, MetricSet};
-use crate::spec::diag::{SpecDiagnostic, one_of};
+use crate::spec::diag::{SpecDiagnostic, did_you_mean, one_of};
 use crate::spec::model::*;
 
 impl Decoder {
@@ -352,13 +352,26 @@ impl Decoder {
             None => String::new(),
         };
         let mut candidates = Vec::new();
-        for child in self.children(node, &["candidate"]) {
+        let mut printed = PrintedSection::default();
+        for child in self.children(node, &["candidate", "result", "summary", "delta"]) {
             self.no_props(child);
             self.no_children(child);
-            for e in args(child) {
-                if let Some(s) = self.reference(e, RefKind::Step) {
-                    candidates.push(s);
+            match child.name().value() {
+                "candidate" => {
+                    for e in args(child) {
+                        if let Some(s) = self.reference(e, RefKind::Step) {
+                            candidates.push(s);
+                        }
+                    }
                 }
+                "result" => {
+                    printed.result = self.required_string_arg(child, 0, "the page's Result line")
+                }
+                "summary" => {
+                    printed.summary =
+                        self.required_string_arg(child, 0, "the page's Summary sentence")
+                }
+                _ => printed.delta = self.printed_change(child),
             }
         }
         if candidates.is_empty() {
@@ -369,19 +382,123 @@ impl Decoder {
             baseline: baseline?,
             candidates,
             workload,
+            printed,
         })
     }
 
     pub(super) fn conclusion(&mut self, node: &KdlNode) -> Option<Conclusion> {
         self.props(node, &["baseline", "optimized"]);
-        self.no_children(node);
         let example = "conclusion baseline=vllm-tp8 optimized=vllm-fp8-tp4";
         let baseline = self.step_ref_prop(node, "baseline", example);
         let optimized = self.step_ref_prop(node, "optimized", example);
+        let mut printed = PrintedConclusion::default();
+        for child in self.children(node, &["command", "table", "case"]) {
+            match child.name().value() {
+                "command" => {
+                    self.no_props(child);
+                    self.no_children(child);
+                    printed.command = self.string_args(child, "a word of the command");
+                    if printed.command.is_empty() {
+                        self.missing_arg(child, "the command's words");
+                    }
+                }
+                "table" => {
+                    self.no_props(child);
+                    self.no_children(child);
+                    printed.header = self.string_args(child, "a column title");
+                }
+                _ => printed.cases.extend(self.printed_case(child)),
+            }
+        }
         Some(Conclusion {
             baseline: baseline?,
             optimized: optimized?,
+            printed,
         })
+    }
+
+    /// `case <workload> { baseline "<line>"...; optimized "<line>"... }`.
+    fn printed_case(&mut self, node: &KdlNode) -> Option<PrintedCase> {
+        self.no_props(node);
+        let workload = match arg(node, 0) {
+            Some(e) => self.reference(e, RefKind::Workload),
+            None => {
+                self.missing_arg(node, "the case's workload");
+                None
+            }
+        };
+        let (mut baseline, mut optimized) = (Vec::new(), Vec::new());
+        for child in self.children(node, &["baseline", "optimized"]) {
+            let cell = self.printed_cell(child);
+            for (line, entry) in cell.iter().zip(args(child)) {
+                if let Some(label) = &line.label
+                    && line.number().is_some()
+                    && CellMetric::from_label(label).is_none()
+                {
+                    let help = did_you_mean(label, CellMetric::LABELS.iter().copied())
+                        .unwrap_or_else(|| one_of(CellMetric::LABELS.iter().copied()));
+                    self.error(
+                        SpecDiagnostic::new(
+                            entry.span(),
+                            format!("no conclusion cell prints `{label}`"),
+                            "here",
+                        )
+                        .with_help(help),
+                    );
+                } else if line.label.is_none() || line.number().is_none() {
+                    self.error(
+                        SpecDiagnostic::new(entry.span(), format!("`{}` is not a printed number", line.text), "here")
+                            .with_help("a conclusion cell prints `<label>: <number>[x<replicas>][unit] [(<delta>)]` a line, e.g. `Total TPS: 5770.24 (+47.1%)`, `Mean TPOT(ms): 260.46`, `Mean latency: 1.90s/req (1.23x faster)`"),
+                    );
+                }
+            }
+            if child.name().value() == "baseline" {
+                baseline = cell;
+            } else {
+                optimized = cell;
+            }
+        }
+        Some(PrintedCase {
+            workload: workload?,
+            baseline,
+            optimized,
+        })
+    }
+
+    /// A printed cell: one string per line the page broke with `<br>`.
+    pub(super) fn printed_cell(&mut self, node: &KdlNode) -> PrintedCell {
+        self.no_props(node);
+        self.no_children(node);
+        self.string_args(node, "a printed line")
+            .iter()
+            .map(|l| PrintedLine::parse(l))
+            .collect()
+    }
+
+    /// A printed delta or ratio (`+26.8%/GPU`, `1.23x faster`).
+    fn printed_change(&mut self, node: &KdlNode) -> Option<Quantity> {
+        let entry = match arg(node, 0) {
+            Some(e) => e,
+            None => {
+                self.missing_arg(node, "the printed delta");
+                return None;
+            }
+        };
+        let text = self.string(entry, "the printed delta")?;
+        match Quantity::parse(&text) {
+            Some(q @ (Quantity::Delta { .. } | Quantity::Ratio { .. })) => Some(q),
+            _ => {
+                self.error(
+                    SpecDiagnostic::new(entry.span(), format!("`{text}` is not a printed delta or ratio"), "here")
+                        .with_help("write it as the page prints it: `+47.1%`, `-0.0%`, `+31.6%/GPU`, `1.23x faster`"),
+                );
+                None
+            }
+        }
+    }
+
+    pub(super) fn string_args(&mut self, node: &KdlNode, what: &str) -> Vec<String> {
+        args(node).filter_map(|e| self.string(e, what)).collect()
     }
 
     pub(super) fn step_ref_prop(
@@ -483,5 +600,107 @@ mod tests {
             expected(r#"harness guidellm version="0.7.2""#, &guidellm),
             guidellm
         );
+    }
+}
+
+#[cfg(test)]
+mod printed_tests {
+    use crate::spec::{Quantity, SourceFile, Spec, parse};
+
+    fn experiment(body: &str) -> Result<Spec, Vec<String>> {
+        let text = format!(
+            r#"experiment "e" {{
+            hardware "nvidia-a100-sxm4-80gb" gpus=2
+            model "o/m"
+            engine vllm version="0.11.0"
+            workload w {{ dataset random input=8 output=8; prompts 1 }}
+            step a engine=vllm gpus=1
+            step b engine=vllm gpus=1 replicas=2
+            {body}
+        }}"#
+        );
+        parse(&SourceFile {
+            name: "e.kdl".into(),
+            text,
+        })
+        .map_err(|e| e.errors.iter().map(|d| d.message.clone()).collect())
+    }
+
+    #[test]
+    fn what_a_page_printed_is_read_beside_the_comparison_and_conclusion() {
+        let spec = experiment(
+            r#"compare "Parallelism" baseline=a {
+                candidate b
+                result "b (3019.19 tok/s) > a (3792.50 tok/s)"
+                summary "`b` is faster by 4,636.35 tok/s (92.8%)."
+                delta "+31.6%/GPU"
+            }
+            conclusion baseline=a optimized=b {
+                command "vllm" "serve" "o/m" "--speculative-config={\"method\":\"mtp\"}"
+                table "Benchmark Case" "baseline (vLLM without any optimizations)" "Optimized"
+                case w {
+                    baseline "Total TPS: 3792.50" "Mean TPOT(ms): 123.36"
+                    optimized "Total TPS: 3019.19x2 (+59.2%)" "Mean TPOT(ms): 98.10"
+                }
+            }
+            report {
+                summary-table "Optimization Option" "Throughput Improvement" min-success=100 skip-lower-than-previous=#true
+                summary "Parallelism" { cell "+59.2%"; }
+            }"#,
+        )
+        .unwrap();
+        let c = &spec.comparisons[0].printed;
+        assert!(c.result.is_some() && c.summary.is_some());
+        assert!(matches!(
+            c.delta,
+            Some(Quantity::Delta { per_gpu: true, .. })
+        ));
+        let printed = &spec.conclusion.as_ref().unwrap().printed;
+        assert_eq!(
+            printed.command[3],
+            r#"--speculative-config={"method":"mtp"}"#
+        );
+        assert_eq!(printed.header.len(), 3);
+        let case = &printed.cases[0];
+        assert_eq!(case.workload, "w");
+        assert_eq!(case.optimized[0].number().unwrap().1, Some(2));
+        let table = spec.report.summary_table.as_ref().unwrap();
+        assert_eq!(table.min_success_pct, Some(100.0));
+        assert!(table.skip_lower_than_previous);
+        assert_eq!(
+            spec.report.summary.as_ref().unwrap()[0].printed[0][0].text,
+            "+59.2%"
+        );
+    }
+
+    #[test]
+    fn a_printed_cell_that_is_no_number_or_an_unknown_delta_is_an_error_at_its_place() {
+        let errors = experiment(
+            r#"compare "P" baseline=a { candidate b; delta "faster"; }
+            conclusion baseline=a optimized=b {
+                case w { baseline "Total TPS 3792.50"; optimized "Mean TTFT(ms): 1.0"; }
+                case nowhere { baseline "Total TPS: 1.00"; }
+            }"#,
+        )
+        .unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("`faster` is not a printed delta")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("`Total TPS 3792.50` is not a printed number")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("no conclusion cell prints `Mean TTFT(ms)`")),
+            "{errors:?}"
+        );
+        assert!(errors.iter().any(|e| e.contains("nowhere")), "{errors:?}");
     }
 }
