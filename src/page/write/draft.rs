@@ -42,6 +42,8 @@ pub struct Group {
     pub line: usize,
     pub steps: Vec<usize>,
     pub notes: Vec<String>,
+    /// The section's sentences as printed ("Result: …", "Summary: …").
+    pub printed: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -81,6 +83,9 @@ pub struct Compare {
     pub baseline: String,
     pub workload: String,
     pub candidates: Vec<String>,
+    /// The section's printed "Result:" line and "Summary:" sentence.
+    pub result: Option<String>,
+    pub summary: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -88,13 +93,31 @@ pub struct Conclusion {
     pub comments: Vec<String>,
     pub baseline: String,
     pub optimized: String,
+    /// The recommended command, one word a string, as printed.
+    pub command: Vec<String>,
+    /// The table's header and each case (workload, baseline lines, optimized lines), as printed.
+    pub table: Vec<String>,
+    pub cases: Vec<(String, Vec<String>, Vec<String>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Report {
     pub comments: Vec<String>,
     pub delta_decimals: usize,
-    pub summary: Vec<String>,
+    /// The summary table's header and rules, as printed.
+    pub table: Vec<String>,
+    pub min_success: bool,
+    pub skip_lower_than_previous: bool,
+    pub summary: Vec<SummaryRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SummaryRow {
+    pub title: String,
+    /// Credits the conclusion's gain (the row prints the conclusion's delta).
+    pub credits_conclusion: bool,
+    /// Each column but the title's: its lines as printed.
+    pub cells: Vec<Vec<String>>,
 }
 
 /// `--flag value` pairs (a flag without a value has none).
@@ -273,6 +296,7 @@ impl<'p> Builder<'p> {
                     .iter()
                     .map(|n| format!("\"{}\" (line {})", n.value, n.line))
                     .collect(),
+                printed: section.notes.iter().map(|n| n.value.clone()).collect(),
                 ..Default::default()
             });
             for config in &section.configs {
@@ -746,10 +770,35 @@ impl<'p> Builder<'p> {
                 self.conclusion_numbers(side, w, cell, row.line, guidellm);
             }
         }
+        let header = table
+            .value
+            .first()
+            .map(|r| r.value.iter().map(|c| cell_lines(c).join(" ")).collect())
+            .unwrap_or_default();
+        let mut printed_cases = Vec::new();
+        for row in table.value.iter().skip(1) {
+            let case = row.value.first().map(|c| strip_bold(c)).unwrap_or_default();
+            if let Some(w) = self.draft.workloads.iter().find(|w| w.title == case)
+                && row.value.len() >= 3
+            {
+                printed_cases.push((
+                    w.name.clone(),
+                    cell_lines(&row.value[1]),
+                    cell_lines(&row.value[2]),
+                ));
+            }
+        }
         self.draft.conclusion = Some(Conclusion {
             comments,
             baseline: self.draft.steps[baseline].name.clone(),
             optimized: self.draft.steps[optimized].name.clone(),
+            command: page
+                .recommended
+                .as_ref()
+                .map(|r| r.value.split_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default(),
+            table: header,
+            cases: printed_cases,
         });
     }
 
@@ -815,6 +864,13 @@ impl<'p> Builder<'p> {
 
     fn compares_and_report(&mut self) {
         let page = self.page;
+        // The column holding a row's title: "Group" where the page has one.
+        let title_column = page
+            .summary
+            .as_ref()
+            .and_then(|t| t.value.first())
+            .and_then(|h| h.value.iter().position(|c| strip_bold(c) == "Group"))
+            .unwrap_or(0);
         let summary_rows: Vec<(usize, String)> = page
             .summary
             .as_ref()
@@ -822,7 +878,7 @@ impl<'p> Builder<'p> {
                 t.value
                     .iter()
                     .skip(1)
-                    .filter_map(|r| r.value.first().map(|c| (r.line, strip_bold(c))))
+                    .filter_map(|r| r.value.get(title_column).map(|c| (r.line, strip_bold(c))))
                     .collect()
             })
             .unwrap_or_default();
@@ -895,12 +951,20 @@ impl<'p> Builder<'p> {
             if self.draft.compares.iter().any(|c| c.title == title) {
                 continue;
             }
+            let printed = |prefix: &str| {
+                group
+                    .printed
+                    .iter()
+                    .find_map(|n| n.strip_prefix(prefix).map(|t| t.trim().to_owned()))
+            };
             self.draft.compares.push(Compare {
                 title,
                 comments,
                 baseline,
                 workload,
                 candidates,
+                result: printed("Result:"),
+                summary: printed("Summary:"),
             });
         }
         let mut comments = Vec::new();
@@ -929,14 +993,80 @@ impl<'p> Builder<'p> {
                 })
             })
             .unwrap_or(1);
-        let summary = summary_rows
-            .iter()
-            .filter(|(_, r)| used_rows.contains(r))
-            .map(|(_, r)| r.clone())
-            .collect();
+        let table_rows: Vec<&Vec<String>> = page
+            .summary
+            .as_ref()
+            .map(|t| t.value.iter().skip(1).map(|r| &r.value).collect())
+            .unwrap_or_default();
+        let conclusion_deltas: Vec<(String, String)> = page
+            .conclusion
+            .as_ref()
+            .map(|t| {
+                t.value
+                    .iter()
+                    .skip(1)
+                    .filter_map(|r| {
+                        Some((
+                            strip_bold(r.value.first()?),
+                            printed_delta(&cell_lines(r.value.get(2)?).join(" "))?,
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut summary = Vec::new();
+        for ((_, title), cells) in summary_rows.iter().zip(&table_rows) {
+            if !used_rows.contains(title) {
+                continue;
+            }
+            let cells: Vec<Vec<String>> = cells
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != title_column)
+                .map(|(_, c)| cell_lines(c))
+                .collect();
+            // A row that prints the conclusion's delta on its comparison's
+            // workload credits the conclusion (the 14B page's Engine Selection).
+            let compare = self.draft.compares.iter().find(|c| c.title == *title);
+            let case = compare.and_then(|c| {
+                self.draft
+                    .workloads
+                    .iter()
+                    .find(|w| w.name == c.workload)
+                    .map(|w| w.title.clone())
+            });
+            let row_delta = cells.iter().flatten().find_map(|l| printed_delta(l));
+            let credits_conclusion = match (case, row_delta) {
+                (Some(case), Some(delta)) => {
+                    conclusion_deltas
+                        .iter()
+                        .any(|(c, d)| *c == case && *d == delta)
+                        && compare.is_some_and(|c| {
+                            self.draft.conclusion.as_ref().is_some_and(|k| {
+                                !c.candidates.contains(&k.optimized) && c.baseline == k.baseline
+                            })
+                        })
+                }
+                _ => false,
+            };
+            summary.push(SummaryRow {
+                title: title.clone(),
+                credits_conclusion,
+                cells,
+            });
+        }
+        let all_cells: Vec<String> = table_rows.iter().flat_map(|r| r.iter().cloned()).collect();
         self.draft.report = Some(Report {
             comments,
             delta_decimals: decimals,
+            table: page
+                .summary
+                .as_ref()
+                .and_then(|t| t.value.first())
+                .map(|h| h.value.iter().map(|c| strip_bold(c)).collect())
+                .unwrap_or_default(),
+            min_success: all_cells.iter().any(|c| c.contains("Success rate:")),
+            skip_lower_than_previous: all_cells.iter().any(|c| c.contains("lower than previous")),
             summary,
         });
     }
@@ -1227,6 +1357,37 @@ fn strip_engine_words(title: &str) -> String {
     }
 }
 
+/// A cell's lines as printed: split at `<br>`, HTML tags left out.
+fn cell_lines(cell: &str) -> Vec<String> {
+    cell.split("<br>")
+        .map(|line| {
+            let mut text = String::new();
+            let mut in_tag = false;
+            for c in line.chars() {
+                match c {
+                    '<' => in_tag = true,
+                    '>' if in_tag => in_tag = false,
+                    c if !in_tag => text.push(c),
+                    _ => {}
+                }
+            }
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            strip_bold(&text)
+        })
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// The first delta a text prints: "(+47.1%)" or "+47.1%" → "+47.1%".
+fn printed_delta(text: &str) -> Option<String> {
+    let start = text.find(['+', '-'])?;
+    let rest = &text[start..];
+    let end = rest.find('%')?;
+    let delta = &rest[..=end];
+    delta[1..end].parse::<f64>().ok()?;
+    Some(delta.to_owned())
+}
+
 /// "Total TPS: 7081.34x2 <span…>" → ("7081.34", Some(2)).
 fn cell_number(cell: &str, label: &str) -> Option<(String, Option<u32>)> {
     let rest = cell.split(label).nth(1)?.trim_start();
@@ -1307,6 +1468,17 @@ mod tests {
             Some(("114.34".into(), None))
         );
         assert_eq!(delta_decimals("x <span>(+47.1%)</span>"), Some(1));
+        assert_eq!(
+            cell_lines(
+                "Total TPS: 5770.24 <span style=\"background-color:lightgreen;\">(+47.1%)</span><br>Mean TPOT(ms): 260.46"
+            ),
+            ["Total TPS: 5770.24 (+47.1%)", "Mean TPOT(ms): 260.46"]
+        );
+        assert_eq!(
+            printed_delta("<span>+47.1%</span>").as_deref(),
+            Some("+47.1%")
+        );
+        assert_eq!(printed_delta("-"), None);
         assert_eq!(delta_decimals("x <span>(1.23x faster)</span>"), Some(2));
     }
 

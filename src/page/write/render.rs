@@ -20,6 +20,11 @@ pub fn quote(text: &str) -> String {
     out
 }
 
+/// Strings on one line, each quoted.
+fn strings(items: &[String]) -> String {
+    items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(" ")
+}
+
 /// A sweep value: a bare number where it is one, else a string.
 fn value(v: &str) -> String {
     if v.parse::<i64>().is_ok() {
@@ -174,6 +179,12 @@ pub fn render(d: &Draft) -> String {
         for cand in &c.candidates {
             o.line(2, &format!("candidate {cand}"));
         }
+        if let Some(r) = &c.result {
+            o.line(2, &format!("result {}", quote(r)));
+        }
+        if let Some(s) = &c.summary {
+            o.line(2, &format!("summary {}", quote(s)));
+        }
         o.line(1, "}");
     }
     if let Some(c) = &d.conclusion {
@@ -185,13 +196,28 @@ pub fn render(d: &Draft) -> String {
         for line in &c.comments {
             o.comment(1, line);
         }
-        o.line(
-            1,
-            &format!(
-                "conclusion baseline={} optimized={}",
-                c.baseline, c.optimized
-            ),
+        let head = format!(
+            "conclusion baseline={} optimized={}",
+            c.baseline, c.optimized
         );
+        if c.command.is_empty() && c.cases.is_empty() {
+            o.line(1, &head);
+        } else {
+            o.line(1, &format!("{head} {{"));
+            if !c.command.is_empty() {
+                o.line(2, &format!("command {}", strings(&c.command)));
+            }
+            if !c.table.is_empty() {
+                o.line(2, &format!("table {}", strings(&c.table)));
+            }
+            for (w, baseline, optimized) in &c.cases {
+                o.line(2, &format!("case {w} {{"));
+                o.line(3, &format!("baseline {}", strings(baseline)));
+                o.line(3, &format!("optimized {}", strings(optimized)));
+                o.line(2, "}");
+            }
+            o.line(1, "}");
+        }
     }
     if let Some(r) = &d.report {
         o.blank();
@@ -202,12 +228,31 @@ pub fn render(d: &Draft) -> String {
         for line in &r.comments {
             o.comment(1, line);
         }
-        if r.summary.is_empty() {
+        if r.summary.is_empty() && r.table.is_empty() {
             o.line(1, &format!("report delta-decimals={}", r.delta_decimals));
         } else {
             o.line(1, &format!("report delta-decimals={} {{", r.delta_decimals));
+            if !r.table.is_empty() {
+                let mut line = format!("summary-table {}", strings(&r.table));
+                if r.min_success {
+                    line.push_str(" min-success=100");
+                }
+                if r.skip_lower_than_previous {
+                    line.push_str(" skip-lower-than-previous=#true");
+                }
+                o.line(2, &line);
+            }
             for row in &r.summary {
-                o.line(2, &format!("summary {}", quote(row)));
+                let credits = if row.credits_conclusion {
+                    " credits=conclusion"
+                } else {
+                    ""
+                };
+                o.line(2, &format!("summary {}{credits} {{", quote(&row.title)));
+                for cell in &row.cells {
+                    o.line(3, &format!("cell {}", strings(cell)));
+                }
+                o.line(2, "}");
             }
             o.line(1, "}");
         }
