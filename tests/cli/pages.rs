@@ -125,3 +125,69 @@ fn a_page_it_cannot_read_is_an_error_naming_the_line() {
     assert!(err.contains("page.md:92"), "{err}");
     assert!(!env.path("experiments").exists());
 }
+
+/// Every number and failure the page publishes, as (metric, number as
+/// printed) and error texts, from an experiment's expectations.
+fn published(kdl: &str, name: &str) -> (Vec<(String, String)>, Vec<String>) {
+    let spec = perfpipe::spec::parse(&SourceFile {
+        name: name.into(),
+        text: kdl.into(),
+    })
+    .unwrap_or_else(|e| panic!("{name}: {:?}", miette::Report::new(e)));
+    let mut numbers = Vec::new();
+    let mut failures = Vec::new();
+    for step in &spec.steps {
+        for e in &step.expectations {
+            match &e.outcome {
+                perfpipe::spec::ExpectedOutcome::Metrics(metrics) => {
+                    numbers.extend(metrics.iter().map(|m| (m.name.clone(), m.text.clone())));
+                }
+                perfpipe::spec::ExpectedOutcome::Failure(error) => failures.push(error.clone()),
+            }
+        }
+    }
+    numbers.sort();
+    failures.sort();
+    (numbers, failures)
+}
+
+/// The hand-written studies hold every number of their page, as `init`
+/// reads it (what the retired `scripts/published-to-expectations.py --check`
+/// checked).
+#[test]
+fn the_hand_written_studies_hold_every_number_of_their_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (page, experiment) in [
+        ("qwen3-14b-a100.md", "experiments/qwen3-14b-a100.kdl"),
+        ("qwen3-235b-a22b-a100.md", "experiments/qwen3-235b-a100.kdl"),
+    ] {
+        let text = std::fs::read_to_string(
+            Path::new(FIXTURES)
+                .join("published/gpustack-perf-lab")
+                .join(page),
+        )
+        .unwrap();
+        let generated = perfpipe::page::init(&text).unwrap();
+        let (from_page, page_failures) = published(&generated.kdl, page);
+        let hand = std::fs::read_to_string(root.join(experiment)).unwrap();
+        let (by_hand, hand_failures) = published(&hand, experiment);
+        let mut missing = Vec::new();
+        let mut have = by_hand.clone();
+        for n in &from_page {
+            match have.iter().position(|h| h == n) {
+                Some(i) => {
+                    have.remove(i);
+                }
+                None => missing.push(n.clone()),
+            }
+        }
+        assert!(missing.is_empty(), "{experiment} lacks {missing:?}");
+        // The hand-written ones also declare failures the page only implies.
+        for f in &page_failures {
+            assert!(
+                hand_failures.contains(f),
+                "{experiment} lacks the failure {f:?}"
+            );
+        }
+    }
+}
