@@ -912,7 +912,24 @@ impl<'p> Builder<'p> {
             if members.is_empty() {
                 continue;
             }
-            let baseline = if gi == 0 || self.guidellm {
+            // A section that sweeps a flag tunes the configuration without it.
+            let swept = steps.iter().find(|s| s.vary.is_some()).and_then(|sw| {
+                self.draft
+                    .steps
+                    .iter()
+                    .find(|s| {
+                        s.vary.is_none()
+                            && s.engine == sw.engine
+                            && s.model == sw.model
+                            && s.args == sw.args
+                            && s.env == sw.env
+                    })
+                    .map(|s| s.name.clone())
+            });
+            let from_best = swept.is_none() && gi > 0 && !self.guidellm;
+            let baseline = if let Some(tuned) = swept.clone() {
+                tuned
+            } else if gi == 0 || self.guidellm {
                 if gi == 0 {
                     members[0].clone()
                 } else {
@@ -943,7 +960,10 @@ impl<'p> Builder<'p> {
                 }
                 None => group.title.clone(),
             };
-            if gi > 0 && !self.guidellm {
+            if swept.is_some() {
+                comments.push("baseline: the configuration the section's sweep tunes".to_owned());
+            }
+            if from_best {
                 comments.push(
                     "baseline: the best configuration of the sections before (\"we select the inference engine that performs best … as the starting point\")".to_owned()
                 );
