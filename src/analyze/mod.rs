@@ -4,6 +4,7 @@
 mod checks;
 mod diff;
 mod latency;
+pub mod page;
 mod records;
 mod summary;
 
@@ -26,6 +27,10 @@ pub struct Analysis {
     /// Published numbers beside stored ones (none when the records are the published ones).
     pub checks: Vec<Check>,
     pub runs: Vec<RunRecord>,
+    /// The page reproduced from its own numbers, when the records are the
+    /// published ones and the experiment records what the page printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<page::PageReproduction>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -137,12 +142,15 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
     } else {
         Vec::new()
     };
+    let page = Some(page::reproduce(spec, &runs, &comparisons, &summary))
+        .filter(|p| !from_store && (p.conclusion.is_some() || p.summary.is_some()));
     Ok(Analysis {
         comparisons,
         conclusion,
         summary,
         checks,
         runs,
+        page,
     })
 }
 

@@ -65,9 +65,11 @@ pub fn summary(
             let credited = match row.credits {
                 Credit::Comparison => data.as_ref().map(|g| g.pct),
                 Credit::Conclusion => conclusion.and_then(|t| {
-                    let row = comparison
-                        .and_then(|c| t.rows.iter().find(|r| r.workload == c.workload))
-                        .or(t.rows.first())?;
+                    // The comparison's workload; another workload's gain is not this row's.
+                    let row = match comparison {
+                        Some(c) => t.rows.iter().find(|r| r.workload == c.workload)?,
+                        None => t.rows.first()?,
+                    };
                     match spec.objective {
                         Objective::Throughput => Some(row.delta_pct),
                         Objective::Latency => {

@@ -60,7 +60,26 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
             c.verdict.label()
         );
     }
+    // The page's own contradictions are listed, not scored: no measurement
+    // can fix a published page, so they leave the exit code to the numbers.
+    let page = analyze::page::findings(&loaded.spec);
+    if !page.is_empty() {
+        out.push_str("\nThe page's own numbers do not give what it printed (not scored):\n\n| Where | Printed | Its numbers give | Note |\n|---|---|---|---|\n");
+        for f in &page {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                f.place, f.printed, f.computed, f.note
+            );
+        }
+    }
     print!("{out}");
+    if !page.is_empty() {
+        eprintln!(
+            "perfpipe: {} printed values of the page contradict its own numbers (listed; they do not change the exit code)",
+            page.len()
+        );
+    }
     let count = |v: Verdict| checks.iter().filter(|c| c.verdict == v).count();
     let (within, outside, missing, unscored) = (
         count(Verdict::Within),

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use super::runs::{run_columns, runs};
+use crate::analyze::page::{PageConclusion, PageSummary};
 use crate::analyze::{
     Analysis, Check, ComparisonResult, ConclusionTable, Ranked, RunRecord, Source, SummaryNote,
     Verdict,
@@ -88,7 +89,9 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String
     for section in &spec.report.sections {
         match section {
             Section::Conclusion => {
-                if let Some(table) = &analysis.conclusion {
+                if let Some(page) = analysis.page.as_ref().and_then(|p| p.conclusion.as_ref()) {
+                    ctx.page_conclusion(&mut out, page, chart);
+                } else if let Some(table) = &analysis.conclusion {
                     ctx.conclusion(&mut out, table, chart);
                 }
             }
@@ -97,7 +100,10 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String
                     ctx.comparison(&mut out, c);
                 }
             }
-            Section::Summary => ctx.summary(&mut out),
+            Section::Summary => match analysis.page.as_ref().and_then(|p| p.summary.as_ref()) {
+                Some(page) => ctx.page_summary(&mut out, page),
+                None => ctx.summary(&mut out),
+            },
             Section::OtherCases => ctx.other_cases(&mut out),
             Section::Published => ctx.published(&mut out),
             Section::Context => ctx.context(&mut out),
@@ -221,6 +227,72 @@ impl Ctx<'_> {
                 self.coloured_delta(row.delta_pct, true),
                 row.opt_tpot_ms
             );
+        }
+        out.push('\n');
+    }
+
+    /// The conclusion as the page printed it, every number from its blocks,
+    /// and where the page's own numbers disagree with what it printed.
+    fn page_conclusion(&self, out: &mut String, page: &PageConclusion, chart: Option<&str>) {
+        out.push_str("## Conclusion\n\n");
+        if let Some(chart) = chart {
+            let _ = writeln!(out, "![Conclusion per benchmark case]({chart})\n");
+        }
+        if let Some(command) = &page.command {
+            let optimized = self
+                .spec
+                .conclusion
+                .as_ref()
+                .map_or("", |c| c.optimized.as_str());
+            let _ = writeln!(
+                out,
+                "Recommended configuration (`{optimized}`), the page's serving command quoted for the shell:\n\n```bash\n{command}\n```\n"
+            );
+        }
+        table(
+            out,
+            &page.header,
+            page.rows.iter().map(|r| {
+                vec![
+                    format!("**{}**", r.case),
+                    r.baseline.join("<br>"),
+                    r.optimized.join("<br>"),
+                ]
+            }),
+        );
+        self.page_findings(out, "Conclusion");
+    }
+
+    /// The summary of optimization options in the page's own layout.
+    fn page_summary(&self, out: &mut String, page: &PageSummary) {
+        out.push_str("## Summary of Optimization Options\n\n");
+        table(
+            out,
+            &page.header,
+            page.rows
+                .iter()
+                .map(|r| r.iter().map(|cell| cell.join("<br>")).collect()),
+        );
+        self.page_findings(out, "Summary");
+        self.summary_notes(out);
+    }
+
+    /// The page's printed values that its own numbers do not give, at `place`.
+    fn page_findings(&self, out: &mut String, place: &str) {
+        let Some(page) = &self.analysis.page else {
+            return;
+        };
+        let found: Vec<_> = page
+            .findings
+            .iter()
+            .filter(|f| f.place.starts_with(place))
+            .collect();
+        if found.is_empty() {
+            return;
+        }
+        out.push_str("The page's own numbers do not give what it printed (⚠):\n\n");
+        for f in found {
+            let _ = writeln!(out, "- {}: {}", f.place, f.note);
         }
         out.push('\n');
     }
@@ -402,6 +474,13 @@ impl Ctx<'_> {
             });
             let _ = writeln!(out, "| {} | {shown} |", r.title);
         }
+        out.push('\n');
+        self.summary_notes(out);
+    }
+
+    /// Every summary row that does not show its comparison's own result, and why.
+    fn summary_notes(&self, out: &mut String) {
+        let rows = &self.analysis.summary;
         let notes: Vec<String> = rows
             .iter()
             .filter_map(|r| {
@@ -427,11 +506,15 @@ impl Ctx<'_> {
                 Some(format!("- {}: {why}", r.title))
             })
             .collect();
-        if !notes.is_empty() {
-            out.push_str("\nRows that do not show their comparison's own result:\n\n");
-            for n in notes {
-                let _ = writeln!(out, "{n}");
-            }
+        if notes.is_empty() {
+            return;
+        }
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        out.push_str("Rows that do not show their comparison's own result:\n\n");
+        for n in notes {
+            let _ = writeln!(out, "{n}");
         }
         out.push('\n');
     }
@@ -632,6 +715,16 @@ impl Ctx<'_> {
             .iter()
             .find(|r| r.step == step && r.workload == workload)
     }
+}
+
+/// A markdown table: its header and rows of cells.
+fn table(out: &mut String, header: &[String], rows: impl Iterator<Item = Vec<String>>) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out.push('\n');
 }
 
 /// Total TPS as the published pages print it ("3019.19x2"), with n and spread

@@ -20,6 +20,30 @@ impl PrintedNumber {
         0.5 * 10f64.powi(-(self.decimals as i32))
     }
 
+    /// `value` printed as this number is: its decimals, its grouping, and a
+    /// sign where this one has `+` (a negative value always has its `-`,
+    /// even when it rounds to zero: `-0.0`, as the pages print it).
+    pub fn format(&self, value: f64) -> String {
+        let text = if self.plus {
+            format!("{value:+.*}", self.decimals)
+        } else {
+            format!("{value:.*}", self.decimals)
+        };
+        if !self.thousands {
+            return text;
+        }
+        let (sign, rest) = text.split_at(text.find(|c: char| c.is_ascii_digit()).unwrap_or(0));
+        let (int, frac) = rest.split_at(rest.find('.').unwrap_or(rest.len()));
+        let mut grouped = String::new();
+        for (i, c) in int.chars().enumerate() {
+            if i > 0 && (int.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        format!("{sign}{grouped}{frac}")
+    }
+
     /// Reads `1234.5`, `4,636.35`, `+9.75`, `-0.0`.
     pub fn parse(text: &str) -> Option<Self> {
         let (sign, digits) = match text.as_bytes().first()? {
@@ -312,6 +336,18 @@ mod tests {
         for bad in ["", "+", "1.", "4,63.35", "12,3456", "1e5", ".5", "1..2"] {
             assert_eq!(PrintedNumber::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_value_prints_as_the_page_printed_its_number() {
+        assert_eq!(n("4,636.35").format(4636.349), "4,636.35");
+        assert_eq!(n("4,636.35").format(1234567.0), "1,234,567.00");
+        assert_eq!(n("999.00").format(999.0), "999.00");
+        assert_eq!(n("+47.1").format(-0.04), "-0.0");
+        assert_eq!(n("+47.1").format(0.0), "+0.0");
+        assert_eq!(n("+9.75").format(9.7549), "+9.75");
+        assert_eq!(n("-1,000.5").format(-1234.56), "-1,234.6");
+        assert_eq!(n("12").format(11.6), "12");
     }
 
     #[test]

@@ -700,3 +700,75 @@ fn a_block_whose_request_count_contradicts_the_workload_is_refused_at_its_line()
     );
     assert!(env.samples().is_empty());
 }
+
+/// `perfpipe <args>` in the repository: exit code, stdout, stderr.
+fn perfpipe(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_perfpipe"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env(
+            "PERFPIPE_STORE",
+            std::env::temp_dir().join("perfpipe-pages-no-store"),
+        )
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_delta_that_rounds_to_zero_keeps_its_sign_as_the_page_prints_it() {
+    let report = published_report("tests/fixtures/pages/gpt-oss-20b-h100.kdl");
+    assert!(report.contains("Total TPS: 29718.21 (-0.0%)<br>Mean TPOT(ms): 239.49"));
+    assert!(!report.contains('⚠'), "{report}");
+    insta::assert_snapshot!(report);
+}
+
+#[test]
+fn a_delta_per_gpu_is_checked_per_gpu() {
+    let report = published_report("tests/fixtures/pages/gpt-oss-120b-h100.kdl");
+    assert!(report.contains("Total TPS: 16042.19 (+31.6%/GPU)"));
+    assert!(report.contains("Total TPS: 31517.47 (-7.6%/GPU)"));
+    assert!(!report.contains('⚠'), "{report}");
+    insta::assert_snapshot!(report);
+}
+
+#[test]
+fn a_delta_its_numbers_do_not_give_is_shown_with_both_values_and_listed_by_verify() {
+    let experiment = "tests/fixtures/pages/qwen3-32b-a100.kdl";
+    let report = published_report(experiment);
+    assert!(report.contains("Total TPS: 1580.36 (-12.1% ⚠ page: -13.8%)"));
+    assert!(report.contains("Total TPS: 2037.67 (+10.9%)<br>"));
+    insta::assert_snapshot!(report);
+    let (code, out, err) = perfpipe(&["verify", experiment, "--runtime", "sim"]);
+    assert!(
+        out.contains("| Conclusion, Very Long Prompt, optimized | -13.8% | -12.1% |"),
+        "{out}"
+    );
+    assert!(
+        err.contains("1 printed values of the page contradict its own numbers"),
+        "{err}"
+    );
+    // Not a measurement failure: the exit code is the measurements' (none here: 4).
+    assert_eq!(code, 4, "{err}");
+}
+
+#[test]
+fn a_conclusion_number_no_block_shows_is_flagged() {
+    let report = published_report("experiments/qwen3-14b-a100.kdl");
+    assert!(report.contains("Total TPS: 5770.24 ⚠ no block (+47.1%)"));
+    assert!(report.contains(
+        "- Conclusion, ShareGPT, optimized: no result block of the page shows Total TPS of `trtllm-optimized` on ShareGPT"
+    ));
+    // The page's other cells are reproduced without a mark.
+    let marks: usize = report
+        .lines()
+        .filter(|l| l.starts_with("| **"))
+        .map(|l| l.matches('⚠').count())
+        .sum();
+    assert_eq!(marks, 2, "{report}");
+}
