@@ -191,3 +191,104 @@ fn the_hand_written_studies_hold_every_number_of_their_page() {
         }
     }
 }
+
+/// The lines of a published report's list of the page's own contradictions.
+fn contradictions(report: &str) -> Vec<String> {
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with("The page's own numbers do not give what it printed"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("- Conclusion, ") || l.starts_with("- Summary, "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every page, through `init` and `report --published` (the binary): the
+/// report (snapshot) reproduces the page's tables, and flags exactly the
+/// page's own contradictions (the list is a snapshot too).
+#[test]
+fn every_page_reports_its_tables_and_its_own_contradictions() {
+    let env = TestEnv::new();
+    env.copy_fixture("datasets/sharegpt-tiny.json", "datasets/sharegpt-sample.json");
+    let mut all = String::new();
+    let mut found = std::collections::BTreeMap::new();
+    for page in pages() {
+        let stem = page.file_stem().unwrap().to_str().unwrap().to_owned();
+        let text = std::fs::read_to_string(&page).unwrap();
+        let generated = perfpipe::page::init(&text).unwrap();
+        let file = format!("{stem}.kdl");
+        env.write(&file, &generated.kdl);
+        let out = env
+            .cmd(&["report", &file, "--published"])
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{stem}: {}", stderr(&out));
+        let report = stdout(&out);
+        insta::assert_snapshot!(format!("published_{stem}"), report);
+        let list = contradictions(&report);
+        all.push_str(&format!("{stem}: {}\n", list.len()));
+        for l in &list {
+            all.push_str(&format!("  {l}\n"));
+        }
+        found.insert(stem, list);
+    }
+    insta::assert_snapshot!("contradictions", all);
+
+    let has = |page: &str, text: &str| found[page].iter().any(|l| l.contains(text));
+    // The cases the issue names.
+    assert_eq!(
+        found["qwen3-32b-a100"].len(),
+        1,
+        "{:?}",
+        found["qwen3-32b-a100"]
+    );
+    assert!(has(
+        "qwen3-32b-a100",
+        "Very Long Prompt, optimized: the page prints -13.8%"
+    ));
+    assert!(has(
+        "gpt-oss-20b-a100",
+        "Short Prompt, optimized: the page prints +4.0%"
+    ));
+    assert!(has(
+        "qwen3-14b-a100",
+        "no result block of the page shows Total TPS of `trtllm-optimized` on ShareGPT"
+    ));
+    for row in ["Short", "Medium", "Long", "Very Long"] {
+        assert!(has(
+            "glm-4.5-air-h100",
+            &format!("Conclusion, {row} Prompt, optimized")
+        ));
+    }
+    assert!(!has("glm-4.5-air-h100", "Conclusion, ShareGPT"));
+    assert!(has(
+        "qwen3-8b-910b",
+        "Long Prompt, optimized: the page prints +45.4%"
+    ));
+    assert!(has(
+        "qwen3-8b-910b",
+        "Very Long Prompt, optimized: the page prints +171.1%"
+    ));
+    for row in ["Short", "Medium", "Long", "Very Long"] {
+        assert!(has(
+            "qwen3-8b-910b",
+            &format!(
+                "Conclusion, {row} Prompt, optimized: the page's result block gives Total TPS"
+            )
+        ));
+    }
+    // Pages whose tables add up.
+    for page in [
+        "deepseek-r1-h200",
+        "glm-4.5-air-a100",
+        "glm-4.x-a100",
+        "glm-4.x-h100",
+        "glm-4.x-h200",
+        "qwen3-235b-a22b-a100",
+        "qwen3.5-35b-a3b-h200",
+    ] {
+        assert!(found[page].is_empty(), "{page}: {:?}", found[page]);
+    }
+}

@@ -114,6 +114,9 @@ pub struct Report {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SummaryRow {
     pub title: String,
+    /// For a row the page prints "-" although its comparison gains a
+    /// little: the gain, rounded up to a tenth (within run-to-run noise).
+    pub threshold: Option<String>,
     /// Credits the conclusion's gain (the row prints the conclusion's delta).
     pub credits_conclusion: bool,
     /// Each column but the title's: its lines as printed.
@@ -953,6 +956,11 @@ impl<'p> Builder<'p> {
                     .collect()
             })
             .unwrap_or_default();
+        let table_rows: Vec<&Vec<String>> = page
+            .summary
+            .as_ref()
+            .map(|t| t.value.iter().skip(1).map(|r| &r.value).collect())
+            .unwrap_or_default();
         let mut used_rows = Vec::new();
         let first = self
             .draft
@@ -997,8 +1005,43 @@ impl<'p> Builder<'p> {
                     })
                     .map(|s| s.name.clone())
             });
-            let from_best = swept.is_none() && gi > 0 && !self.guidellm;
-            let baseline = if let Some(tuned) = swept.clone() {
+            let row = best_row(&group.title, &summary_rows, &used_rows);
+            // The delta the summary prints for this section, if it prints one.
+            let printed = row.as_ref().and_then(|(_, r)| {
+                let i = summary_rows.iter().position(|(_, t)| t == r)?;
+                let cells = table_rows.get(i)?;
+                cells
+                    .iter()
+                    .enumerate()
+                    .filter(|(c, _)| *c != title_column)
+                    .find_map(|(_, c)| printed_delta(&cell_lines(c).join(" ")))
+            });
+            // The baseline whose comparison gives the printed delta: the
+            // page's (the first configuration, or the best so far), else one
+            // of the configurations measured before.
+            let by_printed = printed
+                .as_ref()
+                .filter(|_| !self.draft.latency && gi > 0)
+                .and_then(|delta| {
+                    let mut options = vec![first.clone()];
+                    options.extend(self.best(&earlier, &workload));
+                    options.extend(
+                        earlier
+                            .iter()
+                            .filter(|(_, w)| *w == workload)
+                            .map(|(m, _)| m.clone()),
+                    );
+                    options.into_iter().find(|b| {
+                        let others: Vec<String> =
+                            members.iter().filter(|m| *m != b).cloned().collect();
+                        self.gain(b, &others, &workload)
+                            .is_some_and(|g| format_delta(g, delta) == *delta)
+                    })
+                });
+            let from_best = by_printed.is_none() && swept.is_none() && gi > 0 && !self.guidellm;
+            let baseline = if let Some(b) = by_printed.clone() {
+                b
+            } else if let Some(tuned) = swept.clone() {
                 tuned
             } else if gi == 0 || self.guidellm {
                 if gi == 0 {
@@ -1021,7 +1064,6 @@ impl<'p> Builder<'p> {
             if candidates.is_empty() {
                 continue;
             }
-            let row = best_row(&group.title, &summary_rows, &used_rows);
             let mut comments = vec![format!("\"{}\" (line {})", group.title, group.line)];
             let title = match row {
                 Some((line, r)) => {
@@ -1031,7 +1073,12 @@ impl<'p> Builder<'p> {
                 }
                 None => group.title.clone(),
             };
-            if swept.is_some() {
+            if by_printed.is_some() {
+                comments.push(format!(
+                    "baseline: the configuration against which the best candidate gains what the summary prints ({})",
+                    printed.clone().unwrap_or_default()
+                ));
+            } else if swept.is_some() {
                 comments.push("baseline: the configuration the section's sweep tunes".to_owned());
             }
             if from_best {
@@ -1084,11 +1131,6 @@ impl<'p> Builder<'p> {
                 })
             })
             .unwrap_or(1);
-        let table_rows: Vec<&Vec<String>> = page
-            .summary
-            .as_ref()
-            .map(|t| t.value.iter().skip(1).map(|r| &r.value).collect())
-            .unwrap_or_default();
         let conclusion_deltas: Vec<(String, String)> = page
             .conclusion
             .as_ref()
@@ -1140,8 +1182,15 @@ impl<'p> Builder<'p> {
                 }
                 _ => false,
             };
+            let dash = cells.iter().flatten().all(|l| l == "-");
+            let threshold = compare
+                .filter(|_| dash && !self.draft.latency)
+                .and_then(|c| self.gain(&c.baseline, &c.candidates, &c.workload))
+                .filter(|g| *g > 0.0 && *g < 1.0)
+                .map(|g| format!("{:.1}", (g * 10.0).ceil() / 10.0));
             summary.push(SummaryRow {
                 title: title.clone(),
+                threshold,
                 credits_conclusion,
                 cells,
             });
@@ -1160,6 +1209,28 @@ impl<'p> Builder<'p> {
             skip_lower_than_previous: all_cells.iter().any(|c| c.contains("lower than previous")),
             summary,
         });
+    }
+
+    /// The best candidate's throughput gain over `baseline` on `workload`, in %
+    /// (replicas counted, as the pages count them).
+    fn gain(&self, baseline: &str, candidates: &[String], workload: &str) -> Option<f64> {
+        let total = |m: &str| {
+            let replicas = self
+                .draft
+                .steps
+                .iter()
+                .find(|s| instances(s).iter().any(|i| i == m))
+                .map_or(1, |s| s.replicas);
+            self.score(m, workload).map(|v| v * f64::from(replicas))
+        };
+        let b = total(baseline)?;
+        let best = candidates
+            .iter()
+            .filter_map(|c| total(c))
+            .fold(None, |acc: Option<f64>, v| {
+                Some(acc.map_or(v, |a| a.max(v)))
+            })?;
+        Some((best / b - 1.0) * 100.0)
     }
 
     /// The best of `members` on `workload`: highest throughput, or lowest latency.
@@ -1467,6 +1538,16 @@ fn cell_lines(cell: &str) -> Vec<String> {
         })
         .filter(|l| !l.is_empty())
         .collect()
+}
+
+/// `gain` printed as `like` is printed ("+47.1%": sign, same decimals).
+fn format_delta(gain: f64, like: &str) -> String {
+    let decimals = like
+        .trim_end_matches('%')
+        .split_once('.')
+        .map_or(0, |(_, f)| f.len());
+    let sign = if gain >= 0.0 { "+" } else { "" };
+    format!("{sign}{gain:.decimals$}%")
 }
 
 /// The first delta a text prints: "(+47.1%)" or "+47.1%" → "+47.1%".

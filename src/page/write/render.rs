@@ -248,7 +248,15 @@ pub fn render(d: &Draft) -> String {
                 } else {
                     ""
                 };
-                o.line(2, &format!("summary {}{credits} {{", quote(&row.title)));
+                let threshold = row
+                    .threshold
+                    .as_ref()
+                    .map(|t| format!(" threshold={t}"))
+                    .unwrap_or_default();
+                o.line(
+                    2,
+                    &format!("summary {}{credits}{threshold} {{", quote(&row.title)),
+                );
                 for cell in &row.cells {
                     o.line(3, &format!("cell {}", strings(cell)));
                 }
