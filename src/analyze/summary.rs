@@ -53,6 +53,7 @@ pub fn summary(
                 credits: Credit::Comparison,
                 threshold_pct: 0.0,
                 printed: Vec::new(),
+                optimized: None,
             })
             .collect()
     });

@@ -160,14 +160,7 @@ impl Ctx<'_> {
             let _ = writeln!(out, "![{what} per benchmark case]({chart})\n");
         }
         if let Some(step) = self.spec.step(&table.optimized) {
-            let replicas = match (step.replicas, step.measure_all) {
-                (1, _) => String::new(),
-                (n, false) => format!(
-                    ", {n} replicas of {} GPUs; one measured, its throughput reported ×{n}",
-                    step.gpus
-                ),
-                (n, true) => format!(", {n} replicas of {} GPUs, all measured", step.gpus),
-            };
+            let replicas = replicas_note(step);
             let _ = writeln!(
                 out,
                 "Recommended configuration (`{}`{replicas}):\n\n```bash\n{}\n```\n",
@@ -244,9 +237,13 @@ impl Ctx<'_> {
                 .conclusion
                 .as_ref()
                 .map_or("", |c| c.optimized.as_str());
+            let replicas = self
+                .spec
+                .step(optimized)
+                .map_or(String::new(), replicas_note);
             let _ = writeln!(
                 out,
-                "Recommended configuration (`{optimized}`), the page's serving command quoted for the shell:\n\n```bash\n{command}\n```\n"
+                "Recommended configuration (`{optimized}`{replicas}), the page's serving command quoted for the shell:\n\n```bash\n{command}\n```\n"
             );
         }
         table(
@@ -255,8 +252,8 @@ impl Ctx<'_> {
             page.rows.iter().map(|r| {
                 vec![
                     format!("**{}**", r.case),
-                    r.baseline.join("<br>"),
-                    r.optimized.join("<br>"),
+                    cell(&r.baseline),
+                    cell(&r.optimized),
                 ]
             }),
         );
@@ -271,7 +268,7 @@ impl Ctx<'_> {
             &page.header,
             page.rows
                 .iter()
-                .map(|r| r.iter().map(|cell| cell.join("<br>")).collect()),
+                .map(|r| r.iter().map(|c| cell(c)).collect()),
         );
         self.page_findings(out, "Summary");
         self.summary_notes(out);
@@ -715,6 +712,56 @@ impl Ctx<'_> {
             .iter()
             .find(|r| r.step == step && r.workload == workload)
     }
+}
+
+/// How a configuration of several replicas is measured, for its heading.
+fn replicas_note(step: &crate::spec::Step) -> String {
+    match (step.replicas, step.measure_all) {
+        (1, _) => String::new(),
+        (n, false) => format!(
+            ", {n} replicas of {} GPUs; one measured, its throughput reported ×{n}",
+            step.gpus
+        ),
+        (n, true) => format!(", {n} replicas of {} GPUs, all measured", step.gpus),
+    }
+}
+
+/// A printed cell: its lines, each coloured, broken as the pages break them.
+fn cell(lines: &[String]) -> String {
+    lines
+        .iter()
+        .map(|l| coloured(l))
+        .collect::<Vec<_>>()
+        .join("<br>")
+}
+
+/// A printed line with its delta, ratio or note coloured as the pages colour
+/// them: `Total TPS: 5770.24 <span ...>(+47.1%)</span>`, a bare `+47.1%`.
+fn coloured(line: &str) -> String {
+    let bare_delta =
+        line.len() > 1 && (line.starts_with('+') || line.starts_with('-')) && line.contains('%');
+    let (text, change) = match line.rfind(" (") {
+        Some(i) if line.ends_with(')') => line.split_at(i + 1),
+        _ if (line.starts_with('(') && line.ends_with(')')) || bare_delta => ("", line),
+        _ => return line.to_owned(),
+    };
+    // A delta, a ratio or a skip note; not a name's parentheses (`(r=8)`).
+    let inside = change.trim_start_matches('(');
+    if !(inside.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-')
+        || inside.starts_with("Success rate"))
+    {
+        return line.to_owned();
+    }
+    let colour = if change.contains("Success rate") || change.contains("slower") {
+        "#ffd6d6"
+    } else if change.contains("lower than previous") {
+        "yellow"
+    } else if change.trim_start_matches('(').starts_with('-') {
+        "#fbcaca"
+    } else {
+        "lightgreen"
+    };
+    format!("{text}<span style=\"background-color:{colour};\">{change}</span>")
 }
 
 /// A markdown table: its header and rows of cells.

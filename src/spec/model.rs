@@ -537,6 +537,9 @@ pub struct SummaryRowDecl {
     pub threshold_pct: f64,
     /// The row's cells as the page printed them (`cell`), after its title.
     pub printed: Vec<PrintedCell>,
+    /// The step the row's "Optimized" column shows (`optimized=`); default:
+    /// the comparison's best candidate.
+    pub optimized: Option<String>,
 }
 
 /// What a summary row's number is.

@@ -651,27 +651,10 @@ fn qwen3_5_35b_h200_holds_every_number_of_its_page() {
     let deltas: Vec<&str> = ours.iter().map(|r| r.3.as_str()).collect();
     assert_eq!(deltas, ["+9.75%", "+33.03%", "+25.41%", "+17.25%"]);
 
-    // The page's summary prints each option's Total TPS with its gain, and
-    // instead of the speculative decoding gain (+61.07%), its success rate.
-    let page_summary: Vec<(String, String)> = text
-        .split("### Summary of Optimization Options")
-        .nth(1)
-        .unwrap()
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .skip(2)
-        .map(|l| {
-            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
-            let gain = cells[2].split_once("\">(").unwrap().1;
-            let gain = gain.split([',', ')']).next().unwrap();
-            (cells[1].to_owned(), gain.to_owned())
-        })
-        .collect();
-    let mut ours = summary_rows(&report);
-    assert_eq!(ours[4].1, "+61.07%");
-    ours[4].1 = "Success rate: 51.6%".to_owned();
-    assert_eq!(ours, page_summary);
+    // The page's summary prints, instead of the speculative decoding gain
+    // (+61.07%), its success rate, as its rule skips it: so does the report
+    // (cell for cell: `the_guidellm_era_pages_are_reproduced_cell_for_cell`).
+    assert!(report.contains("Total TPS: 15514.15 <span style=\"background-color:#ffd6d6;\">(Success rate: 51.6%, optimization skipped)</span>"));
 }
 
 #[test]
@@ -723,7 +706,9 @@ fn perfpipe(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn a_delta_that_rounds_to_zero_keeps_its_sign_as_the_page_prints_it() {
     let report = published_report("tests/fixtures/pages/gpt-oss-20b-h100.kdl");
-    assert!(report.contains("Total TPS: 29718.21 (-0.0%)<br>Mean TPOT(ms): 239.49"));
+    assert!(report.contains(
+        "Total TPS: 29718.21 <span style=\"background-color:#fbcaca;\">(-0.0%)</span><br>Mean TPOT(ms): 239.49"
+    ));
     assert!(!report.contains('⚠'), "{report}");
     insta::assert_snapshot!(report);
 }
@@ -731,8 +716,12 @@ fn a_delta_that_rounds_to_zero_keeps_its_sign_as_the_page_prints_it() {
 #[test]
 fn a_delta_per_gpu_is_checked_per_gpu() {
     let report = published_report("tests/fixtures/pages/gpt-oss-120b-h100.kdl");
-    assert!(report.contains("Total TPS: 16042.19 (+31.6%/GPU)"));
-    assert!(report.contains("Total TPS: 31517.47 (-7.6%/GPU)"));
+    assert!(report.contains(
+        "Total TPS: 16042.19 <span style=\"background-color:lightgreen;\">(+31.6%/GPU)</span>"
+    ));
+    assert!(report.contains(
+        "Total TPS: 31517.47 <span style=\"background-color:#fbcaca;\">(-7.6%/GPU)</span>"
+    ));
     assert!(!report.contains('⚠'), "{report}");
     insta::assert_snapshot!(report);
 }
@@ -741,8 +730,12 @@ fn a_delta_per_gpu_is_checked_per_gpu() {
 fn a_delta_its_numbers_do_not_give_is_shown_with_both_values_and_listed_by_verify() {
     let experiment = "tests/fixtures/pages/qwen3-32b-a100.kdl";
     let report = published_report(experiment);
-    assert!(report.contains("Total TPS: 1580.36 (-12.1% ⚠ page: -13.8%)"));
-    assert!(report.contains("Total TPS: 2037.67 (+10.9%)<br>"));
+    assert!(report.contains(
+        "Total TPS: 1580.36 <span style=\"background-color:#fbcaca;\">(-12.1% ⚠ page: -13.8%)</span>"
+    ));
+    assert!(report.contains(
+        "Total TPS: 2037.67 <span style=\"background-color:lightgreen;\">(+10.9%)</span><br>"
+    ));
     insta::assert_snapshot!(report);
     let (code, out, err) = perfpipe(&["verify", experiment, "--runtime", "sim"]);
     assert!(
@@ -760,7 +753,9 @@ fn a_delta_its_numbers_do_not_give_is_shown_with_both_values_and_listed_by_verif
 #[test]
 fn a_conclusion_number_no_block_shows_is_flagged() {
     let report = published_report("experiments/qwen3-14b-a100.kdl");
-    assert!(report.contains("Total TPS: 5770.24 ⚠ no block (+47.1%)"));
+    assert!(report.contains(
+        "Total TPS: 5770.24 ⚠ no block <span style=\"background-color:lightgreen;\">(+47.1%)</span>"
+    ));
     assert!(report.contains(
         "- Conclusion, ShareGPT, optimized: no result block of the page shows Total TPS of `trtllm-optimized` on ShareGPT"
     ));
@@ -771,4 +766,78 @@ fn a_conclusion_number_no_block_shows_is_flagged() {
         .map(|l| l.matches('⚠').count())
         .sum();
     assert_eq!(marks, 2, "{report}");
+}
+
+/// The rows of the markdown table whose header starts with `header`, each
+/// cell with its runs of spaces collapsed, as a page and a report print them.
+fn table_rows(markdown: &str, header: &str) -> Vec<Vec<String>> {
+    markdown
+        .lines()
+        .skip_while(|l| !l.starts_with(header))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim()
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect()
+        })
+        .collect()
+}
+
+fn lab_page(name: &str) -> String {
+    std::fs::read_to_string(
+        Path::new(FIXTURES)
+            .join("published/gpustack-perf-lab")
+            .join(name),
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_guidellm_era_pages_are_reproduced_cell_for_cell() {
+    let cases = [
+        (
+            "experiments/qwen3.5-35b-a3b-h200.kdl",
+            "qwen3.5-35b-a3b-h200.md",
+            "| Benchmark Cases",
+        ),
+        (
+            "experiments/qwen3.5-9b-h100-latency.kdl",
+            "qwen3.5-9b-h100-latency.md",
+            "| Benchmark Case | Group",
+        ),
+    ];
+    for (experiment, page, summary_header) in cases {
+        let report = published_report(experiment);
+        let page = lab_page(page);
+        let conclusion = "| Benchmark Case | ";
+        assert_eq!(
+            table_rows(&report, conclusion),
+            table_rows(&page, conclusion),
+            "{experiment}"
+        );
+        assert_eq!(
+            table_rows(&report, summary_header),
+            table_rows(&page, summary_header),
+            "{experiment}"
+        );
+        assert!(!report.contains('⚠'), "{report}");
+    }
+    // The page's command, which bash would brace-expand, is quoted.
+    let report = published_report("experiments/qwen3.5-9b-h100-latency.kdl");
+    assert!(report.contains(
+        r#"--max-model-len=32768 '--speculative-config={"method":"mtp","num_speculative_tokens":1}' --language-model-only"#
+    ));
+}
+
+#[test]
+fn qwen3_5_35b_report() {
+    insta::assert_snapshot!(published_report("experiments/qwen3.5-35b-a3b-h200.kdl"));
+}
+
+#[test]
+fn qwen3_5_9b_latency_report() {
+    insta::assert_snapshot!(published_report("experiments/qwen3.5-9b-h100-latency.kdl"));
 }

@@ -103,7 +103,10 @@ pub(super) fn line_number(
                     "the page's result block gives {what} as {computed}{how}, where this cell prints {as_printed}"
                 ),
             });
-            Some(format!("{} ⚠ page: {as_printed}", text(computed)))
+            Some(format!(
+                "{} ⚠ page: {as_printed}{times}{unit}",
+                text(computed)
+            ))
         }
         None => {
             findings.push(PageFinding {

@@ -133,8 +133,12 @@ impl RowCtx<'_> {
         }
     }
 
-    /// The option's configuration: the comparison's best candidate, else its first.
+    /// The option's configuration: the declared `optimized=` step, else the
+    /// comparison's best candidate, else its first.
     fn candidate(&self) -> Option<String> {
+        if let Some(step) = &self.decl.optimized {
+            return Some(step.clone());
+        }
         self.row.data.as_ref().map(|g| g.step.clone()).or_else(|| {
             let title = self.decl.comparison.as_deref().unwrap_or(&self.decl.title);
             let c = self.spec.comparisons.iter().find(|c| c.title == title)?;

@@ -104,7 +104,8 @@ impl Decoder {
     }
 
     fn summary_row(&mut self, node: &KdlNode) -> Option<SummaryRowDecl> {
-        self.props(node, &["compare", "credits", "threshold"]);
+        self.props(node, &["compare", "credits", "threshold", "optimized"]);
+        let optimized = prop(node, "optimized").and_then(|e| self.reference(e, RefKind::Step));
         let printed = self
             .children(node, &["cell"])
             .into_iter()
@@ -137,6 +138,7 @@ impl Decoder {
             credits,
             threshold_pct,
             printed,
+            optimized,
         })
     }
 
