@@ -210,7 +210,10 @@ fn contradictions(report: &str) -> Vec<String> {
 #[test]
 fn every_page_reports_its_tables_and_its_own_contradictions() {
     let env = TestEnv::new();
-    env.copy_fixture("datasets/sharegpt-tiny.json", "datasets/sharegpt-sample.json");
+    env.copy_fixture(
+        "datasets/sharegpt-tiny.json",
+        "datasets/sharegpt-sample.json",
+    );
     let mut all = String::new();
     let mut found = std::collections::BTreeMap::new();
     for page in pages() {
