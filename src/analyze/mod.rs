@@ -142,8 +142,13 @@ pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsErro
     } else {
         Vec::new()
     };
-    let page = Some(page::reproduce(spec, &runs, &comparisons, &summary))
-        .filter(|p| !from_store && (p.conclusion.is_some() || p.summary.is_some()));
+    let page = Some(page::reproduce(spec, &runs, &comparisons, &summary)).filter(|p| {
+        !from_store
+            && (p.conclusion.is_some()
+                || p.summary.is_some()
+                || !p.sentences.is_empty()
+                || !p.deltas.is_empty())
+    });
     Ok(Analysis {
         comparisons,
         conclusion,

@@ -287,6 +287,9 @@ impl Ctx<'_> {
         if found.is_empty() {
             return;
         }
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
         out.push_str("The page's own numbers do not give what it printed (⚠):\n\n");
         for f in found {
             let _ = writeln!(out, "- {}: {}", f.place, f.note);
@@ -379,7 +382,24 @@ impl Ctx<'_> {
                 .collect();
             let _ = writeln!(out, "\nResult: {}", line.join(" > "));
         }
+        self.page_sentence(out, &c.title);
         out.push('\n');
+    }
+
+    /// The section's "Summary:" sentence as the page wrote it, its numbers
+    /// computed, and where the page's own numbers disagree.
+    fn page_sentence(&self, out: &mut String, title: &str) {
+        let Some(page) = &self.analysis.page else {
+            return;
+        };
+        if let Some((_, sentence)) = page.sentences.iter().find(|(t, _)| t == title) {
+            let _ = writeln!(out, "\nSummary: {sentence}");
+            self.page_findings(out, &format!("{title}, Summary"));
+        }
+        if let Some((_, delta)) = page.deltas.iter().find(|(t, _)| t == title) {
+            let _ = writeln!(out, "\nThe page's delta for this section: {delta}");
+            self.page_findings(out, &format!("{title}, delta"));
+        }
     }
 
     /// A comparison of a latency study: ranked by mean latency, lowest first,
@@ -446,6 +466,7 @@ impl Ctx<'_> {
         if !known.is_empty() {
             let _ = writeln!(out, "\nMean latency per request: {}", known.join(" < "));
         }
+        self.page_sentence(out, &c.title);
         out.push('\n');
     }
 

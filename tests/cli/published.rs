@@ -722,6 +722,7 @@ fn a_delta_per_gpu_is_checked_per_gpu() {
     assert!(report.contains(
         "Total TPS: 31517.47 <span style=\"background-color:#fbcaca;\">(-7.6%/GPU)</span>"
     ));
+    assert!(report.contains("The page's delta for this section: +26.8%/GPU"));
     assert!(!report.contains('⚠'), "{report}");
     insta::assert_snapshot!(report);
 }
@@ -824,6 +825,13 @@ fn the_guidellm_era_pages_are_reproduced_cell_for_cell() {
             "{experiment}"
         );
         assert!(!report.contains('⚠'), "{report}");
+        // Each section's "Summary:" sentence, its numbers computed again.
+        for sentence in page.lines().filter_map(|l| l.strip_prefix("- Summary: ")) {
+            assert!(
+                report.contains(&format!("\nSummary: {sentence}\n")),
+                "{sentence}"
+            );
+        }
     }
     // The page's command, which bash would brace-expand, is quoted.
     let report = published_report("experiments/qwen3.5-9b-h100-latency.kdl");
@@ -840,4 +848,27 @@ fn qwen3_5_35b_report() {
 #[test]
 fn qwen3_5_9b_latency_report() {
     insta::assert_snapshot!(published_report("experiments/qwen3.5-9b-h100-latency.kdl"));
+}
+
+#[test]
+fn conclusion_numbers_other_than_the_blocks_and_deltas_rounded_twice_are_flagged() {
+    let experiment = "tests/fixtures/pages/qwen3-8b-910b.kdl";
+    let report = published_report(experiment);
+    assert!(
+        report.contains("Total TPS: 13362.49 ⚠ page: 11159.01"),
+        "{report}"
+    );
+    assert!(report.contains(
+        "- Conclusion, Long Prompt, optimized: the page prints +45.4%; its numbers 7677.41 and 11159.01 give 45.349% (45.348 to 45.349 within their rounding); rounded first to 2 decimals (45.35), then to 1, it gives +45.4%: the page seems to have rounded twice"
+    ), "{report}");
+    assert!(
+        report.contains("the page prints +171.1%; its numbers 2890.64 and 7835.01 give 171.048%")
+    );
+    let (_, out, _) = perfpipe(&["verify", experiment, "--runtime", "sim"]);
+    let listed = out
+        .lines()
+        .filter(|l| l.starts_with("| Conclusion, "))
+        .count();
+    assert_eq!(listed, 6, "two deltas and four cells no block shows: {out}");
+    insta::assert_snapshot!(report);
 }

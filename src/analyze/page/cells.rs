@@ -175,9 +175,9 @@ pub(super) fn reproduce_change(
     };
     let twice = rounded_twice(mid, printed_number).then(|| {
         let once = printed_number.decimals + 1;
+        let d = printed_number.decimals;
         format!(
-            "; {mid:.once$} rounded to {} digits and again gives it: the page seems to have rounded twice",
-            printed_number.decimals
+            "; rounded first to {once} decimals ({mid:.once$}), then to {d}, it gives {as_printed}: the page seems to have rounded twice"
         )
     });
     let per = if per_gpu { " per GPU" } else { "" };

@@ -6,6 +6,7 @@
 mod cells;
 mod conclusion;
 mod interval;
+mod sentence;
 mod summary;
 
 pub use conclusion::{PageConclusion, PageRow};
@@ -35,6 +36,10 @@ pub struct PageFinding {
 pub struct PageReproduction {
     pub conclusion: Option<PageConclusion>,
     pub summary: Option<PageSummary>,
+    /// Each section's "Summary:" sentence reproduced, by the comparison's title.
+    pub sentences: Vec<(String, String)>,
+    /// Each section's own printed delta reproduced, by the comparison's title.
+    pub deltas: Vec<(String, String)>,
     pub findings: Vec<PageFinding>,
 }
 
@@ -50,9 +55,29 @@ pub fn reproduce(
     let mut findings = Vec::new();
     let conclusion = conclusion::reproduce(spec, records, &mut findings);
     let summary = summary::reproduce(spec, records, comparisons, summary, &mut findings);
+    let sentences = spec
+        .comparisons
+        .iter()
+        .zip(comparisons)
+        .filter_map(|(decl, result)| {
+            let s = sentence::reproduce(spec, records, decl, result, &mut findings)?;
+            Some((decl.title.clone(), s))
+        })
+        .collect();
+    let deltas = spec
+        .comparisons
+        .iter()
+        .zip(comparisons)
+        .filter_map(|(decl, result)| {
+            let d = sentence::section_delta(spec, records, decl, result, &mut findings)?;
+            Some((decl.title.clone(), d))
+        })
+        .collect();
     PageReproduction {
         conclusion,
         summary,
+        sentences,
+        deltas,
         findings,
     }
 }

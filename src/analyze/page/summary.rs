@@ -439,7 +439,7 @@ impl RowCtx<'_> {
 }
 
 /// The printed total throughput of `step`'s result block on `workload`.
-fn block_text(spec: &Spec, step: &str, workload: &str) -> Option<String> {
+pub(super) fn block_text(spec: &Spec, step: &str, workload: &str) -> Option<String> {
     let tps = spec.harness.kind.metric_set().tps();
     spec.step(step)?
         .expectations
