@@ -119,6 +119,9 @@ pub struct SummaryRow {
     pub threshold: Option<String>,
     /// Credits the conclusion's gain (the row prints the conclusion's delta).
     pub credits_conclusion: bool,
+    /// The step its Optimized column shows, where that is the baseline
+    /// itself (the latency page's engine row: the engine chosen).
+    pub optimized: Option<String>,
     /// Each column but the title's: its lines as printed.
     pub cells: Vec<Vec<String>>,
 }
@@ -1201,8 +1204,33 @@ impl<'p> Builder<'p> {
                 .and_then(|c| self.gain(&c.baseline, &c.candidates, &c.workload))
                 .filter(|g| *g > 0.0 && *g < 1.0)
                 .map(|g| format!("{:.1}", (g * 10.0).ceil() / 10.0));
+            let header: Vec<String> = page
+                .summary
+                .as_ref()
+                .and_then(|t| t.value.first())
+                .map(|h| h.value.iter().map(|c| strip_bold(c)).collect())
+                .unwrap_or_default();
+            let column = |name: &str| header.iter().position(|h| h == name);
+            let raw = table_rows
+                .get(
+                    summary_rows
+                        .iter()
+                        .position(|(_, t)| t == title)
+                        .unwrap_or(usize::MAX),
+                )
+                .copied();
+            let optimized = match (column("Optimized"), column("Baseline"), raw, compare) {
+                (Some(o), Some(b), Some(cells), Some(c))
+                    if cells.get(o).map(|x| cell_lines(x))
+                        == cells.get(b).map(|x| cell_lines(x)) =>
+                {
+                    Some(c.baseline.clone())
+                }
+                _ => None,
+            };
             summary.push(SummaryRow {
                 title: title.clone(),
+                optimized,
                 threshold,
                 credits_conclusion,
                 cells,

@@ -253,9 +253,17 @@ pub fn render(d: &Draft) -> String {
                     .as_ref()
                     .map(|t| format!(" threshold={t}"))
                     .unwrap_or_default();
+                let optimized = row
+                    .optimized
+                    .as_ref()
+                    .map(|t| format!(" optimized={t}"))
+                    .unwrap_or_default();
                 o.line(
                     2,
-                    &format!("summary {}{credits}{threshold} {{", quote(&row.title)),
+                    &format!(
+                        "summary {}{credits}{threshold}{optimized} {{",
+                        quote(&row.title)
+                    ),
                 );
                 for cell in &row.cells {
                     o.line(3, &format!("cell {}", strings(cell)));
