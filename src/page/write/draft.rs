@@ -1710,6 +1710,41 @@ mod tests {
     }
 
     #[test]
+    fn block_labels_name_the_flags_they_set() {
+        let script: Vec<String> = ["--attention-backend", "triton"].map(String::from).to_vec();
+        let outcome = Outcome::Failure {
+            line: 1,
+            label: None,
+            error: String::new(),
+        };
+        let variants = vec![
+            ("triton".to_owned(), 0, &outcome),
+            ("flashinfer".to_owned(), 0, &outcome),
+        ];
+        // A bare label is a value of the script's flag that another label holds.
+        assert_eq!(
+            variant_flags("flashinfer", &script, &variants),
+            vec![(
+                "--attention-backend".to_owned(),
+                Some("flashinfer".to_owned())
+            )]
+        );
+        assert_eq!(
+            variant_flags("--max-num-batched-tokens 4096", &[], &variants),
+            vec![(
+                "--max-num-batched-tokens".to_owned(),
+                Some("4096".to_owned())
+            )]
+        );
+        assert_eq!(
+            variant_flags("fa3", &[], &[("fa3".to_owned(), 0, &outcome)]),
+            vec![]
+        );
+        assert_eq!(format_delta(47.06, "+47.1%"), "+47.1%");
+        assert_eq!(format_delta(-0.4, "-0.4%"), "-0.4%");
+    }
+
+    #[test]
     fn sections_find_their_summary_rows() {
         let rows = vec![
             (1, "Engine Selection".to_owned()),
