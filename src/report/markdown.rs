@@ -246,6 +246,10 @@ impl Ctx<'_> {
                 "Recommended configuration (`{optimized}`{replicas}), the page's serving command quoted for the shell:\n\n```bash\n{command}\n```\n"
             );
         }
+        // Two pages print a recommended command but no table.
+        if page.rows.is_empty() {
+            return;
+        }
         table(
             out,
             &page.header,
@@ -853,6 +857,32 @@ fn source_kinds(runs: &[RunRecord]) -> Vec<Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_with_a_command_and_no_conclusion_table_shows_the_command_alone() {
+        let text = r#"experiment "e" {
+            hardware "nvidia-a100-sxm4-80gb" gpus=8
+            model "o/m"
+            engine vllm version="0.11.0"
+            workload w { dataset random input=8 output=8; prompts 1 }
+            step a engine=vllm gpus=8 { expect w { total_token_throughput 1.00; } }
+            conclusion baseline=a optimized=a { command "vllm" "serve" "o/m" "-tp" "8"; }
+        }"#;
+        let spec = crate::spec::parse(&crate::spec::SourceFile {
+            name: "e.kdl".into(),
+            text: text.into(),
+        })
+        .unwrap();
+        let analysis =
+            crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec)).unwrap();
+        let report = markdown(&spec, &analysis, None);
+        assert!(
+            report.contains("```bash\nvllm serve o/m -tp 8\n```"),
+            "{report}"
+        );
+        let conclusion = report.split("## Other").next().unwrap();
+        assert!(!conclusion.contains("| Benchmark Case |"), "{report}");
+    }
 
     #[test]
     fn a_speed_ratio_reads_as_the_latency_pages_print_it() {

@@ -163,6 +163,26 @@ impl Decoder {
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default();
+        let columns = spec.report.summary_table.as_ref().map(|t| t.header.len());
+        for (row, row_node) in rows.iter().zip(row_nodes.iter().copied()) {
+            // A row prints a cell under every column but the one of its title.
+            if let Some(columns) = columns
+                && !row.printed.is_empty()
+                && row.printed.len() + 1 != columns
+            {
+                self.error(
+                    SpecDiagnostic::new(
+                        row_node.span(),
+                        format!(
+                            "the row prints {} cells where the summary table has {columns} columns",
+                            row.printed.len()
+                        ),
+                        "here",
+                    )
+                    .with_help("give one `cell` per column of `summary-table` but the one that holds the row's title, in the header's order"),
+                );
+            }
+        }
         for (row, row_node) in rows.iter().zip(row_nodes) {
             if let Some(c) = &row.comparison
                 && !titles.contains(&c.as_str())

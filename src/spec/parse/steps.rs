@@ -702,5 +702,20 @@ mod printed_tests {
             "{errors:?}"
         );
         assert!(errors.iter().any(|e| e.contains("nowhere")), "{errors:?}");
+
+        let errors = experiment(
+            r#"compare "P" baseline=a { candidate b; }
+            report {
+                summary-table "Benchmark Cases" "Optimized" "Baseline"
+                summary "P" { cell "Total TPS: 1.00 (+1.0%)"; }
+            }"#,
+        )
+        .unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("the row prints 1 cells where the summary table has 3 columns")),
+            "{errors:?}"
+        );
     }
 }
