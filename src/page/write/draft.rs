@@ -772,6 +772,32 @@ impl<'p> Builder<'p> {
     fn conclusion(&mut self) {
         let page = self.page;
         let Some(table) = &page.conclusion else {
+            // No table: the recommended command alone, as the configuration it runs.
+            let recommended = page.recommended.as_ref().and_then(|r| serving(&r.value));
+            let optimized = recommended.as_ref().and_then(|r| {
+                self.draft.steps.iter().position(|s| {
+                    s.engine == r.engine
+                        && s.args == r.args
+                        && s.model.as_deref().unwrap_or(&self.draft.model) == r.model
+                        && s.vary.is_none()
+                })
+            });
+            if let (Some(r), Some(optimized), Some(first)) =
+                (&page.recommended, optimized, self.draft.steps.first())
+            {
+                self.draft.conclusion = Some(Conclusion {
+                    comments: vec![
+                        format!("The recommended \"Serving Command\" (line {}): `{}`", r.line, r.value),
+                        "The page has no before/after table: the conclusion records the command and the configuration it runs".into(),
+                    ],
+                    baseline: first.name.clone(),
+                    optimized: self.draft.steps[optimized].name.clone(),
+                    command: r.value.split_whitespace().map(str::to_owned).collect(),
+                    table: Vec::new(),
+                    cases: Vec::new(),
+                });
+                return;
+            }
             if let Some(r) = &page.recommended {
                 self.draft.groups.push(Group {
                     title: "Conclusion".into(),
