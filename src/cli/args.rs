@@ -78,6 +78,11 @@ pub enum Command {
     /// Import a published "Serving Benchmark Result" block as a run's published numbers.
     #[command(after_long_help = examples::IMPORT)]
     Import(ImportArgs),
+    /// Write the experiment of a published study page: every configuration,
+    /// every number of every result block as an expectation, the comparisons,
+    /// the conclusion and the report layout.
+    #[command(after_long_help = examples::INIT)]
+    Init(InitArgs),
     /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
     #[command(after_long_help = examples::BENCH)]
     Bench(Box<BenchArgs>),
@@ -685,6 +690,20 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
           value_parser = timeout_secs())]
     pub stall_timeout: u64,
+}
+
+/// `init --from-page`: a published page becomes an experiment file.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The page (markdown, as the performance lab publishes it).
+    #[arg(long, value_name = "PAGE")]
+    pub from_page: PathBuf,
+    /// Where to write the experiment [default: experiments/<model>-<hardware>[-latency].kdl].
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Replace the file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `import`'s own options: published numbers are filed under the runs the

@@ -69,6 +69,9 @@ pub enum CliError {
         #[diagnostic_source]
         cause: Box<dyn Diagnostic + Send + Sync>,
     },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Page(Box<PageReport>),
     #[error("cannot write `{path}`")]
     #[diagnostic(help("name a file in a directory this user can write"))]
     Write {
@@ -179,6 +182,7 @@ impl CliError {
             | Self::ReadLockfile { .. }
             | Self::NoSpace { .. }
             | Self::Write { .. }
+            | Self::Page(_)
             | Self::GcRoot { .. }
             | Self::Secret(_)
             | Self::Project(_)
@@ -206,4 +210,19 @@ impl CliError {
             | Self::Runtime { .. } => exit_code::INTERNAL,
         }
     }
+}
+
+/// A page `init --from-page` cannot read, shown at its line.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("cannot read the page `{path}`: {message}")]
+#[diagnostic(help(
+    "`init --from-page` reads a study page as the performance lab publishes it (markdown): serving scripts or backend parameters under \"Experiment Results\", each followed by its benchmark result"
+))]
+pub struct PageReport {
+    pub path: String,
+    pub message: String,
+    #[source_code]
+    pub src: miette::NamedSource<String>,
+    #[label("here")]
+    pub span: miette::SourceSpan,
 }

@@ -50,6 +50,12 @@ Examples:
   perfpipe import experiments/qwen3-14b-a100.kdl --step vllm --workload sharegpt \\
       --source https://example.com/qwen3-14b-a100 < block.txt";
 
+pub const INIT: &str = "\
+Examples:
+  perfpipe init --from-page qwen3-14b-a100.md
+  perfpipe init --from-page qwen3-14b-a100.md -o experiments/qwen3-14b-a100.kdl --force
+  perfpipe report experiments/qwen3-14b-a100.kdl --published";
+
 pub const BENCH: &str = "\
 Examples:
   perfpipe bench --base-url http://127.0.0.1:8000 --backend openai-chat \\

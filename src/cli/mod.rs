@@ -14,6 +14,7 @@ mod examples;
 mod explain;
 mod fetch;
 mod import;
+mod init;
 mod lock;
 mod lockfile;
 mod man;
@@ -75,6 +76,7 @@ pub fn main() -> u8 {
         Command::Verify(args) => verify::verify(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Import(args) => import::import(&args),
+        Command::Init(args) => init::init(&args),
         Command::Lock(args) => lock::lock(&args),
         Command::Diff(args) => diff::diff(&args),
         Command::Explain(args) => explain::explain(&args),

@@ -102,6 +102,10 @@ fn apply(command: &mut Command, project: &Project) {
             store(&mut a.store);
             runtime(&mut a.runtime);
         }
+        Command::Init(a) => {
+            path(&mut a.from_page);
+            optional(&mut a.output);
+        }
         Command::Import(a) => {
             experiment(&mut a.experiment);
             store(&mut a.store);

@@ -91,6 +91,8 @@ pub struct ParsedBlock {
     pub settings: BTreeMap<String, f64>,
     /// The page's label of each number (metrics and settings), by name.
     pub labels: BTreeMap<String, String>,
+    /// Each number as printed (`4616.00`, not `4616`), by name.
+    pub texts: BTreeMap<String, String>,
 }
 
 impl ParsedBlock {
@@ -372,6 +374,7 @@ fn parse_rows(header: usize, lines: &[(usize, &str)]) -> Result<(ParsedBlock, us
             });
         }
         block.labels.insert(key.clone(), label.to_owned());
+        block.texts.insert(key.clone(), value.to_owned());
         let map = if settings {
             &mut block.settings
         } else {

@@ -16,6 +16,7 @@ mod fetch;
 mod help;
 mod lock;
 mod objectives;
+mod pages;
 mod project;
 mod published;
 mod reliability;

@@ -1,0 +1,50 @@
+//! A published study page (markdown, as the GPUStack performance lab
+//! publishes it) → the experiment a careful user writes. (pure)
+//!
+//! ```text
+//! markdown  (page → elements with lines, pulldown-cmark)   markdown.rs
+//! read      (elements → typed page)                        read.rs, results.rs, command.rs
+//! write     (page → experiment KDL, deterministic)         write/
+//! ```
+//!
+//! `perfpipe init --from-page` is [`init`]; the CLI only writes the file.
+
+mod command;
+mod markdown;
+mod model;
+mod read;
+mod results;
+mod write;
+
+use thiserror::Error;
+
+pub use model::*;
+pub use read::read;
+pub use write::{Generated, write};
+
+/// A page that cannot be read: what and where.
+#[derive(Debug, Error, PartialEq)]
+pub enum PageError {
+    #[error("line {line}: {message}")]
+    Block { line: usize, message: String },
+    #[error("line {line}: {what}")]
+    Unexpected { line: usize, what: String },
+    #[error("the page has no {what}")]
+    Missing { what: &'static str },
+}
+
+impl PageError {
+    /// The page line the error is about (1 when it is about the whole page).
+    pub fn line(&self) -> usize {
+        match self {
+            Self::Block { line, .. } | Self::Unexpected { line, .. } => *line,
+            Self::Missing { .. } => 1,
+        }
+    }
+}
+
+/// The experiment for a page: its KDL text and where `init` writes it by default.
+pub fn init(page: &str) -> Result<Generated, PageError> {
+    let page = read(page)?;
+    Ok(write(&page))
+}

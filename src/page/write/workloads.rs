@@ -1,0 +1,336 @@
+//! The page's benchmark commands or profiles → the experiment's workloads,
+//! and a result block's `# label` → the workload it measured.
+
+use crate::page::model::Page;
+
+const SHAREGPT: &str = r#"dataset sharegpt path="datasets/ShareGPT_V3_unfiltered_cleaned_split.json" sample="datasets/sharegpt-sample.json""#;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Workload {
+    pub name: String,
+    pub title: String,
+    pub comments: Vec<String>,
+    pub sharegpt: bool,
+    /// `benchmark-runner` conversion, constant arrivals (the guidellm era).
+    pub guidellm: bool,
+    pub input: Option<u64>,
+    pub output: Option<u64>,
+    pub seed: Option<u64>,
+    pub prompts: Option<u64>,
+    pub rate: Option<String>,
+    pub concurrency: Option<u64>,
+    /// The profile's name (guidellm era).
+    pub profile: Option<String>,
+    /// Where the prompts were read from when no command states them.
+    pub prompts_from_blocks: bool,
+}
+
+impl Workload {
+    /// The workload's children, one a line.
+    pub fn body(&self) -> Vec<String> {
+        let mut out = vec![format!("title {}", super::render::quote(&self.title))];
+        if self.sharegpt {
+            let conversion = if self.guidellm {
+                r#" conversion="benchmark-runner""#
+            } else {
+                ""
+            };
+            out.push(format!("{SHAREGPT}{conversion}"));
+        } else {
+            let seed = self.seed.map(|s| format!(" seed={s}")).unwrap_or_default();
+            out.push(format!(
+                "dataset random input={} output={}{seed}",
+                self.input.unwrap_or(0),
+                self.output.unwrap_or(0)
+            ));
+        }
+        out.push(format!("prompts {}", self.prompts.unwrap_or(1000)));
+        if let Some(rate) = &self.rate {
+            out.push(format!("rate {rate}"));
+        }
+        if self.guidellm {
+            out.push("arrival constant".into());
+        }
+        if let Some(c) = self.concurrency {
+            out.push(format!("concurrency {c}"));
+        }
+        out
+    }
+}
+
+/// The workloads of a page, in the order of its conclusion table.
+pub fn from_page(page: &Page, cases: &[String]) -> Vec<Workload> {
+    let mut list = Vec::new();
+    if page.profiles.is_empty() {
+        for cmd in &page.bench_commands {
+            let words = &cmd.value;
+            let opt = |name: &str| {
+                words
+                    .iter()
+                    .position(|w| w == name)
+                    .and_then(|i| words.get(i + 1))
+                    .cloned()
+            };
+            let num = |name: &str| opt(name).and_then(|v| v.parse::<u64>().ok());
+            match opt("--dataset-name").as_deref() {
+                Some("sharegpt") => list.push(Workload {
+                    name: "sharegpt".into(),
+                    title: "ShareGPT".into(),
+                    sharegpt: true,
+                    prompts: num("--num-prompts"),
+                    concurrency: num("--max-concurrency"),
+                    comments: vec![format!("`{}`", words.join(" "))],
+                    ..Workload::default()
+                }),
+                Some("random") => {
+                    // The page's one random command: its prompts and seed
+                    // apply to the dataset item of the same lengths.
+                    list.push(Workload {
+                        name: String::new(),
+                        input: num("--random-input-len"),
+                        output: num("--random-output-len"),
+                        seed: num("--seed"),
+                        prompts: num("--num-prompts"),
+                        comments: vec![format!("`{}`", words.join(" "))],
+                        ..Workload::default()
+                    });
+                }
+                _ => {}
+            }
+        }
+        let seed = list.iter().find_map(|w| w.seed);
+        let template = list.iter().position(|w| !w.sharegpt && w.name.is_empty());
+        let template = template.map(|i| list.remove(i));
+        for item in &page.datasets {
+            let Some((kind, input, output)) = dataset_item(&item.value) else {
+                continue;
+            };
+            let mut w = Workload {
+                name: kind.to_lowercase().replace(' ', "-"),
+                title: format!("{} Prompt", title_case(&kind)),
+                input: Some(input),
+                output: Some(output),
+                seed,
+                comments: vec![format!("\"{}\"", item.value)],
+                ..Workload::default()
+            };
+            if let Some(t) = &template
+                && t.input == Some(input)
+                && t.output == Some(output)
+            {
+                w.prompts = t.prompts;
+                w.comments.extend(t.comments.clone());
+            }
+            list.push(w);
+        }
+    } else {
+        for p in &page.profiles {
+            let profile = &p.value;
+            let num = |k: &str| profile.get(k).and_then(|v| v.parse::<u64>().ok());
+            let sharegpt = profile
+                .get("dataset_name")
+                .is_some_and(|d| d.eq_ignore_ascii_case("sharegpt"));
+            let fields: Vec<String> = profile
+                .fields
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            list.push(Workload {
+                name: slug(&profile.name),
+                title: profile.name.clone(),
+                sharegpt,
+                guidellm: true,
+                input: num("dataset_input_tokens"),
+                output: num("dataset_output_tokens"),
+                seed: num("dataset_seed"),
+                prompts: num("total_requests"),
+                rate: profile.get("request_rate").map(str::to_owned),
+                // guidellm 0.5's default cap, as GPUStack's benchmark-runner ran it.
+                concurrency: Some(512),
+                profile: Some(profile.name.clone()),
+                comments: vec![format!(
+                    "profile \"{}\": {}",
+                    profile.name,
+                    fields.join(", ")
+                )],
+                ..Workload::default()
+            });
+        }
+    }
+    // The titles the conclusion table prints, and its order.
+    for w in &mut list {
+        if let Some(case) = cases.iter().find(|c| case_matches(c, w)) {
+            w.title = case.clone();
+        }
+    }
+    list.sort_by_key(|w| {
+        cases
+            .iter()
+            .position(|c| *c == w.title)
+            .unwrap_or(usize::MAX)
+    });
+    list
+}
+
+fn case_matches(case: &str, w: &Workload) -> bool {
+    let c = case.to_lowercase();
+    if let Some(p) = &w.profile {
+        let p = p.to_lowercase();
+        return c == p
+            || c.strip_suffix(" profile") == Some(p.as_str())
+            || c.strip_prefix("rate ")
+                .is_some_and(|r| w.rate.as_deref() == Some(r));
+    }
+    if w.sharegpt {
+        return c == "sharegpt" && w.concurrency.is_none()
+            || w.concurrency
+                .is_some_and(|n| c == format!("sharegpt bs={n}"));
+    }
+    c == w.title.to_lowercase()
+}
+
+/// "Very long prompt: 32000 input tokens, 100 output tokens" → ("Very long", 32000, 100).
+fn dataset_item(text: &str) -> Option<(String, u64, u64)> {
+    let (kind, rest) = text.split_once(" prompt:")?;
+    let mut numbers = rest
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u64>().ok());
+    Some((kind.trim().to_owned(), numbers.next()??, numbers.next()??))
+}
+
+fn title_case(words: &str) -> String {
+    words
+        .split(' ')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<String>>()
+        .join(" ")
+}
+
+/// `[a-z0-9-]` words of a text.
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.to_lowercase().chars() {
+        if c.is_ascii_alphanumeric() || c == '.' {
+            out.push(if c == '.' { '-' } else { c });
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_owned()
+}
+
+/// The workload a block's `# label` names: `random 32K input` (by input
+/// length), `ShareGPT batch size 4`/`BS=4` (ShareGPT at that concurrency,
+/// added if the page declares none); `None` for a label that names a
+/// configuration (`# --max-num-batched-tokens 4096`).
+pub fn for_label(list: &mut Vec<Workload>, label: &str, completed: Option<u64>) -> Option<usize> {
+    let lower = label.to_lowercase();
+    if let Some(rest) = lower.strip_prefix("random ")
+        && let Some(size) = rest.strip_suffix(" input")
+    {
+        let (digits, k) = match size.strip_suffix('k') {
+            Some(d) => (d, true),
+            None => (size, false),
+        };
+        let n: u64 = digits.parse().ok()?;
+        return list.iter().position(|w| {
+            !w.sharegpt
+                && w.input
+                    .is_some_and(|i| i == n || (k && (i == n * 1000 || i == n * 1024)))
+        });
+    }
+    let bs = lower
+        .split_once("batch size")
+        .or_else(|| lower.split_once("bs="))
+        .and_then(|(_, n)| n.trim().parse::<u64>().ok())?;
+    if let Some(i) = list
+        .iter()
+        .position(|w| w.sharegpt && w.concurrency == Some(bs))
+    {
+        return Some(i);
+    }
+    let base = list
+        .iter()
+        .find(|w| w.sharegpt)
+        .cloned()
+        .unwrap_or_default();
+    list.push(Workload {
+        name: format!("sharegpt-bs{bs}"),
+        title: format!("ShareGPT BS={bs}"),
+        sharegpt: true,
+        concurrency: Some(bs),
+        prompts: completed,
+        prompts_from_blocks: true,
+        comments: vec![format!(
+            "result blocks labelled \"# {label}\": ShareGPT at {bs} requests in flight"
+        )],
+        ..base
+    });
+    Some(list.len() - 1)
+}
+
+/// The workload of a profile named `name` ("ShareGPT", "Throughput
+/// Profile"), or of the case the conclusion calls it ("Rate 8").
+pub fn for_profile(list: &[Workload], name: &str) -> Option<usize> {
+    let n = name.to_lowercase();
+    let n = n.strip_suffix(" profile").unwrap_or(&n);
+    list.iter()
+        .position(|w| w.profile.as_deref().is_some_and(|p| p.to_lowercase() == n))
+        .or_else(|| {
+            list.iter()
+                .position(|w| w.title.to_lowercase() == name.to_lowercase())
+        })
+        .or_else(|| {
+            let rate = n.strip_prefix("rate ")?;
+            list.iter().position(|w| w.rate.as_deref() == Some(rate))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dataset_items_and_names() {
+        assert_eq!(
+            dataset_item("Very long prompt: 32000 input tokens, 100 output tokens"),
+            Some(("Very long".into(), 32000, 100))
+        );
+        assert_eq!(slug("Long Context"), "long-context");
+        assert_eq!(slug("TP+DP Attention"), "tp-dp-attention");
+    }
+
+    #[test]
+    fn labels_name_workloads_by_length_or_concurrency() {
+        let mut list = vec![
+            Workload {
+                name: "sharegpt".into(),
+                sharegpt: true,
+                ..Workload::default()
+            },
+            Workload {
+                name: "very-long".into(),
+                input: Some(32000),
+                ..Workload::default()
+            },
+        ];
+        assert_eq!(for_label(&mut list, "random 32K input", None), Some(1));
+        assert_eq!(
+            for_label(&mut list, "--max-num-batched-tokens 4096", None),
+            None
+        );
+        assert_eq!(
+            for_label(&mut list, "ShareGPT batch size 4", Some(100)),
+            Some(2)
+        );
+        assert_eq!(list[2].name, "sharegpt-bs4");
+        assert_eq!(list[2].prompts, Some(100));
+        assert_eq!(for_label(&mut list, "BS=4", None), Some(2));
+    }
+}
