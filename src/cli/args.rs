@@ -86,7 +86,7 @@ pub enum Command {
     /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
     #[command(after_long_help = examples::BENCH)]
     Bench(Box<BenchArgs>),
-    /// Check the store (`verify`) and remove what nothing reaches (`gc`).
+    /// Check the store (`verify`), list a run's files (`path`) and remove what nothing reaches (`gc`).
     #[command(after_long_help = examples::STORE)]
     Store(StoreArgs),
     /// Print the completion script of a shell.

@@ -13,6 +13,7 @@ const SUBCOMMANDS: &[&[&str]] = &[
     &["explain"],
     &["diff"],
     &["import"],
+    &["init"],
     &["bench"],
     &["store"],
     &["store", "verify"],
@@ -33,6 +34,21 @@ fn help(env: &TestEnv, subcommand: &[&str]) -> String {
 #[test]
 fn every_subcommand_has_its_help_snapshotted() {
     let env = TestEnv::new();
+    // The list covers every subcommand `perfpipe --help` shows.
+    let top = help(&env, &[]);
+    let listed = top
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help");
+    for name in listed {
+        assert!(
+            SUBCOMMANDS.contains(&&[name][..]),
+            "`{name}` has no help snapshot"
+        );
+    }
     for subcommand in SUBCOMMANDS {
         let name = format!("help_{}", subcommand.join("_"));
         insta::assert_snapshot!(name, help(&env, subcommand));
