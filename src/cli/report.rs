@@ -7,6 +7,7 @@ use super::plan::plan_and_index;
 use super::{CliError, Loaded, LockMode, load, write_file, write_text};
 use crate::analyze::{self, Analysis, RunRecord, Scope};
 use crate::exit_code;
+use crate::key::RunKey;
 use crate::plan::StoredRuntime;
 use crate::report::chart::{self, ChartData, ChartGroup};
 use crate::spec::{Objective, Runtime};
@@ -18,7 +19,7 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
         analyze::from_expectations(&loaded.spec)
     } else {
         if common.runtime.is_none() {
-            let runtime = runtime_with_results(&loaded, &common.experiment)?;
+            let runtime = runtime_with_results(&loaded, &common)?;
             if runtime != loaded.runtime {
                 loaded.runs = crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs);
                 loaded.runtime = runtime;
@@ -49,21 +50,31 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
 
 /// Without `--runtime`, the runtime whose results the store has (see
 /// [`crate::plan::stored_runtime`]), said on stderr.
-fn runtime_with_results(loaded: &Loaded, experiment: &Path) -> Result<Runtime, CliError> {
+fn runtime_with_results(loaded: &Loaded, common: &Common) -> Result<Runtime, CliError> {
+    let experiment = &common.experiment;
+    // A presence test per runtime; the runtime chosen is read and checked
+    // in full after. The other runtimes' keys come from a current lockfile
+    // (uncapped runs only) rather than hashing every run again.
+    let lockfile = match &loaded.lock.old {
+        Some(old) if loaded.lock.is_current() && common.max_prompts.is_none() => Some(old),
+        _ => None,
+    };
     let mut with_results = Vec::new();
     for runtime in [Runtime::Docker, Runtime::Local, Runtime::Sim] {
-        let keyed;
-        let runs = if runtime == loaded.runtime {
-            &loaded.runs
+        let keys: Vec<RunKey> = if runtime == loaded.runtime {
+            loaded.runs.iter().map(|r| r.key.clone()).collect()
+        } else if let Some(old) = lockfile {
+            old.runs
+                .iter()
+                .filter_map(|r| r.key(runtime).cloned())
+                .collect()
         } else {
-            keyed = crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs);
-            &keyed
+            crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs)
+                .into_iter()
+                .map(|r| r.key)
+                .collect()
         };
-        let index = loaded
-            .store
-            .index(runs.iter().map(|r| (&r.key, r.canonical.as_str())))
-            .map_err(CliError::Store)?;
-        if runs.iter().any(|r| !index.samples(&r.key).is_empty()) {
+        if keys.iter().any(|k| loaded.store.has_samples(k)) {
             with_results.push(runtime);
         }
     }

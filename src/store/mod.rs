@@ -238,6 +238,12 @@ impl Store {
     /// The committed samples of a key, oldest first. Damage is never used as
     /// a result: no sample of an entry whose `inputs.json` is not the key's,
     /// and no sample whose result does not parse or names another key.
+    /// Whether `key`'s entry has any sample: a quick presence test that
+    /// checks nothing (`index` and `samples` check what they read).
+    pub fn has_samples(&self, key: &RunKey) -> bool {
+        check::sample_dirs(&layout::entry_dir(&self.root, key)).is_ok_and(|d| !d.is_empty())
+    }
+
     pub fn samples(&self, key: &RunKey) -> Result<Vec<Sample>, Error> {
         let entry = layout::entry_dir(&self.root, key);
         if check::check_inputs(&entry, key).is_some() {
