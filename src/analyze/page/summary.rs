@@ -228,6 +228,7 @@ impl RowCtx<'_> {
                                         side: &cand_side
                                     },
                                     change,
+                                    false,
                                     &self.place,
                                     findings,
                                 )
@@ -266,10 +267,10 @@ impl RowCtx<'_> {
                 }
             };
         };
-        let Some((base, new)) = self.improvement_inputs() else {
+        let Some(((base, base_step), (new, new_step))) = self.improvement_inputs() else {
             return change_text(change, None);
         };
-        let (base_side, new_side) = (self.side(""), self.side(""));
+        let (base_side, new_side) = (self.side(&base_step), self.side(&new_step));
         reproduce_change(
             Cell {
                 line: &base,
@@ -280,15 +281,16 @@ impl RowCtx<'_> {
                 side: &new_side,
             },
             change,
+            self.decl.per_gpu,
             &self.place,
             findings,
         )
     }
 
-    /// The printed numbers a gain compares: the conclusion's cells on the
-    /// comparison's workload (`credits=conclusion`), else the result blocks
-    /// of the baseline and the best candidate.
-    fn improvement_inputs(&self) -> Option<(PrintedLine, PrintedLine)> {
+    /// The printed numbers a gain compares, each with its step: the
+    /// conclusion's cells on the comparison's workload (`credits=conclusion`),
+    /// else the result blocks of the baseline and the best candidate.
+    fn improvement_inputs(&self) -> Option<((PrintedLine, String), (PrintedLine, String))> {
         let workload = self.comparison.map(|c| c.workload.as_str())?;
         if self.decl.credits == Credit::Conclusion {
             let case = self
@@ -304,7 +306,10 @@ impl RowCtx<'_> {
                     .find(|l| metric_of(l) == Some(CellMetric::TotalTps))
                     .cloned()
             };
-            return tps(&case.baseline).zip(tps(&case.optimized));
+            let conclusion = self.spec.conclusion.as_ref()?;
+            return tps(&case.baseline)
+                .map(|l| (l, conclusion.baseline.clone()))
+                .zip(tps(&case.optimized).map(|l| (l, conclusion.optimized.clone())));
         }
         let base = self.comparison_baseline()?;
         let line = |step: &str| {
@@ -315,7 +320,10 @@ impl RowCtx<'_> {
             } else {
                 String::new()
             };
-            Some(PrintedLine::parse(&format!("{text}{times}")))
+            Some((
+                PrintedLine::parse(&format!("{text}{times}")),
+                step.to_owned(),
+            ))
         };
         line(&base).zip(line(&self.candidate()?))
     }
@@ -374,6 +382,7 @@ impl RowCtx<'_> {
             },
             Cell { line, side },
             change,
+            false,
             &self.place,
             findings,
         );
