@@ -284,6 +284,21 @@ fn every_page_reports_its_tables_and_its_own_contradictions() {
             )
         ));
     }
+    // Not the page's: summary rows over different GPU counts are per GPU,
+    // a gain is the candidate's the page credits, a latency study's gain is
+    // its speed-up.
+    for page in [
+        "gpt-oss-120b-a100",
+        "gpt-oss-120b-h100",
+        "qwen3-235b-a22b-h100",
+        "qwen3-8b-h100-latency",
+    ] {
+        assert!(
+            !found[page].iter().any(|l| l.starts_with("- Summary, ")),
+            "{page}: {:?}",
+            found[page]
+        );
+    }
     // Pages whose tables add up.
     for page in [
         "deepseek-r1-h200",

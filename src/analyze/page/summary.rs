@@ -6,7 +6,7 @@ use super::PageFinding;
 use super::cells::{Cell, Side, change_text, line_number, metric_of, reproduce_change};
 use crate::analyze::{ComparisonResult, RunRecord, SummaryRow};
 use crate::spec::{
-    CellMetric, Credit, ExpectedOutcome, PrintedLine, PrintedNumber, Quantity, Spec,
+    CellMetric, Credit, ExpectedOutcome, Objective, PrintedLine, PrintedNumber, Quantity, Spec,
     SummaryRowDecl, SummaryTableDecl,
 };
 
@@ -271,7 +271,7 @@ impl RowCtx<'_> {
             return change_text(change, None);
         };
         let (base_side, new_side) = (self.side(&base_step), self.side(&new_step));
-        reproduce_change(
+        let (base, new) = (
             Cell {
                 line: &base,
                 side: &base_side,
@@ -280,11 +280,18 @@ impl RowCtx<'_> {
                 line: &new,
                 side: &new_side,
             },
-            change,
-            self.decl.per_gpu,
-            &self.place,
-            findings,
-        )
+        );
+        // A latency study's gain in % is its speed-up (1.68 s → 1.61 s:
+        // +4.3%): the baseline's latency over the candidate's.
+        let latency_gain = self.spec.objective == Objective::Latency
+            && self.decl.credits == Credit::Comparison
+            && matches!(change, Quantity::Delta { .. });
+        let (base, new) = if latency_gain {
+            (new, base)
+        } else {
+            (base, new)
+        };
+        reproduce_change(base, new, change, self.decl.per_gpu, &self.place, findings)
     }
 
     /// The printed numbers a gain compares, each with its step: the
@@ -312,6 +319,17 @@ impl RowCtx<'_> {
                 .zip(tps(&case.optimized).map(|l| (l, conclusion.optimized.clone())));
         }
         let base = self.comparison_baseline()?;
+        if self.spec.objective == Objective::Latency {
+            // The mean latency per request, in seconds as the page prints it.
+            let line = |step: &str| {
+                let v = self.side(step).value(CellMetric::MeanLatency)?;
+                Some((
+                    PrintedLine::parse(&format!("Mean latency: {v:.2}s")),
+                    step.to_owned(),
+                ))
+            };
+            return line(&base).zip(line(&self.candidate()?));
+        }
         let line = |step: &str| {
             let s = self.spec.step(step)?;
             let text = block_text(self.spec, step, workload)?;
