@@ -299,6 +299,16 @@ fn every_page_reports_its_tables_and_its_own_contradictions() {
             found[page]
         );
     }
+    // The page's own: its summary computes from a Result line that misquotes
+    // SGLang's block (8424.86 for 8403.97); the flags say so.
+    assert_eq!(found["qwen3-14b-h100"].len(), 2);
+    assert!(
+        found["qwen3-14b-h100"]
+            .iter()
+            .all(|l| l.contains("Result line quotes 8424.86 where the block shows 8403.97")),
+        "{:?}",
+        found["qwen3-14b-h100"]
+    );
     // Pages whose tables add up.
     for page in [
         "deepseek-r1-h200",

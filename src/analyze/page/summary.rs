@@ -4,6 +4,7 @@
 
 use super::PageFinding;
 use super::cells::{Cell, Side, change_text, line_number, metric_of, reproduce_change};
+use super::interval::{Interval, check_delta};
 use crate::analyze::{ComparisonResult, RunRecord, SummaryRow};
 use crate::spec::{
     CellMetric, Credit, ExpectedOutcome, Objective, PrintedLine, PrintedNumber, Quantity, Spec,
@@ -291,7 +292,51 @@ impl RowCtx<'_> {
         } else {
             (base, new)
         };
-        reproduce_change(base, new, change, self.decl.per_gpu, &self.place, findings)
+        let before = findings.len();
+        let shown = reproduce_change(base, new, change, self.decl.per_gpu, &self.place, findings);
+        if findings.len() > before
+            && !latency_gain
+            && !self.decl.per_gpu
+            && let (Quantity::Delta { pct, .. }, Some(finding)) = (change, findings.last_mut())
+            && let Some(why) = self.misquoted(base.line, new.line, pct)
+        {
+            finding.note.push_str(&why);
+        }
+        shown
+    }
+
+    /// Why a gain its blocks do not give is printed: a "Result:" line that
+    /// quotes another number for one side (qwen3-14b-h100's "SGLang (8424.86
+    /// tok/s)" where its block shows 8403.97), which gives the printed gain.
+    fn misquoted(
+        &self,
+        base: &PrintedLine,
+        new: &PrintedLine,
+        pct: &PrintedNumber,
+    ) -> Option<String> {
+        let (b, _, _) = base.number()?;
+        let (n, _, _) = new.number()?;
+        let gives = |b: &PrintedNumber, n: &PrintedNumber| {
+            check_delta(Interval::of(b), Interval::of(n), pct).consistent
+        };
+        self.spec.comparisons.iter().find_map(|c| {
+            let text = c.printed.result.as_ref()?;
+            quoted_tps(text).into_iter().find_map(|q| {
+                let was = if q.value != b.value && gives(&q, n) {
+                    b
+                } else if q.value != n.value && gives(b, &q) {
+                    n
+                } else {
+                    return None;
+                };
+                Some(format!(
+                    "; the \"{}\" section's Result line quotes {} where the block shows {}, which gives it",
+                    c.title,
+                    q.format(q.value),
+                    was.format(was.value),
+                ))
+            })
+        })
     }
 
     /// The printed numbers a gain compares, each with its step: the
@@ -465,6 +510,19 @@ impl RowCtx<'_> {
     }
 }
 
+/// The throughputs a "Result:" line quotes: "SGLang (8424.86 tok/s) > …".
+fn quoted_tps(text: &str) -> Vec<PrintedNumber> {
+    text.split("tok/s")
+        .filter_map(|before| {
+            let word = before
+                .trim_end()
+                .rsplit(|c: char| c.is_whitespace() || c == '(')
+                .next()?;
+            PrintedNumber::parse(word)
+        })
+        .collect()
+}
+
 /// The printed total throughput of `step`'s result block on `workload`.
 pub(super) fn block_text(spec: &Spec, step: &str, workload: &str) -> Option<String> {
     let tps = spec.harness.kind.metric_set().tps();
@@ -484,6 +542,16 @@ mod tests {
 
     fn kinds(header: &[&str]) -> Vec<Column> {
         Column::of_header(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_result_line_s_quoted_throughputs_are_read() {
+        let q = quoted_tps(
+            "SGLang (8424.86 tok/s) > TensorRT-LLM (8315.15 tok/s) > vLLM (6595.66 tok/s)",
+        );
+        let values: Vec<f64> = q.iter().map(|n| n.value).collect();
+        assert_eq!(values, [8424.86, 8315.15, 6595.66]);
+        assert!(quoted_tps("Throughput slightly decreased.").is_empty());
     }
 
     #[test]
