@@ -1,7 +1,7 @@
 //! The "Summary of optimization options": one row per comparison with the
 //! gain it credits, as the experiment declares the page made it. (pure)
 
-use super::{ComparisonResult, ConclusionTable};
+use super::{ComparisonResult, ConclusionTable, Ranked};
 use crate::spec::{Credit, Objective, Spec, SummaryRowDecl};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -54,6 +54,7 @@ pub fn summary(
                 threshold_pct: 0.0,
                 printed: Vec::new(),
                 optimized: None,
+                per_gpu: false,
             })
             .collect()
     });
@@ -62,7 +63,7 @@ pub fn summary(
         .map(|row| {
             let title = row.comparison.as_deref().unwrap_or(&row.title);
             let comparison = comparisons.iter().find(|c| c.title == title);
-            let data = comparison.and_then(|c| best_gain(c, spec.objective));
+            let data = comparison.and_then(|c| best_gain(c, spec.objective, row.per_gpu));
             let credited = match row.credits {
                 Credit::Comparison => data.as_ref().map(|g| g.pct),
                 Credit::Conclusion => conclusion.and_then(|t| {
@@ -121,10 +122,16 @@ fn latency_gain_pct(base_ms: f64, new_ms: f64) -> f64 {
     (super::speedup(base_ms, new_ms) - 1.0) * 100.0
 }
 
-/// The best candidate against the baseline, when both have results.
-fn best_gain(c: &ComparisonResult, objective: Objective) -> Option<Gain> {
+/// The best candidate against the baseline, when both have results; per GPU
+/// when asked (the best then the one with most throughput per GPU).
+fn best_gain(c: &ComparisonResult, objective: Objective, per_gpu: bool) -> Option<Gain> {
     let base = c.ranking.iter().find(|r| r.is_baseline)?;
-    let best = c.ranking.iter().find(|r| !r.is_baseline)?;
+    let candidates = c.ranking.iter().filter(|r| !r.is_baseline);
+    let best = if per_gpu && objective == Objective::Throughput {
+        candidates.max_by(|a, b| a.per_gpu().total_cmp(&b.per_gpu()))?
+    } else {
+        c.ranking.iter().find(|r| !r.is_baseline)?
+    };
     if objective == Objective::Latency {
         let (base_ms, best_ms) = (base.latency_ms?, best.latency_ms?);
         return Some(Gain {
@@ -141,19 +148,26 @@ fn best_gain(c: &ComparisonResult, objective: Objective) -> Option<Gain> {
             .unwrap_or(false),
         });
     }
-    let pct = (best.aggregate() - base.aggregate()) / base.aggregate() * 100.0;
+    // Spreads are per instance; the compared number's scales with it.
+    let scale = |r: &Ranked| {
+        let gpus = if per_gpu {
+            f64::from(r.gpus.max(1))
+        } else {
+            1.0
+        };
+        f64::from(r.replicas) / gpus
+    };
+    let (b, n) = (base.tps * scale(base), best.tps * scale(best));
+    let pct = (n - b) / b * 100.0;
     Some(Gain {
         step: best.step.clone(),
         pct,
-        // Spreads are per instance; the aggregate's scales with the replicas.
         within_noise: super::within_noise(
-            base.aggregate(),
-            base.tps_sd
-                .map_or(f64::NAN, |sd| sd * f64::from(base.replicas)),
+            b,
+            base.tps_sd.map_or(f64::NAN, |sd| sd * scale(base)),
             base.n,
-            best.aggregate(),
-            best.tps_sd
-                .map_or(f64::NAN, |sd| sd * f64::from(best.replicas)),
+            n,
+            best.tps_sd.map_or(f64::NAN, |sd| sd * scale(best)),
             best.n,
         )
         .unwrap_or(false),
@@ -197,7 +211,7 @@ mod tests {
             ranked("b", 110.0, Some(1.0), false),
             ranked("a", 100.0, Some(1.0), true),
         ]);
-        let gain = best_gain(&clear, Objective::Throughput).unwrap();
+        let gain = best_gain(&clear, Objective::Throughput, false).unwrap();
         assert_eq!((gain.step.as_str(), gain.pct.round()), ("b", 10.0));
         assert!(!gain.within_noise);
         let noisy = comparison(vec![
@@ -205,7 +219,7 @@ mod tests {
             ranked("a", 100.0, Some(2.0), true),
         ]);
         assert!(
-            best_gain(&noisy, Objective::Throughput)
+            best_gain(&noisy, Objective::Throughput, false)
                 .unwrap()
                 .within_noise
         );
@@ -214,7 +228,7 @@ mod tests {
             ranked("a", 100.0, None, true),
         ]);
         assert!(
-            !best_gain(&single, Objective::Throughput)
+            !best_gain(&single, Objective::Throughput, false)
                 .unwrap()
                 .within_noise,
             "one sample: noise unknown"
@@ -224,7 +238,7 @@ mod tests {
             ranked("b", 90.0, None, false),
         ]);
         assert!(
-            best_gain(&baseline_wins, Objective::Throughput)
+            best_gain(&baseline_wins, Objective::Throughput, false)
                 .unwrap()
                 .pct
                 < 0.0
@@ -238,8 +252,27 @@ mod tests {
             ranked("fast", 125.0, None, false),
             ranked("base", 100.0, None, true),
         ]);
-        let gain = best_gain(&c, Objective::Latency).unwrap();
+        let gain = best_gain(&c, Objective::Latency, false).unwrap();
         assert_eq!((gain.step.as_str(), gain.pct.round()), ("fast", 25.0));
         assert_eq!(latency_gain_pct(1000.0, 1250.0).round(), -20.0);
+    }
+
+    #[test]
+    fn a_per_gpu_row_credits_the_best_candidate_per_gpu() {
+        // gpt-oss-120b-h100: TP4 has the most throughput, TP2 the most per GPU.
+        let on = |step: &str, tps: f64, gpus: u32, baseline: bool| Ranked {
+            gpus,
+            ..ranked(step, tps, None, baseline)
+        };
+        let c = comparison(vec![
+            on("tp4", 23759.49, 4, false),
+            on("tp2", 16042.19, 2, false),
+            on("one", 6325.41, 1, true),
+        ]);
+        let whole = best_gain(&c, Objective::Throughput, false).unwrap();
+        assert_eq!(whole.step, "tp4");
+        let per_gpu = best_gain(&c, Objective::Throughput, true).unwrap();
+        assert_eq!(per_gpu.step, "tp2");
+        assert_eq!(format!("{:.1}", per_gpu.pct), "26.8");
     }
 }

@@ -540,6 +540,9 @@ pub struct SummaryRowDecl {
     /// The step the row's "Optimized" column shows (`optimized=`); default:
     /// the comparison's best candidate.
     pub optimized: Option<String>,
+    /// The gain is per GPU (`per-gpu=#true`): configurations on different
+    /// GPU counts, the best candidate the one with most throughput per GPU.
+    pub per_gpu: bool,
 }
 
 /// What a summary row's number is.

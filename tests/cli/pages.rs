@@ -284,6 +284,31 @@ fn every_page_reports_its_tables_and_its_own_contradictions() {
             )
         ));
     }
+    // Not the page's: summary rows over different GPU counts are per GPU,
+    // a gain is the candidate's the page credits, a latency study's gain is
+    // its speed-up.
+    for page in [
+        "gpt-oss-120b-a100",
+        "gpt-oss-120b-h100",
+        "qwen3-235b-a22b-h100",
+        "qwen3-8b-h100-latency",
+    ] {
+        assert!(
+            !found[page].iter().any(|l| l.starts_with("- Summary, ")),
+            "{page}: {:?}",
+            found[page]
+        );
+    }
+    // The page's own: its summary computes from a Result line that misquotes
+    // SGLang's block (8424.86 for 8403.97); the flags say so.
+    assert_eq!(found["qwen3-14b-h100"].len(), 2);
+    assert!(
+        found["qwen3-14b-h100"]
+            .iter()
+            .all(|l| l.contains("Result line quotes 8424.86 where the block shows 8403.97")),
+        "{:?}",
+        found["qwen3-14b-h100"]
+    );
     // Pages whose tables add up.
     for page in [
         "deepseek-r1-h200",

@@ -134,17 +134,19 @@ fn input(cell: Cell, per_gpu: bool) -> Option<Interval> {
 
 /// A printed delta or ratio of `new` against `base`, checked against their
 /// printed numbers: printed again when they give it within their rounding,
-/// else what they give, marked, with a finding.
+/// else what they give, marked, with a finding. A delta compares per GPU where
+/// it prints `/GPU` or where its row declares it (`per_gpu`).
 pub(super) fn reproduce_change(
     base: Cell,
     new: Cell,
     change: &Quantity,
+    per_gpu: bool,
     place: &str,
     findings: &mut Vec<PageFinding>,
 ) -> String {
     let as_printed = change_text(change, None);
     let (per_gpu, check): (bool, &dyn Fn(Interval, Interval) -> Consistency) = match change {
-        Quantity::Delta { pct, per_gpu } => (*per_gpu, &|b, n| check_delta(b, n, pct)),
+        Quantity::Delta { pct, per_gpu: p } => (*p || per_gpu, &|b, n| check_delta(b, n, pct)),
         Quantity::Ratio { ratio, slower } => (false, &|b, n| check_ratio(b, n, ratio, *slower)),
         Quantity::Number { .. } => return as_printed,
     };

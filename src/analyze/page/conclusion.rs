@@ -105,6 +105,7 @@ fn cell_line(
             },
             Cell { line, side },
             change,
+            false,
             place,
             findings,
         );

@@ -59,6 +59,7 @@ pub(super) fn section_delta(
             side: &new_side,
         },
         change,
+        false,
         &format!("{}, delta", decl.title),
         findings,
     ))

@@ -4,9 +4,10 @@
 
 use super::PageFinding;
 use super::cells::{Cell, Side, change_text, line_number, metric_of, reproduce_change};
+use super::interval::{Interval, check_delta};
 use crate::analyze::{ComparisonResult, RunRecord, SummaryRow};
 use crate::spec::{
-    CellMetric, Credit, ExpectedOutcome, PrintedLine, PrintedNumber, Quantity, Spec,
+    CellMetric, Credit, ExpectedOutcome, Objective, PrintedLine, PrintedNumber, Quantity, Spec,
     SummaryRowDecl, SummaryTableDecl,
 };
 
@@ -228,6 +229,7 @@ impl RowCtx<'_> {
                                         side: &cand_side
                                     },
                                     change,
+                                    false,
                                     &self.place,
                                     findings,
                                 )
@@ -266,11 +268,11 @@ impl RowCtx<'_> {
                 }
             };
         };
-        let Some((base, new)) = self.improvement_inputs() else {
+        let Some(((base, base_step), (new, new_step))) = self.improvement_inputs() else {
             return change_text(change, None);
         };
-        let (base_side, new_side) = (self.side(""), self.side(""));
-        reproduce_change(
+        let (base_side, new_side) = (self.side(&base_step), self.side(&new_step));
+        let (base, new) = (
             Cell {
                 line: &base,
                 side: &base_side,
@@ -279,16 +281,68 @@ impl RowCtx<'_> {
                 line: &new,
                 side: &new_side,
             },
-            change,
-            &self.place,
-            findings,
-        )
+        );
+        // A latency study's gain in % is its speed-up (1.68 s → 1.61 s:
+        // +4.3%): the baseline's latency over the candidate's.
+        let latency_gain = self.spec.objective == Objective::Latency
+            && self.decl.credits == Credit::Comparison
+            && matches!(change, Quantity::Delta { .. });
+        let (base, new) = if latency_gain {
+            (new, base)
+        } else {
+            (base, new)
+        };
+        let before = findings.len();
+        let shown = reproduce_change(base, new, change, self.decl.per_gpu, &self.place, findings);
+        if findings.len() > before
+            && !latency_gain
+            && !self.decl.per_gpu
+            && let (Quantity::Delta { pct, .. }, Some(finding)) = (change, findings.last_mut())
+            && let Some(why) = self.misquoted(base.line, new.line, pct)
+        {
+            finding.note.push_str(&why);
+        }
+        shown
     }
 
-    /// The printed numbers a gain compares: the conclusion's cells on the
-    /// comparison's workload (`credits=conclusion`), else the result blocks
-    /// of the baseline and the best candidate.
-    fn improvement_inputs(&self) -> Option<(PrintedLine, PrintedLine)> {
+    /// Why a gain its blocks do not give is printed: a "Result:" line that
+    /// quotes another number for one side (qwen3-14b-h100's "SGLang (8424.86
+    /// tok/s)" where its block shows 8403.97), which gives the printed gain.
+    fn misquoted(
+        &self,
+        base: &PrintedLine,
+        new: &PrintedLine,
+        pct: &PrintedNumber,
+    ) -> Option<String> {
+        let (b, _, _) = base.number()?;
+        let (n, _, _) = new.number()?;
+        let gives = |b: &PrintedNumber, n: &PrintedNumber| {
+            check_delta(Interval::of(b), Interval::of(n), pct).consistent
+        };
+        self.spec.comparisons.iter().find_map(|c| {
+            let text = c.printed.result.as_ref()?;
+            quoted_tps(text).into_iter().find_map(|q| {
+                let was = if q.value != b.value && gives(&q, n) {
+                    b
+                } else if q.value != n.value && gives(b, &q) {
+                    n
+                } else {
+                    return None;
+                };
+                Some(format!(
+                    "; the \"{}\" section's Result line quotes {} where the block shows {}, which gives it",
+                    c.title,
+                    q.format(q.value),
+                    was.format(was.value),
+                ))
+            })
+        })
+    }
+
+    /// The printed numbers a gain compares, each with its step: the
+    /// conclusion's cells on the comparison's workload (`credits=conclusion`),
+    /// else the result blocks of the baseline and the best candidate.
+    fn improvement_inputs(&self) -> Option<((PrintedLine, String), (PrintedLine, String))> {
         let workload = self.comparison.map(|c| c.workload.as_str())?;
         if self.decl.credits == Credit::Conclusion {
             let case = self
@@ -304,9 +358,23 @@ impl RowCtx<'_> {
                     .find(|l| metric_of(l) == Some(CellMetric::TotalTps))
                     .cloned()
             };
-            return tps(&case.baseline).zip(tps(&case.optimized));
+            let conclusion = self.spec.conclusion.as_ref()?;
+            return tps(&case.baseline)
+                .map(|l| (l, conclusion.baseline.clone()))
+                .zip(tps(&case.optimized).map(|l| (l, conclusion.optimized.clone())));
         }
         let base = self.comparison_baseline()?;
+        if self.spec.objective == Objective::Latency {
+            // The mean latency per request, in seconds as the page prints it.
+            let line = |step: &str| {
+                let v = self.side(step).value(CellMetric::MeanLatency)?;
+                Some((
+                    PrintedLine::parse(&format!("Mean latency: {v:.2}s")),
+                    step.to_owned(),
+                ))
+            };
+            return line(&base).zip(line(&self.candidate()?));
+        }
         let line = |step: &str| {
             let s = self.spec.step(step)?;
             let text = block_text(self.spec, step, workload)?;
@@ -315,7 +383,10 @@ impl RowCtx<'_> {
             } else {
                 String::new()
             };
-            Some(PrintedLine::parse(&format!("{text}{times}")))
+            Some((
+                PrintedLine::parse(&format!("{text}{times}")),
+                step.to_owned(),
+            ))
         };
         line(&base).zip(line(&self.candidate()?))
     }
@@ -374,6 +445,7 @@ impl RowCtx<'_> {
             },
             Cell { line, side },
             change,
+            false,
             &self.place,
             findings,
         );
@@ -438,6 +510,19 @@ impl RowCtx<'_> {
     }
 }
 
+/// The throughputs a "Result:" line quotes: "SGLang (8424.86 tok/s) > …".
+fn quoted_tps(text: &str) -> Vec<PrintedNumber> {
+    text.split("tok/s")
+        .filter_map(|before| {
+            let word = before
+                .trim_end()
+                .rsplit(|c: char| c.is_whitespace() || c == '(')
+                .next()?;
+            PrintedNumber::parse(word)
+        })
+        .collect()
+}
+
 /// The printed total throughput of `step`'s result block on `workload`.
 pub(super) fn block_text(spec: &Spec, step: &str, workload: &str) -> Option<String> {
     let tps = spec.harness.kind.metric_set().tps();
@@ -457,6 +542,16 @@ mod tests {
 
     fn kinds(header: &[&str]) -> Vec<Column> {
         Column::of_header(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_result_line_s_quoted_throughputs_are_read() {
+        let q = quoted_tps(
+            "SGLang (8424.86 tok/s) > TensorRT-LLM (8315.15 tok/s) > vLLM (6595.66 tok/s)",
+        );
+        let values: Vec<f64> = q.iter().map(|n| n.value).collect();
+        assert_eq!(values, [8424.86, 8315.15, 6595.66]);
+        assert!(quoted_tps("Throughput slightly decreased.").is_empty());
     }
 
     #[test]

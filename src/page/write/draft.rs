@@ -119,6 +119,8 @@ pub struct SummaryRow {
     pub threshold: Option<String>,
     /// Credits the conclusion's gain (the row prints the conclusion's delta).
     pub credits_conclusion: bool,
+    /// Its gain is per GPU (its configurations run on different GPU counts).
+    pub per_gpu: bool,
     /// The step its Optimized column shows, where that is the baseline
     /// itself (the latency page's engine row: the engine chosen).
     pub optimized: Option<String>,
@@ -1211,7 +1213,7 @@ impl<'p> Builder<'p> {
                     .map(|w| w.title.clone())
             });
             let row_delta = cells.iter().flatten().find_map(|l| printed_delta(l));
-            let credits_conclusion = match (case, row_delta) {
+            let credits_conclusion = match (case, row_delta.clone()) {
                 (Some(case), Some(delta)) => {
                     conclusion_deltas
                         .iter()
@@ -1254,10 +1256,31 @@ impl<'p> Builder<'p> {
                 }
                 _ => None,
             };
+            // A gain the best candidate does not give but another does is
+            // that one's (the page credits the candidate its "Result:" names).
+            let optimized = optimized.or_else(|| {
+                let (c, delta) = compare.zip(row_delta.as_ref())?;
+                let gives = |m: &[String]| {
+                    self.gain(&c.baseline, m, &c.workload)
+                        .is_some_and(|g| format_delta(g, delta) == *delta)
+                };
+                if self.draft.latency || credits_conclusion || gives(&c.candidates) {
+                    return None;
+                }
+                let mut giving = c.candidates.iter().filter(|m| gives(&[(*m).clone()]));
+                match (giving.next(), giving.next()) {
+                    (Some(m), None) => Some(m.clone()),
+                    _ => None,
+                }
+            });
+            // The lab weighs configurations on different GPU counts per GPU
+            // (TP2's "+26.8%" is per GPU): so does the row.
+            let per_gpu = compare.is_some_and(|c| self.per_gpu(&c.baseline, &c.candidates));
             summary.push(SummaryRow {
                 title: title.clone(),
                 optimized,
                 threshold,
+                per_gpu,
                 credits_conclusion,
                 cells,
             });
@@ -1280,15 +1303,43 @@ impl<'p> Builder<'p> {
 
     /// The best candidate's throughput gain over `baseline` on `workload`, in %
     /// (replicas counted, as the pages count them).
+    /// GPUs an instance of a step takes, all replicas.
+    fn gpus_of_instance(&self, instance: &str) -> Option<u32> {
+        self.draft
+            .steps
+            .iter()
+            .find(|s| instances(s).iter().any(|i| i == instance))
+            .map(|s| s.gpus * s.replicas)
+    }
+
+    /// Whether configurations run on different GPU counts, which the lab
+    /// then weighs per GPU (TP2's "+26.8%" is per GPU).
+    fn per_gpu(&self, baseline: &str, candidates: &[String]) -> bool {
+        let base = self.gpus_of_instance(baseline);
+        !self.draft.latency
+            && candidates.iter().any(|m| {
+                let gpus = self.gpus_of_instance(m);
+                base.is_some() && gpus.is_some() && gpus != base
+            })
+    }
+
+    /// The best candidate's gain over `baseline` in %: of all replicas'
+    /// throughput, per GPU where the GPU counts differ.
     fn gain(&self, baseline: &str, candidates: &[String], workload: &str) -> Option<f64> {
+        let per_gpu = self.per_gpu(baseline, candidates);
         let total = |m: &str| {
-            let replicas = self
+            let step = self
                 .draft
                 .steps
                 .iter()
-                .find(|s| instances(s).iter().any(|i| i == m))
-                .map_or(1, |s| s.replicas);
-            self.score(m, workload).map(|v| v * f64::from(replicas))
+                .find(|s| instances(s).iter().any(|i| i == m));
+            let replicas = step.map_or(1, |s| s.replicas);
+            let gpus = match step {
+                Some(s) if per_gpu => s.gpus * s.replicas,
+                _ => 1,
+            };
+            self.score(m, workload)
+                .map(|v| v * f64::from(replicas) / f64::from(gpus.max(1)))
         };
         let b = total(baseline)?;
         let best = candidates
@@ -1301,14 +1352,38 @@ impl<'p> Builder<'p> {
     }
 
     /// The best of `members` on `workload`: highest throughput, or lowest latency.
+    /// Per GPU where they run on different GPU counts, as the lab weighs them.
     fn best(&self, members: &[(String, String)], workload: &str) -> Option<String> {
+        let on: Vec<&String> = members
+            .iter()
+            .filter(|(_, w)| w == workload)
+            .map(|(m, _)| m)
+            .collect();
+        let per_gpu = on.split_first().is_some_and(|(first, rest)| {
+            self.per_gpu(
+                first,
+                &rest.iter().map(|m| (*m).clone()).collect::<Vec<_>>(),
+            )
+        });
         let mut best: Option<(String, f64)> = None;
-        for (m, w) in members {
-            if w != workload {
-                continue;
-            }
+        for m in on {
+            let gpus = match self.gpus_of_instance(m) {
+                Some(g) if per_gpu => g,
+                _ => 1,
+            };
+            let replicas = self
+                .draft
+                .steps
+                .iter()
+                .find(|s| instances(s).iter().any(|i| i == m))
+                .map_or(1, |s| s.replicas);
             let Some(value) = self.score(m, workload) else {
                 continue;
+            };
+            let value = if per_gpu {
+                value * f64::from(replicas) / f64::from(gpus.max(1))
+            } else {
+                value
             };
             let better = match &best {
                 None => true,

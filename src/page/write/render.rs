@@ -258,10 +258,11 @@ pub fn render(d: &Draft) -> String {
                     .as_ref()
                     .map(|t| format!(" optimized={t}"))
                     .unwrap_or_default();
+                let per_gpu = if row.per_gpu { " per-gpu=#true" } else { "" };
                 o.line(
                     2,
                     &format!(
-                        "summary {}{credits}{threshold}{optimized} {{",
+                        "summary {}{credits}{threshold}{optimized}{per_gpu} {{",
                         quote(&row.title)
                     ),
                 );

@@ -104,7 +104,10 @@ impl Decoder {
     }
 
     fn summary_row(&mut self, node: &KdlNode) -> Option<SummaryRowDecl> {
-        self.props(node, &["compare", "credits", "threshold", "optimized"]);
+        self.props(
+            node,
+            &["compare", "credits", "threshold", "optimized", "per-gpu"],
+        );
         let optimized = prop(node, "optimized").and_then(|e| self.reference(e, RefKind::Step));
         let printed = self
             .children(node, &["cell"])
@@ -132,6 +135,10 @@ impl Decoder {
             Some(e) => self.number(e, "the threshold in %")?,
             None => 0.0,
         };
+        let per_gpu = match prop(node, "per-gpu") {
+            Some(e) => self.boolean(e, "per-gpu")?,
+            None => false,
+        };
         Some(SummaryRowDecl {
             title,
             comparison,
@@ -139,6 +146,7 @@ impl Decoder {
             threshold_pct,
             printed,
             optimized,
+            per_gpu,
         })
     }
 
