@@ -917,6 +917,32 @@ impl<'p> Builder<'p> {
         });
     }
 
+    /// The block of a sweep point that runs exactly `step`'s configuration
+    /// on `workload`: the sweep's name, the value and the block's numbers.
+    fn sweep_point_block(
+        &self,
+        step: usize,
+        workload: &str,
+    ) -> Option<(String, String, Vec<(String, String)>)> {
+        let target = &self.draft.steps[step];
+        self.draft.steps.iter().find_map(|s| {
+            let (flag, _) = s.vary.as_ref()?;
+            if s.engine != target.engine || s.model != target.model || s.gpus != target.gpus {
+                return None;
+            }
+            s.expects.iter().find_map(|e| {
+                let at = e.at.as_ref()?;
+                let ExpectKind::Metrics(metrics) = &e.kind else {
+                    return None;
+                };
+                let mut args = s.args.clone();
+                args.extend([flag.clone(), at.clone()]);
+                (e.workload == workload && args == target.args)
+                    .then(|| (s.name.clone(), at.clone(), metrics.clone()))
+            })
+        })
+    }
+
     /// The conclusion cell's numbers for a step on a workload: an
     /// expectation where no block shows them, a TODO where a block differs.
     fn conclusion_numbers(
@@ -943,6 +969,25 @@ impl<'p> Builder<'p> {
             return;
         }
         let workload = self.draft.workloads[w].name.clone();
+        // The same configuration measured as a point of a sweep (the
+        // recommended command is often one value of a swept flag): that
+        // block is this run's.
+        let own = self.draft.steps[step]
+            .expects
+            .iter()
+            .any(|e| e.workload == workload && e.at.is_none());
+        if !own && let Some((sweep, at, metrics)) = self.sweep_point_block(step, &workload) {
+            let s = &mut self.draft.steps[step];
+            add_workload(s, &workload);
+            s.expects.push(Expect {
+                workload: workload.clone(),
+                at: None,
+                comments: vec![format!(
+                    "The block of sweep `{sweep}` at {at}: the same configuration"
+                )],
+                kind: ExpectKind::Metrics(metrics),
+            });
+        }
         let s = &mut self.draft.steps[step];
         match s
             .expects
