@@ -141,6 +141,13 @@ struct Identity {
     vary: Option<String>,
 }
 
+/// A sweep point's block: the sweep's name, the value and the numbers.
+struct SweepPointBlock {
+    sweep: String,
+    at: String,
+    metrics: Vec<(String, String)>,
+}
+
 struct Builder<'p> {
     page: &'p Page,
     draft: Draft,
@@ -918,12 +925,8 @@ impl<'p> Builder<'p> {
     }
 
     /// The block of a sweep point that runs exactly `step`'s configuration
-    /// on `workload`: the sweep's name, the value and the block's numbers.
-    fn sweep_point_block(
-        &self,
-        step: usize,
-        workload: &str,
-    ) -> Option<(String, String, Vec<(String, String)>)> {
+    /// on `workload`.
+    fn sweep_point_block(&self, step: usize, workload: &str) -> Option<SweepPointBlock> {
         let target = &self.draft.steps[step];
         self.draft.steps.iter().find_map(|s| {
             let (flag, _) = s.vary.as_ref()?;
@@ -937,8 +940,11 @@ impl<'p> Builder<'p> {
                 };
                 let mut args = s.args.clone();
                 args.extend([flag.clone(), at.clone()]);
-                (e.workload == workload && args == target.args)
-                    .then(|| (s.name.clone(), at.clone(), metrics.clone()))
+                (e.workload == workload && args == target.args).then(|| SweepPointBlock {
+                    sweep: s.name.clone(),
+                    at: at.clone(),
+                    metrics: metrics.clone(),
+                })
             })
         })
     }
@@ -976,7 +982,10 @@ impl<'p> Builder<'p> {
             .expects
             .iter()
             .any(|e| e.workload == workload && e.at.is_none());
-        if !own && let Some((sweep, at, metrics)) = self.sweep_point_block(step, &workload) {
+        if !own
+            && let Some(SweepPointBlock { sweep, at, metrics }) =
+                self.sweep_point_block(step, &workload)
+        {
             let s = &mut self.draft.steps[step];
             add_workload(s, &workload);
             s.expects.push(Expect {
