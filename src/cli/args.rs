@@ -182,11 +182,7 @@ pub struct StorePathArgs {
 
 impl StorePathArgs {
     pub fn common(&self) -> Common {
-        Common {
-            runtime: self.runtime.runtime,
-            max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, self.store.path())
-        }
+        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
     }
 }
 
@@ -309,6 +305,20 @@ impl Common {
             fresh_engine: false,
             max_prompts: None,
             lockfile: experiment.lockfile.clone(),
+        }
+    }
+
+    /// The runs a command selects with `--runtime` and `--max-prompts`.
+    fn selecting(
+        experiment: &ExperimentArgs,
+        store: &StoreArg,
+        runtime: &RuntimeOpt,
+        cap: &CapArg,
+    ) -> Self {
+        Self {
+            runtime: runtime.runtime,
+            max_prompts: cap.max_prompts,
+            ..Self::of(experiment, store.path())
         }
     }
 
@@ -740,53 +750,33 @@ impl ImportArgs {
 
 impl RunArgs {
     pub fn common(&self) -> Common {
-        Common {
-            runtime: self.runtime.runtime,
-            max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, self.store.path())
-        }
-        .with_policy(&self.policy)
+        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+            .with_policy(&self.policy)
     }
 }
 
 impl PlanArgs {
     pub fn common(&self) -> Common {
-        Common {
-            runtime: self.runtime.runtime,
-            max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, self.store.path())
-        }
-        .with_policy(&self.policy)
+        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+            .with_policy(&self.policy)
     }
 }
 
 impl ReportArgs {
     pub fn common(&self) -> Common {
-        Common {
-            runtime: self.runtime.runtime,
-            max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, self.store.path())
-        }
+        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
     }
 }
 
 impl ExplainArgs {
     pub fn common(&self) -> Common {
-        Common {
-            runtime: self.runtime.runtime,
-            max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, self.store.path())
-        }
+        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
     }
 }
 
 impl VerifyArgs {
     pub fn common(&self) -> Common {
-        Common {
-            runtime: self.runtime.runtime,
-            max_prompts: self.cap.max_prompts,
-            ..Common::of(&self.experiment, self.store.path())
-        }
+        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
     }
 }
 
