@@ -142,8 +142,11 @@ fn a_perfpipe_waiting_for_a_killed_ones_gpu_stops_its_container_and_measures() {
     let out = second.wait_with_output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
+    // How many of its processes were still alive when reaped depends on
+    // timing (the stand-in's child may have died with it): 1 or 2.
     assert!(
-        err.contains(&format!("container `{container}`), 1 process")),
+        err.contains(&format!("container `{container}`), 1 process"))
+            || err.contains(&format!("container `{container}`), 2 processes")),
         "{err}"
     );
     assert!(!err.contains("Conflict"), "{err}");
