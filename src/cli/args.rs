@@ -296,15 +296,24 @@ impl Common {
     /// The declared runs of `experiment`, uncapped, one sample each, on the
     /// experiment's own runtime.
     pub fn of(experiment: &ExperimentArgs, store: &std::path::Path) -> Self {
+        Self::declared(&experiment.experiment, experiment.lockfile.clone(), store)
+    }
+
+    /// [`Common::of`] for an experiment file found by a command itself.
+    pub fn declared(
+        experiment: &std::path::Path,
+        lockfile: Option<PathBuf>,
+        store: &std::path::Path,
+    ) -> Self {
         Self {
-            experiment: experiment.experiment.clone(),
+            experiment: experiment.to_owned(),
             runtime: None,
             store: store.to_owned(),
             samples: 1,
             retry_failed: false,
             fresh_engine: false,
             max_prompts: None,
-            lockfile: experiment.lockfile.clone(),
+            lockfile,
         }
     }
 

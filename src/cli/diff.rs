@@ -329,14 +329,8 @@ fn fill_command(
 /// Whether `file` still resolves to exactly the lockfile at `path`.
 fn matches(file: &Path, path: &Path, args: &DiffArgs) -> bool {
     let common = Common {
-        experiment: file.to_owned(),
         runtime: args.runtime,
-        store: args.store.path().to_owned(),
-        samples: 1,
-        retry_failed: false,
-        fresh_engine: false,
-        max_prompts: None,
-        lockfile: Some(path.to_owned()),
+        ..Common::declared(file, Some(path.to_owned()), args.store.path())
     };
     load(&common, LockMode::Read).is_ok_and(|loaded| loaded.lock.is_current())
 }

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use super::args::Common;
 use super::{CliError, LockMode, load, lockfile};
 use crate::key::RunKey;
-use crate::spec::Runtime;
 
 /// What reaches the entries to keep.
 #[derive(Debug)]
@@ -160,18 +159,8 @@ fn begins_as_lockfile(path: &Path) -> std::io::Result<bool> {
 
 /// Every run's key under each runtime, as `plan` computes them.
 fn experiment_keys(path: &Path, store: &Path) -> Result<Vec<RunKey>, CliError> {
-    let common = Common {
-        experiment: path.to_owned(),
-        runtime: None,
-        store: store.to_owned(),
-        samples: 1,
-        retry_failed: false,
-        fresh_engine: false,
-        max_prompts: None,
-        lockfile: None,
-    };
-    let loaded = load(&common, LockMode::Read)?;
-    Ok([Runtime::Docker, Runtime::Local, Runtime::Sim]
+    let loaded = load(&Common::declared(path, None, store), LockMode::Read)?;
+    Ok(crate::lock::RUNTIMES
         .into_iter()
         .flat_map(|runtime| crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs))
         .map(|run| run.key)
