@@ -190,7 +190,9 @@ async fn send_all(
                 admitting.set(queue.next().map(|next| admit(next, t0, semaphore.clone())).into());
             }
             Some(joined) = tasks.join_next() => match joined {
-                Ok((index, record)) => {
+                Ok((index, mut record)) => {
+                    // Kept to the end: without the room left for more gaps.
+                    record.itl.shrink_to_fit();
                     on_done(index, &record);
                     records[index] = Some(record);
                     left -= 1;
