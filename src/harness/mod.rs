@@ -8,6 +8,7 @@ pub mod client;
 pub mod dataset;
 pub mod guidellm;
 pub mod liveness;
+pub mod prompt_cache;
 pub mod sse;
 pub mod vllm_bench;
 
