@@ -19,6 +19,7 @@ pub mod clock;
 pub mod engine;
 pub mod exec;
 pub mod exit_code;
+pub mod external;
 pub mod fetch;
 pub mod filelock;
 #[cfg(test)]

@@ -16,7 +16,8 @@ use crate::engine::gpus::GpuLease;
 use crate::engine::health::{NotReady, wait_ready};
 use crate::engine::launch::{self, Placement, container_name};
 use crate::engine::leftovers::{self, Recorded};
-use crate::engine::process::{EngineProcess, free_port, run_tool};
+use crate::engine::process::{EngineProcess, free_port};
+use crate::external;
 use crate::plan::PlannedRun;
 use crate::spec::EngineKind;
 use crate::store::FailureKind;
@@ -345,7 +346,7 @@ impl Launched {
     pub async fn stop(&mut self) {
         for instance in &mut self.instances {
             if let Some(name) = &instance.container {
-                let _ = run_tool(
+                let _ = external::output(
                     "docker",
                     &["stop", "--time", "10", name],
                     Duration::from_secs(60),

@@ -116,11 +116,11 @@ pub enum ExecError {
     Interrupted,
     #[error(transparent)]
     Gpus(crate::engine::gpus::Error),
-    #[error("{engine} is not installed on this machine's PATH: `{command}` failed: {detail}")]
+    #[error("{engine} is not installed on this machine's PATH: {source}")]
     EngineMissing {
         engine: &'static str,
-        command: String,
-        detail: String,
+        #[source]
+        source: crate::external::Error,
     },
     #[error(
         "{engine} on this machine is version `{found}`, but the experiment declares `{declared}`"
