@@ -342,9 +342,11 @@ impl Launched {
         lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
     }
 
-    /// Stops each container (killing the docker CLI does not), then each process group.
+    /// Stops each container (killing the docker CLI does not), then its
+    /// process group; instances at once, so that replicas stop within
+    /// Slurm's `KillWait` (30 s) after a SIGTERM.
     pub async fn stop(&mut self) {
-        for instance in &mut self.instances {
+        futures_util::future::join_all(self.instances.iter_mut().map(|instance| async {
             if let Some(name) = &instance.container {
                 let _ = external::output(
                     "docker",
@@ -354,7 +356,8 @@ impl Launched {
                 .await;
             }
             instance.process.stop(STOP_GRACE).await;
-        }
+        }))
+        .await;
     }
 }
 
