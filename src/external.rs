@@ -4,6 +4,7 @@
 //! error type. The only place they are run. Long-lived engines are not
 //! these: they live in `engine::process`, in process groups of their own.
 
+use std::ffi::OsStr;
 use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,10 +59,41 @@ impl Output {
     }
 }
 
+/// What a command gets besides its argv.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extra<'a> {
+    /// Variables added to its environment.
+    pub env: &'a [(&'a str, &'a OsStr)],
+    /// Its standard input (else none).
+    pub stdin: Option<&'a [u8]>,
+}
+
 /// Runs `program args` to completion within `limit` and returns its output
 /// whatever its exit status.
 pub async fn output(program: &str, args: &[&str], limit: Duration) -> Result<Output, Error> {
-    let expression = expression(program, args).stdout_capture().stderr_capture();
+    output_with(program, args, Extra::default(), limit).await
+}
+
+/// [`output`] with an environment or an input.
+pub async fn output_with(
+    program: &str,
+    args: &[&str],
+    extra: Extra<'_>,
+    limit: Duration,
+) -> Result<Output, Error> {
+    let mut expression = extra
+        .env
+        .iter()
+        .fold(expression(program, args), |e, (name, value)| {
+            e.env(name, value)
+        });
+    // duct's first redirection of a stream wins: choose stdin once.
+    expression = match extra.stdin {
+        Some(input) => expression.stdin_bytes(input),
+        None => expression.stdin_null(),
+    }
+    .stdout_capture()
+    .stderr_capture();
     let out = wait(program, args, expression, limit).await?;
     // What a tool prints may end up in a message or a result.
     let secrets = crate::secrets::env();
@@ -79,7 +111,17 @@ pub async fn output(program: &str, args: &[&str], limit: Duration) -> Result<Out
 /// Runs `program args` and returns what it printed when it succeeded; a
 /// failure carries its stderr.
 pub async fn read(program: &str, args: &[&str], limit: Duration) -> Result<String, Error> {
-    Ok(output(program, args, limit)
+    read_with(program, args, Extra::default(), limit).await
+}
+
+/// [`read`] with an environment or an input.
+pub async fn read_with(
+    program: &str,
+    args: &[&str],
+    extra: Extra<'_>,
+    limit: Duration,
+) -> Result<String, Error> {
+    Ok(output_with(program, args, extra, limit)
         .await?
         .success(program, args)?
         .stdout)
@@ -88,7 +130,7 @@ pub async fn read(program: &str, args: &[&str], limit: Duration) -> Result<Strin
 /// Runs a long command (`docker pull`) to success, everything it prints going
 /// to perfpipe's stderr (stdout is for reports).
 pub async fn run_to_stderr(program: &str, args: &[&str], limit: Duration) -> Result<(), Error> {
-    let expression = expression(program, args).stdout_to_stderr();
+    let expression = expression(program, args).stdin_null().stdout_to_stderr();
     let out = wait(program, args, expression, limit).await?;
     if !out.status.success() {
         return Err(Error::Failed {
@@ -102,7 +144,7 @@ pub async fn run_to_stderr(program: &str, args: &[&str], limit: Duration) -> Res
 
 #[expect(clippy::disallowed_methods, reason = "the one place tools are run")]
 fn expression(program: &str, args: &[&str]) -> duct::Expression {
-    duct::cmd(program, args).stdin_null().unchecked()
+    duct::cmd(program, args).unchecked()
 }
 
 /// Starts `expression` and waits for it on a blocking thread (duct blocks).
@@ -172,6 +214,24 @@ mod tests {
         assert_eq!(out.stdout, "out\n");
         assert_eq!(out.stderr, "err\n");
         assert_eq!(out.status.code(), Some(3));
+    }
+
+    #[tokio::test]
+    async fn an_input_and_variables_reach_the_command() {
+        let value = std::ffi::OsString::from("from-env");
+        let extra = Extra {
+            env: &[("PERFPIPE_EXTERNAL_TEST", &value)],
+            stdin: Some(b"from-stdin"),
+        };
+        let out = read_with(
+            "sh",
+            &["-c", "cat; echo \" $PERFPIPE_EXTERNAL_TEST\""],
+            extra,
+            LIMIT,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out, "from-stdin from-env\n");
     }
 
     #[tokio::test]

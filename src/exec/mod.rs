@@ -7,6 +7,7 @@ mod failure;
 mod launched;
 mod machine;
 mod run;
+pub mod slurm;
 mod telemetry;
 
 use std::cell::{Cell, RefCell};

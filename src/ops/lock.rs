@@ -18,13 +18,7 @@ pub fn lock(
     if let Update::Only(names) = &update {
         check_names(selection, names)?;
     }
-    let loaded = load(
-        selection,
-        LockMode::Lock {
-            offline,
-            update,
-        },
-    )?;
+    let loaded = load(selection, LockMode::Lock { offline, update })?;
     let state = &loaded.lock;
     match &state.old {
         Some(_) if state.is_current() && state.legacy.is_some() => {
