@@ -16,6 +16,7 @@
 pub mod analyze;
 pub mod cli;
 pub mod clock;
+pub mod drv;
 pub mod engine;
 pub mod exec;
 pub mod exit_code;

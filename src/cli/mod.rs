@@ -18,6 +18,7 @@ mod lock;
 mod man;
 mod plan;
 mod project;
+mod realise;
 mod report;
 mod roots;
 mod run;
@@ -72,6 +73,7 @@ pub fn main() -> u8 {
         Command::Verify(args) => verify::verify(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Import(args) => import::import(&args),
+        Command::Realise(args) => realise::realise(&args),
         Command::Init(args) => init::init(&args),
         Command::Lock(args) => lock::lock(&args),
         Command::Diff(args) => diff::diff(&args),

@@ -19,7 +19,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
         loaded,
         plan,
         estimate,
-    } = crate::ops::plan::plan(&common)?;
+    } = crate::ops::plan::plan(&common, &super::Stderr)?;
     out!("{}", render(&loaded, &common, &plan));
     // `plan` stops nothing; it says what the next `run` will stop.
     for found in leftovers::find(&leftovers::dir()) {

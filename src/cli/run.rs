@@ -59,19 +59,31 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
 /// How the executor runs, from the options.
 pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
     Ok(ExecOptions {
+        startup_timeout: args.startup_timeout.map(Duration::from_secs),
+        stall_timeout: Duration::from_secs(args.stall_timeout),
+        fresh_engine: args.policy.fresh_engine,
+        jobs: args.jobs as usize,
+        ..exec_defaults()?
+    })
+}
+
+/// How the executor runs without options (`realise`: the material holds
+/// the timeouts).
+pub(super) fn exec_defaults() -> Result<ExecOptions, CliError> {
+    Ok(ExecOptions {
         sim_program: std::env::current_exe().map_err(|source| CliError::Write {
             path: "current executable".into(),
             source,
         })?,
-        startup_timeout: args.startup_timeout.map(Duration::from_secs),
-        stall_timeout: Duration::from_secs(args.stall_timeout),
+        startup_timeout: None,
+        stall_timeout: Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
         attempts: 3,
-        fresh_engine: args.policy.fresh_engine,
-        jobs: args.jobs as usize,
+        fresh_engine: false,
+        jobs: 1,
     })
 }
 
-fn progress(spec: &Spec, event: &ExecEvent) {
+pub(super) fn progress(spec: &Spec, event: &ExecEvent) {
     match event {
         ExecEvent::Started { index, total, run } => {
             eprintln!(

@@ -18,6 +18,7 @@ pub mod load;
 pub mod lock;
 pub mod lockfile;
 pub mod plan;
+pub mod realise;
 pub mod report;
 pub mod run;
 

@@ -1,9 +1,13 @@
 //! `perfpipe plan`: every run, its key and status, and the GPU-hours the
-//! missing ones would take; no side effects.
+//! missing ones would take. Writes only, to the store, the material of the
+//! launches the missing runs need and the inputs they name.
 
 use serde_json::Value;
+use std::time::Duration;
 
-use super::{Error, Loaded, LockMode, Selection, load};
+use super::realise::write_launches;
+use super::{Error, Loaded, LockMode, Selection, Shell, load};
+use crate::drv::LaunchOptions;
 use crate::key::material_changes;
 use crate::plan::{self, Estimate, Plan, PlanOptions};
 use crate::store::StoreIndex;
@@ -18,9 +22,22 @@ pub struct Planned {
 
 /// Loads the experiment without writing its lockfile, plans its runs and
 /// estimates the missing ones from earlier results of their workloads.
-pub fn plan(selection: &Selection) -> Result<Planned, Error> {
+pub fn plan(selection: &Selection, shell: &dyn Shell) -> Result<Planned, Error> {
     let loaded = load(selection, LockMode::Read)?;
     let plan = build_plan(&loaded, selection)?;
+    // What a node needs to run each launch; `plan` runs nothing, so a store
+    // it cannot write is a warning here (`run` fails on it).
+    let options = LaunchOptions {
+        fresh_engine: selection.fresh_engine,
+        startup_timeout: None,
+        stall_timeout: Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
+    };
+    if let Err(e) = write_launches(&loaded.spec, &plan, &loaded.inputs, &options, &loaded.store) {
+        say!(
+            shell,
+            "warning: cannot write the launch material of the missing runs to the store: {e}"
+        );
+    }
     // Read only when some run is missing: a cached plan estimates nothing.
     let earlier = if plan.missing().is_empty() {
         Vec::new()

@@ -9,7 +9,8 @@ use super::files::check_writable;
 use super::load::sample_notes;
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
-use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile};
+use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile, realise};
+use crate::drv::LaunchOptions;
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 
 use crate::plan::{Plan, RunStatus};
@@ -138,14 +139,7 @@ pub fn run(
     for note in sample_notes(&loaded) {
         say!(shell, "{note}");
     }
-    let summary = exec::execute(
-        &loaded.spec,
-        &loaded.inputs,
-        &plan,
-        &loaded.store,
-        &options.exec,
-        &mut |event| progress(&loaded.spec, &event),
-    )?;
+    let summary = execute(&loaded, &plan, options, progress)?;
 
     // With nothing to run, what the plan read is the report's to show.
     if !plan.missing().is_empty() {
@@ -180,6 +174,49 @@ pub fn run(
         summary,
         unexpected,
     })
+}
+
+/// Executes the missing runs of `plan` as `realise` does: from the material
+/// of their launches, written to the store first with their inputs. With
+/// nothing missing, the executor still stops what killed perfpipes left.
+fn execute(
+    loaded: &Loaded,
+    plan: &Plan,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(&Spec, &ExecEvent),
+) -> Result<ExecSummary, Error> {
+    let exec = &options.exec;
+    let launches = realise::write_launches(
+        &loaded.spec,
+        plan,
+        &loaded.inputs,
+        &LaunchOptions {
+            fresh_engine: exec.fresh_engine,
+            startup_timeout: exec.startup_timeout,
+            stall_timeout: exec.stall_timeout,
+        },
+        &loaded.store,
+    )?;
+    if launches.is_empty() {
+        return Ok(exec::execute(
+            &loaded.spec,
+            &loaded.inputs,
+            plan,
+            &loaded.store,
+            exec,
+            &mut |event| progress(&loaded.spec, &event),
+        )?);
+    }
+    let materials: Vec<_> = launches.into_iter().map(|(_, m)| m).collect();
+    // The experiment's own steps say which failures it expects.
+    let realised = realise::execute(
+        &materials,
+        &loaded.store,
+        exec,
+        Some(&loaded.inputs),
+        &mut |_, event| progress(&loaded.spec, event),
+    )?;
+    Ok(realised.summary)
 }
 
 /// Removes what killed perfpipe processes left under `store/tmp/`; a
