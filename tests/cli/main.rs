@@ -24,6 +24,7 @@ mod reliability;
 mod reports;
 mod run;
 mod runtimes;
+mod slurm;
 mod speed;
 mod store;
 mod studies;
