@@ -291,5 +291,6 @@ pub(crate) fn long_workload(rate: RequestRate, concurrency: Option<u32>) -> crat
         rate,
         arrival: crate::spec::Arrival::Poisson,
         concurrency,
+        axis: None,
     }
 }

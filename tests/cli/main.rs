@@ -14,6 +14,7 @@ mod diagnostics;
 mod diff;
 mod fetch;
 mod help;
+mod load;
 mod lock;
 mod objectives;
 mod pages;
