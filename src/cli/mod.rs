@@ -13,6 +13,7 @@ mod error;
 mod examples;
 mod explain;
 mod fetch;
+mod figures;
 mod import;
 mod init;
 mod lock;

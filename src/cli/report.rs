@@ -35,14 +35,20 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
     let text = match args.format {
         // A written report gets its chart beside it; printed alone, there is none to link.
         ReportFormat::Md => match &args.out {
-            Some(out) => write_markdown(&loaded, &analysis, out)?,
-            None => crate::report::markdown(&loaded.spec, &analysis, None),
+            Some(out) => write_markdown(&loaded, &analysis, out, false)?,
+            None => crate::report::markdown(&loaded.spec, &analysis, &Default::default()),
         },
+        ReportFormat::Html => {
+            let charts = charts(&loaded, &analysis, None)?;
+            crate::report::html(&loaded.spec, &analysis, &charts)
+        }
         ReportFormat::Json => crate::report::json(&loaded.spec, &analysis),
         ReportFormat::Csv => crate::report::csv(&analysis),
     };
     out!("{text}");
-    if let (Some(out), ReportFormat::Json | ReportFormat::Csv) = (&args.out, args.format) {
+    if let (Some(out), ReportFormat::Html | ReportFormat::Json | ReportFormat::Csv) =
+        (&args.out, args.format)
+    {
         write_text(out, &text)?;
     }
     Ok(exit_code::OK)
@@ -130,28 +136,53 @@ pub(super) fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analys
     analyze::analyze(&loaded.spec, records).map_err(CliError::Analysis)
 }
 
-/// Writes the markdown report at `path` with its chart beside it.
+/// Writes the markdown report at `path` with its charts beside it, and the
+/// HTML report as `<path stem>.html` with `html`; returns the markdown.
 pub(super) fn write_markdown(
     loaded: &Loaded,
     analysis: &Analysis,
     path: &Path,
+    html: bool,
 ) -> Result<String, CliError> {
-    let chart = write_chart(loaded, analysis, path)?;
-    let text = crate::report::markdown(&loaded.spec, analysis, chart.as_deref());
-    // An unchanged report is left as it is (a no-op run writes nothing).
-    if crate::regular_file::read(path).ok().as_deref() != Some(text.as_bytes()) {
-        write_text(path, &text)?;
+    let charts = charts(loaded, analysis, Some(path))?;
+    let text = crate::report::markdown(&loaded.spec, analysis, &charts);
+    write_unchanged(path, &text)?;
+    if html {
+        let page = crate::report::html(&loaded.spec, analysis, &charts);
+        write_unchanged(&path.with_extension("html"), &page)?;
     }
     Ok(text)
 }
 
-/// Draws the conclusion's chart as `<report stem>.png` and `.svg` beside the
-/// report; returns the PNG's file name to link, or `None` without a conclusion.
+/// Writes `text` at `path` unless the file holds it already (a no-op run
+/// writes nothing).
+fn write_unchanged(path: &Path, text: &str) -> Result<(), CliError> {
+    if crate::regular_file::read(path).ok().as_deref() != Some(text.as_bytes()) {
+        write_text(path, text)?;
+    }
+    Ok(())
+}
+
+/// Every chart of the report; with `report`, drawn beside it.
+fn charts(
+    loaded: &Loaded,
+    analysis: &Analysis,
+    report: Option<&Path>,
+) -> Result<crate::report::Charts, CliError> {
+    let figures = super::figures::of(loaded, analysis)?;
+    Ok(crate::report::Charts {
+        conclusion: write_chart(loaded, analysis, report)?,
+        figures: super::figures::files(&figures, report)?,
+    })
+}
+
+/// Draws the conclusion's chart, as `<report stem>.png` and `.svg` beside
+/// `report` when there is one; `None` without a conclusion.
 fn write_chart(
     loaded: &Loaded,
     analysis: &Analysis,
-    report: &Path,
-) -> Result<Option<String>, CliError> {
+    report: Option<&Path>,
+) -> Result<Option<crate::report::ChartFile>, CliError> {
     let Some(table) = &analysis.conclusion else {
         return Ok(None);
     };
@@ -184,23 +215,26 @@ fn write_chart(
             })
             .collect(),
     };
-    let svg = report.with_extension("svg");
-    let png = report.with_extension("png");
-    if !drawn_of(&data, &svg, &png) {
-        // The SVG last: a chart killed between the two is drawn again.
-        write_file(&png, &chart::png(&data))?;
-        write_file(&svg, chart::svg(&data).as_bytes())?;
+    let svg_text = chart::svg(&data);
+    let mut png_name = String::new();
+    if let Some(report) = report {
+        let svg = report.with_extension("svg");
+        let png = report.with_extension("png");
+        if !super::figures::drawn_of(&chart::digest(&data), &svg, &png) {
+            // The SVG last: a chart killed between the two is drawn again.
+            write_file(&png, &chart::png(&data))?;
+            write_file(&svg, svg_text.as_bytes())?;
+        }
+        png_name = png
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
     }
-    Ok(png.file_name().map(|n| n.to_string_lossy().into_owned()))
-}
-
-/// Whether the chart files at `svg` and `png` are both drawn from `data`.
-fn drawn_of(data: &ChartData, svg: &Path, png: &Path) -> bool {
-    let digest = chart::digest(data);
-    let svg_holds = crate::regular_file::read_to_string(svg)
-        .is_ok_and(|text| chart::svg_digest(&text) == Some(digest.as_str()));
-    svg_holds
-        && crate::regular_file::read(png).is_ok_and(|bytes| {
-            chart::png_digest(std::io::Cursor::new(bytes)).as_deref() == Some(digest.as_str())
-        })
+    Ok(Some(crate::report::ChartFile {
+        id: "conclusion".to_owned(),
+        title: data.title,
+        note: None,
+        png: png_name,
+        svg: svg_text,
+    }))
 }

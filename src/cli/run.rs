@@ -41,6 +41,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         report_path.clone(),
         report_path.with_extension("svg"),
         report_path.with_extension("png"),
+        report_path.with_extension("html"),
     ] {
         super::check_writable(&path)?;
     }
@@ -119,7 +120,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     let mut analysis = analyze(&loaded, records)?;
     analysis.scope = Some(scope(&loaded, &common));
     let path = report_path;
-    let text = write_markdown(&loaded, &analysis, &path).map_err(|e| {
+    let text = write_markdown(&loaded, &analysis, &path, true).map_err(|e| {
         e.measured(&format!(
             "every run is in the store: `perfpipe report {} --out FILE` writes the report",
             experiment.display()
@@ -127,10 +128,11 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     })?;
     out!("{text}");
     eprintln!(
-        "perfpipe: ran {} (failed: {}); report written to `{}`",
+        "perfpipe: ran {} (failed: {}); report written to `{}` (and `{}`)",
         summary.succeeded + summary.failed,
         summary.failed,
-        path.display()
+        path.display(),
+        path.with_extension("html").display()
     );
     if unexpected_failures > 0 {
         eprintln!(
