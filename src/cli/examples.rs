@@ -15,6 +15,7 @@ pub const REPORT: &str = "\
 Examples:
   perfpipe report experiments/qwen3-14b-a100.kdl --runtime sim
   perfpipe report experiments/qwen3-14b-a100.kdl --published --out published.md
+  perfpipe report experiments/qwen3-14b-a100.kdl --format html --out report.html
   perfpipe report experiments/qwen3-14b-a100.kdl --format csv > numbers.csv";
 
 pub const VERIFY: &str = "\
@@ -43,6 +44,12 @@ Examples:
   cp lockfiles/qwen3-235b-a100.lock before.lock   # then upgrade vLLM in the experiment
   perfpipe diff before.lock lockfiles/qwen3-235b-a100.lock
   perfpipe diff before.lock lockfiles/qwen3-235b-a100.lock --fail-on-regression 5 --format json";
+
+pub const REALISE: &str = "\
+Examples:
+  perfpipe plan experiments/qwen3-14b-a100.kdl   # writes store/drv/<launch key>.json per launch
+  perfpipe realise store/drv/<launch key>.json
+  perfpipe realise <launch key> --store /shared/perfpipe-store";
 
 pub const IMPORT: &str = "\
 Examples:

@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use super::{CliError, Loaded, write_file};
+use super::files::write_file;
+use super::{Error, Loaded};
 use crate::analyze::curves::{self, Journals, RequestTimes};
 use crate::analyze::{Analysis, RunRecord, Source};
 use crate::key::RunKey;
@@ -13,16 +14,16 @@ use crate::report::{chart, plot};
 use crate::store::Store;
 
 /// The figures of `analysis`'s curves.
-pub(super) fn of(loaded: &Loaded, analysis: &Analysis) -> Result<Vec<Figure>, CliError> {
+pub fn of(loaded: &Loaded, analysis: &Analysis) -> Result<Vec<Figure>, Error> {
     let journals = journals(&loaded.store, &analysis.runs)?;
     let curves =
-        curves::curves(&loaded.spec, &analysis.runs, &journals).map_err(CliError::Analysis)?;
+        curves::curves(&loaded.spec, &analysis.runs, &journals).map_err(Error::Analysis)?;
     Ok(figures(&loaded.spec, analysis, &curves))
 }
 
 /// Each figure as a chart; with `report`, drawn as `<stem>.<id>.png` and
 /// `.svg` beside it (left untouched when they already show the same).
-pub(super) fn files(figures: &[Figure], report: Option<&Path>) -> Result<Vec<ChartFile>, CliError> {
+pub fn files(figures: &[Figure], report: Option<&Path>) -> Result<Vec<ChartFile>, Error> {
     figures
         .iter()
         .map(|f| {
@@ -55,7 +56,7 @@ pub(super) fn files(figures: &[Figure], report: Option<&Path>) -> Result<Vec<Cha
 }
 
 /// Whether the chart files at `svg` and `png` both carry `digest`.
-pub(super) fn drawn_of(digest: &str, svg: &Path, png: &Path) -> bool {
+pub fn drawn_of(digest: &str, svg: &Path, png: &Path) -> bool {
     let svg_holds = crate::regular_file::read_to_string(svg)
         .is_ok_and(|text| chart::svg_digest(&text) == Some(digest));
     svg_holds
@@ -65,7 +66,7 @@ pub(super) fn drawn_of(digest: &str, svg: &Path, png: &Path) -> bool {
 }
 
 /// The request times of each run's measured samples, from their journals.
-fn journals(store: &Store, runs: &[RunRecord]) -> Result<Journals, CliError> {
+fn journals(store: &Store, runs: &[RunRecord]) -> Result<Journals, Error> {
     let mut journals = Journals::new();
     for run in runs {
         let measured = matches!(run.source, Some(Source::Measured | Source::Simulated));
@@ -76,9 +77,9 @@ fn journals(store: &Store, runs: &[RunRecord]) -> Result<Journals, CliError> {
             continue;
         }
         let mut records = Vec::new();
-        for sample in store.samples(&key).map_err(CliError::Store)? {
+        for sample in store.samples(&key).map_err(Error::Store)? {
             if sample.metrics().is_some() {
-                records.extend(sample.journal().map_err(CliError::Store)?);
+                records.extend(sample.journal().map_err(Error::Store)?);
             }
         }
         if !records.is_empty() {
