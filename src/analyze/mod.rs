@@ -2,6 +2,7 @@
 //! table, computed with polars. (pure)
 
 mod checks;
+pub mod curves;
 mod diff;
 mod latency;
 mod noise;

@@ -13,6 +13,7 @@ macro_rules! say {
 
 pub mod error;
 pub mod fetch;
+pub mod figures;
 pub mod files;
 pub mod load;
 pub mod lock;

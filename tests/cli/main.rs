@@ -6,6 +6,8 @@
 
 mod bad_values;
 mod bench;
+mod browser;
+mod charts;
 mod closed_pipe;
 mod common;
 mod completions;
