@@ -173,7 +173,7 @@ impl RequestTimes {
         Self {
             ttft_ms: ok().map(|r| r.ttft * 1000.0).collect(),
             itl_ms: ok()
-                .flat_map(|r| r.itl.iter().map(|s| s * 1000.0))
+                .flat_map(|r| r.itl.secs().map(|s| s * 1000.0))
                 .collect(),
         }
     }

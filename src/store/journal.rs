@@ -44,7 +44,7 @@ mod tests {
         let record = RequestRecord {
             success: true,
             ttft: 0.25,
-            itl: vec![0.01, 0.02],
+            itl: crate::metrics::Gaps::from_secs(&[0.01, 0.02]),
             ..RequestRecord::default()
         };
         let line = serde_json::json!({"index": 3, "record": record});

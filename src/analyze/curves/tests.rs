@@ -163,7 +163,7 @@ fn request(ttft: f64, itl: &[f64], success: bool) -> RequestRecord {
     RequestRecord {
         success,
         ttft,
-        itl: itl.to_vec(),
+        itl: crate::metrics::Gaps::from_secs(itl),
         ..RequestRecord::default()
     }
 }

@@ -81,7 +81,7 @@ fn a_study_without_a_conclusion_gets_latency_frontier_and_distribution_charts() 
     let record = RequestRecord {
         success: true,
         ttft: 0.05,
-        itl: vec![0.01],
+        itl: crate::metrics::Gaps::from_secs(&[0.01]),
         ..RequestRecord::default()
     };
     journals.insert(("vllm".into(), "c4".into()), RequestTimes::of(&[record]));
