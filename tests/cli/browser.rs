@@ -117,6 +117,7 @@ fn browser_service(request_line: &str) -> bool {
         "GET http://clients2.google.com/time/1/current?",
         "POST http://update.googleapis.com/service/update2/json?",
         "CONNECT update.googleapis.com:443 ",
+        "CONNECT redirector.gvt1.com:443 ",
         "CONNECT accounts.google.com:443 ",
     ]
     .iter()
