@@ -16,6 +16,7 @@
 pub mod analyze;
 pub mod cli;
 pub mod clock;
+pub mod drv;
 pub mod engine;
 pub mod exec;
 pub mod exit_code;
@@ -30,6 +31,7 @@ pub mod inputs;
 pub mod key;
 pub mod lock;
 pub mod metrics;
+pub mod ops;
 pub mod page;
 pub mod plan;
 pub mod plural;
