@@ -9,6 +9,7 @@ mod model;
 mod provenance;
 mod save_result;
 mod serving_block;
+pub mod slo;
 pub mod telemetry;
 
 pub use block_parse::{BlockError, ParsedBlock, parse_block};

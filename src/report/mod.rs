@@ -7,6 +7,7 @@ pub mod diff;
 mod json;
 mod markdown;
 mod runs;
+mod slo;
 
 pub use csv::csv;
 pub use json::json;
