@@ -16,7 +16,9 @@ pub use checks::{Check, Verdict, checks};
 pub use diff::{Delta, DeltaVerdict, deltas, higher_is_better};
 pub use latency::mean_latency_ms;
 pub use noise::{NoiseFloors, default_floor};
-pub use records::{RunLoad, RunRecord, Source, from_expectations, from_store, of_samples};
+pub use records::{
+    RunLoad, RunRecord, SloResult, Source, from_expectations, from_store, of_samples,
+};
 pub use summary::{Gain, SummaryNote, SummaryRow, summary};
 
 use crate::spec::{Objective, Spec};

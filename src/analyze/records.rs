@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::key::RunKey;
 use crate::metrics::Provenance;
+use crate::metrics::slo::{Attainment, Slo, attainment};
 use crate::metrics::telemetry::TelemetrySummary;
 use crate::plan::Plan;
 use crate::spec::{ExpectedOutcome, RequestRate, Spec, Workload};
@@ -57,6 +58,44 @@ pub struct RunRecord {
     pub warnings: Vec<String>,
     /// What the GPUs and the engine did during the last sample.
     pub telemetry: Option<TelemetrySummary>,
+    /// How its requests fared against its workload's SLO.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloResult>,
+}
+
+/// A run's requests against its SLO, over every sample that has a request
+/// journal (requests of all samples pooled).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SloResult {
+    /// The objectives, e.g. `ttft_ms<=500 tpot_ms<=50`.
+    pub objectives: String,
+    #[serde(flatten)]
+    pub attainment: Attainment,
+}
+
+impl SloResult {
+    /// `slo` over the requests of `samples`; `None` when none has a journal.
+    pub fn of(slo: &Slo, samples: &[&Sample]) -> Option<Self> {
+        let (mut records, mut duration) = (Vec::new(), 0.0);
+        for sample in samples {
+            let requests = sample.requests()?;
+            duration += sample.metric_map()?.get("duration").copied()?;
+            records.extend(requests);
+        }
+        if records.is_empty() {
+            return None;
+        }
+        let objectives = slo
+            .objectives
+            .iter()
+            .map(|(latency, ms)| format!("{}_ms<={ms}", latency.name()))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Some(Self {
+            objectives,
+            attainment: attainment(&records, duration, slo),
+        })
+    }
 }
 
 /// A run's load as plain fields, so that curves along a load axis need not
@@ -111,6 +150,7 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
                     failure,
                     warnings: Vec::new(),
                     telemetry: None,
+                    slo: None,
                 }
             })
         })
@@ -121,7 +161,16 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
 pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
     plan.runs
         .iter()
-        .map(|run| of_samples(&run.step, &run.workload, &run.key, index.samples(&run.key)))
+        .map(|run| {
+            let samples = index.samples(&run.key);
+            let mut record = of_samples(&run.step, &run.workload, &run.key, samples);
+            if let Some(slo) = &run.slo {
+                let measured: Vec<&Sample> =
+                    samples.iter().filter(|s| s.metrics().is_some()).collect();
+                record.slo = SloResult::of(slo, &measured);
+            }
+            record
+        })
         .collect()
 }
 
@@ -180,6 +229,7 @@ pub fn of_samples(step: &str, workload: &str, key: &RunKey, samples: &[Sample]) 
         failure,
         warnings,
         telemetry: chosen.last().and_then(|s| s.result.telemetry.clone()),
+        slo: None,
     }
 }
 

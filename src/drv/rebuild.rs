@@ -293,5 +293,6 @@ fn workload(name: &str, material: &KeyMaterial) -> Result<Workload, RebuildError
         concurrency: w.max_concurrency,
         // Key material holds neither: a run is rebuilt as the point it is.
         axis: None,
+        slo: None,
     })
 }

@@ -292,5 +292,6 @@ pub(crate) fn long_workload(rate: RequestRate, concurrency: Option<u32>) -> crat
         arrival: crate::spec::Arrival::Poisson,
         concurrency,
         axis: None,
+        slo: None,
     }
 }

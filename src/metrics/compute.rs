@@ -143,7 +143,7 @@ pub fn compute(
     let (peak_tokens, peak_concurrency) = peaks(&ok);
     let good = ok
         .iter()
-        .filter(|r| meets_slos(r, &options.goodput))
+        .filter(|r| super::slo::meets(r, &options.goodput))
         .count();
     // Means and deviations over the values in request order (as vLLM sums
     // them); then each short list is sorted once, in place, for all its
@@ -212,22 +212,6 @@ pub fn compute(
         p99_e2el_ms: ms(&e2els, 99.0),
         percentiles,
     }
-}
-
-/// vLLM's goodput rule: every given SLO (ms) met; TPOT counts as 0 for one-token outputs.
-fn meets_slos(r: &RequestRecord, slos: &[(Latency, f64)]) -> bool {
-    slos.iter().all(|(latency, slo_ms)| {
-        let value_s = match latency {
-            Latency::Ttft => r.ttft,
-            Latency::Tpot if r.output_tokens > 1 => {
-                (r.latency - r.ttft) / (r.output_tokens - 1) as f64
-            }
-            Latency::Tpot => 0.0,
-            Latency::Itl => r.itl.secs().fold(0.0, f64::max),
-            Latency::E2el => r.latency,
-        };
-        value_s * 1000.0 <= *slo_ms
-    })
 }
 
 /// Chunk arrival times of a request, with the tokens each chunk stands for.

@@ -11,6 +11,7 @@ mod provenance;
 mod save_result;
 mod select;
 mod serving_block;
+pub mod slo;
 pub mod telemetry;
 
 pub use block_parse::{BlockError, ParsedBlock, parse_block};

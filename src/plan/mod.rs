@@ -8,6 +8,7 @@ pub use stored_runtime::{StoredRuntime, stored_runtime};
 
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
+use crate::metrics::slo::Slo;
 use crate::spec::{Runtime, Spec};
 use crate::store::{Outcome, Sample, StoreIndex};
 
@@ -27,6 +28,8 @@ pub struct PlannedRun {
     /// The exact text `key` is the sha256 of.
     pub canonical: String,
     pub status: RunStatus,
+    /// The workload's SLO: analysis of the stored requests, not key material.
+    pub slo: Option<Slo>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +74,8 @@ pub struct KeyedRun {
     pub key: RunKey,
     pub material: KeyMaterial,
     pub canonical: String,
+    /// The workload's SLO: analysis of the stored requests, not key material.
+    pub slo: Option<Slo>,
 }
 
 /// Every (step, workload) of the experiment with its key, in declared order.
@@ -88,6 +93,7 @@ pub fn keyed_runs(spec: &Spec, runtime: Runtime, inputs: &ResolvedInputs) -> Vec
                     key,
                     material,
                     canonical,
+                    slo: workload.slo.clone(),
                 })
             })
         })
@@ -105,6 +111,7 @@ pub fn build(runs: Vec<KeyedRun>, index: &StoreIndex, options: PlanOptions) -> P
             key: r.key,
             material: r.material,
             canonical: r.canonical,
+            slo: r.slo,
         })
         .collect();
     Plan { runs, options }

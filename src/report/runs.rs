@@ -96,6 +96,7 @@ pub(super) fn runs(out: &mut String, columns: &[(&str, &str)], runs: &[RunRecord
             );
         }
     }
+    super::slo::attainment(out, runs);
     telemetry(out, runs);
     let warned: Vec<&RunRecord> = runs.iter().filter(|r| !r.warnings.is_empty()).collect();
     if !warned.is_empty() {

@@ -296,6 +296,9 @@ pub struct Workload {
     /// The declared workload this is a point of, when it lists several loads
     /// (`concurrency 1 2 4`, `rate 1 4`); never key material.
     pub axis: Option<String>,
+    /// The latency objectives its requests are held to (`slo`, else the
+    /// experiment's): analysis, never key material.
+    pub slo: Option<crate::metrics::slo::Slo>,
 }
 
 impl Workload {

@@ -4,10 +4,10 @@
 use crate::common::{TestEnv, stderr, stdout};
 
 /// The simulated engine's load-dependent timing: a request's TTFT is
-/// 2 ms + 10 ms per request in flight when it arrived.
+/// 2 ms + 20 ms per request in flight when it arrived.
 pub const LOAD_TIMING: (&str, &str) = (
     "PERFPIPE_SIM_TIMING",
-    "load:ttft_ms=2,ttft_ms_per_req=10,itl_ms=1",
+    "load:ttft_ms=2,ttft_ms_per_req=20,itl_ms=1",
 );
 
 fn load_study() -> TestEnv {
@@ -84,7 +84,7 @@ fn three_configurations_by_five_loads_run_once_and_plan_lists_every_point() {
             ("vllm", "chat", 16)
         ]
     );
-    // The simulated TTFT grows with the load: 2 + 10 × 1 ms alone.
+    // The simulated TTFT grows with the load: 2 + 20 × 1 ms alone.
     let ttft: Vec<f64> = runs[..5]
         .iter()
         .map(|r| r["metrics"]["mean_ttft_ms"].as_f64().unwrap())
@@ -111,4 +111,85 @@ fn a_point_of_an_axis_has_the_key_of_a_workload_declaring_its_value_alone() {
         .replace("concurrency 1 2 4 8 16", "concurrency 8");
     env.write("load.kdl", &kdl);
     assert_eq!(key_of(&env, "chat"), point);
+}
+
+/// Each point's SLO attainment from the JSON report: (concurrency, met, sent).
+fn attainment(env: &TestEnv) -> Vec<(u64, u64, u64)> {
+    let json = env.run(&["report", "load.kdl", "--format", "json"]);
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    report["analysis"]["runs"].as_array().unwrap()[..5]
+        .iter()
+        .map(|r| {
+            (
+                r["concurrency"].as_u64().unwrap(),
+                r["slo"]["met"].as_u64().unwrap(),
+                r["slo"]["sent"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn slo_attainment_follows_the_load_and_a_new_slo_runs_nothing() {
+    let env = load_study();
+    let run = |env: &TestEnv| {
+        let out = env
+            .cmd(&["run", "load.kdl"])
+            .env(LOAD_TIMING.0, LOAD_TIMING.1)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        out
+    };
+    let first = run(&env);
+    // TTFT = 2 + 20·k ms for the k-th request in flight: within 92 ms up to
+    // k = 4, so every request at c ≤ 4 and the first 4 of 24 at c = 8, 16.
+    assert_eq!(
+        attainment(&env),
+        [
+            (1, 24, 24),
+            (2, 24, 24),
+            (4, 24, 24),
+            (8, 4, 24),
+            (16, 4, 24)
+        ]
+    );
+    assert!(
+        stdout(&first).contains("SLO attainment"),
+        "{}",
+        stdout(&first)
+    );
+    assert!(
+        stdout(&first).contains("| `vllm` | `chat@c=8` | `ttft_ms<=92` | 4/24 | 16.7% |"),
+        "{}",
+        stdout(&first)
+    );
+    let points = |env: &TestEnv| -> Vec<String> {
+        stdout(&env.run(&["plan", "load.kdl"]))
+            .lines()
+            .filter(|l| l.contains("chat@"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let keys = points(&env);
+
+    // Within 132 ms: k ≤ 6. Only the analysis changes.
+    let kdl = env
+        .read("load.kdl")
+        .replace("slo ttft_ms=92", "slo ttft_ms=132");
+    env.write("load.kdl", &kdl);
+    assert_eq!(points(&env), keys, "an SLO is no key material");
+    run(&env);
+    assert_eq!(env.samples().len(), 15, "a new SLO runs nothing");
+    assert_eq!(
+        attainment(&env),
+        [
+            (1, 24, 24),
+            (2, 24, 24),
+            (4, 24, 24),
+            (8, 6, 24),
+            (16, 6, 24)
+        ]
+    );
 }

@@ -129,6 +129,7 @@ const TOP_NODES: &[&str] = &[
     "conclusion",
     "objective",
     "report",
+    "slo",
 ];
 const WORKLOAD_NODES: &[&str] = &[
     "title",
@@ -137,6 +138,7 @@ const WORKLOAD_NODES: &[&str] = &[
     "rate",
     "arrival",
     "concurrency",
+    "slo",
 ];
 const STEP_PROPS: &[&str] = &["engine", "model", "revision", "gpus", "replicas", "measure"];
 const STEP_NODES: &[&str] = &["args", "env", "workloads", "expect", "expect-failure"];
@@ -282,6 +284,7 @@ impl Decoder {
         let mut conclusion = None;
         let mut report = None;
         let mut objective = None;
+        let mut slo = None;
         let mut seen_singletons: BTreeMap<&str, SourceSpan> = BTreeMap::new();
 
         for child in children {
@@ -296,6 +299,7 @@ impl Decoder {
                     | "conclusion"
                     | "objective"
                     | "report"
+                    | "slo"
             ) {
                 if let Some(first) = seen_singletons.get(kind) {
                     let first = *first;
@@ -359,6 +363,7 @@ impl Decoder {
                 "conclusion" => conclusion = self.conclusion(child),
                 "objective" => objective = self.objective(child),
                 "report" => report = self.report(child),
+                "slo" => slo = self.slo(child),
                 _ => {}
             }
         }
@@ -384,6 +389,10 @@ impl Decoder {
             self.missing_node(node, "step", "step vllm engine=vllm gpus=1");
         }
 
+        // The experiment's SLO holds for every workload without its own.
+        for w in workloads.iter_mut().filter(|w| w.slo.is_none()) {
+            w.slo = slo.clone();
+        }
         self.check_duplicates(workloads.iter().map(|w| &w.name), "workload");
         self.check_duplicates(steps.iter().map(|s| &s.name), "step");
 

@@ -7,6 +7,8 @@ use miette::SourceSpan;
 
 use super::values::*;
 use super::*;
+use crate::metrics::Latency;
+use crate::metrics::slo::Slo;
 use crate::spec::bounds;
 use crate::spec::diag::{SpecDiagnostic, did_you_mean, one_of};
 use crate::spec::model::*;
@@ -229,6 +231,7 @@ impl Decoder {
         let mut concurrencies: Vec<(u32, String)> = Vec::new();
         let mut arrival: Option<Spanned<Arrival>> = None;
         let mut title = None;
+        let mut slo = None;
         let mut prompts_span = node.span();
         for child in self.children(node, WORKLOAD_NODES) {
             match child.name().value() {
@@ -238,6 +241,7 @@ impl Decoder {
                     title = self.required_string_arg(child, 0, "the workload's title");
                 }
                 "dataset" => dataset = self.dataset(child),
+                "slo" => slo = self.slo(child),
                 "prompts" => {
                     prompts_span = child.span();
                     prompts = self.single_count(child, "the number of prompts");
@@ -247,7 +251,10 @@ impl Decoder {
                     self.no_children(child);
                     for e in args(child) {
                         if let Some(rate) = self.request_rate(e) {
-                            let text = literal(e).trim_start_matches('#').to_owned();
+                            let text = match rate {
+                                RequestRate::Infinite => "inf".to_owned(),
+                                RequestRate::PerSecond(_) => literal(e),
+                            };
                             self.axis_value(&mut rates, rate, text, e.span(), "rate");
                         }
                     }
@@ -330,6 +337,7 @@ impl Decoder {
             arrival: arrival.map(|a| a.value).unwrap_or_default(),
             concurrency: None,
             axis: None,
+            slo,
         };
         let points = load_points(&declared, &rates, &concurrencies);
         if points.len() > 1 {
@@ -337,6 +345,33 @@ impl Decoder {
             self.axes.push((declared.name.value.clone(), names));
         }
         Some(points)
+    }
+
+    /// `slo ttft_ms=… tpot_ms=… itl_ms=… e2el_ms=…`: at least one objective,
+    /// each a positive number of milliseconds.
+    pub(super) fn slo(&mut self, node: &KdlNode) -> Option<Slo> {
+        const NAMES: [&str; 4] = ["ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"];
+        self.props(node, &NAMES);
+        self.no_children(node);
+        let mut objectives = Vec::new();
+        for (name, latency) in NAMES.iter().zip(Latency::ALL) {
+            let Some(e) = prop(node, name) else { continue };
+            match self.number(e, name) {
+                Some(ms) if ms > 0.0 => objectives.push((latency, ms)),
+                Some(_) => self.error(
+                    SpecDiagnostic::new(e.span(), format!("`{name}` must be positive"), "here")
+                        .with_help("an objective is a latency in milliseconds a request must meet, e.g. `ttft_ms=500`"),
+                ),
+                None => {}
+            }
+        }
+        if objectives.is_empty() && !node.entries().iter().any(|e| e.name().is_some()) {
+            self.error(
+                SpecDiagnostic::new(node.span(), "`slo` states no objective", "empty")
+                    .with_help("e.g. `slo ttft_ms=500 tpot_ms=50`; a request meets the SLO when it meets every objective"),
+            );
+        }
+        Some(Slo { objectives })
     }
 
     /// One value of a load axis, refused when listed twice (it would be one run twice).
@@ -573,6 +608,81 @@ mod tests {
                 "unknown objective `latensy`".to_owned(),
                 Some("did you mean `latency`?".to_owned())
             )])
+        );
+    }
+
+    #[test]
+    fn a_workload_holds_its_own_slo_else_the_experiment_s() {
+        use crate::metrics::Latency;
+        let spec = crate::spec::parse(&crate::spec::SourceFile {
+            name: "e.kdl".into(),
+            text: "experiment e {\n hardware \"nvidia-a100-sxm4-80gb\" gpus=1\n model \"m/m\"\n \
+                   engine vllm version=\"0.11.0\"\n slo ttft_ms=500\n \
+                   workload a { dataset random input=8 output=8; prompts 1 }\n \
+                   workload b { dataset random input=8 output=8; prompts 1; slo tpot_ms=20 e2el_ms=900 }\n \
+                   step s engine=vllm gpus=1\n}\n"
+                .into(),
+        })
+        .unwrap();
+        let objectives = |w: &str| spec.workload(w).unwrap().slo.clone().unwrap().objectives;
+        assert_eq!(objectives("a"), [(Latency::Ttft, 500.0)]);
+        assert_eq!(
+            objectives("b"),
+            [(Latency::Tpot, 20.0), (Latency::E2el, 900.0)]
+        );
+    }
+
+    #[test]
+    fn two_load_axes_are_a_run_per_pair_named_by_both() {
+        let spec = crate::spec::parse(&crate::spec::SourceFile {
+            name: "e.kdl".into(),
+            text: "experiment e {\n hardware \"nvidia-a100-sxm4-80gb\" gpus=1\n model \"m/m\"\n \
+                   engine vllm version=\"0.11.0\"\n \
+                   workload w { dataset random input=8 output=8; prompts 1; rate 0.5 \"inf\"; concurrency 2 4 }\n \
+                   step s engine=vllm gpus=1\n}\n"
+                .into(),
+        })
+        .unwrap();
+        let points: Vec<_> = spec
+            .workloads
+            .iter()
+            .map(|w| {
+                (
+                    w.name.value.as_str(),
+                    w.rate,
+                    w.concurrency,
+                    w.declared_name(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            points,
+            [
+                (
+                    "w@rate=0.5,c=2",
+                    crate::spec::RequestRate::PerSecond(0.5),
+                    Some(2),
+                    "w"
+                ),
+                (
+                    "w@rate=0.5,c=4",
+                    crate::spec::RequestRate::PerSecond(0.5),
+                    Some(4),
+                    "w"
+                ),
+                (
+                    "w@rate=inf,c=2",
+                    crate::spec::RequestRate::Infinite,
+                    Some(2),
+                    "w"
+                ),
+                (
+                    "w@rate=inf,c=4",
+                    crate::spec::RequestRate::Infinite,
+                    Some(4),
+                    "w"
+                ),
+            ]
         );
     }
 }
