@@ -6,9 +6,9 @@
 //! Pure: [`options`] (`[executor.slurm]`, the command line), [`script`] (the
 //! batch script, its name and comment), [`state`] (`squeue`/`scontrol`, and
 //! which endings are Slurm's own, to resubmit). Effects: [`client`] (the
-//! commands), [`follow`] (adopt or submit, follow, resubmit, cancel).
+//! commands), [`mod@follow`] (adopt or submit, follow, resubmit, cancel).
 //!
-//! [`launches`] runs a study's launches as jobs of `perfpipe realise`; the
+//! [`mod@launches`] runs a study's launches as jobs of `perfpipe realise`; the
 //! `run --executor slurm` flag that calls it is not wired yet (docs/slurm.md).
 
 pub mod client;
