@@ -137,6 +137,9 @@ pub enum ExecError {
     Harness(#[source] Box<ExecError>),
     #[error(transparent)]
     Store(#[from] store::Error),
+    /// Slurm could not be asked, or answered what perfpipe cannot read.
+    #[error(transparent)]
+    Slurm(slurm::Error),
     /// The machine refused a process or a port: an environment fault.
     #[error("cannot {what}")]
     System {
@@ -485,7 +488,7 @@ struct Shared<'a, 'r> {
 
 /// A channel that turns true on SIGINT or SIGTERM. Handlers are installed
 /// now, so a signal never kills perfpipe before it has stopped its engines.
-fn watch_signals() -> std::io::Result<watch::Receiver<bool>> {
+pub(crate) fn watch_signals() -> std::io::Result<watch::Receiver<bool>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;

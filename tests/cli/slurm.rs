@@ -205,4 +205,82 @@ mod executor {
         );
         cluster.wait_until_empty(Duration::from_secs(20));
     }
+
+    /// Each launch of a study goes to a job running `perfpipe realise` on
+    /// its material; the store then holds every run, and a second time
+    /// submits nothing.
+    #[test]
+    fn a_studys_launches_run_as_jobs_of_perfpipe_realise_once() {
+        use perfpipe::drv::{LaunchKey, LaunchMaterial};
+        use perfpipe::exec::slurm::{SlurmExec, execute};
+
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = crate::common::TestEnv::tiny();
+        let planned = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+        assert!(
+            planned.status.success(),
+            "{}",
+            crate::common::stderr(&planned)
+        );
+        let launches: Vec<(LaunchKey, LaunchMaterial)> = std::fs::read_dir(env.path("store/drv"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|path| {
+                let key = LaunchKey::parse(&path.file_stem().unwrap().to_string_lossy()).unwrap();
+                let material = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                (key, material)
+            })
+            .collect();
+        assert!(!launches.is_empty());
+        let runs: usize = launches.iter().map(|(_, m)| m.runs.len()).sum();
+        let store = perfpipe::store::Store::open(env.path("store")).unwrap();
+        let exec = SlurmExec {
+            slurm: Slurm {
+                conf: Some(cluster.conf()),
+            },
+            options: SlurmOptions::default(),
+            program: env!("CARGO_BIN_EXE_perfpipe").into(),
+            poll: POLL,
+        };
+        let mut events = Vec::new();
+        let summary = execute(&launches, &store, &exec, &mut |_, e| events.push(e.clone()))
+            .unwrap_or_else(|e| panic!("{e}: {}", cluster.logs()));
+        let logs = || {
+            std::fs::read_dir(env.path("store/logs/slurm"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .collect::<String>()
+        };
+        assert!(
+            summary.unstored.is_empty(),
+            "{:?}\n{}",
+            summary.unstored,
+            logs()
+        );
+        assert_eq!(summary.succeeded + summary.failed, runs, "{}", logs());
+        let submitted = events
+            .iter()
+            .filter(|e| matches!(e, JobEvent::Submitted { .. }))
+            .count();
+        assert_eq!(submitted, launches.len(), "{events:?}");
+
+        let mut again = Vec::new();
+        execute(&launches, &store, &exec, &mut |_, e| again.push(e.clone())).unwrap();
+        assert_eq!(again, [], "a second time submits nothing");
+        let planned = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+        let text = String::from_utf8_lossy(&planned.stdout);
+        let statuses: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("STEP"))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .filter_map(|l| l.split_whitespace().nth(3))
+            .collect();
+        assert_eq!(statuses.len(), runs, "{text}");
+        assert!(statuses.iter().all(|s| *s != "missing"), "{text}");
+    }
 }

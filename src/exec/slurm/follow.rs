@@ -41,7 +41,7 @@ pub async fn follow(
     log: &Path,
     poll: Duration,
     mut cancel: watch::Receiver<bool>,
-    report: &mut (dyn FnMut(JobEvent) + Send),
+    report: &mut dyn FnMut(JobEvent),
 ) -> Result<Followed, Error> {
     let name = script::job_name(&job.launch_key);
     let comment = script::comment(&job.run_keys);
@@ -89,7 +89,7 @@ async fn submit(
     job: &JobRequest,
     options: &SlurmOptions,
     log: &Path,
-    report: &mut (dyn FnMut(JobEvent) + Send),
+    report: &mut dyn FnMut(JobEvent),
 ) -> Result<u64, Error> {
     let text = script::script(job, options, log);
     let id = slurm.submit(&text, &options.sbatch_args).await?;
@@ -104,7 +104,7 @@ async fn wait(
     id: u64,
     poll: Duration,
     cancel: &mut watch::Receiver<bool>,
-    report: &mut (dyn FnMut(JobEvent) + Send),
+    report: &mut dyn FnMut(JobEvent),
 ) -> Result<Verdict, Error> {
     let mut started = false;
     loop {

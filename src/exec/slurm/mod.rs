@@ -6,19 +6,21 @@
 //! Pure: [`options`] (`[executor.slurm]`, the command line), [`script`] (the
 //! batch script, its name and comment), [`state`] (`squeue`/`scontrol`, and
 //! which endings are Slurm's own, to resubmit). Effects: [`client`] (the
-//! commands), [`follow`] (adopt or submit, follow, resubmit, cancel).
+//! commands), [`mod@follow`] (adopt or submit, follow, resubmit, cancel).
 //!
-//! Not wired into `run` yet: `run --executor slurm` waits for `perfpipe
-//! realise` (docs/slurm.md).
+//! [`mod@launches`] runs a study's launches as jobs of `perfpipe realise`; the
+//! `run --executor slurm` flag that calls it is not wired yet (docs/slurm.md).
 
 pub mod client;
 pub mod follow;
+pub mod launches;
 pub mod options;
 pub mod script;
 pub mod state;
 
 pub use client::Slurm;
 pub use follow::{Followed, JobEvent, follow};
+pub use launches::{SlurmExec, execute};
 pub use options::{ContainerMode, SlurmOptions};
 pub use script::JobRequest;
 pub use state::{JobState, Verdict};
@@ -31,6 +33,10 @@ pub enum Error {
     Unreadable { command: &'static str, text: String },
     #[error(transparent)]
     Parse(#[from] state::ParseError),
+    #[error(transparent)]
+    Options(#[from] options::BadTimeLimit),
+    #[error("cannot create the directory of the Slurm jobs' logs")]
+    Logs(#[source] std::io::Error),
     #[error("interrupted; Slurm job(s) {} cancelled", join(.jobs))]
     Interrupted { jobs: Vec<u64> },
 }

@@ -1,0 +1,161 @@
+//! Launches through Slurm: one job per launch whose runs the store lacks,
+//! running `perfpipe realise <material> --store <dir>` on a node; what each
+//! job measured is read back from the store, the source of truth. (effects)
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::follow::{JobEvent, follow};
+use super::options::SlurmOptions;
+use super::script::{self, JobRequest};
+use super::state::Verdict;
+use super::{Error, Slurm};
+use crate::drv::{LaunchKey, LaunchMaterial};
+use crate::exec::{ExecError, ExecSummary, UnstoredFailure};
+use crate::store::{Outcome, Store};
+
+/// How launches go to Slurm.
+#[derive(Debug, Clone)]
+pub struct SlurmExec {
+    pub slurm: Slurm,
+    pub options: SlurmOptions,
+    /// The perfpipe the nodes run (this one: the same path on every node).
+    pub program: PathBuf,
+    /// How often `squeue` is asked.
+    pub poll: Duration,
+}
+
+/// Runs every launch of `launches` whose runs the store lacks as a Slurm
+/// job, and counts what the store then holds. `report` hears each job's events.
+pub fn execute(
+    launches: &[(LaunchKey, LaunchMaterial)],
+    store: &Store,
+    exec: &SlurmExec,
+    report: &mut dyn FnMut(&LaunchKey, &JobEvent),
+) -> Result<ExecSummary, ExecError> {
+    exec.options
+        .check()
+        .map_err(|e| ExecError::Slurm(Error::Options(e)))?;
+    let wanted: Vec<&(LaunchKey, LaunchMaterial)> = launches
+        .iter()
+        .filter(|(_, m)| m.runs.iter().any(|r| !stored(store, &r.key, m.samples)))
+        .collect();
+    let mut summary = ExecSummary::default();
+    if wanted.is_empty() {
+        return Ok(summary);
+    }
+    let logs = store.root().join("logs").join("slurm");
+    fs_err::create_dir_all(&logs).map_err(|e| ExecError::Slurm(Error::Logs(e)))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ExecError::Tokio)?;
+    let cancel = runtime
+        .block_on(async { crate::exec::watch_signals() })
+        .map_err(ExecError::Tokio)?;
+    let report = std::cell::RefCell::new(report);
+    let followed = runtime.block_on(futures_util::future::join_all(wanted.iter().map(
+        |(key, material)| {
+            let job = request(key, material, store, exec);
+            let log = logs.join(format!("{}.log", script::job_name(key.as_str())));
+            let (cancel, report) = (cancel.clone(), &report);
+            async move {
+                follow(
+                    &exec.slurm,
+                    &job,
+                    &exec.options,
+                    &log,
+                    exec.poll,
+                    cancel,
+                    &mut |event| (report.borrow_mut())(key, &event),
+                )
+                .await
+            }
+        },
+    )));
+    let mut first_error = None;
+    for ((_, material), followed) in wanted.iter().zip(followed) {
+        let why = match followed {
+            Ok(f) => match f.verdict {
+                Verdict::Ended => "the job ended without storing a result".to_owned(),
+                Verdict::Failed { why } => why,
+                Verdict::Transient { why, hint } => match hint {
+                    Some(hint) => format!("{why} on every attempt; {hint}"),
+                    None => format!("{why} on every attempt"),
+                },
+            },
+            Err(Error::Interrupted { .. }) => {
+                first_error.get_or_insert(ExecError::Interrupted);
+                continue;
+            }
+            Err(e) => {
+                first_error.get_or_insert(ExecError::Slurm(e));
+                continue;
+            }
+        };
+        for run in &material.runs {
+            match stored_outcome(store, &run.key, material.samples) {
+                Some(true) => summary.succeeded += 1,
+                Some(false) => summary.failed += 1,
+                None => summary.unstored.push(UnstoredFailure {
+                    step: run.step.clone(),
+                    workload: run.workload.clone(),
+                    error: why.clone(),
+                }),
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(summary),
+    }
+}
+
+/// The job of one launch.
+fn request(
+    key: &LaunchKey,
+    material: &LaunchMaterial,
+    store: &Store,
+    exec: &SlurmExec,
+) -> JobRequest {
+    let gpus = material.engine.gpus_per_instance * material.engine.instances;
+    JobRequest {
+        launch_key: key.as_str().to_owned(),
+        run_keys: material.runs.iter().map(|r| r.key.to_string()).collect(),
+        gpus,
+        whole_node: gpus > 0 && gpus == material.hardware.gpus,
+        command: vec![
+            exec.program.display().to_string(),
+            "realise".into(),
+            store.launch_path(key).display().to_string(),
+            "--store".into(),
+            store.root().display().to_string(),
+        ],
+        image: material.engine.image.clone(),
+    }
+}
+
+/// Whether `key` holds its `samples` successes, or a failure.
+fn stored(store: &Store, key: &crate::key::RunKey, samples: u32) -> bool {
+    stored_outcome(store, key, samples).is_some()
+}
+
+/// `Some(true)` with enough successful samples, `Some(false)` with a stored
+/// failure, `None` with neither.
+fn stored_outcome(store: &Store, key: &crate::key::RunKey, samples: u32) -> Option<bool> {
+    let held = store.samples(key).unwrap_or_default();
+    let successes = held
+        .iter()
+        .filter(|s| matches!(s.result.outcome, Outcome::Success { .. }))
+        .count();
+    if successes >= samples.max(1) as usize {
+        Some(true)
+    } else if held
+        .iter()
+        .any(|s| !matches!(s.result.outcome, Outcome::Success { .. }))
+    {
+        Some(false)
+    } else {
+        None
+    }
+}
