@@ -3,7 +3,8 @@
 #   1. ceiling: 256 and 1000 concurrent streams against a server that emits
 #      tokens as fast as it can (one core for the server, one for the client);
 #   2. accuracy: 512 streams opened at once against a server that holds TTFT at
-#      200 ms and the gap between tokens at 20 ms;
+#      200 ms and the gap between tokens at 20 ms, measured by perfpipe and by a
+#      bare hyper client (examples/bare_client.rs) in the same run, side by side;
 #   3. memory: peak RSS of 12,000 requests at 1000 streams;
 #   4. connections: at `--max-concurrency 64`, the most connections the server
 #      had established at once (at most c+2 is the target).
@@ -15,9 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/perfpipe-target}"
 profile="${PERFPIPE_BENCH_PROFILE:-perf}"
-cargo build --locked --profile "$profile" -q
-bin="$CARGO_TARGET_DIR/$profile/perfpipe"
-[ "$profile" = dev ] && bin="$CARGO_TARGET_DIR/debug/perfpipe"
+cargo build --locked --profile "$profile" -q --bin perfpipe --example bare_client
+dir="$CARGO_TARGET_DIR/$profile"
+[ "$profile" = dev ] && dir="$CARGO_TARGET_DIR/debug"
+bin="$dir/perfpipe"
+bare="$dir/examples/bare_client"
 out=$(mktemp -d)
 # One core for the server, one for the client (taskset execs, so $! is the server).
 pin=(); command -v taskset >/dev/null && pin=(taskset -c)
@@ -49,7 +52,16 @@ run() { # run NAME PORT ARGS...
     local client=$!
     peak_connections "$2" "$client"
     wait "$client" || true
-    grep -E "ingested|prompts built|peak RSS|client delay|Successful|Failed|TTFT|TPOT|ITL \(|warning" "$out/$1.log" || true
+    grep -E "ingested|prompts (built|read)|peak RSS|client delay|Successful|Failed|TTFT|TPOT|ITL \(|warning" "$out/$1.log" || true
+}
+
+bare() { # bare NAME PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN: the yardstick
+    echo "== $1 (bare hyper client)"
+    "${pin[@]}" ${pin:+0} "$bare" "$2" "$3" "$4" "$5" "$6" >"$out/$1.log" 2>&1 &
+    local client=$!
+    peak_connections "$2" "$client"
+    wait "$client" || true
+    cat "$out/$1.log"
 }
 
 # The server writes all events that are ready at once (64 KiB at most), as a busy server does.
@@ -67,6 +79,7 @@ kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
 serve 18772 fixed:ttft_ms=200,itl_ms=20,probe=1
 run accuracy-512-cold 18772 --num-prompts 512 --random-input-len 128 --random-output-len 64
+bare accuracy-512-cold-bare 18772 512 512 128 64
 # Warm-up requests leave 512 keep-alive connections open: no connect in the TTFT.
 run accuracy-512-warm 18772 --num-prompts 512 --random-input-len 128 --random-output-len 64 --num-warmups 512
 # Connections are reused as soon as a request ends: at most c+2 open at once.

@@ -32,7 +32,10 @@ use crate::spec::{Arrival, RequestRate};
 /// - 1: first version.
 /// - 2: chunks timestamped per network read by perfpipe's own SSE parser;
 ///   random prompts built as vLLM v0.11 builds them, through the model's tokenizer.
-pub const BUILTIN_HARNESS_VERSION: &str = "2";
+/// - 3: each stream read to its end so its connection is reused (at most
+///   c+2 connections; no TCP connect inside a later request's TTFT); client
+///   CPU counted over the measured window.
+pub const BUILTIN_HARNESS_VERSION: &str = "3";
 
 /// The default stall timeout. It is counted from the engine's last event to
 /// any request, not from the request's own start: published 32K-prompt runs
