@@ -307,16 +307,17 @@ fn std(v: &[f64]) -> f64 {
 }
 
 /// Values sorted once, for any number of percentiles.
-struct Sorted(Vec<f64>);
+#[derive(Debug)]
+pub struct Sorted(Vec<f64>);
 
 impl Sorted {
-    fn new(mut v: Vec<f64>) -> Self {
+    pub fn new(mut v: Vec<f64>) -> Self {
         v.sort_unstable_by(f64::total_cmp);
         Self(v)
     }
 
     /// `np.percentile` with linear interpolation; 0 for no values, as vLLM's `x or 0`.
-    fn percentile(&self, p: f64) -> f64 {
+    pub fn percentile(&self, p: f64) -> f64 {
         let sorted = &self.0;
         if sorted.is_empty() {
             return 0.0;
