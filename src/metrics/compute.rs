@@ -319,16 +319,17 @@ fn ranks(len: usize, p: f64) -> (usize, usize, f64) {
 }
 
 /// Values sorted once, for any number of percentiles.
-struct Sorted(Vec<f64>);
+#[derive(Debug)]
+pub struct Sorted(Vec<f64>);
 
 impl Sorted {
-    fn new(mut v: Vec<f64>) -> Self {
+    pub fn new(mut v: Vec<f64>) -> Self {
         v.sort_unstable_by(f64::total_cmp);
         Self(v)
     }
 
     /// `np.percentile` with linear interpolation; 0 for no values, as vLLM's `x or 0`.
-    fn percentile(&self, p: f64) -> f64 {
+    pub fn percentile(&self, p: f64) -> f64 {
         interpolate(self.0.len(), p, |i| self.0[i])
     }
 }

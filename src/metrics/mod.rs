@@ -16,7 +16,8 @@ pub mod telemetry;
 
 pub use block_parse::{BlockError, ParsedBlock, parse_block};
 pub use compute::{
-    Latency, MetricOptions, OutputTokensSource, RequestRecord, compute, percentile, percentile_key,
+    Latency, MetricOptions, OutputTokensSource, RequestRecord, Sorted, compute, percentile,
+    percentile_key,
 };
 pub use gaps::Gaps;
 pub use guidellm::{GUIDELLM_METRIC_NAMES, GuidellmMetrics, read_report as read_guidellm_report};

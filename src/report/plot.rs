@@ -45,6 +45,28 @@ pub struct Panel {
     pub x_title: String,
     pub y_title: String,
     pub series: Vec<Series>,
+    /// The corner the curves leave empty, for the legend.
+    pub legend: Corner,
+}
+
+/// A corner of a panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Corner {
+    UpperLeft,
+    UpperRight,
+    LowerLeft,
+    LowerRight,
+}
+
+impl Corner {
+    fn position(self) -> SeriesLabelPosition {
+        match self {
+            Self::UpperLeft => SeriesLabelPosition::UpperLeft,
+            Self::UpperRight => SeriesLabelPosition::UpperRight,
+            Self::LowerLeft => SeriesLabelPosition::LowerLeft,
+            Self::LowerRight => SeriesLabelPosition::LowerRight,
+        }
+    }
 }
 
 /// One line or set of markers. Points that are not finite are not drawn.
@@ -177,25 +199,34 @@ fn draw_panel<DB: DrawingBackend>(
     for series in order {
         let color = series.style.color();
         let shown: Vec<(f64, f64)> = series.points.iter().copied().filter(finite).collect();
-        let drawn =
-            match series.style {
-                SeriesStyle::Line(_) => {
-                    chart.draw_series(shown.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
-                    Some(chart.draw_series(std::iter::once(PathElement::new(
-                        shown.clone(),
-                        color.stroke_width(2),
-                    )))?)
-                }
-                SeriesStyle::Curve(_) => Some(chart.draw_series(std::iter::once(
-                    PathElement::new(shown.clone(), color.stroke_width(2)),
-                ))?),
-                SeriesStyle::Markers(_) => Some(
-                    chart.draw_series(shown.iter().map(|p| Circle::new(*p, 5, color.filled())))?,
-                ),
-                SeriesStyle::Emphasis => Some(chart.draw_series(std::iter::once(
-                    PathElement::new(shown.clone(), color.mix(0.35).stroke_width(6)),
-                ))?),
-            };
+        let drawn = match series.style {
+            SeriesStyle::Line(_) => {
+                chart.draw_series(shown.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+                Some(chart.draw_series(std::iter::once(PathElement::new(
+                    shown.clone(),
+                    color.stroke_width(2),
+                )))?)
+            }
+            SeriesStyle::Curve(_) => Some(chart.draw_series(std::iter::once(PathElement::new(
+                shown.clone(),
+                color.stroke_width(2),
+            )))?),
+            SeriesStyle::Markers(_) => {
+                Some(chart.draw_series(shown.iter().map(|p| Circle::new(*p, 5, color.filled())))?)
+            }
+            SeriesStyle::Emphasis => {
+                // A ring round each point: a frontier of one point is no line.
+                chart.draw_series(
+                    shown
+                        .iter()
+                        .map(|p| Circle::new(*p, 9, color.stroke_width(2))),
+                )?;
+                Some(chart.draw_series(std::iter::once(PathElement::new(
+                    shown.clone(),
+                    color.mix(0.35).stroke_width(6),
+                )))?)
+            }
+        };
         if let (Some(drawn), Some(name), true) = (drawn, &series.name, legend) {
             drawn.label(name.as_str()).legend(move |(x, y)| {
                 Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
@@ -213,7 +244,7 @@ fn draw_panel<DB: DrawingBackend>(
     if legend && panel.series.iter().any(|s| s.name.is_some()) {
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(panel.legend.position())
             .label_font((FAMILY, 12))
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK.mix(0.3))
@@ -245,6 +276,7 @@ mod tests {
                     labels: Vec::new(),
                 },
             ],
+            legend: Corner::UpperLeft,
         };
         Plot {
             title: "curves: latency vs throughput".to_owned(),
