@@ -42,7 +42,7 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
         filled
             .borrow_mut()
             .entry(path.to_owned())
-            .or_insert_with(|| fill_command(path, lock, experiment.as_ref(), args, runtime))
+            .or_insert_with(|| fill_command(path, lock, experiment.as_ref(), args, runtime, &store))
             .clone()
     };
     let metrics = args.metrics.clone().unwrap_or_else(|| {
@@ -298,6 +298,7 @@ fn fill_command(
     experiment: Option<&PathBuf>,
     args: &DiffArgs,
     runtime: Runtime,
+    store: &Store,
 ) -> String {
     let cap = args
         .max_prompts
@@ -317,6 +318,16 @@ fn fill_command(
     let command = format!("`perfpipe run {} {options}`", file.display());
     if matches(file, path, args) {
         command
+    } else if args.max_prompts.is_none()
+        && crate::ops::older::runnable_from_material(store, lock, runtime)
+    {
+        // The runs of an older lockfile, from the material the store recorded.
+        format!(
+            "`perfpipe run {} --lockfile {} --runtime {}` (runs them from the launch material the store recorded, without the experiment as it was)",
+            file.display(),
+            path.display(),
+            runtime.name()
+        )
     } else {
         format!(
             "`{}` has changed since `{}` was written, so `run --locked` would refuse it (exit 3); restore the experiment as it was then (e.g. from version control) and run {command}",

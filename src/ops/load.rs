@@ -29,6 +29,8 @@ pub struct Loaded {
     /// The experiment as it runs: pinned images and model commits applied,
     /// workloads capped by `--max-prompts`.
     pub spec: Spec,
+    /// The experiment pinned but not capped: the lockfile's runs.
+    pub uncapped: Spec,
     pub runtime: Runtime,
     /// Every run of `spec` with its key under `runtime`.
     pub runs: Vec<crate::plan::KeyedRun>,
@@ -116,6 +118,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     };
     // A capped workload is another workload with keys of its own; the
     // lockfile keeps the declared ones.
+    let uncapped = spec.clone();
     let runs = match common.max_prompts {
         Some(cap) => {
             for workload in &mut spec.workloads {
@@ -128,6 +131,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     refuse_secrets(&runs, &new)?;
     Ok(Loaded {
         spec,
+        uncapped,
         runtime,
         runs,
         inputs,

@@ -17,6 +17,7 @@ pub mod files;
 pub mod load;
 pub mod lock;
 pub mod lockfile;
+pub mod older;
 pub mod plan;
 pub mod realise;
 pub mod report;
