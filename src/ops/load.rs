@@ -23,6 +23,24 @@ pub struct Selection {
     pub lockfile: Option<PathBuf>,
 }
 
+impl Selection {
+    /// The declared runs of `experiment`, uncapped, one sample each, on the
+    /// experiment's own runtime: for an experiment file a command found
+    /// itself (gc roots, diff) or was given.
+    pub fn declared(experiment: &Path, lockfile: Option<PathBuf>, store: &Path) -> Self {
+        Self {
+            experiment: experiment.to_owned(),
+            runtime: None,
+            store: store.to_owned(),
+            samples: 1,
+            retry_failed: false,
+            fresh_engine: false,
+            max_prompts: None,
+            lockfile,
+        }
+    }
+}
+
 /// What every command loads first.
 #[derive(Debug)]
 pub struct Loaded {
