@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # What the tests need besides the Rust toolchain, from Debian where missing:
-# python3 (the stand-in guidellm), openssl (signs the test registry's tokens)
-# and docker-registry (the OCI registry `perfpipe lock` is tested against).
+# python3 (the stand-in guidellm), openssl (signs the test registry's tokens),
+# docker-registry (the OCI registry `perfpipe lock` is tested against),
+# slurm-wlm and munge (the one-node cluster of the Slurm tests) and chromium
+# (loads the HTML report headless).
 set -euo pipefail
 
 missing=()
 [ -x /usr/bin/python3 ] || missing+=(python3)
 command -v openssl >/dev/null || missing+=(openssl)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+[ -x /usr/sbin/slurmctld ] || missing+=(slurm-wlm)
+[ -x /usr/sbin/munged ] || missing+=(munge)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -20,6 +20,7 @@ pub mod drv;
 pub mod engine;
 pub mod exec;
 pub mod exit_code;
+pub mod external;
 pub mod fetch;
 pub mod filelock;
 #[cfg(test)]

@@ -156,6 +156,7 @@ mod tests {
         RunRecord {
             step: "vllm".into(),
             workload: "chat".into(),
+            load: Default::default(),
             key: None,
             source: None,
             metrics: BTreeMap::from([

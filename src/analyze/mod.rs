@@ -2,6 +2,7 @@
 //! table, computed with polars. (pure)
 
 mod checks;
+pub mod curves;
 mod diff;
 mod latency;
 mod noise;
@@ -15,7 +16,7 @@ pub use checks::{Check, Verdict, checks};
 pub use diff::{Delta, DeltaVerdict, deltas, higher_is_better};
 pub use latency::mean_latency_ms;
 pub use noise::{NoiseFloors, default_floor};
-pub use records::{RunRecord, Source, from_expectations, from_store, of_samples};
+pub use records::{RunLoad, RunRecord, Source, from_expectations, from_store, of_samples};
 pub use summary::{Gain, SummaryNote, SummaryRow, summary};
 
 use crate::spec::{Objective, Spec};
@@ -124,7 +125,12 @@ pub struct ConclusionRow {
 }
 
 /// Ranks every comparison and builds the conclusion table.
-pub fn analyze(spec: &Spec, runs: Vec<RunRecord>) -> Result<Analysis, PolarsError> {
+pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Result<Analysis, PolarsError> {
+    for run in &mut runs {
+        if let Some(w) = spec.workload(&run.workload) {
+            run.load = RunLoad::of(w);
+        }
+    }
     let frame = runs_frame(spec, &runs)?;
     let comparisons = spec
         .comparisons

@@ -6,7 +6,7 @@ use crate::key::RunKey;
 use crate::metrics::Provenance;
 use crate::metrics::telemetry::TelemetrySummary;
 use crate::plan::Plan;
-use crate::spec::{ExpectedOutcome, Spec};
+use crate::spec::{ExpectedOutcome, RequestRate, Spec, Workload};
 use crate::store::{Outcome, Sample, StoreIndex};
 
 /// Where a record's numbers came from.
@@ -41,6 +41,9 @@ impl Source {
 pub struct RunRecord {
     pub step: String,
     pub workload: String,
+    /// Where the run lies along its workload's load axes.
+    #[serde(flatten)]
+    pub load: RunLoad,
     pub key: Option<String>,
     pub source: Option<Source>,
     /// Metrics by `--save-result` name; the mean over samples.
@@ -54,6 +57,31 @@ pub struct RunRecord {
     pub warnings: Vec<String>,
     /// What the GPUs and the engine did during the last sample.
     pub telemetry: Option<TelemetrySummary>,
+}
+
+/// A run's load as plain fields, so that curves along a load axis need not
+/// read `chat@c=8`; set from the experiment by [`crate::analyze::analyze`].
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RunLoad {
+    /// The workload as declared: `chat` for the point `chat@c=8`.
+    pub declared_workload: String,
+    /// The cap on requests in flight; none is unlimited.
+    pub concurrency: Option<u32>,
+    /// Requests per second; none sends all at once.
+    pub rate: Option<f64>,
+}
+
+impl RunLoad {
+    pub fn of(workload: &Workload) -> Self {
+        Self {
+            declared_workload: workload.declared_name().to_owned(),
+            concurrency: workload.concurrency,
+            rate: match workload.rate {
+                RequestRate::Infinite => None,
+                RequestRate::PerSecond(r) => Some(r),
+            },
+        }
+    }
 }
 
 /// Records built from the published expectations alone.
@@ -73,6 +101,7 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
                 RunRecord {
                     step: step.name.value.clone(),
                     workload: w.clone(),
+                    load: RunLoad::default(),
                     key: None,
                     source: expectation.map(|_| Source::Published),
                     samples: usize::from(expectation.is_some()),
@@ -141,6 +170,7 @@ pub fn of_samples(step: &str, workload: &str, key: &RunKey, samples: &[Sample]) 
     RunRecord {
         step: step.to_owned(),
         workload: workload.to_owned(),
+        load: RunLoad::default(),
         key: Some(key.to_string()),
         source: last.map(|s| Source::of(&s.result.provenance)),
         metrics,

@@ -345,7 +345,8 @@ pub struct RunArgs {
     pub cap: CapArg,
     #[command(flatten)]
     pub policy: RunPolicy,
-    /// Where to write the report [default: reports/<experiment>.md].
+    /// Where to write the report [default: reports/<experiment>.md]; its
+    /// charts and the HTML report (`.html`) go beside it.
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// Engine launches to run at once, each on GPUs of its own (waits while none are free).
@@ -481,11 +482,13 @@ pub struct ReportArgs {
     /// Render from the experiment's published expectations instead of the store.
     #[arg(long)]
     pub published: bool,
-    /// Markdown for people, JSON or CSV (one number per line) for other tools.
+    /// Markdown for people, HTML (one self-contained page, charts inline) for
+    /// a browser, JSON or CSV (one number per line) for other tools.
     #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
     pub format: ReportFormat,
-    /// Also write the report to this file; markdown gets its chart beside it
-    /// (`<name>.png` and `<name>.svg`), linked from the report.
+    /// Also write the report to this file; markdown gets its charts beside it
+    /// (`<name>.png` and `<name>.svg`, `<name>.<chart>.png` and `.svg`),
+    /// linked from the report.
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -493,6 +496,7 @@ pub struct ReportArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
     Md,
+    Html,
     Json,
     Csv,
 }

@@ -63,10 +63,15 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         None => load_tokenizer(&model, false)?,
     });
     let built = Instant::now();
-    let requests = requests(args, &tokenizer, sharegpt)?;
+    let (requests, cached) = requests(args, &tokenizer, sharegpt)?;
     eprintln!(
-        "perfpipe bench: {} prompts built in {:.2} s",
+        "perfpipe bench: {} prompts {} in {:.2} s",
         requests.len(),
+        if cached {
+            "read from the cache"
+        } else {
+            "built"
+        },
         built.elapsed().as_secs_f64()
     );
     let settings = RequestSettings {
@@ -326,13 +331,15 @@ fn read_sharegpt(args: &BenchArgs) -> Result<Option<(PathBuf, String)>, CliError
     Ok(Some((path, text)))
 }
 
+/// The prompts, and whether they came from the prompt cache.
 fn requests(
     args: &BenchArgs,
     tokenizer: &Tokenizer,
     sharegpt: Option<(PathBuf, String)>,
-) -> Result<Vec<BenchRequest>, CliError> {
+) -> Result<(Vec<BenchRequest>, bool), CliError> {
     let Some((path, text)) = sharegpt else {
-        return Ok(dataset::random(
+        return Ok(harness::prompt_cache::random(
+            &harness::prompt_cache::PromptCache::user(),
             tokenizer,
             args.random_input_len,
             args.random_output_len,
@@ -348,6 +355,7 @@ fn requests(
         args.seed,
         args.sharegpt_output_len,
     )
+    .map(|prompts| (prompts, false))
     .map_err(|e| CliError::Usage {
         message: format!("`{}`: {e}", path.display()),
         hint: "a ShareGPT file is a JSON list of {\"conversations\": [{\"from\", \"value\"}, ...]}"

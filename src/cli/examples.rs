@@ -15,6 +15,7 @@ pub const REPORT: &str = "\
 Examples:
   perfpipe report experiments/qwen3-14b-a100.kdl --runtime sim
   perfpipe report experiments/qwen3-14b-a100.kdl --published --out published.md
+  perfpipe report experiments/qwen3-14b-a100.kdl --format html --out report.html
   perfpipe report experiments/qwen3-14b-a100.kdl --format csv > numbers.csv";
 
 pub const VERIFY: &str = "\

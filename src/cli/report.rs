@@ -9,6 +9,7 @@ use crate::ops::report::{Format, Rendered};
 pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
     let format = match args.format {
         ReportFormat::Md => Format::Md,
+        ReportFormat::Html => Format::Html,
         ReportFormat::Json => Format::Json,
         ReportFormat::Csv => Format::Csv,
     };

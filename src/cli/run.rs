@@ -32,10 +32,11 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     } = crate::ops::run::run(&options, &Stderr, &mut progress)?;
     out!("{text}");
     eprintln!(
-        "perfpipe: ran {} (failed: {}); report written to `{}`",
+        "perfpipe: ran {} (failed: {}); report written to `{}` (and `{}`)",
         summary.succeeded + summary.failed,
         summary.failed,
-        path.display()
+        path.display(),
+        path.with_extension("html").display()
     );
     if !unexpected.is_empty() {
         eprintln!(

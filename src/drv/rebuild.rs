@@ -291,5 +291,7 @@ fn workload(name: &str, material: &KeyMaterial) -> Result<Workload, RebuildError
         rate,
         arrival,
         concurrency: w.max_concurrency,
+        // Key material holds neither: a run is rebuilt as the point it is.
+        axis: None,
     })
 }

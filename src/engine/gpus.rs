@@ -26,8 +26,8 @@ pub struct Machine {
 
 #[derive(Debug, Error)]
 pub enum Error {
-    #[error("cannot run `nvidia-smi`: {0}")]
-    NvidiaSmi(String),
+    #[error(transparent)]
+    NvidiaSmi(#[from] crate::external::Error),
     #[error("`nvidia-smi` printed a line perfpipe cannot read: `{0}`")]
     Parse(String),
     #[error("the experiment declares {declared} × `{gpu}`, but this machine has {found}")]

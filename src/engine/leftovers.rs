@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::process::run_tool;
+use crate::external;
 use crate::filelock::{self, OwnedDir, Owner};
 
 /// What is known of one launch.
@@ -183,9 +183,10 @@ pub async fn reap(root: &Path) -> Vec<Stopped> {
                 .as_ref()
                 .filter(|n| !live_containers.contains(n))
             {
-                let removed = run_tool("docker", &["rm", "--force", name], DOCKER_TIMEOUT).await;
+                let removed =
+                    external::read("docker", &["rm", "--force", name], DOCKER_TIMEOUT).await;
                 // `docker rm` prints the name of a container it removed.
-                if removed.is_ok_and(|o| o.status.success() && !o.stdout.is_empty()) {
+                if removed.is_ok_and(|stdout| !stdout.is_empty()) {
                     processes += 1;
                 }
             }

@@ -135,61 +135,6 @@ mod launcher {
     }
 }
 
-/// Runs a short-lived tool (`nvidia-smi`, `vllm --version`, `docker stop`) to
-/// completion, with an argv and a time limit, and returns its output.
-#[expect(clippy::disallowed_methods, reason = "the one place tools are run")]
-pub async fn run_tool(
-    program: &str,
-    args: &[&str],
-    timeout: Duration,
-) -> std::io::Result<std::process::Output> {
-    let child = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(timeout, child).await {
-        // What a tool prints may end up in a message or a result.
-        Ok(output) => output.map(|mut out| {
-            let secrets = crate::secrets::env();
-            out.stdout = secrets.redact_bytes(&out.stdout).into_owned();
-            out.stderr = secrets.redact_bytes(&out.stderr).into_owned();
-            out
-        }),
-        Err(_) => Err(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("`{program}` did not finish within {}s", timeout.as_secs()),
-        )),
-    }
-}
-
-/// Runs a long tool (`docker pull`) to completion, with an argv and a time
-/// limit, its output going to perfpipe's stderr (stdout is for reports).
-#[expect(clippy::disallowed_methods, reason = "the one place tools are run")]
-pub async fn run_tool_to_stderr(
-    program: &str,
-    args: &[&str],
-    timeout: Duration,
-) -> std::io::Result<ExitStatus> {
-    use std::os::fd::AsFd;
-    let stderr =
-        || -> std::io::Result<Stdio> { Ok(std::io::stderr().as_fd().try_clone_to_owned()?.into()) };
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(stderr()?)
-        .stderr(stderr()?)
-        .kill_on_drop(true)
-        .spawn()?;
-    match tokio::time::timeout(timeout, child.wait()).await {
-        Ok(status) => status,
-        Err(_) => Err(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("`{program}` did not finish within {}s", timeout.as_secs()),
-        )),
-    }
-}
-
 /// A port nothing listens on right now (another process may take it before
 /// the engine binds; that failure is classified transient and retried).
 pub fn free_port() -> std::io::Result<u16> {

@@ -16,7 +16,8 @@ use crate::engine::gpus::GpuLease;
 use crate::engine::health::{NotReady, wait_ready};
 use crate::engine::launch::{self, Placement, container_name};
 use crate::engine::leftovers::{self, Recorded};
-use crate::engine::process::{EngineProcess, free_port, run_tool};
+use crate::engine::process::{EngineProcess, free_port};
+use crate::external;
 use crate::plan::PlannedRun;
 use crate::spec::EngineKind;
 use crate::store::FailureKind;
@@ -341,11 +342,13 @@ impl Launched {
         lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
     }
 
-    /// Stops each container (killing the docker CLI does not), then each process group.
+    /// Stops each container (killing the docker CLI does not), then its
+    /// process group; instances at once, so that replicas stop within
+    /// Slurm's `KillWait` (30 s) after a SIGTERM.
     pub async fn stop(&mut self) {
-        for instance in &mut self.instances {
+        futures_util::future::join_all(self.instances.iter_mut().map(|instance| async {
             if let Some(name) = &instance.container {
-                let _ = run_tool(
+                let _ = external::output(
                     "docker",
                     &["stop", "--time", "10", name],
                     Duration::from_secs(60),
@@ -353,7 +356,8 @@ impl Launched {
                 .await;
             }
             instance.process.stop(STOP_GRACE).await;
-        }
+        }))
+        .await;
     }
 }
 

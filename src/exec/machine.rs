@@ -6,30 +6,24 @@ use std::time::Duration;
 
 use super::ExecError;
 use crate::engine::gpus::{self, Machine};
-use crate::engine::process::run_tool;
+use crate::external;
 use crate::spec::{EngineDecl, EngineKind, HarnessKind, Spec};
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The machine's GPUs, refused when they are not what the experiment declares.
 pub async fn discover(spec: &Spec) -> Result<Machine, ExecError> {
-    let smi = |e: std::io::Error| ExecError::Gpus(gpus::Error::NvidiaSmi(e.to_string()));
-    let query = run_tool("nvidia-smi", gpus::QUERY, TOOL_TIMEOUT)
+    let smi = |e: external::Error| ExecError::Gpus(e.into());
+    let query = external::read("nvidia-smi", gpus::QUERY, TOOL_TIMEOUT)
         .await
         .map_err(smi)?;
-    if !query.status.success() {
-        let err = String::from_utf8_lossy(&query.stderr).trim().to_owned();
-        return Err(ExecError::Gpus(gpus::Error::NvidiaSmi(err)));
-    }
-    let gpus =
-        gpus::parse_query(&String::from_utf8_lossy(&query.stdout)).map_err(ExecError::Gpus)?;
-    let banner = run_tool("nvidia-smi", &[], TOOL_TIMEOUT)
+    let gpus = gpus::parse_query(&query).map_err(ExecError::Gpus)?;
+    let banner = external::output("nvidia-smi", &[], TOOL_TIMEOUT)
         .await
         .map_err(smi)?;
     let machine = Machine {
         gpus,
-        cuda_version: gpus::parse_cuda_version(&String::from_utf8_lossy(&banner.stdout))
-            .unwrap_or_default(),
+        cuda_version: gpus::parse_cuda_version(&banner.stdout).unwrap_or_default(),
     };
     let declared = crate::gpu::lookup(&spec.hardware.gpu).expect("the spec names a known GPU");
     gpus::check(&machine, declared, spec.hardware.gpus).map_err(ExecError::Gpus)?;
@@ -39,11 +33,9 @@ pub async fn discover(spec: &Spec) -> Result<Machine, ExecError> {
 /// The processes holding memory on this machine's GPUs; none when
 /// `nvidia-smi` cannot say (it answered [`discover`] moments before).
 pub async fn gpu_processes() -> Vec<gpus::GpuProcess> {
-    match run_tool("nvidia-smi", gpus::PROCESSES_QUERY, TOOL_TIMEOUT).await {
-        Ok(out) if out.status.success() => {
-            gpus::parse_processes(&String::from_utf8_lossy(&out.stdout))
-        }
-        _ => Vec::new(),
+    match external::read("nvidia-smi", gpus::PROCESSES_QUERY, TOOL_TIMEOUT).await {
+        Ok(stdout) => gpus::parse_processes(&stdout),
+        Err(_) => Vec::new(),
     }
 }
 
@@ -86,22 +78,14 @@ async fn check_version(
     args: &[&str],
     declared: &str,
 ) -> Result<(), ExecError> {
-    let missing = |detail: String| ExecError::EngineMissing {
-        engine: name,
-        command: format!("{program} {}", args.join(" ")),
-        detail,
-    };
-    let output = run_tool(program, args, TOOL_TIMEOUT)
+    let stdout = external::read(program, args, TOOL_TIMEOUT)
         .await
-        .map_err(|e| missing(e.to_string()))?;
-    if !output.status.success() {
-        return Err(missing(
-            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        ));
-    }
+        .map_err(|source| ExecError::EngineMissing {
+            engine: name,
+            source,
+        })?;
     // TensorRT-LLM prints a banner on import and guidellm a label
     // ("guidellm version: 0.7.2"): the version is the last word printed.
-    let stdout = String::from_utf8_lossy(&output.stdout);
     let found = stdout.split_whitespace().last().unwrap_or("");
     let found = found.trim_start_matches('v');
     if found != declared.trim_start_matches('v') {

@@ -7,13 +7,14 @@ mod failure;
 mod launched;
 mod machine;
 mod run;
+pub mod slurm;
 mod telemetry;
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use futures_util::TryStreamExt;
+use futures_util::StreamExt;
 use thiserror::Error;
 use tokio::sync::watch;
 
@@ -116,11 +117,11 @@ pub enum ExecError {
     Interrupted,
     #[error(transparent)]
     Gpus(crate::engine::gpus::Error),
-    #[error("{engine} is not installed on this machine's PATH: `{command}` failed: {detail}")]
+    #[error("{engine} is not installed on this machine's PATH: {source}")]
     EngineMissing {
         engine: &'static str,
-        command: String,
-        detail: String,
+        #[source]
+        source: crate::external::Error,
     },
     #[error(
         "{engine} on this machine is version `{found}`, but the experiment declares `{declared}`"
@@ -270,22 +271,32 @@ pub fn execute(
         report: RefCell::new(report),
     };
     let launches = plan.launches(options.fresh_engine);
-    runtime.block_on(
-        futures_util::stream::iter(launches.into_iter().map(Ok)).try_for_each_concurrent(
-            options.jobs.max(1),
-            |group| {
-                let (ctx, shared) = (&ctx, &shared);
-                async move {
-                    let mut engine: Option<launched::Launched> = None;
-                    let result = run_launch(ctx, plan, &group, &mut engine, shared).await;
-                    if let Some(mut engine) = engine.take() {
-                        engine.stop().await;
-                    }
-                    result
+    // The first error starts no further launch, but those in flight end by
+    // themselves: dropped, they would leave their containers running (on
+    // Ctrl-C or SIGTERM each sees the signal and stops its engines).
+    let failed: RefCell<Option<ExecError>> = RefCell::new(None);
+    runtime.block_on(futures_util::stream::iter(launches).for_each_concurrent(
+        options.jobs.max(1),
+        |group| {
+            let (ctx, shared, failed) = (&ctx, &shared, &failed);
+            async move {
+                if failed.borrow().is_some() {
+                    return;
                 }
-            },
-        ),
-    )?;
+                let mut engine: Option<launched::Launched> = None;
+                let result = run_launch(ctx, plan, &group, &mut engine, shared).await;
+                if let Some(mut engine) = engine.take() {
+                    engine.stop().await;
+                }
+                if let Err(e) = result {
+                    failed.borrow_mut().get_or_insert(e);
+                }
+            }
+        },
+    ));
+    if let Some(e) = failed.into_inner() {
+        return Err(e);
+    }
     let summary = shared.summary.into_inner();
     Ok(summary)
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::engine::process::run_tool;
+use crate::external;
 use crate::metrics::telemetry::{self, EngineSample, GpuSample};
 
 const PERIOD: Duration = Duration::from_secs(1);
@@ -32,10 +32,10 @@ pub fn start(client: reqwest::Client, gpus: Option<Vec<u32>>, base_urls: Vec<Str
                     .join(",");
                 let mut args = telemetry::GPU_QUERY.to_vec();
                 args.extend(["-i", &ids]);
-                if let Ok(out) = run_tool("nvidia-smi", &args, Duration::from_secs(10)).await {
-                    gpu_samples.extend(telemetry::parse_gpu_samples(&String::from_utf8_lossy(
-                        &out.stdout,
-                    )));
+                if let Ok(out) =
+                    external::output("nvidia-smi", &args, Duration::from_secs(10)).await
+                {
+                    gpu_samples.extend(telemetry::parse_gpu_samples(&out.stdout));
                 }
             }
             let mut scraped = std::collections::BTreeMap::new();

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::engine::process::{run_tool, run_tool_to_stderr};
+use crate::external;
 
 const INSPECT_TIMEOUT: Duration = Duration::from_secs(60);
 /// An engine image is tens of GB; a pull that takes longer than this is stuck.
@@ -11,20 +11,17 @@ const PULL_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 
 /// Whether docker has `image`; an error when docker cannot be asked.
 pub async fn present(image: &str) -> Result<bool, String> {
-    let output = run_tool("docker", &["image", "inspect", image], INSPECT_TIMEOUT)
+    let output = external::output("docker", &["image", "inspect", image], INSPECT_TIMEOUT)
         .await
-        .map_err(|e| format!("cannot run `docker image inspect {image}`: {e}"))?;
+        .map_err(|e| e.to_string())?;
     Ok(output.status.success())
 }
 
 /// Pulls `image`, its progress going to stderr.
 pub async fn pull(image: &str) -> Result<(), String> {
-    let status = run_tool_to_stderr("docker", &["pull", image], PULL_TIMEOUT)
+    external::run_to_stderr("docker", &["pull", image], PULL_TIMEOUT)
         .await
-        .map_err(|e| format!("cannot run `docker pull {image}`: {e}"))?;
-    if !status.success() {
-        return Err(format!("`docker pull {image}` failed ({status})"));
-    }
+        .map_err(|e| e.to_string())?;
     if !present(image).await? {
         return Err(format!(
             "`docker pull {image}` succeeded, but `docker image inspect` does not find it"

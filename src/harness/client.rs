@@ -172,7 +172,7 @@ pub async fn send(
                         record.ttft = (now - start).as_secs_f64();
                         first = false;
                     } else {
-                        record.itl.push((now - last).as_secs_f64());
+                        record.itl.push(now - last);
                     }
                     record.output_tokens = completion_tokens.unwrap_or(record.output_tokens);
                     text.extend(chunk::text(data));

@@ -1,14 +1,14 @@
 //! Benchmark prompts, sampled the way `vllm bench serve` v0.11 samples them
 //! (same distributions, not byte-identical prompts: vLLM's RNG is numpy's).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::rng::Rng;
 use crate::tokenizer::Tokenizer;
 
 /// One request to send.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchRequest {
     pub prompt: String,
     /// Prompt tokens as the client counts them.

@@ -8,6 +8,7 @@ pub mod client;
 pub mod dataset;
 pub mod guidellm;
 pub mod liveness;
+pub mod prompt_cache;
 pub mod sse;
 pub mod vllm_bench;
 
@@ -190,7 +191,9 @@ async fn send_all(
                 admitting.set(queue.next().map(|next| admit(next, t0, semaphore.clone())).into());
             }
             Some(joined) = tasks.join_next() => match joined {
-                Ok((index, record)) => {
+                Ok((index, mut record)) => {
+                    // Kept to the end: without the room left for more gaps.
+                    record.itl.shrink_to_fit();
                     on_done(index, &record);
                     records[index] = Some(record);
                     left -= 1;
@@ -288,5 +291,6 @@ pub(crate) fn long_workload(rate: RequestRate, concurrency: Option<u32>) -> crat
         rate,
         arrival: crate::spec::Arrival::Poisson,
         concurrency,
+        axis: None,
     }
 }

@@ -498,7 +498,7 @@ mod tests {
             requested_output_tokens: 45,
             ttft: 0.123456,
             latency: 1.5,
-            itl: vec![0.03; 44],
+            itl: crate::metrics::Gaps::from_secs(&[0.03; 44]),
             ..Default::default()
         };
         let m = compute(

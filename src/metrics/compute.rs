@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::ServingMetrics;
+use super::gaps::{Gaps, nanos_to_secs};
+use super::select::order_statistics;
 
 /// What the client saw of one request. Times are seconds; `start` is relative
 /// to the benchmark's start.
@@ -29,7 +31,7 @@ pub struct RequestRecord {
     /// Send → end of the stream.
     pub latency: f64,
     /// Gaps between successive chunks after the first.
-    pub itl: Vec<f64>,
+    pub itl: Gaps,
     pub error: Option<String>,
     /// Against perfpipe's test server only: seconds from the server's write to
     /// the client's timestamp, per read (the client's own delay).
@@ -136,31 +138,42 @@ pub fn compute(
         .filter(|r| r.output_tokens > 1)
         .map(|r| (r.latency - r.ttft) / (r.output_tokens - 1) as f64)
         .collect();
-    let itls: Vec<f64> = ok.iter().flat_map(|r| r.itl.iter().copied()).collect();
+    // The pooled ITLs are millions: read where they are, never copied.
+    let itls = || ok.iter().flat_map(|r| r.itl.secs());
     let (peak_tokens, peak_concurrency) = peaks(&ok);
     let good = ok
         .iter()
         .filter(|r| meets_slos(r, &options.goodput))
         .count();
     // Means and deviations over the values in request order (as vLLM sums
-    // them); then each list is sorted once, in place, for all its percentiles:
-    // no copy of the (millions of) ITLs per percentile.
-    let moments = |v: &[f64]| (mean(v) * 1000.0, std(v) * 1000.0);
+    // them); then each short list is sorted once, in place, for all its
+    // percentiles, and the ITLs' ones are selected.
+    let moments = |v: &[f64]| {
+        (
+            mean(v.iter().copied()) * 1000.0,
+            std(|| v.iter().copied()) * 1000.0,
+        )
+    };
     let (mean_ttft, std_ttft) = moments(&ttfts);
     let (mean_tpot, std_tpot) = moments(&tpots);
-    let (mean_itl, std_itl) = moments(&itls);
+    let (mean_itl, std_itl) = (mean(itls()) * 1000.0, std(itls) * 1000.0);
     let (mean_e2el, std_e2el) = moments(&e2els);
-    let [ttfts, tpots, itls, e2els] = [ttfts, tpots, itls, e2els].map(Sorted::new);
+    let [ttfts, tpots, e2els] = [ttfts, tpots, e2els].map(Sorted::new);
+    let wanted: Vec<f64> = [50.0, 99.0]
+        .into_iter()
+        .chain(options.percentiles.iter().copied())
+        .collect();
+    let itls = Selected::new(&ok, &wanted);
     let mut percentiles = std::collections::BTreeMap::new();
     for latency in Latency::ALL {
-        let values = match latency {
-            Latency::Ttft => &ttfts,
-            Latency::Tpot => &tpots,
-            Latency::Itl => &itls,
-            Latency::E2el => &e2els,
-        };
         for &p in options.percentiles.iter().filter(|p| **p != 99.0) {
-            percentiles.insert(percentile_key(p, latency), values.percentile(p) * 1000.0);
+            let value = match latency {
+                Latency::Ttft => ttfts.percentile(p),
+                Latency::Tpot => tpots.percentile(p),
+                Latency::Itl => itls.percentile(p),
+                Latency::E2el => e2els.percentile(p),
+            };
+            percentiles.insert(percentile_key(p, latency), value * 1000.0);
         }
     }
     let per_s = |n: f64| if duration > 0.0 { n / duration } else { 0.0 };
@@ -190,9 +203,9 @@ pub fn compute(
         std_tpot_ms: std_tpot,
         p99_tpot_ms: ms(&tpots, 99.0),
         mean_itl_ms: mean_itl,
-        median_itl_ms: ms(&itls, 50.0),
+        median_itl_ms: itls.percentile(50.0) * 1000.0,
         std_itl_ms: std_itl,
-        p99_itl_ms: ms(&itls, 99.0),
+        p99_itl_ms: itls.percentile(99.0) * 1000.0,
         mean_e2el_ms: mean_e2el,
         median_e2el_ms: ms(&e2els, 50.0),
         std_e2el_ms: std_e2el,
@@ -210,7 +223,7 @@ fn meets_slos(r: &RequestRecord, slos: &[(Latency, f64)]) -> bool {
                 (r.latency - r.ttft) / (r.output_tokens - 1) as f64
             }
             Latency::Tpot => 0.0,
-            Latency::Itl => r.itl.iter().copied().fold(0.0, f64::max),
+            Latency::Itl => r.itl.secs().fold(0.0, f64::max),
             Latency::E2el => r.latency,
         };
         value_s * 1000.0 <= *slo_ms
@@ -220,7 +233,7 @@ fn meets_slos(r: &RequestRecord, slos: &[(Latency, f64)]) -> bool {
 /// Chunk arrival times of a request, with the tokens each chunk stands for.
 fn chunk_times(r: &RequestRecord) -> impl Iterator<Item = f64> + '_ {
     std::iter::once(0.0)
-        .chain(r.itl.iter().copied())
+        .chain(r.itl.secs())
         .scan(r.start + r.ttft, |t, gap| {
             *t += gap;
             Some(*t)
@@ -289,21 +302,36 @@ fn peaks(ok: &[&RequestRecord]) -> (f64, f64) {
     (max(&tokens), max(&alive))
 }
 
-fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
-    }
+/// The mean, summed in order.
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = v.fold((0.0, 0_usize), |(sum, n), x| (sum + x, n + 1));
+    if n == 0 { 0.0 } else { sum / n as f64 }
 }
 
-/// Population standard deviation (numpy's default, ddof=0).
-fn std(v: &[f64]) -> f64 {
-    if v.is_empty() {
+/// Population standard deviation (numpy's default, ddof=0), over values read twice.
+fn std<I: Iterator<Item = f64>>(v: impl Fn() -> I) -> f64 {
+    let m = mean(v());
+    let (squares, n) = v().fold((0.0, 0_usize), |(sum, n), x| (sum + (x - m).powi(2), n + 1));
+    if n == 0 {
         return 0.0;
     }
-    let m = mean(v);
-    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt()
+    (squares / n as f64).sqrt()
+}
+
+/// `np.percentile`'s linear interpolation between the values at the ranks
+/// around `p`, given how many values there are and the value at a rank.
+fn interpolate(len: usize, p: f64, at: impl Fn(usize) -> f64) -> f64 {
+    if len == 0 {
+        return 0.0;
+    }
+    let (lo, hi, fraction) = ranks(len, p);
+    at(lo) + (at(hi) - at(lo)) * fraction
+}
+
+fn ranks(len: usize, p: f64) -> (usize, usize, f64) {
+    let rank = p / 100.0 * (len - 1) as f64;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    (lo, hi, rank - lo as f64)
 }
 
 /// Values sorted once, for any number of percentiles.
@@ -317,13 +345,42 @@ impl Sorted {
 
     /// `np.percentile` with linear interpolation; 0 for no values, as vLLM's `x or 0`.
     fn percentile(&self, p: f64) -> f64 {
-        let sorted = &self.0;
-        if sorted.is_empty() {
-            return 0.0;
-        }
-        let rank = p / 100.0 * (sorted.len() - 1) as f64;
-        let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-        sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
+        interpolate(self.0.len(), p, |i| self.0[i])
+    }
+}
+
+/// The pooled ITLs at the ranks some percentiles need, selected from the
+/// records' gaps (as nanoseconds, whose order is their seconds' order).
+struct Selected {
+    len: usize,
+    at: std::collections::BTreeMap<usize, f64>,
+}
+
+impl Selected {
+    fn new(ok: &[&RequestRecord], percentiles: &[f64]) -> Self {
+        let len = ok.iter().map(|r| r.itl.len()).sum();
+        let mut wanted: Vec<usize> = match len {
+            0 => Vec::new(),
+            _ => percentiles
+                .iter()
+                .flat_map(|&p| {
+                    let (lo, hi, _) = ranks(len, p);
+                    [lo, hi]
+                })
+                .collect(),
+        };
+        wanted.sort_unstable();
+        wanted.dedup();
+        let values = order_statistics(|| ok.iter().flat_map(|r| r.itl.nanos()), &wanted);
+        let at = wanted
+            .into_iter()
+            .zip(values.into_iter().map(nanos_to_secs))
+            .collect();
+        Self { len, at }
+    }
+
+    fn percentile(&self, p: f64) -> f64 {
+        interpolate(self.len, p, |i| self.at[&i])
     }
 }
 
@@ -345,7 +402,7 @@ mod tests {
             start,
             ttft,
             latency: ttft + itl.iter().sum::<f64>(),
-            itl: itl.to_vec(),
+            itl: Gaps::from_secs(itl),
             ..Default::default()
         }
     }
@@ -429,6 +486,46 @@ mod tests {
         assert_eq!(m.get("p50_ttft_ms"), Some(200.0));
         assert!(m.get("p99.9_tpot_ms").is_some());
         assert_eq!(percentile_key(99.9, Latency::Itl), "p99.9_itl_ms");
+    }
+
+    /// The compact gaps give, bit for bit, what the measured `f64` seconds
+    /// gave: sums in request order, a sort of a copy for percentiles.
+    #[test]
+    fn itl_numbers_from_compact_gaps_are_those_of_the_measured_seconds() {
+        let mut rng = crate::rng::Rng::new(3);
+        let mut records = Vec::new();
+        let mut measured = Vec::new();
+        for i in 0..40 {
+            let mut r = request(i as f64 * 0.01, 0.2, &[], 1);
+            for _ in 0..rng.range(0, 300) {
+                // Same-read gaps (0), microseconds, tens of milliseconds, seconds.
+                let scale = [0, 1_000, 30_000_000, 5_000_000_000][rng.range(0, 3) as usize];
+                let gap = std::time::Duration::from_nanos(rng.range(0, scale));
+                r.itl.push(gap);
+                measured.push(gap.as_secs_f64());
+            }
+            r.output_tokens = r.itl.len() as u64 + 1;
+            records.push(r);
+        }
+        let options = MetricOptions {
+            percentiles: vec![0.0, 25.0, 50.0, 90.0, 99.0, 99.9, 100.0],
+            goodput: vec![],
+        };
+        let m = compute(&records, 10.0, &options);
+        let mean = measured.iter().sum::<f64>() / measured.len() as f64;
+        let var = measured.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / measured.len() as f64;
+        assert_eq!(m.mean_itl_ms, mean * 1000.0);
+        assert_eq!(m.std_itl_ms, var.sqrt() * 1000.0);
+        assert_eq!(m.median_itl_ms, percentile(&measured, 50.0) * 1000.0);
+        assert_eq!(m.p99_itl_ms, percentile(&measured, 99.0) * 1000.0);
+        for p in options.percentiles.iter().filter(|p| **p != 99.0) {
+            let key = percentile_key(*p, Latency::Itl);
+            assert_eq!(
+                m.get(&key),
+                Some(percentile(&measured, *p) * 1000.0),
+                "{key}"
+            );
+        }
     }
 
     /// Every metric of one trace, computed by hand (see the comments).

@@ -3,11 +3,13 @@
 
 mod block_parse;
 mod compute;
+mod gaps;
 mod guidellm;
 mod measurement;
 mod model;
 mod provenance;
 mod save_result;
+mod select;
 mod serving_block;
 pub mod telemetry;
 
@@ -15,6 +17,7 @@ pub use block_parse::{BlockError, ParsedBlock, parse_block};
 pub use compute::{
     Latency, MetricOptions, OutputTokensSource, RequestRecord, compute, percentile, percentile_key,
 };
+pub use gaps::Gaps;
 pub use guidellm::{GUIDELLM_METRIC_NAMES, GuidellmMetrics, read_report as read_guidellm_report};
 pub use measurement::{Measurement, MetricSet};
 pub use model::{METRIC_NAMES, ServingMetrics};

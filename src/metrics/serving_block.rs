@@ -138,7 +138,7 @@ mod tests {
             start: 0.0,
             ttft: 0.1,
             latency: 0.3,
-            itl: vec![0.1, 0.1],
+            itl: crate::metrics::Gaps::from_secs(&[0.1, 0.1]),
             ..Default::default()
         };
         let options = MetricOptions {

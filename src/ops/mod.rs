@@ -14,6 +14,7 @@ macro_rules! say {
 pub mod diff;
 pub mod error;
 pub mod fetch;
+pub mod figures;
 pub mod files;
 pub mod gc;
 pub mod import;

@@ -17,14 +17,16 @@ use crate::spec::{Objective, Runtime};
 pub enum Format {
     /// Markdown for people.
     Md,
+    /// One self-contained HTML page, charts inline, for a browser.
+    Html,
     /// JSON for other tools.
     Json,
     /// CSV, one number per line.
     Csv,
 }
 
-/// A rendered report, and the file it is still to be written to (JSON and
-/// CSV are written after they are printed; markdown, with its chart, before).
+/// A rendered report, and the file it is still to be written to (HTML, JSON
+/// and CSV are written after they are printed; markdown, with its charts, before).
 #[derive(Debug)]
 pub struct Rendered {
     pub text: String,
@@ -63,9 +65,14 @@ pub fn report(
     let text = match format {
         // A written report gets its chart beside it; printed alone, there is none to link.
         Format::Md => match out {
-            Some(out) => write_markdown(&loaded, &analysis, out)?,
-            None => crate::report::markdown(&loaded.spec, &analysis, None),
+            Some(out) => write_markdown(&loaded, &analysis, out, false)?,
+            None => crate::report::markdown(&loaded.spec, &analysis, &Default::default()),
         },
+        // Its charts are inline: none is drawn beside it.
+        Format::Html => {
+            let charts = charts(&loaded, &analysis, None)?;
+            crate::report::html(&loaded.spec, &analysis, &charts)
+        }
         Format::Json => crate::report::json(&loaded.spec, &analysis),
         Format::Csv => crate::report::csv(&analysis),
     };
@@ -161,24 +168,53 @@ pub fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analysis, Err
     analyze::analyze(&loaded.spec, records).map_err(Error::Analysis)
 }
 
-/// Writes the markdown report at `path` with its chart beside it.
-pub fn write_markdown(loaded: &Loaded, analysis: &Analysis, path: &Path) -> Result<String, Error> {
-    let chart = write_chart(loaded, analysis, path)?;
-    let text = crate::report::markdown(&loaded.spec, analysis, chart.as_deref());
-    // An unchanged report is left as it is (a no-op run writes nothing).
-    if crate::regular_file::read(path).ok().as_deref() != Some(text.as_bytes()) {
-        write_text(path, &text)?;
+/// Writes the markdown report at `path` with its charts beside it, and the
+/// HTML report as `<path stem>.html` with `html`; returns the markdown.
+pub fn write_markdown(
+    loaded: &Loaded,
+    analysis: &Analysis,
+    path: &Path,
+    html: bool,
+) -> Result<String, Error> {
+    let charts = charts(loaded, analysis, Some(path))?;
+    let text = crate::report::markdown(&loaded.spec, analysis, &charts);
+    write_unchanged(path, &text)?;
+    if html {
+        let page = crate::report::html(&loaded.spec, analysis, &charts);
+        write_unchanged(&path.with_extension("html"), &page)?;
     }
     Ok(text)
 }
 
-/// Draws the conclusion's chart as `<report stem>.png` and `.svg` beside the
-/// report; returns the PNG's file name to link, or `None` without a conclusion.
+/// Writes `text` at `path` unless the file holds it already (a no-op run
+/// writes nothing).
+fn write_unchanged(path: &Path, text: &str) -> Result<(), Error> {
+    if crate::regular_file::read(path).ok().as_deref() != Some(text.as_bytes()) {
+        write_text(path, text)?;
+    }
+    Ok(())
+}
+
+/// Every chart of the report; with `report`, drawn beside it.
+fn charts(
+    loaded: &Loaded,
+    analysis: &Analysis,
+    report: Option<&Path>,
+) -> Result<crate::report::Charts, Error> {
+    let figures = super::figures::of(loaded, analysis)?;
+    Ok(crate::report::Charts {
+        conclusion: write_chart(loaded, analysis, report)?,
+        figures: super::figures::files(&figures, report)?,
+    })
+}
+
+/// Draws the conclusion's chart, as `<report stem>.png` and `.svg` beside
+/// `report` when there is one; `None` without a conclusion.
 fn write_chart(
     loaded: &Loaded,
     analysis: &Analysis,
-    report: &Path,
-) -> Result<Option<String>, Error> {
+    report: Option<&Path>,
+) -> Result<Option<crate::report::ChartFile>, Error> {
     let Some(table) = &analysis.conclusion else {
         return Ok(None);
     };
@@ -211,23 +247,26 @@ fn write_chart(
             })
             .collect(),
     };
-    let svg = report.with_extension("svg");
-    let png = report.with_extension("png");
-    if !drawn_of(&data, &svg, &png) {
-        // The SVG last: a chart killed between the two is drawn again.
-        write_file(&png, &chart::png(&data))?;
-        write_file(&svg, chart::svg(&data).as_bytes())?;
+    let svg_text = chart::svg(&data);
+    let mut png_name = String::new();
+    if let Some(report) = report {
+        let svg = report.with_extension("svg");
+        let png = report.with_extension("png");
+        if !super::figures::drawn_of(&chart::digest(&data), &svg, &png) {
+            // The SVG last: a chart killed between the two is drawn again.
+            write_file(&png, &chart::png(&data))?;
+            write_file(&svg, svg_text.as_bytes())?;
+        }
+        png_name = png
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
     }
-    Ok(png.file_name().map(|n| n.to_string_lossy().into_owned()))
-}
-
-/// Whether the chart files at `svg` and `png` are both drawn from `data`.
-fn drawn_of(data: &ChartData, svg: &Path, png: &Path) -> bool {
-    let digest = chart::digest(data);
-    let svg_holds = crate::regular_file::read_to_string(svg)
-        .is_ok_and(|text| chart::svg_digest(&text) == Some(digest.as_str()));
-    svg_holds
-        && crate::regular_file::read(png).is_ok_and(|bytes| {
-            chart::png_digest(std::io::Cursor::new(bytes)).as_deref() == Some(digest.as_str())
-        })
+    Ok(Some(crate::report::ChartFile {
+        id: "conclusion".to_owned(),
+        title: data.title,
+        note: None,
+        png: png_name,
+        svg: svg_text,
+    }))
 }

@@ -83,6 +83,7 @@ pub fn run(
         report_path.clone(),
         report_path.with_extension("svg"),
         report_path.with_extension("png"),
+        report_path.with_extension("html"),
     ] {
         check_writable(&path)?;
     }
@@ -165,7 +166,7 @@ pub fn run(
     let mut analysis = analyze(&loaded, records)?;
     analysis.scope = Some(scope(&loaded, common));
     let path = report_path;
-    let text = write_markdown(&loaded, &analysis, &path).map_err(|e| {
+    let text = write_markdown(&loaded, &analysis, &path, true).map_err(|e| {
         e.measured(&format!(
             "every run is in the store: `perfpipe report {} --out FILE` writes the report",
             experiment.display()

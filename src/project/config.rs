@@ -21,6 +21,17 @@ pub struct ProjectConfig {
     /// The runtime where neither `--runtime` nor `PERFPIPE_RUNTIME` names one.
     #[serde(default, deserialize_with = "runtime")]
     pub runtime: Option<Runtime>,
+    #[serde(default)]
+    pub executor: ExecutorConfig,
+}
+
+/// `[executor.*]`: where launches run besides this machine.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutorConfig {
+    /// `[executor.slurm]`: how jobs are submitted (docs/slurm.md).
+    #[serde(default)]
+    pub slurm: crate::exec::slurm::SlurmOptions,
 }
 
 /// `$XDG_CONFIG_HOME/perfpipe/config.toml` (else `~/.config/perfpipe/`):
@@ -69,7 +80,7 @@ pub fn parse_project(path: &str, text: &str) -> Result<ProjectConfig, Box<Config
     parse(
         path,
         text,
-        "`perfpipe.toml` takes `store` and `runtime` (README, \"Project root and configuration\")",
+        "`perfpipe.toml` takes `store`, `runtime` and `[executor.slurm]` (README, \"Project root and configuration\")",
     )
 }
 
@@ -119,6 +130,20 @@ mod tests {
             parse_project("perfpipe.toml", "").unwrap(),
             ProjectConfig::default()
         );
+    }
+
+    #[test]
+    fn the_project_file_takes_the_slurm_executors_options() {
+        let config = parse_project(
+            "perfpipe.toml",
+            "[executor.slurm]\npartition = \"gpu\"\ntime_limit = \"4:00:00\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.executor.slurm.partition.as_deref(), Some("gpu"));
+        assert_eq!(config.executor.slurm.time_limit.as_deref(), Some("4:00:00"));
+        let e = parse_project("perfpipe.toml", "[executor.slurm]\nqueue = \"gpu\"\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(parse_project("perfpipe.toml", "[executor.k8s]\n").is_err());
     }
 
     #[test]

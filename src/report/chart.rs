@@ -27,7 +27,7 @@ const WIDTH: u32 = 960;
 const HEIGHT: u32 = 540;
 
 const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
-const FAMILY: &str = "sans-serif";
+pub(super) const FAMILY: &str = "sans-serif";
 
 const BASELINE_COLOR: RGBColor = RGBColor(0x4c, 0x72, 0xb0);
 const OPTIMIZED_COLOR: RGBColor = RGBColor(0xdd, 0x84, 0x52);
@@ -59,10 +59,39 @@ pub struct ChartData {
 /// files carry it (see [`svg_digest`], [`png_digest`]), so a chart of
 /// unchanged results is not drawn again.
 pub fn digest(data: &ChartData) -> String {
+    digest_of(data)
+}
+
+/// The digest of any drawing's data (see [`digest`]).
+pub(super) fn digest_of(data: &impl std::fmt::Debug) -> String {
     use sha2::{Digest, Sha256};
     // `{:?}` writes every f64 exactly (shortest round-trip form).
     let text = format!("perfpipe {} {data:?}", env!("CARGO_PKG_VERSION"));
     hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Something drawn with plotters into either backend: the bar chart here,
+/// the curves of `plot`.
+pub(super) trait Drawing: std::fmt::Debug {
+    fn size(&self) -> (u32, u32);
+
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>;
+}
+
+impl Drawing for ChartData {
+    fn size(&self) -> (u32, u32) {
+        (WIDTH, HEIGHT)
+    }
+
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        draw(root, self)
+    }
 }
 
 /// The PNG's text keyword, and the SVG comment's prefix, holding the digest.
@@ -94,11 +123,17 @@ pub fn png_digest(png: impl std::io::BufRead + std::io::Seek) -> Option<String> 
 ///
 /// A value that is not finite (NaN, ±∞) draws no bar and no label.
 pub fn svg(data: &ChartData) -> String {
+    svg_of(data)
+}
+
+/// A drawing as SVG text, its digest in a comment on the first line.
+pub(super) fn svg_of(data: &impl Drawing) -> String {
     register_font();
-    let mut out = format!("<!-- {DIGEST_KEYWORD} {} -->\n", digest(data));
+    let mut out = format!("<!-- {DIGEST_KEYWORD} {} -->\n", digest_of(data));
     {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
-        draw(&root, data).expect("drawing a chart into a string cannot fail");
+        let root = SVGBackend::with_string(&mut out, data.size()).into_drawing_area();
+        data.draw(&root)
+            .expect("drawing a chart into a string cannot fail");
     }
     out
 }
@@ -107,26 +142,33 @@ pub fn svg(data: &ChartData) -> String {
 ///
 /// A value that is not finite (NaN, ±∞) draws no bar and no label.
 pub fn png(data: &ChartData) -> Vec<u8> {
+    png_of(data)
+}
+
+/// A drawing as PNG bytes (8-bit RGB), its digest in a text chunk.
+pub(super) fn png_of(data: &impl Drawing) -> Vec<u8> {
     register_font();
-    let mut pixels = vec![0u8; WIDTH as usize * HEIGHT as usize * 3];
+    let (width, height) = data.size();
+    let mut pixels = vec![0u8; width as usize * height as usize * 3];
     {
-        let backend = BitMapBackend::with_buffer(&mut pixels, (WIDTH, HEIGHT));
+        let backend = BitMapBackend::with_buffer(&mut pixels, (width, height));
         let root = GlyphFix(backend).into_drawing_area();
-        draw(&root, data).expect("drawing a chart into a buffer cannot fail");
+        data.draw(&root)
+            .expect("drawing a chart into a buffer cannot fail");
     }
     let mut out = Vec::new();
-    let mut encoder = ::png::Encoder::new(&mut out, WIDTH, HEIGHT);
+    let mut encoder = ::png::Encoder::new(&mut out, width, height);
     encoder.set_color(::png::ColorType::Rgb);
     encoder.set_depth(::png::BitDepth::Eight);
     encoder
-        .add_text_chunk(DIGEST_KEYWORD.into(), digest(data))
+        .add_text_chunk(DIGEST_KEYWORD.into(), digest_of(data))
         .expect("a text chunk of ASCII hex is valid");
     let mut writer = encoder
         .write_header()
         .expect("writing a PNG header into memory cannot fail");
     writer
         .write_image_data(&pixels)
-        .expect("the buffer holds exactly WIDTH x HEIGHT RGB pixels");
+        .expect("the buffer holds exactly width x height RGB pixels");
     writer
         .finish()
         .expect("finishing a PNG in memory cannot fail");
@@ -326,7 +368,7 @@ fn value_label_size(groups: &[ChartGroup], slot_px: f64) -> f64 {
 }
 
 /// A y-axis tick: whole numbers without decimals, others with at most three.
-fn axis_number(v: &f64) -> String {
+pub(super) fn axis_number(v: &f64) -> String {
     if v.fract() == 0.0 {
         format!("{v:.0}")
     } else {

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::Charts;
 use super::runs::{run_columns, runs};
 use crate::analyze::page::{PageConclusion, PageSummary};
 use crate::analyze::{
@@ -52,8 +53,9 @@ fn lab_profiles_on_builtin(spec: &Spec) -> Option<String> {
     })
 }
 
-/// The whole report; `chart` is the file name of the chart image, when one was drawn.
-pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String {
+/// The whole report, linking `charts` (drawn beside it when it is written).
+pub fn markdown(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
+    let chart = charts.conclusion.as_ref().map(|c| c.png.as_str());
     let mut out = String::new();
     let title = spec.title.as_deref().unwrap_or(&spec.name);
     let _ = writeln!(out, "# {title}\n");
@@ -120,8 +122,15 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, chart: Option<&str>) -> String
             Section::OtherCases => ctx.other_cases(&mut out),
             Section::Published => ctx.published(&mut out),
             Section::Context => ctx.context(&mut out),
-            Section::Runs => runs(&mut out, run_columns(set), &analysis.runs),
+            Section::Runs => {
+                // The charts before the long table of every run.
+                super::charts::section(&mut out, charts);
+                runs(&mut out, run_columns(set), &analysis.runs)
+            }
         }
+    }
+    if !spec.report.sections.contains(&Section::Runs) {
+        super::charts::section(&mut out, charts);
     }
     out
 }
@@ -888,7 +897,7 @@ mod tests {
         .unwrap();
         let analysis =
             crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec)).unwrap();
-        let report = markdown(&spec, &analysis, None);
+        let report = markdown(&spec, &analysis, &Charts::default());
         assert!(
             report.contains("```bash\nvllm serve o/m -tp 8\n```"),
             "{report}"

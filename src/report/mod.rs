@@ -2,12 +2,18 @@
 //! the chart the markdown links. (pure)
 
 pub mod chart;
+mod charts;
 mod csv;
 pub mod diff;
+pub mod figures;
+mod html;
 mod json;
 mod markdown;
+pub mod plot;
 mod runs;
 
+pub use charts::{ChartFile, Charts};
 pub use csv::csv;
+pub use html::html;
 pub use json::json;
 pub use markdown::markdown;

@@ -293,6 +293,16 @@ pub struct Workload {
     pub arrival: Arrival,
     /// The cap on requests in flight (`concurrency`): none is unlimited.
     pub concurrency: Option<u32>,
+    /// The declared workload this is a point of, when it lists several loads
+    /// (`concurrency 1 2 4`, `rate 1 4`); never key material.
+    pub axis: Option<String>,
+}
+
+impl Workload {
+    /// The name it was declared under: `chat` for the point `chat@c=8`.
+    pub fn declared_name(&self) -> &str {
+        self.axis.as_deref().unwrap_or(&self.name.value)
+    }
 }
 
 /// How requests arrive at a finite rate.

@@ -28,6 +28,7 @@ mod entry;
 mod files;
 mod gc;
 mod import;
+mod journal;
 mod layout;
 mod quarantine;
 #[cfg(test)]

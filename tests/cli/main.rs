@@ -6,6 +6,8 @@
 
 mod bad_values;
 mod bench;
+mod browser;
+mod charts;
 mod closed_pipe;
 mod common;
 mod completions;
@@ -14,6 +16,7 @@ mod diagnostics;
 mod diff;
 mod fetch;
 mod help;
+mod load;
 mod lock;
 mod objectives;
 mod pages;
@@ -24,6 +27,7 @@ mod reliability;
 mod reports;
 mod run;
 mod runtimes;
+mod slurm;
 mod speed;
 mod store;
 mod studies;

@@ -193,9 +193,20 @@ fn an_unexpected_failure_is_stored_and_exits_1() {
 
 #[test]
 fn ctrl_c_stops_the_engine_and_commits_nothing() {
+    a_signal_stops_the_engine_and_commits_nothing(libc::SIGINT);
+}
+
+/// Slurm ends a job (scancel, time limit, preemption) with SIGTERM to its
+/// step, then SIGKILL after `KillWait`: perfpipe stops its engines as on Ctrl-C.
+#[test]
+fn sigterm_stops_the_engine_and_commits_nothing() {
+    a_signal_stops_the_engine_and_commits_nothing(libc::SIGTERM);
+}
+
+fn a_signal_stops_the_engine_and_commits_nothing(signal: i32) {
     let env = TestEnv::new();
     let tag = format!(
-        "sigint{}x{}",
+        "signal{signal}x{}x{}",
         std::process::id(),
         Instant::now().elapsed().as_nanos()
     );
@@ -226,7 +237,7 @@ fn ctrl_c_stops_the_engine_and_commits_nothing() {
     // Let the benchmark start streaming.
     std::thread::sleep(Duration::from_millis(1500));
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.id() as i32, signal);
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
@@ -235,7 +246,7 @@ fn ctrl_c_stops_the_engine_and_commits_nothing() {
         }
         assert!(
             Instant::now() < deadline,
-            "perfpipe did not stop after SIGINT"
+            "perfpipe did not stop after signal {signal}"
         );
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -243,7 +254,7 @@ fn ctrl_c_stops_the_engine_and_commits_nothing() {
     assert_eq!(
         live_processes(&tag),
         Vec::<u32>::new(),
-        "an engine survived Ctrl-C"
+        "an engine survived signal {signal}"
     );
     assert!(
         env.samples().is_empty(),

@@ -971,3 +971,68 @@ fn an_engine_serving_another_model_is_reported_with_what_it_lists() {
     );
     assert!(!err.contains("did not answer /health"), "{err}");
 }
+
+/// On SIGTERM (Slurm's `scancel`, a time limit) every launch in flight stops
+/// its containers with `docker stop`, not only the first to see the signal:
+/// killing the docker client leaves a container running.
+#[test]
+fn sigterm_stops_the_containers_of_every_launch_in_flight() {
+    let env = TestEnv::new();
+    let tag = format!(
+        "sigterm{}x{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    );
+    env.write(
+        "two.kdl",
+        &format!(
+            r#"experiment "two" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=8
+    model "test/{tag}-14B"
+    engine vllm version="0.11.0"
+    workload long-output {{
+        dataset random input=16 output=8000
+        prompts 8
+    }}
+    step a engine=vllm gpus=4
+    step b engine=vllm model="test/{tag}-8B" gpus=4
+}}"#
+        ),
+    );
+    let mut child = gpu_box(
+        &env,
+        &["run", "two.kdl", "--runtime", "docker", "--jobs", "2"],
+        &[
+            ("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=20"),
+            ("STANDIN_STOP_SECONDS", "1"),
+        ],
+    )
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let containers = env.path("standin.log.containers");
+    let running = || std::fs::read_dir(&containers).map_or(0, |d| d.count());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while running() < 2 {
+        assert!(Instant::now() < deadline, "two containers never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "perfpipe did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(running(), 0, "a container was left running");
+    assert_eq!(crate::common::live_processes(&tag), Vec::<u32>::new());
+}

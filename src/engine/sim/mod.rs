@@ -11,6 +11,7 @@ mod scheduler;
 mod server;
 pub mod speed;
 pub mod support;
+pub mod timing;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -29,7 +30,9 @@ pub const GPU_ENV: &str = "PERFPIPE_SIM_GPU";
 /// measure the load generator itself; `,probe=1` stamps every write with the
 /// server's monotonic clock so the client can measure its own delay, and
 /// `,coalesce=0` writes each event on its own (by default all events ready are
-/// written at once, as a busy server does).
+/// written at once, as a busy server does). `load:ttft_ms=5,ttft_ms_per_req=10,
+/// itl_ms=1,itl_ms_per_req=0.5` makes the latencies a function of the requests
+/// in flight ([`timing`]), for exact checks of sweeps and searches.
 pub const TIMING_ENV: &str = "PERFPIPE_SIM_TIMING";
 
 fn parse_fixed_timing(spec: &str) -> Option<server::TokenSource> {
@@ -81,11 +84,16 @@ pub fn main(argv: &[String]) -> i32 {
         config.token_budget
     );
     let fixed_timing = match std::env::var(TIMING_ENV) {
-        Ok(spec) => match parse_fixed_timing(&spec) {
+        Ok(spec) => match parse_fixed_timing(&spec).or_else(|| {
+            timing::LoadTiming::parse(&spec).map(|timing| server::TokenSource::Load {
+                timing,
+                in_flight: Arc::new(AtomicU64::new(0)),
+            })
+        }) {
             Some(t) => Some(t),
             None => {
                 eprintln!(
-                    "ERROR perfpipe-sim: `{TIMING_ENV}` must read `fixed:ttft_ms=200,itl_ms=20[,probe=1]`, got `{spec}`"
+                    "ERROR perfpipe-sim: `{TIMING_ENV}` must read `fixed:ttft_ms=200,itl_ms=20[,probe=1]` or `load:ttft_ms=5,ttft_ms_per_req=10,itl_ms=1,itl_ms_per_req=0.5`, got `{spec}`"
                 );
                 return 2;
             }
@@ -120,7 +128,11 @@ pub fn main(argv: &[String]) -> i32 {
             return 1;
         }
         let listener = match tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await {
-            Ok(l) => l,
+            // As uvicorn does: without it, Nagle holds a token's chunk until
+            // the client acknowledges the headers (a 40 ms delayed ACK).
+            Ok(l) => axum::serve::ListenerExt::tap_io(l, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            }),
             Err(e) => {
                 eprintln!("ERROR perfpipe-sim: [Errno 98] error while attempting to bind on address ({}, {}): {e}", config.host, config.port);
                 return 1;

@@ -50,6 +50,12 @@ pub enum TokenSource {
         /// Write every event on its own instead of all that are ready at once.
         one_per_write: bool,
     },
+    /// Every request on its own, its latencies a function of the requests in
+    /// flight when it arrived ([`super::timing`]).
+    Load {
+        timing: super::timing::LoadTiming,
+        in_flight: Arc<AtomicU64>,
+    },
 }
 
 pub fn router(state: Arc<AppState>) -> Router {
@@ -66,6 +72,18 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
+/// A request counted in flight until it is dropped: when its last token is
+/// out (before the final event, so the client's next request never finds it
+/// still counted) or its client left.
+struct InFlight(Arc<AtomicU64>, Arc<super::scheduler::Stats>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let left = self.0.fetch_sub(1, Ordering::SeqCst) - 1;
+        self.1.running.store(left, Ordering::Relaxed);
+    }
+}
+
 /// Emits a request's tokens on a fixed schedule: `ttft`, then every `itl`.
 async fn fixed_timing(
     tx: mpsc::UnboundedSender<Event>,
@@ -73,6 +91,7 @@ async fn fixed_timing(
     itl: Duration,
     prompt_tokens: u32,
     max_tokens: u32,
+    in_flight: Option<InFlight>,
 ) {
     let start = tokio::time::Instant::now();
     for n in 0..max_tokens {
@@ -85,6 +104,7 @@ async fn fixed_timing(
             return;
         }
     }
+    drop(in_flight);
     let _ = tx.send(Event::Done {
         prompt_tokens,
         completion_tokens: max_tokens,
@@ -284,7 +304,28 @@ async fn generate(
             }
         }
         TokenSource::Fixed { ttft, itl, .. } => {
-            tokio::spawn(fixed_timing(tx, *ttft, *itl, prompt_tokens, max_tokens));
+            tokio::spawn(fixed_timing(
+                tx,
+                *ttft,
+                *itl,
+                prompt_tokens,
+                max_tokens,
+                None,
+            ));
+        }
+        TokenSource::Load { timing, in_flight } => {
+            let k = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            state.stats.running.store(k, Ordering::Relaxed);
+            let (ttft, itl) = timing.at(k);
+            let leaving = InFlight(in_flight.clone(), state.stats.clone());
+            tokio::spawn(fixed_timing(
+                tx,
+                ttft,
+                itl,
+                prompt_tokens,
+                max_tokens,
+                Some(leaving),
+            ));
         }
     }
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);

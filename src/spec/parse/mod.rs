@@ -4,6 +4,7 @@
 //! it is the only way to point at the exact node or property that is wrong,
 //! suggest the name that was meant, and keep going after the first error.
 
+mod arity;
 mod codepoints;
 
 pub use codepoints::kdl_disallows;
@@ -153,6 +154,8 @@ struct Reference {
     kind: RefKind,
     name: String,
     span: SourceSpan,
+    /// A step's `workloads` list, where a load axis stands for all its points.
+    whole_axis: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -191,6 +194,8 @@ struct Decoder {
     suggested: Vec<String>,
     /// The metrics an `expect` may name: those of the declared harness's client.
     metric_set: MetricSet,
+    /// Each workload that lists several loads, with the names of its points.
+    axes: Vec<(String, Vec<String>)>,
 }
 
 impl Decoder {
@@ -231,6 +236,7 @@ impl Decoder {
                         .with_help("put each experiment in its own file under `experiments/`"),
                     );
                 } else {
+                    self.check_arity("", node);
                     experiment = Some(node);
                 }
             } else {
@@ -335,8 +341,8 @@ impl Decoder {
                 }
                 "harness" => harness = self.harness(child),
                 "workload" => {
-                    if let Some(w) = self.workload(child) {
-                        workloads.push(w);
+                    if let Some(points) = self.workload(child) {
+                        workloads.extend(points);
                     }
                 }
                 "step" => {

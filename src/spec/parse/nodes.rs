@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use kdl::{KdlNode, KdlValue};
+use kdl::{KdlEntry, KdlNode, KdlValue};
+use miette::SourceSpan;
 
 use super::values::*;
 use super::*;
@@ -219,13 +220,13 @@ impl Decoder {
         Some(harness)
     }
 
-    pub(super) fn workload(&mut self, node: &KdlNode) -> Option<Workload> {
+    pub(super) fn workload(&mut self, node: &KdlNode) -> Option<Vec<Workload>> {
         self.no_props(node);
         let name = self.required_name(node, "the workload's name", RefKind::Workload);
         let mut dataset = None;
         let mut prompts = None;
-        let mut rate = RequestRate::Infinite;
-        let mut concurrency = None;
+        let mut rates: Vec<(RequestRate, String)> = Vec::new();
+        let mut concurrencies: Vec<(u32, String)> = Vec::new();
         let mut arrival: Option<Spanned<Arrival>> = None;
         let mut title = None;
         let mut prompts_span = node.span();
@@ -243,24 +244,15 @@ impl Decoder {
                 }
                 "rate" => {
                     self.no_props(child);
-                    match arg(child, 0).map(|e| (e, e.value())) {
-                        Some((_, KdlValue::String(s))) if s == "inf" => {}
-                        Some((e, KdlValue::Float(f))) if *f == f64::INFINITY && is_keyword(e) => {}
-                        Some((e, _)) => {
-                            if let Some(r) = self.number(e, "the request rate") {
-                                match bounds::request_rate(r) {
-                                    Ok(r) => rate = r,
-                                    Err(error) => self.error(
-                                        SpecDiagnostic::new(e.span(), error.to_string(), "out of range")
-                                            .with_help(format!(
-                                                "a rate from {:e} requests per second, or `inf` to send all at once",
-                                                bounds::MIN_REQUEST_RATE
-                                            )),
-                                    ),
-                                }
-                            }
+                    self.no_children(child);
+                    for e in args(child) {
+                        if let Some(rate) = self.request_rate(e) {
+                            let text = literal(e).trim_start_matches('#').to_owned();
+                            self.axis_value(&mut rates, rate, text, e.span(), "rate");
                         }
-                        None => self.missing_arg(child, "the request rate (`inf` or req/s)"),
+                    }
+                    if arg(child, 0).is_none() {
+                        self.missing_arg(child, "the request rate (`inf` or req/s)");
                     }
                 }
                 "arrival" => {
@@ -269,12 +261,29 @@ impl Decoder {
                     arrival =
                         self.named(child, "arrival process", Arrival::NAMES, Arrival::from_name);
                 }
-                "concurrency" => concurrency = self.single_count(child, "the max concurrency"),
+                "concurrency" => {
+                    self.no_props(child);
+                    self.no_children(child);
+                    for e in args(child) {
+                        if let Some(n) = self.count(e, "the max concurrency") {
+                            self.axis_value(
+                                &mut concurrencies,
+                                n,
+                                n.to_string(),
+                                e.span(),
+                                "concurrency",
+                            );
+                        }
+                    }
+                    if arg(child, 0).is_none() {
+                        self.missing_arg(child, "the max concurrency");
+                    }
+                }
                 _ => {}
             }
         }
         if let Some(a) = &arrival
-            && rate == RequestRate::Infinite
+            && rates.iter().all(|(r, _)| *r == RequestRate::Infinite)
         {
             self.error(
                 SpecDiagnostic::new(
@@ -312,15 +321,67 @@ impl Decoder {
         if let Some(message) = too_many {
             self.error(SpecDiagnostic::new(prompts_span, message, "out of range"));
         }
-        Some(Workload {
+        let declared = Workload {
             name: name?,
             title,
             dataset: dataset?,
             prompts: prompts?,
-            rate,
+            rate: RequestRate::Infinite,
             arrival: arrival.map(|a| a.value).unwrap_or_default(),
-            concurrency,
-        })
+            concurrency: None,
+            axis: None,
+        };
+        let points = load_points(&declared, &rates, &concurrencies);
+        if points.len() > 1 {
+            let names = points.iter().map(|p| p.name.value.clone()).collect();
+            self.axes.push((declared.name.value.clone(), names));
+        }
+        Some(points)
+    }
+
+    /// One value of a load axis, refused when listed twice (it would be one run twice).
+    fn axis_value<T: PartialEq>(
+        &mut self,
+        values: &mut Vec<(T, String)>,
+        value: T,
+        text: String,
+        span: SourceSpan,
+        node: &str,
+    ) {
+        if values.iter().any(|(v, _)| *v == value) {
+            self.error(
+                SpecDiagnostic::new(span, format!("`{node}` lists {text} twice"), "listed again")
+                    .with_help("each value of a load axis is one run; list it once"),
+            );
+        } else {
+            values.push((value, text));
+        }
+    }
+
+    /// A request rate: `inf`, or requests per second within bounds.
+    fn request_rate(&mut self, e: &KdlEntry) -> Option<RequestRate> {
+        match e.value() {
+            KdlValue::String(s) if s == "inf" => Some(RequestRate::Infinite),
+            KdlValue::Float(f) if *f == f64::INFINITY && is_keyword(e) => {
+                Some(RequestRate::Infinite)
+            }
+            _ => {
+                let r = self.number(e, "the request rate")?;
+                match bounds::request_rate(r) {
+                    Ok(r) => Some(r),
+                    Err(error) => {
+                        self.error(
+                            SpecDiagnostic::new(e.span(), error.to_string(), "out of range")
+                                .with_help(format!(
+                                    "a rate from {:e} requests per second, or `inf` to send all at once",
+                                    bounds::MIN_REQUEST_RATE
+                                )),
+                        );
+                        None
+                    }
+                }
+            }
+        }
     }
 
     pub(super) fn dataset(&mut self, node: &KdlNode) -> Option<Dataset> {
@@ -431,6 +492,46 @@ impl Decoder {
             }
         }
     }
+}
+
+/// The runs a workload declares: itself when it lists one load, else one
+/// workload per point of its axes (rates × concurrencies), named
+/// `<workload>@rate=<r>,c=<n>` by the axes it has.
+fn load_points(
+    declared: &Workload,
+    rates: &[(RequestRate, String)],
+    concurrencies: &[(u32, String)],
+) -> Vec<Workload> {
+    let rates: Vec<Option<&(RequestRate, String)>> = match rates {
+        [] => vec![None],
+        _ => rates.iter().map(Some).collect(),
+    };
+    let concurrencies: Vec<Option<&(u32, String)>> = match concurrencies {
+        [] => vec![None],
+        _ => concurrencies.iter().map(Some).collect(),
+    };
+    let is_axis = rates.len() > 1 || concurrencies.len() > 1;
+    let mut points = Vec::new();
+    for rate in &rates {
+        for concurrency in &concurrencies {
+            let mut point = declared.clone();
+            point.rate = rate.map_or(RequestRate::Infinite, |(r, _)| *r);
+            point.concurrency = concurrency.map(|(c, _)| *c);
+            if is_axis {
+                let mut parts = Vec::new();
+                if rates.len() > 1 {
+                    parts.extend(rate.map(|(_, text)| format!("rate={text}")));
+                }
+                if concurrencies.len() > 1 {
+                    parts.extend(concurrency.map(|(_, text)| format!("c={text}")));
+                }
+                point.name.value = format!("{}@{}", declared.name.value, parts.join(","));
+                point.axis = Some(declared.name.value.clone());
+            }
+            points.push(point);
+        }
+    }
+    points
 }
 
 #[cfg(test)]

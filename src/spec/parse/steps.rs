@@ -141,6 +141,9 @@ impl Decoder {
                     self.no_children(child);
                     for e in args(child) {
                         if let Some(w) = self.reference(e, RefKind::Workload) {
+                            if let Some(r) = self.refs.last_mut() {
+                                r.whole_axis = true;
+                            }
                             step.workloads.push(w);
                         }
                     }
@@ -172,16 +175,6 @@ impl Decoder {
             self.no_children(node);
             ExpectedOutcome::Failure(self.required_string_arg(node, 1, "the published error")?)
         } else {
-            if arg(node, 1).is_some() {
-                self.error(
-                    SpecDiagnostic::new(
-                        arg(node, 1).unwrap().span(),
-                        "`expect` takes one workload; metrics go in its block",
-                        "unexpected argument",
-                    )
-                    .with_help("e.g. `expect sharegpt { total_token_throughput 3792.50 }`"),
-                );
-            }
             let mut metrics = Vec::new();
             let names: Vec<&str> = match self.metric_set {
                 MetricSet::Vllm => METRIC_NAMES.to_vec(),

@@ -27,6 +27,14 @@ impl Decoder {
             if step.workloads.is_empty() {
                 step.workloads = all.clone();
             }
+            // A load axis named in a step's `workloads` is each of its points.
+            step.workloads = std::mem::take(&mut step.workloads)
+                .into_iter()
+                .flat_map(|w| match self.axes.iter().find(|(axis, _)| *axis == w) {
+                    Some((_, points)) => points.clone(),
+                    None => vec![w],
+                })
+                .collect();
         }
         for comparison in &mut spec.comparisons {
             if comparison.workload.is_empty() {
@@ -49,6 +57,28 @@ impl Decoder {
                 RefKind::Workload => &workloads,
                 RefKind::Step => &steps,
             };
+            if r.kind == RefKind::Workload
+                && !r.whole_axis
+                && let Some((_, points)) = self.axes.iter().find(|(axis, _)| *axis == r.name)
+            {
+                let points = points.clone();
+                self.error(
+                    SpecDiagnostic::new(
+                        r.span,
+                        format!(
+                            "workload `{}` is a load axis of {} runs; name one of them here",
+                            r.name,
+                            points.len()
+                        ),
+                        "a load axis",
+                    )
+                    .with_help(format!(
+                        "{} (quoted: KDL reads `=` as a property)",
+                        one_of(points.iter().map(String::as_str))
+                    )),
+                );
+                continue;
+            }
             if known.contains(&r.name.as_str()) || self.declared.contains(&(r.kind, r.name.clone()))
             {
                 continue;

@@ -15,6 +15,7 @@ impl Decoder {
             kind,
             name: name.clone(),
             span: entry.span(),
+            whole_axis: false,
         });
         Some(name)
     }
@@ -26,6 +27,7 @@ impl Decoder {
         let mut out = Vec::new();
         for child in doc.nodes() {
             if allowed.contains(&child.name().value()) {
+                self.check_arity(node.name().value(), child);
                 out.push(child);
             } else {
                 let context = format!("in `{}`", node.name().value());

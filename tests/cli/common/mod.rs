@@ -4,6 +4,8 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod slurm;
+
 pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
 /// A project directory of its own, with a fixed clock and host name.

@@ -1,0 +1,406 @@
+//! The numbers behind a study's curves, computed with polars: latency
+//! against throughput along each load axis (one line per configuration), the
+//! frontier of throughput per GPU against throughput per user, and the TTFT
+//! and ITL distributions of the per-request journals. (pure)
+//!
+//! A curve is made of the runs of one configuration (step) over workloads
+//! that are equal except for their load, the `concurrency` cap or the
+//! `rate`: such workloads form a [`LoadFamily`], whose points are ordered by
+//! that load. A workload equal to no other is a family of one point.
+
+use std::collections::BTreeMap;
+
+use polars::prelude::*;
+
+use super::{RunRecord, mean_latency_ms};
+use crate::metrics::{RequestRecord, percentile};
+use crate::spec::{RequestRate, Spec, Workload};
+
+/// Every curve of a study.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Curves {
+    pub families: Vec<LoadFamily>,
+    /// One per workload with journals, in declared order.
+    pub distributions: Vec<Distribution>,
+}
+
+impl Curves {
+    pub fn is_empty(&self) -> bool {
+        self.families.is_empty() && self.distributions.is_empty()
+    }
+}
+
+/// Workloads equal except for their load, and the runs over them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LoadFamily {
+    /// In load order.
+    pub workloads: Vec<String>,
+    pub axis: LoadAxis,
+    /// One per configuration with a result on the family, in declared order.
+    pub curves: Vec<LoadCurve>,
+}
+
+impl LoadFamily {
+    /// The family's name in files and chart ids: its first workload's.
+    pub fn id(&self) -> &str {
+        &self.workloads[0]
+    }
+
+    /// Whether some configuration has two loads or more: a line, not dots.
+    pub fn has_load_axis(&self) -> bool {
+        self.curves.iter().any(|c| c.points.len() > 1)
+    }
+
+    /// The points on the frontier, by throughput per user.
+    pub fn frontier(&self) -> Vec<(&LoadCurve, &CurvePoint)> {
+        let mut on: Vec<(&LoadCurve, &CurvePoint)> = self
+            .curves
+            .iter()
+            .flat_map(|c| c.points.iter().map(move |p| (c, p)))
+            .filter(|(_, p)| p.on_frontier)
+            .collect();
+        on.sort_by(|a, b| a.1.per_user.total_cmp(&b.1.per_user));
+        on
+    }
+}
+
+/// What tells a family's workloads apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadAxis {
+    /// The cap on requests in flight (none: ∞).
+    Concurrency,
+    /// Requests per second (all at once: ∞).
+    Rate,
+    /// Both vary: the declared order.
+    Declared,
+}
+
+impl LoadAxis {
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Concurrency => "concurrency",
+            Self::Rate => "request rate (req/s)",
+            Self::Declared => "load (declared order)",
+        }
+    }
+}
+
+/// One configuration along a load axis.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LoadCurve {
+    pub step: String,
+    /// The step and its engine with version: "tuned (vLLM 0.11.0)".
+    pub label: String,
+    /// In load order.
+    pub points: Vec<CurvePoint>,
+}
+
+/// One run: its load, throughput and latencies (means, under the harness's
+/// definitions; `NaN` where unknown).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CurvePoint {
+    pub workload: String,
+    /// The value on the family's load axis (∞ for no cap / all at once).
+    pub load: f64,
+    /// Total token throughput of all replicas (tok/s).
+    pub tps: f64,
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    pub e2el_ms: f64,
+    /// `tps` per GPU of the configuration (InferenceX's `tput_per_gpu`).
+    pub per_gpu: f64,
+    /// Tokens per second a user sees: 1000 / mean TPOT in ms (InferenceX's interactivity).
+    pub per_user: f64,
+    /// No other point of the family has at least as much of both and more of one.
+    pub on_frontier: bool,
+}
+
+/// The TTFT and ITL distributions of one workload, one line per configuration.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Distribution {
+    pub workload: String,
+    pub lines: Vec<DistributionLine>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DistributionLine {
+    pub step: String,
+    pub label: String,
+    pub ttft: Cdf,
+    pub itl: Cdf,
+}
+
+/// An empirical distribution, as its percentiles 0, 1, …, 100 (ms; linear
+/// interpolation, as vLLM's percentiles), over `n` values.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Cdf {
+    pub n: usize,
+    pub percentiles: Vec<f64>,
+}
+
+impl Cdf {
+    pub fn of(values: &[f64]) -> Self {
+        Self {
+            n: values.len(),
+            percentiles: if values.is_empty() {
+                Vec::new()
+            } else {
+                (0..=100)
+                    .map(|p| percentile(values, f64::from(p)))
+                    .collect()
+            },
+        }
+    }
+
+    /// The value at percentile `p` (0..=100, whole).
+    pub fn at(&self, p: usize) -> Option<f64> {
+        self.percentiles.get(p).copied()
+    }
+}
+
+/// The request times of one run's journals (its samples pooled), in ms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestTimes {
+    pub ttft_ms: Vec<f64>,
+    pub itl_ms: Vec<f64>,
+}
+
+impl RequestTimes {
+    /// The successful requests' TTFTs and gaps between chunks.
+    pub fn of(records: &[RequestRecord]) -> Self {
+        let ok = || records.iter().filter(|r| r.success);
+        Self {
+            ttft_ms: ok().map(|r| r.ttft * 1000.0).collect(),
+            itl_ms: ok()
+                .flat_map(|r| r.itl.secs().map(|s| s * 1000.0))
+                .collect(),
+        }
+    }
+}
+
+/// The journals' request times by (step, workload).
+pub type Journals = BTreeMap<(String, String), RequestTimes>;
+
+/// Every curve of `runs` (and of `journals`, for the distributions).
+pub fn curves(spec: &Spec, runs: &[RunRecord], journals: &Journals) -> PolarsResult<Curves> {
+    let frame = points_frame(spec, runs)?;
+    let mut families = Vec::new();
+    for (workloads, axis) in load_families(spec) {
+        let in_family = workloads.iter().fold(lit(false), |acc, w| {
+            acc.or(col("workload").eq(lit(w.as_str())))
+        });
+        let rows = frame
+            .clone()
+            .lazy()
+            .filter(in_family)
+            .with_column(load_expr(spec, &workloads, axis).alias("load"))
+            .sort(
+                ["step_order", "load"],
+                SortMultipleOptions::default().with_maintain_order(true),
+            )
+            .collect()?;
+        let mut curves: Vec<LoadCurve> = Vec::new();
+        let step = rows.column("step")?.str()?.clone();
+        let workload = rows.column("workload")?.str()?.clone();
+        let f = |name: &str| -> PolarsResult<Vec<f64>> {
+            let c = rows.column(name)?.f64()?.clone();
+            Ok((0..c.len()).map(|i| c.get(i).unwrap_or(f64::NAN)).collect())
+        };
+        let (load, tps, ttft, tpot, e2el, gpus) = (
+            f("load")?,
+            f("tps")?,
+            f("ttft")?,
+            f("tpot")?,
+            f("e2el")?,
+            f("gpus")?,
+        );
+        for i in 0..rows.height() {
+            let name = step.get(i).unwrap_or_default();
+            let point = CurvePoint {
+                workload: workload.get(i).unwrap_or_default().to_owned(),
+                load: load[i],
+                tps: tps[i],
+                ttft_ms: ttft[i],
+                tpot_ms: tpot[i],
+                e2el_ms: e2el[i],
+                per_gpu: tps[i] / gpus[i],
+                per_user: 1000.0 / tpot[i],
+                on_frontier: false,
+            };
+            match curves.last_mut() {
+                Some(curve) if curve.step == name => curve.points.push(point),
+                _ => curves.push(LoadCurve {
+                    step: name.to_owned(),
+                    label: label(spec, name),
+                    points: vec![point],
+                }),
+            }
+        }
+        mark_frontier(&mut curves);
+        if !curves.is_empty() {
+            let mut ordered = workloads.clone();
+            let position = |w: &String| {
+                curves
+                    .iter()
+                    .flat_map(|c| &c.points)
+                    .find(|p| &p.workload == w)
+                    .map_or(f64::INFINITY, |p| p.load)
+            };
+            ordered.sort_by(|a, b| position(a).total_cmp(&position(b)));
+            families.push(LoadFamily {
+                workloads: ordered,
+                axis,
+                curves,
+            });
+        }
+    }
+    Ok(Curves {
+        families,
+        distributions: distributions(spec, journals),
+    })
+}
+
+/// One row per run with a throughput: step (and its declared position),
+/// workload, throughput of all replicas, mean TTFT, TPOT and end-to-end
+/// latency (NaN where unknown), and the configuration's GPUs.
+fn points_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
+    let set = spec.harness.kind.metric_set();
+    let ok: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| r.failure.is_none() && r.metrics.contains_key(set.tps()))
+        .collect();
+    let get = |r: &RunRecord, name: &str| r.metrics.get(name).copied().unwrap_or(f64::NAN);
+    let step_order = |s: &str| {
+        spec.steps
+            .iter()
+            .position(|x| x.name.value == s)
+            .unwrap_or(usize::MAX) as u32
+    };
+    let factor = |s: &str| spec.step(s).map_or(1, |s| s.report_factor());
+    let gpus = |s: &str| spec.step(s).map_or(1, |s| (s.gpus * s.replicas).max(1));
+    df!(
+        "step" => ok.iter().map(|r| r.step.clone()).collect::<Vec<_>>(),
+        "step_order" => ok.iter().map(|r| step_order(&r.step)).collect::<Vec<_>>(),
+        "workload" => ok.iter().map(|r| r.workload.clone()).collect::<Vec<_>>(),
+        "tps" => ok.iter().map(|r| get(r, set.tps()) * f64::from(factor(&r.step))).collect::<Vec<_>>(),
+        "ttft" => ok.iter().map(|r| get(r, set.ttft())).collect::<Vec<_>>(),
+        "tpot" => ok.iter().map(|r| get(r, set.tpot())).collect::<Vec<_>>(),
+        "e2el" => ok.iter().map(|r| mean_latency_ms(&r.metrics, set).unwrap_or(f64::NAN)).collect::<Vec<_>>(),
+        "gpus" => ok.iter().map(|r| f64::from(gpus(&r.step))).collect::<Vec<_>>(),
+    )
+}
+
+/// The load of each workload on `axis`, as a polars expression over `workload`.
+fn load_expr(spec: &Spec, workloads: &[String], axis: LoadAxis) -> Expr {
+    workloads
+        .iter()
+        .enumerate()
+        .fold(lit(f64::NAN), |acc, (i, w)| {
+            let value = spec.workload(w).map_or(f64::NAN, |w| load_of(w, axis, i));
+            when(col("workload").eq(lit(w.as_str())))
+                .then(lit(value))
+                .otherwise(acc)
+        })
+}
+
+fn load_of(workload: &Workload, axis: LoadAxis, position: usize) -> f64 {
+    match axis {
+        LoadAxis::Concurrency => workload.concurrency.map_or(f64::INFINITY, f64::from),
+        LoadAxis::Rate => match workload.rate {
+            RequestRate::Infinite => f64::INFINITY,
+            RequestRate::PerSecond(r) => r,
+        },
+        LoadAxis::Declared => position as f64,
+    }
+}
+
+/// The declared workloads grouped into families (each in declared order),
+/// with the axis that tells each family's members apart.
+fn load_families(spec: &Spec) -> Vec<(Vec<String>, LoadAxis)> {
+    let mut groups: Vec<Vec<&Workload>> = Vec::new();
+    for w in &spec.workloads {
+        match groups.iter_mut().find(|g| equal_but_load(g[0], w)) {
+            Some(group) => group.push(w),
+            None => groups.push(vec![w]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|g| {
+            let same_rate = g.iter().all(|w| w.rate == g[0].rate);
+            let same_cap = g.iter().all(|w| w.concurrency == g[0].concurrency);
+            let axis = match (same_rate, same_cap) {
+                (true, _) => LoadAxis::Concurrency,
+                (false, true) => LoadAxis::Rate,
+                (false, false) => LoadAxis::Declared,
+            };
+            (g.iter().map(|w| w.name.value.clone()).collect(), axis)
+        })
+        .collect()
+}
+
+/// Whether two workloads send the same requests, only at another load.
+fn equal_but_load(a: &Workload, b: &Workload) -> bool {
+    a.dataset == b.dataset && a.prompts == b.prompts && a.arrival == b.arrival
+}
+
+/// "step (Engine version)".
+fn label(spec: &Spec, step: &str) -> String {
+    match spec.step(step) {
+        Some(s) => {
+            let version = spec
+                .engine(s.engine)
+                .map(|e| format!(" {}", e.version))
+                .unwrap_or_default();
+            format!("{step} ({}{version})", s.engine.display_name())
+        }
+        None => step.to_owned(),
+    }
+}
+
+/// Flags each point that no other point of the family dominates: none has
+/// at least its throughput per GPU and per user, and more of one.
+fn mark_frontier(curves: &mut [LoadCurve]) {
+    let all: Vec<(f64, f64)> = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| (p.per_user, p.per_gpu)))
+        .collect();
+    let dominated = |(u, g): (f64, f64)| {
+        all.iter()
+            .any(|&(u2, g2)| u2 >= u && g2 >= g && (u2 > u || g2 > g))
+    };
+    for p in curves.iter_mut().flat_map(|c| c.points.iter_mut()) {
+        let finite = p.per_user.is_finite() && p.per_gpu.is_finite();
+        p.on_frontier = finite && !dominated((p.per_user, p.per_gpu));
+    }
+}
+
+fn distributions(spec: &Spec, journals: &Journals) -> Vec<Distribution> {
+    spec.workloads
+        .iter()
+        .filter_map(|w| {
+            let lines: Vec<DistributionLine> = spec
+                .steps
+                .iter()
+                .filter_map(|s| {
+                    let key = (s.name.value.clone(), w.name.value.clone());
+                    let times = journals.get(&key).filter(|t| !t.ttft_ms.is_empty())?;
+                    Some(DistributionLine {
+                        step: s.name.value.clone(),
+                        label: label(spec, &s.name.value),
+                        ttft: Cdf::of(&times.ttft_ms),
+                        itl: Cdf::of(&times.itl_ms),
+                    })
+                })
+                .collect();
+            (!lines.is_empty()).then(|| Distribution {
+                workload: w.name.value.clone(),
+                lines,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

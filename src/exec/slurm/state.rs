@@ -1,0 +1,253 @@
+//! What Slurm says about a job (`squeue`, `scontrol show job -o`), and what
+//! perfpipe makes of it: still queued or running, ended, or ended by Slurm
+//! for a cause of its own that a resubmission may not meet. (pure)
+
+/// A job's state as `squeue %T` and `scontrol`'s `JobState=` print it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobState {
+    Pending,
+    Configuring,
+    Running,
+    Suspended,
+    Completing,
+    Completed,
+    Failed,
+    Cancelled,
+    Timeout,
+    NodeFail,
+    Preempted,
+    OutOfMemory,
+    BootFail,
+    Deadline,
+    /// A state this version of perfpipe does not know (`REQUEUED`, `RESIZING`…).
+    Other(String),
+}
+
+impl JobState {
+    pub fn parse(text: &str) -> Self {
+        // `CANCELLED by 0` in some outputs.
+        let word = text.split_whitespace().next().unwrap_or("");
+        match word {
+            "PENDING" | "PD" => Self::Pending,
+            "CONFIGURING" | "CF" => Self::Configuring,
+            "RUNNING" | "R" => Self::Running,
+            "SUSPENDED" | "S" => Self::Suspended,
+            "COMPLETING" | "CG" => Self::Completing,
+            "COMPLETED" | "CD" => Self::Completed,
+            "FAILED" | "F" => Self::Failed,
+            "CANCELLED" | "CA" => Self::Cancelled,
+            "TIMEOUT" | "TO" => Self::Timeout,
+            "NODE_FAIL" | "NF" => Self::NodeFail,
+            "PREEMPTED" | "PR" => Self::Preempted,
+            "OUT_OF_MEMORY" | "OOM" => Self::OutOfMemory,
+            "BOOT_FAIL" | "BF" => Self::BootFail,
+            "DEADLINE" | "DL" => Self::Deadline,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// Queued or running: Slurm still has work to do for it.
+    pub fn is_active(&self) -> bool {
+        matches!(
+            self,
+            Self::Pending | Self::Configuring | Self::Running | Self::Suspended | Self::Completing
+        )
+    }
+}
+
+/// What an ended job means for its launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The job's command ran to its end: the store holds what it measured
+    /// (an engine's own failure inside it is a stored result, as locally).
+    Ended,
+    /// `perfpipe realise` itself failed in the job (a fault of the node's
+    /// environment): not retried, its log says why.
+    Failed { why: String },
+    /// Slurm ended the job for a cause of its own; a resubmission may not
+    /// meet it.
+    Transient { why: String, hint: Option<String> },
+}
+
+/// The verdict on a job that left the queue in `state` with `exit` (the
+/// `ExitCode=` of `scontrol`). A job perfpipe cancelled itself never gets
+/// here: it was interrupted.
+pub fn verdict(state: &JobState, exit: Option<(i32, i32)>) -> Verdict {
+    let transient = |why: &str| Verdict::Transient {
+        why: why.to_owned(),
+        hint: None,
+    };
+    match state {
+        JobState::Completed => Verdict::Ended,
+        JobState::Failed => Verdict::Failed {
+            why: match exit {
+                Some((code, 0)) => format!("the job's command exited with status {code}"),
+                Some((_, signal)) => format!("the job's command was killed by signal {signal}"),
+                None => "the job failed".to_owned(),
+            },
+        },
+        JobState::NodeFail => transient("its node failed (NODE_FAIL)"),
+        JobState::BootFail => transient("its node failed to boot (BOOT_FAIL)"),
+        JobState::Preempted => transient("it was preempted (PREEMPTED)"),
+        JobState::OutOfMemory => transient("it ran out of memory (OUT_OF_MEMORY)"),
+        JobState::Cancelled => transient("it was cancelled by someone other than this perfpipe (CANCELLED)"),
+        JobState::Timeout => Verdict::Transient {
+            why: "it reached its time limit (TIMEOUT)".to_owned(),
+            hint: Some(
+                "raise the time limit: `--slurm-time` or `time_limit` in `[executor.slurm]` of perfpipe.toml"
+                    .to_owned(),
+            ),
+        },
+        JobState::Deadline => Verdict::Failed {
+            why: "it passed its deadline (DEADLINE)".to_owned(),
+        },
+        other => transient(&format!("Slurm ended it in state {other:?}")),
+    }
+}
+
+/// One line of `squeue -h -o` [`SQUEUE_FORMAT`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedJob {
+    pub id: u64,
+    pub name: String,
+    pub state: JobState,
+    /// Why it waits (`Resources`, `Priority`) or `None`.
+    pub reason: String,
+    pub comment: String,
+}
+
+/// Job id, name, state, reason, comment; the comment last, as it may hold anything.
+pub const SQUEUE_FORMAT: &str = "%i|%j|%T|%r|%k";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read what `{command}` printed: `{line}`")]
+pub struct ParseError {
+    pub command: &'static str,
+    pub line: String,
+}
+
+pub fn parse_squeue(text: &str) -> Result<Vec<QueuedJob>, ParseError> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let bad = || ParseError {
+                command: "squeue",
+                line: line.to_owned(),
+            };
+            let mut fields = line.splitn(5, '|');
+            let mut next = || fields.next().ok_or_else(bad);
+            let id = next()?.trim().parse().map_err(|_| bad())?;
+            let (name, state, reason, comment) = (next()?, next()?, next()?, next()?);
+            Ok(QueuedJob {
+                id,
+                name: name.to_owned(),
+                state: JobState::parse(state),
+                reason: reason.to_owned(),
+                comment: comment.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// A job as `scontrol show job -o ID` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShownJob {
+    pub state: JobState,
+    pub reason: String,
+    /// `ExitCode=status:signal`.
+    pub exit: Option<(i32, i32)>,
+}
+
+pub fn parse_scontrol(text: &str) -> Result<ShownJob, ParseError> {
+    let field = |name: &str| {
+        text.split_whitespace()
+            .find_map(|token| token.strip_prefix(name)?.strip_prefix('='))
+    };
+    let state = field("JobState").ok_or_else(|| ParseError {
+        command: "scontrol show job",
+        line: text.trim().to_owned(),
+    })?;
+    let exit = field("ExitCode").and_then(|e| {
+        let (code, signal) = e.split_once(':')?;
+        Some((code.parse().ok()?, signal.parse().ok()?))
+    });
+    Ok(ShownJob {
+        state: JobState::parse(state),
+        reason: field("Reason").unwrap_or("None").to_owned(),
+        exit,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn squeue_lines_are_read_with_the_comment_last() {
+        let jobs = parse_squeue(
+            "12|pp-0123456789ab|PENDING|Resources|perfpipe:aa,bb\n\
+             13|other|RUNNING|None|a|comment|with|bars\n",
+        )
+        .unwrap();
+        assert_eq!(jobs[0].id, 12);
+        assert_eq!(jobs[0].state, JobState::Pending);
+        assert_eq!(jobs[0].reason, "Resources");
+        assert_eq!(jobs[0].comment, "perfpipe:aa,bb");
+        assert_eq!(jobs[1].comment, "a|comment|with|bars");
+        assert!(jobs.iter().all(|j| j.state.is_active()));
+        assert!(parse_squeue("x|y|z|w|v\n").is_err());
+        assert!(parse_squeue("12|pp\n").is_err());
+        assert_eq!(parse_squeue("\n").unwrap(), []);
+    }
+
+    #[test]
+    fn scontrol_gives_the_final_state_and_exit_code() {
+        let shown = parse_scontrol(
+            "JobId=7 JobName=pp-x UserId=root(0) JobState=TIMEOUT Reason=TimeLimit \
+             Dependency=(null) ExitCode=0:15 Comment=perfpipe:aa",
+        )
+        .unwrap();
+        assert_eq!(shown.state, JobState::Timeout);
+        assert_eq!(shown.reason, "TimeLimit");
+        assert_eq!(shown.exit, Some((0, 15)));
+        assert!(!shown.state.is_active());
+        assert!(parse_scontrol("slurm_load_jobs error: Invalid job id specified").is_err());
+    }
+
+    #[test]
+    fn slurms_own_failures_are_transient_and_a_time_limit_says_to_raise_it() {
+        for state in [
+            JobState::NodeFail,
+            JobState::Preempted,
+            JobState::OutOfMemory,
+            JobState::Cancelled,
+            JobState::BootFail,
+        ] {
+            assert!(
+                matches!(verdict(&state, None), Verdict::Transient { hint: None, .. }),
+                "{state:?}"
+            );
+        }
+        let Verdict::Transient {
+            hint: Some(hint),
+            why,
+        } = verdict(&JobState::Timeout, Some((0, 15)))
+        else {
+            panic!("a timeout is transient with a hint");
+        };
+        assert!(why.contains("TIMEOUT"));
+        assert!(hint.contains("raise the time limit"));
+        assert_eq!(verdict(&JobState::Completed, Some((0, 0))), Verdict::Ended);
+        assert_eq!(
+            verdict(&JobState::Failed, Some((2, 0))),
+            Verdict::Failed {
+                why: "the job's command exited with status 2".into()
+            }
+        );
+        assert_eq!(JobState::parse("CANCELLED by 0"), JobState::Cancelled);
+        assert_eq!(
+            JobState::parse("REQUEUED"),
+            JobState::Other("REQUEUED".into())
+        );
+    }
+}

@@ -1,0 +1,93 @@
+//! The curves' charts of a report: computed from the records and the
+//! per-request journals the store holds, and drawn beside a written report.
+
+use std::path::Path;
+
+use super::files::write_file;
+use super::{Error, Loaded};
+use crate::analyze::curves::{self, Journals, RequestTimes};
+use crate::analyze::{Analysis, RunRecord, Source};
+use crate::key::RunKey;
+use crate::report::ChartFile;
+use crate::report::figures::{Figure, figures};
+use crate::report::{chart, plot};
+use crate::store::Store;
+
+/// The figures of `analysis`'s curves.
+pub fn of(loaded: &Loaded, analysis: &Analysis) -> Result<Vec<Figure>, Error> {
+    let journals = journals(&loaded.store, &analysis.runs)?;
+    let curves =
+        curves::curves(&loaded.spec, &analysis.runs, &journals).map_err(Error::Analysis)?;
+    Ok(figures(&loaded.spec, analysis, &curves))
+}
+
+/// Each figure as a chart; with `report`, drawn as `<stem>.<id>.png` and
+/// `.svg` beside it (left untouched when they already show the same).
+pub fn files(figures: &[Figure], report: Option<&Path>) -> Result<Vec<ChartFile>, Error> {
+    figures
+        .iter()
+        .map(|f| {
+            let svg = plot::svg(&f.plot);
+            let png = match report {
+                Some(report) => {
+                    let stem = report.file_stem().unwrap_or_default().to_string_lossy();
+                    let png = report.with_file_name(format!("{stem}.{}.png", f.id));
+                    let svg_path = png.with_extension("svg");
+                    if !drawn_of(&plot::digest(&f.plot), &svg_path, &png) {
+                        // The SVG last: a chart killed between the two is drawn again.
+                        write_file(&png, &plot::png(&f.plot))?;
+                        write_file(&svg_path, svg.as_bytes())?;
+                    }
+                    png.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                }
+                None => String::new(),
+            };
+            Ok(ChartFile {
+                id: f.id.clone(),
+                title: f.plot.title.clone(),
+                note: f.plot.note.clone(),
+                png,
+                svg,
+            })
+        })
+        .collect()
+}
+
+/// Whether the chart files at `svg` and `png` both carry `digest`.
+pub fn drawn_of(digest: &str, svg: &Path, png: &Path) -> bool {
+    let svg_holds = crate::regular_file::read_to_string(svg)
+        .is_ok_and(|text| chart::svg_digest(&text) == Some(digest));
+    svg_holds
+        && crate::regular_file::read(png).is_ok_and(|bytes| {
+            chart::png_digest(std::io::Cursor::new(bytes)).as_deref() == Some(digest)
+        })
+}
+
+/// The request times of each run's measured samples, from their journals.
+fn journals(store: &Store, runs: &[RunRecord]) -> Result<Journals, Error> {
+    let mut journals = Journals::new();
+    for run in runs {
+        let measured = matches!(run.source, Some(Source::Measured | Source::Simulated));
+        let Some(key) = run.key.as_deref().and_then(RunKey::parse) else {
+            continue;
+        };
+        if !measured || run.failure.is_some() {
+            continue;
+        }
+        let mut records = Vec::new();
+        for sample in store.samples(&key).map_err(Error::Store)? {
+            if sample.metrics().is_some() {
+                records.extend(sample.journal().map_err(Error::Store)?);
+            }
+        }
+        if !records.is_empty() {
+            journals.insert(
+                (run.step.clone(), run.workload.clone()),
+                RequestTimes::of(&records),
+            );
+        }
+    }
+    Ok(journals)
+}

@@ -1,0 +1,157 @@
+//! The HTML report: the markdown report's sections as one self-contained
+//! page (pulldown-cmark), every chart inline as SVG, tables sortable by a
+//! small inline script, and no reference to anything outside the file. (pure)
+
+use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+use super::Charts;
+use crate::analyze::Analysis;
+use crate::spec::Spec;
+
+const STYLE: &str = include_str!("html/style.css");
+const SCRIPT: &str = include_str!("html/sort.js");
+
+/// The report as one HTML file, the same sections as [`super::markdown`].
+pub fn html(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
+    let markdown = super::markdown(spec, analysis, charts);
+    let title = spec.title.as_deref().unwrap_or(&spec.name);
+    let mut body = String::new();
+    pulldown_cmark::html::push_html(&mut body, page_events(&markdown, charts).into_iter());
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n{body}</main>\n\
+         <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
+        escape(title)
+    )
+}
+
+/// The markdown's events, with each heading given an id, each table
+/// wrapped to scroll on a narrow screen, each chart's image replaced by its
+/// drawing, and raw HTML other than the report's own coloured spans escaped.
+fn page_events<'a>(markdown: &'a str, charts: &'a Charts) -> Vec<Event<'a>> {
+    let source: Vec<Event<'a>> = Parser::new_ext(markdown, Options::ENABLE_TABLES).collect();
+    let mut events = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
+    let mut rest = source.iter().cloned().enumerate();
+    while let Some((i, event)) = rest.next() {
+        match event {
+            Event::Start(Tag::Heading {
+                level,
+                id: None,
+                classes,
+                attrs,
+            }) => {
+                let text = heading_text(source[i + 1..].iter().cloned(), level);
+                let id = unique(&mut ids, slug(&text));
+                events.push(Event::Start(Tag::Heading {
+                    level,
+                    id: Some(CowStr::from(id)),
+                    classes,
+                    attrs,
+                }));
+            }
+            Event::Start(Tag::Table(alignment)) => {
+                events.push(Event::Html(CowStr::from("<div class=\"table\">")));
+                events.push(Event::Start(Tag::Table(alignment)));
+            }
+            Event::End(TagEnd::Table) => {
+                events.push(Event::End(TagEnd::Table));
+                events.push(Event::Html(CowStr::from("</div>")));
+            }
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                // The image's alt text follows up to its end: the chart's title.
+                for (_, inner) in rest.by_ref() {
+                    if matches!(inner, Event::End(TagEnd::Image)) {
+                        break;
+                    }
+                }
+                let figure = match charts.by_png(&dest_url) {
+                    Some(chart) => format!(
+                        "<figure id=\"chart-{}\" class=\"chart\">{}</figure>",
+                        chart.id,
+                        inline_svg(&chart.svg)
+                    ),
+                    None => format!("[image `{}` not inlined]", escape(&dest_url)),
+                };
+                events.push(Event::InlineHtml(CowStr::from(figure)));
+            }
+            Event::Html(html) | Event::InlineHtml(html) if !is_own_markup(&html) => {
+                events.push(Event::Text(html));
+            }
+            other => events.push(other),
+        }
+    }
+    events
+}
+
+/// The text of the heading that `parser` is inside.
+fn heading_text<'a>(parser: impl Iterator<Item = Event<'a>>, level: HeadingLevel) -> String {
+    let mut text = String::new();
+    for event in parser {
+        match event {
+            Event::End(TagEnd::Heading(l)) if l == level => break,
+            Event::Text(t) | Event::Code(t) => text.push_str(&t),
+            _ => {}
+        }
+    }
+    text
+}
+
+/// `Engine Selection` → `engine-selection`: lower-case letters and digits,
+/// other runs as one `-`.
+fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_end_matches('-');
+    if out.is_empty() {
+        "section".to_owned()
+    } else {
+        out.to_owned()
+    }
+}
+
+/// `id`, or `id-2`, `id-3`, … when taken.
+fn unique(taken: &mut Vec<String>, id: String) -> String {
+    let mut candidate = id.clone();
+    let mut n = 1;
+    while taken.contains(&candidate) {
+        n += 1;
+        candidate = format!("{id}-{n}");
+    }
+    taken.push(candidate.clone());
+    candidate
+}
+
+/// The markup the markdown report writes itself: coloured deltas and line
+/// breaks in table cells. Anything else (from a title, a name, an error
+/// text) is shown as text.
+fn is_own_markup(html: &str) -> bool {
+    let html = html.trim();
+    html == "</span>"
+        || html == "<br>"
+        || (html.starts_with("<span style=\"background-color:")
+            && html.ends_with("\">")
+            && !html[1..].contains('<'))
+}
+
+/// A drawing's `<svg>` element, without the digest comment before it.
+fn inline_svg(svg: &str) -> &str {
+    svg.find("<svg").map_or(svg, |i| &svg[i..])
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,216 @@
+//! The HTML report in a real browser: headless Chromium (Debian's
+//! `chromium`, which `scripts/test-deps.sh` installs) loads the file, runs
+//! its script, and must find every section and chart; nothing may be fetched
+//! from outside (every request goes to a proxy this test owns, which must see
+//! none). The screenshot is kept for a reader to look at.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::TestEnv;
+
+/// The browser: `PERFPIPE_CHROMIUM`, else Debian's `/usr/bin/chromium`.
+/// Missing, the test is skipped with a message, except in CI (`CI` set),
+/// where it fails.
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PERFPIPE_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing: scripts/test-deps.sh installs chromium",
+        path.display()
+    );
+    eprintln!(
+        "skipped: no browser at {} (scripts/test-deps.sh installs chromium)",
+        path.display()
+    );
+    None
+}
+
+/// A loopback listener standing in for the network: it records the first
+/// line of every connection made to it.
+struct Proxy {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proxy {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+                let mut head = [0u8; 256];
+                let n = (&stream).read(&mut head).unwrap_or(0);
+                let text = String::from_utf8_lossy(&head[..n]);
+                let line = text.lines().next().unwrap_or("(nothing sent)").to_owned();
+                record.lock().unwrap().push(line);
+            }
+        });
+        Self { port, seen }
+    }
+}
+
+/// Chromium headless on `page` with `args`, every request through `proxy`
+/// and no name resolving; killed after `secs`.
+fn browse(browser: &Path, profile: &Path, proxy: &Proxy, args: &[&str], page: &Path) -> Output {
+    let child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--disable-extensions",
+            "--metrics-recording-only",
+            "--no-pings",
+            "--disable-breakpad",
+            "--disable-domain-reliability",
+            "--disable-client-side-phishing-detection",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--proxy-server=http://127.0.0.1:{}", proxy.port))
+        // Loopback too goes through the proxy (Chromium bypasses it by default).
+        .arg("--proxy-bypass-list=<-loopback>")
+        .arg("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium starts");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(output) => output.expect("chromium runs"),
+        Err(_) => {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("chromium did not end within 60 s");
+        }
+    }
+}
+
+/// Requests Chromium makes of its own whatever the page (its clock, its
+/// component updater, its sign-in), which its flags do not all turn off: the
+/// exact endpoints, so a page's fetch of any other Google host (fonts,
+/// scripts) still fails the test.
+fn browser_service(request_line: &str) -> bool {
+    [
+        "GET http://clients2.google.com/time/1/current?",
+        "POST http://update.googleapis.com/service/update2/json?",
+        "CONNECT update.googleapis.com:443 ",
+        "CONNECT redirector.gvt1.com:443 ",
+        "CONNECT accounts.google.com:443 ",
+    ]
+    .iter()
+    .any(|service| request_line.starts_with(service))
+}
+
+#[test]
+fn the_html_report_shows_its_sections_and_charts_in_a_browser_offline() {
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let started = Instant::now();
+    let env = TestEnv::new();
+    env.copy_fixture("experiments/curves.kdl", "curves.kdl");
+    let run = env.run_within(120, &["run", "curves.kdl"]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let page = env.path("reports/curves.html");
+    assert!(page.is_file());
+    let proxy = Proxy::start();
+
+    let dom = browse(
+        &browser,
+        &env.path("chromium-profile"),
+        &proxy,
+        &["--virtual-time-budget=3000", "--dump-dom"],
+        &page,
+    );
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.status.success() && dom_text.contains("</html>"),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    // The script ran: the tables are sortable.
+    assert!(dom_text.contains("data-sortable=\"ready\""), "{dom_text}");
+    assert!(dom_text.contains("title=\"sort by this column\""));
+    for section in [
+        "<h1 id=\"curves-study\"",
+        "<h2 id=\"charts\"",
+        "<h2 id=\"runs\"",
+    ] {
+        assert!(dom_text.contains(section), "no {section}");
+    }
+    for chart in ["latency-c1", "frontier-c1", "cdf-c1", "cdf-c4", "cdf-c16"] {
+        let figure = format!("<figure id=\"chart-{chart}\" class=\"chart\"><svg");
+        assert!(dom_text.contains(&figure), "no {figure}");
+    }
+
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("curves-report.png");
+    let _ = std::fs::remove_file(&shot);
+    let screenshot = browse(
+        &browser,
+        &env.path("chromium-profile"),
+        &proxy,
+        &[
+            "--window-size=1366,3000",
+            "--virtual-time-budget=3000",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &page,
+    );
+    assert!(
+        screenshot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&screenshot.stderr)
+    );
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    eprintln!("screenshot of the HTML report: {}", shot.display());
+
+    let fetched: Vec<String> = proxy
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|line| !browser_service(line))
+        .cloned()
+        .collect();
+    assert_eq!(
+        fetched,
+        Vec::<String>::new(),
+        "the page reached for the network"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(180),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -1,0 +1,83 @@
+//! The charts of a study's curves, drawn beside its written report.
+
+use crate::common::TestEnv;
+
+/// The curves fixture: one workload at concurrency 1, 4 and 16 over three
+/// configurations on the simulated engine, and no conclusion.
+fn curves_project() -> TestEnv {
+    let env = TestEnv::new();
+    env.copy_fixture("experiments/curves.kdl", "curves.kdl");
+    env
+}
+
+const FIGURES: [&str; 5] = ["latency-c1", "frontier-c1", "cdf-c1", "cdf-c4", "cdf-c16"];
+
+/// The markdown between `## Charts` and the next section.
+fn charts_section(md: &str) -> &str {
+    let start = md.find("## Charts").expect("a Charts section");
+    let end = md[start..]
+        .find("\n## ")
+        .map_or(md.len(), |e| start + e + 1);
+    &md[start..end]
+}
+
+#[test]
+fn a_study_without_a_conclusion_gets_its_curves_drawn_and_linked() {
+    use std::os::unix::fs::MetadataExt;
+    let env = curves_project();
+    let out = env.run_within(120, &["run", "curves.kdl"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = env.read("reports/curves.md");
+    insta::assert_snapshot!(charts_section(&md), @r"
+    ## Charts
+
+    ![curves: latency vs throughput along concurrency, c1 · c4 · c16](curves.latency-c1.png)
+
+    *simulated engine: predicts no GPU*
+
+    ![curves: throughput per GPU vs per user, c1 · c4 · c16](curves.frontier-c1.png)
+
+    *simulated engine: predicts no GPU*
+
+    ![curves: TTFT and ITL distributions, Chat, 1 in flight](curves.cdf-c1.png)
+
+    *simulated engine: predicts no GPU*
+
+    ![curves: TTFT and ITL distributions, Chat, 4 in flight](curves.cdf-c4.png)
+
+    *simulated engine: predicts no GPU*
+
+    ![curves: TTFT and ITL distributions, Chat, 16 in flight](curves.cdf-c16.png)
+
+    *simulated engine: predicts no GPU*
+    ");
+    for id in FIGURES {
+        let png = std::fs::read(env.path(&format!("reports/curves.{id}.png"))).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{id}");
+        let svg = env.read(&format!("reports/curves.{id}.svg"));
+        assert!(svg.contains("simulated engine: predicts no GPU"), "{id}");
+        assert!(svg.contains("vllm-tuned (vLLM 0.11.0)"), "{id}");
+    }
+    // The distributions are of every request the journals hold.
+    assert!(env.read("reports/curves.cdf-c4.svg").contains("(n=8)"));
+    // No conclusion: no bar chart.
+    assert!(!env.path("reports/curves.png").exists());
+
+    // Nothing changed: nothing is drawn again.
+    let identity = |id: &str| {
+        let m = std::fs::metadata(env.path(&format!("reports/curves.{id}.png"))).unwrap();
+        (m.ino(), m.mtime(), m.mtime_nsec())
+    };
+    let drawn: Vec<_> = FIGURES.iter().map(|id| identity(id)).collect();
+    let again = env.run_within(60, &["run", "curves.kdl"]);
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(
+        FIGURES.iter().map(|id| identity(id)).collect::<Vec<_>>(),
+        drawn
+    );
+}

@@ -1,0 +1,308 @@
+//! A real one-node Slurm cluster for a test: its own `munged` (key and
+//! socket in a temporary directory), `slurmctld -D` and `slurmd -D` with a
+//! generated `slurm.conf` on free ports; one node of 8 stand-in GPUs
+//! (character devices made with `mknod`). Nothing of the machine's own
+//! configuration is read or touched: every client gets `SLURM_CONF`.
+//! Torn down on drop, a failing test too.
+//!
+//! It needs root (`mknod`, `slurmd`) and Debian's `slurm-wlm` and `munge`
+//! (`scripts/test-deps.sh`). It runs as root or when `PERFPIPE_TEST_SLURM=1`;
+//! under `CI=true` a cluster that cannot start fails the test, never skips it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// GPUs the node declares.
+pub const GPUS: u32 = 8;
+
+const BINARIES: &[&str] = &[
+    "/usr/sbin/munged",
+    "/usr/sbin/slurmctld",
+    "/usr/sbin/slurmd",
+    "/usr/bin/sbatch",
+];
+
+pub struct Cluster {
+    dir: tempfile::TempDir,
+    daemons: Vec<Child>,
+}
+
+impl Cluster {
+    /// A running cluster with its node idle, or `None` when this machine is
+    /// not asked to run one (the reason printed).
+    pub fn start() -> Option<Self> {
+        let asked = std::env::var("PERFPIPE_TEST_SLURM").is_ok_and(|v| v == "1");
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        // SAFETY: a plain syscall.
+        let root = unsafe { libc::geteuid() } == 0;
+        let missing: Vec<&str> = BINARIES
+            .iter()
+            .copied()
+            .filter(|b| !Path::new(b).exists())
+            .collect();
+        let why_not = if !root {
+            Some("it needs root (mknod, slurmd)".to_owned())
+        } else if !missing.is_empty() {
+            Some(format!(
+                "{} missing (scripts/test-deps.sh installs slurm-wlm and munge)",
+                missing.join(", ")
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why_not {
+            assert!(!(asked || ci), "the Slurm test cluster cannot start: {why}");
+            eprintln!("skipped: no Slurm test cluster: {why}; PERFPIPE_TEST_SLURM=1 asks for it");
+            return None;
+        }
+        let mut cluster = Self {
+            dir: tempfile::Builder::new()
+                .prefix("pp-slurm")
+                .tempdir()
+                .expect("temp dir"),
+            daemons: Vec::new(),
+        };
+        cluster.boot();
+        Some(cluster)
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// `SLURM_CONF` for every Slurm client talking to this cluster.
+    pub fn conf(&self) -> PathBuf {
+        self.path("slurm.conf")
+    }
+
+    /// A Slurm client (`sbatch`, `squeue`…) of this cluster.
+    pub fn client(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.args(args).env("SLURM_CONF", self.conf());
+        cmd
+    }
+
+    /// Runs a client to success and returns what it printed.
+    pub fn ask(&self, program: &str, args: &[&str]) -> String {
+        let out = self.client(program, args).output().expect("runs");
+        assert!(
+            out.status.success(),
+            "`{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until no job of this cluster is queued or running.
+    pub fn wait_until_empty(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while !self.ask("squeue", &["-h", "-o", "%i"]).trim().is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "jobs still queued after {limit:?}:\n{}",
+                self.ask("squeue", &[])
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn boot(&mut self) {
+        let dir = self.dir.path().to_owned();
+        for sub in ["state", "spool", "dev", "log"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let mut key = vec![0; 1024];
+        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom").unwrap(), &mut key)
+            .unwrap();
+        std::fs::write(dir.join("munge.key"), key).unwrap();
+        set_mode(&dir.join("munge.key"), 0o600);
+        for i in 0..GPUS {
+            let dev = dir.join(format!("dev/gpu{i}"));
+            let c = std::ffi::CString::new(dev.to_str().unwrap()).unwrap();
+            // SAFETY: a plain syscall; c 1 3 is /dev/null's device number.
+            let made =
+                unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+            assert_eq!(made, 0, "mknod {}", dev.display());
+        }
+        let name = format!("pp{}", std::process::id() % 100_000);
+        let socket = dir.join("munge.sock");
+        let (ctld_port, node_port) = (free_port(), free_port());
+        let host = hostname();
+        let d = dir.display();
+        std::fs::write(
+            dir.join("slurm.conf"),
+            format!(
+                "ClusterName={name}\n\
+                 SlurmctldHost={host}(127.0.0.1)\n\
+                 SlurmctldPort={ctld_port}\n\
+                 SlurmdPort={node_port}\n\
+                 SlurmUser=root\n\
+                 SlurmdUser=root\n\
+                 AuthType=auth/munge\n\
+                 CredType=cred/munge\n\
+                 AuthInfo=socket={socket}\n\
+                 StateSaveLocation={d}/state\n\
+                 SlurmdSpoolDir={d}/spool\n\
+                 SlurmctldPidFile={d}/slurmctld.pid\n\
+                 SlurmdPidFile={d}/slurmd.pid\n\
+                 SlurmctldLogFile={d}/log/slurmctld.log\n\
+                 SlurmdLogFile={d}/log/slurmd.log\n\
+                 ProctrackType=proctrack/pgid\n\
+                 TaskPlugin=task/none\n\
+                 SelectType=select/cons_tres\n\
+                 SelectTypeParameters=CR_Core\n\
+                 AccountingStorageType=accounting_storage/none\n\
+                 JobCompType=jobcomp/none\n\
+                 MpiDefault=none\n\
+                 ReturnToService=2\n\
+                 MinJobAge=300\n\
+                 KillWait=30\n\
+                 GresTypes=gpu\n\
+                 SlurmdParameters=config_overrides\n\
+                 NodeName={name}n1 NodeHostname={host} NodeAddr=127.0.0.1 CPUs=16 RealMemory=16000 Gres=gpu:{GPUS} State=UNKNOWN\n\
+                 PartitionName=test Nodes={name}n1 Default=YES MaxTime=INFINITE State=UP\n",
+                socket = socket.display(),
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("gres.conf"),
+            format!(
+                "NodeName={name}n1 Name=gpu File={d}/dev/gpu[0-{}]\n",
+                GPUS - 1
+            ),
+        )
+        .unwrap();
+        self.daemon(
+            "munged",
+            Command::new("/usr/sbin/munged").args([
+                "--foreground",
+                "--force",
+                &format!("--key-file={d}/munge.key"),
+                &format!("--socket={}", socket.display()),
+                &format!("--pid-file={d}/munged.pid"),
+                &format!("--log-file={d}/log/munged.log"),
+                &format!("--seed-file={d}/munged.seed"),
+            ]),
+        );
+        wait_for(Duration::from_secs(10), "munged's socket", || {
+            socket.exists()
+        });
+        self.daemon(
+            "slurmctld",
+            Command::new("/usr/sbin/slurmctld").args(["-D", "-i"]),
+        );
+        self.daemon(
+            "slurmd",
+            Command::new("/usr/sbin/slurmd").args(["-D", "-N", &format!("{name}n1")]),
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let state = self
+                .client("sinfo", &["-h", "-N", "-o", "%T"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+                .unwrap_or_default();
+            if state == "idle" {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the Slurm test node never became idle (state `{state}`); logs:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn daemon(&mut self, name: &str, cmd: &mut Command) {
+        let log = std::fs::File::create(self.path(&format!("log/{name}.out"))).unwrap();
+        let child = cmd
+            .env("SLURM_CONF", self.conf())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        self.daemons.push(child);
+    }
+
+    /// The daemons' logs, for a failure message.
+    pub fn logs(&self) -> String {
+        let mut text = String::new();
+        for entry in std::fs::read_dir(self.path("log"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let body = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            let tail: Vec<&str> = body.lines().rev().take(20).collect();
+            text.push_str(&format!("== {} ==\n", entry.path().display()));
+            for line in tail.into_iter().rev() {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        text
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Jobs first, while slurmctld can still signal their steps.
+        let _ = self.client("scancel", &["--full", "-u", "root"]).output();
+        for daemon in self.daemons.iter_mut().rev() {
+            // SAFETY: a plain syscall on a child we started.
+            unsafe {
+                libc::kill(daemon.id() as i32, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for daemon in self.daemons.iter_mut().rev() {
+            while daemon.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = daemon.kill();
+            let _ = daemon.wait();
+        }
+        // slurmstepd and what the jobs started outlive slurmd: every process
+        // that names this cluster's directory (SLURM_CONF) goes.
+        let needle = self.dir.path().to_string_lossy().into_owned();
+        for pid in super::live_processes(&needle) {
+            if pid != std::process::id() {
+                // SAFETY: a plain syscall.
+                unsafe {
+                    libc::kill(pid as i32, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+fn wait_for(limit: Duration, what: &str, ready: impl Fn() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what} never appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn hostname() -> String {
+    let out: Output = Command::new("hostname").arg("-s").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}

@@ -1,0 +1,114 @@
+//! Load as an axis: a workload listing several concurrencies is a run per
+//! value, each keyed and cached on its own.
+
+use crate::common::{TestEnv, stderr, stdout};
+
+/// The simulated engine's load-dependent timing: a request's TTFT is
+/// 2 ms + 10 ms per request in flight when it arrived.
+pub const LOAD_TIMING: (&str, &str) = (
+    "PERFPIPE_SIM_TIMING",
+    "load:ttft_ms=2,ttft_ms_per_req=10,itl_ms=1",
+);
+
+fn load_study() -> TestEnv {
+    let env = TestEnv::new();
+    env.copy_fixture("experiments/load.kdl", "load.kdl");
+    env
+}
+
+#[test]
+fn three_configurations_by_five_loads_run_once_and_plan_lists_every_point() {
+    let env = load_study();
+    let plan = env.run(&["plan", "load.kdl"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    let listed: Vec<(String, String)> = stdout(&plan)
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let (step, workload) = (words.next()?, words.next()?);
+            workload
+                .starts_with("chat@")
+                .then(|| (step.to_owned(), workload.to_owned()))
+        })
+        .collect();
+    let expected: Vec<(String, String)> = ["vllm", "vllm-seqs", "sglang"]
+        .iter()
+        .flat_map(|s| [1, 2, 4, 8, 16].map(|c| (s.to_string(), format!("chat@c={c}"))))
+        .collect();
+    assert_eq!(listed, expected, "{}", stdout(&plan));
+    assert!(stdout(&plan).contains("15 runs: 0 cached, 0 failed, 15 missing"));
+
+    let first = env
+        .cmd(&["run", "load.kdl"])
+        .env(LOAD_TIMING.0, LOAD_TIMING.1)
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("ran 15 (failed: 0)"),
+        "{}",
+        stderr(&first)
+    );
+    assert_eq!(env.samples().len(), 15);
+
+    let again = env
+        .cmd(&["run", "load.kdl"])
+        .env(LOAD_TIMING.0, LOAD_TIMING.1)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(env.samples().len(), 15, "a second run runs nothing");
+    assert!(!stderr(&again).contains("ran 15"), "{}", stderr(&again));
+
+    // Each point's load is a plain field of its record, for curves.
+    let json = env.run(&["report", "load.kdl", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let runs = report["analysis"]["runs"].as_array().unwrap();
+    let loads: Vec<(&str, &str, u64)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["step"].as_str().unwrap(),
+                r["declared_workload"].as_str().unwrap(),
+                r["concurrency"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        loads[..5],
+        [
+            ("vllm", "chat", 1),
+            ("vllm", "chat", 2),
+            ("vllm", "chat", 4),
+            ("vllm", "chat", 8),
+            ("vllm", "chat", 16)
+        ]
+    );
+    // The simulated TTFT grows with the load: 2 + 10 × 1 ms alone.
+    let ttft: Vec<f64> = runs[..5]
+        .iter()
+        .map(|r| r["metrics"]["mean_ttft_ms"].as_f64().unwrap())
+        .collect();
+    assert!(
+        ttft[0] >= 12.0 && ttft.windows(2).all(|w| w[0] < w[1]),
+        "{ttft:?}"
+    );
+}
+
+#[test]
+fn a_point_of_an_axis_has_the_key_of_a_workload_declaring_its_value_alone() {
+    let env = load_study();
+    let key_of = |env: &TestEnv, workload: &str| {
+        let plan = stdout(&env.run(&["plan", "load.kdl"]));
+        plan.lines()
+            .find(|l| l.starts_with("vllm ") && l.split_whitespace().nth(1) == Some(workload))
+            .and_then(|l| l.split_whitespace().nth(2).map(str::to_owned))
+            .unwrap_or_else(|| panic!("no `{workload}` in {plan}"))
+    };
+    let point = key_of(&env, "chat@c=8");
+    let kdl = env
+        .read("load.kdl")
+        .replace("concurrency 1 2 4 8 16", "concurrency 8");
+    env.write("load.kdl", &kdl);
+    assert_eq!(key_of(&env, "chat"), point);
+}
