@@ -298,8 +298,8 @@ pub struct RunPolicy {
 }
 
 /// What the experiment commands load, assembled from each command's own
-/// options (not a clap type: a command without an option takes its default).
-/// The runs a command selects (the library's [`crate::ops::Selection`]).
+/// options (not a clap type: a command without an option takes its default):
+/// the library's [`crate::ops::Selection`].
 pub use crate::ops::Selection as Common;
 
 impl Common {
@@ -307,24 +307,6 @@ impl Common {
     /// experiment's own runtime.
     pub fn of(experiment: &ExperimentArgs, store: &std::path::Path) -> Self {
         Self::declared(&experiment.experiment, experiment.lockfile.clone(), store)
-    }
-
-    /// [`Common::of`] for an experiment file found by a command itself.
-    pub fn declared(
-        experiment: &std::path::Path,
-        lockfile: Option<PathBuf>,
-        store: &std::path::Path,
-    ) -> Self {
-        Self {
-            experiment: experiment.to_owned(),
-            runtime: None,
-            store: store.to_owned(),
-            samples: 1,
-            retry_failed: false,
-            fresh_engine: false,
-            max_prompts: None,
-            lockfile,
-        }
     }
 
     /// The runs a command selects with `--runtime` and `--max-prompts`.

@@ -20,7 +20,6 @@ mod plan;
 mod project;
 mod realise;
 mod report;
-mod roots;
 mod run;
 mod store_gc;
 mod store_path;

@@ -7,6 +7,7 @@ use super::args::RunArgs;
 use super::{CliError, Stderr};
 use crate::exec::{ExecEvent, ExecOptions};
 use crate::exit_code;
+use crate::ops::older::RanOlder;
 use crate::ops::run::{Ran, RunOptions, failure_expected};
 use crate::plural::count;
 use crate::spec::Spec;
@@ -20,6 +21,9 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         report: args.report.clone(),
         exec: exec_options(args)?,
     };
+    if let Some(older) = crate::ops::older::run_older(&options, &Stderr, &mut progress)? {
+        return Ok(ran_older(&older));
+    }
     let Ran {
         report: text,
         report_path: path,
@@ -55,6 +59,29 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     } else {
         exit_code::OK
     })
+}
+
+/// What running an older lockfile did; its exit code.
+fn ran_older(older: &RanOlder) -> u8 {
+    let summary = &older.summary;
+    eprintln!(
+        "perfpipe: ran {} of `{}` (failed: {}), {} already in the store; `perfpipe diff` compares them with another lockfile's",
+        summary.succeeded + summary.failed,
+        older.lockfile.display(),
+        summary.failed,
+        older.stored
+    );
+    for f in &summary.unstored {
+        eprintln!(
+            "perfpipe: `{}` × `{}` failed on every attempt for a cause that may pass, so nothing is stored: {}",
+            f.step, f.workload, f.error
+        );
+    }
+    if summary.failed + summary.unstored.len() > 0 {
+        exit_code::RUNS_FAILED
+    } else {
+        exit_code::OK
+    }
 }
 
 /// How the executor runs, from the options.

@@ -3,63 +3,43 @@
 //! quarantine and the temp dirs of killed runs, saying what each was and why
 //! it goes; `--dry-run` also says why each entry stays.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use serde_json::Value;
 
 use super::CliError;
 use super::args::StoreGcArgs;
-use super::roots::roots;
-use super::store_verify::existing;
 use crate::exit_code;
 use crate::fetch::human_bytes;
-use crate::key::RunKey;
+use crate::ops::gc::{Collected, GcOptions};
 use crate::plural::count;
 use crate::store::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 
 pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
-    let store = existing(args.store.path())?;
-    let roots = roots(&args.roots, args.store.path())?;
-    let reached: BTreeSet<RunKey> = roots.keys.keys().cloned().collect();
-    let now = crate::clock::unix_now();
-    let (young, garbage): (Vec<Garbage>, Vec<Garbage>) = store
-        .garbage(&reached)
-        .map_err(CliError::Store)?
-        .into_iter()
-        .partition(|g| !args.all && g.is_young(now));
-    let spoiled: Vec<_> = garbage
-        .iter()
-        .filter(|g| matches!(&g.kind, GarbageKind::Damaged(d) if d.spoils_entry()))
-        .filter_map(|g| g.key.as_ref())
-        .collect();
-    let kept: Vec<_> = store
-        .entry_dirs()
-        .map_err(CliError::Store)?
-        .into_iter()
-        .filter_map(|d| d.key)
-        .filter(|k| roots.reaches(k) && !spoiled.contains(&k))
-        .collect();
-    let stale = store.stale_tmp(!args.dry_run).map_err(CliError::Store)?;
-
     let mut tally = Tally::default();
-    for item in &garbage {
-        let removal = if args.dry_run {
-            Removal::Removed
-        } else {
-            store.remove(item).map_err(CliError::Store)?
-        };
-        outln!("{}", describe(item, roots.unreached()));
-        match removal {
-            Removal::Removed => tally.add(item),
-            Removal::InUse => {
-                outln!("  kept: a running perfpipe holds its key; the next gc looks again")
+    let Collected {
+        roots,
+        kept,
+        young,
+        stale,
+        materials,
+        ..
+    } = crate::ops::gc::gc(
+        &GcOptions {
+            store: args.store.path().to_owned(),
+            roots: args.roots.clone(),
+            dry_run: args.dry_run,
+            all: args.all,
+        },
+        &mut |item, removal, roots| {
+            outln!("{}", describe(item, roots.unreached()));
+            match removal {
+                Removal::Removed => tally.add(item),
+                Removal::InUse => {
+                    outln!("  kept: a running perfpipe holds its key; the next gc looks again")
+                }
+                Removal::Changed => outln!("  kept: a run repaired it meanwhile"),
             }
-            Removal::Changed => outln!("  kept: a run repaired it meanwhile"),
-        }
-    }
-    if !args.dry_run {
-        store.remove_idle_locks().map_err(CliError::Store)?;
-    }
+        },
+    )?;
     for s in &stale {
         outln!("temp dir {} ({})", s.path.display(), human_bytes(s.bytes));
         outln!("  left by a perfpipe that was killed");
@@ -68,11 +48,6 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
     }
     if args.dry_run {
         // Why each entry stays, as why each goes.
-        let materials: BTreeMap<RunKey, String> = store
-            .entries()
-            .map_err(CliError::Store)?
-            .into_iter()
-            .collect();
         for key in &kept {
             let by: Vec<String> = roots.keys[key]
                 .iter()

@@ -1,14 +1,12 @@
 //! `perfpipe store verify`: every entry's key material re-hashed against its
 //! name, every result parsed; damage listed with its path. Reads only.
 
-use std::path::Path;
-
 use super::CliError;
 use super::args::StoreVerifyArgs;
 use crate::exit_code;
 use crate::fetch::human_bytes;
+use crate::ops::gc::existing;
 use crate::plural::count;
-use crate::store::Store;
 
 pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
     let store = existing(args.store.path())?;
@@ -83,19 +81,6 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
     } else {
         exit_code::OK
     })
-}
-
-/// The store at `path`, which must exist: a missing one is more likely a
-/// wrong directory than an empty store.
-pub(super) fn existing(path: &Path) -> Result<Store, CliError> {
-    let store = Store::open(path).map_err(CliError::Store)?;
-    if !path.is_dir() {
-        return Err(CliError::Usage {
-            message: format!("there is no store at `{}`", path.display()),
-            hint: "run it in the project directory, or name the store with `--store DIR`".into(),
-        });
-    }
-    Ok(store)
 }
 
 fn them(n: usize) -> &'static str {

@@ -23,12 +23,32 @@ pub struct Selection {
     pub lockfile: Option<PathBuf>,
 }
 
+impl Selection {
+    /// The declared runs of `experiment`, uncapped, one sample each, on the
+    /// experiment's own runtime: for an experiment file a command found
+    /// itself (gc roots, diff) or was given.
+    pub fn declared(experiment: &Path, lockfile: Option<PathBuf>, store: &Path) -> Self {
+        Self {
+            experiment: experiment.to_owned(),
+            runtime: None,
+            store: store.to_owned(),
+            samples: 1,
+            retry_failed: false,
+            fresh_engine: false,
+            max_prompts: None,
+            lockfile,
+        }
+    }
+}
+
 /// What every command loads first.
 #[derive(Debug)]
 pub struct Loaded {
     /// The experiment as it runs: pinned images and model commits applied,
     /// workloads capped by `--max-prompts`.
     pub spec: Spec,
+    /// The experiment pinned but not capped: the lockfile's runs.
+    pub uncapped: Spec,
     pub runtime: Runtime,
     /// Every run of `spec` with its key under `runtime`.
     pub runs: Vec<crate::plan::KeyedRun>,
@@ -116,6 +136,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     };
     // A capped workload is another workload with keys of its own; the
     // lockfile keeps the declared ones.
+    let uncapped = spec.clone();
     let runs = match common.max_prompts {
         Some(cap) => {
             for workload in &mut spec.workloads {
@@ -128,6 +149,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     refuse_secrets(&runs, &new)?;
     Ok(Loaded {
         spec,
+        uncapped,
         runtime,
         runs,
         inputs,

@@ -54,6 +54,9 @@ pub fn lock(
             selection.experiment.display()
         );
     }
+    // How to run each run the lockfile pins, for when the experiment has
+    // moved on (`run --lockfile` of a copy of it).
+    super::realise::record_lockfile_runs(&loaded)?;
     Ok(loaded.lock)
 }
 

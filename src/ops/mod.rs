@@ -11,16 +11,21 @@ macro_rules! say {
     };
 }
 
+pub mod diff;
 pub mod error;
 pub mod fetch;
 pub mod figures;
 pub mod files;
+pub mod gc;
+pub mod import;
 pub mod load;
 pub mod lock;
 pub mod lockfile;
+pub mod older;
 pub mod plan;
 pub mod realise;
 pub mod report;
+pub mod roots;
 pub mod run;
 
 pub use error::{Error, PageReport};

@@ -4,13 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Error;
+use std::collections::BTreeSet;
+
+use super::{Error, Loaded};
 use crate::drv::{self, LAUNCH_SCHEMA_VERSION, LaunchKey, LaunchMaterial, LaunchOptions};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 use crate::inputs::ResolvedInputs;
+use crate::key::RunKey;
 use crate::plan::{self, Plan, PlanOptions};
 use crate::spec::Spec;
-use crate::store::Store;
+use crate::store::{Store, StoreIndex};
 
 /// Launches as `realise` found them: in the store, or a file named by its key.
 #[derive(Debug)]
@@ -163,4 +166,73 @@ pub fn execute(
         &mut |event| progress(&rebuilt.spec, &event),
     )?;
     Ok(Realised { summary, plan })
+}
+
+/// Records the material of every run of the experiment's lockfile, under
+/// every runtime (one sample, the default timeouts): what `run --lockfile`
+/// of that lockfile executes once the experiment has moved on.
+pub fn record_lockfile_runs(loaded: &Loaded) -> Result<(), Error> {
+    let options = LaunchOptions {
+        fresh_engine: false,
+        startup_timeout: None,
+        stall_timeout: std::time::Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
+    };
+    for runtime in crate::lock::RUNTIMES {
+        let runs = plan::keyed_runs(&loaded.uncapped, runtime, &loaded.inputs);
+        let plan = plan::build(
+            runs,
+            &StoreIndex::default(),
+            PlanOptions {
+                runtime,
+                samples: 1,
+                retry_failed: false,
+            },
+        );
+        write_launches(
+            &loaded.uncapped,
+            &plan,
+            &loaded.inputs,
+            &options,
+            &loaded.store,
+        )?;
+    }
+    Ok(())
+}
+
+/// The launches the store recorded that run `keys`, as few as cover them
+/// (each read and checked as `realise` reads it); and the keys no recorded
+/// launch runs.
+pub fn recorded(
+    store: &Store,
+    keys: &BTreeSet<RunKey>,
+) -> Result<(Vec<LaunchMaterial>, BTreeSet<RunKey>), Error> {
+    let mut candidates: Vec<LaunchMaterial> = Vec::new();
+    for (key, _) in store.launches().map_err(Error::Store)? {
+        // Damaged or foreign material is no record.
+        if let Ok(material) = read(key.as_str(), store)
+            && material.launch.runs.iter().any(|r| keys.contains(&r.key))
+        {
+            candidates.push(material.launch);
+        }
+    }
+    let mut left = keys.clone();
+    let mut chosen = Vec::new();
+    loop {
+        let covers = |m: &LaunchMaterial| m.runs.iter().filter(|r| left.contains(&r.key)).count();
+        let Some(best) = candidates
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, m)| (covers(m), std::cmp::Reverse(*i)))
+            .filter(|(_, m)| covers(m) > 0)
+            .map(|(i, _)| i)
+        else {
+            break;
+        };
+        let launch = candidates.remove(best);
+        for run in &launch.runs {
+            left.remove(&run.key);
+        }
+        chosen.push(launch);
+    }
+    Ok((chosen, left))
 }

@@ -125,6 +125,9 @@ pub fn run(
             lockfile::settle_for_run(&loaded.lock, options.locked, experiment, shell)?;
         }
     }
+    // The lockfile is settled: record how to run each of its runs, for when
+    // the experiment has moved on (`run --lockfile` of a copy of it).
+    realise::record_lockfile_runs(&loaded)?;
     let stored = plan
         .runs
         .iter()

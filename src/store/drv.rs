@@ -18,6 +18,30 @@ impl Store {
         drv_dir(&self.root).join(format!("{key}.json"))
     }
 
+    /// Every launch material file the store holds, by key, sorted.
+    pub fn launches(&self) -> Result<Vec<(LaunchKey, PathBuf)>, Error> {
+        let dir = drv_dir(&self.root);
+        let entries = match fs_err::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let path = entry?.path();
+            let key = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(LaunchKey::parse);
+            if let Some(key) = key {
+                out.push((key, path));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
     /// Where the input of this sha256 is kept.
     pub fn input_path(&self, sha256: &str) -> PathBuf {
         inputs_dir(&self.root).join(sha256)

@@ -468,9 +468,18 @@ fn diff_compares_capped_runs_and_suggests_only_commands_that_work() {
     insta::assert_snapshot!(not_compared, @r"
     Not compared:
 
-    - `vllm` × `short`, `before.lock`: no result yet: `experiments/cap.kdl` has changed since `before.lock` was written, so `run --locked` would refuse it (exit 3); restore the experiment as it was then (e.g. from version control) and run `perfpipe run experiments/cap.kdl --lockfile before.lock --locked --runtime sim`
+    - `vllm` × `short`, `before.lock`: no result yet: `perfpipe run experiments/cap.kdl --lockfile before.lock --runtime sim` (runs them from the launch material the store recorded, without the experiment as it was)
     - `vllm` × `short`, `lockfiles/cap.lock`: no result yet: `perfpipe run experiments/cap.kdl --lockfile lockfiles/cap.lock --locked --runtime sim`
     ");
+    // Without that material, what to do instead.
+    let drv = env.path("store/drv");
+    std::fs::rename(&drv, env.path("drv.kept")).unwrap();
+    assert!(
+        diff(&[]).contains("- `vllm` × `short`, `before.lock`: no result yet: `experiments/cap.kdl` has changed since `before.lock` was written, so `run --locked` would refuse it (exit 3); restore the experiment as it was then (e.g. from version control) and run `perfpipe run experiments/cap.kdl --lockfile before.lock --locked --runtime sim`"),
+        "{}",
+        diff(&[])
+    );
+    std::fs::rename(env.path("drv.kept"), &drv).unwrap();
     // The command suggested for the lockfile the experiment matches works.
     ok(
         &env,
@@ -546,4 +555,78 @@ fn explain_finds_the_step_before_its_edit_and_names_the_flags_that_differ() {
         ----- stderr -----
         ");
     });
+}
+
+/// The README's diff workflow, where the "before" side was locked but never
+/// measured: `diff` suggests `run --lockfile before.lock`, which runs its
+/// runs from the launch material the store recorded when it was locked,
+/// without the experiment as it was; then `diff` compares both sides.
+#[test]
+fn the_before_side_of_a_diff_runs_from_its_recorded_material_without_the_old_experiment() {
+    let env = TestEnv::new();
+    let study = |version: &str| {
+        format!(
+            r#"experiment "up" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="{version}"
+    workload short {{ dataset random input=32 output=4 seed=1; prompts 6; }}
+    step vllm engine=vllm gpus=1
+}}"#
+        )
+    };
+    env.write("experiments/up.kdl", &study("0.11.0"));
+    // Offline here: unpinned images and commits, whatever `lock` exits with.
+    env.run(&["lock", "experiments/up.kdl"]);
+    std::fs::copy(env.path("lockfiles/up.lock"), env.path("before.lock")).unwrap();
+    let before = env.read("before.lock");
+    // Upgrade vLLM; the old experiment file is gone.
+    env.write("experiments/up.kdl", &study("0.17.1"));
+    env.run(&["lock", "experiments/up.kdl"]);
+    ok(&env, &["run", "experiments/up.kdl", "--runtime", "sim"]);
+
+    let diff = || {
+        let out = ok(
+            &env,
+            &[
+                "diff",
+                "before.lock",
+                "lockfiles/up.lock",
+                "--runtime",
+                "sim",
+            ],
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = diff();
+    let suggested = "perfpipe run experiments/up.kdl --lockfile before.lock --runtime sim";
+    assert!(
+        first.contains(&format!("`before.lock`: no result yet: `{suggested}`")),
+        "{first}"
+    );
+    let ran = ok(&env, &suggested.split(' ').skip(1).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&ran.stderr);
+    assert!(said.contains("`before.lock` is left as it is"), "{said}");
+    assert!(
+        said.contains("ran 1 of `before.lock` (failed: 0)"),
+        "{said}"
+    );
+    assert_eq!(
+        env.read("before.lock"),
+        before,
+        "the older lockfile is kept"
+    );
+    let second = diff();
+    assert!(
+        second.contains("| vllm | short | total_token_throughput | ")
+            && !second.contains("Not compared"),
+        "{second}"
+    );
+    // Nothing left to run.
+    let again = ok(&env, &suggested.split(' ').skip(1).collect::<Vec<_>>());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("ran 0 of `before.lock`"),
+        "{}",
+        render(&again)
+    );
 }

@@ -6,13 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::args::Common;
-use super::{CliError, LockMode, load, lockfile};
+use super::{Error, LockMode, Selection, load, lockfile};
 use crate::key::RunKey;
 
 /// What reaches the entries to keep.
 #[derive(Debug)]
-pub(super) struct Roots {
+pub struct Roots {
     /// Every key to keep, with the files that reach it.
     pub keys: BTreeMap<RunKey, Vec<PathBuf>>,
     /// The keys that only lockfiles list (e.g. of runs an experiment no
@@ -43,13 +42,12 @@ impl Roots {
 /// perfpipe lockfile under the current directory (see [`project_lockfiles`]).
 /// A root that cannot be read is an error, never skipped: gc must not remove
 /// what it cannot see is reached.
-pub(super) fn roots(named: &[PathBuf], store: &Path) -> Result<Roots, CliError> {
+pub fn roots(named: &[PathBuf], store: &Path) -> Result<Roots, Error> {
     let (experiments, lockfiles) = if named.is_empty() {
-        let experiments =
-            files("experiments", "kdl").map_err(|source| CliError::ReadExperiment {
-                path: "experiments/".into(),
-                source,
-            })?;
+        let experiments = files("experiments", "kdl").map_err(|source| Error::ReadExperiment {
+            path: "experiments/".into(),
+            source,
+        })?;
         (experiments, project_lockfiles(Path::new("."), store)?)
     } else {
         let (lockfiles, experiments) = named
@@ -59,7 +57,7 @@ pub(super) fn roots(named: &[PathBuf], store: &Path) -> Result<Roots, CliError> 
         (experiments, lockfiles)
     };
     if experiments.is_empty() && lockfiles.is_empty() {
-        return Err(CliError::Usage {
+        return Err(Error::Usage {
             message: "found no experiment in `experiments/` and no lockfile in the project, so `store gc` removes nothing".into(),
             hint: "run it in the project directory, or name the experiments and lockfiles whose runs to keep: `perfpipe store gc FILE...`".into(),
         });
@@ -73,7 +71,7 @@ pub(super) fn roots(named: &[PathBuf], store: &Path) -> Result<Roots, CliError> 
     for path in &lockfiles {
         let lock = lockfile::read(path)
             .and_then(|lock| {
-                lock.ok_or_else(|| CliError::ReadLockfile {
+                lock.ok_or_else(|| Error::ReadLockfile {
                     path: path.display().to_string(),
                     source: std::io::Error::new(
                         std::io::ErrorKind::NotFound,
@@ -111,7 +109,7 @@ fn reached_by(keys: &mut BTreeMap<RunKey, Vec<PathBuf>>, key: RunKey, root: &Pat
 /// begins as a lockfile does (`Cargo.lock` and other programs' files do
 /// not), found without entering the store, `target/`, `.git/` or any other
 /// hidden directory, nor following links to directories.
-pub(super) fn project_lockfiles(dir: &Path, store: &Path) -> Result<Vec<PathBuf>, CliError> {
+pub fn project_lockfiles(dir: &Path, store: &Path) -> Result<Vec<PathBuf>, Error> {
     let store = store.canonicalize().ok();
     let walk = walkdir::WalkDir::new(dir)
         .sort_by_file_name()
@@ -127,7 +125,7 @@ pub(super) fn project_lockfiles(dir: &Path, store: &Path) -> Result<Vec<PathBuf>
         });
     let mut out = Vec::new();
     for entry in walk {
-        let entry = entry.map_err(|e| CliError::ReadLockfile {
+        let entry = entry.map_err(|e| Error::ReadLockfile {
             path: e
                 .path()
                 .map_or_else(|| dir.display().to_string(), |p| p.display().to_string()),
@@ -138,7 +136,7 @@ pub(super) fn project_lockfiles(dir: &Path, store: &Path) -> Result<Vec<PathBuf>
             continue;
         }
         let path = entry.path().strip_prefix(".").unwrap_or(entry.path());
-        if begins_as_lockfile(path).map_err(|source| CliError::ReadLockfile {
+        if begins_as_lockfile(path).map_err(|source| Error::ReadLockfile {
             path: path.display().to_string(),
             source,
         })? {
@@ -158,8 +156,8 @@ fn begins_as_lockfile(path: &Path) -> std::io::Result<bool> {
 }
 
 /// Every run's key under each runtime, as `plan` computes them.
-fn experiment_keys(path: &Path, store: &Path) -> Result<Vec<RunKey>, CliError> {
-    let loaded = load(&Common::declared(path, None, store), LockMode::Read)?;
+fn experiment_keys(path: &Path, store: &Path) -> Result<Vec<RunKey>, Error> {
+    let loaded = load(&Selection::declared(path, None, store), LockMode::Read)?;
     Ok(crate::lock::RUNTIMES
         .into_iter()
         .flat_map(|runtime| crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs))
@@ -167,8 +165,8 @@ fn experiment_keys(path: &Path, store: &Path) -> Result<Vec<RunKey>, CliError> {
         .collect())
 }
 
-fn unreadable(path: &Path, source: CliError) -> CliError {
-    CliError::GcRoot {
+fn unreadable(path: &Path, source: Error) -> Error {
+    Error::GcRoot {
         path: path.display().to_string(),
         cause: Box::new(source),
     }

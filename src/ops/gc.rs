@@ -1,0 +1,105 @@
+//! `perfpipe store gc`: finds what no experiment and no lockfile reaches
+//! (once 7 days old, or all), damage, quarantine and the temp dirs of killed
+//! runs, and removes them (or, with `dry_run`, only says so).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::Error;
+use super::roots::{Roots, roots};
+use crate::key::RunKey;
+use crate::store::{Garbage, GarbageKind, Removal, StaleTmp, Store};
+
+/// What `store gc` is asked to do.
+#[derive(Debug, Clone)]
+pub struct GcOptions {
+    pub store: PathBuf,
+    /// The experiments and lockfiles whose runs to keep; none: the project's.
+    pub roots: Vec<PathBuf>,
+    pub dry_run: bool,
+    /// Also remove unreached entries committed in the last 7 days.
+    pub all: bool,
+}
+
+/// What gc found and kept.
+#[derive(Debug)]
+pub struct Collected {
+    pub store: Store,
+    pub roots: Roots,
+    /// The sound entries the roots reach.
+    pub kept: Vec<RunKey>,
+    /// Unreached entries kept for their age.
+    pub young: Vec<Garbage>,
+    /// Temp dirs of killed runs (removed unless `dry_run`).
+    pub stale: Vec<StaleTmp>,
+    /// Every entry's key material, under `dry_run` (to say why each stays).
+    pub materials: BTreeMap<RunKey, String>,
+}
+
+/// Removes what nothing reaches, telling `removed` of each item as it goes,
+/// with the roots (under `dry_run` each as [`Removal::Removed`], removing
+/// nothing).
+pub fn gc(
+    options: &GcOptions,
+    removed: &mut dyn FnMut(&Garbage, Removal, &Roots),
+) -> Result<Collected, Error> {
+    let store = existing(&options.store)?;
+    let roots = roots(&options.roots, &options.store)?;
+    let reached: BTreeSet<RunKey> = roots.keys.keys().cloned().collect();
+    let now = crate::clock::unix_now();
+    let (young, garbage): (Vec<Garbage>, Vec<Garbage>) = store
+        .garbage(&reached)
+        .map_err(Error::Store)?
+        .into_iter()
+        .partition(|g| !options.all && g.is_young(now));
+    let spoiled: Vec<_> = garbage
+        .iter()
+        .filter(|g| matches!(&g.kind, GarbageKind::Damaged(d) if d.spoils_entry()))
+        .filter_map(|g| g.key.as_ref())
+        .collect();
+    let kept: Vec<_> = store
+        .entry_dirs()
+        .map_err(Error::Store)?
+        .into_iter()
+        .filter_map(|d| d.key)
+        .filter(|k| roots.reaches(k) && !spoiled.contains(&k))
+        .collect();
+    let stale = store.stale_tmp(!options.dry_run).map_err(Error::Store)?;
+    for item in &garbage {
+        let removal = if options.dry_run {
+            Removal::Removed
+        } else {
+            store.remove(item).map_err(Error::Store)?
+        };
+        removed(item, removal, &roots);
+    }
+    if !options.dry_run {
+        store.remove_idle_locks().map_err(Error::Store)?;
+    }
+    let materials = if options.dry_run {
+        store.entries().map_err(Error::Store)?.into_iter().collect()
+    } else {
+        BTreeMap::new()
+    };
+    Ok(Collected {
+        store,
+        roots,
+        kept,
+        young,
+        stale,
+        materials,
+    })
+}
+
+/// The store at `path`, which must exist: a missing one is more likely a
+/// wrong directory than an empty store.
+pub fn existing(path: &Path) -> Result<Store, Error> {
+    let store = Store::open(path).map_err(Error::Store)?;
+    if !path.is_dir() {
+        return Err(Error::Usage {
+            message: format!("there is no store at `{}`", path.display()),
+            hint: "run it in the project directory, or name the store with `--store DIR`".into(),
+        });
+    }
+    Ok(store)
+}
