@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod page;
 pub mod plan;
 pub mod plural;
+pub mod progress;
 pub mod project;
 pub mod regular_file;
 pub mod report;

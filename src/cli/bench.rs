@@ -1,7 +1,7 @@
 //! `perfpipe bench`: the built-in load generator against any OpenAI-compatible
 //! server, with `vllm bench serve`'s options, printed block and result file.
 
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -102,7 +102,9 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         args.max_concurrency
             .map_or("unlimited".to_owned(), |c| c.to_string())
     );
-    let mut progress = Progress::new(requests.len());
+    let mut display = super::progress::Display::new("  ");
+    display.benchmark("bench", requests.len());
+    let mut progress = crate::progress::BenchProgress::new(requests.len());
     let outcome = runtime
         .block_on(harness::benchmark(
             &client,
@@ -111,7 +113,8 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             &load,
             &options,
             &mut |index, record| {
-                progress.update(record);
+                progress.record(record);
+                display.request("bench", &progress);
                 if let Some(journal) = journal.as_mut() {
                     let _ = writeln!(
                         journal,
@@ -128,7 +131,8 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
                 "a `--request-rate` of at least 1e-6, or `inf`, and a finite `--burstiness` above 0"
                     .into(),
         })?;
-    progress.finish();
+    display.finish("bench");
+    drop(display);
 
     let block = BlockOptions {
         percentile_metrics: percentile_metrics.clone(),
@@ -442,65 +446,4 @@ fn parse_slo(text: &str) -> Result<(Latency, f64), CliError> {
         .filter(|v| *v >= 0.0)
         .ok_or_else(bad)?;
     Ok((latency, ms))
-}
-
-/// Requests done, output tokens per second and elapsed time: a live line on a
-/// terminal, a line per tenth of the requests otherwise.
-struct Progress {
-    total: usize,
-    done: usize,
-    failed: usize,
-    tokens: u64,
-    started: Instant,
-    last_draw: Instant,
-    tty: bool,
-}
-
-impl Progress {
-    fn new(total: usize) -> Self {
-        Self {
-            total,
-            done: 0,
-            failed: 0,
-            tokens: 0,
-            started: Instant::now(),
-            last_draw: Instant::now(),
-            tty: std::io::stderr().is_terminal(),
-        }
-    }
-
-    fn update(&mut self, record: &RequestRecord) {
-        self.done += 1;
-        self.failed += usize::from(!record.success);
-        self.tokens += record.output_tokens;
-        let step = (self.total / 10).max(1);
-        if self.tty && self.last_draw.elapsed() >= Duration::from_millis(100) {
-            eprint!("\r{}", self.line());
-            self.last_draw = Instant::now();
-        } else if !self.tty && self.done.is_multiple_of(step) {
-            eprintln!("{}", self.line());
-        }
-    }
-
-    fn line(&self) -> String {
-        let elapsed = self.started.elapsed().as_secs_f64();
-        const WIDTH: usize = 30;
-        let filled = WIDTH * self.done / self.total.max(1);
-        format!(
-            "  [{}{}] {}/{} requests ({} failed) · {:.0} output tok/s · {:.1}s",
-            "#".repeat(filled),
-            " ".repeat(WIDTH - filled),
-            self.done,
-            self.total,
-            self.failed,
-            self.tokens as f64 / elapsed.max(1e-9),
-            elapsed
-        )
-    }
-
-    fn finish(&self) {
-        if self.tty {
-            eprintln!("\r{}", self.line());
-        }
-    }
 }

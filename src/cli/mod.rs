@@ -19,6 +19,7 @@ mod lock;
 mod lockfile;
 mod man;
 mod plan;
+mod progress;
 mod project;
 mod report;
 mod roots;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::args::RunArgs;
 use super::fetch::{Verbosity, fail_on, fetch_pinned};
 use super::plan::plan_and_index;
+use super::progress::Display;
 use super::report::{analyze, scope, write_markdown};
 use super::{CliError, Loaded, LockMode, load, lockfile, sample_notes};
 use crate::exec::{self, ExecEvent, ExecOptions};
@@ -92,14 +93,16 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         eprintln!("{note}");
     }
     let options = exec_options(args)?;
+    let mut display = Display::new("      ");
     let summary = exec::execute(
         &loaded.spec,
         &loaded.inputs,
         &plan,
         &loaded.store,
         &options,
-        &mut |event| progress(&loaded.spec, &event),
+        &mut |event| progress(&loaded.spec, &mut display, &event),
     )?;
+    drop(display);
 
     // With nothing to run, what the plan read is the report's to show.
     if !plan.missing().is_empty() {
@@ -197,94 +200,112 @@ fn failure_expected(spec: &Spec, step: &str, workload: &str, error: &str) -> boo
     })
 }
 
-fn progress(spec: &Spec, event: &ExecEvent) {
+/// Shows what the executor tells: lines, and each run's bar.
+fn progress(spec: &Spec, display: &mut Display, event: &ExecEvent) {
     match event {
         ExecEvent::Started { index, total, run } => {
-            eprintln!(
-                "[{}/{total}] `{}` × `{}` ({})",
+            let prefix = format!(
+                "[{}/{total}] `{}` × `{}`",
                 index + 1,
                 run.step,
-                run.workload,
-                run.key.short()
+                run.workload
             );
+            display.line(&format!("{prefix} ({})", run.key.short()));
+            display.start(run.key.as_str(), prefix);
         }
         ExecEvent::AlreadyDone { run } => {
-            eprintln!(
+            display.finish(run.key.as_str());
+            display.line(&format!(
                 "      already in the store (committed by another perfpipe): {}",
                 run.key.short()
-            );
+            ));
         }
         ExecEvent::WaitingForGpus {
             needed, foreign, ..
         } => {
             if foreign.is_empty() {
-                eprintln!("      waiting for {needed} free GPUs (another perfpipe holds them)");
+                display.line(&format!(
+                    "      waiting for {needed} free GPUs (another perfpipe holds them)"
+                ));
             } else {
-                eprintln!(
+                display.line(&format!(
                     "      waiting for {needed} free GPUs; not using GPUs that hold processes perfpipe did not start:"
-                );
+                ));
                 for (index, process) in *foreign {
-                    eprintln!("        GPU {index}: {process}");
+                    display.line(&format!("        GPU {index}: {process}"));
                 }
             }
         }
         ExecEvent::LeftoverStopped { stopped } => {
-            eprintln!(
+            display.line(&format!(
                 "stopped what a killed perfpipe left: {}, {}",
                 super::describe_launch(&stopped.launch),
                 count(stopped.processes, "process", "processes")
-            );
+            ));
         }
-        ExecEvent::StillStarting { after, .. } => {
-            eprintln!("      engine still starting after {}s", after.as_secs());
-        }
+        ExecEvent::StillStarting {
+            run,
+            after,
+            waiting_for,
+            last_line,
+        } => display.starting(run.key.as_str(), *after, waiting_for, *last_line),
         ExecEvent::EngineReady { after, .. } => {
-            eprintln!("      engine ready after {:.1}s", after.as_secs_f64());
+            display.line(&format!(
+                "      engine ready after {:.1}s",
+                after.as_secs_f64()
+            ));
         }
         ExecEvent::Benchmarking {
-            requests, position, ..
+            run,
+            requests,
+            position,
         } => {
             let shared = if *position > 1 {
                 format!(" (run {position} on this engine)")
             } else {
                 String::new()
             };
-            eprintln!(
+            display.line(&format!(
                 "      sending {}{shared}",
                 count(*requests, "request", "requests")
-            );
+            ));
+            display.benchmark(run.key.as_str(), *requests);
         }
+        ExecEvent::RequestDone { run, progress } => display.request(run.key.as_str(), progress),
         ExecEvent::Retrying { error, .. } => {
-            eprintln!("      transient failure, retrying: {error}")
+            display.line(&format!("      transient failure, retrying: {error}"))
         }
         ExecEvent::Finished {
             run,
             result,
             elapsed,
-        } => match &result.outcome {
-            Outcome::Success {
-                metrics, warnings, ..
-            } => {
-                let set = metrics.set();
-                let number = |name| metrics.get(name).unwrap_or(f64::NAN);
-                eprintln!(
-                    "      done in {:.1}s: {:.2} tok/s total, mean TPOT {:.2} ms",
-                    elapsed.as_secs_f64(),
-                    number(set.tps()),
-                    number(set.tpot())
-                );
-                for w in warnings {
-                    eprintln!("      warning: {w}");
+        } => {
+            display.finish(run.key.as_str());
+            match &result.outcome {
+                Outcome::Success {
+                    metrics, warnings, ..
+                } => {
+                    let set = metrics.set();
+                    let number = |name| metrics.get(name).unwrap_or(f64::NAN);
+                    display.line(&format!(
+                        "      done in {:.1}s: {:.2} tok/s total, mean TPOT {:.2} ms",
+                        elapsed.as_secs_f64(),
+                        number(set.tps()),
+                        number(set.tpot())
+                    ));
+                    for w in warnings {
+                        display.line(&format!("      warning: {w}"));
+                    }
                 }
+                Outcome::Failure { error, .. }
+                    if failure_expected(spec, &run.step, &run.workload, error) =>
+                {
+                    display.line(&format!("      failed as the experiment expects: {error}"))
+                }
+                Outcome::Failure { error, .. } => display.line(&format!("      failed: {error}")),
+                Outcome::Imported { .. } => {}
             }
-            Outcome::Failure { error, .. }
-                if failure_expected(spec, &run.step, &run.workload, error) =>
-            {
-                eprintln!("      failed as the experiment expects: {error}")
-            }
-            Outcome::Failure { error, .. } => eprintln!("      failed: {error}"),
-            Outcome::Imported { .. } => {}
-        },
+        }
     }
 }
 

@@ -253,10 +253,16 @@ impl RunContext<'_> {
         };
         let mut journal =
             std::io::BufWriter::new(pending.journal().map_err(crate::store::Error::Io)?);
+        let mut progress = crate::progress::BenchProgress::new(requests.len());
         let mut write_line = |index: usize, record: &RequestRecord| {
             let line = serde_json::json!({"index": index, "record": record});
             let _ = writeln!(journal, "{line}");
             let _ = journal.flush();
+            progress.record(record);
+            report(ExecEvent::RequestDone {
+                run,
+                progress: &progress,
+            });
         };
         let mut cancel = self.cancel.clone();
         let bench = harness::benchmark(

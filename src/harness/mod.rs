@@ -95,7 +95,7 @@ pub async fn benchmark(
     requests: Vec<BenchRequest>,
     load: &Load,
     options: &MetricOptions,
-    on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
+    on_done: &mut dyn FnMut(usize, &RequestRecord),
 ) -> Result<BenchOutcome, arrivals::ScheduleError> {
     let delays = arrivals::delays(
         requests.len(),
@@ -147,7 +147,7 @@ async fn send_all(
     requests: &[BenchRequest],
     delays: Vec<Duration>,
     load: &Load,
-    on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
+    on_done: &mut dyn FnMut(usize, &RequestRecord),
 ) -> (Vec<RequestRecord>, crate::host::Usage) {
     let n = requests.len();
     let requests: Vec<client::Prepared> = requests

@@ -17,6 +17,7 @@ mod help;
 mod lock;
 mod objectives;
 mod pages;
+mod progress;
 mod project;
 mod published;
 mod reliability;
