@@ -30,6 +30,7 @@ pub mod inputs;
 pub mod key;
 pub mod lock;
 pub mod metrics;
+pub mod ops;
 pub mod page;
 pub mod plan;
 pub mod plural;

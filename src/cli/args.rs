@@ -280,17 +280,8 @@ pub struct RunPolicy {
 
 /// What the experiment commands load, assembled from each command's own
 /// options (not a clap type: a command without an option takes its default).
-#[derive(Debug, Clone)]
-pub struct Common {
-    pub experiment: PathBuf,
-    pub runtime: Option<RuntimeArg>,
-    pub store: PathBuf,
-    pub samples: u32,
-    pub retry_failed: bool,
-    pub fresh_engine: bool,
-    pub max_prompts: Option<u32>,
-    pub lockfile: Option<PathBuf>,
-}
+/// The runs a command selects (the library's [`crate::ops::Selection`]).
+pub use crate::ops::Selection as Common;
 
 impl Common {
     /// The declared runs of `experiment`, uncapped, one sample each, on the
@@ -325,7 +316,7 @@ impl Common {
         cap: &CapArg,
     ) -> Self {
         Self {
-            runtime: runtime.runtime,
+            runtime: super::runtime_of(runtime.runtime),
             max_prompts: cap.max_prompts,
             ..Self::of(experiment, store.path())
         }

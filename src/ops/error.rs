@@ -1,14 +1,15 @@
-//! Errors as the user sees them: message, cause, hint, exit code.
+//! The errors of the commands' workflows as the user sees them: message,
+//! cause, hint (miette renders them in `cli`), exit code.
 
 use miette::Diagnostic;
-use thiserror::Error;
 
 use crate::exec::ExecError;
 use crate::exit_code;
 use crate::spec::SpecErrors;
 
-#[derive(Debug, Error, Diagnostic)]
-pub enum CliError {
+/// Every failure of a command's workflow, with the exit code it ends with.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+pub enum Error {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Project(crate::project::Error),
@@ -134,7 +135,7 @@ pub enum CliError {
     Analysis(#[source] polars::error::PolarsError),
 }
 
-impl From<ExecError> for CliError {
+impl From<ExecError> for Error {
     fn from(e: ExecError) -> Self {
         match e {
             ExecError::Interrupted => Self::Interrupted,
@@ -153,7 +154,7 @@ impl From<ExecError> for CliError {
     }
 }
 
-impl CliError {
+impl Error {
     /// This error, when it comes after a measurement: a file that cannot be
     /// written then says where the numbers are kept (`kept`).
     pub fn measured(self, kept: &str) -> Self {
