@@ -700,6 +700,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
           value_parser = timeout_secs())]
     pub stall_timeout: u64,
+    #[command(flatten)]
+    pub vllm: super::bench_options::VllmBenchOptions,
 }
 
 /// `init --from-page`: a published page becomes an experiment file.

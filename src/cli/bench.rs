@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::args::{BackendArg, BenchArgs, DatasetArg};
 use super::{CliError, write_text};
 use crate::exit_code;
+use crate::harness::ramp::RampUp;
 use crate::harness::{self, BenchRequest, Load, RequestSettings, dataset};
 use crate::metrics::{
     BlockOptions, Latency, MetricOptions, RequestRecord, ResultMeta, default_file_name,
@@ -25,13 +26,17 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         backend,
         base_url,
         endpoint,
+        ramp,
+        metadata,
+        extra_body,
     } = check(args)?;
+    let save = args.save_result || args.save_detailed || args.vllm.append_result;
     // Where the results go is settled before anything is measured.
     let mut journal = match &args.journal {
         Some(path) => Some(open_journal(path)?),
         None => None,
     };
-    if args.save_result || args.save_detailed {
+    if save {
         let dir = args.result_dir.clone().unwrap_or_default();
         match &args.result_filename {
             Some(name) => super::check_writable(&dir.join(name))?,
@@ -76,6 +81,13 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         temperature: args.temperature,
         ignore_eos: args.ignore_eos,
         tokenizer: tokenizer.clone(),
+        extra_body,
+        request_id_prefix: Some(
+            args.vllm
+                .request_id_prefix
+                .clone()
+                .unwrap_or_else(random_request_id_prefix),
+        ),
     };
     let load = Load {
         rate,
@@ -86,6 +98,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         seed: args.seed,
         stall_timeout: Duration::from_secs(args.stall_timeout),
         warmups: args.num_warmups as usize,
+        ramp,
     };
     let options = MetricOptions {
         percentiles: percentiles.clone(),
@@ -95,15 +108,32 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         "perfpipe bench: {} requests to {} (model `{model}`, rate {}, max concurrency {})",
         requests.len(),
         settings.urls[0],
-        match rate {
-            RequestRate::Infinite => "inf".to_owned(),
-            RequestRate::PerSecond(r) => r.to_string(),
+        match (ramp, rate) {
+            (Some(r), _) => format!(
+                "ramping {} from {} to {} req/s",
+                r.strategy.name(),
+                r.start,
+                r.end
+            ),
+            (None, RequestRate::Infinite) => "inf".to_owned(),
+            (None, RequestRate::PerSecond(r)) => r.to_string(),
         },
         args.max_concurrency
             .map_or("unlimited".to_owned(), |c| c.to_string())
     );
-    let mut display = super::progress::Display::new("  ");
-    display.benchmark("bench", requests.len());
+    // Where each whole rate of a ramp was reached, from the same schedule.
+    let ramp_events = match ramp {
+        Some(r) => r
+            .delays(requests.len(), args.burstiness, args.seed)
+            .map(|delays| r.change_events(&delays))
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let started_at = crate::clock::unix_now();
+    let mut display = (!args.vllm.disable_tqdm).then(|| super::progress::Display::new("  "));
+    if let Some(display) = display.as_mut() {
+        display.benchmark("bench", requests.len());
+    }
     let mut progress = crate::progress::BenchProgress::new(requests.len());
     let outcome = runtime
         .block_on(harness::benchmark(
@@ -114,7 +144,9 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             &options,
             &mut |index, record| {
                 progress.record(record);
-                display.request("bench", &progress);
+                if let Some(display) = display.as_mut() {
+                    display.request("bench", &progress);
+                }
                 if let Some(journal) = journal.as_mut() {
                     let _ = writeln!(
                         journal,
@@ -131,8 +163,9 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
                 "a `--request-rate` of at least 1e-6, or `inf`, and a finite `--burstiness` above 0"
                     .into(),
         })?;
-    display.finish("bench");
-    drop(display);
+    if let Some(mut display) = display {
+        display.finish("bench");
+    }
 
     let block = BlockOptions {
         percentile_metrics: percentile_metrics.clone(),
@@ -174,7 +207,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         eprintln!("warning: {warning}");
     }
 
-    if args.save_result || args.save_detailed {
+    if save {
         let meta = ResultMeta {
             date: crate::clock::compact(crate::clock::unix_now()),
             backend: settings.backend.name().to_owned(),
@@ -185,6 +218,12 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             request_rate: block.request_rate,
             burstiness: args.burstiness,
             max_concurrency: args.max_concurrency,
+            metadata,
+            ramp_up: ramp,
+            rps_change_events: ramp_events
+                .iter()
+                .map(|(rps, at)| (*rps, crate::clock::rfc3339(started_at + at.as_secs())))
+                .collect(),
         };
         let json = save_result_json(
             &meta,
@@ -200,7 +239,11 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             .unwrap_or_else(|| default_file_name(&meta));
         let path = args.result_dir.clone().unwrap_or_default().join(name);
         // The numbers are printed above: a disk that fills meanwhile loses no measurement.
-        write_text(&path, &(json.to_string() + "\n")).map_err(|e| e.measured(
+        let mut text = json.to_string() + "\n";
+        if args.vllm.append_result {
+            text = appended(&path, &text);
+        }
+        write_text(&path, &text).map_err(|e| e.measured(
             "the result block above has the numbers; the per-request details are in `--journal` when one was given",
         ))?;
         eprintln!("perfpipe bench: result written to `{}`", path.display());
@@ -225,6 +268,10 @@ pub(super) struct Checked {
     pub backend: Backend,
     pub base_url: String,
     pub endpoint: String,
+    pub ramp: Option<RampUp>,
+    pub metadata: Vec<(String, String)>,
+    /// Sampling parameters set on every request's body.
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Every option's value checked against the others; reads and writes nothing.
@@ -275,6 +322,9 @@ pub(super) fn check(args: &BenchArgs) -> Result<Checked, CliError> {
         backend,
         base_url,
         endpoint,
+        ramp: args.vllm.ramp(args.request_rate)?,
+        metadata: args.vllm.metadata()?,
+        extra_body: args.vllm.sampling()?,
     })
 }
 
@@ -446,4 +496,21 @@ fn parse_slo(text: &str) -> Result<(Latency, f64), CliError> {
         .filter(|v| *v >= 0.0)
         .ok_or_else(bad)?;
     Ok((latency, ms))
+}
+
+/// The result file with `text` appended as its last line: vLLM's
+/// `--append-result` (a file that does not end its last line gets a newline).
+fn appended(path: &std::path::Path, text: &str) -> String {
+    let mut old = fs_err::read_to_string(path).unwrap_or_default();
+    if !old.is_empty() && !old.ends_with('\n') {
+        old.push('\n');
+    }
+    old + text
+}
+
+/// vLLM's default `--request-id-prefix`: `bench-` and 8 random hex digits.
+fn random_request_id_prefix() -> String {
+    let seed = crate::clock::file_time_ns() as u64 ^ u64::from(std::process::id()) << 32;
+    let hex = crate::rng::Rng::new(seed).next_u64() as u32;
+    format!("bench-{hex:08x}-")
 }

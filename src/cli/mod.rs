@@ -7,6 +7,7 @@ mod output;
 
 mod args;
 mod bench;
+mod bench_options;
 mod completions;
 mod diff;
 mod examples;

@@ -244,6 +244,8 @@ impl RunContext<'_> {
             temperature: self.spec.harness.temperature,
             ignore_eos: self.spec.harness.ignore_eos,
             tokenizer: self.tokenizer(&step.model).await?,
+            extra_body: Default::default(),
+            request_id_prefix: None,
         };
         let options = MetricOptions::default();
         let load = Load {

@@ -8,6 +8,7 @@ pub mod client;
 pub mod dataset;
 pub mod guidellm;
 pub mod liveness;
+pub mod ramp;
 pub mod sse;
 pub mod vllm_bench;
 
@@ -56,6 +57,9 @@ pub struct Load {
     pub stall_timeout: Duration,
     /// Requests sent first and not measured.
     pub warmups: usize,
+    /// The rate ramps instead (`vllm bench serve --ramp-up-strategy`);
+    /// `rate` is then `inf`.
+    pub ramp: Option<ramp::RampUp>,
 }
 
 impl Load {
@@ -68,6 +72,7 @@ impl Load {
             seed,
             stall_timeout: Duration::from_secs(DEFAULT_STALL_TIMEOUT_SECS),
             warmups: 0,
+            ramp: None,
         }
     }
 }
@@ -97,20 +102,28 @@ pub async fn benchmark(
     options: &MetricOptions,
     on_done: &mut dyn FnMut(usize, &RequestRecord),
 ) -> Result<BenchOutcome, arrivals::ScheduleError> {
-    let delays = arrivals::delays(
-        requests.len(),
-        load.rate,
-        load.arrival,
-        load.burstiness,
-        load.seed,
-    )?;
+    let delays = match &load.ramp {
+        Some(ramp) => ramp.delays(requests.len(), load.burstiness, load.seed)?,
+        None => arrivals::delays(
+            requests.len(),
+            load.rate,
+            load.arrival,
+            load.burstiness,
+            load.seed,
+        )?,
+    };
     // Warm-ups go all at once in waves of at most the benchmark's own
     // requests, so their count costs time, never memory.
     let mut warmups = if requests.is_empty() { 0 } else { load.warmups };
+    // As vLLM's, warm-ups carry no request id.
+    let warming = RequestSettings {
+        request_id_prefix: None,
+        ..settings.clone()
+    };
     while warmups > 0 {
         let wave = &requests[..warmups.min(requests.len())];
         let at_once = vec![Duration::ZERO; wave.len()];
-        send_all(client, settings, wave, at_once, load, &mut |_, _| {}).await;
+        send_all(client, &warming, wave, at_once, load, &mut |_, _| {}).await;
         warmups -= wave.len();
     }
     let (records, window) = send_all(client, settings, &requests, delays, load, on_done).await;

@@ -114,6 +114,13 @@ fn bench_on_a_terminal_redraws_one_bar() {
         "{drawn:?}"
     );
     assert!(!drawn.contains("2/20 requests (0 failed) · 0 output tok/s\r\n"));
+    // vLLM's `--disable-tqdm`: no bar at all.
+    let mut quiet = bench_args(&port);
+    quiet.push("--disable-tqdm");
+    let out = in_terminal(&env, &[], &quiet);
+    assert_eq!(out.status.code(), Some(0));
+    let drawn = String::from_utf8_lossy(&out.stdout);
+    assert!(!drawn.contains("requests (0 failed)"), "{drawn:?}");
 }
 
 /// One run, on an engine `PERFPIPE_SIM_LOAD_MS` slows.
