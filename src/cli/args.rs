@@ -595,6 +595,22 @@ pub enum DatasetArg {
     Random,
     /// Conversations of a ShareGPT JSON file (`--dataset-path`).
     Sharegpt,
+    // vLLM's other datasets, named so that `bench` can say why it refuses
+    // them (`bench_options::unsupported_dataset`).
+    #[value(hide = true)]
+    Custom,
+    #[value(hide = true, name = "prefix_repetition")]
+    PrefixRepetition,
+    #[value(hide = true)]
+    Hf,
+    #[value(hide = true)]
+    Sonnet,
+    #[value(hide = true)]
+    Burstgpt,
+    #[value(hide = true, name = "random-mm")]
+    RandomMm,
+    #[value(hide = true, name = "spec_bench")]
+    SpecBench,
 }
 
 /// Options named as `vllm bench serve` names them; defaults are v0.11's.

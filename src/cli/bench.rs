@@ -303,6 +303,9 @@ pub(super) fn check(args: &BenchArgs) -> Result<Checked, CliError> {
         .endpoint
         .clone()
         .unwrap_or_else(|| default_endpoint.to_owned());
+    if let Some(refused) = super::bench_options::unsupported_dataset(args.dataset_name) {
+        return Err(refused);
+    }
     if args.dataset_name == DatasetArg::Random {
         bounds::random_prompt_tokens(
             args.num_prompts,

@@ -5,6 +5,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
 
 use super::CliError;
+use super::args::DatasetArg;
 use crate::harness::ramp::{RampUp, Strategy};
 use crate::spec::RequestRate;
 
@@ -158,4 +159,43 @@ impl VllmBenchOptions {
         }
         Ok(body)
     }
+}
+
+/// Why `bench` refuses one of vLLM's datasets, if it does.
+pub fn unsupported_dataset(dataset: DatasetArg) -> Option<CliError> {
+    let (name, why) = match dataset {
+        DatasetArg::Random | DatasetArg::Sharegpt => return None,
+        DatasetArg::Custom => (
+            "custom",
+            "vLLM wraps each prompt in the model's chat template (Jinja), which perfpipe does not render, and picks the prompts in the order of Python's `random.shuffle`; perfpipe could not send the same requests",
+        ),
+        DatasetArg::PrefixRepetition => (
+            "prefix_repetition",
+            "its prompts are drawn by numpy's generator from the tokenizer's vocabulary and re-aligned against the server's `/tokenize`; perfpipe does not build them yet",
+        ),
+        DatasetArg::Hf => (
+            "hf",
+            "it downloads a Hugging Face dataset, and perfpipe never downloads",
+        ),
+        DatasetArg::Sonnet => (
+            "sonnet",
+            "vLLM builds its prompts with the model's chat template (Jinja), which perfpipe does not render",
+        ),
+        DatasetArg::Burstgpt => (
+            "burstgpt",
+            "vLLM samples its rows with pandas' generator, which perfpipe does not reproduce",
+        ),
+        DatasetArg::RandomMm => (
+            "random-mm",
+            "it sends images, and perfpipe's requests are text only",
+        ),
+        DatasetArg::SpecBench => (
+            "spec_bench",
+            "vLLM wraps each prompt in the model's chat template (Jinja), which perfpipe does not render",
+        ),
+    };
+    Some(CliError::Usage {
+        message: format!("`--dataset-name {name}` is not supported: {why}"),
+        hint: "`--dataset-name random`, or `sharegpt` with a local `--dataset-path`".into(),
+    })
 }

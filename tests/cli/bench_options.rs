@@ -310,5 +310,23 @@ fn options_vllm_refuses_or_the_server_would_are_refused_before_any_request() {
         let err = crate::common::stderr(&out);
         assert!(err.contains(says), "{args:?}: {err}");
     }
+    // vLLM's other datasets: named, with why.
+    for (name, why) in [
+        ("custom", "chat template"),
+        ("prefix_repetition", "numpy"),
+        ("hf", "never downloads"),
+        ("sonnet", "chat template"),
+        ("burstgpt", "pandas"),
+        ("random-mm", "images"),
+        ("spec_bench", "chat template"),
+    ] {
+        let out = bench(&env, port, &["--dataset-name", name]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = crate::common::words(&out);
+        assert!(
+            err.contains(&format!("`--dataset-name {name}` is not supported")) && err.contains(why),
+            "{name}: {err}"
+        );
+    }
     assert!(seen.lock().unwrap().is_empty());
 }
