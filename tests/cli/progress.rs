@@ -200,3 +200,23 @@ fn run_on_a_terminal_spins_while_the_engine_starts_then_draws_a_bar() {
     );
     assert!(drawn.contains("      done in "), "{drawn:?}");
 }
+
+#[test]
+fn run_on_a_terminal_draws_one_bar_per_launch_under_jobs() {
+    let env = TestEnv::tiny();
+    let out = in_terminal(
+        &env,
+        &[("PERFPIPE_SIM_LOAD_MS", "1200")],
+        &["run", "tiny.kdl", "--runtime", "sim", "--jobs", "2"],
+    );
+    let drawn = String::from_utf8_lossy(&out.stdout);
+    // Two launches start at once, each its own spinner; drawing both takes
+    // the cursor up a line (a single bar never does).
+    for bar in [
+        "`vllm` × `chat` engine starting",
+        "`trtllm` × `chat` engine starting",
+    ] {
+        assert!(drawn.contains(bar), "{bar}: {drawn:?}");
+    }
+    assert!(drawn.contains("\x1b[1A"), "{drawn:?}");
+}
