@@ -595,10 +595,11 @@ pub enum DatasetArg {
     Random,
     /// Conversations of a ShareGPT JSON file (`--dataset-path`).
     Sharegpt,
+    /// `{"prompt": ...}` lines of a JSONL file (`--dataset-path`), with
+    /// `--custom-skip-chat-template`.
+    Custom,
     // vLLM's other datasets, named so that `bench` can say why it refuses
     // them (`bench_options::unsupported_dataset`).
-    #[value(hide = true)]
-    Custom,
     #[value(hide = true, name = "prefix_repetition")]
     PrefixRepetition,
     #[value(hide = true)]

@@ -43,7 +43,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             None => super::check_writable_dir(&dir)?,
         }
     }
-    let sharegpt = read_sharegpt(args)?;
+    let dataset_file = read_dataset(args)?;
     let named_tokenizer = match &args.tokenizer {
         Some(name) => Some(load_tokenizer(name, true)?),
         None => None,
@@ -68,7 +68,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         None => load_tokenizer(&model, false)?,
     });
     let built = Instant::now();
-    let requests = requests(args, &tokenizer, sharegpt)?;
+    let requests = requests(args, &tokenizer, dataset_file)?;
     eprintln!(
         "perfpipe bench: {} prompts built in {:.2} s",
         requests.len(),
@@ -303,7 +303,8 @@ pub(super) fn check(args: &BenchArgs) -> Result<Checked, CliError> {
         .endpoint
         .clone()
         .unwrap_or_else(|| default_endpoint.to_owned());
-    if let Some(refused) = super::bench_options::unsupported_dataset(args.dataset_name) {
+    if let Some(refused) = super::bench_options::unsupported_dataset(args.dataset_name, &args.vllm)
+    {
         return Err(refused);
     }
     if args.dataset_name == DatasetArg::Random {
@@ -368,13 +369,16 @@ fn open_journal(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::Fi
 }
 
 /// The ShareGPT file's text, read before any server is contacted.
-fn read_sharegpt(args: &BenchArgs) -> Result<Option<(PathBuf, String)>, CliError> {
-    if args.dataset_name != DatasetArg::Sharegpt {
-        return Ok(None);
-    }
+/// The dataset file's text (ShareGPT or custom), read before any server is contacted.
+fn read_dataset(args: &BenchArgs) -> Result<Option<(PathBuf, String)>, CliError> {
+    let (name, example) = match args.dataset_name {
+        DatasetArg::Sharegpt => ("sharegpt", "ShareGPT_V3_unfiltered_cleaned_split.json"),
+        DatasetArg::Custom => ("custom", "prompts.jsonl"),
+        _ => return Ok(None),
+    };
     let path: PathBuf = args.dataset_path.clone().ok_or_else(|| CliError::Usage {
-        message: "`--dataset-name sharegpt` needs `--dataset-path`".into(),
-        hint: "e.g. `--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json`".into(),
+        message: format!("`--dataset-name {name}` needs `--dataset-path`"),
+        hint: format!("e.g. `--dataset-path {example}`"),
     })?;
     let text = fs_err::read_to_string(&path).map_err(|e| CliError::Usage {
         message: format!("cannot read the dataset: {e}"),
@@ -386,9 +390,9 @@ fn read_sharegpt(args: &BenchArgs) -> Result<Option<(PathBuf, String)>, CliError
 fn requests(
     args: &BenchArgs,
     tokenizer: &Tokenizer,
-    sharegpt: Option<(PathBuf, String)>,
+    file: Option<(PathBuf, String)>,
 ) -> Result<Vec<BenchRequest>, CliError> {
-    let Some((path, text)) = sharegpt else {
+    let Some((path, text)) = file else {
         return Ok(dataset::random(
             tokenizer,
             args.random_input_len,
@@ -398,6 +402,18 @@ fn requests(
             args.num_prompts,
         ));
     };
+    if args.dataset_name == DatasetArg::Custom {
+        return harness::custom::custom(
+            tokenizer,
+            &text,
+            args.num_prompts,
+            args.vllm.custom_output_len,
+        )
+        .map_err(|e| CliError::Usage {
+            message: format!("`{}`: {e}", path.display()),
+            hint: "a custom dataset is JSONL: one {\"prompt\": \"...\"} per line".into(),
+        });
+    }
     dataset::sharegpt(
         tokenizer,
         &text,

@@ -48,6 +48,13 @@ pub struct VllmBenchOptions {
     /// `bench-{8 random hex digits}-`, as vLLM].
     #[arg(long, value_name = "PREFIX")]
     pub request_id_prefix: Option<String>,
+    /// Output tokens each `--dataset-name custom` request asks for.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub custom_output_len: u32,
+    /// Send a custom dataset's prompts as they are (required: perfpipe
+    /// renders no chat template).
+    #[arg(long)]
+    pub custom_skip_chat_template: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -162,13 +169,16 @@ impl VllmBenchOptions {
 }
 
 /// Why `bench` refuses one of vLLM's datasets, if it does.
-pub fn unsupported_dataset(dataset: DatasetArg) -> Option<CliError> {
+pub fn unsupported_dataset(dataset: DatasetArg, options: &VllmBenchOptions) -> Option<CliError> {
     let (name, why) = match dataset {
         DatasetArg::Random | DatasetArg::Sharegpt => return None,
-        DatasetArg::Custom => (
-            "custom",
-            "vLLM wraps each prompt in the model's chat template (Jinja), which perfpipe does not render, and picks the prompts in the order of Python's `random.shuffle`; perfpipe could not send the same requests",
-        ),
+        DatasetArg::Custom if options.custom_skip_chat_template => return None,
+        DatasetArg::Custom => {
+            return Some(CliError::Usage {
+                message: "`--dataset-name custom` without `--custom-skip-chat-template` is not supported: vLLM wraps each prompt in the model's chat template (Jinja), which perfpipe does not render".into(),
+                hint: "pass `--custom-skip-chat-template` to send the prompts as they are, as vLLM then does".into(),
+            });
+        }
         DatasetArg::PrefixRepetition => (
             "prefix_repetition",
             "its prompts are drawn by numpy's generator from the tokenizer's vocabulary and re-aligned against the server's `/tokenize`; perfpipe does not build them yet",

@@ -312,7 +312,6 @@ fn options_vllm_refuses_or_the_server_would_are_refused_before_any_request() {
     }
     // vLLM's other datasets: named, with why.
     for (name, why) in [
-        ("custom", "chat template"),
         ("prefix_repetition", "numpy"),
         ("hf", "never downloads"),
         ("sonnet", "chat template"),
@@ -329,4 +328,58 @@ fn options_vllm_refuses_or_the_server_would_are_refused_before_any_request() {
         );
     }
     assert!(seen.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_custom_dataset_sends_vllms_prompts_in_vllms_order() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    let lines: String = (0..8)
+        .map(|i| format!("{{\"prompt\": \"prompt {i}\"}}\n"))
+        .collect();
+    env.write("prompts.jsonl", &lines);
+    let custom = [
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        "prompts.jsonl",
+    ];
+    let refused = bench(&env, port, &custom);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(crate::common::words(&refused).contains("chat template"));
+    let mut args = custom.to_vec();
+    args.extend([
+        "--custom-skip-chat-template",
+        "--num-prompts",
+        "3",
+        "--max-concurrency",
+        "1",
+        "--request-id-prefix",
+        "c-",
+    ]);
+    let out = bench(&env, port, &args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::common::stderr(&out)
+    );
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_by_key(|s| s.request_id.clone());
+    let sent: Vec<(&str, u64)> = seen
+        .iter()
+        .map(|s| {
+            (
+                s.body["prompt"].as_str().unwrap(),
+                s.body["max_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // vLLM v0.11: random.seed(0); random.shuffle(8 lines) = [4, 1, 5, 2, 0,
+    // 3, 7, 6], the first three taken, each asking for 256 tokens.
+    assert_eq!(
+        sent,
+        [("prompt 4", 256), ("prompt 1", 256), ("prompt 5", 256)]
+    );
 }
