@@ -36,6 +36,7 @@ pub mod ops;
 pub mod page;
 pub mod plan;
 pub mod plural;
+pub mod progress;
 pub mod project;
 pub mod regular_file;
 pub mod report;

@@ -600,6 +600,23 @@ pub enum DatasetArg {
     Random,
     /// Conversations of a ShareGPT JSON file (`--dataset-path`).
     Sharegpt,
+    /// `{"prompt": ...}` lines of a JSONL file (`--dataset-path`), with
+    /// `--custom-skip-chat-template`.
+    Custom,
+    // vLLM's other datasets, named so that `bench` can say why it refuses
+    // them (`bench_options::unsupported_dataset`).
+    #[value(hide = true, name = "prefix_repetition")]
+    PrefixRepetition,
+    #[value(hide = true)]
+    Hf,
+    #[value(hide = true)]
+    Sonnet,
+    #[value(hide = true)]
+    Burstgpt,
+    #[value(hide = true, name = "random-mm")]
+    RandomMm,
+    #[value(hide = true, name = "spec_bench")]
+    SpecBench,
 }
 
 /// Options named as `vllm bench serve` names them; defaults are v0.11's.
@@ -705,6 +722,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
           value_parser = timeout_secs())]
     pub stall_timeout: u64,
+    #[command(flatten)]
+    pub vllm: super::bench_options::VllmBenchOptions,
 }
 
 /// `init --from-page`: a published page becomes an experiment file.

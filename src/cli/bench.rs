@@ -1,13 +1,14 @@
 //! `perfpipe bench`: the built-in load generator against any OpenAI-compatible
 //! server, with `vllm bench serve`'s options, printed block and result file.
 
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::args::{BackendArg, BenchArgs, DatasetArg};
 use super::{CliError, write_text};
 use crate::exit_code;
+use crate::harness::ramp::RampUp;
 use crate::harness::{self, BenchRequest, Load, RequestSettings, dataset};
 use crate::metrics::{
     BlockOptions, Latency, MetricOptions, RequestRecord, ResultMeta, default_file_name,
@@ -25,20 +26,24 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         backend,
         base_url,
         endpoint,
+        ramp,
+        metadata,
+        extra_body,
     } = check(args)?;
+    let save = args.save_result || args.save_detailed || args.vllm.append_result;
     // Where the results go is settled before anything is measured.
     let mut journal = match &args.journal {
         Some(path) => Some(open_journal(path)?),
         None => None,
     };
-    if args.save_result || args.save_detailed {
+    if save {
         let dir = args.result_dir.clone().unwrap_or_default();
         match &args.result_filename {
             Some(name) => super::check_writable(&dir.join(name))?,
             None => super::check_writable_dir(&dir)?,
         }
     }
-    let sharegpt = read_sharegpt(args)?;
+    let dataset_file = read_dataset(args)?;
     let named_tokenizer = match &args.tokenizer {
         Some(name) => Some(load_tokenizer(name, true)?),
         None => None,
@@ -63,7 +68,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         None => load_tokenizer(&model, false)?,
     });
     let built = Instant::now();
-    let (requests, cached) = requests(args, &tokenizer, sharegpt)?;
+    let (requests, cached) = requests(args, &tokenizer, dataset_file)?;
     eprintln!(
         "perfpipe bench: {} prompts {} in {:.2} s",
         requests.len(),
@@ -81,6 +86,13 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         temperature: args.temperature,
         ignore_eos: args.ignore_eos,
         tokenizer: tokenizer.clone(),
+        extra_body,
+        request_id_prefix: Some(
+            args.vllm
+                .request_id_prefix
+                .clone()
+                .unwrap_or_else(random_request_id_prefix),
+        ),
     };
     let load = Load {
         rate,
@@ -91,6 +103,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         seed: args.seed,
         stall_timeout: Duration::from_secs(args.stall_timeout),
         warmups: args.num_warmups as usize,
+        ramp,
     };
     let options = MetricOptions {
         percentiles: percentiles.clone(),
@@ -100,14 +113,33 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         "perfpipe bench: {} requests to {} (model `{model}`, rate {}, max concurrency {})",
         requests.len(),
         settings.urls[0],
-        match rate {
-            RequestRate::Infinite => "inf".to_owned(),
-            RequestRate::PerSecond(r) => r.to_string(),
+        match (ramp, rate) {
+            (Some(r), _) => format!(
+                "ramping {} from {} to {} req/s",
+                r.strategy.name(),
+                r.start,
+                r.end
+            ),
+            (None, RequestRate::Infinite) => "inf".to_owned(),
+            (None, RequestRate::PerSecond(r)) => r.to_string(),
         },
         args.max_concurrency
             .map_or("unlimited".to_owned(), |c| c.to_string())
     );
-    let mut progress = Progress::new(requests.len());
+    // Where each whole rate of a ramp was reached, from the same schedule.
+    let ramp_events = match ramp {
+        Some(r) => r
+            .delays(requests.len(), args.burstiness, args.seed)
+            .map(|delays| r.change_events(&delays))
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let started_at = crate::clock::unix_now();
+    let mut display = (!args.vllm.disable_tqdm).then(|| super::progress::Display::new("  "));
+    if let Some(display) = display.as_mut() {
+        display.benchmark("bench", requests.len());
+    }
+    let mut progress = crate::progress::BenchProgress::new(requests.len());
     let outcome = runtime
         .block_on(harness::benchmark(
             &client,
@@ -116,7 +148,10 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             &load,
             &options,
             &mut |index, record| {
-                progress.update(record);
+                progress.record(record);
+                if let Some(display) = display.as_mut() {
+                    display.request("bench", &progress);
+                }
                 if let Some(journal) = journal.as_mut() {
                     let _ = writeln!(
                         journal,
@@ -133,7 +168,9 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
                 "a `--request-rate` of at least 1e-6, or `inf`, and a finite `--burstiness` above 0"
                     .into(),
         })?;
-    progress.finish();
+    if let Some(mut display) = display {
+        display.finish("bench");
+    }
 
     let block = BlockOptions {
         percentile_metrics: percentile_metrics.clone(),
@@ -175,7 +212,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         eprintln!("warning: {warning}");
     }
 
-    if args.save_result || args.save_detailed {
+    if save {
         let meta = ResultMeta {
             date: crate::clock::compact(crate::clock::unix_now()),
             backend: settings.backend.name().to_owned(),
@@ -186,6 +223,12 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             request_rate: block.request_rate,
             burstiness: args.burstiness,
             max_concurrency: args.max_concurrency,
+            metadata,
+            ramp_up: ramp,
+            rps_change_events: ramp_events
+                .iter()
+                .map(|(rps, at)| (*rps, crate::clock::rfc3339(started_at + at.as_secs())))
+                .collect(),
         };
         let json = save_result_json(
             &meta,
@@ -201,7 +244,11 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
             .unwrap_or_else(|| default_file_name(&meta));
         let path = args.result_dir.clone().unwrap_or_default().join(name);
         // The numbers are printed above: a disk that fills meanwhile loses no measurement.
-        write_text(&path, &(json.to_string() + "\n")).map_err(|e| e.measured(
+        let mut text = json.to_string() + "\n";
+        if args.vllm.append_result {
+            text = appended(&path, &text);
+        }
+        write_text(&path, &text).map_err(|e| e.measured(
             "the result block above has the numbers; the per-request details are in `--journal` when one was given",
         ))?;
         eprintln!("perfpipe bench: result written to `{}`", path.display());
@@ -226,6 +273,10 @@ pub(super) struct Checked {
     pub backend: Backend,
     pub base_url: String,
     pub endpoint: String,
+    pub ramp: Option<RampUp>,
+    pub metadata: Vec<(String, String)>,
+    /// Sampling parameters set on every request's body.
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Every option's value checked against the others; reads and writes nothing.
@@ -257,6 +308,10 @@ pub(super) fn check(args: &BenchArgs) -> Result<Checked, CliError> {
         .endpoint
         .clone()
         .unwrap_or_else(|| default_endpoint.to_owned());
+    if let Some(refused) = super::bench_options::unsupported_dataset(args.dataset_name, &args.vllm)
+    {
+        return Err(refused);
+    }
     if args.dataset_name == DatasetArg::Random {
         bounds::random_prompt_tokens(
             args.num_prompts,
@@ -276,6 +331,9 @@ pub(super) fn check(args: &BenchArgs) -> Result<Checked, CliError> {
         backend,
         base_url,
         endpoint,
+        ramp: args.vllm.ramp(args.request_rate)?,
+        metadata: args.vllm.metadata()?,
+        extra_body: args.vllm.sampling()?,
     })
 }
 
@@ -316,13 +374,16 @@ fn open_journal(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::Fi
 }
 
 /// The ShareGPT file's text, read before any server is contacted.
-fn read_sharegpt(args: &BenchArgs) -> Result<Option<(PathBuf, String)>, CliError> {
-    if args.dataset_name != DatasetArg::Sharegpt {
-        return Ok(None);
-    }
+/// The dataset file's text (ShareGPT or custom), read before any server is contacted.
+fn read_dataset(args: &BenchArgs) -> Result<Option<(PathBuf, String)>, CliError> {
+    let (name, example) = match args.dataset_name {
+        DatasetArg::Sharegpt => ("sharegpt", "ShareGPT_V3_unfiltered_cleaned_split.json"),
+        DatasetArg::Custom => ("custom", "prompts.jsonl"),
+        _ => return Ok(None),
+    };
     let path: PathBuf = args.dataset_path.clone().ok_or_else(|| CliError::Usage {
-        message: "`--dataset-name sharegpt` needs `--dataset-path`".into(),
-        hint: "e.g. `--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json`".into(),
+        message: format!("`--dataset-name {name}` needs `--dataset-path`"),
+        hint: format!("e.g. `--dataset-path {example}`"),
     })?;
     let text = fs_err::read_to_string(&path).map_err(|e| CliError::Usage {
         message: format!("cannot read the dataset: {e}"),
@@ -335,9 +396,9 @@ fn read_sharegpt(args: &BenchArgs) -> Result<Option<(PathBuf, String)>, CliError
 fn requests(
     args: &BenchArgs,
     tokenizer: &Tokenizer,
-    sharegpt: Option<(PathBuf, String)>,
+    file: Option<(PathBuf, String)>,
 ) -> Result<(Vec<BenchRequest>, bool), CliError> {
-    let Some((path, text)) = sharegpt else {
+    let Some((path, text)) = file else {
         return Ok(harness::prompt_cache::random(
             &harness::prompt_cache::PromptCache::user(),
             tokenizer,
@@ -348,6 +409,19 @@ fn requests(
             args.num_prompts,
         ));
     };
+    if args.dataset_name == DatasetArg::Custom {
+        return harness::custom::custom(
+            tokenizer,
+            &text,
+            args.num_prompts,
+            args.vllm.custom_output_len,
+        )
+        .map(|prompts| (prompts, false))
+        .map_err(|e| CliError::Usage {
+            message: format!("`{}`: {e}", path.display()),
+            hint: "a custom dataset is JSONL: one {\"prompt\": \"...\"} per line".into(),
+        });
+    }
     dataset::sharegpt(
         tokenizer,
         &text,
@@ -452,63 +526,19 @@ fn parse_slo(text: &str) -> Result<(Latency, f64), CliError> {
     Ok((latency, ms))
 }
 
-/// Requests done, output tokens per second and elapsed time: a live line on a
-/// terminal, a line per tenth of the requests otherwise.
-struct Progress {
-    total: usize,
-    done: usize,
-    failed: usize,
-    tokens: u64,
-    started: Instant,
-    last_draw: Instant,
-    tty: bool,
+/// The result file with `text` appended as its last line: vLLM's
+/// `--append-result` (a file that does not end its last line gets a newline).
+fn appended(path: &std::path::Path, text: &str) -> String {
+    let mut old = fs_err::read_to_string(path).unwrap_or_default();
+    if !old.is_empty() && !old.ends_with('\n') {
+        old.push('\n');
+    }
+    old + text
 }
 
-impl Progress {
-    fn new(total: usize) -> Self {
-        Self {
-            total,
-            done: 0,
-            failed: 0,
-            tokens: 0,
-            started: Instant::now(),
-            last_draw: Instant::now(),
-            tty: std::io::stderr().is_terminal(),
-        }
-    }
-
-    fn update(&mut self, record: &RequestRecord) {
-        self.done += 1;
-        self.failed += usize::from(!record.success);
-        self.tokens += record.output_tokens;
-        let step = (self.total / 10).max(1);
-        if self.tty && self.last_draw.elapsed() >= Duration::from_millis(100) {
-            eprint!("\r{}", self.line());
-            self.last_draw = Instant::now();
-        } else if !self.tty && self.done.is_multiple_of(step) {
-            eprintln!("{}", self.line());
-        }
-    }
-
-    fn line(&self) -> String {
-        let elapsed = self.started.elapsed().as_secs_f64();
-        const WIDTH: usize = 30;
-        let filled = WIDTH * self.done / self.total.max(1);
-        format!(
-            "  [{}{}] {}/{} requests ({} failed) · {:.0} output tok/s · {:.1}s",
-            "#".repeat(filled),
-            " ".repeat(WIDTH - filled),
-            self.done,
-            self.total,
-            self.failed,
-            self.tokens as f64 / elapsed.max(1e-9),
-            elapsed
-        )
-    }
-
-    fn finish(&self) {
-        if self.tty {
-            eprintln!("\r{}", self.line());
-        }
-    }
+/// vLLM's default `--request-id-prefix`: `bench-` and 8 random hex digits.
+fn random_request_id_prefix() -> String {
+    let seed = crate::clock::file_time_ns() as u64 ^ u64::from(std::process::id()) << 32;
+    let hex = crate::rng::Rng::new(seed).next_u64() as u32;
+    format!("bench-{hex:08x}-")
 }

@@ -7,6 +7,7 @@ mod output;
 
 mod args;
 mod bench;
+mod bench_options;
 mod completions;
 mod diff;
 mod examples;
@@ -17,6 +18,7 @@ mod init;
 mod lock;
 mod man;
 mod plan;
+mod progress;
 mod project;
 mod realise;
 mod report;

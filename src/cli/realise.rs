@@ -24,13 +24,17 @@ pub fn realise(args: &RealiseArgs) -> Result<u8, CliError> {
         },
         material.launch.runtime,
     );
-    let Realised { summary, plan } = realise::execute(
+    let mut display = super::progress::Display::new("      ");
+    let realised = realise::execute(
         std::slice::from_ref(&material.launch),
         &store,
         &exec,
         None,
-        &mut super::run::progress,
-    )?;
+        &mut |spec, event| super::run::progress(spec, &mut display, event),
+    );
+    // The bars go before anything else is written.
+    drop(display);
+    let Realised { summary, plan } = realised?;
     let stored = plan.runs.len() - plan.missing().len();
     eprintln!(
         "perfpipe: ran {} (failed: {}), {stored} already in the store; committed to `{}`",

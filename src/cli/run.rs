@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::args::RunArgs;
+use super::progress::Display;
 use super::{CliError, Stderr};
 use crate::exec::{ExecEvent, ExecOptions};
 use crate::exit_code;
@@ -21,15 +22,21 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         report: args.report.clone(),
         exec: exec_options(args)?,
     };
-    if let Some(older) = crate::ops::older::run_older(&options, &Stderr, &mut progress)? {
-        return Ok(ran_older(&older));
-    }
+    let mut display = Display::new("      ");
+    let outcome = execute(&options, &mut |spec, event| {
+        progress(spec, &mut display, event)
+    });
+    // The bars go before anything else is written.
+    drop(display);
     let Ran {
         report: text,
         report_path: path,
         summary,
         unexpected,
-    } = crate::ops::run::run(&options, &Stderr, &mut progress)?;
+    } = match outcome? {
+        Done::Ran(ran) => ran,
+        Done::Older(older) => return Ok(ran_older(&older)),
+    };
     out!("{text}");
     eprintln!(
         "perfpipe: ran {} (failed: {}); report written to `{}` (and `{}`)",
@@ -59,6 +66,23 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     } else {
         exit_code::OK
     })
+}
+
+/// What `run` did: the experiment's runs, or those of an older lockfile
+/// it no longer matches (the "before" side of a diff).
+enum Done {
+    Ran(Ran),
+    Older(RanOlder),
+}
+
+fn execute(
+    options: &RunOptions,
+    progress: &mut dyn FnMut(&Spec, &ExecEvent),
+) -> Result<Done, CliError> {
+    if let Some(older) = crate::ops::older::run_older(options, &Stderr, progress)? {
+        return Ok(Done::Older(older));
+    }
+    Ok(Done::Ran(crate::ops::run::run(options, &Stderr, progress)?))
 }
 
 /// What running an older lockfile did; its exit code.
@@ -111,93 +135,111 @@ pub(super) fn exec_defaults() -> Result<ExecOptions, CliError> {
     })
 }
 
-pub(super) fn progress(spec: &Spec, event: &ExecEvent) {
+/// Shows what the executor tells: lines, and each run's bar.
+pub(super) fn progress(spec: &Spec, display: &mut Display, event: &ExecEvent) {
     match event {
         ExecEvent::Started { index, total, run } => {
-            eprintln!(
-                "[{}/{total}] `{}` × `{}` ({})",
+            let prefix = format!(
+                "[{}/{total}] `{}` × `{}`",
                 index + 1,
                 run.step,
-                run.workload,
-                run.key.short()
+                run.workload
             );
+            display.line(&format!("{prefix} ({})", run.key.short()));
+            display.start(run.key.as_str(), prefix);
         }
         ExecEvent::AlreadyDone { run } => {
-            eprintln!(
+            display.finish(run.key.as_str());
+            display.line(&format!(
                 "      already in the store (committed by another perfpipe): {}",
                 run.key.short()
-            );
+            ));
         }
         ExecEvent::WaitingForGpus {
             needed, foreign, ..
         } => {
             if foreign.is_empty() {
-                eprintln!("      waiting for {needed} free GPUs (another perfpipe holds them)");
+                display.line(&format!(
+                    "      waiting for {needed} free GPUs (another perfpipe holds them)"
+                ));
             } else {
-                eprintln!(
+                display.line(&format!(
                     "      waiting for {needed} free GPUs; not using GPUs that hold processes perfpipe did not start:"
-                );
+                ));
                 for (index, process) in *foreign {
-                    eprintln!("        GPU {index}: {process}");
+                    display.line(&format!("        GPU {index}: {process}"));
                 }
             }
         }
         ExecEvent::LeftoverStopped { stopped } => {
-            eprintln!(
+            display.line(&format!(
                 "stopped what a killed perfpipe left: {}, {}",
                 super::describe_launch(&stopped.launch),
                 count(stopped.processes, "process", "processes")
-            );
+            ));
         }
-        ExecEvent::StillStarting { after, .. } => {
-            eprintln!("      engine still starting after {}s", after.as_secs());
-        }
+        ExecEvent::StillStarting {
+            run,
+            after,
+            waiting_for,
+            last_line,
+        } => display.starting(run.key.as_str(), *after, waiting_for, *last_line),
         ExecEvent::EngineReady { after, .. } => {
-            eprintln!("      engine ready after {:.1}s", after.as_secs_f64());
+            display.line(&format!(
+                "      engine ready after {:.1}s",
+                after.as_secs_f64()
+            ));
         }
         ExecEvent::Benchmarking {
-            requests, position, ..
+            run,
+            requests,
+            position,
         } => {
             let shared = if *position > 1 {
                 format!(" (run {position} on this engine)")
             } else {
                 String::new()
             };
-            eprintln!(
+            display.line(&format!(
                 "      sending {}{shared}",
                 count(*requests, "request", "requests")
-            );
+            ));
+            display.benchmark(run.key.as_str(), *requests);
         }
+        ExecEvent::RequestDone { run, progress } => display.request(run.key.as_str(), progress),
         ExecEvent::Retrying { error, .. } => {
-            eprintln!("      transient failure, retrying: {error}")
+            display.line(&format!("      transient failure, retrying: {error}"))
         }
         ExecEvent::Finished {
             run,
             result,
             elapsed,
-        } => match &result.outcome {
-            Outcome::Success {
-                metrics, warnings, ..
-            } => {
-                let set = metrics.set();
-                let number = |name| metrics.get(name).unwrap_or(f64::NAN);
-                eprintln!(
-                    "      done in {:.1}s: {:.2} tok/s total, mean TPOT {:.2} ms",
-                    elapsed.as_secs_f64(),
-                    number(set.tps()),
-                    number(set.tpot())
-                );
-                for w in warnings {
-                    eprintln!("      warning: {w}");
+        } => {
+            display.finish(run.key.as_str());
+            match &result.outcome {
+                Outcome::Success {
+                    metrics, warnings, ..
+                } => {
+                    let set = metrics.set();
+                    let number = |name| metrics.get(name).unwrap_or(f64::NAN);
+                    display.line(&format!(
+                        "      done in {:.1}s: {:.2} tok/s total, mean TPOT {:.2} ms",
+                        elapsed.as_secs_f64(),
+                        number(set.tps()),
+                        number(set.tpot())
+                    ));
+                    for w in warnings {
+                        display.line(&format!("      warning: {w}"));
+                    }
                 }
+                Outcome::Failure { error, .. }
+                    if failure_expected(spec, &run.step, &run.workload, error) =>
+                {
+                    display.line(&format!("      failed as the experiment expects: {error}"))
+                }
+                Outcome::Failure { error, .. } => display.line(&format!("      failed: {error}")),
+                Outcome::Imported { .. } => {}
             }
-            Outcome::Failure { error, .. }
-                if failure_expected(spec, &run.step, &run.workload, error) =>
-            {
-                eprintln!("      failed as the experiment expects: {error}")
-            }
-            Outcome::Failure { error, .. } => eprintln!("      failed: {error}"),
-            Outcome::Imported { .. } => {}
-        },
+        }
     }
 }

@@ -25,6 +25,15 @@ pub enum Seen {
 }
 
 impl Seen {
+    /// What a starting engine is waiting for, after this probe.
+    pub fn waiting_for(&self) -> &'static str {
+        match self {
+            Self::NoHealth => "waiting for /health",
+            Self::NoModels => "waiting for /v1/models",
+            Self::Lists(_) => "waiting for the model in /v1/models",
+        }
+    }
+
     fn rank(&self) -> u8 {
         match self {
             Self::NoHealth => 0,
@@ -61,18 +70,20 @@ impl NotReady {
 /// How long one `/health` or `/v1/models` request may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How often a long start is reported as still going.
-const PROGRESS_EVERY: Duration = Duration::from_secs(15);
+/// How often a start is reported as still going: often enough for a live
+/// display; a log shows fewer.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// Polls until the engine answers with `model` listed, it exits, or `timeout`
-/// passes; `still_starting` hears of a long start every 15 s.
+/// passes; `still_starting` hears every second how long it has been and
+/// what the last probe saw.
 pub async fn wait_ready(
     client: &reqwest::Client,
     base_url: &str,
     model: &str,
     engine: &mut EngineProcess,
     timeout: Duration,
-    still_starting: &mut dyn FnMut(Duration),
+    still_starting: &mut dyn FnMut(Duration, &Seen),
 ) -> Result<(), NotReady> {
     let began = tokio::time::Instant::now();
     let deadline = crate::clock::deadline(began, timeout);
@@ -105,7 +116,7 @@ pub async fn wait_ready(
             return Err(NotReady::TimedOut(timeout, seen));
         }
         if now >= next_progress {
-            still_starting(now - began);
+            still_starting(now - began, &seen);
             next_progress += PROGRESS_EVERY;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -162,8 +162,16 @@ impl RunContext<'_> {
         for i in 0..launched.instances.len() {
             let mut cancel = self.cancel.clone();
             let instance = &mut launched.instances[i];
-            let mut still_starting =
-                |after: Duration| report(ExecEvent::StillStarting { run, after });
+            let log = instance.log.clone();
+            let mut still_starting = |after: Duration, seen: &crate::engine::health::Seen| {
+                let last_line = last_log_line(&log);
+                report(ExecEvent::StillStarting {
+                    run,
+                    after,
+                    waiting_for: seen.waiting_for(),
+                    last_line: last_line.as_deref(),
+                })
+            };
             let ready = tokio::select! {
                 r = wait_ready(&self.client, &instance.base_url, &step.model.id, &mut instance.process, timeout, &mut still_starting) => r,
                 _ = cancel.wait_for(|c| *c) => {
@@ -361,6 +369,30 @@ impl Launched {
     }
 }
 
+/// How much of the end of a log is read for its last line.
+const LAST_LINE_BYTES: u64 = 4096;
+
+/// The last line with text of the log at `path` (from its last few KiB, so
+/// a long log costs no more), without the environment's secrets.
+fn last_log_line(path: &Path) -> Option<String> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = fs_err::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(LAST_LINE_BYTES)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    let bytes = crate::secrets::env().redact_bytes(&bytes).into_owned();
+    let text = String::from_utf8_lossy(&bytes);
+    // A progress bar redraws with carriage returns: its latest state is last.
+    let line = text
+        .lines()
+        .rev()
+        .filter_map(|l| l.rsplit('\r').map(str::trim).find(|p| !p.is_empty()))
+        .next()?;
+    Some(line.to_owned())
+}
+
 /// The Hugging Face cache a container mounts: `HF_HOME`, else `~/.cache/huggingface`.
 fn hf_home() -> String {
     std::env::var("HF_HOME").unwrap_or_else(|_| {
@@ -369,4 +401,21 @@ fn hf_home() -> String {
             std::env::var("HOME").unwrap_or_default()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "a test's own log file")]
+    fn the_last_log_line_is_the_latest_text_from_the_logs_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("engine.log");
+        assert_eq!(last_log_line(&log), None, "no log yet");
+        let early = "x".repeat(2 * LAST_LINE_BYTES as usize);
+        let text = format!("{early}\nINFO loading weights\nLoading: 10%\rLoading: 40%\r\n\n  \n");
+        fs_err::write(&log, text).unwrap();
+        assert_eq!(last_log_line(&log).as_deref(), Some("Loading: 40%"));
+    }
 }

@@ -68,10 +68,13 @@ pub enum ExecEvent<'a> {
     LeftoverStopped {
         stopped: &'a Stopped,
     },
-    /// The engine has been starting for `after` (large models take minutes).
+    /// The engine has been starting for `after` (large models take minutes),
+    /// every second: what it waits for and the last line it logged.
     StillStarting {
         run: &'a PlannedRun,
         after: Duration,
+        waiting_for: &'static str,
+        last_line: Option<&'a str>,
     },
     /// The engine answers.
     EngineReady {
@@ -83,6 +86,11 @@ pub enum ExecEvent<'a> {
         run: &'a PlannedRun,
         requests: usize,
         position: usize,
+    },
+    /// A measured request of the built-in harness ended.
+    RequestDone {
+        run: &'a PlannedRun,
+        progress: &'a crate::progress::BenchProgress,
     },
     Retrying {
         run: &'a PlannedRun,

@@ -244,6 +244,8 @@ impl RunContext<'_> {
             temperature: self.spec.harness.temperature,
             ignore_eos: self.spec.harness.ignore_eos,
             tokenizer: self.tokenizer(&step.model).await?,
+            extra_body: Default::default(),
+            request_id_prefix: None,
         };
         let options = MetricOptions::default();
         let load = Load {
@@ -253,10 +255,16 @@ impl RunContext<'_> {
         };
         let mut journal =
             std::io::BufWriter::new(pending.journal().map_err(crate::store::Error::Io)?);
+        let mut progress = crate::progress::BenchProgress::new(requests.len());
         let mut write_line = |index: usize, record: &RequestRecord| {
             let line = serde_json::json!({"index": index, "record": record});
             let _ = writeln!(journal, "{line}");
             let _ = journal.flush();
+            progress.record(record);
+            report(ExecEvent::RequestDone {
+                run,
+                progress: &progress,
+            });
         };
         let mut cancel = self.cancel.clone();
         let bench = harness::benchmark(

@@ -67,7 +67,7 @@ pub fn delays(
 }
 
 /// Gamma(shape, 1) by Marsaglia and Tsang; shapes below 1 are boosted.
-fn gamma(rng: &mut Rng, shape: f64) -> f64 {
+pub(crate) fn gamma(rng: &mut Rng, shape: f64) -> f64 {
     if shape < 1.0 {
         let u = 1.0 - rng.next_f64();
         return gamma(rng, shape + 1.0) * u.powf(1.0 / shape);

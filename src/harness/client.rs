@@ -25,6 +25,12 @@ pub struct RequestSettings {
     pub ignore_eos: bool,
     /// Counts a response's streamed text when the server sends no usage.
     pub tokenizer: std::sync::Arc<Tokenizer>,
+    /// Fields set on every request's body last, as vLLM's `extra_body`
+    /// (its sampling parameters `top_p`, `top_k`, `min_p`).
+    pub extra_body: serde_json::Map<String, Value>,
+    /// Request `i` carries the header `x-request-id: {prefix}{i}`, as
+    /// vLLM's `--request-id-prefix` names requests.
+    pub request_id_prefix: Option<String>,
 }
 
 /// The client of every benchmark request. It follows no redirect: a server
@@ -85,11 +91,13 @@ pub async fn send(
         start: (start - t0).as_secs_f64(),
         ..Default::default()
     };
-    let sent = client
+    let mut post = client
         .post(&settings.urls[req.target])
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(req.body.clone())
-        .send();
+        .header(reqwest::header::CONTENT_TYPE, "application/json");
+    if let Some(id) = &req.request_id {
+        post = post.header("x-request-id", id);
+    }
+    let sent = post.body(req.body.clone()).send();
     let response = match liveness.within(req.target, start, sent).await {
         Some(Ok(r)) => r,
         Some(Err(e)) => return failed(record, format!("request failed: {}", chain(&e))),
@@ -332,6 +340,7 @@ pub struct Prepared {
     pub output_len: u32,
     /// Which of the settings' URLs it goes to.
     pub target: usize,
+    pub request_id: Option<String>,
 }
 
 /// The `index`-th request, encoded, and sent to instance `index mod instances`.
@@ -341,10 +350,22 @@ pub fn prepare(settings: &RequestSettings, req: &BenchRequest, index: usize) -> 
         prompt_len: req.prompt_len,
         output_len: req.output_len,
         target: index % settings.urls.len().max(1),
+        request_id: settings
+            .request_id_prefix
+            .as_ref()
+            .map(|prefix| format!("{prefix}{index}")),
     }
 }
 
 fn request_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
+    let mut body = base_body(settings, req);
+    if let Value::Object(fields) = &mut body {
+        fields.extend(settings.extra_body.clone());
+    }
+    body
+}
+
+fn base_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
     match settings.backend {
         Backend::OpenaiChat => json!({
             "model": settings.model,

@@ -5,10 +5,13 @@ pub mod arrivals;
 pub mod bounds;
 pub mod chunk;
 pub mod client;
+pub mod custom;
 pub mod dataset;
 pub mod guidellm;
 pub mod liveness;
 pub mod prompt_cache;
+pub mod py_random;
+pub mod ramp;
 pub mod sse;
 pub mod vllm_bench;
 
@@ -60,6 +63,9 @@ pub struct Load {
     pub stall_timeout: Duration,
     /// Requests sent first and not measured.
     pub warmups: usize,
+    /// The rate ramps instead (`vllm bench serve --ramp-up-strategy`);
+    /// `rate` is then `inf`.
+    pub ramp: Option<ramp::RampUp>,
 }
 
 impl Load {
@@ -72,6 +78,7 @@ impl Load {
             seed,
             stall_timeout: Duration::from_secs(DEFAULT_STALL_TIMEOUT_SECS),
             warmups: 0,
+            ramp: None,
         }
     }
 }
@@ -99,22 +106,30 @@ pub async fn benchmark(
     requests: Vec<BenchRequest>,
     load: &Load,
     options: &MetricOptions,
-    on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
+    on_done: &mut dyn FnMut(usize, &RequestRecord),
 ) -> Result<BenchOutcome, arrivals::ScheduleError> {
-    let delays = arrivals::delays(
-        requests.len(),
-        load.rate,
-        load.arrival,
-        load.burstiness,
-        load.seed,
-    )?;
+    let delays = match &load.ramp {
+        Some(ramp) => ramp.delays(requests.len(), load.burstiness, load.seed)?,
+        None => arrivals::delays(
+            requests.len(),
+            load.rate,
+            load.arrival,
+            load.burstiness,
+            load.seed,
+        )?,
+    };
     // Warm-ups go all at once in waves of at most the benchmark's own
     // requests, so their count costs time, never memory.
     let mut warmups = if requests.is_empty() { 0 } else { load.warmups };
+    // As vLLM's, warm-ups carry no request id.
+    let warming = RequestSettings {
+        request_id_prefix: None,
+        ..settings.clone()
+    };
     while warmups > 0 {
         let wave = &requests[..warmups.min(requests.len())];
         let at_once = vec![Duration::ZERO; wave.len()];
-        send_all(client, settings, wave, at_once, load, &mut |_, _| {}).await;
+        send_all(client, &warming, wave, at_once, load, &mut |_, _| {}).await;
         warmups -= wave.len();
     }
     let (records, window) = send_all(client, settings, &requests, delays, load, on_done).await;
@@ -151,7 +166,7 @@ async fn send_all(
     requests: &[BenchRequest],
     delays: Vec<Duration>,
     load: &Load,
-    on_done: &mut (dyn FnMut(usize, &RequestRecord) + Send),
+    on_done: &mut dyn FnMut(usize, &RequestRecord),
 ) -> (Vec<RequestRecord>, crate::host::Usage) {
     let n = requests.len();
     let requests: Vec<client::Prepared> = requests

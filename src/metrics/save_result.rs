@@ -20,6 +20,12 @@ pub struct ResultMeta {
     pub request_rate: Option<f64>,
     pub burstiness: f64,
     pub max_concurrency: Option<u32>,
+    /// `--metadata KEY=VALUE` pairs, written after `num_prompts` (a key vLLM
+    /// writes later replaces one of the same name).
+    pub metadata: Vec<(String, String)>,
+    pub ramp_up: Option<crate::harness::ramp::RampUp>,
+    /// With a ramp: each whole rate reached, and when.
+    pub rps_change_events: Vec<(u32, String)>,
 }
 
 pub fn save_result_json(
@@ -41,12 +47,20 @@ pub fn save_result_json(
     put("model_id", json!(meta.model_id));
     put("tokenizer_id", json!(meta.tokenizer_id));
     put("num_prompts", json!(meta.num_prompts));
+    for (key, value) in &meta.metadata {
+        put(key, json!(value));
+    }
     put(
         "request_rate",
         meta.request_rate.map_or(json!("inf"), |r| json!(r)),
     );
     put("burstiness", json!(meta.burstiness));
     put("max_concurrency", json!(meta.max_concurrency));
+    if let Some(ramp) = &meta.ramp_up {
+        put("ramp_up_strategy", json!(ramp.strategy.name()));
+        put("ramp_up_start_rps", json!(ramp.start));
+        put("ramp_up_end_rps", json!(ramp.end));
+    }
     put("duration", json!(m.duration));
     put("completed", json!(m.completed));
     put("total_input_tokens", json!(m.total_input_tokens));
@@ -70,6 +84,14 @@ pub fn save_result_json(
     }
     put("max_output_tokens_per_s", json!(m.max_output_tokens_per_s));
     put("max_concurrent_requests", json!(m.max_concurrent_requests));
+    if !meta.rps_change_events.is_empty() {
+        let events: Vec<Value> = meta
+            .rps_change_events
+            .iter()
+            .map(|(rps, timestamp)| json!({"rps": rps, "timestamp": timestamp}))
+            .collect();
+        put("rps_change_events", json!(events));
+    }
     for latency in Latency::ALL
         .into_iter()
         .filter(|l| percentile_metrics.contains(l))
@@ -100,7 +122,8 @@ pub fn save_result_json(
 }
 
 /// vLLM's default file name:
-/// `{label or backend}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json`.
+/// `{label or backend}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json`,
+/// or with a ramp `{label or backend}-ramp-up-{strategy}-{start}qps-{end}qps[…]`.
 pub fn default_file_name(meta: &ResultMeta) -> String {
     let rate = meta
         .request_rate
@@ -110,6 +133,15 @@ pub fn default_file_name(meta: &ResultMeta) -> String {
         .map_or(String::new(), |c| format!("-concurrency{c}"));
     let model = meta.model_id.rsplit('/').next().unwrap_or(&meta.model_id);
     let prefix = meta.label.as_deref().unwrap_or(&meta.backend);
+    if let Some(ramp) = &meta.ramp_up {
+        return format!(
+            "{prefix}-ramp-up-{}-{}qps-{}qps{concurrency}-{model}-{}.json",
+            ramp.strategy.name(),
+            ramp.start,
+            ramp.end,
+            meta.date
+        );
+    }
     format!("{prefix}-{rate}qps{concurrency}-{model}-{}.json", meta.date)
 }
 
@@ -131,6 +163,9 @@ mod tests {
             request_rate: Some(4.0),
             burstiness: 1.0,
             max_concurrency: Some(64),
+            metadata: Vec::new(),
+            ramp_up: None,
+            rps_change_events: Vec::new(),
         };
         let v = save_result_json(
             &meta,
@@ -145,6 +180,46 @@ mod tests {
         assert_eq!(
             default_file_name(&meta),
             "openai-chat-4.0qps-concurrency64-Qwen3-14B-20261121-204244.json"
+        );
+    }
+
+    #[test]
+    fn metadata_and_a_ramp_go_where_vllm_writes_them() {
+        use crate::harness::ramp::{RampUp, Strategy};
+        let m = compute(&[], 1.0, &MetricOptions::default());
+        let meta = ResultMeta {
+            date: "20261121-204244".into(),
+            backend: "openai".into(),
+            label: None,
+            model_id: "Qwen/Qwen3-14B".into(),
+            tokenizer_id: "Qwen/Qwen3-14B".into(),
+            num_prompts: 0,
+            request_rate: None,
+            burstiness: 1.0,
+            max_concurrency: None,
+            metadata: vec![("tp".into(), "1".into()), ("date".into(), "mine".into())],
+            ramp_up: Some(RampUp {
+                strategy: Strategy::Exponential,
+                start: 1,
+                end: 8,
+            }),
+            rps_change_events: vec![(1, "2026-11-21T20:42:44Z".into())],
+        };
+        let v = save_result_json(&meta, &m, &[], &[Latency::Ttft], &[99.0], false);
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        insta::assert_snapshot!(keys[..16].join(","), @"date,endpoint_type,backend,label,model_id,tokenizer_id,num_prompts,tp,request_rate,burstiness,max_concurrency,ramp_up_strategy,ramp_up_start_rps,ramp_up_end_rps,duration,completed");
+        // A metadata key vLLM writes first keeps its place and takes the value.
+        assert_eq!((&v["date"], &v["tp"]), (&json!("mine"), &json!("1")));
+        assert_eq!(v["ramp_up_strategy"], "exponential");
+        assert_eq!(
+            v["rps_change_events"],
+            json!([{"rps": 1, "timestamp": "2026-11-21T20:42:44Z"}])
+        );
+        let after = keys.iter().position(|k| *k == "rps_change_events").unwrap();
+        assert_eq!(keys[after - 1], "max_concurrent_requests");
+        assert_eq!(
+            default_file_name(&meta),
+            "openai-ramp-up-exponential-1qps-8qps-Qwen3-14B-20261121-204244.json"
         );
     }
 }

@@ -6,6 +6,7 @@
 
 mod bad_values;
 mod bench;
+mod bench_options;
 mod browser;
 mod charts;
 mod closed_pipe;
@@ -20,6 +21,7 @@ mod load;
 mod lock;
 mod objectives;
 mod pages;
+mod progress;
 mod project;
 mod published;
 mod realise;

@@ -35,6 +35,10 @@ pub const GPU_ENV: &str = "PERFPIPE_SIM_GPU";
 /// in flight ([`timing`]), for exact checks of sweeps and searches.
 pub const TIMING_ENV: &str = "PERFPIPE_SIM_TIMING";
 
+/// How long loading the weights takes, in milliseconds (300 by default, 0
+/// under a fixed timing): a test of what a slow start shows sets it.
+pub const LOAD_ENV: &str = "PERFPIPE_SIM_LOAD_MS";
+
 fn parse_fixed_timing(spec: &str) -> Option<server::TokenSource> {
     let mut ttft = None;
     let mut itl = None;
@@ -119,8 +123,14 @@ pub fn main(argv: &[String]) -> i32 {
     };
     runtime.block_on(async move {
         // Loading weights.
-        if fixed_timing.is_none() {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+        let default_load = if fixed_timing.is_none() { 300 } else { 0 };
+        let load = std::env::var(LOAD_ENV)
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .unwrap_or(default_load);
+        if load > 0 {
+            eprintln!("INFO perfpipe-sim: loading weights");
+            tokio::time::sleep(Duration::from_millis(load)).await;
         }
         if let Some(error) = support::startup_error(&config, gpu) {
             eprintln!("ERROR perfpipe-sim: engine failed to start");

@@ -1,0 +1,211 @@
+//! `bench`'s options from `vllm bench serve` after v0.11 and its sampling
+//! group, as users pass them; checked against each other in `bench::check`.
+
+use clap::{Args, ValueEnum};
+use serde_json::{Map, Value, json};
+
+use super::CliError;
+use super::args::DatasetArg;
+use crate::harness::ramp::{RampUp, Strategy};
+use crate::spec::RequestRate;
+
+#[derive(Debug, Args)]
+pub struct VllmBenchOptions {
+    /// Ramp the request rate from `--ramp-up-start-rps` to
+    /// `--ramp-up-end-rps` over the benchmark (instead of `--request-rate`).
+    #[arg(long, value_enum)]
+    pub ramp_up_strategy: Option<RampUpArg>,
+    /// Requests per second the ramp starts at (at least 1).
+    #[arg(long, value_name = "RPS")]
+    pub ramp_up_start_rps: Option<u32>,
+    /// Requests per second the ramp ends at (at least the start).
+    #[arg(long, value_name = "RPS")]
+    pub ramp_up_end_rps: Option<u32>,
+    /// `KEY=VALUE` pairs written as top-level keys of the result JSON.
+    #[arg(long, value_name = "KEY=VALUE", num_args = 0..)]
+    pub metadata: Vec<String>,
+    /// Append the result JSON to the result file, a line each, instead of
+    /// replacing it (implies `--save-result`).
+    #[arg(long)]
+    pub append_result: bool,
+    /// Draw no progress bar.
+    #[arg(long)]
+    pub disable_tqdm: bool,
+    /// Top-p sampling (0 < p <= 1), sent as `top_p`.
+    #[arg(long)]
+    pub top_p: Option<f64>,
+    /// Top-k sampling (-1 or 0 for every token), sent as `top_k`.
+    #[arg(long, allow_negative_numbers = true)]
+    pub top_k: Option<i64>,
+    /// Min-p sampling (0 <= p <= 1), sent as `min_p`.
+    #[arg(long)]
+    pub min_p: Option<f64>,
+    /// Accepted for vLLM's command lines: perfpipe reads `tokenizer.json`
+    /// files only and runs no code of a model's repository.
+    #[arg(long)]
+    pub trust_remote_code: bool,
+    /// Request `i` is sent with `x-request-id: {PREFIX}{i}` [default:
+    /// `bench-{8 random hex digits}-`, as vLLM].
+    #[arg(long, value_name = "PREFIX")]
+    pub request_id_prefix: Option<String>,
+    /// Output tokens each `--dataset-name custom` request asks for.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub custom_output_len: u32,
+    /// Send a custom dataset's prompts as they are (required: perfpipe
+    /// renders no chat template).
+    #[arg(long)]
+    pub custom_skip_chat_template: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RampUpArg {
+    Linear,
+    Exponential,
+}
+
+impl RampUpArg {
+    pub fn strategy(self) -> Strategy {
+        match self {
+            Self::Linear => Strategy::Linear,
+            Self::Exponential => Strategy::Exponential,
+        }
+    }
+}
+
+impl VllmBenchOptions {
+    /// The ramp, checked as vLLM checks it; and a rate that never sends
+    /// (a start of 0) is refused here rather than mid-benchmark.
+    pub fn ramp(&self, rate: RequestRate) -> Result<Option<RampUp>, CliError> {
+        let usage = |message: &str, hint: &str| CliError::Usage {
+            message: message.into(),
+            hint: hint.into(),
+        };
+        let Some(strategy) = self.ramp_up_strategy else {
+            if self.ramp_up_start_rps.is_some() || self.ramp_up_end_rps.is_some() {
+                return Err(usage(
+                    "`--ramp-up-start-rps` and `--ramp-up-end-rps` need `--ramp-up-strategy`",
+                    "add `--ramp-up-strategy linear` or `exponential`",
+                ));
+            }
+            return Ok(None);
+        };
+        if rate != RequestRate::Infinite {
+            return Err(usage(
+                "`--ramp-up-strategy` sets the request rate: `--request-rate` cannot be given with it",
+                "remove `--request-rate`, as vLLM requires",
+            ));
+        }
+        let (Some(start), Some(end)) = (self.ramp_up_start_rps, self.ramp_up_end_rps) else {
+            return Err(usage(
+                "`--ramp-up-strategy` needs both `--ramp-up-start-rps` and `--ramp-up-end-rps`",
+                "e.g. `--ramp-up-start-rps 1 --ramp-up-end-rps 20`",
+            ));
+        };
+        if start == 0 {
+            return Err(usage(
+                "`--ramp-up-start-rps 0` sends the first request at a rate of 0, which is never",
+                "start the ramp at 1 request per second or more",
+            ));
+        }
+        if start > end {
+            return Err(usage(
+                &format!("the ramp starts at {start} req/s, above its end, {end} req/s"),
+                "`--ramp-up-end-rps` is at least `--ramp-up-start-rps`",
+            ));
+        }
+        Ok(Some(RampUp {
+            strategy: strategy.strategy(),
+            start,
+            end,
+        }))
+    }
+
+    /// `--metadata` as pairs, split at the first `=` and trimmed, as vLLM does.
+    pub fn metadata(&self) -> Result<Vec<(String, String)>, CliError> {
+        self.metadata
+            .iter()
+            .map(|item| {
+                let (key, value) = item.split_once('=').ok_or_else(|| CliError::Usage {
+                    message: format!("invalid `--metadata` `{item}`"),
+                    hint: "write `KEY=VALUE`, e.g. `--metadata tp=1 version=0.11.0`".into(),
+                })?;
+                Ok((key.trim().to_owned(), value.trim().to_owned()))
+            })
+            .collect()
+    }
+
+    /// The sampling parameters given, as body fields; values the server
+    /// would refuse (failing every request) are refused first.
+    pub fn sampling(&self) -> Result<Map<String, Value>, CliError> {
+        let bad = |flag: &str, value: String, hint: &str| CliError::Usage {
+            message: format!("invalid `{flag}` `{value}`"),
+            hint: hint.into(),
+        };
+        let mut body = Map::new();
+        if let Some(p) = self.top_p {
+            if !(p > 0.0 && p <= 1.0) {
+                return Err(bad("--top-p", p.to_string(), "a number in (0, 1]"));
+            }
+            body.insert("top_p".into(), json!(p));
+        }
+        if let Some(k) = self.top_k {
+            if k < -1 {
+                return Err(bad(
+                    "--top-k",
+                    k.to_string(),
+                    "-1 or 0 (every token), or at least 1",
+                ));
+            }
+            body.insert("top_k".into(), json!(k));
+        }
+        if let Some(p) = self.min_p {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(bad("--min-p", p.to_string(), "a number in [0, 1]"));
+            }
+            body.insert("min_p".into(), json!(p));
+        }
+        Ok(body)
+    }
+}
+
+/// Why `bench` refuses one of vLLM's datasets, if it does.
+pub fn unsupported_dataset(dataset: DatasetArg, options: &VllmBenchOptions) -> Option<CliError> {
+    let (name, why) = match dataset {
+        DatasetArg::Random | DatasetArg::Sharegpt => return None,
+        DatasetArg::Custom if options.custom_skip_chat_template => return None,
+        DatasetArg::Custom => {
+            return Some(CliError::Usage {
+                message: "`--dataset-name custom` without `--custom-skip-chat-template` is not supported: vLLM wraps each prompt in the model's chat template (Jinja), which perfpipe does not render".into(),
+                hint: "pass `--custom-skip-chat-template` to send the prompts as they are, as vLLM then does".into(),
+            });
+        }
+        DatasetArg::PrefixRepetition => (
+            "prefix_repetition",
+            "its prompts are drawn by numpy's generator from the tokenizer's vocabulary and re-aligned against the server's `/tokenize`; perfpipe does not build them yet",
+        ),
+        DatasetArg::Hf => (
+            "hf",
+            "it downloads a Hugging Face dataset, and perfpipe never downloads",
+        ),
+        DatasetArg::Sonnet => (
+            "sonnet",
+            "vLLM builds its prompts with the model's chat template (Jinja), which perfpipe does not render",
+        ),
+        DatasetArg::Burstgpt => (
+            "burstgpt",
+            "vLLM samples its rows with pandas' generator, which perfpipe does not reproduce",
+        ),
+        DatasetArg::RandomMm => (
+            "random-mm",
+            "it sends images, and perfpipe's requests are text only",
+        ),
+        DatasetArg::SpecBench => (
+            "spec_bench",
+            "vLLM wraps each prompt in the model's chat template (Jinja), which perfpipe does not render",
+        ),
+    };
+    Some(CliError::Usage {
+        message: format!("`--dataset-name {name}` is not supported: {why}"),
+        hint: "`--dataset-name random`, or `sharegpt` with a local `--dataset-path`".into(),
+    })
+}

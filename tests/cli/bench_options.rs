@@ -1,0 +1,385 @@
+//! `bench` with the `vllm bench serve` options added after v0.11: the
+//! requests a server captures and the result file, against what vLLM's
+//! source (benchmarks/serve.py, lib/endpoint_request_func.py) does.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::Router;
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::common::{TestEnv, runtime, serve};
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    body: Value,
+    request_id: Option<String>,
+    /// Seconds after the first request arrived.
+    at: f64,
+}
+
+/// An OpenAI-compatible server that records every completion request and
+/// answers each with two tokens and their usage.
+fn capturing_server(rt: &tokio::runtime::Runtime) -> (u16, Arc<Mutex<Vec<Seen>>>) {
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let first: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let record = seen.clone();
+    let app = Router::new()
+        .route(
+            "/v1/models",
+            get(|| async { axum::Json(json!({"data": [{"id": "m"}]})) }),
+        )
+        .route(
+            "/v1/completions",
+            post(move |headers: HeaderMap, body: String| {
+                let (record, first) = (record.clone(), first.clone());
+                async move {
+                    let now = Instant::now();
+                    let at = (now - *first.lock().unwrap().get_or_insert(now)).as_secs_f64();
+                    record.lock().unwrap().push(Seen {
+                        body: serde_json::from_str(&body).unwrap(),
+                        request_id: headers
+                            .get("x-request-id")
+                            .map(|v| v.to_str().unwrap().to_owned()),
+                        at,
+                    });
+                    let chunk =
+                        |text: &str| format!("data: {}\n\n", json!({"choices": [{"text": text}]}));
+                    let usage = json!({"choices": [], "usage": {"completion_tokens": 2}});
+                    (
+                        [("content-type", "text/event-stream")],
+                        format!(
+                            "{}{}data: {usage}\n\ndata: [DONE]\n\n",
+                            chunk("a"),
+                            chunk(" b")
+                        ),
+                    )
+                }
+            }),
+        );
+    (serve(rt, app), seen)
+}
+
+fn bench(env: &TestEnv, port: u16, extra: &[&str]) -> std::process::Output {
+    let port = port.to_string();
+    let mut args = vec![
+        "bench",
+        "--port",
+        &port,
+        "--tokenizer",
+        "whitespace",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "2",
+    ];
+    if !extra.contains(&"--num-prompts") {
+        args.extend(["--num-prompts", "6"]);
+    }
+    args.extend(extra);
+    env.run(&args)
+}
+
+#[test]
+fn sampling_options_and_request_ids_go_on_each_request_as_vllm_sends_them() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    let out = bench(
+        &env,
+        port,
+        &[
+            "--top-p",
+            "0.9",
+            "--top-k",
+            "-1",
+            "--min-p",
+            "0.05",
+            "--temperature",
+            "0.7",
+            "--request-id-prefix",
+            "run7-",
+            "--num-warmups",
+            "2",
+            "--trust-remote-code",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::common::stderr(&out)
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 8);
+    // vLLM's payload.update(extra_body): the sampling group on the body.
+    for s in &seen {
+        assert_eq!(s.body["top_p"], 0.9);
+        assert_eq!(s.body["top_k"], -1);
+        assert_eq!(s.body["min_p"], 0.05);
+        assert_eq!(s.body["temperature"], 0.7);
+    }
+    // Warm-ups carry no id; request i is `{prefix}{i}`.
+    let mut ids: Vec<Option<String>> = seen.iter().map(|s| s.request_id.clone()).collect();
+    ids.sort();
+    let mut expected: Vec<Option<String>> = vec![None, None];
+    expected.extend((0..6).map(|i| Some(format!("run7-{i}"))));
+    assert_eq!(ids, expected);
+
+    // Without the options: no sampling field but vLLM's default temperature
+    // 0, and a random `bench-XXXXXXXX-` prefix.
+    let (port, seen) = capturing_server(&rt);
+    let out = bench(&env, port, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let seen = seen.lock().unwrap().clone();
+    for s in &seen {
+        assert!(s.body.get("top_p").is_none() && s.body.get("min_p").is_none());
+        assert_eq!(s.body["temperature"], 0.0);
+        let id = s.request_id.as_deref().unwrap();
+        assert!(
+            id.starts_with("bench-") && id.len() == "bench-12345678-0".len(),
+            "{id}"
+        );
+    }
+}
+
+#[test]
+fn metadata_and_appended_results_are_written_as_vllm_writes_them() {
+    let rt = runtime();
+    let (port, _) = capturing_server(&rt);
+    let env = TestEnv::new();
+    for run in ["1", "2"] {
+        let out = bench(
+            &env,
+            port,
+            &[
+                "--append-result",
+                "--result-filename",
+                "r.jsonl",
+                "--disable-tqdm",
+                "--metadata",
+                "tp=1",
+                &format!("run = {run}"),
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            crate::common::stderr(&out)
+        );
+    }
+    let text = env.read("r.jsonl");
+    let results: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(results.len(), 2, "{text}");
+    for (i, r) in results.iter().enumerate() {
+        let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys[6..10],
+            ["num_prompts", "tp", "run", "request_rate"],
+            "after num_prompts, trimmed at the first `=`"
+        );
+        assert_eq!(r["run"], (i + 1).to_string());
+        assert_eq!(r["completed"], 6);
+    }
+    let bad = bench(&env, port, &["--metadata", "tp"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(crate::common::stderr(&bad).contains("invalid `--metadata` `tp`"));
+}
+
+#[test]
+fn a_linear_ramp_sends_faster_as_it_goes_and_records_its_rates() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    let out = bench(
+        &env,
+        port,
+        &[
+            "--num-prompts",
+            "30",
+            "--ramp-up-strategy",
+            "linear",
+            "--ramp-up-start-rps",
+            "20",
+            "--ramp-up-end-rps",
+            "200",
+            "--save-result",
+            "--label",
+            "ramp",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::common::stderr(&out)
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 30);
+    let mut at: Vec<f64> = seen.iter().map(|s| s.at).collect();
+    at.sort_by(f64::total_cmp);
+    // vLLM's rates: 20 + 180 i / 29. The first ten gaps are drawn at
+    // 20 to 75 req/s, the last ten at 144 to 200: the first third takes longer.
+    let first = at[10] - at[0];
+    let last = at[29] - at[19];
+    assert!(first > last, "{first} {last}");
+    let name = std::fs::read_dir(env.path(""))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("ramp-ramp-up-linear-20qps-200qps-m-"))
+        .expect("vLLM's ramp file name");
+    let r: Value = serde_json::from_str(&env.read(&name)).unwrap();
+    assert_eq!(r["request_rate"], "inf");
+    assert_eq!(
+        (
+            &r["ramp_up_strategy"],
+            &r["ramp_up_start_rps"],
+            &r["ramp_up_end_rps"]
+        ),
+        (&json!("linear"), &json!(20), &json!(200))
+    );
+    let rps: Vec<u64> = r["rps_change_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["rps"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rps, (20..=200).collect::<Vec<_>>());
+}
+
+#[test]
+fn options_vllm_refuses_or_the_server_would_are_refused_before_any_request() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    for (args, says) in [
+        (
+            &["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1"][..],
+            "needs both",
+        ),
+        (
+            &[
+                "--ramp-up-strategy",
+                "linear",
+                "--ramp-up-start-rps",
+                "1",
+                "--ramp-up-end-rps",
+                "2",
+                "--request-rate",
+                "5",
+            ],
+            "sets the request rate",
+        ),
+        (
+            &[
+                "--ramp-up-strategy",
+                "exponential",
+                "--ramp-up-start-rps",
+                "0",
+                "--ramp-up-end-rps",
+                "2",
+            ],
+            "rate of 0",
+        ),
+        (
+            &[
+                "--ramp-up-strategy",
+                "linear",
+                "--ramp-up-start-rps",
+                "5",
+                "--ramp-up-end-rps",
+                "2",
+            ],
+            "above its end",
+        ),
+        (&["--ramp-up-end-rps", "2"], "need `--ramp-up-strategy`"),
+        (&["--top-p", "0"], "invalid `--top-p` `0`"),
+        (&["--top-k", "-2"], "invalid `--top-k` `-2`"),
+        (&["--min-p", "1.5"], "invalid `--min-p` `1.5`"),
+    ] {
+        let out = bench(&env, port, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = crate::common::stderr(&out);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // vLLM's other datasets: named, with why.
+    for (name, why) in [
+        ("prefix_repetition", "numpy"),
+        ("hf", "never downloads"),
+        ("sonnet", "chat template"),
+        ("burstgpt", "pandas"),
+        ("random-mm", "images"),
+        ("spec_bench", "chat template"),
+    ] {
+        let out = bench(&env, port, &["--dataset-name", name]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = crate::common::words(&out);
+        assert!(
+            err.contains(&format!("`--dataset-name {name}` is not supported")) && err.contains(why),
+            "{name}: {err}"
+        );
+    }
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_custom_dataset_sends_vllms_prompts_in_vllms_order() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    let lines: String = (0..8)
+        .map(|i| format!("{{\"prompt\": \"prompt {i}\"}}\n"))
+        .collect();
+    env.write("prompts.jsonl", &lines);
+    let custom = [
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        "prompts.jsonl",
+    ];
+    let refused = bench(&env, port, &custom);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(crate::common::words(&refused).contains("chat template"));
+    let mut args = custom.to_vec();
+    args.extend([
+        "--custom-skip-chat-template",
+        "--num-prompts",
+        "3",
+        "--max-concurrency",
+        "1",
+        "--request-id-prefix",
+        "c-",
+    ]);
+    let out = bench(&env, port, &args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::common::stderr(&out)
+    );
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_by_key(|s| s.request_id.clone());
+    let sent: Vec<(&str, u64)> = seen
+        .iter()
+        .map(|s| {
+            (
+                s.body["prompt"].as_str().unwrap(),
+                s.body["max_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // vLLM v0.11: random.seed(0); random.shuffle(8 lines) = [4, 1, 5, 2, 0,
+    // 3, 7, 6], the first three taken, each asking for 256 tokens.
+    assert_eq!(
+        sent,
+        [("prompt 4", 256), ("prompt 1", 256), ("prompt 5", 256)]
+    );
+}
