@@ -49,6 +49,8 @@ async fn main() -> ExitCode {
         temperature: 0.0,
         ignore_eos: true,
         tokenizer,
+        extra_body: Default::default(),
+        request_id_prefix: None,
     };
     let bodies: Arc<Vec<Bytes>> = Arc::new(
         prompts
