@@ -89,6 +89,10 @@ pub enum Command {
     /// Check the store (`verify`), list a run's files (`path`) and remove what nothing reaches (`gc`).
     #[command(after_long_help = examples::STORE)]
     Store(StoreArgs),
+    /// Share results between machines: keys (`keygen`), signed samples in a
+    /// cache (`push`); `run` and `plan` substitute from trusted caches.
+    #[command(after_long_help = examples::CACHE)]
+    Cache(super::cache::CacheArgs),
     /// Print the completion script of a shell.
     ///
     /// Load it in the shell's startup file, or install it where the shell

@@ -96,3 +96,12 @@ Examples:
   perfpipe store path experiments/qwen3-14b-a100.kdl --runtime sim
   perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt | awk '$3 == \"log\" {print $4}'
   less $(perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt | grep engine.log | cut -f4)";
+
+pub const CACHE: &str = "\
+Examples:
+  perfpipe cache keygen alice-1";
+
+pub const CACHE_KEYGEN: &str = "\
+Examples:
+  perfpipe cache keygen alice-1             # ~/.config/perfpipe/keys/alice-1.{secret,public}
+  perfpipe cache keygen ci-runner --dir /etc/perfpipe/keys";

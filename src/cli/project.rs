@@ -123,6 +123,7 @@ fn apply(command: &mut Command, project: &Project) {
                 store(&mut a.store);
             }
         },
+        Command::Cache(_) => {}
         Command::Bench(_)
         | Command::Completions(_)
         | Command::Man(_)

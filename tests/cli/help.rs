@@ -19,6 +19,8 @@ const SUBCOMMANDS: &[&[&str]] = &[
     &["store", "verify"],
     &["store", "gc"],
     &["store", "path"],
+    &["cache"],
+    &["cache", "keygen"],
     &["completions"],
     &["man"],
 ];

@@ -6,6 +6,7 @@
 
 mod bad_values;
 mod bench;
+mod cache;
 mod closed_pipe;
 mod common;
 mod completions;
