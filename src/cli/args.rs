@@ -274,7 +274,8 @@ pub struct RunPolicy {
     /// Samples each run should have in the store.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: u32,
-    /// Run again the runs whose stored result is a failure.
+    /// Run again the runs whose stored result is a failure (one a cache
+    /// supplied too).
     #[arg(long)]
     pub retry_failed: bool,
     /// Start an engine for every run, instead of one per step whose runs share it.
@@ -318,6 +319,18 @@ impl Common {
             fresh_engine: false,
             max_prompts: None,
             lockfile,
+        }
+    }
+
+    /// The declared runs under `--runtime`.
+    pub fn selecting_runtime(
+        experiment: &ExperimentArgs,
+        store: &StoreArg,
+        runtime: &RuntimeOpt,
+    ) -> Self {
+        Self {
+            runtime: runtime.runtime,
+            ..Self::of(experiment, store.path())
         }
     }
 
@@ -384,6 +397,8 @@ pub struct RunArgs {
     /// (`perfpipe fetch` does it where the Hub and registries are reachable).
     #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
+    #[command(flatten)]
+    pub substitute: super::cache::SubstituteArgs,
 }
 
 #[derive(Debug, Args)]
@@ -478,6 +493,11 @@ pub struct PlanArgs {
     pub cap: CapArg,
     #[command(flatten)]
     pub policy: RunPolicy,
+    #[command(flatten)]
+    pub substitute: super::cache::SubstituteArgs,
+    /// Ask no cache over the network (directory caches are still asked).
+    #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub offline: bool,
 }
 
 #[derive(Debug, Args)]

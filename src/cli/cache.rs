@@ -23,6 +23,52 @@ pub enum CacheCommand {
     /// replaces a key.
     #[command(after_long_help = examples::CACHE_KEYGEN)]
     Keygen(KeygenArgs),
+    /// Sign and upload the stored samples of experiments (or of the whole
+    /// store) that the cache lacks; pushing again uploads nothing.
+    ///
+    /// A sample substituted from another machine keeps its signer's
+    /// signature; imported (published) numbers are not pushed.
+    #[command(after_long_help = examples::CACHE_PUSH)]
+    Push(PushArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// Experiments whose runs (under `--runtime`) to push.
+    #[arg(value_name = "EXPERIMENT", required_unless_present = "all")]
+    pub experiments: Vec<PathBuf>,
+    /// Push every entry of the store.
+    #[arg(long, conflicts_with = "experiments")]
+    pub all: bool,
+    /// The cache: a directory or `oci://host/repository` [default: `push-to`
+    /// under `[cache]` in config.toml].
+    #[arg(long, value_name = "LOCATION")]
+    pub to: Option<String>,
+    /// The secret key file to sign with [default: `secret-key-file` under `[cache]`].
+    #[arg(long, value_name = "FILE")]
+    pub secret_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub runtime: super::args::RuntimeOpt,
+    #[command(flatten)]
+    pub store: super::args::StoreArg,
+}
+
+/// Which caches `run` and `plan` ask for missing runs, and whose signatures
+/// they accept.
+#[derive(Debug, Args)]
+pub struct SubstituteArgs {
+    /// A cache to ask for missing runs, repeatable: a directory, an
+    /// `https://` URL or `oci://host/repository` [default: `substituters`
+    /// under `[cache]` in config.toml].
+    #[arg(long = "substituter", value_name = "LOCATION")]
+    pub substituters: Vec<String>,
+    /// A public key whose signed results to accept, repeatable
+    /// [default: `public-keys` under `[trust]` in config.toml].
+    #[arg(long = "trusted-key", value_name = "NAME:BASE64")]
+    pub trusted_keys: Vec<String>,
+    /// Ask no cache: measure every missing run here.
+    #[arg(long)]
+    pub no_substitute: bool,
 }
 
 #[derive(Debug, Args)]
@@ -38,7 +84,125 @@ pub struct KeygenArgs {
 pub fn cache(args: &CacheArgs) -> Result<u8, CliError> {
     match &args.command {
         CacheCommand::Keygen(args) => keygen(args),
+        CacheCommand::Push(args) => push(args),
     }
+}
+
+fn push(args: &PushArgs) -> Result<u8, CliError> {
+    let to = args.to.as_deref().ok_or(crate::cache::Error::NoPushTarget);
+    let to =
+        crate::cache::Location::parse(to.map_err(CliError::Cache)?).map_err(CliError::Cache)?;
+    let secret_file = args
+        .secret_key
+        .as_deref()
+        .ok_or(crate::cache::Error::NoSecretKey)
+        .map_err(CliError::Cache)?;
+    let secret = crate::cache::read_secret(secret_file).map_err(CliError::Cache)?;
+    let store = crate::store::Store::open(args.store.path()).map_err(CliError::Store)?;
+    let runs = if args.all {
+        store.entries().map_err(CliError::Store)?
+    } else {
+        let mut runs = Vec::new();
+        for experiment in &args.experiments {
+            let experiment = super::args::ExperimentArgs {
+                experiment: experiment.clone(),
+                lockfile: None,
+            };
+            let common =
+                super::args::Common::selecting_runtime(&experiment, &args.store, &args.runtime);
+            let loaded = super::load(&common, super::LockMode::Read)?;
+            runs.extend(
+                loaded
+                    .runs
+                    .iter()
+                    .map(|r| (r.key.clone(), r.canonical.clone())),
+            );
+        }
+        runs.sort();
+        runs.dedup();
+        runs
+    };
+    let remote = crate::cache::Remote::new(to);
+    let pushed = crate::cache::push(&store, &runs, &remote, &secret).map_err(CliError::Cache)?;
+    eprintln!(
+        "perfpipe: pushed {} to `{}` as `{}` ({} already there{})",
+        crate::plural::count(pushed.uploaded, "sample", "samples"),
+        remote.location,
+        secret.name,
+        pushed.already,
+        match pushed.published {
+            0 => String::new(),
+            n => format!(", {n} imported left out"),
+        }
+    );
+    Ok(exit_code::OK)
+}
+
+impl SubstituteArgs {
+    /// The caches to ask; `None` with `--no-substitute` or none configured.
+    pub fn caches(&self, offline: bool) -> Result<Option<crate::cache::Caches>, CliError> {
+        if self.no_substitute {
+            return Ok(None);
+        }
+        crate::cache::Caches::configure(&self.substituters, &self.trusted_keys, offline)
+            .map_err(CliError::Cache)
+    }
+
+    /// Fills what the command line leaves out from the user's configuration.
+    pub fn or_user(&mut self, user: &crate::project::UserConfig) {
+        if self.substituters.is_empty() {
+            self.substituters = user.cache.substituters.clone();
+        }
+        if self.trusted_keys.is_empty() {
+            self.trusted_keys = user.trust.public_keys.clone();
+        }
+    }
+}
+
+/// The missing runs of `plan` (key and key material).
+pub fn missing_runs(plan: &crate::plan::Plan) -> Vec<(crate::key::RunKey, String)> {
+    plan.missing()
+        .iter()
+        .map(|r| (r.key.clone(), r.canonical.clone()))
+        .collect()
+}
+
+/// `run`: substitutes what the caches offer for the missing runs; says what
+/// came from where and what was refused. Whether anything was added.
+pub fn substitute(
+    args: &SubstituteArgs,
+    offline: bool,
+    store: &crate::store::Store,
+    plan: &crate::plan::Plan,
+) -> Result<bool, CliError> {
+    let Some(caches) = args.caches(offline)? else {
+        return Ok(false);
+    };
+    let runs = missing_runs(plan);
+    if runs.is_empty() {
+        return Ok(false);
+    }
+    let done = caches.substitute(store, &runs).map_err(CliError::Cache)?;
+    for e in &done.unreachable {
+        eprintln!("warning: {e}; measuring instead");
+    }
+    for run in plan.missing() {
+        for (location, outcome) in done.samples.get(&run.key).into_iter().flatten() {
+            match outcome {
+                crate::cache::Outcome::Added { signer } => eprintln!(
+                    "perfpipe: `{}` × `{}` ({}): substituted a sample signed by `{signer}` from `{location}`",
+                    run.step,
+                    run.workload,
+                    run.key.short()
+                ),
+                crate::cache::Outcome::Refused { tag, why } => eprintln!(
+                    "warning: `{}` × `{}`: refused `{tag}` from `{location}`: {why}; nothing of it was stored",
+                    run.step, run.workload
+                ),
+            }
+        }
+    }
+    Ok(done.added() > 0)
 }
 
 fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {
@@ -58,4 +222,39 @@ fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {
         pair.public_file.display()
     );
     Ok(exit_code::OK)
+}
+
+/// `plan`: what the caches offer for the missing runs (asked, no blob fetched).
+pub fn offers(
+    args: &SubstituteArgs,
+    offline: bool,
+    store: &crate::store::Store,
+    plan: &crate::plan::Plan,
+) -> Result<std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>, CliError> {
+    let keys: Vec<_> = plan.missing().iter().map(|r| r.key.clone()).collect();
+    let caches = match args.caches(offline)? {
+        Some(caches) if !keys.is_empty() => caches,
+        _ => return Ok(Default::default()),
+    };
+    let (offers, unreachable) = caches.offers(store, &keys);
+    for e in unreachable {
+        eprintln!("warning: {e}");
+    }
+    Ok(offers)
+}
+
+/// `plan` as it will be once the offered runs are substituted.
+pub fn after_substitution(
+    plan: &crate::plan::Plan,
+    offers: &std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
+) -> crate::plan::Plan {
+    let mut after = plan.clone();
+    for run in &mut after.runs {
+        if let Some(offer) = offers.get(&run.key) {
+            run.status = crate::plan::RunStatus::Cached {
+                samples: offer.tags.len(),
+            };
+        }
+    }
+    after
 }

@@ -99,7 +99,14 @@ Examples:
 
 pub const CACHE: &str = "\
 Examples:
-  perfpipe cache keygen alice-1";
+  perfpipe cache keygen alice-1
+  perfpipe cache push --all --to oci://registry.example.org/team/perfpipe";
+
+pub const CACHE_PUSH: &str = "\
+Examples:
+  perfpipe cache push experiments/qwen3-14b-a100.kdl   # to `push-to` of config.toml
+  perfpipe cache push --all --to /srv/perfpipe-cache --secret-key ~/.config/perfpipe/keys/alice-1.secret
+  perfpipe cache push --all --to oci://localhost:5000/team/perfpipe";
 
 pub const CACHE_KEYGEN: &str = "\
 Examples:

@@ -19,13 +19,14 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
     let common = args.common();
     let loaded = load(&common, LockMode::Read)?;
     let plan = build_plan(&loaded, &common)?;
+    let offers = super::cache::offers(&args.substitute, args.offline, &loaded.store, &plan)?;
     // Read only when some run is missing: a cached plan estimates nothing.
     let earlier = if plan.missing().is_empty() {
         Vec::new()
     } else {
         earlier_durations(&loaded)?
     };
-    let estimate = plan::estimate(&loaded.spec, &plan, args.policy.fresh_engine, &|run| {
+    let earlier_seconds = |run: &plan::PlannedRun| {
         if earlier.is_empty() {
             return None;
         }
@@ -35,8 +36,28 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
             .filter(|(m, _)| m["workload"] == material["workload"])
             .min_by_key(|(m, _)| material_changes(m, &material).len())
             .map(|(_, seconds)| *seconds)
-    });
-    out!("{}", render(&loaded, &common, &plan));
+    };
+    let estimate = plan::estimate(
+        &loaded.spec,
+        &plan,
+        args.policy.fresh_engine,
+        &earlier_seconds,
+    );
+    out!("{}", render(&loaded, &common, &plan, &offers));
+    if !offers.is_empty() {
+        let after = super::cache::after_substitution(&plan, &offers);
+        let left = plan::estimate(
+            &loaded.spec,
+            &after,
+            args.policy.fresh_engine,
+            &earlier_seconds,
+        );
+        outln!(
+            "substitutable: {} from trusted caches, saving {:.1} GPU-hours of the estimate",
+            count(offers.len(), "run", "runs"),
+            estimate.gpu_hours - left.gpu_hours
+        );
+    }
     // `plan` stops nothing; it says what the next `run` will stop.
     for found in leftovers::find(&leftovers::dir()) {
         let what = super::describe_launch(&found.launch);
@@ -117,7 +138,12 @@ pub(super) fn plan_and_index(
     Ok((plan, index))
 }
 
-fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
+fn render(
+    loaded: &Loaded,
+    common: &Common,
+    plan: &Plan,
+    offers: &std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -162,9 +188,10 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
         .max()
         .unwrap_or(8)
         .max(8);
+    let status_w = if offers.is_empty() { 7 } else { 13 };
     let _ = writeln!(
         out,
-        "\n{:step_w$}  {:work_w$}  {:12}  {:7}  DETAIL",
+        "\n{:step_w$}  {:work_w$}  {:12}  {:status_w$}  DETAIL",
         "STEP", "WORKLOAD", "KEY", "STATUS"
     );
     for r in &plan.runs {
@@ -173,13 +200,24 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
             RunStatus::Failed { error } => error.clone(),
             RunStatus::Missing { reason } => reason.clone(),
         };
+        let (label, detail) = match offers.get(&r.key) {
+            Some(offer) => (
+                "substitutable",
+                format!(
+                    "{} in `{}`; {detail}",
+                    count(offer.tags.len(), "sample", "samples"),
+                    offer.location
+                ),
+            ),
+            None => (r.status.label(), detail),
+        };
         let _ = writeln!(
             out,
-            "{:step_w$}  {:work_w$}  {:12}  {:7}  {detail}",
+            "{:step_w$}  {:work_w$}  {:12}  {:status_w$}  {detail}",
             r.step,
             r.workload,
             r.key.short(),
-            r.status.label()
+            label
         );
     }
     let with = |label: &str| {

@@ -77,6 +77,10 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             lockfile::settle_for_run(&loaded.lock, args.locked, experiment)?;
         }
     }
+    // A trusted cache's samples instead of measuring (docs/result-cache.md).
+    if super::cache::substitute(&args.substitute, args.offline, &loaded.store, &plan)? {
+        (plan, index) = plan_and_index(&loaded, &common)?;
+    }
     let stored = plan
         .runs
         .iter()

@@ -21,6 +21,7 @@ const SUBCOMMANDS: &[&[&str]] = &[
     &["store", "path"],
     &["cache"],
     &["cache", "keygen"],
+    &["cache", "push"],
     &["completions"],
     &["man"],
 ];
