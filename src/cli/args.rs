@@ -75,6 +75,16 @@ pub enum Command {
     /// every number both have in the store; exit 4 with `--fail-on-regression`.
     #[command(after_long_help = examples::DIFF)]
     Diff(DiffArgs),
+    /// Execute one engine launch from its material alone, without the
+    /// experiment file, and commit its runs to the store as `run` does.
+    ///
+    /// LAUNCH is a launch key, whose material `plan` and `run` write to
+    /// `<store>/drv/<launch key>.json`, or such a file. Material that does not
+    /// hash to its name, or whose datasets and tokenizers are missing from
+    /// `<store>/inputs/sha256/`, is refused before anything starts (exit 2).
+    /// Models and images are this machine's, as `perfpipe fetch` brings them.
+    #[command(after_long_help = examples::REALISE)]
+    Realise(RealiseArgs),
     /// Import a published "Serving Benchmark Result" block as a run's published numbers.
     #[command(after_long_help = examples::IMPORT)]
     Import(ImportArgs),
@@ -110,6 +120,15 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         argv: Vec<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct RealiseArgs {
+    /// A launch key, or the launch material file (`<launch key>.json`).
+    #[arg(value_name = "LAUNCH")]
+    pub launch: String,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Debug, Args)]
@@ -285,17 +304,8 @@ pub struct RunPolicy {
 
 /// What the experiment commands load, assembled from each command's own
 /// options (not a clap type: a command without an option takes its default).
-#[derive(Debug, Clone)]
-pub struct Common {
-    pub experiment: PathBuf,
-    pub runtime: Option<RuntimeArg>,
-    pub store: PathBuf,
-    pub samples: u32,
-    pub retry_failed: bool,
-    pub fresh_engine: bool,
-    pub max_prompts: Option<u32>,
-    pub lockfile: Option<PathBuf>,
-}
+/// The runs a command selects (the library's [`crate::ops::Selection`]).
+pub use crate::ops::Selection as Common;
 
 impl Common {
     /// The declared runs of `experiment`, uncapped, one sample each, on the
@@ -329,7 +339,7 @@ impl Common {
         runtime: &RuntimeOpt,
     ) -> Self {
         Self {
-            runtime: runtime.runtime,
+            runtime: super::runtime_of(runtime.runtime),
             ..Self::of(experiment, store.path())
         }
     }
@@ -342,7 +352,7 @@ impl Common {
         cap: &CapArg,
     ) -> Self {
         Self {
-            runtime: runtime.runtime,
+            runtime: super::runtime_of(runtime.runtime),
             max_prompts: cap.max_prompts,
             ..Self::of(experiment, store.path())
         }

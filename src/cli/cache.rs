@@ -158,53 +158,6 @@ impl SubstituteArgs {
         }
     }
 }
-
-/// The missing runs of `plan` (key and key material).
-pub fn missing_runs(plan: &crate::plan::Plan) -> Vec<(crate::key::RunKey, String)> {
-    plan.missing()
-        .iter()
-        .map(|r| (r.key.clone(), r.canonical.clone()))
-        .collect()
-}
-
-/// `run`: substitutes what the caches offer for the missing runs; says what
-/// came from where and what was refused. Whether anything was added.
-pub fn substitute(
-    args: &SubstituteArgs,
-    offline: bool,
-    store: &crate::store::Store,
-    plan: &crate::plan::Plan,
-) -> Result<bool, CliError> {
-    let Some(caches) = args.caches(offline)? else {
-        return Ok(false);
-    };
-    let runs = missing_runs(plan);
-    if runs.is_empty() {
-        return Ok(false);
-    }
-    let done = caches.substitute(store, &runs).map_err(CliError::Cache)?;
-    for e in &done.unreachable {
-        eprintln!("warning: {e}; measuring instead");
-    }
-    for run in plan.missing() {
-        for (location, outcome) in done.samples.get(&run.key).into_iter().flatten() {
-            match outcome {
-                crate::cache::Outcome::Added { signer } => eprintln!(
-                    "perfpipe: `{}` × `{}` ({}): substituted a sample signed by `{signer}` from `{location}`",
-                    run.step,
-                    run.workload,
-                    run.key.short()
-                ),
-                crate::cache::Outcome::Refused { tag, why } => eprintln!(
-                    "warning: `{}` × `{}`: refused `{tag}` from `{location}`: {why}; nothing of it was stored",
-                    run.step, run.workload
-                ),
-            }
-        }
-    }
-    Ok(done.added() > 0)
-}
-
 fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {
     let dir = args
         .dir
@@ -222,39 +175,4 @@ fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {
         pair.public_file.display()
     );
     Ok(exit_code::OK)
-}
-
-/// `plan`: what the caches offer for the missing runs (asked, no blob fetched).
-pub fn offers(
-    args: &SubstituteArgs,
-    offline: bool,
-    store: &crate::store::Store,
-    plan: &crate::plan::Plan,
-) -> Result<std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>, CliError> {
-    let keys: Vec<_> = plan.missing().iter().map(|r| r.key.clone()).collect();
-    let caches = match args.caches(offline)? {
-        Some(caches) if !keys.is_empty() => caches,
-        _ => return Ok(Default::default()),
-    };
-    let (offers, unreachable) = caches.offers(store, &keys);
-    for e in unreachable {
-        eprintln!("warning: {e}");
-    }
-    Ok(offers)
-}
-
-/// `plan` as it will be once the offered runs are substituted.
-pub fn after_substitution(
-    plan: &crate::plan::Plan,
-    offers: &std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
-) -> crate::plan::Plan {
-    let mut after = plan.clone();
-    for run in &mut after.runs {
-        if let Some(offer) = offers.get(&run.key) {
-            run.status = crate::plan::RunStatus::Cached {
-                samples: offer.tags.len(),
-            };
-        }
-    }
-    after
 }

@@ -329,7 +329,7 @@ fn fill_command(
 /// Whether `file` still resolves to exactly the lockfile at `path`.
 fn matches(file: &Path, path: &Path, args: &DiffArgs) -> bool {
     let common = Common {
-        runtime: args.runtime,
+        runtime: runtime_of(args.runtime),
         ..Common::declared(file, Some(path.to_owned()), args.store.path())
     };
     load(&common, LockMode::Read).is_ok_and(|loaded| loaded.lock.is_current())

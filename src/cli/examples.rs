@@ -44,6 +44,12 @@ Examples:
   perfpipe diff before.lock lockfiles/qwen3-235b-a100.lock
   perfpipe diff before.lock lockfiles/qwen3-235b-a100.lock --fail-on-regression 5 --format json";
 
+pub const REALISE: &str = "\
+Examples:
+  perfpipe plan experiments/qwen3-14b-a100.kdl   # writes store/drv/<launch key>.json per launch
+  perfpipe realise store/drv/<launch key>.json
+  perfpipe realise <launch key> --store /shared/perfpipe-store";
+
 pub const IMPORT: &str = "\
 Examples:
   perfpipe import experiments/qwen3-14b-a100.kdl --step vllm --workload sharegpt --from block.txt

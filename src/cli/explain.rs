@@ -6,10 +6,10 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::args::ExplainArgs;
-use super::plan::build_plan;
 use super::{CliError, LockMode, load};
 use crate::exit_code;
 use crate::key::{RunKey, material_changes};
+use crate::ops::plan::build_plan;
 use crate::plan::RunStatus;
 use crate::store::{Outcome, Sample, Store};
 

@@ -4,10 +4,10 @@
 use std::io::Read;
 
 use super::args::ImportArgs;
-use super::plan::build_plan;
 use super::{CliError, LockMode, load};
 use crate::exit_code;
 use crate::metrics::{MetricSet, Provenance, parse_block};
+use crate::ops::plan::build_plan;
 use crate::store::{Imported, Outcome, RunResult};
 
 pub fn import(args: &ImportArgs) -> Result<u8, CliError> {

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use super::args::InitArgs;
-use super::error::PageReport;
 use super::{CliError, write_file};
 use crate::exit_code;
+use crate::ops::PageReport;
 use crate::page;
 use crate::plural::count;
 

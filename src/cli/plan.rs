@@ -4,58 +4,30 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::args::{Common, PlanArgs};
-use super::{CliError, Loaded, LockMode, load};
-use serde_json::Value;
+use super::{CliError, Loaded};
 
 use crate::engine::leftovers;
 use crate::exit_code;
-use crate::key::material_changes;
-use crate::plan::{self, Plan, PlanOptions, RunStatus};
+use crate::ops::plan::Planned;
+use crate::plan::{Plan, RunStatus};
 use crate::plural::count;
 use crate::spec::EngineKind;
-use crate::store::StoreIndex;
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
     let common = args.common();
-    let loaded = load(&common, LockMode::Read)?;
-    let plan = build_plan(&loaded, &common)?;
-    let offers = super::cache::offers(&args.substitute, args.offline, &loaded.store, &plan)?;
-    // Read only when some run is missing: a cached plan estimates nothing.
-    let earlier = if plan.missing().is_empty() {
-        Vec::new()
-    } else {
-        earlier_durations(&loaded)?
-    };
-    let earlier_seconds = |run: &plan::PlannedRun| {
-        if earlier.is_empty() {
-            return None;
-        }
-        let material = serde_json::to_value(&run.material).ok()?;
-        earlier
-            .iter()
-            .filter(|(m, _)| m["workload"] == material["workload"])
-            .min_by_key(|(m, _)| material_changes(m, &material).len())
-            .map(|(_, seconds)| *seconds)
-    };
-    let estimate = plan::estimate(
-        &loaded.spec,
-        &plan,
-        args.policy.fresh_engine,
-        &earlier_seconds,
-    );
+    let caches = args.substitute.caches(args.offline)?;
+    let Planned {
+        loaded,
+        plan,
+        estimate,
+        offers,
+        saved_gpu_hours,
+    } = crate::ops::plan::plan(&common, caches.as_ref(), &super::Stderr)?;
     out!("{}", render(&loaded, &common, &plan, &offers));
     if !offers.is_empty() {
-        let after = super::cache::after_substitution(&plan, &offers);
-        let left = plan::estimate(
-            &loaded.spec,
-            &after,
-            args.policy.fresh_engine,
-            &earlier_seconds,
-        );
         outln!(
-            "substitutable: {} from trusted caches, saving {:.1} GPU-hours of the estimate",
+            "substitutable: {} from trusted caches, saving {saved_gpu_hours:.1} GPU-hours of the estimate",
             count(offers.len(), "run", "runs"),
-            estimate.gpu_hours - left.gpu_hours
         );
     }
     // `plan` stops nothing; it says what the next `run` will stop.
@@ -87,55 +59,6 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
         );
     }
     Ok(exit_code::OK)
-}
-
-/// Every stored configuration (its key material) with the mean benchmark
-/// seconds of its successful samples.
-fn earlier_durations(loaded: &Loaded) -> Result<Vec<(Value, f64)>, CliError> {
-    let mut out = Vec::new();
-    for (key, text) in loaded.store.entries().map_err(CliError::Store)? {
-        let Ok(material) = serde_json::from_str::<Value>(&text) else {
-            continue;
-        };
-        let seconds: Vec<f64> = loaded
-            .store
-            .samples(&key)
-            .map_err(CliError::Store)?
-            .iter()
-            .filter(|s| s.metrics().is_some())
-            .filter_map(|s| s.metric_map()?.get("duration").copied())
-            .collect();
-        if !seconds.is_empty() {
-            out.push((material, seconds.iter().sum::<f64>() / seconds.len() as f64));
-        }
-    }
-    Ok(out)
-}
-
-/// Looks every run's key up in the store.
-pub(super) fn build_plan(loaded: &Loaded, common: &Common) -> Result<Plan, CliError> {
-    Ok(plan_and_index(loaded, common)?.0)
-}
-
-/// The plan, and what the store held for its keys (its results, for a report).
-pub(super) fn plan_and_index(
-    loaded: &Loaded,
-    common: &Common,
-) -> Result<(Plan, StoreIndex), CliError> {
-    let index = loaded
-        .store
-        .index(loaded.runs.iter().map(|r| (&r.key, r.canonical.as_str())))
-        .map_err(CliError::Store)?;
-    let plan = plan::build(
-        loaded.runs.clone(),
-        &index,
-        PlanOptions {
-            runtime: loaded.runtime,
-            samples: common.samples as usize,
-            retry_failed: common.retry_failed,
-        },
-    );
-    Ok((plan, index))
 }
 
 fn render(

@@ -114,6 +114,15 @@ fn apply(command: &mut Command, project: &Project) {
             store(&mut a.store);
             optional(&mut a.from);
         }
+        Command::Realise(a) => {
+            // A launch key names no file; a material file is a path.
+            if crate::drv::LaunchKey::parse(&a.launch).is_none() {
+                let mut launch = PathBuf::from(&a.launch);
+                path(&mut launch);
+                a.launch = launch.display().to_string();
+            }
+            store(&mut a.store);
+        }
         Command::Store(a) => match &mut a.command {
             StoreCommand::Verify(a) => store(&mut a.store),
             StoreCommand::Gc(a) => {

@@ -3,9 +3,9 @@
 //! path), for scripts and for reading a failure's log.
 
 use super::args::StorePathArgs;
-use super::plan::build_plan;
 use super::{CliError, LockMode, load};
 use crate::exit_code;
+use crate::ops::plan::build_plan;
 
 pub fn path(args: &StorePathArgs) -> Result<u8, CliError> {
     let common = args.common();

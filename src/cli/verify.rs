@@ -3,10 +3,10 @@
 use std::fmt::Write;
 
 use super::args::VerifyArgs;
-use super::plan::plan_and_index;
 use super::{CliError, LockMode, load};
 use crate::analyze::{self, Verdict};
 use crate::exit_code;
+use crate::ops::plan::plan_and_index;
 use crate::spec::ExpectedOutcome;
 
 pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {

@@ -21,6 +21,16 @@ pub fn samples_dir(root: &Path, key: &RunKey) -> PathBuf {
     entry_dir(root, key).join("samples")
 }
 
+/// Launch material, by launch key: `drv/<launch key>.json`.
+pub fn drv_dir(root: &Path) -> PathBuf {
+    root.join("drv")
+}
+
+/// The content-addressed input area: `inputs/sha256/<hex>`.
+pub fn inputs_dir(root: &Path) -> PathBuf {
+    root.join("inputs").join("sha256")
+}
+
 pub fn locks_dir(root: &Path) -> PathBuf {
     root.join("locks")
 }

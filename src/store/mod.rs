@@ -24,6 +24,7 @@
 //! redoes it moves the damage to `quarantine/`.
 
 mod check;
+mod drv;
 mod entry;
 mod files;
 mod gc;

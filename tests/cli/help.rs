@@ -19,6 +19,7 @@ const SUBCOMMANDS: &[&[&str]] = &[
     &["store", "verify"],
     &["store", "gc"],
     &["store", "path"],
+    &["realise"],
     &["cache"],
     &["cache", "keygen"],
     &["cache", "push"],

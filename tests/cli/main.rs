@@ -20,6 +20,7 @@ mod objectives;
 mod pages;
 mod project;
 mod published;
+mod realise;
 mod reliability;
 mod reports;
 mod run;

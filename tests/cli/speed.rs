@@ -137,7 +137,12 @@ fn a_same_size_change_within_the_timestamp_granularity_is_hashed_again() {
 fn a_corrupt_hash_cache_is_ignored_and_rewritten() {
     let none = TestEnv::tiny();
     let fresh = plan(&none);
-    assert!(!none.path("store").exists(), "a store made for a cache");
+    // `plan` writes the launch material to the store, but no cache where
+    // there was no store to keep it.
+    assert!(
+        !none.path("store/cache").exists(),
+        "a cache made without a store"
+    );
     let env = project();
     assert_eq!(plan(&env), fresh);
     for damage in ["{\"perfpipe\": ", "[1, 2]", "\u{0}garbage"] {

@@ -1,14 +1,15 @@
-//! Errors as the user sees them: message, cause, hint, exit code.
+//! The errors of the commands' workflows as the user sees them: message,
+//! cause, hint (miette renders them in `cli`), exit code.
 
 use miette::Diagnostic;
-use thiserror::Error;
 
 use crate::exec::ExecError;
 use crate::exit_code;
 use crate::spec::SpecErrors;
 
-#[derive(Debug, Error, Diagnostic)]
-pub enum CliError {
+/// Every failure of a command's workflow, with the exit code it ends with.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+pub enum Error {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Project(crate::project::Error),
@@ -135,9 +136,43 @@ pub enum CliError {
     Secret(crate::secrets::Error),
     #[error("analysis failed")]
     Analysis(#[source] polars::error::PolarsError),
+    #[error("cannot read the launch material `{path}`")]
+    #[diagnostic(help(
+        "`perfpipe plan` and `perfpipe run` write each launch's material to `<store>/drv/<launch key>.json`; `--store DIR` names the store"
+    ))]
+    ReadMaterial {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the launch material `{path}` does not hash to its name (its sha256 is {actual})")]
+    #[diagnostic(help(
+        "it was changed after perfpipe wrote it, so it is not the launch its name says; nothing ran. `perfpipe plan EXPERIMENT` writes the material again"
+    ))]
+    TamperedMaterial { path: String, actual: String },
+    #[error("`{path}` is not launch material")]
+    #[diagnostic(help("launch material is the JSON `perfpipe plan` and `perfpipe run` write"))]
+    BadMaterial {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the launch material cannot be realised")]
+    #[diagnostic(help("write it again with this perfpipe: `perfpipe plan EXPERIMENT`"))]
+    Material(#[source] crate::drv::RebuildError),
+    #[error("the store has no {what} (sha256 {sha256}), which launch {launch} reads; nothing ran")]
+    #[diagnostic(help(
+        "the store keeps the inputs of a launch at `{path}`: `perfpipe plan` or `perfpipe run` of the experiment on a machine that has the file puts it there"
+    ))]
+    MissingInput {
+        what: String,
+        sha256: String,
+        launch: String,
+        path: String,
+    },
 }
 
-impl From<ExecError> for CliError {
+impl From<ExecError> for Error {
     fn from(e: ExecError) -> Self {
         match e {
             ExecError::Interrupted => Self::Interrupted,
@@ -156,7 +191,7 @@ impl From<ExecError> for CliError {
     }
 }
 
-impl CliError {
+impl Error {
     /// This error, when it comes after a measurement: a file that cannot be
     /// written then says where the numbers are kept (`kept`).
     pub fn measured(self, kept: &str) -> Self {
@@ -189,6 +224,11 @@ impl CliError {
             | Self::GcRoot { .. }
             | Self::Secret(_)
             | Self::Project(_)
+            | Self::ReadMaterial { .. }
+            | Self::TamperedMaterial { .. }
+            | Self::BadMaterial { .. }
+            | Self::Material(_)
+            | Self::MissingInput { .. }
             | Self::Store(
                 crate::store::Error::NotADirectory { .. } | crate::store::Error::SampleIds { .. },
             ) => exit_code::USAGE,

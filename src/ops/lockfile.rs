@@ -3,15 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::CliError;
-use super::args::Common;
+use super::Error;
+use super::Shell;
+use super::load::Selection;
 use crate::lock::{self, Lockfile, PinPolicy, PinResolver, Problem, Update};
 use crate::plural::count;
 use crate::spec::Runtime;
 
 /// What a command may do with the lockfile.
 #[derive(Debug, Clone)]
-pub(super) enum LockMode {
+pub enum LockMode {
     /// Use its pins; never write it, never ask the network.
     Read,
     /// `run`: write it when missing or out of date, pinning new inputs
@@ -23,7 +24,7 @@ pub(super) enum LockMode {
 
 /// The lockfile as loaded, and as the experiment now resolves it.
 #[derive(Debug)]
-pub(super) struct LockState {
+pub struct LockState {
     pub path: PathBuf,
     /// What the file held (`None`: there was none).
     pub old: Option<Lockfile>,
@@ -53,7 +54,7 @@ impl LockState {
 
 /// `--lockfile`, else `lockfiles/<experiment file stem>.lock`: the whole
 /// stem, dots included (`qwen3.5-9b.kdl` → `qwen3.5-9b.lock`).
-pub(super) fn lockfile_path(common: &Common) -> PathBuf {
+pub fn lockfile_path(common: &Selection) -> PathBuf {
     common.lockfile.clone().unwrap_or_else(|| {
         let stem = common.experiment.file_stem().unwrap_or_default();
         PathBuf::from("lockfiles").join(format!("{}.lock", stem.to_string_lossy()))
@@ -64,10 +65,10 @@ pub(super) fn lockfile_path(common: &Common) -> PathBuf {
 /// name with a dot (`qwen3.5-9b.kdl` → `lockfiles/qwen3.lock`), when it is
 /// there and is that experiment's (another dotted file may have written it).
 /// It pins as before; `lock` and `run` write it at its own path.
-pub(super) fn read_legacy(
-    common: &Common,
+pub fn read_legacy(
+    common: &Selection,
     experiment: &str,
-) -> Result<Option<(PathBuf, Lockfile)>, CliError> {
+) -> Result<Option<(PathBuf, Lockfile)>, Error> {
     if common.lockfile.is_some() {
         return Ok(None);
     }
@@ -82,10 +83,11 @@ pub(super) fn read_legacy(
 }
 
 /// Writes a current lockfile read from its old path at its own.
-pub(super) fn move_legacy(state: &LockState) -> Result<(), CliError> {
+pub fn move_legacy(state: &LockState, shell: &dyn Shell) -> Result<(), Error> {
     if let Some(legacy) = &state.legacy {
         write(state)?;
-        eprintln!(
+        say!(
+            shell,
             "perfpipe: wrote `{}` from `{}` (lockfiles take the whole file name now); delete the old one",
             state.path.display(),
             legacy.display()
@@ -94,13 +96,13 @@ pub(super) fn move_legacy(state: &LockState) -> Result<(), CliError> {
     Ok(())
 }
 
-pub(super) fn read(path: &Path) -> Result<Option<Lockfile>, CliError> {
+pub fn read(path: &Path) -> Result<Option<Lockfile>, Error> {
     match fs_err::read_to_string(path) {
         Ok(text) => lock::parse(&path.display().to_string(), &text)
             .map(Some)
             .map_err(|e| not_a_lockfile(path, e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(CliError::ReadLockfile {
+        Err(source) => Err(Error::ReadLockfile {
             path: path.display().to_string(),
             source,
         }),
@@ -109,9 +111,9 @@ pub(super) fn read(path: &Path) -> Result<Option<Lockfile>, CliError> {
 
 /// A file that is no lockfile at all is not damage to delete: say what it
 /// is and which file was meant.
-fn not_a_lockfile(path: &Path, e: lock::Error) -> CliError {
+fn not_a_lockfile(path: &Path, e: lock::Error) -> Error {
     let lock::Error::NotALockfile { first, .. } = &e else {
-        return CliError::Lockfile(e);
+        return Error::Lockfile(e);
     };
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     let hint = if first.as_deref() == Some("experiment") {
@@ -123,7 +125,7 @@ fn not_a_lockfile(path: &Path, e: lock::Error) -> CliError {
     } else {
         "name a lockfile written by `perfpipe lock`: `lockfiles/<experiment>.lock`, or a copy of one".to_owned()
     };
-    CliError::Usage {
+    Error::Usage {
         message: e.to_string(),
         hint,
     }
@@ -131,10 +133,7 @@ fn not_a_lockfile(path: &Path, e: lock::Error) -> CliError {
 
 /// How pins are found under `mode` for runs under `runtime`: the policy,
 /// and the network if allowed (set up only when a request is made).
-pub(super) fn pin_policy(
-    mode: &LockMode,
-    runtime: Runtime,
-) -> (PinPolicy, Option<Box<dyn PinResolver>>) {
+pub fn pin_policy(mode: &LockMode, runtime: Runtime) -> (PinPolicy, Option<Box<dyn PinResolver>>) {
     let online = |offline: bool| -> Option<Box<dyn PinResolver>> {
         (!offline).then(|| Box::new(lock::resolve::Online::from_env()) as Box<dyn PinResolver>)
     };
@@ -160,55 +159,66 @@ pub(super) fn pin_policy(
 
 /// Under `run`: writes the lockfile if it changed and says how, or refuses
 /// under `--locked`.
-pub(super) fn settle_for_run(
+pub fn settle_for_run(
     state: &LockState,
     locked: bool,
     experiment: &Path,
-) -> Result<(), CliError> {
+    shell: &dyn Shell,
+) -> Result<(), Error> {
     if state.is_current() {
-        return if locked { Ok(()) } else { move_legacy(state) };
+        return if locked {
+            Ok(())
+        } else {
+            move_legacy(state, shell)
+        };
     }
     let fix = format!("perfpipe lock {}", experiment.display());
     if locked {
         let message = match &state.old {
             None => format!("`{}` does not exist", state.path.display()),
             Some(old) => {
-                eprintln!(
+                say!(
+                    shell,
                     "perfpipe: the experiment no longer matches `{}`:",
                     state.path.display()
                 );
                 for line in change_lines(old, &state.new) {
-                    eprintln!("{line}");
+                    say!(shell, "{line}");
                 }
                 format!("`{}` is out of date", state.path.display())
             }
         };
-        return Err(CliError::LockStale {
+        return Err(Error::LockStale {
             message,
             hint: format!("`{fix}` updates it; commit the lockfile with the experiment"),
         });
     }
     write(state)?;
     match &state.old {
-        None => eprintln!(
+        None => say!(
+            shell,
             "perfpipe: wrote `{}` ({})",
             state.path.display(),
             pin_summary(&state.new)
         ),
         Some(old) => {
-            eprintln!("perfpipe: updated `{}`:", state.path.display());
+            say!(shell, "perfpipe: updated `{}`:", state.path.display());
             for line in change_lines(old, &state.new) {
-                eprintln!("{line}");
+                say!(shell, "{line}");
             }
         }
     }
-    report_problems(state);
+    report_problems(state, shell);
     Ok(())
 }
 
 /// Before fetching: the lockfile must match the experiment, as under
 /// `run --locked`, except for tokenizers, which fetching the models brings.
-pub(super) fn settle_for_fetch(state: &LockState, experiment: &Path) -> Result<(), CliError> {
+pub fn settle_for_fetch(
+    state: &LockState,
+    experiment: &Path,
+    shell: &dyn Shell,
+) -> Result<(), Error> {
     if state.is_current() {
         return Ok(());
     }
@@ -217,23 +227,24 @@ pub(super) fn settle_for_fetch(state: &LockState, experiment: &Path) -> Result<(
             .iter()
             .map(|c| c.name)
             .collect();
-        eprintln!(
+        say!(
+            shell,
             "perfpipe: this machine does not have the tokenizers `{}` pins ({}); fetching their models brings them",
             state.path.display(),
             names.join(", ")
         );
         return Ok(());
     }
-    settle_for_run(state, true, experiment)
+    settle_for_run(state, true, experiment, shell)
 }
 
-pub(super) fn write(state: &LockState) -> Result<(), CliError> {
-    super::write_text(&state.path, &lock::render(&state.new))
+pub fn write(state: &LockState) -> Result<(), Error> {
+    super::files::write_text(&state.path, &lock::render(&state.new))
 }
 
 /// `  ~ engine.vllm: version 0.11.0 → 0.17.1`, one per changed input, then
 /// how many run keys moved.
-pub(super) fn change_lines(old: &Lockfile, new: &Lockfile) -> Vec<String> {
+pub fn change_lines(old: &Lockfile, new: &Lockfile) -> Vec<String> {
     let mut lines: Vec<String> = lock::input_changes(old, new)
         .iter()
         .map(|c| {
@@ -263,7 +274,7 @@ pub(super) fn change_lines(old: &Lockfile, new: &Lockfile) -> Vec<String> {
 }
 
 /// `7 inputs, 2 unpinned: engine.vllm, model.Qwen/Qwen3-14B@main`.
-pub(super) fn pin_summary(lock: &Lockfile) -> String {
+pub fn pin_summary(lock: &Lockfile) -> String {
     let unpinned: Vec<&str> = lock.unpinned().map(|i| i.name.as_str()).collect();
     if unpinned.is_empty() {
         format!(
@@ -282,11 +293,11 @@ pub(super) fn pin_summary(lock: &Lockfile) -> String {
 
 /// One warning per pin that failed, except that a host that could not be
 /// reached is said once, with every pin it left open.
-pub(super) fn report_problems(state: &LockState) {
+pub fn report_problems(state: &LockState, shell: &dyn Shell) {
     let mut unreachable: Vec<(&str, &str, Vec<&str>)> = Vec::new();
     for p in &state.problems {
         match &p.unreachable {
-            None => eprintln!("warning: cannot pin {}: {}", p.input, p.message),
+            None => say!(shell, "warning: cannot pin {}: {}", p.input, p.message),
             Some(host) => match unreachable.iter_mut().find(|(h, ..)| h == host) {
                 Some((.., inputs)) => inputs.push(&p.input),
                 None => unreachable.push((host, &p.message, vec![&p.input])),
@@ -294,7 +305,8 @@ pub(super) fn report_problems(state: &LockState) {
         }
     }
     for (host, message, inputs) in unreachable {
-        eprintln!(
+        say!(
+            shell,
             "warning: cannot reach {host}, so {} stay{} unpinned (`perfpipe lock` pins them where it is reachable; `--offline` asks no network)\n  {message}",
             inputs.join(", "),
             if inputs.len() == 1 { "s" } else { "" },

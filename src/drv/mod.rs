@@ -1,0 +1,477 @@
+//! Launch material: everything one engine launch needs, as a Nix derivation
+//! holds what one build needs. Its name is the sha256 of its canonical JSON;
+//! `perfpipe realise` executes a launch from it alone, with no experiment
+//! file, on any node that sees the store. (pure)
+//!
+//! The material names its inputs (datasets, tokenizers) by sha256; the store
+//! keeps them in its input area. Run keys are computed as always, from each
+//! run's key material: the launch material only gathers them.
+
+mod rebuild;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::inputs::ResolvedInputs;
+use crate::key::{DatasetMaterial, KeyMaterial, RunKey, to_canonical_json};
+use crate::plan::Plan;
+use crate::spec::{Runtime, Spec};
+
+pub use rebuild::{RebuildError, Rebuilt, rebuild};
+
+/// Version of the launch material's schema; bumping it renames every launch.
+///
+/// History:
+/// - 1: engine part, runs with their key material, samples, timeouts.
+pub const LAUNCH_SCHEMA_VERSION: u32 = 1;
+
+/// A launch's name: the sha256 of its canonical material, 64 lowercase hex.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LaunchKey(String);
+
+impl LaunchKey {
+    /// The key of material whose canonical text is `bytes`.
+    pub fn of_bytes(bytes: &[u8]) -> Self {
+        Self(hex::encode(Sha256::digest(bytes)))
+    }
+
+    /// Accepts only what a key looks like, so a key can name a store path.
+    pub fn parse(s: &str) -> Option<Self> {
+        RunKey::parse(s).map(|k| Self(k.as_str().to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first 12 characters, as `plan` shows keys.
+    pub fn short(&self) -> &str {
+        &self.0[..12]
+    }
+}
+
+impl fmt::Display for LaunchKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Everything one engine launch needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchMaterial {
+    pub schema: u32,
+    /// `docker`, `local` or `sim`.
+    pub runtime: String,
+    pub engine: EnginePart,
+    pub hardware: HardwarePart,
+    pub harness: HarnessPart,
+    /// The runs this engine serves, in the order they are measured.
+    pub runs: Vec<RunPart>,
+    /// Successful samples each run's key should hold.
+    pub samples: u32,
+    /// Whether a stored failure is run again.
+    pub retry_failed: bool,
+    pub timeouts: Timeouts,
+}
+
+/// The engine as it is started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnginePart {
+    /// `vllm`, `sglang`, `trtllm`, ….
+    pub engine: String,
+    pub version: String,
+    /// The container image the experiment names (by digest once locked);
+    /// `null`: the engine's official image for the version.
+    pub image: Option<String>,
+    pub model: ModelPart,
+    /// The serve arguments as the engine gets them (each run's key holds
+    /// their canonical form).
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub gpus_per_instance: u32,
+    /// Instances started together (`measure=all`), else 1.
+    pub instances: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPart {
+    pub id: String,
+    /// The commit, once locked.
+    pub revision: String,
+}
+
+/// The machine the experiment declares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwarePart {
+    pub gpu: String,
+    /// GPUs the machine has.
+    pub gpus: u32,
+}
+
+/// The benchmark client with every option explicit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HarnessPart {
+    /// `builtin`, `vllm-bench` or `guidellm`.
+    pub name: String,
+    /// The declared version of an external client; `null` for the built-in one.
+    pub version: Option<String>,
+    pub backend: String,
+    pub endpoint: String,
+    pub temperature: f64,
+    pub ignore_eos: bool,
+}
+
+/// One run the launch serves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunPart {
+    pub step: String,
+    pub workload: String,
+    pub key: RunKey,
+    /// What `key` is the sha256 of (its canonical JSON).
+    pub material: KeyMaterial,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    /// Seconds the engine may take to become ready.
+    pub startup_s: u64,
+    /// Seconds without an event from the engine before the built-in
+    /// harness's waiting requests fail.
+    pub stall_s: u64,
+}
+
+/// How `run` executes, as far as the material records it.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchOptions {
+    /// One engine launch per run instead of one per step.
+    pub fresh_engine: bool,
+    /// `--startup-timeout`, overriding every engine's own.
+    pub startup_timeout: Option<Duration>,
+    pub stall_timeout: Duration,
+}
+
+/// An input a launch needs from the store's input area.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct InputRef {
+    pub sha256: String,
+    /// What it is, for messages: "dataset of workload `sharegpt`".
+    pub what: String,
+}
+
+impl LaunchMaterial {
+    /// The canonical text the launch key is the sha256 of: the bytes the
+    /// store keeps.
+    pub fn canonical(&self) -> String {
+        let value = serde_json::to_value(self).expect("launch material is plain data");
+        to_canonical_json(&value)
+    }
+
+    pub fn key(&self) -> LaunchKey {
+        LaunchKey::of_bytes(self.canonical().as_bytes())
+    }
+
+    pub fn runtime(&self) -> Option<Runtime> {
+        Runtime::from_name(&self.runtime)
+    }
+
+    /// The datasets and tokenizers the launch reads, by sha256, once each.
+    pub fn inputs(&self) -> Vec<InputRef> {
+        let mut out: Vec<InputRef> = Vec::new();
+        for run in &self.runs {
+            if let DatasetMaterial::Sharegpt { sha256, .. } = &run.material.workload.dataset {
+                out.push(InputRef {
+                    sha256: sha256.clone(),
+                    what: format!("dataset of workload `{}`", run.workload),
+                });
+            }
+            if let Some(sha256) = tokenizer_sha256(&run.material.harness.tokenizer) {
+                out.push(InputRef {
+                    sha256: sha256.to_owned(),
+                    what: format!("tokenizer of model `{}`", run.material.model.id),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.sha256.cmp(&b.sha256));
+        out.dedup_by(|a, b| a.sha256 == b.sha256);
+        out
+    }
+}
+
+/// The sha256 a tokenizer id names (`sha256:<hex>`); `None` for the
+/// built-in whitespace tokenizer.
+pub fn tokenizer_sha256(id: &str) -> Option<&str> {
+    id.strip_prefix("sha256:")
+}
+
+/// The material of every engine launch the missing runs of `plan` need, in
+/// the order they run. `spec` is the experiment as it runs (pinned, capped).
+pub fn launches(spec: &Spec, plan: &Plan, options: &LaunchOptions) -> Vec<LaunchMaterial> {
+    let harness = &spec.harness;
+    let harness = HarnessPart {
+        name: harness.kind.name().to_owned(),
+        version: match &harness.kind {
+            crate::spec::HarnessKind::Builtin => None,
+            crate::spec::HarnessKind::VllmBench { version }
+            | crate::spec::HarnessKind::Guidellm { version } => Some(version.clone()),
+        },
+        backend: harness.backend.name().to_owned(),
+        endpoint: harness.endpoint.clone(),
+        temperature: harness.temperature,
+        ignore_eos: harness.ignore_eos,
+    };
+    plan.launches(options.fresh_engine)
+        .into_iter()
+        .map(|runs| {
+            let step = spec
+                .step(&runs[0].step)
+                .expect("plan runs name declared steps");
+            let decl = spec
+                .engine(step.engine)
+                .expect("steps name declared engines");
+            LaunchMaterial {
+                schema: LAUNCH_SCHEMA_VERSION,
+                runtime: plan.options.runtime.name().to_owned(),
+                engine: EnginePart {
+                    engine: step.engine.name().to_owned(),
+                    version: decl.version.clone(),
+                    image: decl.image.clone(),
+                    model: ModelPart {
+                        id: step.model.id.clone(),
+                        revision: step.model.revision.clone(),
+                    },
+                    args: step.args.clone(),
+                    env: step.env.clone(),
+                    gpus_per_instance: step.gpus,
+                    instances: step.instances(),
+                },
+                hardware: HardwarePart {
+                    gpu: spec.hardware.gpu.clone(),
+                    gpus: spec.hardware.gpus,
+                },
+                harness: harness.clone(),
+                runs: runs
+                    .iter()
+                    .map(|r| RunPart {
+                        step: r.step.clone(),
+                        workload: r.workload.clone(),
+                        key: r.key.clone(),
+                        material: r.material.clone(),
+                    })
+                    .collect(),
+                samples: u32::try_from(plan.options.samples).unwrap_or(u32::MAX),
+                retry_failed: plan.options.retry_failed,
+                timeouts: Timeouts {
+                    startup_s: options
+                        .startup_timeout
+                        .unwrap_or_else(|| decl.startup_timeout())
+                        .as_secs(),
+                    stall_s: options.stall_timeout.as_secs(),
+                },
+            }
+        })
+        .collect()
+}
+
+/// The inputs `inputs` resolved for the runs of `launches`, as (sha256, file)
+/// pairs, once each: what the store's input area must hold for them.
+pub fn input_files(
+    launches: &[LaunchMaterial],
+    inputs: &ResolvedInputs,
+) -> Vec<(String, std::path::PathBuf)> {
+    let mut out: BTreeMap<String, std::path::PathBuf> = BTreeMap::new();
+    for run in launches.iter().flat_map(|l| &l.runs) {
+        if let Some(dataset) = inputs.dataset(&run.workload) {
+            out.entry(dataset.sha256.clone())
+                .or_insert_with(|| dataset.path.clone());
+        }
+    }
+    for tokenizer in inputs.tokenizers.values() {
+        if let (Some(sha256), Some(path)) = (tokenizer_sha256(&tokenizer.id), &tokenizer.path) {
+            let used = launches
+                .iter()
+                .flat_map(|l| &l.runs)
+                .any(|r| r.material.harness.tokenizer == tokenizer.id);
+            if used {
+                out.entry(sha256.to_owned()).or_insert_with(|| path.clone());
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::inputs::ResolvedDataset;
+    use crate::plan::PlanOptions;
+    use crate::spec::{Dataset, SourceFile};
+    use crate::store::StoreIndex;
+
+    /// Every experiment shipped here and among the test fixtures.
+    fn experiments() -> Vec<(String, Spec)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut out = Vec::new();
+        for dir in ["experiments", "tests/fixtures/experiments"] {
+            for entry in fs_err::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                let source = SourceFile {
+                    name: path.display().to_string(),
+                    text: fs_err::read_to_string(&path).unwrap(),
+                };
+                let spec = crate::spec::parse(&source)
+                    .unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)));
+                out.push((source.name, spec));
+            }
+        }
+        assert!(out.len() >= 5);
+        out
+    }
+
+    /// Inputs as a machine with a dataset of each ShareGPT workload and a
+    /// `tokenizer.json` of each model would resolve them.
+    fn inputs(spec: &Spec) -> ResolvedInputs {
+        let mut inputs = ResolvedInputs::default();
+        for (i, w) in spec.workloads.iter().enumerate() {
+            if matches!(w.dataset, Dataset::ShareGpt { .. }) {
+                inputs.datasets.insert(
+                    w.name.value.clone(),
+                    ResolvedDataset {
+                        path: format!("datasets/{i}.json").into(),
+                        sha256: format!("{i:064x}"),
+                        is_sample: false,
+                    },
+                );
+            }
+        }
+        for step in &spec.steps {
+            inputs.tokenizers.insert(
+                (step.model.id.clone(), step.model.revision.clone()),
+                crate::inputs::ResolvedTokenizer {
+                    id: format!("sha256:{}", "f".repeat(64)),
+                    path: Some("tokenizer.json".into()),
+                },
+            );
+        }
+        inputs
+    }
+
+    fn plan(spec: &Spec, runtime: Runtime, inputs: &ResolvedInputs) -> Plan {
+        let options = PlanOptions {
+            runtime,
+            samples: 2,
+            retry_failed: false,
+        };
+        crate::plan::build(
+            crate::plan::keyed_runs(spec, runtime, inputs),
+            &StoreIndex::default(),
+            options,
+        )
+    }
+
+    fn options(fresh_engine: bool) -> LaunchOptions {
+        LaunchOptions {
+            fresh_engine,
+            startup_timeout: None,
+            stall_timeout: Duration::from_secs(600),
+        }
+    }
+
+    #[test]
+    fn the_launches_of_every_experiment_rebuild_every_run_with_its_own_key() {
+        for (name, spec) in experiments() {
+            let inputs = inputs(&spec);
+            for runtime in crate::lock::RUNTIMES {
+                let plan = plan(&spec, runtime, &inputs);
+                for fresh in [false, true] {
+                    let launches = launches(&spec, &plan, &options(fresh));
+                    assert_eq!(launches.len(), plan.launches(fresh).len(), "{name}");
+                    let rebuilt = rebuild(&launches, Path::new("/store/inputs/sha256"))
+                        .unwrap_or_else(|e| panic!("{name} under {runtime:?}: {e}"));
+                    let keys = |runs: Vec<&RunKey>| runs.into_iter().cloned().collect::<Vec<_>>();
+                    assert_eq!(
+                        keys(rebuilt.runs.iter().map(|r| &r.key).collect()),
+                        keys(plan.missing().iter().map(|r| &r.key).collect()),
+                        "{name} under {runtime:?}"
+                    );
+                    for launch in &launches {
+                        for input in launch.inputs() {
+                            assert!(
+                                rebuilt
+                                    .inputs
+                                    .datasets
+                                    .values()
+                                    .map(|d| &d.path)
+                                    .chain(rebuilt.inputs.tokenizers.values().flat_map(|t| &t.path))
+                                    .any(|p| *p
+                                        == Path::new("/store/inputs/sha256").join(&input.sha256)),
+                                "{name}: {} is read from the input area",
+                                input.what
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn material_reads_back_from_its_canonical_text_and_any_change_renames_it() {
+        let (_, spec) = experiments().remove(0);
+        let inputs = inputs(&spec);
+        let plan = plan(&spec, Runtime::Docker, &inputs);
+        let launch = launches(&spec, &plan, &options(false)).remove(0);
+        let text = launch.canonical();
+        let back: LaunchMaterial = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, launch);
+        assert_eq!(back.key(), LaunchKey::of_bytes(text.as_bytes()));
+        let mut more = launch.clone();
+        more.samples += 1;
+        assert_ne!(more.key(), launch.key());
+        let mut longer = launch.clone();
+        longer.timeouts.startup_s += 1;
+        assert_ne!(longer.key(), launch.key());
+        // Unknown fields are refused, not ignored: a node must not run what
+        // it cannot read in full.
+        let extra = text.replacen('{', r#"{"zzz":1,"#, 1);
+        assert!(serde_json::from_str::<LaunchMaterial>(&extra).is_err());
+    }
+
+    #[test]
+    fn a_launch_names_each_dataset_and_tokenizer_once_by_sha256() {
+        let (_, spec) = experiments()
+            .into_iter()
+            .find(|(_, s)| {
+                s.workloads
+                    .iter()
+                    .any(|w| matches!(w.dataset, Dataset::ShareGpt { .. }))
+            })
+            .expect("an experiment with a ShareGPT workload");
+        let inputs = inputs(&spec);
+        let plan = plan(&spec, Runtime::Sim, &inputs);
+        let launches = launches(&spec, &plan, &options(false));
+        let named: Vec<String> = launches
+            .iter()
+            .flat_map(|l| l.inputs())
+            .map(|i| i.sha256)
+            .collect();
+        assert!(named.contains(&"f".repeat(64)), "{named:?}");
+        let files = input_files(&launches, &inputs);
+        for (sha256, _) in &files {
+            assert!(named.contains(sha256), "{sha256}");
+        }
+        assert!(files.iter().any(|(_, p)| p == Path::new("tokenizer.json")));
+    }
+}

@@ -1,0 +1,210 @@
+//! What every command loads first: the experiment, resolved against its
+//! lockfile, its inputs hashed, its runs keyed, the store opened.
+
+use std::path::{Path, PathBuf};
+
+use super::Error;
+use super::lockfile::{self, LockMode, LockState};
+use crate::inputs::{self, ResolvedInputs};
+use crate::spec::{self, Runtime, SourceFile, Spec};
+use crate::store::Store;
+
+/// Which runs of which experiment a command works on, and how.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    pub experiment: PathBuf,
+    /// `--runtime` (else the experiment's, else docker).
+    pub runtime: Option<Runtime>,
+    pub store: PathBuf,
+    pub samples: u32,
+    pub retry_failed: bool,
+    pub fresh_engine: bool,
+    pub max_prompts: Option<u32>,
+    pub lockfile: Option<PathBuf>,
+}
+
+/// What every command loads first.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The experiment as it runs: pinned images and model commits applied,
+    /// workloads capped by `--max-prompts`.
+    pub spec: Spec,
+    pub runtime: Runtime,
+    /// Every run of `spec` with its key under `runtime`.
+    pub runs: Vec<crate::plan::KeyedRun>,
+    pub inputs: ResolvedInputs,
+    pub store: Store,
+    pub lock: LockState,
+}
+
+/// Parses the experiment, resolves it against its lockfile as `mode`
+/// allows, and finds its files. Writes nothing but the store's cache of
+/// input hashes.
+pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
+    let path = &common.experiment;
+    let text = fs_err::read_to_string(path).map_err(|source| Error::ReadExperiment {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let source = SourceFile {
+        name: path.display().to_string(),
+        text,
+    };
+    let declared = spec::parse(&source).map_err(|e| Error::Spec(Box::new(e)))?;
+    let lock_path = lockfile::lockfile_path(common);
+    let (old, legacy) = match lockfile::read(&lock_path)? {
+        Some(old) => (Some(old), None),
+        None => match lockfile::read_legacy(common, &declared.name)? {
+            Some((path, old)) => (Some(old), Some(path)),
+            None => (None, None),
+        },
+    };
+    let runtime = common
+        .runtime
+        .or(declared.runtime)
+        .unwrap_or(Runtime::Docker);
+    let (policy, resolver) = lockfile::pin_policy(&mode, runtime);
+    let (pins, problems) = crate::lock::resolve_pins(
+        &crate::lock::pin_requests(&declared),
+        old.as_ref(),
+        &policy,
+        resolver.as_deref(),
+    );
+    let mut spec = crate::lock::apply_pins(&declared, &pins);
+    let store = Store::open(&common.store).map_err(Error::Store)?;
+    // What is written into a lockfile is read from the files themselves.
+    let rehash = matches!(
+        mode,
+        LockMode::Lock { .. } | LockMode::Run { locked: true, .. }
+    );
+    let mut hashes = inputs::HashCache::open(store.hash_cache_path(), !rehash);
+    let inputs = inputs::resolve(&spec, Path::new(""), &mut hashes).map_err(|e| match e {
+        inputs::Error::Dataset { .. } => Error::Dataset(e),
+        inputs::Error::NotAFile { .. } => Error::NotAFile(e),
+        e => Error::Inputs(e),
+    })?;
+    hashes.save();
+    let declared_runs = crate::plan::keyed_runs(&spec, runtime, &inputs);
+    // A lockfile nothing writes is only compared: its runs need the keys of
+    // this runtime, not of every runtime.
+    let keyed_for = matches!(mode, LockMode::Read).then_some(runtime);
+    let runtimes = keyed_for.map_or(crate::lock::RUNTIMES.to_vec(), |rt| vec![rt]);
+    let new = crate::lock::build_with_keys(
+        &declared,
+        &spec,
+        pins.clone(),
+        &inputs,
+        &runtimes,
+        Some((runtime, &declared_runs)),
+    );
+    let comparable = old.as_ref().map(|old| match keyed_for {
+        Some(runtime) => std::borrow::Cow::Owned(old.keyed_for(runtime)),
+        None => std::borrow::Cow::Borrowed(old),
+    });
+    let only_tokenizers_differ = match (&old, &comparable) {
+        (Some(old), Some(comparable)) if **comparable != new => {
+            crate::lock::build_with_keys(
+                &declared,
+                &spec,
+                pins,
+                &tokenizers_of(old, &declared, &spec, &inputs),
+                &runtimes,
+                None,
+            ) == **comparable
+        }
+        _ => false,
+    };
+    // A capped workload is another workload with keys of its own; the
+    // lockfile keeps the declared ones.
+    let runs = match common.max_prompts {
+        Some(cap) => {
+            for workload in &mut spec.workloads {
+                workload.prompts = workload.prompts.min(cap);
+            }
+            crate::plan::keyed_runs(&spec, runtime, &inputs)
+        }
+        None => declared_runs,
+    };
+    refuse_secrets(&runs, &new)?;
+    Ok(Loaded {
+        spec,
+        runtime,
+        runs,
+        inputs,
+        store,
+        lock: LockState {
+            path: lock_path,
+            old,
+            new,
+            problems,
+            only_tokenizers_differ,
+            legacy,
+            keyed_for,
+        },
+    })
+}
+
+/// Key material is stored, and a lockfile written, as is (rewriting either
+/// would change a key): one holding a secret's value is refused before
+/// anything is written or run.
+pub fn refuse_secrets(
+    runs: &[crate::plan::KeyedRun],
+    lock: &crate::lock::Lockfile,
+) -> Result<(), Error> {
+    let secrets = crate::secrets::env();
+    for run in runs {
+        let what = format!("the key material of `{}` × `{}`", run.step, run.workload);
+        secrets
+            .refuse_in(&what, &run.canonical)
+            .map_err(Error::Secret)?;
+    }
+    secrets
+        .refuse_in("the lockfile", &crate::lock::render(lock))
+        .map_err(Error::Secret)
+}
+
+/// `inputs` with each model's tokenizer as `old` pins it, as a machine that
+/// has those tokenizers would resolve them.
+fn tokenizers_of(
+    old: &crate::lock::Lockfile,
+    declared: &Spec,
+    pinned: &Spec,
+    inputs: &ResolvedInputs,
+) -> ResolvedInputs {
+    let mut as_pinned = inputs.clone();
+    for (step, pinned_step) in declared.steps.iter().zip(&pinned.steps) {
+        let id = old
+            .input(&crate::lock::names::tokenizer(&step.model))
+            .and_then(|i| i.locked.as_ref())
+            .and_then(|l| l.get("id"));
+        if let Some(id) = id {
+            as_pinned.tokenizers.insert(
+                (
+                    pinned_step.model.id.clone(),
+                    pinned_step.model.revision.clone(),
+                ),
+                inputs::ResolvedTokenizer {
+                    id: id.clone(),
+                    path: None,
+                },
+            );
+        }
+    }
+    as_pinned
+}
+
+/// Says which workloads measure the shipped sample instead of the declared dataset.
+pub fn sample_notes(loaded: &Loaded) -> Vec<String> {
+    loaded
+        .inputs
+        .datasets
+        .iter()
+        .filter(|(_, d)| d.is_sample)
+        .map(|(workload, d)| {
+            format!(
+                "note: workload `{workload}` uses the sample dataset `{}` (the declared file is absent)",
+                d.path.display()
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,45 @@
+//! The workflow of each command, as cargo keeps its operations in `ops/`:
+//! loading an experiment against its lockfile, settling the lockfile,
+//! fetching, planning, executing and writing reports. Each operation takes
+//! typed options and a [`Shell`] for what it says along the way, and returns
+//! data; `cli` keeps the arguments, the printing of results and exit codes.
+
+/// Says a line through a [`Shell`]: `say!(shell, "format", args…)`.
+macro_rules! say {
+    ($shell:expr, $($arg:tt)*) => {
+        $shell.say(&format!($($arg)*))
+    };
+}
+
+pub mod error;
+pub mod fetch;
+pub mod files;
+pub mod load;
+pub mod lock;
+pub mod lockfile;
+pub mod plan;
+pub mod realise;
+pub mod report;
+pub mod run;
+pub mod substitute;
+
+pub use error::{Error, PageReport};
+pub use load::{Loaded, Selection, load};
+pub use lockfile::{LockMode, LockState};
+
+/// Where an operation says what it does, warns, and notes: the user's
+/// terminal (stderr) under the CLI, a log elsewhere.
+pub trait Shell {
+    /// One line (or several, joined by newlines) for the user.
+    fn say(&self, line: &str);
+}
+
+/// A [`Shell`] that writes to standard error.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stderr;
+
+impl Shell for Stderr {
+    fn say(&self, line: &str) {
+        eprintln!("{line}");
+    }
+}

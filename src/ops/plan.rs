@@ -1,0 +1,140 @@
+//! `perfpipe plan`: every run, its key and status, and the GPU-hours the
+//! missing ones would take. Writes only, to the store, the material of the
+//! launches the missing runs need and the inputs they name.
+
+use serde_json::Value;
+use std::time::Duration;
+
+use super::realise::write_launches;
+use super::{Error, Loaded, LockMode, Selection, Shell, load};
+use crate::drv::LaunchOptions;
+use crate::key::material_changes;
+use crate::plan::{self, Estimate, Plan, PlanOptions};
+use crate::store::StoreIndex;
+
+/// What `plan` shows.
+#[derive(Debug)]
+pub struct Planned {
+    pub loaded: Loaded,
+    pub plan: Plan,
+    pub estimate: Estimate,
+    /// Missing runs that trusted caches can supply.
+    pub offers: std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
+    /// GPU-hours of the estimate that substituting them saves.
+    pub saved_gpu_hours: f64,
+}
+
+/// Loads the experiment without writing its lockfile, plans its runs and
+/// estimates the missing ones from earlier results of their workloads.
+pub fn plan(
+    selection: &Selection,
+    caches: Option<&crate::cache::Caches>,
+    shell: &dyn Shell,
+) -> Result<Planned, Error> {
+    let loaded = load(selection, LockMode::Read)?;
+    let plan = build_plan(&loaded, selection)?;
+    // What a node needs to run each launch; `plan` runs nothing, so a store
+    // it cannot write is a warning here (`run` fails on it).
+    let options = LaunchOptions {
+        fresh_engine: selection.fresh_engine,
+        startup_timeout: None,
+        stall_timeout: Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
+    };
+    if let Err(e) = write_launches(&loaded.spec, &plan, &loaded.inputs, &options, &loaded.store) {
+        say!(
+            shell,
+            "warning: cannot write the launch material of the missing runs to the store: {e}"
+        );
+    }
+    // Read only when some run is missing: a cached plan estimates nothing.
+    let earlier = if plan.missing().is_empty() {
+        Vec::new()
+    } else {
+        earlier_durations(&loaded)?
+    };
+    let earlier_seconds = |run: &plan::PlannedRun| {
+        if earlier.is_empty() {
+            return None;
+        }
+        let material = serde_json::to_value(&run.material).ok()?;
+        earlier
+            .iter()
+            .filter(|(m, _)| m["workload"] == material["workload"])
+            .min_by_key(|(m, _)| material_changes(m, &material).len())
+            .map(|(_, seconds)| *seconds)
+    };
+    let estimate = plan::estimate(
+        &loaded.spec,
+        &plan,
+        selection.fresh_engine,
+        &earlier_seconds,
+    );
+    let offers = caches
+        .map(|c| super::substitute::offers(c, &loaded.store, &plan, shell))
+        .unwrap_or_default();
+    let saved_gpu_hours = if offers.is_empty() {
+        0.0
+    } else {
+        let after = super::substitute::after_substitution(&plan, &offers);
+        let left = plan::estimate(
+            &loaded.spec,
+            &after,
+            selection.fresh_engine,
+            &earlier_seconds,
+        );
+        estimate.gpu_hours - left.gpu_hours
+    };
+    Ok(Planned {
+        loaded,
+        plan,
+        estimate,
+        offers,
+        saved_gpu_hours,
+    })
+}
+
+/// Every stored configuration (its key material) with the mean benchmark
+/// seconds of its successful samples.
+fn earlier_durations(loaded: &Loaded) -> Result<Vec<(Value, f64)>, Error> {
+    let mut out = Vec::new();
+    for (key, text) in loaded.store.entries().map_err(Error::Store)? {
+        let Ok(material) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let seconds: Vec<f64> = loaded
+            .store
+            .samples(&key)
+            .map_err(Error::Store)?
+            .iter()
+            .filter(|s| s.metrics().is_some())
+            .filter_map(|s| s.metric_map()?.get("duration").copied())
+            .collect();
+        if !seconds.is_empty() {
+            out.push((material, seconds.iter().sum::<f64>() / seconds.len() as f64));
+        }
+    }
+    Ok(out)
+}
+
+/// Looks every run's key up in the store.
+pub fn build_plan(loaded: &Loaded, selection: &Selection) -> Result<Plan, Error> {
+    Ok(plan_and_index(loaded, selection)?.0)
+}
+
+/// The plan, and what the store held for its keys (its results, for a report).
+pub fn plan_and_index(loaded: &Loaded, selection: &Selection) -> Result<(Plan, StoreIndex), Error> {
+    let index = loaded
+        .store
+        .index(loaded.runs.iter().map(|r| (&r.key, r.canonical.as_str())))
+        .map_err(Error::Store)?;
+    let plan = plan::build(
+        loaded.runs.clone(),
+        &index,
+        PlanOptions {
+            runtime: loaded.runtime,
+            samples: selection.samples as usize,
+            retry_failed: selection.retry_failed,
+        },
+    );
+    Ok((plan, index))
+}

@@ -1,0 +1,166 @@
+//! `perfpipe realise`: executes engine launches from their material alone
+//! (no experiment file) and commits their runs as `run` does; `run`
+//! executes through [`execute`] too.
+
+use std::path::{Path, PathBuf};
+
+use super::Error;
+use crate::drv::{self, LAUNCH_SCHEMA_VERSION, LaunchKey, LaunchMaterial, LaunchOptions};
+use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
+use crate::inputs::ResolvedInputs;
+use crate::plan::{self, Plan, PlanOptions};
+use crate::spec::Spec;
+use crate::store::Store;
+
+/// Launches as `realise` found them: in the store, or a file named by its key.
+#[derive(Debug)]
+pub struct Material {
+    pub key: LaunchKey,
+    pub path: PathBuf,
+    pub launch: LaunchMaterial,
+}
+
+/// What realising did.
+#[derive(Debug)]
+pub struct Realised {
+    pub summary: ExecSummary,
+    /// The runs of the launches, as planned against the store.
+    pub plan: Plan,
+}
+
+/// Reads the material `what` names: a launch key (its file in `store`), or
+/// a material file, which is named `<launch key>.json`. Material that does
+/// not hash to its name is refused.
+pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
+    let as_path = Path::new(what);
+    let (key, path) = match LaunchKey::parse(what) {
+        Some(key) if !as_path.exists() => {
+            let path = store.launch_path(&key);
+            (key, path)
+        }
+        _ => {
+            let stem = as_path
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let key = LaunchKey::parse(&stem)
+                .filter(|_| as_path.extension().is_some_and(|e| e == "json"))
+                .ok_or_else(|| Error::Usage {
+                    message: format!(
+                        "`{what}` is neither a launch key nor a launch material file (`<launch key>.json`)"
+                    ),
+                    hint: "`perfpipe plan` and `perfpipe run` write each launch's material to `<store>/drv/<launch key>.json`; name that file or its key".into(),
+                })?;
+            (key, as_path.to_owned())
+        }
+    };
+    let bytes = fs_err::read(&path).map_err(|source| Error::ReadMaterial {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let actual = LaunchKey::of_bytes(&bytes);
+    if actual != key {
+        return Err(Error::TamperedMaterial {
+            path: path.display().to_string(),
+            actual: actual.to_string(),
+        });
+    }
+    let launch: LaunchMaterial =
+        serde_json::from_slice(&bytes).map_err(|source| Error::BadMaterial {
+            path: path.display().to_string(),
+            source,
+        })?;
+    if launch.schema != LAUNCH_SCHEMA_VERSION {
+        return Err(Error::Usage {
+            message: format!(
+                "`{}` is launch material of schema {}; this perfpipe reads schema {LAUNCH_SCHEMA_VERSION}",
+                path.display(),
+                launch.schema
+            ),
+            hint:
+                "realise it with the perfpipe that wrote it, or write it again with `perfpipe plan`"
+                    .into(),
+        });
+    }
+    Ok(Material { key, path, launch })
+}
+
+/// Writes the material of every launch the missing runs of `plan` need to
+/// the store, with the inputs they name (copied from where `inputs` found
+/// them); returns the materials, in the order they run.
+pub fn write_launches(
+    spec: &Spec,
+    plan: &Plan,
+    inputs: &ResolvedInputs,
+    options: &LaunchOptions,
+    store: &Store,
+) -> Result<Vec<(LaunchKey, LaunchMaterial)>, Error> {
+    let launches = drv::launches(spec, plan, options);
+    for (sha256, file) in drv::input_files(&launches, inputs) {
+        store.put_input(&sha256, &file).map_err(Error::Store)?;
+    }
+    launches
+        .into_iter()
+        .map(|launch| Ok((store.put_launch(&launch).map_err(Error::Store)?, launch)))
+        .collect()
+}
+
+/// Executes `launches` from their material alone, reading their inputs from
+/// the store's input area: refused, before anything starts, when an input
+/// is missing there. `local` is where this machine found those same inputs
+/// (`run`: the files the experiment names, whose hashes the material
+/// holds), read instead so that what a run records names them as the user
+/// does. Progress goes to `progress`, with the experiment the launches
+/// rebuild. `exec` gives how to execute; the timeouts come from the material.
+pub fn execute(
+    launches: &[LaunchMaterial],
+    store: &Store,
+    exec: &ExecOptions,
+    local: Option<&ResolvedInputs>,
+    progress: &mut dyn FnMut(&Spec, &ExecEvent),
+) -> Result<Realised, Error> {
+    for launch in launches {
+        for input in launch.inputs() {
+            let path = store.input_path(&input.sha256);
+            if !path.is_file() {
+                return Err(Error::MissingInput {
+                    what: input.what,
+                    sha256: input.sha256,
+                    launch: launch.key().to_string(),
+                    path: path.display().to_string(),
+                });
+            }
+        }
+    }
+    let input_dir = store.input_path("");
+    let rebuilt = drv::rebuild(launches, &input_dir).map_err(Error::Material)?;
+    let first = &launches[0];
+    let index = store
+        .index(rebuilt.runs.iter().map(|r| (&r.key, r.canonical.as_str())))
+        .map_err(Error::Store)?;
+    let plan = plan::build(
+        rebuilt.runs,
+        &index,
+        PlanOptions {
+            runtime: rebuilt.runtime,
+            samples: first.samples as usize,
+            retry_failed: first.retry_failed,
+        },
+    );
+    let options = ExecOptions {
+        // Each engine's own, as the material records it.
+        startup_timeout: None,
+        stall_timeout: std::time::Duration::from_secs(first.timeouts.stall_s),
+        ..exec.clone()
+    };
+    let summary = exec::execute(
+        &rebuilt.spec,
+        local.unwrap_or(&rebuilt.inputs),
+        &plan,
+        store,
+        &options,
+        &mut |event| progress(&rebuilt.spec, &event),
+    )?;
+    Ok(Realised { summary, plan })
+}

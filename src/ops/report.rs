@@ -1,0 +1,233 @@
+//! `perfpipe report`: the report from the store or the published numbers,
+//! and the markdown report with its chart that `run` writes too.
+
+use std::path::{Path, PathBuf};
+
+use super::files::{write_file, write_text};
+use super::plan::plan_and_index;
+use super::{Error, Loaded, LockMode, Selection, Shell, load};
+use crate::analyze::{self, Analysis, RunRecord, Scope};
+use crate::key::RunKey;
+use crate::plan::StoredRuntime;
+use crate::report::chart::{self, ChartData, ChartGroup};
+use crate::spec::{Objective, Runtime};
+
+/// How a report is rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Markdown for people.
+    Md,
+    /// JSON for other tools.
+    Json,
+    /// CSV, one number per line.
+    Csv,
+}
+
+/// A rendered report, and the file it is still to be written to (JSON and
+/// CSV are written after they are printed; markdown, with its chart, before).
+#[derive(Debug)]
+pub struct Rendered {
+    pub text: String,
+    pub to_write: Option<PathBuf>,
+}
+
+/// The report of `selection`'s runs from the store, or of the published
+/// numbers the experiment expects; a markdown report to `out` is written
+/// with its chart beside it.
+pub fn report(
+    selection: &Selection,
+    published: bool,
+    format: Format,
+    out: Option<&Path>,
+    shell: &dyn Shell,
+) -> Result<Rendered, Error> {
+    let common = selection;
+    let mut loaded = load(common, LockMode::Read)?;
+    let records = if published {
+        analyze::from_expectations(&loaded.spec)
+    } else {
+        if common.runtime.is_none() {
+            let runtime = runtime_with_results(&loaded, common, shell)?;
+            if runtime != loaded.runtime {
+                loaded.runs = crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs);
+                loaded.runtime = runtime;
+            }
+        }
+        let (plan, index) = plan_and_index(&loaded, common)?;
+        analyze::from_store(&plan, &index)
+    };
+    let mut analysis = analyze(&loaded, records)?;
+    if !published {
+        analysis.scope = Some(scope(&loaded, common));
+    }
+    let text = match format {
+        // A written report gets its chart beside it; printed alone, there is none to link.
+        Format::Md => match out {
+            Some(out) => write_markdown(&loaded, &analysis, out)?,
+            None => crate::report::markdown(&loaded.spec, &analysis, None),
+        },
+        Format::Json => crate::report::json(&loaded.spec, &analysis),
+        Format::Csv => crate::report::csv(&analysis),
+    };
+    let to_write = out.filter(|_| format != Format::Md).map(Path::to_owned);
+    Ok(Rendered { text, to_write })
+}
+
+/// Without `--runtime`, the runtime whose results the store has (see
+/// [`crate::plan::stored_runtime`]), said on stderr.
+fn runtime_with_results(
+    loaded: &Loaded,
+    common: &Selection,
+    shell: &dyn Shell,
+) -> Result<Runtime, Error> {
+    let experiment = &common.experiment;
+    // A presence test per runtime; the runtime chosen is read and checked
+    // in full after. The other runtimes' keys come from a current lockfile
+    // (uncapped runs only) rather than hashing every run again.
+    let lockfile = match &loaded.lock.old {
+        Some(old) if loaded.lock.is_current() && common.max_prompts.is_none() => Some(old),
+        _ => None,
+    };
+    let mut with_results = Vec::new();
+    for runtime in [Runtime::Docker, Runtime::Local, Runtime::Sim] {
+        let keys: Vec<RunKey> = if runtime == loaded.runtime {
+            loaded.runs.iter().map(|r| r.key.clone()).collect()
+        } else if let Some(old) = lockfile {
+            old.runs
+                .iter()
+                .filter_map(|r| r.key(runtime).cloned())
+                .collect()
+        } else {
+            crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs)
+                .into_iter()
+                .map(|r| r.key)
+                .collect()
+        };
+        if keys.iter().any(|k| loaded.store.has_samples(k)) {
+            with_results.push(runtime);
+        }
+    }
+    match crate::plan::stored_runtime(&with_results) {
+        StoredRuntime::One(runtime) => {
+            say!(
+                shell,
+                "perfpipe: reporting the results under runtime `{}`, the one the store holds results of (`--runtime` chooses)",
+                runtime.name()
+            );
+            Ok(runtime)
+        }
+        StoredRuntime::Ambiguous(runtimes) => {
+            let names: Vec<String> = runtimes.iter().map(|r| format!("`{}`", r.name())).collect();
+            Err(Error::Usage {
+                message: format!(
+                    "the store holds results of `{}` under both {}",
+                    experiment.display(),
+                    names.join(" and ")
+                ),
+                hint: format!(
+                    "name the runtime to report: {}",
+                    runtimes
+                        .iter()
+                        .map(|r| format!(
+                            "`perfpipe report {} --runtime {}`",
+                            experiment.display(),
+                            r.name()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ),
+            })
+        }
+        StoredRuntime::None => {
+            say!(
+                shell,
+                "perfpipe: the store holds no result of this experiment under any runtime yet; reporting runtime `{}`",
+                loaded.runtime.name()
+            );
+            Ok(loaded.runtime)
+        }
+    }
+}
+
+/// Whose results a report from the store shows: for its title block.
+pub fn scope(loaded: &Loaded, common: &Selection) -> Scope {
+    Scope {
+        runtime: loaded.runtime.name().to_owned(),
+        max_prompts: common.max_prompts,
+    }
+}
+
+pub fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analysis, Error> {
+    analyze::analyze(&loaded.spec, records).map_err(Error::Analysis)
+}
+
+/// Writes the markdown report at `path` with its chart beside it.
+pub fn write_markdown(loaded: &Loaded, analysis: &Analysis, path: &Path) -> Result<String, Error> {
+    let chart = write_chart(loaded, analysis, path)?;
+    let text = crate::report::markdown(&loaded.spec, analysis, chart.as_deref());
+    // An unchanged report is left as it is (a no-op run writes nothing).
+    if crate::regular_file::read(path).ok().as_deref() != Some(text.as_bytes()) {
+        write_text(path, &text)?;
+    }
+    Ok(text)
+}
+
+/// Draws the conclusion's chart as `<report stem>.png` and `.svg` beside the
+/// report; returns the PNG's file name to link, or `None` without a conclusion.
+fn write_chart(
+    loaded: &Loaded,
+    analysis: &Analysis,
+    report: &Path,
+) -> Result<Option<String>, Error> {
+    let Some(table) = &analysis.conclusion else {
+        return Ok(None);
+    };
+    let spec = &loaded.spec;
+    let seconds = |ms: Option<f64>| ms.map_or(f64::NAN, |ms| ms / 1000.0);
+    let (what, y_title) = match spec.objective {
+        Objective::Throughput => ("Total TPS", "Total TPS (tok/s)"),
+        Objective::Latency => ("Mean latency", "Mean latency (s/req)"),
+    };
+    let data = ChartData {
+        // The report's own title heads the page; a long one would not fit here.
+        title: format!("{}: {what} per benchmark case", spec.name),
+        y_title: y_title.to_owned(),
+        baseline: format!("baseline ({})", table.baseline),
+        optimized: format!("optimized ({})", table.optimized),
+        groups: table
+            .rows
+            .iter()
+            .map(|r| match spec.objective {
+                Objective::Throughput => ChartGroup {
+                    label: spec.workload_title(&r.workload).to_owned(),
+                    baseline: r.base_tps * f64::from(table.baseline_replicas),
+                    optimized: r.opt_tps * f64::from(table.optimized_replicas),
+                },
+                Objective::Latency => ChartGroup {
+                    label: spec.workload_title(&r.workload).to_owned(),
+                    baseline: seconds(r.base_latency_ms),
+                    optimized: seconds(r.opt_latency_ms),
+                },
+            })
+            .collect(),
+    };
+    let svg = report.with_extension("svg");
+    let png = report.with_extension("png");
+    if !drawn_of(&data, &svg, &png) {
+        // The SVG last: a chart killed between the two is drawn again.
+        write_file(&png, &chart::png(&data))?;
+        write_file(&svg, chart::svg(&data).as_bytes())?;
+    }
+    Ok(png.file_name().map(|n| n.to_string_lossy().into_owned()))
+}
+
+/// Whether the chart files at `svg` and `png` are both drawn from `data`.
+fn drawn_of(data: &ChartData, svg: &Path, png: &Path) -> bool {
+    let digest = chart::digest(data);
+    let svg_holds = crate::regular_file::read_to_string(svg)
+        .is_ok_and(|text| chart::svg_digest(&text) == Some(digest.as_str()));
+    svg_holds
+        && crate::regular_file::read(png).is_ok_and(|bytes| {
+            chart::png_digest(std::io::Cursor::new(bytes)).as_deref() == Some(digest.as_str())
+        })
+}

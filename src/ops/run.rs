@@ -1,0 +1,274 @@
+//! `perfpipe run`: settle the lockfile, fetch what the missing runs need,
+//! execute them, and write the report.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use super::fetch::{Verbosity, fail_on, fetch_pinned};
+use super::files::check_writable;
+use super::load::sample_notes;
+use super::plan::plan_and_index;
+use super::report::{analyze, scope, write_markdown};
+use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile, realise};
+use crate::drv::LaunchOptions;
+use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
+
+use crate::plan::{Plan, RunStatus};
+use crate::plural::count;
+use crate::spec::{ExpectedOutcome, Runtime, Spec};
+use crate::store::Store;
+
+/// What `run` is asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub selection: Selection,
+    /// Refuse a lockfile that is missing or out of date instead of writing it.
+    pub locked: bool,
+    /// Ask no network: pin nothing new, fetch nothing.
+    pub offline: bool,
+    /// Where the report goes; by default `reports/<experiment>.md`
+    /// (`<experiment>.max-prompts-N.md` for a capped run).
+    pub report: Option<PathBuf>,
+    pub exec: ExecOptions,
+    /// Trusted caches to substitute missing runs from (docs/result-cache.md).
+    pub caches: Option<crate::cache::Caches>,
+}
+
+/// What a run did.
+#[derive(Debug)]
+pub struct Ran {
+    /// The markdown report, as written.
+    pub report: String,
+    pub report_path: PathBuf,
+    pub summary: ExecSummary,
+    /// The runs that failed where the experiment expects no failure.
+    pub unexpected: Vec<UnexpectedFailure>,
+}
+
+/// A run that failed where the experiment expects no failure.
+#[derive(Debug)]
+pub struct UnexpectedFailure {
+    pub step: String,
+    pub workload: String,
+    /// Where its logs are, to read for why it failed.
+    pub logs: String,
+}
+
+/// Executes what is missing of `options.selection` and writes its report.
+/// Progress goes to `progress`, with the experiment as it runs.
+pub fn run(
+    options: &RunOptions,
+    shell: &dyn Shell,
+    progress: &mut dyn FnMut(&Spec, &ExecEvent),
+) -> Result<Ran, Error> {
+    let mode = LockMode::Run {
+        locked: options.locked,
+        offline: options.offline,
+    };
+    let common = &options.selection;
+    let experiment = &common.experiment;
+    let mut loaded = load(common, mode.clone())?;
+    let (mut plan, mut index) = plan_and_index(&loaded, common)?;
+    // Before a lockfile, a fetch or an engine: a run perfpipe cannot start.
+    exec::check_startable(&loaded.spec, &plan)?;
+    // Where the report and its chart go is settled before any engine starts;
+    // a capped run's never replaces the study's.
+    let report_path = options.report.clone().unwrap_or_else(|| {
+        let stem = experiment.file_stem().unwrap_or_default().to_string_lossy();
+        let name = match common.max_prompts {
+            Some(cap) => format!("{stem}.max-prompts-{cap}.md"),
+            None => format!("{stem}.md"),
+        };
+        PathBuf::from("reports").join(name)
+    });
+    for path in [
+        report_path.clone(),
+        report_path.with_extension("svg"),
+        report_path.with_extension("png"),
+    ] {
+        check_writable(&path)?;
+    }
+    remove_stale_tmp(&loaded.store, shell);
+    // Real engines load pinned models and images: fetch what the missing runs
+    // need before any GPU is taken. Fetching may bring the tokenizers the
+    // lockfile pins, so a lockfile that differs only in those is settled after.
+    let fetches = loaded.runtime != Runtime::Sim && !options.offline;
+    let deferred = fetches && (options.locked || loaded.lock.only_tokenizers_differ);
+    if deferred {
+        lockfile::settle_for_fetch(&loaded.lock, experiment, shell)?;
+    } else {
+        lockfile::settle_for_run(&loaded.lock, options.locked, experiment, shell)?;
+    }
+    if fetches {
+        let used: BTreeSet<String> = plan
+            .missing()
+            .iter()
+            .filter_map(|r| loaded.lock.new.run(&r.step, &r.workload))
+            .flat_map(|r| r.uses.clone())
+            .collect();
+        let mut reload = false;
+        if !used.is_empty() {
+            let fetched = fetch_pinned(
+                &loaded.lock.new,
+                &used,
+                loaded.runtime,
+                Verbosity::Missing,
+                shell,
+            )?;
+            fail_on(&fetched.failures, experiment, true)?;
+            reload = fetched.models_changed;
+        }
+        if reload {
+            loaded = load(common, mode)?;
+            (plan, index) = plan_and_index(&loaded, common)?;
+        }
+        if reload || deferred {
+            lockfile::settle_for_run(&loaded.lock, options.locked, experiment, shell)?;
+        }
+    }
+    if let Some(caches) = &options.caches
+        && super::substitute::substitute(caches, &loaded.store, &plan, shell)?
+    {
+        (plan, index) = plan_and_index(&loaded, common)?;
+    }
+    let stored = plan
+        .runs
+        .iter()
+        .filter(|r| !matches!(r.status, RunStatus::Missing { .. }))
+        .count();
+    say!(
+        shell,
+        "perfpipe: {}, {stored} in the store, {} to run (runtime `{}`)",
+        count(plan.runs.len(), "run", "runs"),
+        plan.missing().len(),
+        plan.options.runtime.name()
+    );
+    for note in sample_notes(&loaded) {
+        say!(shell, "{note}");
+    }
+    let summary = execute(&loaded, &plan, options, progress)?;
+
+    // With nothing to run, what the plan read is the report's to show.
+    if !plan.missing().is_empty() {
+        index = plan_and_index(&loaded, common)?.1;
+    }
+    let records = crate::analyze::from_store(&plan, &index);
+    let unexpected: Vec<UnexpectedFailure> = records
+        .iter()
+        .filter(|r| {
+            r.failure
+                .as_deref()
+                .is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e))
+        })
+        .map(|r| UnexpectedFailure {
+            step: r.step.clone(),
+            workload: r.workload.clone(),
+            logs: failure_logs(&loaded, &plan, &r.step, &r.workload),
+        })
+        .collect();
+    let mut analysis = analyze(&loaded, records)?;
+    analysis.scope = Some(scope(&loaded, common));
+    let path = report_path;
+    let text = write_markdown(&loaded, &analysis, &path).map_err(|e| {
+        e.measured(&format!(
+            "every run is in the store: `perfpipe report {} --out FILE` writes the report",
+            experiment.display()
+        ))
+    })?;
+    Ok(Ran {
+        report: text,
+        report_path: path,
+        summary,
+        unexpected,
+    })
+}
+
+/// Executes the missing runs of `plan` as `realise` does: from the material
+/// of their launches, written to the store first with their inputs. With
+/// nothing missing, the executor still stops what killed perfpipes left.
+fn execute(
+    loaded: &Loaded,
+    plan: &Plan,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(&Spec, &ExecEvent),
+) -> Result<ExecSummary, Error> {
+    let exec = &options.exec;
+    let launches = realise::write_launches(
+        &loaded.spec,
+        plan,
+        &loaded.inputs,
+        &LaunchOptions {
+            fresh_engine: exec.fresh_engine,
+            startup_timeout: exec.startup_timeout,
+            stall_timeout: exec.stall_timeout,
+        },
+        &loaded.store,
+    )?;
+    if launches.is_empty() {
+        return Ok(exec::execute(
+            &loaded.spec,
+            &loaded.inputs,
+            plan,
+            &loaded.store,
+            exec,
+            &mut |event| progress(&loaded.spec, &event),
+        )?);
+    }
+    let materials: Vec<_> = launches.into_iter().map(|(_, m)| m).collect();
+    // The experiment's own steps say which failures it expects.
+    let realised = realise::execute(
+        &materials,
+        &loaded.store,
+        exec,
+        Some(&loaded.inputs),
+        &mut |_, event| progress(&loaded.spec, event),
+    )?;
+    Ok(realised.summary)
+}
+
+/// Removes what killed perfpipe processes left under `store/tmp/`; a
+/// failure to do so never stops a run.
+fn remove_stale_tmp(store: &Store, shell: &dyn Shell) {
+    match store.stale_tmp(true) {
+        Ok(stale) if !stale.is_empty() => say!(
+            shell,
+            "perfpipe: removed {} left in `{}` by killed runs ({})",
+            count(stale.len(), "temp dir", "temp dirs"),
+            store.root().join("tmp").display(),
+            crate::fetch::human_bytes(stale.iter().map(|s| s.bytes).sum())
+        ),
+        Ok(_) => {}
+        Err(e) => say!(
+            shell,
+            "warning: cannot remove the temp dirs of killed runs: {e}"
+        ),
+    }
+}
+
+/// A failure the experiment declares (`expect-failure`) is the published outcome, not an error.
+pub fn failure_expected(spec: &Spec, step: &str, workload: &str, error: &str) -> bool {
+    spec.step(step).is_some_and(|s| {
+        s.expectations.iter().any(|x| {
+            x.workload == workload && matches!(&x.outcome, ExpectedOutcome::Failure(expected) if error.contains(expected.as_str()))
+        })
+    })
+}
+
+/// The logs of a failed run's latest sample, to read for why it failed.
+fn failure_logs(loaded: &Loaded, plan: &Plan, step: &str, workload: &str) -> String {
+    let logs = plan
+        .runs
+        .iter()
+        .find(|r| r.step == step && r.workload == workload)
+        .and_then(|r| loaded.store.files(&r.key).ok().flatten())
+        .and_then(|files| files.samples.last().cloned())
+        .map(|sample| sample.logs)
+        .unwrap_or_default();
+    if logs.is_empty() {
+        return "no log was kept (`perfpipe report` shows its error)".into();
+    }
+    logs.iter()
+        .map(|l| l.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
