@@ -27,6 +27,12 @@ pub fn push(
     remote: &Remote,
     secret: &SecretKey,
 ) -> Result<Pushed, Error> {
+    // Refused before anything is asked, even when nothing would be uploaded.
+    if let super::Location::Http(_) = remote.location {
+        return Err(Error::ReadOnly {
+            location: remote.location.to_string(),
+        });
+    }
     let runtime = super::runtime();
     runtime.block_on(async {
         let results: Vec<Result<Pushed, Error>> = futures_util::stream::iter(runs)

@@ -134,3 +134,132 @@ fn a_cache_without_trusted_keys_is_a_usage_error() {
         stderr(&out)
     );
 }
+
+/// A child process serving on a loopback port, killed on drop.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Server {
+    fn start(command: &mut std::process::Command, port: u16) -> Self {
+        let server = Self(
+            command
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("the server starts"),
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "no server on {port}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+/// Another machine's store: `plan` offers every run from `location`, and
+/// `run` (with the network: not `--offline`) substitutes them all.
+fn substitutes_everything(location: &str, public: &str) {
+    let bob = TestEnv::tiny();
+    let lock = bob.run(&["lock", "tiny.kdl", "--offline"]);
+    assert_eq!(lock.status.code(), Some(0), "{}", stderr(&lock));
+    let trust = [
+        "--runtime",
+        "sim",
+        "--substituter",
+        location,
+        "--trusted-key",
+        public,
+    ];
+    let online = |args: &[&str]| {
+        bob.cmd(&[args, &trust].concat())
+            .env_remove("PERFPIPE_OFFLINE")
+            .output()
+            .unwrap()
+    };
+    let plan = online(&["plan", "tiny.kdl"]);
+    assert!(
+        stdout(&plan).contains("substitutable: 7 runs from trusted caches"),
+        "{}{}",
+        stdout(&plan),
+        stderr(&plan)
+    );
+    let run = online(&["run", "tiny.kdl"]);
+    let err = stderr(&run);
+    assert_eq!(
+        err.matches("substituted a sample signed by `alice`")
+            .count(),
+        7,
+        "{err}"
+    );
+    assert!(err.contains("ran 0 (failed: 0)"), "{err}");
+    assert_eq!(bob.run(&["store", "verify"]).status.code(), Some(0));
+}
+
+#[test]
+fn a_static_web_server_serves_a_pushed_directory_read_only() {
+    let (alice, public) = measured_with_key();
+    push(&alice, alice.path("site").to_str().unwrap());
+    let port = crate::common::free_port();
+    let _server = Server::start(
+        std::process::Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .current_dir(alice.path("site")),
+        port,
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    substitutes_everything(&url, &public);
+    // Read-only: pushing to it is a usage error.
+    let out = alice.run(&[
+        "cache",
+        "push",
+        "--all",
+        "--to",
+        &url,
+        "--secret-key",
+        "keys/alice.secret",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(words(&out).contains("read-only"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_oci_registry_takes_pushes_and_supplies_samples() {
+    let (alice, public) = measured_with_key();
+    let port = crate::common::free_port();
+    let config = alice.path("registry.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+            alice.path("registry").display()
+        ),
+    )
+    .unwrap();
+    let _registry = Server::start(
+        std::process::Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .env_clear(),
+        port,
+    );
+    let location = format!("oci://127.0.0.1:{port}/team/perfpipe");
+    let first = push(&alice, &location);
+    assert!(first.contains("pushed 7 samples"), "{first}");
+    let again = push(&alice, &location);
+    assert!(again.contains("7 already there"), "{again}");
+    substitutes_everything(&location, &public);
+}
