@@ -20,7 +20,7 @@ impl Store {
 
     /// Who signed `sample`, when it came from a cache.
     pub fn signature(&self, sample: &Sample) -> Option<Signed> {
-        read_signed(&sample.dir)
+        sample.signature()
     }
 
     /// Commits a sample checked elsewhere (its signature against a trusted
@@ -44,6 +44,13 @@ impl Store {
         })?;
         pending.write_file(SIGNATURE_FILE, json)?;
         pending.commit_bytes(self, key, canonical, &files.result, &lock)
+    }
+}
+
+impl Sample {
+    /// Who signed this sample, when it came from a cache.
+    pub fn signature(&self) -> Option<Signed> {
+        read_signed(&self.dir)
     }
 }
 

@@ -106,9 +106,20 @@ fn a_directory_cache_supplies_another_store_instead_of_measuring() {
     );
     assert!(err.contains("7 in the store, 0 to run"), "{err}");
     assert!(err.contains("ran 0 (failed: 0)"), "{err}");
-    // The deterministic failure came as a failure, shown with its signer.
     let verify = bob.run(&["store", "verify"]);
     assert_eq!(verify.status.code(), Some(0), "{}", stderr(&verify));
+    // `explain` names each sample's signer, the deterministic failure's too.
+    let explain = bob.run(&["explain", "tiny.kdl", "--runtime", "sim"]);
+    let text = stdout(&explain);
+    assert_eq!(
+        text.matches("from a cache, signed by `alice`").count(),
+        7,
+        "{text}"
+    );
+    assert!(
+        text.contains("failed (test-host: simulated engine v1; from a cache"),
+        "{text}"
+    );
 
     // `--no-substitute` measures anyway, adding this machine's sample.
     let fresh = TestEnv::tiny();
