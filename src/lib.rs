@@ -14,6 +14,7 @@
 //! ```
 
 pub mod analyze;
+pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod drv;

@@ -99,6 +99,10 @@ pub enum Command {
     /// Check the store (`verify`), list a run's files (`path`) and remove what nothing reaches (`gc`).
     #[command(after_long_help = examples::STORE)]
     Store(StoreArgs),
+    /// Share results between machines: keys (`keygen`), signed samples in a
+    /// cache (`push`); `run` and `plan` substitute from trusted caches.
+    #[command(after_long_help = examples::CACHE)]
+    Cache(super::cache::CacheArgs),
     /// Print the completion script of a shell.
     ///
     /// Load it in the shell's startup file, or install it where the shell
@@ -289,7 +293,8 @@ pub struct RunPolicy {
     /// Samples each run should have in the store.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: u32,
-    /// Run again the runs whose stored result is a failure.
+    /// Run again the runs whose stored result is a failure (one a cache
+    /// supplied too).
     #[arg(long)]
     pub retry_failed: bool,
     /// Start an engine for every run, instead of one per step whose runs share it.
@@ -307,6 +312,18 @@ impl Common {
     /// experiment's own runtime.
     pub fn of(experiment: &ExperimentArgs, store: &std::path::Path) -> Self {
         Self::declared(&experiment.experiment, experiment.lockfile.clone(), store)
+    }
+
+    /// The declared runs under `--runtime`.
+    pub fn selecting_runtime(
+        experiment: &ExperimentArgs,
+        store: &StoreArg,
+        runtime: &RuntimeOpt,
+    ) -> Self {
+        Self {
+            runtime: super::runtime_of(runtime.runtime),
+            ..Self::of(experiment, store.path())
+        }
     }
 
     /// The runs a command selects with `--runtime` and `--max-prompts`.
@@ -373,6 +390,8 @@ pub struct RunArgs {
     /// (`perfpipe fetch` does it where the Hub and registries are reachable).
     #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
+    #[command(flatten)]
+    pub substitute: super::cache::SubstituteArgs,
 }
 
 #[derive(Debug, Args)]
@@ -467,6 +486,11 @@ pub struct PlanArgs {
     pub cap: CapArg,
     #[command(flatten)]
     pub policy: RunPolicy,
+    #[command(flatten)]
+    pub substitute: super::cache::SubstituteArgs,
+    /// Ask no cache over the network (directory caches are still asked).
+    #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub offline: bool,
 }
 
 #[derive(Debug, Args)]

@@ -103,3 +103,19 @@ Examples:
   perfpipe store path experiments/qwen3-14b-a100.kdl --runtime sim
   perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt | awk '$3 == \"log\" {print $4}'
   less $(perfpipe store path experiments/qwen3-14b-a100.kdl vllm sharegpt | grep engine.log | cut -f4)";
+
+pub const CACHE: &str = "\
+Examples:
+  perfpipe cache keygen alice-1
+  perfpipe cache push --all --to oci://registry.example.org/team/perfpipe";
+
+pub const CACHE_PUSH: &str = "\
+Examples:
+  perfpipe cache push experiments/qwen3-14b-a100.kdl   # to `push-to` of config.toml
+  perfpipe cache push --all --to /srv/perfpipe-cache --secret-key ~/.config/perfpipe/keys/alice-1.secret
+  perfpipe cache push --all --to oci://localhost:5000/team/perfpipe";
+
+pub const CACHE_KEYGEN: &str = "\
+Examples:
+  perfpipe cache keygen alice-1             # ~/.config/perfpipe/keys/alice-1.{secret,public}
+  perfpipe cache keygen ci-runner --dir /etc/perfpipe/keys";

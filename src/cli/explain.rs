@@ -63,6 +63,11 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, CliError> {
                     out,
                     "  a stored failure, not run again without `--retry-failed`: {error}"
                 );
+                for sample in loaded.store.samples(&run.key).map_err(CliError::Store)? {
+                    if sample.signature().is_some() {
+                        let _ = writeln!(out, "  sample {}: {}", sample.id, origin(&sample));
+                    }
+                }
             }
             RunStatus::Missing { reason } => {
                 let _ = writeln!(out, "  {reason}");
@@ -168,5 +173,12 @@ fn origin(sample: &Sample) -> String {
         Outcome::Imported { .. } => "imported",
         Outcome::Failure { .. } => "failed",
     };
-    format!("{what} ({})", sample.result.provenance.environment())
+    let signer = sample
+        .signature()
+        .map(|s| format!("; from a cache, signed by `{}`", s.signer_name()))
+        .unwrap_or_default();
+    format!(
+        "{what} ({}{signer})",
+        sample.result.provenance.environment()
+    )
 }

@@ -8,6 +8,7 @@ mod output;
 mod args;
 mod bench;
 mod bench_options;
+mod cache;
 mod completions;
 mod diff;
 mod examples;
@@ -82,6 +83,7 @@ pub fn main() -> u8 {
         Command::Fetch(args) => fetch::fetch(&args),
         Command::Completions(args) => completions::completions(&args),
         Command::Man(args) => man::man(&args),
+        Command::Cache(args) => cache::cache(&args),
         Command::Store(args) => match args.command {
             StoreCommand::Verify(args) => store_verify::verify(&args),
             StoreCommand::Gc(args) => store_gc::gc(&args),

@@ -15,12 +15,21 @@ use crate::spec::EngineKind;
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
     let common = args.common();
+    let caches = args.substitute.caches(args.offline)?;
     let Planned {
         loaded,
         plan,
         estimate,
-    } = crate::ops::plan::plan(&common, &super::Stderr)?;
-    out!("{}", render(&loaded, &common, &plan));
+        offers,
+        saved_gpu_hours,
+    } = crate::ops::plan::plan(&common, caches.as_ref(), &super::Stderr)?;
+    out!("{}", render(&loaded, &common, &plan, &offers));
+    if !offers.is_empty() {
+        outln!(
+            "substitutable: {} from trusted caches, saving {saved_gpu_hours:.1} GPU-hours of the estimate",
+            count(offers.len(), "run", "runs"),
+        );
+    }
     // `plan` stops nothing; it says what the next `run` will stop.
     for found in leftovers::find(&leftovers::dir()) {
         let what = super::describe_launch(&found.launch);
@@ -52,7 +61,12 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
     Ok(exit_code::OK)
 }
 
-fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
+fn render(
+    loaded: &Loaded,
+    common: &Common,
+    plan: &Plan,
+    offers: &std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -97,9 +111,10 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
         .max()
         .unwrap_or(8)
         .max(8);
+    let status_w = if offers.is_empty() { 7 } else { 13 };
     let _ = writeln!(
         out,
-        "\n{:step_w$}  {:work_w$}  {:12}  {:7}  DETAIL",
+        "\n{:step_w$}  {:work_w$}  {:12}  {:status_w$}  DETAIL",
         "STEP", "WORKLOAD", "KEY", "STATUS"
     );
     for r in &plan.runs {
@@ -108,13 +123,24 @@ fn render(loaded: &Loaded, common: &Common, plan: &Plan) -> String {
             RunStatus::Failed { error } => error.clone(),
             RunStatus::Missing { reason } => reason.clone(),
         };
+        let (label, detail) = match offers.get(&r.key) {
+            Some(offer) => (
+                "substitutable",
+                format!(
+                    "{} in `{}`; {detail}",
+                    count(offer.tags.len(), "sample", "samples"),
+                    offer.location
+                ),
+            ),
+            None => (r.status.label(), detail),
+        };
         let _ = writeln!(
             out,
-            "{:step_w$}  {:work_w$}  {:12}  {:7}  {detail}",
+            "{:step_w$}  {:work_w$}  {:12}  {:status_w$}  {detail}",
             r.step,
             r.workload,
             r.key.short(),
-            r.status.label()
+            label
         );
     }
     let with = |label: &str| {

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use super::CliError;
 use super::args::{Command, ExperimentArgs, RuntimeArg, RuntimeOpt, StoreArg, StoreCommand};
+use super::cache::CacheCommand;
 use crate::project::{self, Project};
 use crate::spec::Runtime;
 
@@ -68,11 +69,13 @@ fn apply(command: &mut Command, project: &Project) {
             runtime_opt(&mut a.runtime);
             store(&mut a.store);
             optional(&mut a.report);
+            a.substitute.or_user(&project.user);
         }
         Command::Plan(a) => {
             experiment(&mut a.experiment);
             runtime_opt(&mut a.runtime);
             store(&mut a.store);
+            a.substitute.or_user(&project.user);
         }
         Command::Report(a) => {
             experiment(&mut a.experiment);
@@ -130,6 +133,21 @@ fn apply(command: &mut Command, project: &Project) {
                 experiment(&mut a.experiment);
                 runtime_opt(&mut a.runtime);
                 store(&mut a.store);
+            }
+        },
+        Command::Cache(a) => match &mut a.command {
+            CacheCommand::Keygen(_) => {}
+            CacheCommand::Push(a) => {
+                a.experiments.iter_mut().for_each(path);
+                runtime_opt(&mut a.runtime);
+                store(&mut a.store);
+                optional(&mut a.secret_key);
+                if a.to.is_none() {
+                    a.to = project.user.cache.push_to.clone();
+                }
+                if a.secret_key.is_none() {
+                    a.secret_key = project.user.cache.secret_key_file.clone();
+                }
             }
         },
         Command::Bench(_)

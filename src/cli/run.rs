@@ -21,6 +21,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         offline: args.offline,
         report: args.report.clone(),
         exec: exec_options(args)?,
+        caches: args.substitute.caches(args.offline)?,
     };
     let mut display = Display::new("      ");
     let outcome = execute(&options, &mut |spec, event| {

@@ -60,6 +60,9 @@ pub enum Error {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Store(crate::store::Error),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Cache(crate::cache::Error),
     #[error("cannot tell which runs `{path}` reaches, so `store gc` removes nothing")]
     #[diagnostic(help(
         "fix the file or move it away, or name the experiments and lockfiles whose runs to keep: `perfpipe store gc FILE...`"
@@ -244,6 +247,7 @@ impl Error {
                 | ExecError::Schedule { .. },
             ) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
+            Self::Cache(e) => e.exit_code(),
             Self::Exec(_)
             | Self::Store(crate::store::Error::Encode { .. })
             | Self::Analysis(_)

@@ -18,11 +18,19 @@ pub struct Planned {
     pub loaded: Loaded,
     pub plan: Plan,
     pub estimate: Estimate,
+    /// Missing runs that trusted caches can supply.
+    pub offers: std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
+    /// GPU-hours of the estimate that substituting them saves.
+    pub saved_gpu_hours: f64,
 }
 
 /// Loads the experiment without writing its lockfile, plans its runs and
 /// estimates the missing ones from earlier results of their workloads.
-pub fn plan(selection: &Selection, shell: &dyn Shell) -> Result<Planned, Error> {
+pub fn plan(
+    selection: &Selection,
+    caches: Option<&crate::cache::Caches>,
+    shell: &dyn Shell,
+) -> Result<Planned, Error> {
     let loaded = load(selection, LockMode::Read)?;
     let plan = build_plan(&loaded, selection)?;
     // What a node needs to run each launch; `plan` runs nothing, so a store
@@ -44,7 +52,7 @@ pub fn plan(selection: &Selection, shell: &dyn Shell) -> Result<Planned, Error> 
     } else {
         earlier_durations(&loaded)?
     };
-    let estimate = plan::estimate(&loaded.spec, &plan, selection.fresh_engine, &|run| {
+    let earlier_seconds = |run: &plan::PlannedRun| {
         if earlier.is_empty() {
             return None;
         }
@@ -54,11 +62,34 @@ pub fn plan(selection: &Selection, shell: &dyn Shell) -> Result<Planned, Error> 
             .filter(|(m, _)| m["workload"] == material["workload"])
             .min_by_key(|(m, _)| material_changes(m, &material).len())
             .map(|(_, seconds)| *seconds)
-    });
+    };
+    let estimate = plan::estimate(
+        &loaded.spec,
+        &plan,
+        selection.fresh_engine,
+        &earlier_seconds,
+    );
+    let offers = caches
+        .map(|c| super::substitute::offers(c, &loaded.store, &plan, shell))
+        .unwrap_or_default();
+    let saved_gpu_hours = if offers.is_empty() {
+        0.0
+    } else {
+        let after = super::substitute::after_substitution(&plan, &offers);
+        let left = plan::estimate(
+            &loaded.spec,
+            &after,
+            selection.fresh_engine,
+            &earlier_seconds,
+        );
+        estimate.gpu_hours - left.gpu_hours
+    };
     Ok(Planned {
         loaded,
         plan,
         estimate,
+        offers,
+        saved_gpu_hours,
     })
 }
 

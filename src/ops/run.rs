@@ -30,6 +30,8 @@ pub struct RunOptions {
     /// (`<experiment>.max-prompts-N.md` for a capped run).
     pub report: Option<PathBuf>,
     pub exec: ExecOptions,
+    /// Trusted caches to substitute missing runs from (docs/result-cache.md).
+    pub caches: Option<crate::cache::Caches>,
 }
 
 /// What a run did.
@@ -128,6 +130,11 @@ pub fn run(
     // The lockfile is settled: record how to run each of its runs, for when
     // the experiment has moved on (`run --lockfile` of a copy of it).
     realise::record_lockfile_runs(&loaded)?;
+    if let Some(caches) = &options.caches
+        && super::substitute::substitute(caches, &loaded.store, &plan, shell)?
+    {
+        (plan, index) = plan_and_index(&loaded, common)?;
+    }
     let stored = plan
         .runs
         .iter()

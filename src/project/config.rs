@@ -21,6 +21,12 @@ pub struct ProjectConfig {
     /// The runtime where neither `--runtime` nor `PERFPIPE_RUNTIME` names one.
     #[serde(default, deserialize_with = "runtime")]
     pub runtime: Option<Runtime>,
+    /// Caches and trusted keys are one person's trust, never a cloned
+    /// project's: these sections are refused here (docs/result-cache.md).
+    #[serde(default)]
+    pub cache: Personal,
+    #[serde(default)]
+    pub trust: Personal,
     #[serde(default)]
     pub executor: ExecutorConfig,
 }
@@ -43,7 +49,43 @@ pub struct UserConfig {
     #[serde(default)]
     pub credentials: Reserved,
     #[serde(default)]
-    pub trust: Reserved,
+    pub trust: Trust,
+    #[serde(default)]
+    pub cache: CacheConfig,
+}
+
+/// `[trust]`: whose signed results this person accepts.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Trust {
+    /// Public keys, `NAME:base64` as `perfpipe cache keygen` prints them.
+    #[serde(default)]
+    pub public_keys: Vec<String>,
+}
+
+/// `[cache]`: where results are shared (docs/result-cache.md).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CacheConfig {
+    /// Caches `run` and `plan` ask for missing runs, in order.
+    #[serde(default)]
+    pub substituters: Vec<String>,
+    /// The cache `cache push` writes to.
+    pub push_to: Option<String>,
+    /// The secret key `cache push` signs with.
+    pub secret_key_file: Option<PathBuf>,
+}
+
+/// A section a project file may not have: always an error, at its line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Personal;
+
+impl<'de> Deserialize<'de> for Personal {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "caches and trusted keys are not taken from a project's file (a cloned project would choose whose numbers you trust); set them in your own config.toml or on the command line",
+        ))
+    }
 }
 
 /// A section no feature fills yet.
@@ -88,7 +130,7 @@ pub fn parse_user(path: &str, text: &str) -> Result<UserConfig, Box<ConfigError>
     parse(
         path,
         text,
-        "the user configuration reserves `[credentials]` and `[trust]`, which take no keys yet",
+        "the user configuration takes `[cache]` (`substituters`, `push-to`, `secret-key-file`) and `[trust]` (`public-keys`); `[credentials]` takes no key yet (docs/configuration.md)",
     )
 }
 
@@ -161,5 +203,27 @@ mod tests {
         let e = parse_user("config.toml", "[credentials]\nhf_token = \"x\"\n").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
         assert!(parse_user("config.toml", "[credentials]\n[trust]\n").is_ok());
+    }
+
+    #[test]
+    fn caches_and_trust_come_from_the_user_never_the_project() {
+        let user = parse_user(
+            "config.toml",
+            "[trust]\npublic-keys = [\"alice:K\"]\n[cache]\nsubstituters = [\"/srv/cache\"]\npush-to = \"/srv/cache\"\n",
+        )
+        .unwrap();
+        assert_eq!(user.trust.public_keys, ["alice:K"]);
+        assert_eq!(user.cache.substituters, ["/srv/cache"]);
+        for text in [
+            "[cache]\nsubstituters = [\"https://evil.example\"]\n",
+            "store = \"s\"\n[trust]\npublic-keys = [\"mallory:K\"]\n",
+        ] {
+            let e = parse_project("perfpipe.toml", text).unwrap_err();
+            assert!(e.message.contains("not taken from a project's file"), "{e}");
+            assert_eq!(
+                e.line,
+                text.lines().position(|l| l.starts_with('[')).unwrap() + 1
+            );
+        }
     }
 }

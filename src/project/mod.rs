@@ -8,7 +8,10 @@ mod config;
 
 use std::path::{Path, PathBuf};
 
-pub use config::{ConfigError, ProjectConfig, Reserved, UserConfig, parse_project, parse_user};
+pub use config::{
+    CacheConfig, ConfigError, Personal, ProjectConfig, Reserved, Trust, UserConfig, parse_project,
+    parse_user,
+};
 
 /// The project's settings file, at its root.
 pub const PROJECT_FILE: &str = "perfpipe.toml";

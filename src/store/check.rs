@@ -29,6 +29,8 @@ pub enum Damage {
     ResultOtherKey(String),
     /// Under `samples/`, something that is not a sample directory.
     NotASample,
+    /// `signature.json` of a substituted sample does not cover its files.
+    SignatureBroken(String),
 }
 
 impl Damage {
@@ -42,6 +44,7 @@ impl Damage {
             | Self::ResultUnreadable(_)
             | Self::ResultInvalid(_)
             | Self::ResultOtherKey(_) => Some("result.json"),
+            Self::SignatureBroken(_) => Some("signature.json"),
             Self::NotAKey | Self::WrongShard | Self::NotASample => None,
         }
     }
@@ -91,6 +94,9 @@ impl fmt::Display for Damage {
                 "is a result of `{key}`, not of the entry's key; the sample is not used"
             ),
             Self::NotASample => f.write_str("not a sample; nothing reads it"),
+            Self::SignatureBroken(why) => {
+                write!(f, "the sample's files are not the ones signed: {why}")
+            }
         }
     }
 }
@@ -193,6 +199,11 @@ impl Store {
                 } else if let Err(damage) = read_result(&path, key) {
                     out.findings.push(Finding {
                         path: path.join("result.json"),
+                        damage,
+                    });
+                } else if let Err(damage) = super::signed::check_signature(&path, key) {
+                    out.findings.push(Finding {
+                        path: path.join("signature.json"),
                         damage,
                     });
                 }

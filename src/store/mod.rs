@@ -6,6 +6,7 @@
 //!   entries/<k0k1>/<key>/inputs.json              exact canonical bytes that hash to <key>
 //!   entries/<k0k1>/<key>/samples/0001/result.json  metrics or failure, with provenance
 //!   entries/<k0k1>/<key>/samples/0001/logs/{engine,harness}.log
+//!   entries/<k0k1>/<key>/samples/0002/signature.json  who signed a substituted sample
 //!   locks/<key>.lock                               per-key OS file lock
 //!   locks/tmp.lock                                 orders creating and cleaning temp dirs
 //!   tmp/proc-<pid>-<random>/                       one process's samples being measured,
@@ -31,8 +32,9 @@ mod import;
 mod journal;
 mod layout;
 mod quarantine;
+mod signed;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 mod tmp;
 mod write;
 
@@ -41,6 +43,7 @@ pub use entry::{FailureKind, Outcome, RunResult, Sample};
 pub use files::{EntryFiles, SampleFiles};
 pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 pub use import::Imported;
+pub use signed::SIGNATURE_FILE;
 pub use tmp::{StaleTmp, disk_usage};
 pub use write::{Committed, KeyLock, PendingSample};
 

@@ -103,6 +103,11 @@ impl PendingSample {
         )
     }
 
+    /// Writes `<name>` beside `result.json` (a signed sample's `signature.json`).
+    pub fn write_file(&self, name: &str, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+        write_synced(&self.dir.path().join(name), bytes.as_ref())
+    }
+
     /// Writes `logs/<name>` (the engine writes its own log there directly).
     pub fn write_log(&self, name: &str, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
         write_synced(&self.logs_dir().join(name), bytes.as_ref())
@@ -120,12 +125,25 @@ impl PendingSample {
         result: &RunResult,
         lock: &KeyLock,
     ) -> Result<Committed, Error> {
-        debug_assert_eq!(RunKey::of_canonical(canonical), *key);
         let json = serde_json::to_string_pretty(result).map_err(|source| Error::Encode {
             key: key.to_string(),
             source,
         })?;
-        write_synced(&self.dir.path().join("result.json"), json.as_bytes())?;
+        self.commit_bytes(store, key, canonical, json.as_bytes(), lock)
+    }
+
+    /// [`PendingSample::commit`] of a `result.json` as these exact bytes (a
+    /// signed sample keeps the bytes its signature covers).
+    pub fn commit_bytes(
+        self,
+        store: &Store,
+        key: &RunKey,
+        canonical: &str,
+        result: &[u8],
+        lock: &KeyLock,
+    ) -> Result<Committed, Error> {
+        debug_assert_eq!(RunKey::of_canonical(canonical), *key);
+        write_synced(&self.dir.path().join("result.json"), result)?;
         sync_dir(&self.dir.path().join("logs"))?;
         sync_dir(self.dir.path())?;
 

@@ -20,6 +20,9 @@ const SUBCOMMANDS: &[&[&str]] = &[
     &["store", "gc"],
     &["store", "path"],
     &["realise"],
+    &["cache"],
+    &["cache", "keygen"],
+    &["cache", "push"],
     &["completions"],
     &["man"],
 ];

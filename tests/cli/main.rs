@@ -8,6 +8,7 @@ mod bad_values;
 mod bench;
 mod bench_options;
 mod browser;
+mod cache;
 mod charts;
 mod closed_pipe;
 mod common;

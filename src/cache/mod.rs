@@ -1,0 +1,155 @@
+//! The shared result cache: samples signed by the machine that measured
+//! them, kept as OCI artifacts in a directory, on a static web server or in
+//! an OCI registry, and substituted into the store instead of measuring
+//! (docs/result-cache.md). Trust comes only from the user's configuration or
+//! the command line.
+//!
+//! - `keys`: ed25519 keys written `NAME:base64` (pure)
+//! - `statement`: the canonical statement a signature covers (pure)
+//! - `keygen`: writes a key pair (files)
+//! - `artifact`: a sample as an OCI artifact, and the checks of a pulled one (pure)
+//! - `location`, `remote`: where a cache is, and reading and writing it (effects)
+//! - `push`, `substitute`: the workflows of `cache push` and of `run`/`plan`
+
+mod artifact;
+mod keygen;
+mod keys;
+mod location;
+mod push;
+mod remote;
+mod statement;
+mod substitute;
+#[cfg(test)]
+mod tampering;
+
+pub use artifact::Rejected;
+pub use location::Location;
+pub use push::{Pushed, push};
+pub use remote::Remote;
+pub use substitute::{Caches, Offer, Outcome, Substituted};
+
+pub use keygen::{KeyPair, keygen, read_secret};
+pub use keys::{KeyError, PublicKey, SecretKey, TrustedKeys};
+pub use statement::{Refusal, STATEMENT_VERSION, SampleFiles, Signed, sample_digest, sha256_hex};
+
+use std::path::PathBuf;
+
+/// What can go wrong with keys and caches.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum Error {
+    #[error(transparent)]
+    #[diagnostic(help(
+        "a public key is the line `perfpipe cache keygen` prints, e.g. `alice-1:Gq3…=`; a secret key is the file it writes"
+    ))]
+    Key(#[from] KeyError),
+    #[error("`{}` already exists", path.display())]
+    #[diagnostic(help(
+        "a key is never overwritten (results signed with it would no longer verify); pick another NAME or `--dir`"
+    ))]
+    KeyExists { path: PathBuf },
+    #[error("cannot use the key file `{}`", path.display())]
+    #[diagnostic(help("`perfpipe cache keygen NAME` writes a key pair"))]
+    KeyFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{location}` is not a cache location: {why}")]
+    #[diagnostic(help(
+        "a cache is a directory, a static web server's URL (`https://host/path`, read-only) or an OCI registry's repository (`oci://host/repository`)"
+    ))]
+    Location { location: String, why: String },
+    #[error("cache `{location}`: {message}")]
+    #[diagnostic(help(
+        "check that the cache is reachable and writable by you; `--no-substitute` measures without asking caches"
+    ))]
+    Cache { location: String, message: String },
+    #[error("cache `{location}` is a web server, read-only to perfpipe")]
+    #[diagnostic(help(
+        "push to the directory the web server serves, or to a registry (`oci://host/repository`)"
+    ))]
+    ReadOnly { location: String },
+    #[error("caches are configured but no key is trusted, so no cached result could be used")]
+    #[diagnostic(help(
+        "add your colleagues' public keys to `public-keys` under `[trust]` in your config.toml, or pass `--trusted-key NAME:BASE64`"
+    ))]
+    NoTrustedKeys,
+    #[error("no cache to push to")]
+    #[diagnostic(help(
+        "name one with `--to LOCATION`, or `push-to` under `[cache]` in your config.toml"
+    ))]
+    NoPushTarget,
+    #[error("no secret key to sign with")]
+    #[diagnostic(help(
+        "`perfpipe cache keygen NAME` makes one; name its file with `--secret-key FILE` or `secret-key-file` under `[cache]` in your config.toml"
+    ))]
+    NoSecretKey,
+    #[error("sample {sample} of `{key}` has no result with a provenance to sign")]
+    Unsignable { key: String, sample: String },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Store(#[from] crate::store::Error),
+}
+
+/// Keys (or samples) asked about at once, per command.
+const CONCURRENCY: usize = 8;
+
+/// The runtime a cache workflow runs its requests on (commands are not async).
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime builds")
+}
+
+impl Caches {
+    /// The caches and trusted keys a command uses, from the command line
+    /// or the user's configuration; `None` when no cache is to be asked.
+    /// Under `--offline`, only directory caches (no network).
+    pub fn configure(
+        substituters: &[String],
+        trusted_keys: &[String],
+        offline: bool,
+    ) -> Result<Option<Self>, Error> {
+        let mut remotes = Vec::new();
+        for text in substituters {
+            let location = Location::parse(text)?;
+            if !(offline && location.is_network()) {
+                remotes.push(Remote::new(location));
+            }
+        }
+        if remotes.is_empty() {
+            return Ok(None);
+        }
+        let keys = trusted_keys
+            .iter()
+            .map(|k| PublicKey::parse(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        if keys.is_empty() {
+            return Err(Error::NoTrustedKeys);
+        }
+        Ok(Some(Self {
+            remotes,
+            trusted: TrustedKeys::new(keys),
+        }))
+    }
+}
+
+impl Error {
+    /// 2 for what the user gives (keys, locations), 1 for the environment.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Key(_)
+            | Self::KeyExists { .. }
+            | Self::KeyFile { .. }
+            | Self::Location { .. }
+            | Self::ReadOnly { .. }
+            | Self::NoTrustedKeys
+            | Self::NoPushTarget
+            | Self::NoSecretKey => crate::exit_code::USAGE,
+            Self::Cache { .. } | Self::Unsignable { .. } => crate::exit_code::RUNS_FAILED,
+            Self::Store(crate::store::Error::NotADirectory { .. }) => crate::exit_code::USAGE,
+            Self::Store(_) => crate::exit_code::RUNS_FAILED,
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! A sample pushed from one store is substituted into another; any change
+//! to it on the way is refused with its reason and stores nothing.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the tests damage a cache as a forger would"
+)]
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{Caches, Location, Outcome, Remote, SecretKey, TrustedKeys, push, sha256_hex};
+use crate::key::RunKey;
+use crate::store::Store;
+use crate::store::testing::{commit, store};
+
+const MATERIAL: &str = r#"{"engine":"vllm"}"#;
+
+/// A cache directory holding one sample signed by `alice`, and its key.
+fn pushed(alice: &SecretKey) -> (tempfile::TempDir, RunKey, std::path::PathBuf) {
+    let (root, from) = store();
+    let (key, _) = commit(&from, MATERIAL);
+    let cache = root.path().join("cache");
+    let remote = Remote::new(Location::Dir(cache.clone()));
+    let runs = [(key.clone(), MATERIAL.to_owned())];
+    let first = push(&from, &runs, &remote, alice).unwrap();
+    assert_eq!((first.uploaded, first.already), (1, 0));
+    let again = push(&from, &runs, &remote, alice).unwrap();
+    assert_eq!(
+        (again.uploaded, again.already),
+        (0, 1),
+        "pushing again uploads nothing"
+    );
+    (root, key, cache)
+}
+
+fn substitute(
+    cache: &Path,
+    trusted: &[&SecretKey],
+    key: &RunKey,
+) -> (tempfile::TempDir, Store, Vec<Outcome>) {
+    let (root, into) = store();
+    let caches = Caches {
+        remotes: vec![Remote::new(Location::Dir(cache.to_owned()))],
+        trusted: TrustedKeys::new(trusted.iter().map(|k| k.public()).collect()),
+    };
+    let done = caches
+        .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])
+        .unwrap();
+    let outcomes = done
+        .samples
+        .get(key)
+        .into_iter()
+        .flatten()
+        .map(|(_, o)| o.clone())
+        .collect();
+    (root, into, outcomes)
+}
+
+fn blob_path(cache: &Path, digest: &str) -> std::path::PathBuf {
+    cache
+        .join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"))
+}
+
+/// The manifest of the cache's one sample of `key`, and its tag.
+fn manifest(cache: &Path, key: &RunKey) -> (String, Value) {
+    let list: Value =
+        serde_json::from_slice(&fs_err::read(cache.join(format!("keys/{key}.json"))).unwrap())
+            .unwrap();
+    let (tag, digest) = list.as_object().unwrap().iter().next().unwrap();
+    let bytes = fs_err::read(blob_path(cache, digest.as_str().unwrap())).unwrap();
+    (tag.clone(), serde_json::from_slice(&bytes).unwrap())
+}
+
+/// Rewrites the manifest as a forger would (a new blob, the tag moved to it).
+fn rewrite(cache: &Path, key: &RunKey, change: impl FnOnce(&mut Value)) {
+    let (tag, mut value) = manifest(cache, key);
+    change(&mut value);
+    let bytes = serde_json::to_vec(&value).unwrap();
+    let digest = format!("sha256:{}", sha256_hex(&bytes));
+    fs_err::write(blob_path(cache, &digest), &bytes).unwrap();
+    let list = serde_json::json!({ tag: digest });
+    fs_err::write(cache.join(format!("keys/{key}.json")), list.to_string()).unwrap();
+}
+
+/// Adds a blob, as a forger would, and gives its digest.
+fn add_blob(cache: &Path, bytes: &[u8]) -> String {
+    let digest = format!("sha256:{}", sha256_hex(bytes));
+    fs_err::write(blob_path(cache, &digest), bytes).unwrap();
+    digest
+}
+
+fn layer_digest(cache: &Path, key: &RunKey, title: &str) -> String {
+    let (_, value) = manifest(cache, key);
+    value["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["annotations"]["org.opencontainers.image.title"] == title)
+        .unwrap()["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[track_caller]
+fn assert_refused(cache: &Path, trusted: &[&SecretKey], key: &RunKey, why: &str) {
+    let (_root, into, outcomes) = substitute(cache, trusted, key);
+    match outcomes.as_slice() {
+        [Outcome::Refused { why: got, .. }] => assert!(got.contains(why), "{got}"),
+        other => panic!("expected a refusal ({why}), got {other:?}"),
+    }
+    assert!(
+        !into.root().join("entries").exists(),
+        "a refused sample leaves the store untouched"
+    );
+}
+
+#[test]
+fn a_sound_sample_is_substituted_with_its_signer_and_rechecked_by_store_verify() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    assert!(cache.join("oci-layout").is_file() && cache.join("index.json").is_file());
+    let (_r, into, outcomes) = substitute(&cache, &[&alice], &key);
+    assert_eq!(
+        outcomes,
+        [Outcome::Added {
+            signer: "alice".into()
+        }]
+    );
+    let samples = into.samples(&key).unwrap();
+    assert_eq!(samples.len(), 1);
+    assert_eq!(into.signature(&samples[0]).unwrap().signer_name(), "alice");
+    assert!(into.verify().unwrap().findings.is_empty());
+    // A second substitution finds nothing new: the sample is there.
+    let caches = Caches {
+        remotes: vec![Remote::new(Location::Dir(cache.clone()))],
+        trusted: TrustedKeys::new(vec![alice.public()]),
+    };
+    let done = caches
+        .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])
+        .unwrap();
+    assert_eq!(done.added(), 0);
+    // Damage after substitution is found by `store verify`.
+    let log = samples[0].dir.join("logs/engine.log");
+    fs_err::write(&log, "edited\n").unwrap();
+    let findings = into.verify().unwrap().findings;
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert!(
+        findings[0]
+            .damage
+            .to_string()
+            .contains("not the ones signed")
+    );
+}
+
+#[test]
+fn a_changed_result_is_refused() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    // Its bytes changed in place: the blob no longer matches its digest.
+    let result = layer_digest(&cache, &key, "result.json");
+    let path = blob_path(&cache, &result);
+    let edited = fs_err::read_to_string(&path)
+        .unwrap()
+        .replace("boom", "fine");
+    fs_err::write(&path, &edited).unwrap();
+    assert_refused(
+        &cache,
+        &[&alice],
+        &key,
+        "`result.json` does not match its digest",
+    );
+    // A new blob with the manifest pointing at it: no longer what was signed.
+    let forged = add_blob(&cache, edited.as_bytes());
+    rewrite(&cache, &key, |m| {
+        m["layers"][0]["digest"] = forged.clone().into();
+        m["layers"][0]["size"] = edited.len().into();
+    });
+    assert_refused(&cache, &[&alice], &key, "not the ones signed");
+}
+
+#[test]
+fn a_swapped_blob_is_refused() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    let result = layer_digest(&cache, &key, "result.json");
+    let log = layer_digest(&cache, &key, "logs/engine.log");
+    fs_err::copy(blob_path(&cache, &log), blob_path(&cache, &result)).unwrap();
+    assert_refused(&cache, &[&alice], &key, "does not match its digest");
+}
+
+#[test]
+fn a_wrong_signature_or_an_untrusted_key_is_refused() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let mallory = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    assert_refused(
+        &cache,
+        &[&SecretKey::generate("bob").unwrap()],
+        &key,
+        "signed by `alice`, which is not among the trusted keys",
+    );
+    let statement = manifest(&cache, &key).1["annotations"]["dev.perfpipe.statement"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    rewrite(&cache, &key, |m| {
+        m["annotations"]["dev.perfpipe.signature"] = mallory.sign(&statement).into();
+    });
+    assert_refused(
+        &cache,
+        &[&alice],
+        &key,
+        "does not verify under `alice`'s key",
+    );
+}
+
+#[test]
+fn key_material_not_hashing_to_the_key_is_refused() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    let other = add_blob(&cache, br#"{"engine":"sglang"}"#);
+    rewrite(&cache, &key, |m| {
+        m["config"]["digest"] = other.clone().into()
+    });
+    assert_refused(&cache, &[&alice], &key, "hashes to");
+    // The bytes changed under the right digest: a blob mismatch.
+    let (_root, key, cache) = pushed(&alice);
+    let config = format!("sha256:{key}");
+    fs_err::write(blob_path(&cache, &config), br#"{"engine":"sglang"}"#).unwrap();
+    assert_refused(
+        &cache,
+        &[&alice],
+        &key,
+        "`key material` does not match its digest",
+    );
+}

@@ -1,0 +1,83 @@
+//! Substitution in `run` and `plan`: what trusted caches offer for the
+//! missing runs (`crate::cache`), said through the shell.
+
+use std::collections::BTreeMap;
+
+use super::{Error, Shell};
+use crate::cache::{Caches, Offer, Outcome};
+use crate::key::RunKey;
+use crate::plan::{Plan, RunStatus};
+use crate::store::Store;
+
+/// `run`: substitutes what the caches offer for the missing runs of `plan`;
+/// says what came from where and what was refused. Whether any was added.
+pub fn substitute(
+    caches: &Caches,
+    store: &Store,
+    plan: &Plan,
+    shell: &dyn Shell,
+) -> Result<bool, Error> {
+    let runs: Vec<(RunKey, String)> = plan
+        .missing()
+        .iter()
+        .map(|r| (r.key.clone(), r.canonical.clone()))
+        .collect();
+    if runs.is_empty() {
+        return Ok(false);
+    }
+    let done = caches.substitute(store, &runs).map_err(Error::Cache)?;
+    for e in &done.unreachable {
+        say!(shell, "warning: {e}; measuring instead");
+    }
+    for run in plan.missing() {
+        for (location, outcome) in done.samples.get(&run.key).into_iter().flatten() {
+            match outcome {
+                Outcome::Added { signer } => say!(
+                    shell,
+                    "perfpipe: `{}` × `{}` ({}): substituted a sample signed by `{signer}` from `{location}`",
+                    run.step,
+                    run.workload,
+                    run.key.short()
+                ),
+                Outcome::Refused { tag, why } => say!(
+                    shell,
+                    "warning: `{}` × `{}`: refused `{tag}` from `{location}`: {why}; nothing of it was stored",
+                    run.step,
+                    run.workload
+                ),
+            }
+        }
+    }
+    Ok(done.added() > 0)
+}
+
+/// `plan`: what the caches offer for the missing runs (asked, no blob fetched).
+pub fn offers(
+    caches: &Caches,
+    store: &Store,
+    plan: &Plan,
+    shell: &dyn Shell,
+) -> BTreeMap<RunKey, Offer> {
+    let keys: Vec<RunKey> = plan.missing().iter().map(|r| r.key.clone()).collect();
+    if keys.is_empty() {
+        return BTreeMap::new();
+    }
+    let (offers, unreachable) = caches.offers(store, &keys);
+    for e in unreachable {
+        say!(shell, "warning: {e}");
+    }
+    offers
+}
+
+/// `plan` as it will be once the offered runs are substituted.
+pub fn after_substitution(plan: &Plan, offers: &BTreeMap<RunKey, Offer>) -> Plan {
+    let mut after = plan.clone();
+    for run in &mut after.runs {
+        if let Some(offer) = offers.get(&run.key) {
+            run.status = RunStatus::Cached {
+                samples: offer.tags.len(),
+            };
+        }
+    }
+    after
+}

@@ -1,0 +1,102 @@
+//! Signed samples: those substituted from a result cache keep the exact
+//! bytes their signer signed, and `signature.json` with the signature and
+//! the signer's public key, so `store verify` rechecks them and reports
+//! name the signer.
+
+use std::path::Path;
+
+use super::check::Damage;
+use super::{Error, Sample, Store};
+use crate::cache::{SampleFiles, Signed};
+use crate::key::RunKey;
+
+pub const SIGNATURE_FILE: &str = "signature.json";
+
+impl Store {
+    /// The files of `sample` of `key`, as a signature covers them.
+    pub fn sample_files(&self, key: &RunKey, sample: &Sample) -> Result<SampleFiles, Error> {
+        Ok(read_files(&sample.dir, key)?)
+    }
+
+    /// Who signed `sample`, when it came from a cache.
+    pub fn signature(&self, sample: &Sample) -> Option<Signed> {
+        sample.signature()
+    }
+
+    /// Commits a sample checked elsewhere (its signature against a trusted
+    /// key): `result` and `logs` as these exact bytes, with `signed`. Holds
+    /// the key's lock.
+    pub fn add_signed(
+        &self,
+        key: &RunKey,
+        canonical: &str,
+        files: &SampleFiles,
+        signed: &Signed,
+    ) -> Result<super::Committed, Error> {
+        let lock = self.lock(key)?;
+        let pending = self.begin_sample()?;
+        for (name, bytes) in &files.logs {
+            pending.write_log(name, bytes)?;
+        }
+        let json = serde_json::to_vec_pretty(signed).map_err(|source| Error::Encode {
+            key: key.to_string(),
+            source,
+        })?;
+        pending.write_file(SIGNATURE_FILE, json)?;
+        pending.commit_bytes(self, key, canonical, &files.result, &lock)
+    }
+}
+
+impl Sample {
+    /// Who signed this sample, when it came from a cache.
+    pub fn signature(&self) -> Option<Signed> {
+        read_signed(&self.dir)
+    }
+}
+
+fn read_signed(dir: &Path) -> Option<Signed> {
+    let bytes = crate::regular_file::read(&dir.join(SIGNATURE_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn read_files(dir: &Path, key: &RunKey) -> std::io::Result<SampleFiles> {
+    let result = crate::regular_file::read(&dir.join("result.json"))?;
+    let mut logs = Vec::new();
+    match fs_err::read_dir(dir.join("logs")) {
+        Ok(entries) => {
+            for entry in entries {
+                let entry = entry?;
+                if entry.file_type()?.is_file() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    logs.push((name, crate::regular_file::read(&entry.path())?));
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    logs.sort();
+    Ok(SampleFiles {
+        key: key.clone(),
+        result,
+        logs,
+    })
+}
+
+/// A sample with a `signature.json` whose signature does not cover its
+/// files (or does not verify) is damage; one without is not signed.
+pub(super) fn check_signature(dir: &Path, key: &RunKey) -> Result<(), Damage> {
+    let path = dir.join(SIGNATURE_FILE);
+    let bytes = match crate::regular_file::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Damage::SignatureBroken(e.to_string())),
+    };
+    let signed: Signed = serde_json::from_slice(&bytes)
+        .map_err(|e| Damage::SignatureBroken(format!("does not parse ({e})")))?;
+    let files = read_files(dir, key).map_err(|e| Damage::SignatureBroken(e.to_string()))?;
+    signed
+        .check(&files)
+        .map(drop)
+        .map_err(|e| Damage::SignatureBroken(e.to_string()))
+}

@@ -1,0 +1,276 @@
+//! The shared result cache: keys, push, substitution into another store,
+//! and refusal of anything not signed by a trusted key.
+
+use crate::common::{TestEnv, stderr, stdout, words};
+
+#[test]
+fn keygen_prints_the_public_key_and_keeps_the_secret_private() {
+    let env = TestEnv::new();
+    let out = env.run(&["cache", "keygen", "alice-1", "--dir", "keys"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let public = stdout(&out);
+    assert!(public.starts_with("alice-1:"), "{public}");
+    assert_eq!(env.read("keys/alice-1.public"), public);
+    let secret = env.read("keys/alice-1.secret");
+    assert!(!public.contains(&secret[8..30]));
+    // Never replaced: results signed with it would no longer verify.
+    let again = env.run(&["cache", "keygen", "alice-1", "--dir", "keys"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(env.read("keys/alice-1.secret"), secret);
+}
+
+#[test]
+fn a_project_file_naming_caches_or_keys_is_refused() {
+    let env = TestEnv::tiny();
+    env.write(
+        "perfpipe.toml",
+        "[cache]\nsubstituters = [\"https://cache.example\"]\n",
+    );
+    let out = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = words(&out);
+    assert!(err.contains("perfpipe.toml:1"), "{err}");
+    assert!(err.contains("not taken from a project's file"), "{err}");
+}
+
+/// A store with the tiny study measured on `sim`, and a key pair.
+fn measured_with_key() -> (TestEnv, String) {
+    let env = TestEnv::tiny();
+    let out = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
+    assert!(out.status.code() == Some(0), "{}", stderr(&out));
+    let key = env.run(&["cache", "keygen", "alice", "--dir", "keys"]);
+    (env, stdout(&key).trim().to_owned())
+}
+
+fn push(env: &TestEnv, to: &str) -> String {
+    let out = env.run(&[
+        "cache",
+        "push",
+        "tiny.kdl",
+        "--runtime",
+        "sim",
+        "--to",
+        to,
+        "--secret-key",
+        "keys/alice.secret",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stderr(&out)
+}
+
+#[test]
+fn a_directory_cache_supplies_another_store_instead_of_measuring() {
+    let (alice, public) = measured_with_key();
+    let cache = alice.path("team-cache");
+    let cache = cache.to_str().unwrap();
+    let first = push(&alice, cache);
+    assert!(first.contains("pushed 7 samples"), "{first}");
+    let again = push(&alice, cache);
+    assert!(
+        again.contains("pushed 0 samples") && again.contains("7 already there"),
+        "{again}"
+    );
+
+    let bob = TestEnv::tiny();
+    let trust = [
+        "--runtime",
+        "sim",
+        "--substituter",
+        cache,
+        "--trusted-key",
+        &public,
+    ];
+    let plan = bob.run(&[&["plan", "tiny.kdl"][..], &trust].concat());
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    let table = stdout(&plan);
+    let rows = |t: &str| t.lines().filter(|l| l.contains(" substitutable ")).count();
+    assert_eq!(rows(&table), 7, "{table}");
+    assert!(
+        table.contains("substitutable: 7 runs from trusted caches"),
+        "{table}"
+    );
+
+    let run = bob.run(&[&["run", "tiny.kdl"][..], &trust].concat());
+    let err = stderr(&run);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.matches("substituted a sample signed by `alice`")
+            .count(),
+        7,
+        "{err}"
+    );
+    assert!(err.contains("7 in the store, 0 to run"), "{err}");
+    assert!(err.contains("ran 0 (failed: 0)"), "{err}");
+    let verify = bob.run(&["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stderr(&verify));
+    // `explain` names each sample's signer, the deterministic failure's too.
+    let explain = bob.run(&["explain", "tiny.kdl", "--runtime", "sim"]);
+    let text = stdout(&explain);
+    assert_eq!(
+        text.matches("from a cache, signed by `alice`").count(),
+        7,
+        "{text}"
+    );
+    assert!(
+        text.contains("failed (test-host: simulated engine v1; from a cache"),
+        "{text}"
+    );
+
+    // `--no-substitute` measures anyway, adding this machine's sample.
+    let fresh = TestEnv::tiny();
+    let measure = fresh.run(&[&["plan", "tiny.kdl", "--no-substitute"][..], &trust].concat());
+    assert_eq!(rows(&stdout(&measure)), 0);
+}
+
+#[test]
+fn a_cache_without_trusted_keys_is_a_usage_error() {
+    let env = TestEnv::tiny();
+    let out = env.run(&[
+        "plan",
+        "tiny.kdl",
+        "--runtime",
+        "sim",
+        "--substituter",
+        "cache",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        words(&out).contains("no key is trusted"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A child process serving on a loopback port, killed on drop.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Server {
+    fn start(command: &mut std::process::Command, port: u16) -> Self {
+        let server = Self(
+            command
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("the server starts"),
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "no server on {port}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+/// Another machine's store: `plan` offers every run from `location`, and
+/// `run` (with the network: not `--offline`) substitutes them all.
+fn substitutes_everything(location: &str, public: &str) {
+    let bob = TestEnv::tiny();
+    let lock = bob.run(&["lock", "tiny.kdl", "--offline"]);
+    assert_eq!(lock.status.code(), Some(0), "{}", stderr(&lock));
+    let trust = [
+        "--runtime",
+        "sim",
+        "--substituter",
+        location,
+        "--trusted-key",
+        public,
+    ];
+    let online = |args: &[&str]| {
+        bob.cmd(&[args, &trust].concat())
+            .env_remove("PERFPIPE_OFFLINE")
+            .output()
+            .unwrap()
+    };
+    let plan = online(&["plan", "tiny.kdl"]);
+    assert!(
+        stdout(&plan).contains("substitutable: 7 runs from trusted caches"),
+        "{}{}",
+        stdout(&plan),
+        stderr(&plan)
+    );
+    let run = online(&["run", "tiny.kdl"]);
+    let err = stderr(&run);
+    assert_eq!(
+        err.matches("substituted a sample signed by `alice`")
+            .count(),
+        7,
+        "{err}"
+    );
+    assert!(err.contains("ran 0 (failed: 0)"), "{err}");
+    assert_eq!(bob.run(&["store", "verify"]).status.code(), Some(0));
+}
+
+#[test]
+fn a_static_web_server_serves_a_pushed_directory_read_only() {
+    let (alice, public) = measured_with_key();
+    push(&alice, alice.path("site").to_str().unwrap());
+    let port = crate::common::free_port();
+    let _server = Server::start(
+        std::process::Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .current_dir(alice.path("site")),
+        port,
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    substitutes_everything(&url, &public);
+    // Read-only: pushing to it is a usage error.
+    let out = alice.run(&[
+        "cache",
+        "push",
+        "--all",
+        "--to",
+        &url,
+        "--secret-key",
+        "keys/alice.secret",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(words(&out).contains("read-only"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_oci_registry_takes_pushes_and_supplies_samples() {
+    let (alice, public) = measured_with_key();
+    let port = crate::common::free_port();
+    let config = alice.path("registry.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+            alice.path("registry").display()
+        ),
+    )
+    .unwrap();
+    let _registry = Server::start(
+        std::process::Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .env_clear(),
+        port,
+    );
+    let location = format!("oci://127.0.0.1:{port}/team/perfpipe");
+    let first = push(&alice, &location);
+    assert!(first.contains("pushed 7 samples"), "{first}");
+    let again = push(&alice, &location);
+    assert!(again.contains("7 already there"), "{again}");
+    substitutes_everything(&location, &public);
+}
