@@ -27,6 +27,19 @@ pub struct Bracket {
     pub probes: usize,
 }
 
+impl Bracket {
+    /// Orders configurations for a report, the largest load within the SLO
+    /// first: by largest passing load (none passing last), then by smallest
+    /// failing load (none failing, i.e. the whole range passed, first).
+    pub fn capacity_order(&self, other: &Bracket) -> std::cmp::Ordering {
+        let passing = |b: &Bracket| b.largest_passing.unwrap_or(f64::NEG_INFINITY);
+        let failing = |b: &Bracket| b.smallest_failing.unwrap_or(f64::INFINITY);
+        passing(other)
+            .total_cmp(&passing(self))
+            .then(failing(other).total_cmp(&failing(self)))
+    }
+}
+
 /// What the search wants next.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Step {
@@ -215,5 +228,36 @@ mod tests {
             vec![(1.0, true), (16.0, false), (8.0, false), (4.0, false)]
         );
         assert_eq!(next, Some(2.0));
+    }
+
+    #[test]
+    fn configurations_rank_by_the_largest_load_within_the_slo() {
+        let b = |passing, failing| Bracket {
+            largest_passing: passing,
+            smallest_failing: failing,
+            probes: 0,
+        };
+        let mut brackets = [
+            b(None, Some(1.0)),
+            b(Some(4.0), Some(8.0)),
+            b(Some(8.0), None),
+            b(Some(4.0), Some(5.0)),
+            b(Some(8.0), Some(9.0)),
+        ];
+        brackets.sort_by(Bracket::capacity_order);
+        let order: Vec<_> = brackets
+            .iter()
+            .map(|b| (b.largest_passing, b.smallest_failing))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                (Some(8.0), None),
+                (Some(8.0), Some(9.0)),
+                (Some(4.0), Some(8.0)),
+                (Some(4.0), Some(5.0)),
+                (None, Some(1.0)),
+            ]
+        );
     }
 }
