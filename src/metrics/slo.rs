@@ -24,6 +24,18 @@ pub struct Attainment {
     pub goodput: f64,
 }
 
+/// The share a search probe must reach unless it states `attainment=`.
+pub const DEFAULT_ATTAINMENT_PCT: f64 = 99.0;
+
+impl Attainment {
+    /// Whether at least `required_pct` % of the requests sent met the SLO: a
+    /// search probe's pass. Compared on counts, not on the rounded `pct`, so
+    /// 99 of 100 passes 99 exactly; a run that sent nothing never passes.
+    pub fn passes(&self, required_pct: f64) -> bool {
+        self.sent > 0 && self.met as f64 * 100.0 >= required_pct * self.sent as f64
+    }
+}
+
 /// vLLM's goodput rule: a successful request meeting every objective (ms);
 /// TPOT counts as 0 for one-token outputs, ITL is the request's largest gap.
 pub fn meets(r: &RequestRecord, objectives: &[(Latency, f64)]) -> bool {
@@ -94,5 +106,19 @@ mod tests {
         assert_eq!(a.pct, 40.0);
         assert_eq!(a.goodput, 1.0);
         assert_eq!(attainment(&[], 0.0, &slo).pct, 0.0);
+    }
+
+    #[test]
+    fn a_probe_passes_at_exactly_its_attainment_and_never_on_nothing_sent() {
+        let at = |met, sent| Attainment {
+            met,
+            sent,
+            pct: 0.0,
+            goodput: 0.0,
+        };
+        assert!(at(99, 100).passes(DEFAULT_ATTAINMENT_PCT));
+        assert!(!at(98, 100).passes(DEFAULT_ATTAINMENT_PCT));
+        assert!(at(7, 7).passes(100.0));
+        assert!(!at(0, 0).passes(0.0));
     }
 }

@@ -1,6 +1,7 @@
 //! Steps × workloads → runs with keys, and what the store already holds. (pure)
 
 mod estimate;
+pub mod search;
 mod stored_runtime;
 
 pub use estimate::{Estimate, estimate, typical_start};
