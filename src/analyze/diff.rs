@@ -173,6 +173,7 @@ mod tests {
                 })
                 .unwrap_or_default(),
             samples: n,
+            signers: BTreeMap::new(),
             environment: None,
             failure: None,
             warnings: vec![],

@@ -52,6 +52,10 @@ pub struct RunRecord {
     /// The sample standard deviation of each metric, when there are several samples.
     pub sd: BTreeMap<String, f64>,
     pub samples: usize,
+    /// How many of the samples behind the numbers each signer signed, for
+    /// samples substituted from a result cache (by signer name).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub signers: BTreeMap<String, usize>,
     /// Where the numbers came from (host, GPU, driver, CUDA), for measured ones.
     pub environment: Option<String>,
     pub failure: Option<String>,
@@ -144,6 +148,7 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
                     key: None,
                     source: expectation.map(|_| Source::Published),
                     samples: usize::from(expectation.is_some()),
+                    signers: BTreeMap::new(),
                     metrics,
                     sd: BTreeMap::new(),
                     environment: None,
@@ -216,6 +221,16 @@ pub fn of_samples(step: &str, workload: &str, key: &RunKey, samples: &[Sample]) 
         })
         .collect();
     warnings.dedup();
+    // The failure shown is the last sample's, so is its signer.
+    let behind: Vec<&Sample> = if chosen.is_empty() {
+        samples.last().into_iter().collect()
+    } else {
+        chosen.clone()
+    };
+    let mut signers: BTreeMap<String, usize> = BTreeMap::new();
+    for signed in behind.iter().filter_map(|s| s.signature()) {
+        *signers.entry(signed.signer_name().to_owned()).or_default() += 1;
+    }
     RunRecord {
         step: step.to_owned(),
         workload: workload.to_owned(),
@@ -225,6 +240,7 @@ pub fn of_samples(step: &str, workload: &str, key: &RunKey, samples: &[Sample]) 
         metrics,
         sd,
         samples: chosen.len(),
+        signers,
         environment: last.map(|s| s.result.provenance.environment()),
         failure,
         warnings,

@@ -96,6 +96,7 @@ pub(super) fn runs(out: &mut String, columns: &[(&str, &str)], runs: &[RunRecord
             );
         }
     }
+    substituted(out, runs);
     super::slo::attainment(out, runs);
     telemetry(out, runs);
     let warned: Vec<&RunRecord> = runs.iter().filter(|r| !r.warnings.is_empty()).collect();
@@ -106,6 +107,29 @@ pub(super) fn runs(out: &mut String, columns: &[(&str, &str)], runs: &[RunRecord
                 let _ = writeln!(out, "- `{}` × `{}`: {w}", r.step, r.workload);
             }
         }
+    }
+}
+
+/// Which samples came from a result cache, and who signed them: numbers
+/// from another machine are worth what their signer is.
+fn substituted(out: &mut String, runs: &[RunRecord]) {
+    let signed: Vec<&RunRecord> = runs.iter().filter(|r| !r.signers.is_empty()).collect();
+    if signed.is_empty() {
+        return;
+    }
+    out.push_str("\nSubstituted from a result cache:\n\n");
+    for r in signed {
+        let by: Vec<String> = r
+            .signers
+            .iter()
+            .map(|(name, n)| {
+                format!(
+                    "{} signed by `{name}`",
+                    crate::plural::count(*n, "sample", "samples")
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "- `{}` × `{}`: {}", r.step, r.workload, by.join(", "));
     }
 }
 

@@ -121,6 +121,35 @@ fn a_directory_cache_supplies_another_store_instead_of_measuring() {
         "{text}"
     );
 
+    // The report says which samples came from which signer, in markdown and JSON.
+    let report = bob.run(&["report", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    let markdown = stdout(&report);
+    let section: String = markdown
+        .split("\nSubstituted from a result cache:\n\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_default()
+        .to_owned();
+    insta::assert_snapshot!(section, @r"
+    - `vllm` × `chat`: 1 sample signed by `alice`
+    - `vllm` × `short`: 1 sample signed by `alice`
+    - `trtllm` × `chat`: 1 sample signed by `alice`
+    - `trtllm` × `short`: 1 sample signed by `alice`
+    - `trtllm-fp8` × `chat`: 1 sample signed by `alice`
+    - `vllm-seqs-8` × `short`: 1 sample signed by `alice`
+    - `vllm-seqs-64` × `short`: 1 sample signed by `alice`
+    ");
+    let json = bob.run(&["report", "tiny.kdl", "--runtime", "sim", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let runs = json["analysis"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 7);
+    assert!(
+        runs.iter()
+            .all(|r| r["signers"] == serde_json::json!({"alice": 1})),
+        "{runs:?}"
+    );
+
     // `--no-substitute` measures anyway, adding this machine's sample.
     let fresh = TestEnv::tiny();
     let measure = fresh.run(&[&["plan", "tiny.kdl", "--no-substitute"][..], &trust].concat());
