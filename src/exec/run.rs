@@ -631,14 +631,16 @@ impl RunContext<'_> {
                 output_len,
                 range_ratio,
                 seed,
-            } => Ok(harness::dataset::random(
+            } => Ok(harness::prompt_cache::random(
+                &harness::prompt_cache::PromptCache::user(),
                 &tokenizer,
                 input_len,
                 output_len,
                 range_ratio,
                 seed,
                 n,
-            )),
+            )
+            .0),
             Dataset::ShareGpt {
                 output_len,
                 seed,

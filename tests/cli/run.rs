@@ -479,3 +479,61 @@ fn a_rate_workload_runs_as_the_lab_ran_it_on_the_builtin_harness() {
         }
     }
 }
+
+#[test]
+fn random_prompts_come_from_the_prompt_cache_and_keep_their_keys() {
+    let study = r#"experiment "cached-prompts" {
+    hardware "nvidia-h100-sxm5-80gb" gpus=1
+    model "Qwen/Qwen3-8B"
+    engine vllm version="0.11.0"
+    workload short { dataset random input=16 output=4 seed=3; prompts 4; }
+    step vllm engine=vllm gpus=1
+}"#;
+    let cache = tempfile::tempdir().unwrap();
+    let prompts = cache.path().join("perfpipe/prompts");
+    let run = |with_cache: bool| {
+        let env = TestEnv::new();
+        env.write("study.kdl", study);
+        let mut cmd = env.cmd(&["run", "study.kdl", "--runtime", "sim"]);
+        if with_cache {
+            cmd.env("XDG_CACHE_HOME", cache.path());
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let results: Vec<(String, u64)> = env
+            .results()
+            .iter()
+            .map(|(dir, result)| {
+                let key = dir.parent().unwrap().parent().unwrap().file_name().unwrap();
+                (
+                    key.to_string_lossy().into_owned(),
+                    result["outcome"]["metrics"]["total_input_tokens"]
+                        .as_u64()
+                        .unwrap(),
+                )
+            })
+            .collect();
+        results
+    };
+    let inode = |path: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(path).unwrap().ino()
+    };
+
+    let cold = run(true);
+    let files: Vec<_> = std::fs::read_dir(&prompts).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "run keeps its prompts in the cache");
+    let file = files[0].path();
+    let kept = inode(&file);
+
+    let warm = run(true);
+    assert_eq!(
+        inode(&file),
+        kept,
+        "the warm run reads the file, not rewrites it"
+    );
+    let uncached = run(false);
+    assert_eq!(cold, warm);
+    assert_eq!(cold, uncached, "the cache changes neither keys nor prompts");
+    assert!(!cold.is_empty());
+}
