@@ -10,7 +10,8 @@ use super::load::sample_notes;
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
 use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile, realise};
-use crate::drv::LaunchOptions;
+use crate::drv::{LaunchKey, LaunchOptions};
+use crate::exec::slurm::{self, JobEvent};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 
 use crate::plan::{Plan, RunStatus};
@@ -30,6 +31,16 @@ pub struct RunOptions {
     /// (`<experiment>.max-prompts-N.md` for a capped run).
     pub report: Option<PathBuf>,
     pub exec: ExecOptions,
+    pub executor: Executor,
+}
+
+/// Where the launches run.
+#[derive(Debug, Clone)]
+pub enum Executor {
+    /// On this machine.
+    Local,
+    /// One Slurm job each (`perfpipe realise` on a node).
+    Slurm(slurm::SlurmExec),
 }
 
 /// What a run did.
@@ -53,11 +64,13 @@ pub struct UnexpectedFailure {
 }
 
 /// Executes what is missing of `options.selection` and writes its report.
-/// Progress goes to `progress`, with the experiment as it runs.
+/// Progress goes to `progress`, with the experiment as it runs; what
+/// becomes of each Slurm job to `jobs`.
 pub fn run(
     options: &RunOptions,
     shell: &dyn Shell,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
+    jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<Ran, Error> {
     let mode = LockMode::Run {
         locked: options.locked,
@@ -140,7 +153,7 @@ pub fn run(
     for note in sample_notes(&loaded) {
         say!(shell, "{note}");
     }
-    let summary = execute(&loaded, &plan, options, progress)?;
+    let summary = execute(&loaded, &plan, options, progress, jobs)?;
 
     // With nothing to run, what the plan read is the report's to show.
     if !plan.missing().is_empty() {
@@ -185,6 +198,7 @@ fn execute(
     plan: &Plan,
     options: &RunOptions,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
+    jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<ExecSummary, Error> {
     let exec = &options.exec;
     let launches = realise::write_launches(
@@ -198,6 +212,9 @@ fn execute(
         },
         &loaded.store,
     )?;
+    if let Executor::Slurm(slurm) = &options.executor {
+        return Ok(slurm::execute(&launches, &loaded.store, slurm, jobs)?);
+    }
     if launches.is_empty() {
         return Ok(exec::execute(
             &loaded.spec,
