@@ -353,3 +353,39 @@ mod run {
         cluster.wait_until_empty(std::time::Duration::from_secs(30));
     }
 }
+
+/// The wall time of the repository's qwen3-235b-a100 study on `--runtime
+/// sim`, locally and through the test cluster, and the jobs it took:
+/// `PERFPIPE_TEST_SLURM=1 cargo test --test cli slurm::measure -- --ignored --nocapture`.
+#[test]
+#[ignore = "minutes: a figure for docs/slurm.md, not a check"]
+fn measure() {
+    use std::time::Instant;
+
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let run = |executor: &str| {
+        let store = scratch.path().join(executor);
+        let report = scratch.path().join(format!("{executor}.md"));
+        let started = Instant::now();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_perfpipe"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["run", "experiments/qwen3-235b-a100.kdl", "--runtime", "sim"])
+            .args(["--locked", "--offline", "--executor", executor, "--store"])
+            .arg(&store)
+            .arg("--report")
+            .arg(&report)
+            .env("SLURM_CONF", cluster.conf())
+            .env("PERFPIPE_SLURM_POLL_MS", "500")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}\n{}", cluster.logs());
+        let jobs = err.lines().filter(|l| l.ends_with(" pending")).count();
+        eprintln!("{executor}: {:.1?}, {jobs} Slurm jobs", started.elapsed());
+    };
+    run("local");
+    run("slurm");
+}
