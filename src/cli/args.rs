@@ -392,6 +392,65 @@ pub struct RunArgs {
     pub offline: bool,
     #[command(flatten)]
     pub substitute: super::cache::SubstituteArgs,
+    /// Where engine launches run: on this machine, or one Slurm job each
+    /// running `perfpipe realise` on a node that sees the store (docs/slurm.md).
+    #[arg(long, value_enum, default_value_t = ExecutorArg::Local)]
+    pub executor: ExecutorArg,
+    #[command(flatten)]
+    pub slurm: SlurmArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExecutorArg {
+    /// This machine.
+    Local,
+    /// One Slurm job per engine launch.
+    Slurm,
+}
+
+/// How `--executor slurm` submits; each one set here wins over
+/// `[executor.slurm]` of `perfpipe.toml`. None of it is in a key.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Slurm (--executor slurm)")]
+pub struct SlurmArgs {
+    /// `sbatch --partition`.
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// `sbatch --account`.
+    #[arg(long)]
+    pub account: Option<String>,
+    /// `sbatch --qos`.
+    #[arg(long)]
+    pub qos: Option<String>,
+    /// `sbatch --time` of each job (`90`, `1:30:00`, `2-00:00:00`).
+    #[arg(long, value_name = "TIME")]
+    pub time_limit: Option<String>,
+    /// A further `sbatch` argument (repeat it), after `[executor.slurm]`'s.
+    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub sbatch_args: Vec<String>,
+    /// How a job runs the engine [default: docker].
+    #[arg(long, value_enum)]
+    pub container: Option<ContainerArg>,
+    /// Resubmissions of a launch whose job Slurm ended (node failure,
+    /// preemption, time limit) [default: 2].
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// Milliseconds between two `squeue` polls.
+    #[arg(
+        long,
+        hide = true,
+        env = "PERFPIPE_SLURM_POLL_MS",
+        default_value_t = 5000
+    )]
+    pub slurm_poll_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ContainerArg {
+    /// perfpipe on the node starts the engine as under `--runtime docker`.
+    Docker,
+    /// The job step runs in the engine's image through Pyxis/enroot.
+    Pyxis,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,8 @@ pub const RUN: &str = "\
 Examples:
   perfpipe run experiments/qwen3-235b-a100.kdl --runtime sim
   perfpipe run experiments/qwen3-14b-a100.kdl --max-prompts 5      # a quick smoke test
-  perfpipe run experiments/qwen3-14b-a100.kdl --locked --samples 3 # CI: three samples per run";
+  perfpipe run experiments/qwen3-14b-a100.kdl --locked --samples 3 # CI: three samples per run
+  perfpipe run experiments/qwen3-235b-a100.kdl --executor slurm --partition gpu --time-limit 4:00:00";
 
 pub const PLAN: &str = "\
 Examples:

@@ -7,8 +7,12 @@
 use std::path::PathBuf;
 
 use super::CliError;
-use super::args::{Command, ExperimentArgs, RuntimeArg, RuntimeOpt, StoreArg, StoreCommand};
+use super::args::{
+    Command, ContainerArg, ExperimentArgs, RuntimeArg, RuntimeOpt, SlurmArgs, StoreArg,
+    StoreCommand,
+};
 use super::cache::CacheCommand;
+use crate::exec::slurm::{ContainerMode, SlurmOptions};
 use crate::project::{self, Project};
 use crate::spec::Runtime;
 
@@ -70,6 +74,7 @@ fn apply(command: &mut Command, project: &Project) {
             store(&mut a.store);
             optional(&mut a.report);
             a.substitute.or_user(&project.user);
+            slurm(&mut a.slurm, &project.config.executor.slurm);
         }
         Command::Plan(a) => {
             experiment(&mut a.experiment);
@@ -163,4 +168,29 @@ fn runtime_arg(runtime: Runtime) -> RuntimeArg {
         Runtime::Local => RuntimeArg::Local,
         Runtime::Sim => RuntimeArg::Sim,
     }
+}
+
+/// `[executor.slurm]` where the command line says nothing; its extra
+/// `sbatch` arguments come first, so the command line's win.
+fn slurm(args: &mut SlurmArgs, file: &SlurmOptions) {
+    let fill = |arg: &mut Option<String>, file: &Option<String>| {
+        if arg.is_none() {
+            arg.clone_from(file);
+        }
+    };
+    fill(&mut args.partition, &file.partition);
+    fill(&mut args.account, &file.account);
+    fill(&mut args.qos, &file.qos);
+    fill(&mut args.time_limit, &file.time_limit);
+    args.sbatch_args = file
+        .sbatch_args
+        .iter()
+        .cloned()
+        .chain(std::mem::take(&mut args.sbatch_args))
+        .collect();
+    args.container.get_or_insert(match file.container {
+        ContainerMode::Docker => ContainerArg::Docker,
+        ContainerMode::Pyxis => ContainerArg::Pyxis,
+    });
+    args.retries = args.retries.or(file.retries);
 }

@@ -3,13 +3,15 @@
 
 use std::time::Duration;
 
-use super::args::RunArgs;
+use super::args::{ContainerArg, ExecutorArg, RunArgs};
 use super::progress::Display;
 use super::{CliError, Stderr};
+use crate::drv::LaunchKey;
+use crate::exec::slurm::{ContainerMode, JobEvent, Slurm, SlurmExec, SlurmOptions};
 use crate::exec::{ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::ops::older::RanOlder;
-use crate::ops::run::{Ran, RunOptions, failure_expected};
+use crate::ops::run::{Executor, Ran, RunOptions, failure_expected};
 use crate::plural::count;
 use crate::spec::Spec;
 use crate::store::Outcome;
@@ -22,6 +24,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         report: args.report.clone(),
         exec: exec_options(args)?,
         caches: args.substitute.caches(args.offline)?,
+        executor: executor(args)?,
     };
     let mut display = Display::new("      ");
     let outcome = execute(&options, &mut |spec, event| {
@@ -83,7 +86,12 @@ fn execute(
     if let Some(older) = crate::ops::older::run_older(options, &Stderr, progress)? {
         return Ok(Done::Older(older));
     }
-    Ok(Done::Ran(crate::ops::run::run(options, &Stderr, progress)?))
+    Ok(Done::Ran(crate::ops::run::run(
+        options,
+        &Stderr,
+        progress,
+        &mut job_progress,
+    )?))
 }
 
 /// What running an older lockfile did; its exit code.
@@ -118,6 +126,56 @@ pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
         jobs: args.jobs as usize,
         ..exec_defaults()?
     })
+}
+
+/// Where the launches run; the Slurm options are the command line's over
+/// `[executor.slurm]` (filled in by `project::apply`).
+fn executor(args: &RunArgs) -> Result<Executor, CliError> {
+    if args.executor == ExecutorArg::Local {
+        return Ok(Executor::Local);
+    }
+    let s = &args.slurm;
+    Ok(Executor::Slurm(SlurmExec {
+        slurm: Slurm::default(),
+        options: SlurmOptions {
+            partition: s.partition.clone(),
+            account: s.account.clone(),
+            qos: s.qos.clone(),
+            time_limit: s.time_limit.clone(),
+            sbatch_args: s.sbatch_args.clone(),
+            container: match s.container {
+                Some(ContainerArg::Pyxis) => ContainerMode::Pyxis,
+                Some(ContainerArg::Docker) | None => ContainerMode::Docker,
+            },
+            retries: s.retries,
+        },
+        program: exec_defaults()?.sim_program,
+        poll: Duration::from_millis(s.slurm_poll_ms),
+    }))
+}
+
+/// What becomes of each launch's Slurm job, a line each.
+fn job_progress(launch: &LaunchKey, event: &JobEvent) {
+    let launch = launch.short();
+    match event {
+        JobEvent::Submitted { id } => eprintln!("launch {launch}: Slurm job {id} pending"),
+        JobEvent::Adopted { id, state } => {
+            eprintln!("launch {launch}: Slurm job {id} adopted ({state:?})")
+        }
+        JobEvent::Started { id } => eprintln!("launch {launch}: Slurm job {id} running"),
+        JobEvent::Resubmitting { id, why } => {
+            eprintln!("launch {launch}: Slurm job {id} ended ({why}); resubmitting")
+        }
+        JobEvent::Ended { id, measured: true } => {
+            eprintln!("launch {launch}: Slurm job {id} done")
+        }
+        JobEvent::Ended {
+            id,
+            measured: false,
+        } => {
+            eprintln!("launch {launch}: Slurm job {id} failed")
+        }
+    }
 }
 
 /// How the executor runs without options (`realise`: the material holds

@@ -10,7 +10,8 @@ use super::load::sample_notes;
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
 use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile, realise};
-use crate::drv::LaunchOptions;
+use crate::drv::{LaunchKey, LaunchOptions};
+use crate::exec::slurm::{self, JobEvent};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 
 use crate::plan::{Plan, RunStatus};
@@ -32,6 +33,16 @@ pub struct RunOptions {
     pub exec: ExecOptions,
     /// Trusted caches to substitute missing runs from (docs/result-cache.md).
     pub caches: Option<crate::cache::Caches>,
+    pub executor: Executor,
+}
+
+/// Where the launches run.
+#[derive(Debug, Clone)]
+pub enum Executor {
+    /// On this machine.
+    Local,
+    /// One Slurm job each (`perfpipe realise` on a node).
+    Slurm(slurm::SlurmExec),
 }
 
 /// What a run did.
@@ -55,11 +66,13 @@ pub struct UnexpectedFailure {
 }
 
 /// Executes what is missing of `options.selection` and writes its report.
-/// Progress goes to `progress`, with the experiment as it runs.
+/// Progress goes to `progress`, with the experiment as it runs; what
+/// becomes of each Slurm job to `jobs`.
 pub fn run(
     options: &RunOptions,
     shell: &dyn Shell,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
+    jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<Ran, Error> {
     let mode = LockMode::Run {
         locked: options.locked,
@@ -150,7 +163,7 @@ pub fn run(
     for note in sample_notes(&loaded) {
         say!(shell, "{note}");
     }
-    let summary = execute(&loaded, &plan, options, progress)?;
+    let summary = execute(&loaded, &plan, options, progress, jobs)?;
 
     // With nothing to run, what the plan read is the report's to show.
     if !plan.missing().is_empty() {
@@ -195,6 +208,7 @@ fn execute(
     plan: &Plan,
     options: &RunOptions,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
+    jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<ExecSummary, Error> {
     let exec = &options.exec;
     let launches = realise::write_launches(
@@ -208,6 +222,9 @@ fn execute(
         },
         &loaded.store,
     )?;
+    if let Executor::Slurm(slurm) = &options.executor {
+        return Ok(slurm::execute(&launches, &loaded.store, slurm, jobs)?);
+    }
     if launches.is_empty() {
         return Ok(exec::execute(
             &loaded.spec,

@@ -284,3 +284,108 @@ mod executor {
         assert!(statuses.iter().all(|s| *s != "missing"), "{text}");
     }
 }
+
+/// `perfpipe run --executor slurm` end to end on the test cluster.
+mod run {
+    use crate::common::slurm::Cluster;
+    use crate::common::{TestEnv, stderr};
+
+    /// `run tiny.kdl --runtime sim` with `executor`, its launches on `cluster`.
+    fn run(env: &TestEnv, cluster: &Cluster, executor: &str) -> std::process::Output {
+        env.cmd(&[
+            "run",
+            "tiny.kdl",
+            "--runtime",
+            "sim",
+            "--executor",
+            executor,
+        ])
+        .env("SLURM_CONF", cluster.conf())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PERFPIPE_SLURM_POLL_MS", "200")
+        .output()
+        .expect("perfpipe runs")
+    }
+
+    fn keys(env: &TestEnv) -> Vec<String> {
+        let mut keys: Vec<String> = env
+            .samples()
+            .iter()
+            .filter_map(|s| s.split('/').next().map(str::to_owned))
+            .collect();
+        keys.dedup();
+        keys
+    }
+
+    #[test]
+    fn a_study_through_slurm_stores_the_keys_of_a_local_run_once() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        let out = run(&env, &cluster, "slurm");
+        assert!(out.status.success(), "{}\n{}", stderr(&out), cluster.logs());
+        let err = stderr(&out);
+        // Every launch's job is submitted and ends: done, or failed for
+        // the launch whose failure tiny.kdl expects.
+        let lines = |end: &str| err.lines().filter(|l| l.ends_with(end)).count();
+        assert!(lines(" pending") > 0, "{err}");
+        assert_eq!(
+            lines(" pending"),
+            lines(" done") + lines(" failed"),
+            "{err}"
+        );
+        assert_eq!(lines(" failed"), 1, "{err}");
+
+        let local = TestEnv::tiny();
+        let out = run(&local, &cluster, "local");
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(!keys(&env).is_empty());
+        assert_eq!(keys(&env), keys(&local), "the same runs, the same keys");
+
+        let again = run(&env, &cluster, "slurm");
+        assert!(again.status.success(), "{}", stderr(&again));
+        assert!(
+            !stderr(&again).contains("Slurm job"),
+            "a second run submits nothing: {}",
+            stderr(&again)
+        );
+        cluster.wait_until_empty(std::time::Duration::from_secs(30));
+    }
+}
+
+/// The wall time of the repository's qwen3-235b-a100 study on `--runtime
+/// sim`, locally and through the test cluster, and the jobs it took:
+/// `PERFPIPE_TEST_SLURM=1 cargo test --test cli slurm::measure -- --ignored --nocapture`.
+#[test]
+#[ignore = "minutes: a figure for docs/slurm.md, not a check"]
+fn measure() {
+    use std::time::Instant;
+
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let run = |executor: &str| {
+        let store = scratch.path().join(executor);
+        let report = scratch.path().join(format!("{executor}.md"));
+        let started = Instant::now();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_perfpipe"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["run", "experiments/qwen3-235b-a100.kdl", "--runtime", "sim"])
+            .args(["--locked", "--offline", "--executor", executor, "--store"])
+            .arg(&store)
+            .arg("--report")
+            .arg(&report)
+            .env("SLURM_CONF", cluster.conf())
+            .env("PERFPIPE_SLURM_POLL_MS", "500")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}\n{}", cluster.logs());
+        let jobs = err.lines().filter(|l| l.ends_with(" pending")).count();
+        eprintln!("{executor}: {:.1?}, {jobs} Slurm jobs", started.elapsed());
+    };
+    run("local");
+    run("slurm");
+}

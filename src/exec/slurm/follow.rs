@@ -27,10 +27,26 @@ pub struct Followed {
 /// What happens to a launch's job, as it happens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobEvent {
-    Submitted { id: u64 },
-    Adopted { id: u64, state: JobState },
-    Started { id: u64 },
-    Resubmitting { id: u64, why: String },
+    Submitted {
+        id: u64,
+    },
+    Adopted {
+        id: u64,
+        state: JobState,
+    },
+    Started {
+        id: u64,
+    },
+    Resubmitting {
+        id: u64,
+        why: String,
+    },
+    /// The launch's last job left the queue; `measured`: the store holds a
+    /// success of every run of the launch. (Sent by [`super::execute`].)
+    Ended {
+        id: u64,
+        measured: bool,
+    },
 }
 
 /// Runs `job` through Slurm to its end. `poll` is how often `squeue` is asked.

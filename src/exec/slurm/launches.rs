@@ -60,7 +60,7 @@ pub fn execute(
             let log = logs.join(format!("{}.log", script::job_name(key.as_str())));
             let (cancel, report) = (cancel.clone(), &report);
             async move {
-                follow(
+                let followed = follow(
                     &exec.slurm,
                     &job,
                     &exec.options,
@@ -69,7 +69,15 @@ pub fn execute(
                     cancel,
                     &mut |event| (report.borrow_mut())(key, &event),
                 )
-                .await
+                .await;
+                if let Some(&id) = followed.as_ref().ok().and_then(|f| f.jobs.last()) {
+                    let measured = material
+                        .runs
+                        .iter()
+                        .all(|r| stored_outcome(store, &r.key, material.samples) == Some(true));
+                    (report.borrow_mut())(key, &JobEvent::Ended { id, measured });
+                }
+                followed
             }
         },
     )));

@@ -8,8 +8,8 @@
 //! which endings are Slurm's own, to resubmit). Effects: [`client`] (the
 //! commands), [`mod@follow`] (adopt or submit, follow, resubmit, cancel).
 //!
-//! [`mod@launches`] runs a study's launches as jobs of `perfpipe realise`; the
-//! `run --executor slurm` flag that calls it is not wired yet (docs/slurm.md).
+//! [`mod@launches`] runs a study's launches as jobs of `perfpipe realise`;
+//! `run --executor slurm` calls it (`crate::ops::run`).
 
 pub mod client;
 pub mod follow;
