@@ -82,7 +82,7 @@ impl SloResult {
     pub fn of(slo: &Slo, samples: &[&Sample]) -> Option<Self> {
         let (mut records, mut duration) = (Vec::new(), 0.0);
         for sample in samples {
-            let requests = sample.requests()?;
+            let requests = sample.journal().ok().filter(|r| !r.is_empty())?;
             duration += sample.metric_map()?.get("duration").copied()?;
             records.extend(requests);
         }

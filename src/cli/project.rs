@@ -194,3 +194,31 @@ fn slurm(args: &mut SlurmArgs, file: &SlurmOptions) {
     });
     args.retries = args.retries.or(file.retries);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_wins_over_the_file_and_sbatch_args_add_up() {
+        let file = SlurmOptions {
+            partition: Some("gpu".into()),
+            account: Some("team".into()),
+            sbatch_args: vec!["--mem=0".into()],
+            container: ContainerMode::Pyxis,
+            retries: Some(5),
+            ..Default::default()
+        };
+        let mut args = SlurmArgs {
+            partition: Some("debug".into()),
+            sbatch_args: vec!["--constraint=h100".into()],
+            ..Default::default()
+        };
+        slurm(&mut args, &file);
+        assert_eq!(args.partition.as_deref(), Some("debug"));
+        assert_eq!(args.account.as_deref(), Some("team"));
+        assert_eq!(args.sbatch_args, ["--mem=0", "--constraint=h100"]);
+        assert_eq!(args.container, Some(ContainerArg::Pyxis));
+        assert_eq!(args.retries, Some(5));
+    }
+}

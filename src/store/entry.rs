@@ -73,27 +73,6 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// The built-in harness's per-request journal (`logs/requests.jsonl`), in
-    /// request order; `None` when the sample has none (another client, an
-    /// import) or it cannot be read.
-    pub fn requests(&self) -> Option<Vec<crate::metrics::RequestRecord>> {
-        let text = fs_err::read_to_string(self.dir.join("logs/requests.jsonl")).ok()?;
-        let mut lines: Vec<(u64, crate::metrics::RequestRecord)> = text
-            .lines()
-            .map(|line| {
-                #[derive(Deserialize)]
-                struct Line {
-                    index: u64,
-                    record: crate::metrics::RequestRecord,
-                }
-                serde_json::from_str::<Line>(line).map(|l| (l.index, l.record))
-            })
-            .collect::<Result<_, _>>()
-            .ok()?;
-        lines.sort_by_key(|(index, _)| *index);
-        Some(lines.into_iter().map(|(_, record)| record).collect())
-    }
-
     /// The measured (or simulated) metrics; `None` for failures and imports.
     pub fn metrics(&self) -> Option<&Measurement> {
         match &self.result.outcome {

@@ -44,29 +44,6 @@ pub const DEFAULT_RETRIES: u32 = 2;
 pub struct BadTimeLimit(pub String);
 
 impl SlurmOptions {
-    /// These options (the command line's) over `file`'s: each one set here wins;
-    /// extra `sbatch` arguments add up, the file's first.
-    pub fn over(self, file: &SlurmOptions) -> SlurmOptions {
-        SlurmOptions {
-            partition: self.partition.or_else(|| file.partition.clone()),
-            account: self.account.or_else(|| file.account.clone()),
-            qos: self.qos.or_else(|| file.qos.clone()),
-            time_limit: self.time_limit.or_else(|| file.time_limit.clone()),
-            sbatch_args: file
-                .sbatch_args
-                .iter()
-                .cloned()
-                .chain(self.sbatch_args)
-                .collect(),
-            container: if self.container == ContainerMode::default() {
-                file.container
-            } else {
-                self.container
-            },
-            retries: self.retries.or(file.retries),
-        }
-    }
-
     pub fn retries(&self) -> u32 {
         self.retries.unwrap_or(DEFAULT_RETRIES)
     }
@@ -105,26 +82,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_command_line_wins_over_the_file_and_sbatch_args_add_up() {
-        let file = SlurmOptions {
-            partition: Some("gpu".into()),
-            account: Some("team".into()),
-            sbatch_args: vec!["--mem=0".into()],
-            container: ContainerMode::Pyxis,
-            retries: Some(5),
-            ..Default::default()
-        };
-        let cli = SlurmOptions {
-            partition: Some("debug".into()),
-            sbatch_args: vec!["--constraint=h100".into()],
-            ..Default::default()
-        };
-        let merged = cli.over(&file);
-        assert_eq!(merged.partition.as_deref(), Some("debug"));
-        assert_eq!(merged.account.as_deref(), Some("team"));
-        assert_eq!(merged.sbatch_args, ["--mem=0", "--constraint=h100"]);
-        assert_eq!(merged.container, ContainerMode::Pyxis);
-        assert_eq!(merged.retries(), 5);
+    fn retries_default_to_two() {
         assert_eq!(SlurmOptions::default().retries(), DEFAULT_RETRIES);
     }
 
