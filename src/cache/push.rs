@@ -37,7 +37,10 @@ pub fn push(
     runtime.block_on(async {
         let results: Vec<Result<Pushed, Error>> = futures_util::stream::iter(runs)
             .map(|(key, material)| push_key(store, key, material, remote, secret))
-            .buffer_unordered(super::CONCURRENCY)
+            // One key at a time: samples share blobs (identical logs), and
+            // Debian's registry refuses one of two concurrent uploads of a
+            // digest ("provided digest did not match uploaded content").
+            .buffered(1)
             .collect()
             .await;
         let mut total = Pushed::default();
