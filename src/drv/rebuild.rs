@@ -294,5 +294,6 @@ fn workload(name: &str, material: &KeyMaterial) -> Result<Workload, RebuildError
         // Key material holds neither: a run is rebuilt as the point it is.
         axis: None,
         slo: None,
+        search: None,
     })
 }

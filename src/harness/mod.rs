@@ -311,5 +311,6 @@ pub(crate) fn long_workload(rate: RequestRate, concurrency: Option<u32>) -> crat
         concurrency,
         axis: None,
         slo: None,
+        search: None,
     }
 }

@@ -85,7 +85,8 @@ pub fn keyed_runs(spec: &Spec, runtime: Runtime, inputs: &ResolvedInputs) -> Vec
         .iter()
         .flat_map(|step| {
             step.workloads.iter().filter_map(move |w| {
-                let workload = spec.workload(w)?;
+                // A searched workload is its probes, planned as the search goes.
+                let workload = spec.workload(w).filter(|w| w.search.is_none())?;
                 let material = KeyMaterial::new(spec, runtime, step, workload, inputs);
                 let (key, canonical) = RunKey::of(&material);
                 Some(KeyedRun {

@@ -8,7 +8,9 @@ mod excerpt;
 mod model;
 mod parse;
 mod printed;
+mod search;
 
 pub use diag::{SpecDiagnostic, SpecErrors};
 pub use model::*;
 pub use parse::{SourceFile, kdl_disallows, parse};
+pub use search::{SearchAxis, SearchDecl};

@@ -299,6 +299,9 @@ pub struct Workload {
     /// The latency objectives its requests are held to (`slo`, else the
     /// experiment's): analysis, never key material.
     pub slo: Option<crate::metrics::slo::Slo>,
+    /// `search`: its load is found by probing (each probe a point of its
+    /// own), so the workload itself is no run.
+    pub search: Option<super::SearchDecl>,
 }
 
 impl Workload {

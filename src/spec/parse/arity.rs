@@ -50,6 +50,7 @@ pub(crate) const NODES: &[(&str, &str, Takes)] = &[
     ("workload", "arrival", Takes::Text),
     ("workload", "concurrency", Takes::Axis),
     ("workload", "slo", Takes::Nothing),
+    ("workload", "search", Takes::Text),
     ("step", "args", Takes::List),
     ("step", "env", Takes::Nothing),
     ("step", "workloads", Takes::List),

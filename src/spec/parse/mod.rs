@@ -14,6 +14,7 @@ mod names;
 mod nodes;
 mod report;
 mod scan;
+mod search;
 mod steps;
 mod validate;
 mod values;
@@ -139,6 +140,7 @@ const WORKLOAD_NODES: &[&str] = &[
     "arrival",
     "concurrency",
     "slo",
+    "search",
 ];
 const STEP_PROPS: &[&str] = &["engine", "model", "revision", "gpus", "replicas", "measure"];
 const STEP_NODES: &[&str] = &["args", "env", "workloads", "expect", "expect-failure"];
@@ -414,6 +416,7 @@ impl Decoder {
         };
         self.resolve_defaults(&mut spec);
         self.check_references(&spec);
+        self.check_searches(&spec);
         self.check_gpus(&spec);
         self.check_harness(&spec);
         self.check_report(&spec, node);

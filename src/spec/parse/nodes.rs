@@ -232,6 +232,9 @@ impl Decoder {
         let mut arrival: Option<Spanned<Arrival>> = None;
         let mut title = None;
         let mut slo = None;
+        let mut search = None;
+        // Where each load value is written, for a search's checks.
+        let (mut rate_spans, mut concurrency_spans) = (Vec::new(), Vec::new());
         let mut prompts_span = node.span();
         for child in self.children(node, WORKLOAD_NODES) {
             match child.name().value() {
@@ -242,6 +245,7 @@ impl Decoder {
                 }
                 "dataset" => dataset = self.dataset(child),
                 "slo" => slo = self.slo(child),
+                "search" => search = self.search(child),
                 "prompts" => {
                     prompts_span = child.span();
                     prompts = self.single_count(child, "the number of prompts");
@@ -250,6 +254,7 @@ impl Decoder {
                     self.no_props(child);
                     self.no_children(child);
                     for e in args(child) {
+                        rate_spans.push(e.span());
                         if let Some(rate) = self.request_rate(e) {
                             let text = match rate {
                                 RequestRate::Infinite => "inf".to_owned(),
@@ -272,6 +277,7 @@ impl Decoder {
                     self.no_props(child);
                     self.no_children(child);
                     for e in args(child) {
+                        concurrency_spans.push(e.span());
                         if let Some(n) = self.count(e, "the max concurrency") {
                             self.axis_value(
                                 &mut concurrencies,
@@ -300,6 +306,9 @@ impl Decoder {
                 )
                 .with_help("at `rate inf` every request leaves at once; declare e.g. `rate 8`"),
             );
+        }
+        if let Some(search) = &search {
+            self.check_search_loads(search, &rate_spans, &concurrency_spans);
         }
         if dataset.is_none() && !node_has_child(node, "dataset") {
             self.missing_node(node, "dataset", "dataset random input=128 output=4 seed=42");
@@ -338,6 +347,7 @@ impl Decoder {
             concurrency: None,
             axis: None,
             slo,
+            search,
         };
         let points = load_points(&declared, &rates, &concurrencies);
         if points.len() > 1 {
