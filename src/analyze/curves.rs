@@ -319,7 +319,8 @@ fn load_of(workload: &Workload, axis: LoadAxis, position: usize) -> f64 {
 /// with the axis that tells each family's members apart.
 fn load_families(spec: &Spec) -> Vec<(Vec<String>, LoadAxis)> {
     let mut groups: Vec<Vec<&Workload>> = Vec::new();
-    for w in &spec.workloads {
+    // A searched workload is no run: its probes are the family's points.
+    for w in spec.workloads.iter().filter(|w| w.search.is_none()) {
         match groups.iter_mut().find(|g| equal_but_load(g[0], w)) {
             Some(group) => group.push(w),
             None => groups.push(vec![w]),

@@ -8,6 +8,7 @@ mod latency;
 mod noise;
 pub mod page;
 mod records;
+pub mod search;
 mod summary;
 
 use polars::prelude::*;
@@ -39,6 +40,10 @@ pub struct Analysis {
     /// published ones and the experiment records what the page printed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page: Option<page::PageReproduction>,
+    /// Each configuration's search of the largest load within an SLO, best
+    /// first; set by the caller that knows the store.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<search::SearchResult>,
 }
 
 /// The runtime a report's results were run under, and the `--max-prompts`
@@ -178,6 +183,7 @@ pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Result<Analysis, Polars
         runs,
         scope: None,
         page,
+        searches: Vec::new(),
     })
 }
 

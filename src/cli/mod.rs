@@ -24,6 +24,7 @@ mod project;
 mod realise;
 mod report;
 mod run;
+mod search;
 mod store_gc;
 mod store_path;
 mod store_verify;

@@ -395,6 +395,10 @@ mod tests {
             let inputs = inputs(&spec);
             for runtime in crate::lock::RUNTIMES {
                 let plan = plan(&spec, runtime, &inputs);
+                // A search's runs are its probes, planned against the store.
+                if plan.runs.is_empty() {
+                    continue;
+                }
                 for fresh in [false, true] {
                     let launches = launches(&spec, &plan, &options(fresh));
                     assert_eq!(launches.len(), plan.launches(fresh).len(), "{name}");

@@ -55,6 +55,9 @@ pub struct Loaded {
     pub inputs: ResolvedInputs,
     pub store: Store,
     pub lock: LockState,
+    /// Where each search of the largest load within an SLO stands; its
+    /// probes are points of `spec` and runs of `runs`.
+    pub searches: Vec<crate::analyze::search::SearchResult>,
 }
 
 /// Parses the experiment, resolves it against its lockfile as `mode`
@@ -137,7 +140,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     // A capped workload is another workload with keys of its own; the
     // lockfile keeps the declared ones.
     let uncapped = spec.clone();
-    let runs = match common.max_prompts {
+    let mut runs = match common.max_prompts {
         Some(cap) => {
             for workload in &mut spec.workloads {
                 workload.prompts = workload.prompts.min(cap);
@@ -146,6 +149,17 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         }
         None => declared_runs,
     };
+    let mut inputs = inputs;
+    let searches = super::search::expand(
+        &mut spec,
+        runtime,
+        &mut inputs,
+        &store,
+        plan_options(common, runtime),
+    )?;
+    if !searches.is_empty() {
+        runs = crate::plan::keyed_runs(&spec, runtime, &inputs);
+    }
     refuse_secrets(&runs, &new)?;
     Ok(Loaded {
         spec,
@@ -154,6 +168,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         runs,
         inputs,
         store,
+        searches,
         lock: LockState {
             path: lock_path,
             old,
@@ -164,6 +179,15 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
             keyed_for,
         },
     })
+}
+
+/// How `common` plans: what counts as a stored run.
+pub fn plan_options(common: &Selection, runtime: Runtime) -> crate::plan::PlanOptions {
+    crate::plan::PlanOptions {
+        runtime,
+        samples: common.samples as usize,
+        retry_failed: common.retry_failed,
+    }
 }
 
 /// Key material is stored, and a lockfile written, as is (rewriting either

@@ -9,7 +9,7 @@ use super::realise::write_launches;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::drv::LaunchOptions;
 use crate::key::material_changes;
-use crate::plan::{self, Estimate, Plan, PlanOptions};
+use crate::plan::{self, Estimate, Plan};
 use crate::store::StoreIndex;
 
 /// What `plan` shows.
@@ -130,11 +130,7 @@ pub fn plan_and_index(loaded: &Loaded, selection: &Selection) -> Result<(Plan, S
     let plan = plan::build(
         loaded.runs.clone(),
         &index,
-        PlanOptions {
-            runtime: loaded.runtime,
-            samples: selection.samples as usize,
-            retry_failed: selection.retry_failed,
-        },
+        super::load::plan_options(selection, loaded.runtime),
     );
     Ok((plan, index))
 }

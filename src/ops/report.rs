@@ -165,7 +165,9 @@ pub fn scope(loaded: &Loaded, common: &Selection) -> Scope {
 }
 
 pub fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analysis, Error> {
-    analyze::analyze(&loaded.spec, records).map_err(Error::Analysis)
+    let mut analysis = analyze::analyze(&loaded.spec, records).map_err(Error::Analysis)?;
+    analysis.searches = analyze::search::ranked(&loaded.searches);
+    Ok(analysis)
 }
 
 /// Writes the markdown report at `path` with its charts beside it, and the

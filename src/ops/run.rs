@@ -133,7 +133,7 @@ pub fn run(
             reload = fetched.models_changed;
         }
         if reload {
-            loaded = load(common, mode)?;
+            loaded = load(common, mode.clone())?;
             (plan, index) = plan_and_index(&loaded, common)?;
         }
         if reload || deferred {
@@ -163,10 +163,31 @@ pub fn run(
     for note in sample_notes(&loaded) {
         say!(shell, "{note}");
     }
-    let summary = execute(&loaded, &plan, options, progress, jobs)?;
+    if let Some(note) = super::search::note(&loaded.searches) {
+        say!(shell, "{note}");
+    }
+    let first = execute(&loaded, &plan, options, progress, jobs)?;
+    // A search's next probe is known once its last one is stored.
+    let super::search::Probed {
+        mut loaded,
+        plan,
+        summary,
+        ran,
+    } = super::search::run_probes(
+        (loaded, plan),
+        |l: &Loaded| &l.searches,
+        first,
+        || {
+            let loaded = load(common, mode.clone())?;
+            let plan = plan_and_index(&loaded, common)?.0;
+            Ok((loaded, plan))
+        },
+        |loaded, plan| execute(loaded, plan, options, progress, jobs),
+    )?;
+    super::search::mark_ran(&mut loaded.searches, &ran);
 
-    // With nothing to run, what the plan read is the report's to show.
-    if !plan.missing().is_empty() {
+    // With nothing run, what the plan read is the report's to show.
+    if !ran.is_empty() {
         index = plan_and_index(&loaded, common)?.1;
     }
     let records = crate::analyze::from_store(&plan, &index);

@@ -143,6 +143,35 @@ impl Search {
     }
 }
 
+/// Where a search stands against what is known: the known probes in search
+/// order, the next probe (none once over) and, once over, the bracket.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub probes: Vec<(f64, bool)>,
+    pub next: Option<f64>,
+    pub bracket: Option<Bracket>,
+}
+
+impl Search {
+    /// [`Search::known_prefix`], and the bracket when no probe is missing.
+    pub fn progress(self, known: impl FnMut(f64) -> Option<bool>) -> Progress {
+        let (probes, next) = self.clone().known_prefix(known);
+        let bracket = next.is_none().then(|| {
+            self.run(|load| {
+                probes
+                    .iter()
+                    .find(|(l, _)| *l == load)
+                    .is_some_and(|(_, passed)| *passed)
+            })
+        });
+        Progress {
+            probes,
+            next,
+            bracket,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +257,20 @@ mod tests {
             vec![(1.0, true), (16.0, false), (8.0, false), (4.0, false)]
         );
         assert_eq!(next, Some(2.0));
+    }
+
+    #[test]
+    fn progress_has_a_bracket_only_once_no_probe_is_missing() {
+        let search = Search::new(1.0, 8.0, Domain::Integer);
+        let all = search.clone().progress(|c| Some(c <= 3.0));
+        assert_eq!(all.next, None);
+        assert_eq!(all.bracket, Some(search.clone().run(|c| c <= 3.0)));
+        assert_eq!(all.probes.len(), all.bracket.unwrap().probes);
+        let part = search.progress(|c| (c == 1.0).then_some(true));
+        assert_eq!(
+            (part.probes, part.next, part.bracket),
+            (vec![(1.0, true)], Some(8.0), None)
+        );
     }
 
     #[test]

@@ -1,0 +1,206 @@
+//! Searches of the largest load within an SLO, against the store: each
+//! configuration's stored probes are replayed through its [`Search`], and the
+//! experiment gets the points it has probed and the one it probes next, as
+//! ordinary runs (`chat@c=8`) that every command plans, runs and reports.
+//! `run` then probes until no search needs another run ([`run_probes`]).
+
+use std::collections::BTreeSet;
+
+use super::Error;
+use crate::analyze::SloResult;
+use crate::analyze::search::SearchResult;
+use crate::exec::ExecSummary;
+use crate::inputs::ResolvedInputs;
+use crate::key::{KeyMaterial, RunKey};
+use crate::plan::search::{Domain, Search};
+use crate::plan::{Plan, PlanOptions, RunStatus};
+use crate::spec::{Runtime, SearchAxis, Spec, Workload};
+use crate::store::{Sample, Store};
+
+/// Replaces each searched workload of each step of `spec` by the points its
+/// search has probed (in load order) and the one it probes next, adds those
+/// points to `spec`'s workloads and `inputs`, and returns where each search
+/// stands. Reads the store; writes nothing.
+pub fn expand(
+    spec: &mut Spec,
+    runtime: Runtime,
+    inputs: &mut ResolvedInputs,
+    store: &Store,
+    options: PlanOptions,
+) -> Result<Vec<SearchResult>, Error> {
+    let mut results = Vec::new();
+    let mut lists = Vec::new();
+    let mut points: Vec<Workload> = Vec::new();
+    let mut failed_read = None;
+    for step in &spec.steps {
+        let mut list = Vec::new();
+        for name in &step.workloads {
+            let Some((workload, decl, slo)) = spec.workload(name).and_then(|w| {
+                let decl = w.search.as_ref()?;
+                Some((w, decl, w.slo.as_ref()?))
+            }) else {
+                list.push(name.clone());
+                continue;
+            };
+            let domain = match decl.axis {
+                SearchAxis::Concurrency => Domain::Integer,
+                SearchAxis::Rate => Domain::Real {
+                    precision: decl.rate_precision(),
+                },
+            };
+            let mut known = |load: f64| {
+                let point = workload.probe(load)?;
+                // The point reads the searched workload's dataset.
+                if let Some(dataset) = inputs.dataset(name).cloned() {
+                    inputs.datasets.insert(point.name.value.clone(), dataset);
+                }
+                let material = KeyMaterial::new(spec, runtime, step, &point, inputs);
+                let samples = match store.samples(&RunKey::of(&material).0) {
+                    Ok(samples) => samples,
+                    Err(e) => {
+                        failed_read.get_or_insert(e);
+                        return None;
+                    }
+                };
+                match crate::plan::status(&samples, options) {
+                    RunStatus::Cached { .. } => Some(passes(&samples, slo, decl.attainment_pct)),
+                    RunStatus::Failed { .. } => Some(false),
+                    RunStatus::Missing { .. } => None,
+                }
+            };
+            let progress = Search::new(decl.from, decl.to, domain).progress(&mut known);
+            let objectives = slo
+                .objectives
+                .iter()
+                .map(|(latency, ms)| format!("{}_ms<={ms}", latency.name()))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let result = SearchResult::new(&step.name.value, name, decl, objectives, progress);
+            let mut loads: Vec<f64> = result.probes.iter().map(|p| p.load).collect();
+            loads.extend(result.next);
+            loads.sort_by(f64::total_cmp);
+            for load in loads {
+                let Some(point) = workload.probe(load) else {
+                    continue;
+                };
+                list.push(point.name.value.clone());
+                if !points.iter().any(|p| p.name.value == point.name.value) {
+                    points.push(point);
+                }
+            }
+            results.push(result);
+        }
+        lists.push(list);
+    }
+    if let Some(e) = failed_read {
+        return Err(Error::Store(e));
+    }
+    for (step, list) in spec.steps.iter_mut().zip(lists) {
+        step.workloads = list;
+    }
+    // Each searched workload's points follow it, in load order.
+    points.sort_by(|a, b| load_of(a).total_cmp(&load_of(b)));
+    for point in points {
+        let declared = point.declared_name().to_owned();
+        let at = spec
+            .workloads
+            .iter()
+            .rposition(|w| w.declared_name() == declared)
+            .map_or(spec.workloads.len(), |i| i + 1);
+        spec.workloads.insert(at, point);
+    }
+    Ok(results)
+}
+
+/// The load a point was probed at, for ordering points.
+fn load_of(point: &Workload) -> f64 {
+    match (point.concurrency, point.rate) {
+        (Some(c), _) => f64::from(c),
+        (None, crate::spec::RequestRate::PerSecond(r)) => r,
+        (None, crate::spec::RequestRate::Infinite) => f64::INFINITY,
+    }
+}
+
+/// Whether a stored probe passed: `attainment_pct` of the requests its
+/// successful samples sent met the SLO (a probe without a request journal
+/// never passes).
+fn passes(samples: &[Sample], slo: &crate::metrics::slo::Slo, attainment_pct: f64) -> bool {
+    let ok: Vec<&Sample> = samples.iter().filter(|s| s.metrics().is_some()).collect();
+    SloResult::of(slo, &ok).is_some_and(|r| r.attainment.passes(attainment_pct))
+}
+
+/// Marks the probes `ran` holds (step, point) as run by this command.
+pub fn mark_ran(searches: &mut [SearchResult], ran: &BTreeSet<(String, String)>) {
+    for search in searches {
+        search.mark_ran(ran);
+    }
+}
+
+/// What `run` says of its searches before it runs: how many still probe.
+pub fn note(searches: &[SearchResult]) -> Option<String> {
+    let open = searches.iter().filter(|s| s.next.is_some()).count();
+    (!searches.is_empty()).then(|| {
+        format!(
+            "perfpipe: {}, {open} still probing: each next probe is known once the last one ends",
+            crate::plural::count(
+                searches.len(),
+                "search of the largest load within an SLO",
+                "searches of the largest load within an SLO"
+            ),
+        )
+    })
+}
+
+/// After `run`'s first execution: while a search needs another probe,
+/// reload the experiment (the store now holds the last probes, so each
+/// search plans its next one) and execute what is missing. Stops when
+/// nothing is missing, or when a run this command already executed is
+/// missing again (its result was not stored: running it again would loop).
+pub fn run_probes<L>(
+    mut last: (L, Plan),
+    searches: impl Fn(&L) -> &[SearchResult],
+    mut summary: ExecSummary,
+    mut reload: impl FnMut() -> Result<(L, Plan), Error>,
+    mut execute: impl FnMut(&L, &Plan) -> Result<ExecSummary, Error>,
+) -> Result<Probed<L>, Error> {
+    let mut keys: BTreeSet<RunKey> = last.1.missing().iter().map(|r| r.key.clone()).collect();
+    let mut ran = executed(&last.1, &keys);
+    while searches(&last.0).iter().any(|s| s.next.is_some()) {
+        last = reload()?;
+        let missing = last.1.missing();
+        if missing.is_empty() || missing.iter().any(|r| keys.contains(&r.key)) {
+            break;
+        }
+        keys.extend(missing.iter().map(|r| r.key.clone()));
+        ran.extend(executed(&last.1, &keys));
+        let more = execute(&last.0, &last.1)?;
+        summary.succeeded += more.succeeded;
+        summary.failed += more.failed;
+        summary.unstored.extend(more.unstored);
+    }
+    let (loaded, plan) = last;
+    Ok(Probed {
+        loaded,
+        plan,
+        summary,
+        ran,
+    })
+}
+
+/// What [`run_probes`] leaves: the last reload, every execution's summary
+/// added up, and the runs executed by (step, workload).
+pub struct Probed<L> {
+    pub loaded: L,
+    pub plan: Plan,
+    pub summary: ExecSummary,
+    pub ran: BTreeSet<(String, String)>,
+}
+
+/// The (step, workload) of every run of `plan` whose key is in `keys`.
+fn executed(plan: &Plan, keys: &BTreeSet<RunKey>) -> BTreeSet<(String, String)> {
+    plan.runs
+        .iter()
+        .filter(|r| keys.contains(&r.key))
+        .map(|r| (r.step.clone(), r.workload.clone()))
+        .collect()
+}
