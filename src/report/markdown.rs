@@ -100,6 +100,7 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
     if let Some(note) = lab_profiles_on_builtin(spec) {
         let _ = writeln!(out, "> **Rate workloads.** {note}\n");
     }
+    super::search::section(&mut out, &analysis.searches);
     let ctx = Ctx { spec, analysis };
     for section in &spec.report.sections {
         match section {

@@ -11,6 +11,7 @@ mod json;
 mod markdown;
 pub mod plot;
 mod runs;
+mod search;
 mod slo;
 
 pub use charts::{ChartFile, Charts};
