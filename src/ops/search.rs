@@ -139,16 +139,18 @@ pub fn mark_ran(searches: &mut [SearchResult], ran: &BTreeSet<(String, String)>)
 /// What `run` says of its searches before it runs: how many still probe.
 pub fn note(searches: &[SearchResult]) -> Option<String> {
     let open = searches.iter().filter(|s| s.next.is_some()).count();
-    (!searches.is_empty()).then(|| {
-        format!(
-            "perfpipe: {}, {open} still probing: each next probe is known once the last one ends",
-            crate::plural::count(
-                searches.len(),
-                "search of the largest load within an SLO",
-                "searches of the largest load within an SLO"
-            ),
-        )
-    })
+    let what = crate::plural::count(
+        searches.len(),
+        "search of the largest load within an SLO",
+        "searches of the largest load within an SLO",
+    );
+    match open {
+        _ if searches.is_empty() => None,
+        0 => Some(format!("perfpipe: {what}, each over")),
+        _ => Some(format!(
+            "perfpipe: {what}, {open} still probing: each next probe is known once the last one ends"
+        )),
+    }
 }
 
 /// After `run`'s first execution: while a search needs another probe,

@@ -30,6 +30,7 @@ mod reliability;
 mod reports;
 mod run;
 mod runtimes;
+mod search;
 mod slurm;
 mod speed;
 mod store;

@@ -1,0 +1,195 @@
+//! The largest load within an SLO: a search probes each configuration by
+//! bisection, every probe an ordinary cached run, on the simulated engine's
+//! deterministic load timing: TTFT = 2 + 100·k ms for the k-th request in
+//! flight, so `ttft_ms=450` holds up to k = 4 and `ttft_ms=650` up to k = 6,
+//! each 48 ms from its bound on the passing side (a busy machine only adds).
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, stderr, stdout};
+
+/// The simulated engine's load timing these searches are checked on.
+const SEARCH_TIMING: (&str, &str) = (
+    "PERFPIPE_SIM_TIMING",
+    "load:ttft_ms=2,ttft_ms_per_req=100,itl_ms=1",
+);
+
+fn search_study() -> TestEnv {
+    let env = TestEnv::new();
+    env.copy_fixture("experiments/search.kdl", "search.kdl");
+    env
+}
+
+fn run(env: &TestEnv, experiment: &str) -> std::process::Output {
+    let out = env
+        .cmd(&["run", experiment])
+        .env(SEARCH_TIMING.0, SEARCH_TIMING.1)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out
+}
+
+fn analysis(env: &TestEnv, experiment: &str) -> Value {
+    let json = env.run(&["report", experiment, "--format", "json"]);
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    serde_json::from_slice::<Value>(&json.stdout).unwrap()["analysis"].clone()
+}
+
+/// Each search's (step, largest passing, smallest failing, probes, cached).
+fn brackets(env: &TestEnv) -> Vec<(String, Value, Value, u64, u64)> {
+    analysis(env, "search.kdl")["searches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["step"].as_str().unwrap().to_owned(),
+                s["bracket"]["largest_passing"].clone(),
+                s["bracket"]["smallest_failing"].clone(),
+                s["bracket"]["probes"].as_u64().unwrap(),
+                s["cached"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_search_finds_the_brute_force_bracket_with_fewer_probes_and_a_rerun_runs_nothing() {
+    let env = search_study();
+    let first = run(&env, "search.kdl");
+    // 1 passes, 8 fails, then 4, 6, 5: five probes.
+    assert!(
+        stderr(&first).contains("ran 5 (failed: 0)"),
+        "{}",
+        stderr(&first)
+    );
+    // The run's report: every probe ran now, none cached.
+    let row = "| `vllm` | `chat` | concurrency 1..=8 | `ttft_ms<=450` at 99% | 4 | 5 | 5 |";
+    assert!(
+        stdout(&first).contains(&format!("{row} 0 |")),
+        "{}",
+        stdout(&first)
+    );
+    assert_eq!(
+        brackets(&env),
+        [("vllm".to_owned(), 4.0.into(), 5.0.into(), 5, 5)]
+    );
+    assert_eq!(env.samples().len(), 5);
+
+    let again = run(&env, "search.kdl");
+    assert_eq!(env.samples().len(), 5, "a second run runs nothing");
+    assert!(
+        stderr(&again).contains("ran 0 (failed: 0)"),
+        "{}",
+        stderr(&again)
+    );
+    assert!(
+        stdout(&again).contains(&format!("{row} 5 |")),
+        "{}",
+        stdout(&again)
+    );
+
+    // The brute-force sweep of 1..=8 reuses the five probes (same keys) and
+    // finds the same bracket from the attainment of every point.
+    let sweep = env.read("search.kdl").replace(
+        "search concurrency from=1 to=8",
+        "concurrency 1 2 3 4 5 6 7 8",
+    );
+    env.write("sweep.kdl", &sweep);
+    let swept = run(&env, "sweep.kdl");
+    assert!(
+        stderr(&swept).contains("ran 3 (failed: 0)"),
+        "{}",
+        stderr(&swept)
+    );
+    let runs = analysis(&env, "sweep.kdl")["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let points: Vec<(u64, bool)> = runs
+        .iter()
+        .map(|r| {
+            let (met, sent) = (
+                r["slo"]["met"].as_u64().unwrap(),
+                r["slo"]["sent"].as_u64().unwrap(),
+            );
+            (r["concurrency"].as_u64().unwrap(), met * 100 >= 99 * sent)
+        })
+        .collect();
+    assert_eq!(points.len(), 8, "{points:?}");
+    let passing = points.iter().filter(|p| p.1).map(|p| p.0).max();
+    let failing = points.iter().filter(|p| !p.1).map(|p| p.0).min();
+    assert_eq!((passing, failing), (Some(4), Some(5)), "{points:?}");
+}
+
+#[test]
+fn a_changed_slo_runs_only_the_new_probes_it_needs() {
+    let env = search_study();
+    run(&env, "search.kdl");
+    assert_eq!(env.samples().len(), 5);
+
+    // Within 650 ms: 1, 8, 4 and 6 are stored, only 7 is new.
+    let looser = env.read("search.kdl").replace("ttft_ms=450", "ttft_ms=650");
+    env.write("search.kdl", &looser);
+    let plan = env.run(&["plan", "search.kdl"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    let search_lines: String = stdout(&plan)
+        .lines()
+        .skip_while(|l| !l.starts_with("searches of"))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!(search_lines, @r"
+    searches of the largest load within the SLO:
+      vllm × chat: concurrency 1..=8, passing at 99% of requests within ttft_ms<=650
+        stored c=1 pass, c=8 fail, c=4 pass, c=6 pass; next c=7 (missing); the probes after it are unknown until it ends
+    ");
+    let out = run(&env, "search.kdl");
+    assert!(
+        stderr(&out).contains("ran 1 (failed: 0)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(env.samples().len(), 6);
+    assert_eq!(
+        brackets(&env),
+        [("vllm".to_owned(), 6.0.into(), 7.0.into(), 5, 5)]
+    );
+    // Of the run's five probes, four came from the store.
+    assert!(
+        stdout(&out).contains("| `ttft_ms<=650` at 99% | 6 | 7 | 5 | 4 |"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn the_report_gives_the_bracket_per_configuration_best_first() {
+    let env = search_study();
+    // A stricter workload declared first (within 250 ms: k ≤ 2) ranks last.
+    let kdl = env.read("search.kdl").replace(
+            "    workload chat {",
+            "    workload strict {\n        dataset random input=32 output=4 seed=1\n        \
+             prompts 8\n        slo ttft_ms=250\n        search concurrency from=1 to=8\n    }\n\n    workload chat {",
+        );
+    env.write("search.kdl", &kdl);
+    run(&env, "search.kdl");
+    let md = stdout(&env.run(&["report", "search.kdl"]));
+    let section: String = md
+        .lines()
+        .skip_while(|l| !l.starts_with("## Largest load"))
+        .take_while(|l| !l.starts_with("## Context"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!(section, @r"
+    ## Largest load within the SLO
+
+    Each configuration's load found by bisection: a load passes when at least the attainment of the requests sent met the SLO. Best first; probes are ordinary runs (cached: from the store, not run now).
+
+    | Step | Workload | Search | SLO | Largest passing | Smallest failing | Probes | Cached |
+    |---|---|---|---|---:|---:|---:|---:|
+    | `vllm` | `chat` | concurrency 1..=8 | `ttft_ms<=450` at 99% | 4 | 5 | 5 | 5 |
+    | `vllm` | `strict` | concurrency 1..=8 | `ttft_ms<=250` at 99% | 2 | 3 | 5 | 5 |
+    ");
+}
