@@ -123,7 +123,7 @@ pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
         startup_timeout: args.startup_timeout.map(Duration::from_secs),
         stall_timeout: Duration::from_secs(args.stall_timeout),
         fresh_engine: args.policy.fresh_engine,
-        jobs: args.jobs as usize,
+        jobs: args.jobs.unwrap_or(1) as usize,
         ..exec_defaults()?
     })
 }
@@ -135,7 +135,7 @@ fn executor(args: &RunArgs) -> Result<Executor, CliError> {
         return Ok(Executor::Local);
     }
     let s = &args.slurm;
-    Ok(Executor::Slurm(SlurmExec {
+    Ok(Executor::Slurm(Box::new(SlurmExec {
         slurm: Slurm::default(),
         options: SlurmOptions {
             partition: s.partition.clone(),
@@ -151,7 +151,8 @@ fn executor(args: &RunArgs) -> Result<Executor, CliError> {
         },
         program: exec_defaults()?.sim_program,
         poll: Duration::from_millis(s.slurm_poll_ms),
-    }))
+        jobs: args.jobs.map(|n| n as usize),
+    })))
 }
 
 /// What becomes of each launch's Slurm job, a line each.

@@ -243,6 +243,7 @@ mod executor {
             options: SlurmOptions::default(),
             program: env!("CARGO_BIN_EXE_perfpipe").into(),
             poll: POLL,
+            jobs: None,
         };
         let mut events = Vec::new();
         let summary = execute(&launches, &store, &exec, &mut |_, e| events.push(e.clone()))
@@ -662,6 +663,62 @@ mod run {
             "no process of the study is left",
             || live_processes(&tag).is_empty(),
         );
+    }
+
+    /// `--jobs 1`: never two of the head's jobs in the queue at once.
+    #[test]
+    fn jobs_bounds_the_heads_jobs_in_the_queue() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        let runs = planned_runs(&env);
+        // Every GPU held for 3 s: perfpipe's first job waits for Resources.
+        let blocker = cluster
+            .ask(
+                "sbatch",
+                &[
+                    "--parsable",
+                    "--gres=gpu:8",
+                    "--output=/dev/null",
+                    "--wrap",
+                    "sleep 3",
+                ],
+            )
+            .trim()
+            .parse::<u64>()
+            .unwrap();
+        wait_until(Duration::from_secs(30), "the blocker runs", || {
+            jobs(&cluster, "RUNNING")
+                .iter()
+                .any(|(id, _)| *id == blocker)
+        });
+        let mut head = spawn(
+            &mut command(&env, &cluster, "slurm", &["--jobs", "1"]),
+            &env.path("head.err"),
+        );
+        let mut most = 0;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            assert!(
+                Instant::now() < deadline,
+                "the run did not end within 120 s"
+            );
+            // What squeue lists by default: queued, running, completing.
+            let ours = jobs(&cluster, "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED")
+                .iter()
+                .filter(|(_, name)| name.starts_with("pp-"))
+                .count();
+            most = most.max(ours);
+            if let Some(status) = head.try_wait().unwrap() {
+                break status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let err = read(&env.path("head.err"));
+        assert!(status.success(), "{err}\n{}", cluster.logs());
+        assert_eq!(most, 1, "at most one job of the head in the queue: {err}");
+        assert_eq!(samples_per_key(&env).len(), runs, "{err}");
     }
 }
 

@@ -59,14 +59,12 @@ pub async fn follow(
     mut cancel: watch::Receiver<bool>,
     report: &mut dyn FnMut(JobEvent),
 ) -> Result<Followed, Error> {
-    let name = script::job_name(&job.launch_key);
-    let comment = script::comment(&job.run_keys);
     let mut jobs = Vec::new();
     let adopted = slurm
         .queued()
         .await?
         .into_iter()
-        .find(|q| q.name == name && q.comment == comment);
+        .find(|q| job.is_queued_as(q));
     let was_adopted = adopted.is_some();
     let mut current = match adopted {
         Some(q) => {
@@ -76,12 +74,17 @@ pub async fn follow(
             });
             q.id
         }
+        // Interrupted before its turn: nothing of it is in the queue, nothing is submitted.
+        None if *cancel.borrow() => return Err(Error::Interrupted { jobs: Vec::new() }),
         None => submit(slurm, job, options, log, report).await?,
     };
     loop {
         jobs.push(current);
         let verdict = wait(slurm, current, poll, &mut cancel, report).await?;
         match verdict {
+            Verdict::Transient { .. } if *cancel.borrow() => {
+                return Err(Error::Interrupted { jobs: Vec::new() });
+            }
             Verdict::Transient { ref why, .. } if jobs.len() as u32 <= options.retries() => {
                 report(JobEvent::Resubmitting {
                     id: current,
