@@ -665,9 +665,10 @@ mod run {
         );
     }
 
-    /// `--jobs 1`: never two of the head's jobs in the queue at once.
+    /// `--jobs 1`: never two of the head's jobs in the queue at once; a
+    /// job waiting for GPUs another job holds says why.
     #[test]
-    fn jobs_bounds_the_heads_jobs_in_the_queue() {
+    fn jobs_bounds_the_heads_jobs_in_the_queue_and_pending_says_why() {
         let Some(cluster) = Cluster::start() else {
             return;
         };
@@ -718,6 +719,11 @@ mod run {
         let err = read(&env.path("head.err"));
         assert!(status.success(), "{err}\n{}", cluster.logs());
         assert_eq!(most, 1, "at most one job of the head in the queue: {err}");
+        assert!(
+            err.lines()
+                .any(|l| l.contains("Slurm job") && l.ends_with(" pending (Resources)")),
+            "{err}"
+        );
         assert_eq!(samples_per_key(&env).len(), runs, "{err}");
     }
 }

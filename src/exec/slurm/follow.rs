@@ -34,6 +34,12 @@ pub enum JobEvent {
         id: u64,
         state: JobState,
     },
+    /// The job waits, for `reason` as `squeue %r` gives it (`Resources`,
+    /// `Priority`…); sent when the reason changes.
+    Pending {
+        id: u64,
+        reason: String,
+    },
     Started {
         id: u64,
     },
@@ -126,10 +132,20 @@ async fn wait(
     report: &mut dyn FnMut(JobEvent),
 ) -> Result<Verdict, Error> {
     let mut started = false;
+    let mut reason: Option<String> = None;
     loop {
         let queued = slurm.queued().await?.into_iter().find(|q| q.id == id);
         match queued {
             Some(q) if q.state.is_active() => {
+                if let Some(now) = q.pending_reason()
+                    && reason.as_deref() != Some(now)
+                {
+                    reason = Some(now.to_owned());
+                    report(JobEvent::Pending {
+                        id,
+                        reason: now.to_owned(),
+                    });
+                }
                 if !started && q.state == JobState::Running {
                     started = true;
                     report(JobEvent::Started { id });
