@@ -366,9 +366,12 @@ pub struct RunArgs {
     /// charts and the HTML report (`.html`) go beside it.
     #[arg(long)]
     pub report: Option<PathBuf>,
-    /// Engine launches to run at once, each on GPUs of its own (waits while none are free).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub jobs: u32,
+    /// Engine launches to run at once, each on GPUs of its own (waits while
+    /// none are free) [default: 1]; under `--executor slurm`, how many of
+    /// this perfpipe's Slurm jobs may be queued or running at once, the next
+    /// submitted as one ends [default: no bound].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
     /// Seconds any engine may take to become ready, overriding each engine's
     /// `startup-timeout=` and default (vLLM and SGLang 1200, TensorRT-LLM 2400);
     /// at most 604800 (a week).

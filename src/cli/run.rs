@@ -123,7 +123,7 @@ pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
         startup_timeout: args.startup_timeout.map(Duration::from_secs),
         stall_timeout: Duration::from_secs(args.stall_timeout),
         fresh_engine: args.policy.fresh_engine,
-        jobs: args.jobs as usize,
+        jobs: args.jobs.unwrap_or(1) as usize,
         ..exec_defaults()?
     })
 }
@@ -135,7 +135,7 @@ fn executor(args: &RunArgs) -> Result<Executor, CliError> {
         return Ok(Executor::Local);
     }
     let s = &args.slurm;
-    Ok(Executor::Slurm(SlurmExec {
+    Ok(Executor::Slurm(Box::new(SlurmExec {
         slurm: Slurm::default(),
         options: SlurmOptions {
             partition: s.partition.clone(),
@@ -151,30 +151,34 @@ fn executor(args: &RunArgs) -> Result<Executor, CliError> {
         },
         program: exec_defaults()?.sim_program,
         poll: Duration::from_millis(s.slurm_poll_ms),
-    }))
+        jobs: args.jobs.map(|n| n as usize),
+    })))
 }
 
 /// What becomes of each launch's Slurm job, a line each.
 fn job_progress(launch: &LaunchKey, event: &JobEvent) {
+    eprintln!("{}", job_line(launch, event));
+}
+
+fn job_line(launch: &LaunchKey, event: &JobEvent) -> String {
     let launch = launch.short();
     match event {
-        JobEvent::Submitted { id } => eprintln!("launch {launch}: Slurm job {id} pending"),
+        JobEvent::Submitted { id } => format!("launch {launch}: Slurm job {id} pending"),
+        JobEvent::Pending { id, reason } => {
+            format!("launch {launch}: Slurm job {id} pending ({reason})")
+        }
         JobEvent::Adopted { id, state } => {
-            eprintln!("launch {launch}: Slurm job {id} adopted ({state:?})")
+            format!("launch {launch}: Slurm job {id} adopted ({state:?})")
         }
-        JobEvent::Started { id } => eprintln!("launch {launch}: Slurm job {id} running"),
+        JobEvent::Started { id } => format!("launch {launch}: Slurm job {id} running"),
         JobEvent::Resubmitting { id, why } => {
-            eprintln!("launch {launch}: Slurm job {id} ended ({why}); resubmitting")
+            format!("launch {launch}: Slurm job {id} ended ({why}); resubmitting")
         }
-        JobEvent::Ended { id, measured: true } => {
-            eprintln!("launch {launch}: Slurm job {id} done")
-        }
+        JobEvent::Ended { id, measured: true } => format!("launch {launch}: Slurm job {id} done"),
         JobEvent::Ended {
             id,
             measured: false,
-        } => {
-            eprintln!("launch {launch}: Slurm job {id} failed")
-        }
+        } => format!("launch {launch}: Slurm job {id} failed"),
     }
 }
 
@@ -300,5 +304,52 @@ pub(super) fn progress(spec: &Spec, display: &mut Display, event: &ExecEvent) {
                 Outcome::Imported { .. } => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::slurm::JobState;
+
+    #[test]
+    fn each_slurm_job_event_is_a_line_of_its_launch() {
+        let launch = LaunchKey::parse(&"0123456789abcdef".repeat(4)).unwrap();
+        let lines: Vec<String> = [
+            JobEvent::Submitted { id: 7 },
+            JobEvent::Pending {
+                id: 7,
+                reason: "Resources".into(),
+            },
+            JobEvent::Adopted {
+                id: 8,
+                state: JobState::Pending,
+            },
+            JobEvent::Started { id: 7 },
+            JobEvent::Resubmitting {
+                id: 7,
+                why: "its node failed (NODE_FAIL)".into(),
+            },
+            JobEvent::Ended {
+                id: 9,
+                measured: true,
+            },
+            JobEvent::Ended {
+                id: 9,
+                measured: false,
+            },
+        ]
+        .iter()
+        .map(|event| job_line(&launch, event))
+        .collect();
+        insta::assert_snapshot!(lines.join("\n"), @r"
+        launch 0123456789ab: Slurm job 7 pending
+        launch 0123456789ab: Slurm job 7 pending (Resources)
+        launch 0123456789ab: Slurm job 8 adopted (Pending)
+        launch 0123456789ab: Slurm job 7 running
+        launch 0123456789ab: Slurm job 7 ended (its node failed (NODE_FAIL)); resubmitting
+        launch 0123456789ab: Slurm job 9 done
+        launch 0123456789ab: Slurm job 9 failed
+        ");
     }
 }

@@ -42,7 +42,7 @@ pub enum Executor {
     /// On this machine.
     Local,
     /// One Slurm job each (`perfpipe realise` on a node).
-    Slurm(slurm::SlurmExec),
+    Slurm(Box<slurm::SlurmExec>),
 }
 
 /// What a run did.

@@ -243,6 +243,7 @@ mod executor {
             options: SlurmOptions::default(),
             program: env!("CARGO_BIN_EXE_perfpipe").into(),
             poll: POLL,
+            jobs: None,
         };
         let mut events = Vec::new();
         let summary = execute(&launches, &store, &exec, &mut |_, e| events.push(e.clone()))
@@ -285,40 +286,199 @@ mod executor {
     }
 }
 
-/// `perfpipe run --executor slurm` end to end on the test cluster.
+/// `perfpipe run --executor slurm` end to end on the test cluster: the real
+/// binary as a user runs it, its launches as jobs of the cluster.
 mod run {
-    use crate::common::slurm::Cluster;
-    use crate::common::{TestEnv, stderr};
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+    use std::process::{Child, Command, Output, Stdio};
+    use std::time::{Duration, Instant};
 
-    /// `run tiny.kdl --runtime sim` with `executor`, its launches on `cluster`.
-    fn run(env: &TestEnv, cluster: &Cluster, executor: &str) -> std::process::Output {
-        env.cmd(&[
-            "run",
-            "tiny.kdl",
-            "--runtime",
-            "sim",
-            "--executor",
-            executor,
-        ])
-        .env("SLURM_CONF", cluster.conf())
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("PERFPIPE_SLURM_POLL_MS", "200")
-        .output()
-        .expect("perfpipe runs")
+    use crate::common::slurm::Cluster;
+    use crate::common::{TestEnv, live_processes, stderr};
+
+    /// The simulated engine's latencies as a function of the load alone
+    /// (`src/engine/sim/timing.rs`), so that two runs' latencies agree.
+    const LOAD_TIMING: &str = "load:ttft_ms=100,ttft_ms_per_req=5,itl_ms=10,itl_ms_per_req=0.5";
+
+    /// `run tiny.kdl --runtime sim --executor EXECUTOR ARGS`, its launches on `cluster`.
+    fn command(env: &TestEnv, cluster: &Cluster, executor: &str, args: &[&str]) -> Command {
+        let mut cmd = env.cmd(
+            &[
+                &[
+                    "run",
+                    "tiny.kdl",
+                    "--runtime",
+                    "sim",
+                    "--executor",
+                    executor,
+                ][..],
+                args,
+            ]
+            .concat(),
+        );
+        cmd.env("SLURM_CONF", cluster.conf())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PERFPIPE_SLURM_POLL_MS", "200")
+            .env("PERFPIPE_SIM_TIMING", LOAD_TIMING);
+        cmd
+    }
+
+    fn run(env: &TestEnv, cluster: &Cluster, executor: &str) -> Output {
+        command(env, cluster, executor, &[])
+            .output()
+            .expect("perfpipe runs")
+    }
+
+    /// Starts `cmd`, its standard error to `err` (read it with [`read`]).
+    fn spawn(cmd: &mut Command, err: &PathBuf) -> Child {
+        cmd.stdout(Stdio::null())
+            .stderr(std::fs::File::create(err).unwrap())
+            .spawn()
+            .expect("perfpipe starts")
+    }
+
+    fn read(path: &PathBuf) -> String {
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+
+    /// Waits for `child` to exit, killing it and failing after `limit`.
+    fn exit_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{what} did not end within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn wait_until(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) {
+        let deadline = Instant::now() + limit;
+        while !ready() {
+            assert!(Instant::now() < deadline, "{what} within {limit:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The jobs of the cluster in `states` (`squeue -t`), as (id, name).
+    fn jobs(cluster: &Cluster, states: &str) -> Vec<(u64, String)> {
+        cluster
+            .ask("squeue", &["-h", "-t", states, "-o", "%i %j"])
+            .lines()
+            .filter_map(|l| {
+                let (id, name) = l.trim().split_once(' ')?;
+                Some((id.parse().ok()?, name.to_owned()))
+            })
+            .collect()
+    }
+
+    /// A `sbatch` first on `PATH` that logs the job name of each submission
+    /// to `submitted` and hands the script on to the real one.
+    fn sbatch_shim(env: &TestEnv) -> (std::ffi::OsString, PathBuf) {
+        let log = env.path("submitted");
+        let shim = env.path("shim/sbatch");
+        env.write(
+            "shim/sbatch",
+            &format!(
+                "#!/bin/sh\nscript=$(cat)\n\
+                 printf '%s\\n' \"$script\" | sed -n 's/^#SBATCH --job-name=//p' >> {log}\n\
+                 printf '%s\\n' \"$script\" | exec /usr/bin/sbatch \"$@\"\n",
+                log = log.display()
+            ),
+        );
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths(std::iter::once(env.path("shim")).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .unwrap();
+        (path, log)
+    }
+
+    /// How many samples the store holds of each key.
+    fn samples_per_key(env: &TestEnv) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for sample in env.samples() {
+            let key = sample.split('/').next().unwrap().to_owned();
+            *counts.entry(key).or_default() += 1;
+        }
+        counts
     }
 
     fn keys(env: &TestEnv) -> Vec<String> {
-        let mut keys: Vec<String> = env
-            .samples()
-            .iter()
-            .filter_map(|s| s.split('/').next().map(str::to_owned))
-            .collect();
-        keys.dedup();
-        keys
+        samples_per_key(env).into_keys().collect()
+    }
+
+    /// How many runs `plan` says the study has.
+    fn planned_runs(env: &TestEnv) -> usize {
+        let out = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .find_map(|l| l.split_once(" runs: ")?.0.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no run count in:\n{text}"))
+    }
+
+    /// Each key's stored result as `(status, what does not depend on wall time)`.
+    fn results(env: &TestEnv) -> BTreeMap<String, serde_json::Value> {
+        env.results()
+            .into_iter()
+            .map(|(_, r)| (r["key"].as_str().unwrap().to_owned(), r))
+            .collect()
+    }
+
+    /// The results of two stores agree: counts exactly, latencies (a
+    /// function of the load under [`LOAD_TIMING`]) within 5 % and 2 ms.
+    fn assert_same_results(slurm: &TestEnv, local: &TestEnv) {
+        let (slurm, local) = (results(slurm), results(local));
+        assert_eq!(
+            slurm.keys().collect::<Vec<_>>(),
+            local.keys().collect::<Vec<_>>()
+        );
+        for (key, s) in &slurm {
+            let l = &local[key];
+            let (so, lo) = (&s["outcome"], &l["outcome"]);
+            for field in ["status", "kind", "error"] {
+                assert_eq!(so[field], lo[field], "{key}: outcome.{field}");
+            }
+            assert_eq!(s["engine_launch"], l["engine_launch"], "{key}");
+            let (sm, lm) = (&so["metrics"], &lo["metrics"]);
+            for field in [
+                "completed",
+                "failed",
+                "total_input_tokens",
+                "total_output_tokens",
+                "output_tokens_source",
+            ] {
+                assert_eq!(sm[field], lm[field], "{key}: {field}");
+            }
+            for field in [
+                "mean_ttft_ms",
+                "median_ttft_ms",
+                "mean_tpot_ms",
+                "mean_itl_ms",
+                "median_itl_ms",
+            ] {
+                let (a, b) = (sm[field].as_f64(), lm[field].as_f64());
+                if let (Some(a), Some(b)) = (a, b) {
+                    let tolerance = 0.05 * a.max(b) + 2.0;
+                    assert!(
+                        (a - b).abs() <= tolerance,
+                        "{key}: {field} {a} through Slurm, {b} locally"
+                    );
+                } else {
+                    assert_eq!(a, b, "{key}: {field}");
+                }
+            }
+        }
     }
 
     #[test]
-    fn a_study_through_slurm_stores_the_keys_of_a_local_run_once() {
+    fn a_study_through_slurm_stores_the_results_of_a_local_run_once() {
         let Some(cluster) = Cluster::start() else {
             return;
         };
@@ -342,6 +502,8 @@ mod run {
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(!keys(&env).is_empty());
         assert_eq!(keys(&env), keys(&local), "the same runs, the same keys");
+        assert!(samples_per_key(&env).values().all(|n| *n == 1));
+        assert_same_results(&env, &local);
 
         let again = run(&env, &cluster, "slurm");
         assert!(again.status.success(), "{}", stderr(&again));
@@ -350,7 +512,219 @@ mod run {
             "a second run submits nothing: {}",
             stderr(&again)
         );
-        cluster.wait_until_empty(std::time::Duration::from_secs(30));
+        cluster.wait_until_empty(Duration::from_secs(30));
+    }
+
+    /// A head killed while its jobs run loses nothing: the next `run`
+    /// adopts the jobs still queued or running, submits the others, and
+    /// every key is measured once.
+    #[test]
+    fn after_kill_9_of_the_head_run_adopts_its_jobs_and_measures_each_key_once() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        let runs = planned_runs(&env);
+        let (path, submitted) = sbatch_shim(&env);
+        // Two at a time, each engine loading for 3 s: when the head is
+        // killed, jobs run and launches wait to be submitted.
+        let head = |err: &str| {
+            let mut cmd = command(&env, &cluster, "slurm", &["--jobs", "2"]);
+            cmd.env("PATH", &path).env("PERFPIPE_SIM_LOAD_MS", "3000");
+            spawn(&mut cmd, &env.path(err))
+        };
+        let mut first = head("first.err");
+        wait_until(Duration::from_secs(60), "a job runs", || {
+            !jobs(&cluster, "RUNNING").is_empty()
+        });
+        first.kill().unwrap();
+        first.wait().unwrap();
+        let left = jobs(&cluster, "PENDING,RUNNING");
+        assert!(!left.is_empty(), "{}", read(&env.path("first.err")));
+
+        let mut second = head("second.err");
+        let status = exit_within(&mut second, Duration::from_secs(120), "the second run");
+        let err = read(&env.path("second.err"));
+        assert!(status.success(), "{err}\n{}", cluster.logs());
+        // (A job may end between the kill and the second run.)
+        assert!(
+            left.iter()
+                .any(|(id, _)| err.contains(&format!("Slurm job {id} adopted ("))),
+            "{left:?} adopted: {err}"
+        );
+        let mut names = BTreeMap::<String, usize>::new();
+        for name in read(&submitted).lines() {
+            *names.entry(name.to_owned()).or_default() += 1;
+        }
+        assert!(!names.is_empty(), "the shim saw no submission");
+        assert!(
+            names.values().all(|n| *n == 1),
+            "each launch submitted once: {names:?}\n{err}"
+        );
+        let measured = samples_per_key(&env);
+        assert_eq!(measured.len(), runs, "every run measured: {err}");
+        assert!(
+            measured.values().all(|n| *n == 1),
+            "each once: {measured:?}"
+        );
+    }
+
+    /// Ctrl-C of the head cancels the jobs it submitted, submits no more,
+    /// and exits 130.
+    #[test]
+    fn ctrl_c_of_the_head_leaves_no_job_queued_or_running_and_exits_130() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        let mut cmd = command(&env, &cluster, "slurm", &["--jobs", "2"]);
+        cmd.env("PERFPIPE_SIM_LOAD_MS", "3000");
+        let mut head = spawn(&mut cmd, &env.path("head.err"));
+        wait_until(Duration::from_secs(60), "a job runs", || {
+            !jobs(&cluster, "RUNNING").is_empty()
+        });
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(head.id() as i32, libc::SIGINT) };
+        let status = exit_within(&mut head, Duration::from_secs(30), "the interrupted run");
+        let err = read(&env.path("head.err"));
+        assert_eq!(status.code(), Some(130), "{err}");
+        assert_eq!(
+            jobs(&cluster, "PENDING,CONFIGURING,RUNNING,SUSPENDED"),
+            [],
+            "{err}"
+        );
+        cluster.wait_until_empty(Duration::from_secs(30));
+    }
+
+    /// `scancel` of a running job: its engines stop with it (no process of
+    /// the job is left), and the head resubmits it, as Slurm ended it.
+    #[test]
+    fn scancel_of_a_running_job_leaves_no_engine_and_the_head_resubmits_it() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        let runs = planned_runs(&env);
+        let tag = format!("PP_TEST_SCANCEL={}", crate::common::random_hex());
+        let (name, value) = tag.split_once('=').unwrap();
+        let mut cmd = command(&env, &cluster, "slurm", &["--retries", "1"]);
+        cmd.env(name, value).env("PERFPIPE_SIM_LOAD_MS", "3000");
+        let mut head = spawn(&mut cmd, &env.path("head.err"));
+        // The processes of job `id`: every one inherits its `SLURM_JOB_ID`.
+        let of_job = |id: u64| live_processes(&format!("SLURM_JOB_ID={id}\0"));
+        let engines = |id: u64| {
+            of_job(id)
+                .into_iter()
+                .filter(|pid| {
+                    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                    String::from_utf8_lossy(&cmdline).contains("sim-engine")
+                })
+                .count()
+        };
+        let mut victim = None;
+        wait_until(Duration::from_secs(60), "a job's engine starts", || {
+            victim = jobs(&cluster, "RUNNING")
+                .into_iter()
+                .find(|(id, _)| engines(*id) > 0);
+            victim.is_some()
+        });
+        let (id, job_name) = victim.unwrap();
+        cluster.ask("scancel", &[&id.to_string()]);
+        // Well within KillWait (30 s), after which slurmd would SIGKILL
+        // the job step (not the engines' process groups).
+        wait_until(
+            Duration::from_secs(15),
+            "every process of the job ends",
+            || of_job(id).is_empty(),
+        );
+
+        let status = exit_within(&mut head, Duration::from_secs(120), "the run");
+        let err = read(&env.path("head.err"));
+        assert!(status.success(), "{err}\n{}", cluster.logs());
+        assert!(
+            err.contains(&format!(
+                "Slurm job {id} ended (it was cancelled by someone other than this perfpipe (CANCELLED)); resubmitting"
+            )),
+            "{err}"
+        );
+        let launch = job_name.trim_start_matches("pp-");
+        // Its launch ends as tiny.kdl expects: done, or failed for FP8.
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("launch {launch}"))
+                    && (l.ends_with(" done") || l.ends_with(" failed"))),
+            "{err}"
+        );
+        let measured = samples_per_key(&env);
+        assert_eq!(measured.len(), runs, "{err}");
+        assert!(measured.values().all(|n| *n == 1), "{measured:?}");
+        wait_until(
+            Duration::from_secs(10),
+            "no process of the study is left",
+            || live_processes(&tag).is_empty(),
+        );
+    }
+
+    /// `--jobs 1`: never two of the head's jobs in the queue at once; a
+    /// job waiting for GPUs another job holds says why.
+    #[test]
+    fn jobs_bounds_the_heads_jobs_in_the_queue_and_pending_says_why() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        let runs = planned_runs(&env);
+        // Every GPU held for 3 s: perfpipe's first job waits for Resources.
+        let blocker = cluster
+            .ask(
+                "sbatch",
+                &[
+                    "--parsable",
+                    "--gres=gpu:8",
+                    "--output=/dev/null",
+                    "--wrap",
+                    "sleep 3",
+                ],
+            )
+            .trim()
+            .parse::<u64>()
+            .unwrap();
+        wait_until(Duration::from_secs(30), "the blocker runs", || {
+            jobs(&cluster, "RUNNING")
+                .iter()
+                .any(|(id, _)| *id == blocker)
+        });
+        let mut head = spawn(
+            &mut command(&env, &cluster, "slurm", &["--jobs", "1"]),
+            &env.path("head.err"),
+        );
+        let mut most = 0;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            assert!(
+                Instant::now() < deadline,
+                "the run did not end within 120 s"
+            );
+            // What squeue lists by default: queued, running, completing.
+            let ours = jobs(&cluster, "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED")
+                .iter()
+                .filter(|(_, name)| name.starts_with("pp-"))
+                .count();
+            most = most.max(ours);
+            if let Some(status) = head.try_wait().unwrap() {
+                break status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let err = read(&env.path("head.err"));
+        assert!(status.success(), "{err}\n{}", cluster.logs());
+        assert_eq!(most, 1, "at most one job of the head in the queue: {err}");
+        assert!(
+            err.lines()
+                .any(|l| l.contains("Slurm job") && l.ends_with(" pending (Resources)")),
+            "{err}"
+        );
+        assert_eq!(samples_per_key(&env).len(), runs, "{err}");
     }
 }
 

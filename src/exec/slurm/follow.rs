@@ -34,6 +34,12 @@ pub enum JobEvent {
         id: u64,
         state: JobState,
     },
+    /// The job waits, for `reason` as `squeue %r` gives it (`Resources`,
+    /// `Priority`…); sent when the reason changes.
+    Pending {
+        id: u64,
+        reason: String,
+    },
     Started {
         id: u64,
     },
@@ -59,14 +65,12 @@ pub async fn follow(
     mut cancel: watch::Receiver<bool>,
     report: &mut dyn FnMut(JobEvent),
 ) -> Result<Followed, Error> {
-    let name = script::job_name(&job.launch_key);
-    let comment = script::comment(&job.run_keys);
     let mut jobs = Vec::new();
     let adopted = slurm
         .queued()
         .await?
         .into_iter()
-        .find(|q| q.name == name && q.comment == comment);
+        .find(|q| job.is_queued_as(q));
     let was_adopted = adopted.is_some();
     let mut current = match adopted {
         Some(q) => {
@@ -76,12 +80,17 @@ pub async fn follow(
             });
             q.id
         }
+        // Interrupted before its turn: nothing of it is in the queue, nothing is submitted.
+        None if *cancel.borrow() => return Err(Error::Interrupted { jobs: Vec::new() }),
         None => submit(slurm, job, options, log, report).await?,
     };
     loop {
         jobs.push(current);
         let verdict = wait(slurm, current, poll, &mut cancel, report).await?;
         match verdict {
+            Verdict::Transient { .. } if *cancel.borrow() => {
+                return Err(Error::Interrupted { jobs: Vec::new() });
+            }
             Verdict::Transient { ref why, .. } if jobs.len() as u32 <= options.retries() => {
                 report(JobEvent::Resubmitting {
                     id: current,
@@ -123,10 +132,20 @@ async fn wait(
     report: &mut dyn FnMut(JobEvent),
 ) -> Result<Verdict, Error> {
     let mut started = false;
+    let mut reason: Option<String> = None;
     loop {
         let queued = slurm.queued().await?.into_iter().find(|q| q.id == id);
         match queued {
             Some(q) if q.state.is_active() => {
+                if let Some(now) = q.pending_reason()
+                    && reason.as_deref() != Some(now)
+                {
+                    reason = Some(now.to_owned());
+                    report(JobEvent::Pending {
+                        id,
+                        reason: now.to_owned(),
+                    });
+                }
                 if !started && q.state == JobState::Running {
                     started = true;
                     report(JobEvent::Started { id });

@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use futures_util::StreamExt;
+
 use super::follow::{JobEvent, follow};
 use super::options::SlurmOptions;
 use super::script::{self, JobRequest};
@@ -23,6 +25,9 @@ pub struct SlurmExec {
     pub program: PathBuf,
     /// How often `squeue` is asked.
     pub poll: Duration,
+    /// How many of this perfpipe's jobs may be queued or running at once
+    /// (`--jobs`); `None`: every launch's at once.
+    pub jobs: Option<usize>,
 }
 
 /// Runs every launch of `launches` whose runs the store lacks as a Slurm
@@ -36,9 +41,10 @@ pub fn execute(
     exec.options
         .check()
         .map_err(|e| ExecError::Slurm(Error::Options(e)))?;
-    let wanted: Vec<&(LaunchKey, LaunchMaterial)> = launches
+    let mut wanted: Vec<(&LaunchKey, &LaunchMaterial, JobRequest)> = launches
         .iter()
         .filter(|(_, m)| m.runs.iter().any(|r| !stored(store, &r.key, m.samples)))
+        .map(|(key, material)| (key, material, request(key, material, store, exec)))
         .collect();
     let mut summary = ExecSummary::default();
     if wanted.is_empty() {
@@ -53,36 +59,46 @@ pub fn execute(
     let cancel = runtime
         .block_on(async { crate::exec::watch_signals() })
         .map_err(ExecError::Tokio)?;
+    // The jobs a killed head left queued or running go first: under
+    // `--jobs N` they hold places of the N, so nothing is submitted beside them.
+    let queued = runtime
+        .block_on(exec.slurm.queued())
+        .map_err(ExecError::Slurm)?;
+    wanted.sort_by_key(|(_, _, job)| !queued.iter().any(|q| job.is_queued_as(q)));
     let report = std::cell::RefCell::new(report);
-    let followed = runtime.block_on(futures_util::future::join_all(wanted.iter().map(
-        |(key, material)| {
-            let job = request(key, material, store, exec);
-            let log = logs.join(format!("{}.log", script::job_name(key.as_str())));
-            let (cancel, report) = (cancel.clone(), &report);
-            async move {
-                let followed = follow(
-                    &exec.slurm,
-                    &job,
-                    &exec.options,
-                    &log,
-                    exec.poll,
-                    cancel,
-                    &mut |event| (report.borrow_mut())(key, &event),
-                )
-                .await;
-                if let Some(&id) = followed.as_ref().ok().and_then(|f| f.jobs.last()) {
-                    let measured = material
-                        .runs
-                        .iter()
-                        .all(|r| stored_outcome(store, &r.key, material.samples) == Some(true));
-                    (report.borrow_mut())(key, &JobEvent::Ended { id, measured });
-                }
-                followed
+    let followed = wanted.iter().map(|(key, material, job)| {
+        let log = logs.join(format!("{}.log", script::job_name(key.as_str())));
+        let (cancel, report) = (cancel.clone(), &report);
+        async move {
+            let followed = follow(
+                &exec.slurm,
+                job,
+                &exec.options,
+                &log,
+                exec.poll,
+                cancel,
+                &mut |event| (report.borrow_mut())(key, &event),
+            )
+            .await;
+            if let Some(&id) = followed.as_ref().ok().and_then(|f| f.jobs.last()) {
+                let measured = material
+                    .runs
+                    .iter()
+                    .all(|r| stored_outcome(store, &r.key, material.samples) == Some(true));
+                (report.borrow_mut())(key, &JobEvent::Ended { id, measured });
             }
-        },
-    )));
+            followed
+        }
+    });
+    // In order, at most `jobs` followed at once: a launch is submitted when
+    // an earlier one's job has left the queue.
+    let followed: Vec<_> = runtime.block_on(
+        futures_util::stream::iter(followed)
+            .buffered(exec.jobs.unwrap_or(usize::MAX).max(1))
+            .collect(),
+    );
     let mut first_error = None;
-    for ((_, material), followed) in wanted.iter().zip(followed) {
+    for ((_, material, _), followed) in wanted.iter().zip(followed) {
         let why = match followed {
             Ok(f) => match f.verdict {
                 Verdict::Ended => "the job ended without storing a result".to_owned(),

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::options::{ContainerMode, SlurmOptions};
+use super::state::QueuedJob;
 
 /// What one job runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +22,14 @@ pub struct JobRequest {
     pub command: Vec<String>,
     /// The engine image, run through Pyxis under [`ContainerMode::Pyxis`].
     pub image: Option<String>,
+}
+
+impl JobRequest {
+    /// Whether `queued` is this launch's job (one a killed head left, to
+    /// adopt): the launch's name and the comment of its run keys.
+    pub fn is_queued_as(&self, queued: &QueuedJob) -> bool {
+        queued.name == job_name(&self.launch_key) && queued.comment == comment(&self.run_keys)
+    }
 }
 
 const COMMENT_PREFIX: &str = "perfpipe:";

@@ -116,6 +116,17 @@ pub struct QueuedJob {
     pub comment: String,
 }
 
+impl QueuedJob {
+    /// Why Slurm keeps it pending (`Resources`, `Priority`, `QOSMaxJobsPerUserLimit`…),
+    /// when it is pending for a reason it names (`squeue` prints `None` before the
+    /// scheduler has looked at it).
+    pub fn pending_reason(&self) -> Option<&str> {
+        let reason = self.reason.trim();
+        (self.state == JobState::Pending && !reason.is_empty() && reason != "None")
+            .then_some(reason)
+    }
+}
+
 /// Job id, name, state, reason, comment; the comment last, as it may hold anything.
 pub const SQUEUE_FORMAT: &str = "%i|%j|%T|%r|%k";
 
@@ -198,6 +209,29 @@ mod tests {
         assert!(parse_squeue("x|y|z|w|v\n").is_err());
         assert!(parse_squeue("12|pp\n").is_err());
         assert_eq!(parse_squeue("\n").unwrap(), []);
+    }
+
+    #[test]
+    fn a_pending_job_gives_the_reason_it_waits_and_others_none() {
+        let jobs = parse_squeue(
+            "1|pp-a|PENDING|Resources|perfpipe:aa\n\
+             2|pp-b|PENDING|Priority|perfpipe:bb\n\
+             3|pp-c|PENDING|None|perfpipe:cc\n\
+             4|pp-d|RUNNING|None|perfpipe:dd\n\
+             5|pp-e|PENDING|(ReqNodeNotAvail, UnavailableNodes:n1)|perfpipe:ee\n",
+        )
+        .unwrap();
+        let reasons: Vec<Option<&str>> = jobs.iter().map(QueuedJob::pending_reason).collect();
+        assert_eq!(
+            reasons,
+            [
+                Some("Resources"),
+                Some("Priority"),
+                None,
+                None,
+                Some("(ReqNodeNotAvail, UnavailableNodes:n1)")
+            ]
+        );
     }
 
     #[test]
