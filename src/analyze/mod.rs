@@ -8,6 +8,7 @@ mod latency;
 mod noise;
 pub mod page;
 mod records;
+mod stored;
 mod summary;
 
 use polars::prelude::*;
@@ -19,6 +20,7 @@ pub use noise::{NoiseFloors, default_floor};
 pub use records::{
     RunLoad, RunRecord, SloResult, Source, from_expectations, from_store, of_samples,
 };
+pub use stored::{Stored, StoredSample, samples_of};
 pub use summary::{Gain, SummaryNote, SummaryRow, summary};
 
 use crate::spec::{Objective, Spec};

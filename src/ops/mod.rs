@@ -27,6 +27,7 @@ pub mod realise;
 pub mod report;
 pub mod roots;
 pub mod run;
+pub mod stored;
 pub mod substitute;
 
 pub use error::{Error, PageReport};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::files::{write_file, write_text};
 use super::plan::plan_and_index;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
-use crate::analyze::{self, Analysis, RunRecord, Scope};
+use crate::analyze::{self, Analysis, RunRecord, Scope, Stored};
 use crate::key::RunKey;
 use crate::plan::StoredRuntime;
 use crate::report::chart::{self, ChartData, ChartGroup};
@@ -45,6 +45,7 @@ pub fn report(
 ) -> Result<Rendered, Error> {
     let common = selection;
     let mut loaded = load(common, LockMode::Read)?;
+    let mut stored = Stored::new();
     let records = if published {
         analyze::from_expectations(&loaded.spec)
     } else {
@@ -56,7 +57,8 @@ pub fn report(
             }
         }
         let (plan, index) = plan_and_index(&loaded, common)?;
-        analyze::from_store(&plan, &index)
+        stored = super::stored::load(&plan, &index)?;
+        analyze::from_store(&plan, &stored)
     };
     let mut analysis = analyze(&loaded, records)?;
     if !published {
@@ -65,12 +67,12 @@ pub fn report(
     let text = match format {
         // A written report gets its chart beside it; printed alone, there is none to link.
         Format::Md => match out {
-            Some(out) => write_markdown(&loaded, &analysis, out, false)?,
+            Some(out) => write_markdown(&loaded, &analysis, &mut stored, out, false)?,
             None => crate::report::markdown(&loaded.spec, &analysis, &Default::default()),
         },
         // Its charts are inline: none is drawn beside it.
         Format::Html => {
-            let charts = charts(&loaded, &analysis, None)?;
+            let charts = charts(&loaded, &analysis, &mut stored, None)?;
             crate::report::html(&loaded.spec, &analysis, &charts)
         }
         Format::Json => crate::report::json(&loaded.spec, &analysis),
@@ -170,13 +172,15 @@ pub fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analysis, Err
 
 /// Writes the markdown report at `path` with its charts beside it, and the
 /// HTML report as `<path stem>.html` with `html`; returns the markdown.
+/// The journals the charts show are read into `stored`.
 pub fn write_markdown(
     loaded: &Loaded,
     analysis: &Analysis,
+    stored: &mut Stored,
     path: &Path,
     html: bool,
 ) -> Result<String, Error> {
-    let charts = charts(loaded, analysis, Some(path))?;
+    let charts = charts(loaded, analysis, stored, Some(path))?;
     let text = crate::report::markdown(&loaded.spec, analysis, &charts);
     write_unchanged(path, &text)?;
     if html {
@@ -199,9 +203,10 @@ fn write_unchanged(path: &Path, text: &str) -> Result<(), Error> {
 fn charts(
     loaded: &Loaded,
     analysis: &Analysis,
+    stored: &mut Stored,
     report: Option<&Path>,
 ) -> Result<crate::report::Charts, Error> {
-    let figures = super::figures::of(loaded, analysis)?;
+    let figures = super::figures::of(loaded, analysis, stored)?;
     Ok(crate::report::Charts {
         conclusion: write_chart(loaded, analysis, report)?,
         figures: super::figures::files(&figures, report)?,

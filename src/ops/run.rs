@@ -169,7 +169,8 @@ pub fn run(
     if !plan.missing().is_empty() {
         index = plan_and_index(&loaded, common)?.1;
     }
-    let records = crate::analyze::from_store(&plan, &index);
+    let mut stored = super::stored::load(&plan, &index)?;
+    let records = crate::analyze::from_store(&plan, &stored);
     let unexpected: Vec<UnexpectedFailure> = records
         .iter()
         .filter(|r| {
@@ -186,7 +187,7 @@ pub fn run(
     let mut analysis = analyze(&loaded, records)?;
     analysis.scope = Some(scope(&loaded, common));
     let path = report_path;
-    let text = write_markdown(&loaded, &analysis, &path, true).map_err(|e| {
+    let text = write_markdown(&loaded, &analysis, &mut stored, &path, true).map_err(|e| {
         e.measured(&format!(
             "every run is in the store: `perfpipe report {} --out FILE` writes the report",
             experiment.display()
