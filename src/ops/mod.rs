@@ -24,6 +24,7 @@ pub mod lockfile;
 pub mod older;
 pub mod plan;
 pub mod realise;
+pub mod rendered;
 pub mod report;
 pub mod roots;
 pub mod run;

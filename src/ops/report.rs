@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::files::{write_file, write_text};
 use super::plan::plan_and_index;
+use super::rendered;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::analyze::{self, Analysis, RunRecord, Scope, Stored};
 use crate::key::RunKey;
@@ -180,13 +181,33 @@ pub fn write_markdown(
     path: &Path,
     html: bool,
 ) -> Result<String, Error> {
+    let shown = format!(
+        "{:?}\n{analysis:?}\n{}\nhtml: {html}",
+        loaded.spec,
+        path.display()
+    );
+    let journals = super::stored::charted_journal_paths(stored, &analysis.runs);
+    let digest = rendered::digest(&shown, &journals);
+    if let Some(text) = rendered::unchanged(path, &digest) {
+        return Ok(text);
+    }
     let charts = charts(loaded, analysis, stored, Some(path))?;
     let text = crate::report::markdown(&loaded.spec, analysis, &charts);
     write_unchanged(path, &text)?;
+    let mut written: Vec<PathBuf> = charts
+        .conclusion
+        .iter()
+        .chain(&charts.figures)
+        .filter(|c| !c.png.is_empty())
+        .map(|c| path.with_file_name(&c.png))
+        .flat_map(|png| [png.with_extension("svg"), png])
+        .collect();
     if html {
         let page = crate::report::html(&loaded.spec, analysis, &charts);
         write_unchanged(&path.with_extension("html"), &page)?;
+        written.push(path.with_extension("html"));
     }
+    rendered::record(path, &written, &digest)?;
     Ok(text)
 }
 

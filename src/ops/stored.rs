@@ -39,6 +39,17 @@ pub fn read_charted_journals(stored: &mut Stored, runs: &[RunRecord]) -> Result<
     read_journals(stored, &keys)
 }
 
+/// The journal files the charts show, in order: their paths are what
+/// [`read_charted_journals`] reads.
+pub fn charted_journal_paths(stored: &Stored, runs: &[RunRecord]) -> Vec<std::path::PathBuf> {
+    runs.iter()
+        .filter_map(curves::charted)
+        .flat_map(|key| crate::analyze::samples_of(stored, &key))
+        .filter(|s| s.sample.metrics().is_some())
+        .map(|s| s.sample.journal_path())
+        .collect()
+}
+
 /// Reads the journal of every measured sample of `keys` not read yet.
 fn read_journals<K: std::borrow::Borrow<RunKey>>(
     stored: &mut Stored,
