@@ -47,7 +47,6 @@ pub fn files(figures: &[Figure], report: Option<&Path>) -> Result<Vec<ChartFile>
             Ok(ChartFile {
                 id: f.id.clone(),
                 title: f.plot.title.clone(),
-                note: f.plot.note.clone(),
                 png,
                 svg,
             })

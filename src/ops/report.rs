@@ -291,7 +291,6 @@ fn write_chart(
     Ok(Some(crate::report::ChartFile {
         id: "conclusion".to_owned(),
         title: data.title,
-        note: None,
         png: png_name,
         svg: svg_text,
     }))

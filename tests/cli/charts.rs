@@ -40,23 +40,13 @@ fn a_study_without_a_conclusion_gets_its_curves_drawn_and_linked() {
 
     ![curves: latency vs throughput along concurrency, c1 · c4 · c16](curves.latency-c1.png)
 
-    *simulated engine: predicts no GPU*
-
     ![curves: throughput per GPU vs per user, c1 · c4 · c16](curves.frontier-c1.png)
-
-    *simulated engine: predicts no GPU*
 
     ![curves: TTFT and ITL distributions, Chat, 1 in flight](curves.cdf-c1.png)
 
-    *simulated engine: predicts no GPU*
-
     ![curves: TTFT and ITL distributions, Chat, 4 in flight](curves.cdf-c4.png)
 
-    *simulated engine: predicts no GPU*
-
     ![curves: TTFT and ITL distributions, Chat, 16 in flight](curves.cdf-c16.png)
-
-    *simulated engine: predicts no GPU*
     ");
     for id in FIGURES {
         let png = std::fs::read(env.path(&format!("reports/curves.{id}.png"))).unwrap();
