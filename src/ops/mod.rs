@@ -13,6 +13,7 @@ macro_rules! say {
 
 pub mod bench;
 pub mod diff;
+pub mod elsewhere;
 pub mod error;
 pub mod fetch;
 pub mod figures;

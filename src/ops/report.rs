@@ -8,7 +8,6 @@ use super::plan::plan_and_index;
 use super::rendered;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::analyze::{self, Analysis, RunRecord, Scope, Stored};
-use crate::key::RunKey;
 use crate::plan::StoredRuntime;
 use crate::report::chart::{self, ChartData, ChartGroup};
 use crate::spec::{Objective, Runtime};
@@ -92,31 +91,11 @@ fn runtime_with_results(
 ) -> Result<Runtime, Error> {
     let experiment = &common.experiment;
     // A presence test per runtime; the runtime chosen is read and checked
-    // in full after. The other runtimes' keys come from a current lockfile
-    // (uncapped runs only) rather than hashing every run again.
-    let lockfile = match &loaded.lock.old {
-        Some(old) if loaded.lock.is_current() && common.max_prompts.is_none() => Some(old),
-        _ => None,
-    };
-    let mut with_results = Vec::new();
-    for runtime in [Runtime::Docker, Runtime::Local, Runtime::Sim] {
-        let keys: Vec<RunKey> = if runtime == loaded.runtime {
-            loaded.runs.iter().map(|r| r.key.clone()).collect()
-        } else if let Some(old) = lockfile {
-            old.runs
-                .iter()
-                .filter_map(|r| r.key(runtime).cloned())
-                .collect()
-        } else {
-            crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs)
-                .into_iter()
-                .map(|r| r.key)
-                .collect()
-        };
-        if keys.iter().any(|k| loaded.store.has_samples(k)) {
-            with_results.push(runtime);
-        }
-    }
+    // in full after.
+    let with_results: Vec<Runtime> = super::elsewhere::stored_runs(loaded, common)
+        .into_iter()
+        .map(|(runtime, _)| runtime)
+        .collect();
     match crate::plan::stored_runtime(&with_results) {
         StoredRuntime::One(runtime) => {
             say!(
