@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 
 use polars::prelude::*;
 
-use super::{RunRecord, mean_latency_ms};
+use super::stored::{Stored, samples_of};
+use super::{RunRecord, Source, mean_latency_ms};
+use crate::key::RunKey;
 use crate::metrics::{RequestRecord, Sorted};
 use crate::spec::{RequestRate, Spec, Workload};
 
@@ -169,18 +171,54 @@ pub struct RequestTimes {
 impl RequestTimes {
     /// The successful requests' TTFTs and gaps between chunks.
     pub fn of(records: &[RequestRecord]) -> Self {
+        let mut times = Self::default();
+        times.add(records);
+        times
+    }
+
+    /// Adds the successful requests of `records`.
+    pub fn add(&mut self, records: &[RequestRecord]) {
         let ok = || records.iter().filter(|r| r.success);
-        Self {
-            ttft_ms: ok().map(|r| r.ttft * 1000.0).collect(),
-            itl_ms: ok()
-                .flat_map(|r| r.itl.secs().map(|s| s * 1000.0))
-                .collect(),
-        }
+        self.ttft_ms.extend(ok().map(|r| r.ttft * 1000.0));
+        self.itl_ms
+            .extend(ok().flat_map(|r| r.itl.secs().map(|s| s * 1000.0)));
     }
 }
 
 /// The journals' request times by (step, workload).
 pub type Journals = BTreeMap<(String, String), RequestTimes>;
+
+/// The runs whose journals the distributions show: measured (or simulated)
+/// ones with results.
+pub fn charted(run: &RunRecord) -> Option<RunKey> {
+    let measured = matches!(run.source, Some(Source::Measured | Source::Simulated));
+    if !measured || run.failure.is_some() {
+        return None;
+    }
+    run.key.as_deref().and_then(RunKey::parse)
+}
+
+/// The request times of each charted run's measured samples, from their
+/// journals as loaded in `stored`.
+pub fn journals(runs: &[RunRecord], stored: &Stored) -> Journals {
+    let mut journals = Journals::new();
+    for run in runs {
+        let Some(key) = charted(run) else { continue };
+        let (mut times, mut requests) = (RequestTimes::default(), 0);
+        for sample in samples_of(stored, &key) {
+            if let Some(journal) = &sample.journal
+                && sample.sample.metrics().is_some()
+            {
+                times.add(journal);
+                requests += journal.len();
+            }
+        }
+        if requests > 0 {
+            journals.insert((run.step.clone(), run.workload.clone()), times);
+        }
+    }
+    journals
+}
 
 /// Every curve of `runs` (and of `journals`, for the distributions).
 pub fn curves(spec: &Spec, runs: &[RunRecord], journals: &Journals) -> PolarsResult<Curves> {

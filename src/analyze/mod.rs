@@ -9,6 +9,7 @@ mod noise;
 pub mod page;
 mod records;
 pub mod search;
+mod stored;
 mod summary;
 
 use polars::prelude::*;
@@ -20,6 +21,7 @@ pub use noise::{NoiseFloors, default_floor};
 pub use records::{
     RunLoad, RunRecord, SloResult, Source, from_expectations, from_store, of_samples,
 };
+pub use stored::{Stored, StoredSample, samples_of};
 pub use summary::{Gain, SummaryNote, SummaryRow, summary};
 
 use crate::spec::{Objective, Spec};

@@ -2,13 +2,14 @@
 
 use std::collections::BTreeMap;
 
+use super::stored::{Stored, StoredSample, samples_of};
 use crate::key::RunKey;
 use crate::metrics::Provenance;
 use crate::metrics::slo::{Attainment, Slo, attainment};
 use crate::metrics::telemetry::TelemetrySummary;
 use crate::plan::Plan;
 use crate::spec::{ExpectedOutcome, RequestRate, Spec, Workload};
-use crate::store::{Outcome, Sample, StoreIndex};
+use crate::store::Outcome;
 
 /// Where a record's numbers came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -78,23 +79,19 @@ pub struct SloResult {
 }
 
 impl SloResult {
-    /// `slo` over the requests of `samples`; `None` when none has a journal.
-    pub fn of(slo: &Slo, samples: &[&Sample]) -> Option<Self> {
+    /// `slo` over the requests of `samples`; `None` when one has no journal
+    /// (or it was not loaded).
+    pub fn of(slo: &Slo, samples: &[&StoredSample]) -> Option<Self> {
         let (mut records, mut duration) = (Vec::new(), 0.0);
-        for sample in samples {
-            let requests = sample.journal().ok().filter(|r| !r.is_empty())?;
-            duration += sample.metric_map()?.get("duration").copied()?;
-            records.extend(requests);
+        for stored in samples {
+            let requests = stored.journal.as_ref().filter(|r| !r.is_empty())?;
+            duration += stored.sample.metric_map()?.get("duration").copied()?;
+            records.extend(requests.iter().cloned());
         }
         if records.is_empty() {
             return None;
         }
-        let objectives = slo
-            .objectives
-            .iter()
-            .map(|(latency, ms)| format!("{}_ms<={ms}", latency.name()))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let objectives = slo.describe();
         Some(Self {
             objectives,
             attainment: attainment(&records, duration, slo),
@@ -162,16 +159,19 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
         .collect()
 }
 
-/// Records built from what the store holds for each run of `plan`.
-pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
+/// Records built from what the store holds for each run of `plan` (the
+/// journals of the runs with an SLO loaded).
+pub fn from_store(plan: &Plan, stored: &Stored) -> Vec<RunRecord> {
     plan.runs
         .iter()
         .map(|run| {
-            let samples = index.samples(&run.key);
+            let samples = samples_of(stored, &run.key);
             let mut record = of_samples(&run.step, &run.workload, &run.key, samples);
             if let Some(slo) = &run.slo {
-                let measured: Vec<&Sample> =
-                    samples.iter().filter(|s| s.metrics().is_some()).collect();
+                let measured: Vec<&StoredSample> = samples
+                    .iter()
+                    .filter(|s| s.sample.metrics().is_some())
+                    .collect();
                 record.slo = SloResult::of(slo, &measured);
             }
             record
@@ -181,11 +181,17 @@ pub fn from_store(plan: &Plan, index: &StoreIndex) -> Vec<RunRecord> {
 
 /// The record of one run from its key's samples: the mean of its measured
 /// (or simulated) samples, else of its imported ones.
-pub fn of_samples(step: &str, workload: &str, key: &RunKey, samples: &[Sample]) -> RunRecord {
-    let measured: Vec<&Sample> = samples.iter().filter(|s| s.metrics().is_some()).collect();
-    let imported: Vec<&Sample> = samples
+pub fn of_samples(step: &str, workload: &str, key: &RunKey, stored: &[StoredSample]) -> RunRecord {
+    let samples: Vec<&StoredSample> = stored.iter().collect();
+    let measured: Vec<&StoredSample> = samples
         .iter()
-        .filter(|s| matches!(s.result.outcome, Outcome::Imported { .. }))
+        .copied()
+        .filter(|s| s.sample.metrics().is_some())
+        .collect();
+    let imported: Vec<&StoredSample> = samples
+        .iter()
+        .copied()
+        .filter(|s| matches!(s.sample.result.outcome, Outcome::Imported { .. }))
         .collect();
     let chosen = if measured.is_empty() {
         imported
@@ -193,8 +199,8 @@ pub fn of_samples(step: &str, workload: &str, key: &RunKey, samples: &[Sample]) 
         measured
     };
     let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for sample in &chosen {
-        for (name, v) in sample.metric_map().unwrap_or_default() {
+    for stored in &chosen {
+        for (name, v) in stored.sample.metric_map().unwrap_or_default() {
             values.entry(name).or_default().push(v);
         }
     }
@@ -205,46 +211,51 @@ pub fn of_samples(step: &str, workload: &str, key: &RunKey, samples: &[Sample]) 
         .map(|(k, v)| (k.clone(), sample_sd(v)))
         .collect();
     let failure = if chosen.is_empty() {
-        samples.iter().rev().find_map(|s| match &s.result.outcome {
-            Outcome::Failure { error, .. } => Some(error.clone()),
-            Outcome::Success { .. } | Outcome::Imported { .. } => None,
-        })
+        samples
+            .iter()
+            .rev()
+            .find_map(|s| match &s.sample.result.outcome {
+                Outcome::Failure { error, .. } => Some(error.clone()),
+                Outcome::Success { .. } | Outcome::Imported { .. } => None,
+            })
     } else {
         None
     };
-    let last = chosen.last().copied().or(samples.last());
+    let last = chosen.last().or(samples.last()).map(|s| &s.sample.result);
     let mut warnings: Vec<String> = chosen
         .iter()
-        .flat_map(|s| match &s.result.outcome {
+        .flat_map(|s| match &s.sample.result.outcome {
             Outcome::Success { warnings, .. } => warnings.clone(),
             Outcome::Failure { .. } | Outcome::Imported { .. } => Vec::new(),
         })
         .collect();
     warnings.dedup();
     // The failure shown is the last sample's, so is its signer.
-    let behind: Vec<&Sample> = if chosen.is_empty() {
-        samples.last().into_iter().collect()
+    let behind: Vec<&StoredSample> = if chosen.is_empty() {
+        samples.last().copied().into_iter().collect()
     } else {
         chosen.clone()
     };
     let mut signers: BTreeMap<String, usize> = BTreeMap::new();
-    for signed in behind.iter().filter_map(|s| s.signature()) {
-        *signers.entry(signed.signer_name().to_owned()).or_default() += 1;
+    for signer in behind.iter().filter_map(|s| s.signer.as_ref()) {
+        *signers.entry(signer.clone()).or_default() += 1;
     }
     RunRecord {
         step: step.to_owned(),
         workload: workload.to_owned(),
         load: RunLoad::default(),
         key: Some(key.to_string()),
-        source: last.map(|s| Source::of(&s.result.provenance)),
+        source: last.map(|r| Source::of(&r.provenance)),
         metrics,
         sd,
         samples: chosen.len(),
         signers,
-        environment: last.map(|s| s.result.provenance.environment()),
+        environment: last.map(|r| r.provenance.environment()),
         failure,
         warnings,
-        telemetry: chosen.last().and_then(|s| s.result.telemetry.clone()),
+        telemetry: chosen
+            .last()
+            .and_then(|s| s.sample.result.telemetry.clone()),
         slo: None,
     }
 }

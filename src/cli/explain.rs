@@ -31,6 +31,7 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, CliError> {
         });
     }
     let plan = build_plan(&loaded, &common)?;
+    crate::ops::elsewhere::say_if_elsewhere(&loaded, &common, "explain", &super::Stderr);
     let stored: Vec<(RunKey, Value)> = loaded
         .store
         .entries()

@@ -37,6 +37,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         report_path: path,
         summary,
         unexpected,
+        failed_as_expected,
     } = match outcome? {
         Done::Ran(ran) => ran,
         Done::Older(older) => return Ok(ran_older(&older)),
@@ -45,7 +46,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     eprintln!(
         "perfpipe: ran {} (failed: {}); report written to `{}` (and `{}`)",
         summary.succeeded + summary.failed,
-        summary.failed,
+        failures(summary.failed, failed_as_expected),
         path.display(),
         path.with_extension("html").display()
     );
@@ -55,7 +56,12 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             count(unexpected.len(), "run failed", "runs failed")
         );
         for f in &unexpected {
-            eprintln!("  `{}` × `{}`: {}", f.step, f.workload, f.logs);
+            let when = if f.now {
+                ""
+            } else {
+                " (stored by an earlier run)"
+            };
+            eprintln!("  `{}` × `{}`{when}: {}", f.step, f.workload, f.logs);
         }
     }
     // Not in the report: a transient failure is no result. It still fails the command.
@@ -70,6 +76,19 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     } else {
         exit_code::OK
     })
+}
+
+/// This run's failures, which of them the experiment expects (`expect-failure`)
+/// and which are news: "0", "2, as the experiment expects", "3; 2 as the
+/// experiment expects, 1 unexpectedly".
+fn failures(failed: usize, expected: usize) -> String {
+    let unexpected = failed.saturating_sub(expected);
+    match (expected, unexpected) {
+        (0, 0) => "0".to_owned(),
+        (_, 0) => format!("{failed}, as the experiment expects"),
+        (0, _) => format!("{failed}, unexpectedly"),
+        _ => format!("{failed}; {expected} as the experiment expects, {unexpected} unexpectedly"),
+    }
 }
 
 /// What `run` did: the experiment's runs, or those of an older lockfile
@@ -351,5 +370,16 @@ mod tests {
         launch 0123456789ab: Slurm job 9 done
         launch 0123456789ab: Slurm job 9 failed
         ");
+    }
+
+    #[test]
+    fn failures_say_which_the_experiment_expects() {
+        assert_eq!(failures(0, 0), "0");
+        assert_eq!(failures(2, 2), "2, as the experiment expects");
+        assert_eq!(failures(1, 0), "1, unexpectedly");
+        assert_eq!(
+            failures(3, 2),
+            "3; 2 as the experiment expects, 1 unexpectedly"
+        );
     }
 }

@@ -13,7 +13,7 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
     let common = args.common();
     let loaded = load(&common, LockMode::Read)?;
     let (plan, index) = plan_and_index(&loaded, &common)?;
-    let records = analyze::from_store(&plan, &index);
+    let records = analyze::from_store(&plan, &crate::ops::stored::load(&plan, &index)?);
     let tolerance = args.tolerance.unwrap_or(loaded.spec.report.tolerance_pct);
     let expected: Vec<&str> = loaded
         .spec

@@ -11,6 +11,17 @@ pub struct Slo {
     pub objectives: Vec<(Latency, f64)>,
 }
 
+impl Slo {
+    /// The objectives as reports show them: `ttft_ms<=200 tpot_ms<=50`.
+    pub fn describe(&self) -> String {
+        self.objectives
+            .iter()
+            .map(|(latency, ms)| format!("{}_ms<={ms}", latency.name()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 /// How a run's requests fared against an SLO.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Attainment {

@@ -121,7 +121,7 @@ pub fn diff(args: &DiffOptions) -> Result<LockDiff, Error> {
                 },
                 None => key,
             };
-            let samples = store.samples(key).map_err(Error::Store)?;
+            let samples = super::stored::samples(&store, key)?;
             Ok(Some(analyze::of_samples(
                 &change.step,
                 &change.workload,

@@ -5,17 +5,17 @@ use std::path::Path;
 
 use super::files::write_file;
 use super::{Error, Loaded};
-use crate::analyze::curves::{self, Journals, RequestTimes};
-use crate::analyze::{Analysis, RunRecord, Source};
-use crate::key::RunKey;
+use crate::analyze::curves;
+use crate::analyze::{Analysis, Stored};
 use crate::report::ChartFile;
 use crate::report::figures::{Figure, figures};
 use crate::report::{chart, plot};
-use crate::store::Store;
 
-/// The figures of `analysis`'s curves.
-pub fn of(loaded: &Loaded, analysis: &Analysis) -> Result<Vec<Figure>, Error> {
-    let journals = journals(&loaded.store, &analysis.runs)?;
+/// The figures of `analysis`'s curves, reading the journals they show into
+/// `stored` (those not read yet).
+pub fn of(loaded: &Loaded, analysis: &Analysis, stored: &mut Stored) -> Result<Vec<Figure>, Error> {
+    super::stored::read_charted_journals(stored, &analysis.runs)?;
+    let journals = curves::journals(&analysis.runs, stored);
     let curves =
         curves::curves(&loaded.spec, &analysis.runs, &journals).map_err(Error::Analysis)?;
     Ok(figures(&loaded.spec, analysis, &curves))
@@ -47,7 +47,6 @@ pub fn files(figures: &[Figure], report: Option<&Path>) -> Result<Vec<ChartFile>
             Ok(ChartFile {
                 id: f.id.clone(),
                 title: f.plot.title.clone(),
-                note: f.plot.note.clone(),
                 png,
                 svg,
             })
@@ -63,31 +62,4 @@ pub fn drawn_of(digest: &str, svg: &Path, png: &Path) -> bool {
         && crate::regular_file::read(png).is_ok_and(|bytes| {
             chart::png_digest(std::io::Cursor::new(bytes)).as_deref() == Some(digest)
         })
-}
-
-/// The request times of each run's measured samples, from their journals.
-fn journals(store: &Store, runs: &[RunRecord]) -> Result<Journals, Error> {
-    let mut journals = Journals::new();
-    for run in runs {
-        let measured = matches!(run.source, Some(Source::Measured | Source::Simulated));
-        let Some(key) = run.key.as_deref().and_then(RunKey::parse) else {
-            continue;
-        };
-        if !measured || run.failure.is_some() {
-            continue;
-        }
-        let mut records = Vec::new();
-        for sample in store.samples(&key).map_err(Error::Store)? {
-            if sample.metrics().is_some() {
-                records.extend(sample.journal().map_err(Error::Store)?);
-            }
-        }
-        if !records.is_empty() {
-            journals.insert(
-                (run.step.clone(), run.workload.clone()),
-                RequestTimes::of(&records),
-            );
-        }
-    }
-    Ok(journals)
 }

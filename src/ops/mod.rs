@@ -13,6 +13,7 @@ macro_rules! say {
 
 pub mod bench;
 pub mod diff;
+pub mod elsewhere;
 pub mod error;
 pub mod fetch;
 pub mod figures;
@@ -25,10 +26,12 @@ pub mod lockfile;
 pub mod older;
 pub mod plan;
 pub mod realise;
+pub mod rendered;
 pub mod report;
 pub mod roots;
 pub mod run;
 pub mod search;
+pub mod stored;
 pub mod substitute;
 
 pub use error::{Error, PageReport};

@@ -33,6 +33,7 @@ pub fn plan(
 ) -> Result<Planned, Error> {
     let loaded = load(selection, LockMode::Read)?;
     let plan = build_plan(&loaded, selection)?;
+    super::elsewhere::say_if_elsewhere(&loaded, selection, "plan", shell);
     // What a node needs to run each launch; `plan` runs nothing, so a store
     // it cannot write is a warning here (`run` fails on it).
     let options = LaunchOptions {

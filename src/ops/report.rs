@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::files::{write_file, write_text};
 use super::plan::plan_and_index;
+use super::rendered;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
-use crate::analyze::{self, Analysis, RunRecord, Scope};
-use crate::key::RunKey;
+use crate::analyze::{self, Analysis, RunRecord, Scope, Stored};
 use crate::plan::StoredRuntime;
 use crate::report::chart::{self, ChartData, ChartGroup};
 use crate::spec::{Objective, Runtime};
@@ -45,6 +45,7 @@ pub fn report(
 ) -> Result<Rendered, Error> {
     let common = selection;
     let mut loaded = load(common, LockMode::Read)?;
+    let mut stored = Stored::new();
     let records = if published {
         analyze::from_expectations(&loaded.spec)
     } else {
@@ -56,7 +57,8 @@ pub fn report(
             }
         }
         let (plan, index) = plan_and_index(&loaded, common)?;
-        analyze::from_store(&plan, &index)
+        stored = super::stored::load(&plan, &index)?;
+        analyze::from_store(&plan, &stored)
     };
     let mut analysis = analyze(&loaded, records)?;
     if !published {
@@ -65,12 +67,12 @@ pub fn report(
     let text = match format {
         // A written report gets its chart beside it; printed alone, there is none to link.
         Format::Md => match out {
-            Some(out) => write_markdown(&loaded, &analysis, out, false)?,
+            Some(out) => write_markdown(&loaded, &analysis, &mut stored, out, false)?,
             None => crate::report::markdown(&loaded.spec, &analysis, &Default::default()),
         },
         // Its charts are inline: none is drawn beside it.
         Format::Html => {
-            let charts = charts(&loaded, &analysis, None)?;
+            let charts = charts(&loaded, &analysis, &mut stored, None)?;
             crate::report::html(&loaded.spec, &analysis, &charts)
         }
         Format::Json => crate::report::json(&loaded.spec, &analysis),
@@ -89,31 +91,11 @@ fn runtime_with_results(
 ) -> Result<Runtime, Error> {
     let experiment = &common.experiment;
     // A presence test per runtime; the runtime chosen is read and checked
-    // in full after. The other runtimes' keys come from a current lockfile
-    // (uncapped runs only) rather than hashing every run again.
-    let lockfile = match &loaded.lock.old {
-        Some(old) if loaded.lock.is_current() && common.max_prompts.is_none() => Some(old),
-        _ => None,
-    };
-    let mut with_results = Vec::new();
-    for runtime in [Runtime::Docker, Runtime::Local, Runtime::Sim] {
-        let keys: Vec<RunKey> = if runtime == loaded.runtime {
-            loaded.runs.iter().map(|r| r.key.clone()).collect()
-        } else if let Some(old) = lockfile {
-            old.runs
-                .iter()
-                .filter_map(|r| r.key(runtime).cloned())
-                .collect()
-        } else {
-            crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs)
-                .into_iter()
-                .map(|r| r.key)
-                .collect()
-        };
-        if keys.iter().any(|k| loaded.store.has_samples(k)) {
-            with_results.push(runtime);
-        }
-    }
+    // in full after.
+    let with_results: Vec<Runtime> = super::elsewhere::stored_runs(loaded, common)
+        .into_iter()
+        .map(|(runtime, _)| runtime)
+        .collect();
     match crate::plan::stored_runtime(&with_results) {
         StoredRuntime::One(runtime) => {
             say!(
@@ -172,19 +154,41 @@ pub fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analysis, Err
 
 /// Writes the markdown report at `path` with its charts beside it, and the
 /// HTML report as `<path stem>.html` with `html`; returns the markdown.
+/// The journals the charts show are read into `stored`.
 pub fn write_markdown(
     loaded: &Loaded,
     analysis: &Analysis,
+    stored: &mut Stored,
     path: &Path,
     html: bool,
 ) -> Result<String, Error> {
-    let charts = charts(loaded, analysis, Some(path))?;
+    let shown = format!(
+        "{:?}\n{analysis:?}\n{}\nhtml: {html}",
+        loaded.spec,
+        path.display()
+    );
+    let journals = super::stored::charted_journal_paths(stored, &analysis.runs);
+    let digest = rendered::digest(&shown, &journals);
+    if let Some(text) = rendered::unchanged(path, &digest) {
+        return Ok(text);
+    }
+    let charts = charts(loaded, analysis, stored, Some(path))?;
     let text = crate::report::markdown(&loaded.spec, analysis, &charts);
     write_unchanged(path, &text)?;
+    let mut written: Vec<PathBuf> = charts
+        .conclusion
+        .iter()
+        .chain(&charts.figures)
+        .filter(|c| !c.png.is_empty())
+        .map(|c| path.with_file_name(&c.png))
+        .flat_map(|png| [png.with_extension("svg"), png])
+        .collect();
     if html {
         let page = crate::report::html(&loaded.spec, analysis, &charts);
         write_unchanged(&path.with_extension("html"), &page)?;
+        written.push(path.with_extension("html"));
     }
+    rendered::record(path, &written, &digest)?;
     Ok(text)
 }
 
@@ -201,9 +205,10 @@ fn write_unchanged(path: &Path, text: &str) -> Result<(), Error> {
 fn charts(
     loaded: &Loaded,
     analysis: &Analysis,
+    stored: &mut Stored,
     report: Option<&Path>,
 ) -> Result<crate::report::Charts, Error> {
-    let figures = super::figures::of(loaded, analysis)?;
+    let figures = super::figures::of(loaded, analysis, stored)?;
     Ok(crate::report::Charts {
         conclusion: write_chart(loaded, analysis, report)?,
         figures: super::figures::files(&figures, report)?,
@@ -267,7 +272,6 @@ fn write_chart(
     Ok(Some(crate::report::ChartFile {
         id: "conclusion".to_owned(),
         title: data.title,
-        note: None,
         png: png_name,
         svg: svg_text,
     }))

@@ -54,6 +54,9 @@ pub struct Ran {
     pub summary: ExecSummary,
     /// The runs that failed where the experiment expects no failure.
     pub unexpected: Vec<UnexpectedFailure>,
+    /// How many runs of this `run` failed as the experiment expects
+    /// (`expect-failure`): of `summary.failed`, the ones that are no news.
+    pub failed_as_expected: usize,
 }
 
 /// A run that failed where the experiment expects no failure.
@@ -63,6 +66,8 @@ pub struct UnexpectedFailure {
     pub workload: String,
     /// Where its logs are, to read for why it failed.
     pub logs: String,
+    /// Whether it failed in this `run` (else a stored failure of an earlier one).
+    pub now: bool,
 }
 
 /// Executes what is missing of `options.selection` and writes its report.
@@ -190,24 +195,31 @@ pub fn run(
     if !ran.is_empty() {
         index = plan_and_index(&loaded, common)?.1;
     }
-    let records = crate::analyze::from_store(&plan, &index);
+    let mut stored = super::stored::load(&plan, &index)?;
+    let records = crate::analyze::from_store(&plan, &stored);
+    // The runs this `run` ran, to tell its failures from stored ones.
+    let ran: BTreeSet<String> = plan.missing().iter().map(|r| r.key.to_string()).collect();
+    let now = |r: &crate::analyze::RunRecord| r.key.as_ref().is_some_and(|k| ran.contains(k));
+    let expected = |r: &crate::analyze::RunRecord| {
+        r.failure
+            .as_deref()
+            .is_some_and(|e| failure_expected(&loaded.spec, &r.step, &r.workload, e))
+    };
+    let failed_as_expected = records.iter().filter(|r| now(r) && expected(r)).count();
     let unexpected: Vec<UnexpectedFailure> = records
         .iter()
-        .filter(|r| {
-            r.failure
-                .as_deref()
-                .is_some_and(|e| !failure_expected(&loaded.spec, &r.step, &r.workload, e))
-        })
+        .filter(|r| r.failure.is_some() && !expected(r))
         .map(|r| UnexpectedFailure {
             step: r.step.clone(),
             workload: r.workload.clone(),
             logs: failure_logs(&loaded, &plan, &r.step, &r.workload),
+            now: now(r),
         })
         .collect();
     let mut analysis = analyze(&loaded, records)?;
     analysis.scope = Some(scope(&loaded, common));
     let path = report_path;
-    let text = write_markdown(&loaded, &analysis, &path, true).map_err(|e| {
+    let text = write_markdown(&loaded, &analysis, &mut stored, &path, true).map_err(|e| {
         e.measured(&format!(
             "every run is in the store: `perfpipe report {} --out FILE` writes the report",
             experiment.display()
@@ -218,6 +230,7 @@ pub fn run(
         report_path: path,
         summary,
         unexpected,
+        failed_as_expected,
     })
 }
 

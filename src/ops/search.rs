@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use super::Error;
-use crate::analyze::SloResult;
 use crate::analyze::search::SearchResult;
+use crate::analyze::{SloResult, StoredSample};
 use crate::exec::ExecSummary;
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
@@ -63,18 +63,19 @@ pub fn expand(
                     }
                 };
                 match crate::plan::status(&samples, options) {
-                    RunStatus::Cached { .. } => Some(passes(&samples, slo, decl.attainment_pct)),
+                    RunStatus::Cached { .. } => match passes(&samples, slo, decl.attainment_pct) {
+                        Ok(passed) => Some(passed),
+                        Err(e) => {
+                            failed_read.get_or_insert(e);
+                            None
+                        }
+                    },
                     RunStatus::Failed { .. } => Some(false),
                     RunStatus::Missing { .. } => None,
                 }
             };
             let progress = Search::new(decl.from, decl.to, domain).progress(&mut known);
-            let objectives = slo
-                .objectives
-                .iter()
-                .map(|(latency, ms)| format!("{}_ms<={ms}", latency.name()))
-                .collect::<Vec<_>>()
-                .join(" ");
+            let objectives = slo.describe();
             let result = SearchResult::new(&step.name.value, name, decl, objectives, progress);
             let mut loads: Vec<f64> = result.probes.iter().map(|p| p.load).collect();
             loads.extend(result.next);
@@ -124,9 +125,20 @@ fn load_of(point: &Workload) -> f64 {
 /// Whether a stored probe passed: `attainment_pct` of the requests its
 /// successful samples sent met the SLO (a probe without a request journal
 /// never passes).
-fn passes(samples: &[Sample], slo: &crate::metrics::slo::Slo, attainment_pct: f64) -> bool {
-    let ok: Vec<&Sample> = samples.iter().filter(|s| s.metrics().is_some()).collect();
-    SloResult::of(slo, &ok).is_some_and(|r| r.attainment.passes(attainment_pct))
+fn passes(
+    samples: &[Sample],
+    slo: &crate::metrics::slo::Slo,
+    attainment_pct: f64,
+) -> Result<bool, crate::store::Error> {
+    let mut ok = Vec::new();
+    for sample in samples.iter().filter(|s| s.metrics().is_some()) {
+        ok.push(StoredSample {
+            journal: Some(sample.journal()?),
+            ..StoredSample::of(sample.clone())
+        });
+    }
+    let ok: Vec<&StoredSample> = ok.iter().collect();
+    Ok(SloResult::of(slo, &ok).is_some_and(|r| r.attainment.passes(attainment_pct)))
 }
 
 /// Marks the probes `ran` holds (step, point) as run by this command.

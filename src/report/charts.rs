@@ -10,8 +10,6 @@ pub struct ChartFile {
     /// A name safe in an HTML id (`conclusion`, `latency-chat`, …).
     pub id: String,
     pub title: String,
-    /// What its numbers are, when the chart says so under its title.
-    pub note: Option<String>,
     /// The PNG's file name, beside the report.
     pub png: String,
     /// The drawing itself.
@@ -36,7 +34,8 @@ impl Charts {
     }
 }
 
-/// The "Charts" section: each figure linked, its note under it.
+/// The "Charts" section: each figure linked. What its numbers are
+/// (simulated, capped, …) the chart says under its own title, once.
 pub(super) fn section(out: &mut String, charts: &Charts) {
     if charts.figures.is_empty() {
         return;
@@ -44,8 +43,5 @@ pub(super) fn section(out: &mut String, charts: &Charts) {
     out.push_str("## Charts\n\n");
     for f in &charts.figures {
         let _ = writeln!(out, "![{}]({})\n", f.title, f.png);
-        if let Some(note) = &f.note {
-            let _ = writeln!(out, "*{note}*\n");
-        }
     }
 }

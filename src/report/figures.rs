@@ -2,7 +2,7 @@
 //! the throughput-per-GPU vs per-user frontier, and the TTFT and ITL
 //! distributions. Each says what its numbers are. (pure)
 
-use super::plot::{Corner, Panel, Plot, Series, SeriesStyle};
+use super::plot::{Panel, Plot, Series, SeriesStyle};
 use crate::analyze::curves::{Cdf, CurvePoint, Curves, LoadAxis, LoadFamily};
 use crate::analyze::{Analysis, Source};
 use crate::metrics::MetricSet;
@@ -51,8 +51,6 @@ pub fn figures(spec: &Spec, analysis: &Analysis, curves: &Curves) -> Vec<Figure>
                     labels: Vec::new(),
                 })
                 .collect(),
-            // Distributions rise at the left and level off at the top.
-            legend: Corner::LowerRight,
         };
         out.push(Figure {
             id: format!("cdf-{}", file_safe(&d.workload)),
@@ -93,8 +91,6 @@ fn latency(spec: &Spec, family: &LoadFamily, set: MetricSet, note: Option<String
                     .collect(),
             })
             .collect(),
-        // Latency rises with throughput.
-        legend: Corner::UpperLeft,
     };
     let tpot = match set {
         MetricSet::Vllm => "Mean TPOT",
@@ -176,8 +172,6 @@ fn frontier(spec: &Spec, family: &LoadFamily, note: Option<String>) -> Figure {
                 x_title: "tok/s per user (1000 / mean TPOT ms)".to_owned(),
                 y_title: "Total TPS per GPU (tok/s)".to_owned(),
                 series,
-                // Per GPU falls as per user rises.
-                legend: Corner::LowerLeft,
             }],
         },
     }

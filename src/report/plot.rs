@@ -1,6 +1,9 @@
 //! Line and scatter charts (the curves of [`crate::analyze::curves`]):
-//! panels side by side under one title and note, one colour per
+//! panels side by side under one title, note and legend, one colour per
 //! configuration, as SVG text or PNG bytes. (pure: no file I/O)
+//!
+//! The legend is a row above the panels, never inside one: whatever the
+//! curves do, it covers no point.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -14,6 +17,12 @@ const PANEL_WIDTH: u32 = 480;
 const HEIGHT: u32 = 520;
 /// Title and note above the panels.
 const HEADER: u32 = 64;
+/// One row of the legend, under the header.
+const LEGEND_ROW: u32 = 20;
+/// The legend's swatch, and the space after it and after each entry.
+const SWATCH: u32 = 14;
+const SWATCH_GAP: u32 = 6;
+const ENTRY_GAP: u32 = 22;
 
 /// Matplotlib's tab10: distinct, and readable by most colour-blind readers.
 const PALETTE: [RGBColor; 10] = [
@@ -45,28 +54,6 @@ pub struct Panel {
     pub x_title: String,
     pub y_title: String,
     pub series: Vec<Series>,
-    /// The corner the curves leave empty, for the legend.
-    pub legend: Corner,
-}
-
-/// A corner of a panel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Corner {
-    UpperLeft,
-    UpperRight,
-    LowerLeft,
-    LowerRight,
-}
-
-impl Corner {
-    fn position(self) -> SeriesLabelPosition {
-        match self {
-            Self::UpperLeft => SeriesLabelPosition::UpperLeft,
-            Self::UpperRight => SeriesLabelPosition::UpperRight,
-            Self::LowerLeft => SeriesLabelPosition::LowerLeft,
-            Self::LowerRight => SeriesLabelPosition::LowerRight,
-        }
-    }
 }
 
 /// One line or set of markers. Points that are not finite are not drawn.
@@ -140,14 +127,78 @@ impl Drawing for Plot {
                 centre(14.0).color(&RGBColor(0x80, 0x30, 0x30)),
             ))?;
         }
-        let (_, body) = root.split_vertically(HEADER);
+        let rows = draw_legend(root, &self.legend(), width)?;
+        let (_, body) = root.split_vertically(HEADER + rows * LEGEND_ROW);
         let areas = body.split_evenly((1, self.panels.len().max(1)));
-        for (i, (panel, area)) in self.panels.iter().zip(&areas).enumerate() {
-            draw_panel(area, panel, i == 0)?;
+        for (panel, area) in self.panels.iter().zip(&areas) {
+            draw_panel(area, panel)?;
         }
         root.present()?;
         Ok(())
     }
+}
+
+impl Plot {
+    /// The legend's entries: each colour once, named as the first panel
+    /// that shows it names it (a distribution's `n` is its first panel's).
+    fn legend(&self) -> Vec<(&str, RGBColor)> {
+        let mut entries: Vec<(&str, RGBColor)> = Vec::new();
+        for series in self.panels.iter().flat_map(|p| &p.series) {
+            let color = series.style.color();
+            if let Some(name) = &series.name
+                && !entries.iter().any(|(_, c)| *c == color)
+            {
+                entries.push((name.as_str(), color));
+            }
+        }
+        entries
+    }
+}
+
+/// Draws `entries` in centred rows under the header, as many as `width`
+/// needs; returns how many rows it took.
+fn draw_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    entries: &[(&str, RGBColor)],
+    width: u32,
+) -> Result<u32, DrawingAreaErrorKind<DB::ErrorType>> {
+    let style = TextStyle::from((FAMILY, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    let mut sized = Vec::new();
+    for (name, color) in entries {
+        let (w, _) = root.estimate_text_size(name, &style)?;
+        sized.push((*name, *color, SWATCH + SWATCH_GAP + w));
+    }
+    // Rows filled left to right within the chart's width less a margin.
+    let room = width.saturating_sub(2 * ENTRY_GAP);
+    let mut rows: Vec<Vec<(&str, RGBColor, u32)>> = Vec::new();
+    for entry in sized {
+        match rows.last_mut() {
+            Some(row) if row.iter().map(|e| e.2 + ENTRY_GAP).sum::<u32>() + entry.2 <= room => {
+                row.push(entry)
+            }
+            _ => rows.push(vec![entry]),
+        }
+    }
+    let px = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+    for (r, row) in (0u32..).zip(&rows) {
+        let gaps = u32::try_from(row.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        let used = row.iter().map(|e| e.2).sum::<u32>() + ENTRY_GAP * gaps;
+        let mut x = px(width.saturating_sub(used) / 2);
+        let y = px(HEADER + r * LEGEND_ROW + LEGEND_ROW / 2 - 4);
+        for (name, color, w) in row {
+            root.draw(&Rectangle::new(
+                [(x, y - 5), (x + px(SWATCH), y + 5)],
+                color.filled(),
+            ))?;
+            root.draw(&Text::new(
+                *name,
+                (x + px(SWATCH + SWATCH_GAP), y),
+                style.clone(),
+            ))?;
+            x += px(*w + ENTRY_GAP);
+        }
+    }
+    Ok(u32::try_from(rows.len()).unwrap_or(u32::MAX))
 }
 
 /// The range an axis shows: from 0 to the largest finite value plus a margin.
@@ -163,7 +214,6 @@ fn finite((x, y): &(f64, f64)) -> bool {
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
-    legend: bool,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let points = || {
         panel
@@ -199,20 +249,22 @@ fn draw_panel<DB: DrawingBackend>(
     for series in order {
         let color = series.style.color();
         let shown: Vec<(f64, f64)> = series.points.iter().copied().filter(finite).collect();
-        let drawn = match series.style {
+        match series.style {
             SeriesStyle::Line(_) => {
                 chart.draw_series(shown.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
-                Some(chart.draw_series(std::iter::once(PathElement::new(
+                chart.draw_series(std::iter::once(PathElement::new(
                     shown.clone(),
                     color.stroke_width(2),
-                )))?)
+                )))?;
             }
-            SeriesStyle::Curve(_) => Some(chart.draw_series(std::iter::once(PathElement::new(
-                shown.clone(),
-                color.stroke_width(2),
-            )))?),
+            SeriesStyle::Curve(_) => {
+                chart.draw_series(std::iter::once(PathElement::new(
+                    shown.clone(),
+                    color.stroke_width(2),
+                )))?;
+            }
             SeriesStyle::Markers(_) => {
-                Some(chart.draw_series(shown.iter().map(|p| Circle::new(*p, 5, color.filled())))?)
+                chart.draw_series(shown.iter().map(|p| Circle::new(*p, 5, color.filled())))?;
             }
             SeriesStyle::Emphasis => {
                 // A ring round each point: a frontier of one point is no line.
@@ -221,16 +273,11 @@ fn draw_panel<DB: DrawingBackend>(
                         .iter()
                         .map(|p| Circle::new(*p, 9, color.stroke_width(2))),
                 )?;
-                Some(chart.draw_series(std::iter::once(PathElement::new(
+                chart.draw_series(std::iter::once(PathElement::new(
                     shown.clone(),
                     color.mix(0.35).stroke_width(6),
-                )))?)
+                )))?;
             }
-        };
-        if let (Some(drawn), Some(name), true) = (drawn, &series.name, legend) {
-            drawn.label(name.as_str()).legend(move |(x, y)| {
-                Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
-            });
         }
         let labelled = series.points.iter().zip(&series.labels);
         chart.draw_series(
@@ -240,15 +287,6 @@ fn draw_panel<DB: DrawingBackend>(
                     EmptyElement::at(*p) + Text::new(l.clone(), (5, -4), label_style.clone())
                 }),
         )?;
-    }
-    if legend && panel.series.iter().any(|s| s.name.is_some()) {
-        chart
-            .configure_series_labels()
-            .position(panel.legend.position())
-            .label_font((FAMILY, 12))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .draw()?;
     }
     Ok(())
 }
@@ -276,7 +314,6 @@ mod tests {
                     labels: Vec::new(),
                 },
             ],
-            legend: Corner::UpperLeft,
         };
         Plot {
             title: "curves: latency vs throughput".to_owned(),

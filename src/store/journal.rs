@@ -11,12 +11,16 @@ struct Line {
 }
 
 impl Sample {
+    /// Where its journal is (when it has one).
+    pub fn journal_path(&self) -> std::path::PathBuf {
+        self.dir.join("logs").join("requests.jsonl")
+    }
+
     /// The requests its journal holds, in the order they ended; none when it
     /// has no journal (imports, external harnesses). A line that does not
     /// parse (the last one of a killed process, cut short) is skipped.
     pub fn journal(&self) -> Result<Vec<RequestRecord>, Error> {
-        let path = self.dir.join("logs").join("requests.jsonl");
-        let bytes = match crate::regular_file::read(&path) {
+        let bytes = match crate::regular_file::read(&self.journal_path()) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e.into()),

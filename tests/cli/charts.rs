@@ -1,6 +1,8 @@
 //! The charts of a study's curves, drawn beside its written report.
 
-use crate::common::TestEnv;
+use std::path::PathBuf;
+
+use crate::common::{TestEnv, files_under, stderr, stdout};
 
 /// The curves fixture: one workload at concurrency 1, 4 and 16 over three
 /// configurations on the simulated engine, and no conclusion.
@@ -38,23 +40,13 @@ fn a_study_without_a_conclusion_gets_its_curves_drawn_and_linked() {
 
     ![curves: latency vs throughput along concurrency, c1 · c4 · c16](curves.latency-c1.png)
 
-    *simulated engine: predicts no GPU*
-
     ![curves: throughput per GPU vs per user, c1 · c4 · c16](curves.frontier-c1.png)
-
-    *simulated engine: predicts no GPU*
 
     ![curves: TTFT and ITL distributions, Chat, 1 in flight](curves.cdf-c1.png)
 
-    *simulated engine: predicts no GPU*
-
     ![curves: TTFT and ITL distributions, Chat, 4 in flight](curves.cdf-c4.png)
 
-    *simulated engine: predicts no GPU*
-
     ![curves: TTFT and ITL distributions, Chat, 16 in flight](curves.cdf-c16.png)
-
-    *simulated engine: predicts no GPU*
     ");
     for id in FIGURES {
         let png = std::fs::read(env.path(&format!("reports/curves.{id}.png"))).unwrap();
@@ -80,4 +72,55 @@ fn a_study_without_a_conclusion_gets_its_curves_drawn_and_linked() {
         FIGURES.iter().map(|id| identity(id)).collect::<Vec<_>>(),
         drawn
     );
+}
+
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test rewrites journals in place, as no perfpipe would"
+)]
+fn a_no_op_run_reads_its_report_back_and_renders_again_what_changed() {
+    let env = curves_project();
+    let first = env.run_within(120, &["run", "curves.kdl"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let md = env.read("reports/curves.md");
+    let svg = env.read("reports/curves.cdf-c4.svg");
+    let journals: Vec<PathBuf> = files_under(&env.path("store"))
+        .into_iter()
+        .filter(|p| p.ends_with("logs/requests.jsonl"))
+        .collect();
+    assert_eq!(journals.len(), 9);
+
+    // Every journal blanked in place, keeping its size and time: the record
+    // beside the report says nothing changed, so no journal is read again
+    // (read, none would hold a request, and no distribution would be drawn).
+    for journal in &journals {
+        let len = std::fs::metadata(journal).unwrap().len() as usize;
+        let mtime = std::fs::metadata(journal).unwrap().modified().unwrap();
+        std::fs::write(journal, " ".repeat(len)).unwrap();
+        let file = std::fs::File::options().write(true).open(journal).unwrap();
+        file.set_modified(mtime).unwrap();
+    }
+    let again = env.run_within(60, &["run", "curves.kdl"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(stdout(&again), md);
+    assert_eq!(env.read("reports/curves.cdf-c4.svg"), svg);
+
+    // A chart removed is drawn again.
+    std::fs::remove_file(env.path("reports/curves.frontier-c1.png")).unwrap();
+    let redrawn = env.run_within(60, &["run", "curves.kdl"]);
+    assert_eq!(redrawn.status.code(), Some(0), "{}", stderr(&redrawn));
+    assert!(env.path("reports/curves.frontier-c1.png").exists());
+
+    // Journals that changed (as stamped) are read: their distributions are
+    // what they now hold, none.
+    for journal in &journals {
+        let file = std::fs::File::options().write(true).open(journal).unwrap();
+        file.set_modified(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap();
+    }
+    let changed = env.run_within(60, &["run", "curves.kdl"]);
+    assert_eq!(changed.status.code(), Some(0), "{}", stderr(&changed));
+    assert!(md.contains("curves.cdf-c4.png"));
+    assert!(!env.read("reports/curves.md").contains("curves.cdf-c4.png"));
 }

@@ -58,6 +58,11 @@ fn runs_every_run_once_then_finds_them_cached() {
         "a declared failure is not reported as an error: {}",
         stderr(&first)
     );
+    assert!(
+        stderr(&first).contains("perfpipe: ran 7 (failed: 1, as the experiment expects);"),
+        "{}",
+        stderr(&first)
+    );
     assert_eq!(env.read("reports/tiny.md"), report);
     // Seven runs, seven committed samples (the deterministic failure included), nothing half-written.
     let samples = env.samples();
@@ -70,6 +75,21 @@ fn runs_every_run_once_then_finds_them_cached() {
         "{}",
         stdout(&plan)
     );
+
+    // The experiment's runtime, `docker`, has nothing stored: `plan` and
+    // `explain` say where the runs are.
+    for command in ["plan", "explain"] {
+        let docker = env.run(&[command, "tiny.kdl"]);
+        assert_eq!(docker.status.code(), Some(0), "{}", stderr(&docker));
+        assert!(
+            stderr(&docker).contains(&format!(
+                "perfpipe: the store holds no run of this experiment under runtime `docker`, but 7 runs under `sim`\n  help: `perfpipe {command} tiny.kdl --runtime sim` shows those"
+            )),
+            "{}",
+            stderr(&docker)
+        );
+    }
+    assert!(!stderr(&plan).contains("holds no run"), "{}", stderr(&plan));
 
     let second = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
     assert_eq!(second.status.code(), Some(0));
@@ -123,8 +143,12 @@ fn an_unexpected_failure_is_stored_and_exits_1() {
     env.write("tiny.kdl", &format!("{}{}", &text[..start], &text[end..]));
     let out = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    // The failure names the logs to read, and `store path` lists them too.
     let err = stderr(&out);
+    assert!(
+        err.contains("perfpipe: ran 7 (failed: 1, unexpectedly);"),
+        "{err}"
+    );
+    // The failure names the logs to read, and `store path` lists them too.
     let (_, after) = err
         .split_once(
             "perfpipe: 1 run failed where the experiment expects no failure; the logs say why:\n",
@@ -187,6 +211,12 @@ fn an_unexpected_failure_is_stored_and_exits_1() {
     let again = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
     assert_eq!(again.status.code(), Some(1));
     assert!(started(&again).is_empty());
+    assert!(
+        stderr(&again).contains("perfpipe: ran 0 (failed: 0);")
+            && stderr(&again).contains("  `trtllm-fp8` × `chat` (stored by an earlier run): "),
+        "{}",
+        stderr(&again)
+    );
     let retried = env.run(&["run", "tiny.kdl", "--runtime", "sim", "--retry-failed"]);
     assert_eq!(started(&retried), ["trtllm-fp8 × chat"]);
 }

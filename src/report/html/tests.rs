@@ -31,7 +31,6 @@ fn chart(id: &str, png: &str) -> ChartFile {
     ChartFile {
         id: id.into(),
         title: format!("{id} chart"),
-        note: Some("published numbers".into()),
         png: png.into(),
         svg: format!(
             "<!-- perfpipe-chart 00 -->\n<svg width=\"10\" height=\"10\" viewBox=\"0 0 10 10\" xmlns=\"http://www.w3.org/2000/svg\"><text>{id}</text></svg>\n"
