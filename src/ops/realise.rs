@@ -111,7 +111,8 @@ pub fn write_launches(
 
 /// Executes `launches` from their material alone, reading their inputs from
 /// the store's input area: refused, before anything starts, when an input
-/// is missing there. `local` is where this machine found those same inputs
+/// is missing there or (when the store's copies are read) does not hash to
+/// its name. `local` is where this machine found those same inputs
 /// (`run`: the files the experiment names, whose hashes the material
 /// holds), read instead so that what a run records names them as the user
 /// does. Progress goes to `progress`, with the experiment the launches
@@ -125,15 +126,7 @@ pub fn execute(
 ) -> Result<Realised, Error> {
     for launch in launches {
         for input in launch.inputs() {
-            let path = store.input_path(&input.sha256);
-            if !path.is_file() {
-                return Err(Error::MissingInput {
-                    what: input.what,
-                    sha256: input.sha256,
-                    launch: launch.key().to_string(),
-                    path: path.display().to_string(),
-                });
-            }
+            check_input(store, launch, input, local.is_none())?;
         }
     }
     let input_dir = store.input_path("");
@@ -166,6 +159,41 @@ pub fn execute(
         &mut |event| progress(&rebuilt.spec, &event),
     )?;
     Ok(Realised { summary, plan })
+}
+
+/// Refuses an input of `launch` the store lacks; with `rehash` (its copy is
+/// what the launch reads), one that does not hash to the sha256 it is named by.
+fn check_input(
+    store: &Store,
+    launch: &LaunchMaterial,
+    input: drv::InputRef,
+    rehash: bool,
+) -> Result<(), Error> {
+    let path = store.input_path(&input.sha256);
+    if !path.is_file() {
+        return Err(Error::MissingInput {
+            what: input.what,
+            sha256: input.sha256,
+            launch: launch.key().to_string(),
+            path: path.display().to_string(),
+        });
+    }
+    if !rehash {
+        return Ok(());
+    }
+    match store.check_input(&input.sha256).map_err(Error::Store)? {
+        None => Ok(()),
+        Some(damage) => Err(Error::CorruptInput {
+            what: input.what,
+            actual: match damage {
+                crate::store::Damage::InputMismatch(actual) => actual,
+                other => other.to_string(),
+            },
+            sha256: input.sha256,
+            launch: launch.key().to_string(),
+            path: path.display().to_string(),
+        }),
+    }
 }
 
 /// Records the material of every run of the experiment's lockfile, under

@@ -149,3 +149,42 @@ fn a_file_that_is_not_named_by_its_launch_key_is_refused() {
         words(&out)
     );
 }
+
+#[test]
+fn a_launch_whose_input_is_corrupted_in_the_store_is_refused() {
+    let env = TestEnv::tiny();
+    env.run(&args("plan", RUNS));
+    let input = files_under(&env.path("store/inputs/sha256")).remove(0);
+    let sha256 = key_of(&input);
+    std::fs::set_permissions(&input, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    // One byte changed: the same size, another hash.
+    let mut bytes = std::fs::read(&input).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&input, &bytes).unwrap();
+    let reads_it = materials(&env)
+        .into_iter()
+        .find(|m| std::fs::read_to_string(m).unwrap().contains(&sha256))
+        .expect("a launch reads the dataset");
+    let out = env.run(&["realise", &key_of(&reads_it)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = words(&out);
+    let actual = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(&bytes))
+    };
+    // miette may wrap the path: its parts, and both digests.
+    for part in [
+        format!(
+            "the store's copy of the dataset of workload `chat` that launch {} reads is corrupted: `store/inputs/",
+            key_of(&reads_it)
+        ),
+        format!("sha256/{sha256}` hashes to {actual}, not to {sha256}; nothing ran"),
+    ] {
+        assert!(said.contains(&part), "{part} in {said}");
+    }
+    assert!(
+        said.contains("`perfpipe store gc` removes the corrupted copy"),
+        "{said}"
+    );
+    assert!(!env.path("store/entries").exists(), "nothing was committed");
+}
