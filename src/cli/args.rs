@@ -79,9 +79,11 @@ pub enum Command {
     /// experiment file, and commit its runs to the store as `run` does.
     ///
     /// LAUNCH is a launch key, whose material `plan` and `run` write to
-    /// `<store>/drv/<launch key>.json`, or such a file. Material that does not
-    /// hash to its name, or whose datasets and tokenizers are missing from
-    /// `<store>/inputs/sha256/`, is refused before anything starts (exit 2).
+    /// `<store>/drv/<launch key>.json` (or its first 12 or more hex digits,
+    /// as `plan` lists launches and Slurm names jobs, `pp-` optional), or
+    /// such a file. Material that does not hash to its name, or whose
+    /// datasets and tokenizers are missing from `<store>/inputs/sha256/` or
+    /// do not hash to their names, is refused before anything starts (exit 2).
     /// Models and images are this machine's, as `perfpipe fetch` brings them.
     #[command(after_long_help = examples::REALISE)]
     Realise(RealiseArgs),
@@ -124,7 +126,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RealiseArgs {
-    /// A launch key, or the launch material file (`<launch key>.json`).
+    /// A launch key (12 hex digits or more), or the launch material file
+    /// (`<launch key>.json`).
     #[arg(value_name = "LAUNCH")]
     pub launch: String,
     #[command(flatten)]

@@ -36,7 +36,11 @@ pub struct Realised {
 /// not hash to its name is refused.
 pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
     let as_path = Path::new(what);
-    let (key, path) = match LaunchKey::parse(what) {
+    let full = match short_key(what).filter(|_| !as_path.exists()) {
+        Some(prefix) => Some(by_prefix(prefix, store)?),
+        None => LaunchKey::parse(what),
+    };
+    let (key, path) = match full {
         Some(key) if !as_path.exists() => {
             let path = store.launch_path(&key);
             (key, path)
@@ -87,6 +91,45 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
         });
     }
     Ok(Material { key, path, launch })
+}
+
+/// `what`, when it is a short launch key (12 to 63 lowercase hex digits, as
+/// `plan` and the Slurm job names `pp-<12 hex>` show it).
+fn short_key(what: &str) -> Option<&str> {
+    let hex = what.strip_prefix("pp-").unwrap_or(what);
+    ((12..64).contains(&hex.len())
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    .then_some(hex)
+}
+
+/// The one launch of the store whose key begins with `prefix`.
+fn by_prefix(prefix: &str, store: &Store) -> Result<LaunchKey, Error> {
+    let found: Vec<LaunchKey> = store
+        .launches()
+        .map_err(Error::Store)?
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| key.as_str().starts_with(prefix))
+        .collect();
+    match &found[..] {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::Usage {
+            message: format!(
+                "the store `{}` has no launch material whose key begins with `{prefix}`",
+                store.root().display()
+            ),
+            hint: "`perfpipe plan EXPERIMENT` writes the material of the launches it lists; `--store DIR` names the store".into(),
+        }),
+        many => Err(Error::Usage {
+            message: format!(
+                "{} launches of the store have keys beginning with `{prefix}`",
+                many.len()
+            ),
+            hint: "give more of the key, or the whole one".into(),
+        }),
+    }
 }
 
 /// Writes the material of every launch the missing runs of `plan` need to

@@ -107,7 +107,7 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         &["plan", "upgrade.kdl", "--runtime", "sim", "--samples", "2"],
     );
     insta::with_settings!({ filters => diff_filters() }, {
-        insta::assert_snapshot!(render(&plan), @r#"
+        insta::assert_snapshot!(render(&plan), @r"
         exit_code: 0
         ----- stdout -----
         experiment `upgrade` · runtime `sim` · store `store`
@@ -120,10 +120,13 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         sglang  shorter   [SHORT-KEY]  cached   2 samples
 
         4 runs: 2 cached, 0 failed, 2 missing; 2 to run (1 engine launch)
+
+        launch (`perfpipe realise LAUNCH` runs one from its material alone):
+          [SHORT-KEY]  vllm 0.17.1 · 2 runs: vllm × short, vllm × shorter
         estimate: [N] GPU-hours (1 engine launch at a typical start of 5 min for vLLM, plus benchmark times of earlier results)
 
         ----- stderr -----
-        "#);
+        ");
     });
     let explain = ok(&env, &["explain", "upgrade.kdl", "--runtime", "sim"]);
     insta::with_settings!({ filters => filters() }, {
