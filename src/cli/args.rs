@@ -79,9 +79,11 @@ pub enum Command {
     /// experiment file, and commit its runs to the store as `run` does.
     ///
     /// LAUNCH is a launch key, whose material `plan` and `run` write to
-    /// `<store>/drv/<launch key>.json`, or such a file. Material that does not
-    /// hash to its name, or whose datasets and tokenizers are missing from
-    /// `<store>/inputs/sha256/`, is refused before anything starts (exit 2).
+    /// `<store>/drv/<launch key>.json` (or its first 12 or more hex digits,
+    /// as `plan` lists launches and Slurm names jobs, `pp-` optional), or
+    /// such a file. Material that does not hash to its name, or whose
+    /// datasets and tokenizers are missing from `<store>/inputs/sha256/` or
+    /// do not hash to their names, is refused before anything starts (exit 2).
     /// Models and images are this machine's, as `perfpipe fetch` brings them.
     #[command(after_long_help = examples::REALISE)]
     Realise(RealiseArgs),
@@ -124,7 +126,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RealiseArgs {
-    /// A launch key, or the launch material file (`<launch key>.json`).
+    /// A launch key (12 hex digits or more), or the launch material file
+    /// (`<launch key>.json`).
     #[arg(value_name = "LAUNCH")]
     pub launch: String,
     #[command(flatten)]
@@ -153,18 +156,21 @@ pub struct StoreArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
-    /// Re-hash every entry's key material against its name and parse every
-    /// sample's result; exit 4 when anything is damaged.
+    /// Re-hash every entry's key material, launch material and input against
+    /// its name and parse every sample's result; exit 4 when anything is damaged.
     ///
     /// Damage (an `inputs.json` that does not hash to its entry's key, a
     /// `result.json` that is truncated or names another key) is never used:
     /// its runs read as missing, and `perfpipe run` redoes them, moving the
-    /// damage to `store/quarantine/` for inspection. Temp dirs of killed runs
+    /// damage to `store/quarantine/` for inspection. Damaged launch material
+    /// (`drv/`) or inputs (`inputs/sha256/`) are refused by `realise`; `gc`
+    /// removes them and `plan` writes them again. Temp dirs of killed runs
     /// are listed, not counted as damage.
     #[command(after_long_help = examples::STORE_VERIFY)]
     Verify(StoreVerifyArgs),
-    /// Remove the entries no experiment and no lockfile reaches, damage,
-    /// quarantine, and temp dirs of killed runs; says what and why.
+    /// Remove the entries no experiment and no lockfile reaches, the launch
+    /// material and inputs no kept run needs, damage, quarantine, and temp
+    /// dirs of killed runs; says what and why.
     ///
     /// The runs kept are those of every `experiments/*.kdl` under each runtime
     /// and every key of every perfpipe lockfile anywhere in the project tree
@@ -175,7 +181,11 @@ pub enum StoreCommand {
     /// lockfile that cannot be read makes gc remove nothing (exit 2). Runs
     /// capped with `--max-prompts` have keys of their own that no experiment
     /// declares: gc removes them once they are 7 days old. An entry whose key
-    /// a running perfpipe holds is left alone.
+    /// a running perfpipe holds is left alone. Launch material (`drv/`) stays
+    /// while one of its runs is kept, an input (`inputs/sha256/`) while kept
+    /// material reads it, and either while written or used (by `plan`, `run`,
+    /// `lock`) in the last 7 days unless `--all`: a queued Slurm job may be
+    /// about to read it.
     #[command(after_long_help = examples::STORE_GC)]
     Gc(StoreGcArgs),
     /// Print where each run's files are: its entry, samples, results and logs.
@@ -225,7 +235,8 @@ pub struct StoreGcArgs {
     /// remove nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Also remove unreached entries committed in the last 7 days.
+    /// Also remove unreached entries committed, and launch material and
+    /// inputs written or used, in the last 7 days.
     #[arg(long)]
     pub all: bool,
     #[command(flatten)]

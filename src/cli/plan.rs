@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::args::{Common, PlanArgs};
 use super::{CliError, Loaded};
 
+use crate::drv::{LaunchKey, LaunchMaterial};
 use crate::engine::leftovers;
 use crate::exit_code;
 use crate::ops::plan::Planned;
@@ -22,8 +23,10 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
         estimate,
         offers,
         saved_gpu_hours,
+        launches: launch_materials,
     } = crate::ops::plan::plan(&common, caches.as_ref(), &super::Stderr)?;
     out!("{}", render(&loaded, &common, &plan, &offers));
+    out!("{}", render_launches(&launch_materials));
     if !offers.is_empty() {
         outln!(
             "substitutable: {} from trusted caches, saving {saved_gpu_hours:.1} GPU-hours of the estimate",
@@ -161,6 +164,41 @@ fn render(
     );
     out.push_str(&super::search::render(&loaded.searches));
     out
+}
+
+/// Each launch the missing runs need: its key as Slurm names its job
+/// (`pp-<12 hex>`), which `perfpipe realise` takes, and the runs it serves.
+fn render_launches(launches: &[(LaunchKey, LaunchMaterial)]) -> String {
+    let mut out = String::new();
+    if launches.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\n{} (`perfpipe realise LAUNCH` runs one from its material alone):",
+        launches_word(launches.len())
+    );
+    for (key, m) in launches {
+        let runs: Vec<String> = m
+            .runs
+            .iter()
+            .map(|r| format!("{} × {}", r.step, r.workload))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {}  {} {} · {}: {}",
+            key.short(),
+            m.engine.engine,
+            m.engine.version,
+            count(m.runs.len(), "run", "runs"),
+            runs.join(", ")
+        );
+    }
+    out
+}
+
+fn launches_word(n: usize) -> &'static str {
+    crate::plural::noun(n, "launch", "launches")
 }
 
 /// `5 min for vLLM and SGLang, 15 min for TensorRT-LLM`: the engines the

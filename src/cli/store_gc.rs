@@ -1,5 +1,6 @@
 //! `perfpipe store gc [--dry-run] [--all] [FILE...]`: removes the entries
-//! no experiment and no lockfile reaches (once 7 days old, or all), damage,
+//! no experiment and no lockfile reaches (once 7 days old, or all), the
+//! launch material and inputs no kept run needs, damage,
 //! quarantine and the temp dirs of killed runs, saying what each was and why
 //! it goes; `--dry-run` also says why each entry stays.
 
@@ -7,11 +8,12 @@ use serde_json::Value;
 
 use super::CliError;
 use super::args::StoreGcArgs;
+use crate::drv::LaunchMaterial;
 use crate::exit_code;
 use crate::fetch::human_bytes;
 use crate::ops::gc::{Collected, GcOptions};
 use crate::plural::count;
-use crate::store::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
+use crate::store::{Damage, Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 
 pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
     let mut tally = Tally::default();
@@ -21,6 +23,9 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
         young,
         stale,
         materials,
+        young_launch_files,
+        kept_launches,
+        kept_inputs,
         ..
     } = crate::ops::gc::gc(
         &GcOptions {
@@ -70,6 +75,13 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
                 );
             }
         }
+        for item in &young_launch_files {
+            outln!(
+                "{}, but written or used less than {} days ago (`--all` removes it)",
+                describe(item, roots.unreached()).replacen("\n  ", "\n  kept: ", 1),
+                KEEP_YOUNGER_THAN.as_secs() / 86_400
+            );
+        }
     }
 
     let lockfile_only = kept
@@ -95,6 +107,34 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
             ),
         }
     );
+    if kept_launches + kept_inputs + young_launch_files.len() > 0 {
+        let young = |launch: bool| {
+            young_launch_files
+                .iter()
+                .filter(|g| matches!(g.kind, GarbageKind::UnreachedLaunch { .. }) == launch)
+                .count()
+        };
+        eprintln!(
+            "perfpipe: kept {} that kept runs need{}{}",
+            count(kept_launches, "launch material", "launch materials"),
+            match kept_inputs {
+                0 => String::new(),
+                n => format!(
+                    ", {} that kept launch material reads",
+                    count(n, "input", "inputs")
+                ),
+            },
+            match young_launch_files.len() {
+                0 => String::new(),
+                n => format!(
+                    ", and {} that nothing needs, written or used less than {} days ago (`--all` removes {})",
+                    launch_files(young(true), young(false)),
+                    KEEP_YOUNGER_THAN.as_secs() / 86_400,
+                    crate::plural::noun(n, "it", "them")
+                ),
+            }
+        );
+    }
     let what = tally.summary();
     match (what, args.dry_run) {
         (None, _) => eprintln!("perfpipe: nothing to remove"),
@@ -125,11 +165,22 @@ fn describe(item: &Garbage, unreached: &str) -> String {
             count(*samples, "sample", "samples"),
             summary(material),
         ),
+        GarbageKind::UnreachedLaunch { material, .. } => format!(
+            "launch {} ({size}): {}\n  its runs are {unreached}",
+            item.path.file_stem().unwrap_or_default().to_string_lossy(),
+            launch_summary(material)
+        ),
+        GarbageKind::UnreadInput { what, .. } => format!(
+            "input {} ({}{size})\n  read by no launch material that stays",
+            item.path.file_name().unwrap_or_default().to_string_lossy(),
+            what.iter().map(|w| format!("{w}, ")).collect::<String>()
+        ),
         GarbageKind::Damaged(damage) => {
-            let what = if damage.spoils_entry() {
-                "entry"
-            } else {
-                "sample"
+            let what = match damage {
+                Damage::LaunchMismatch(_) | Damage::LaunchInvalid(_) => "launch material",
+                Damage::InputMismatch(_) => "input",
+                _ if damage.spoils_entry() => "entry",
+                _ => "sample",
             };
             let file = damage.file().map(|f| format!("`{f}` ")).unwrap_or_default();
             format!("{what} {path} ({size})\n  damaged: {file}{damage}")
@@ -185,6 +236,33 @@ fn summary(material: &str) -> String {
     parts.join(" · ")
 }
 
+/// `vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 8 · 2 runs`.
+fn launch_summary(m: &LaunchMaterial) -> String {
+    let mut parts = vec![
+        format!("{} {}", m.engine.engine, m.engine.version),
+        m.engine.model.id.clone(),
+        m.runtime.clone(),
+    ];
+    if !m.engine.args.is_empty() {
+        parts.push(m.engine.args.join(" "));
+    }
+    parts.push(count(m.runs.len(), "run", "runs"));
+    parts.join(" · ")
+}
+
+/// `2 launch materials and 1 input`, leaving out what there is none of.
+fn launch_files(launches: usize, inputs: usize) -> String {
+    match (launches, inputs) {
+        (l, 0) => count(l, "launch material", "launch materials"),
+        (0, i) => count(i, "input", "inputs"),
+        (l, i) => format!(
+            "{} and {}",
+            count(l, "launch material", "launch materials"),
+            count(i, "input", "inputs")
+        ),
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     entries: usize,
@@ -192,6 +270,8 @@ struct Tally {
     damaged: usize,
     quarantine: usize,
     tmp: usize,
+    launches: usize,
+    inputs: usize,
     bytes: u64,
 }
 
@@ -205,6 +285,8 @@ impl Tally {
             }
             GarbageKind::Damaged(_) => self.damaged += 1,
             GarbageKind::Quarantined { .. } => self.quarantine += 1,
+            GarbageKind::UnreachedLaunch { .. } => self.launches += 1,
+            GarbageKind::UnreadInput { .. } => self.inputs += 1,
         }
     }
 
@@ -218,6 +300,9 @@ impl Tally {
                     count(self.samples, "sample", "samples")
                 )
             }),
+            (self.launches > 0)
+                .then(|| count(self.launches, "launch material", "launch materials")),
+            (self.inputs > 0).then(|| count(self.inputs, "input", "inputs")),
             (self.damaged > 0).then(|| count(self.damaged, "damaged item", "damaged items")),
             (self.quarantine > 0)
                 .then(|| count(self.quarantine, "quarantine dir", "quarantine dirs")),

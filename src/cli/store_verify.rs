@@ -1,5 +1,6 @@
 //! `perfpipe store verify`: every entry's key material re-hashed against its
-//! name, every result parsed; damage listed with its path. Reads only.
+//! name, every result parsed, every launch material and input re-hashed
+//! against its name; damage listed with its path. Reads only.
 
 use super::CliError;
 use super::args::StoreVerifyArgs;
@@ -27,11 +28,19 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
         );
     }
     let damaged = found.findings.len();
-    eprintln!(
-        "perfpipe: store `{}`: checked {} and {}: {}",
-        args.store.path().display(),
+    let mut checked = vec![
         count(found.entries, "entry", "entries"),
         count(found.samples, "sample", "samples"),
+    ];
+    if found.launches + found.inputs > 0 {
+        checked.push(count(found.launches, "launch material", "launch materials"));
+        checked.push(count(found.inputs, "input", "inputs"));
+    }
+    let last = checked.pop().unwrap_or_default();
+    eprintln!(
+        "perfpipe: store `{}`: checked {} and {last}: {}",
+        args.store.path().display(),
+        checked.join(", "),
         if damaged == 0 {
             "no damage".to_owned()
         } else {
@@ -43,7 +52,12 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
         .iter()
         .filter(|f| f.damage.is_stray())
         .count();
-    if damaged > stray {
+    let launch_damage = found
+        .findings
+        .iter()
+        .filter(|f| f.damage.is_launch_file())
+        .count();
+    if damaged > stray + launch_damage {
         eprintln!(
             "perfpipe: damage is never used: `perfpipe run` redoes the runs it held and moves it to `{}`; `perfpipe store gc` removes it",
             store.root().join("quarantine").display()
@@ -54,6 +68,20 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
             "perfpipe: {} that no run's key names where it is, never read and never moved by `perfpipe run`; `perfpipe store gc` removes {}",
             count(stray, "directory", "directories"),
             them(stray)
+        );
+    }
+    if launch_damage > 0 {
+        eprintln!(
+            "perfpipe: {}, never used (`perfpipe realise` refuses {}): `perfpipe store gc` removes {}, and `perfpipe plan` or `perfpipe run` of {} experiment writes {} again",
+            count(
+                launch_damage,
+                "damaged launch material or input",
+                "damaged launch materials or inputs"
+            ),
+            them(launch_damage),
+            them(launch_damage),
+            if launch_damage == 1 { "its" } else { "their" },
+            them(launch_damage)
         );
     }
     if found.empty > 0 {

@@ -185,6 +185,25 @@ impl LaunchMaterial {
         Runtime::from_name(&self.runtime)
     }
 
+    /// This launch as a run with `options` asks for it: the samples wanted,
+    /// whether a stored failure is run again and the timeouts (none of them
+    /// key material, so its runs keep their keys); a startup timeout not
+    /// given keeps the one recorded, the engine's own.
+    pub fn with_run_options(
+        mut self,
+        samples: u32,
+        retry_failed: bool,
+        options: &LaunchOptions,
+    ) -> Self {
+        self.samples = samples;
+        self.retry_failed = retry_failed;
+        if let Some(startup) = options.startup_timeout {
+            self.timeouts.startup_s = startup.as_secs();
+        }
+        self.timeouts.stall_s = options.stall_timeout.as_secs();
+        self
+    }
+
     /// The datasets and tokenizers the launch reads, by sha256, once each.
     pub fn inputs(&self) -> Vec<InputRef> {
         let mut out: Vec<InputRef> = Vec::new();
@@ -451,6 +470,38 @@ mod tests {
         // it cannot read in full.
         let extra = text.replacen('{', r#"{"zzz":1,"#, 1);
         assert!(serde_json::from_str::<LaunchMaterial>(&extra).is_err());
+    }
+
+    #[test]
+    fn run_options_change_samples_and_timeouts_never_a_run_key() {
+        let (_, spec) = experiments().remove(0);
+        let inputs = inputs(&spec);
+        let plan = plan(&spec, Runtime::Sim, &inputs);
+        let recorded = launches(&spec, &plan, &options(false)).remove(0);
+        let asked = LaunchOptions {
+            fresh_engine: false,
+            startup_timeout: None,
+            stall_timeout: Duration::from_secs(7),
+        };
+        let run = recorded.clone().with_run_options(3, true, &asked);
+        assert_eq!((run.samples, run.retry_failed), (3, true));
+        assert_eq!(run.timeouts.stall_s, 7);
+        assert_eq!(
+            run.timeouts.startup_s, recorded.timeouts.startup_s,
+            "the engine's own"
+        );
+        assert_eq!(run.runs, recorded.runs);
+        let startup = LaunchOptions {
+            startup_timeout: Some(Duration::from_secs(9)),
+            ..asked
+        };
+        assert_eq!(
+            recorded
+                .with_run_options(1, false, &startup)
+                .timeouts
+                .startup_s,
+            9
+        );
     }
 
     #[test]

@@ -170,6 +170,19 @@ pub enum Error {
         launch: String,
         path: String,
     },
+    #[error(
+        "the store's copy of the {what} that launch {launch} reads is corrupted: `{path}` hashes to {actual}, not to {sha256}; nothing ran"
+    )]
+    #[diagnostic(help(
+        "a launch reads only the input its material names by sha256: `perfpipe store gc` removes the corrupted copy, and `perfpipe plan` or `perfpipe run` of the experiment on a machine that has the file puts it back"
+    ))]
+    CorruptInput {
+        what: String,
+        sha256: String,
+        actual: String,
+        launch: String,
+        path: String,
+    },
 }
 
 impl From<ExecError> for Error {
@@ -229,6 +242,7 @@ impl Error {
             | Self::BadMaterial { .. }
             | Self::Material(_)
             | Self::MissingInput { .. }
+            | Self::CorruptInput { .. }
             | Self::Store(
                 crate::store::Error::NotADirectory { .. } | crate::store::Error::SampleIds { .. },
             ) => exit_code::USAGE,

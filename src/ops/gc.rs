@@ -1,6 +1,7 @@
 //! `perfpipe store gc`: finds what no experiment and no lockfile reaches
-//! (once 7 days old, or all), damage, quarantine and the temp dirs of killed
-//! runs, and removes them (or, with `dry_run`, only says so).
+//! (once 7 days old, or all) — entries, the launch material of no kept run
+//! and the inputs of no kept material — damage, quarantine and the temp dirs
+//! of killed runs, and removes them (or, with `dry_run`, only says so).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,7 +18,8 @@ pub struct GcOptions {
     /// The experiments and lockfiles whose runs to keep; none: the project's.
     pub roots: Vec<PathBuf>,
     pub dry_run: bool,
-    /// Also remove unreached entries committed in the last 7 days.
+    /// Also remove unreached entries committed, and launch material and
+    /// inputs written or used, in the last 7 days.
     pub all: bool,
 }
 
@@ -34,6 +36,12 @@ pub struct Collected {
     pub stale: Vec<StaleTmp>,
     /// Every entry's key material, under `dry_run` (to say why each stays).
     pub materials: BTreeMap<RunKey, String>,
+    /// Launch material and inputs nothing needs, kept for their age.
+    pub young_launch_files: Vec<Garbage>,
+    /// Launch material kept because a kept run is among its runs.
+    pub kept_launches: usize,
+    /// Inputs kept because kept launch material reads them.
+    pub kept_inputs: usize,
 }
 
 /// Removes what nothing reaches, telling `removed` of each item as it goes,
@@ -64,8 +72,15 @@ pub fn gc(
         .filter_map(|d| d.key)
         .filter(|k| roots.reaches(k) && !spoiled.contains(&k))
         .collect();
+    // Launch material lives while a run it serves is kept; inputs while
+    // material that lives reads them.
+    let mut kept_runs = reached;
+    kept_runs.extend(young.iter().filter_map(|g| g.key.clone()));
+    let launches = store
+        .launch_garbage(&kept_runs, &|g| !options.all && g.is_young(now))
+        .map_err(Error::Store)?;
     let stale = store.stale_tmp(!options.dry_run).map_err(Error::Store)?;
-    for item in &garbage {
+    for item in garbage.iter().chain(&launches.garbage) {
         let removal = if options.dry_run {
             Removal::Removed
         } else {
@@ -88,6 +103,9 @@ pub fn gc(
         young,
         stale,
         materials,
+        young_launch_files: launches.young,
+        kept_launches: launches.kept_launches,
+        kept_inputs: launches.kept_inputs,
     })
 }
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use super::run::RunOptions;
 use super::{Error, LockMode, Shell, load, realise};
+use crate::drv::LaunchOptions;
 use crate::exec::{ExecEvent, ExecSummary};
 use crate::key::RunKey;
 use crate::plural::count;
@@ -94,6 +95,20 @@ pub fn run_older(
         stored,
         runtime.name()
     );
+    // Samples and timeouts are no key's material: this run's options hold.
+    let asked = LaunchOptions {
+        fresh_engine: false,
+        startup_timeout: options.exec.startup_timeout,
+        stall_timeout: options.exec.stall_timeout,
+    };
+    let launches: Vec<_> = launches
+        .into_iter()
+        .map(|l| l.with_run_options(selection.samples, selection.retry_failed, &asked))
+        .collect();
+    // Recorded as `run` records its launches: a node can realise them.
+    for launch in &launches {
+        loaded.store.put_launch(launch).map_err(Error::Store)?;
+    }
     let mut summary = ExecSummary::default();
     for launch in &launches {
         let realised = realise::execute(

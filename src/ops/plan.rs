@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::realise::write_launches;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
-use crate::drv::LaunchOptions;
+use crate::drv::{LaunchKey, LaunchMaterial, LaunchOptions};
 use crate::key::material_changes;
 use crate::plan::{self, Estimate, Plan};
 use crate::store::StoreIndex;
@@ -22,6 +22,9 @@ pub struct Planned {
     pub offers: std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
     /// GPU-hours of the estimate that substituting them saves.
     pub saved_gpu_hours: f64,
+    /// The engine launches the missing runs need, by key, in the order
+    /// they run (`perfpipe realise <key>` runs one).
+    pub launches: Vec<(LaunchKey, LaunchMaterial)>,
 }
 
 /// Loads the experiment without writing its lockfile, plans its runs and
@@ -41,12 +44,17 @@ pub fn plan(
         startup_timeout: None,
         stall_timeout: Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
     };
-    if let Err(e) = write_launches(&loaded.spec, &plan, &loaded.inputs, &options, &loaded.store) {
-        say!(
-            shell,
-            "warning: cannot write the launch material of the missing runs to the store: {e}"
-        );
-    }
+    let launches = write_launches(&loaded.spec, &plan, &loaded.inputs, &options, &loaded.store)
+        .unwrap_or_else(|e| {
+            say!(
+                shell,
+                "warning: cannot write the launch material of the missing runs to the store: {e}"
+            );
+            crate::drv::launches(&loaded.spec, &plan, &options)
+                .into_iter()
+                .map(|m| (m.key(), m))
+                .collect()
+        });
     // Read only when some run is missing: a cached plan estimates nothing.
     let earlier = if plan.missing().is_empty() {
         Vec::new()
@@ -91,6 +99,7 @@ pub fn plan(
         estimate,
         offers,
         saved_gpu_hours,
+        launches,
     })
 }
 

@@ -36,7 +36,11 @@ pub struct Realised {
 /// not hash to its name is refused.
 pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
     let as_path = Path::new(what);
-    let (key, path) = match LaunchKey::parse(what) {
+    let full = match short_key(what).filter(|_| !as_path.exists()) {
+        Some(prefix) => Some(by_prefix(prefix, store)?),
+        None => LaunchKey::parse(what),
+    };
+    let (key, path) = match full {
         Some(key) if !as_path.exists() => {
             let path = store.launch_path(&key);
             (key, path)
@@ -89,6 +93,45 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
     Ok(Material { key, path, launch })
 }
 
+/// `what`, when it is a short launch key (12 to 63 lowercase hex digits, as
+/// `plan` and the Slurm job names `pp-<12 hex>` show it).
+fn short_key(what: &str) -> Option<&str> {
+    let hex = what.strip_prefix("pp-").unwrap_or(what);
+    ((12..64).contains(&hex.len())
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    .then_some(hex)
+}
+
+/// The one launch of the store whose key begins with `prefix`.
+fn by_prefix(prefix: &str, store: &Store) -> Result<LaunchKey, Error> {
+    let found: Vec<LaunchKey> = store
+        .launches()
+        .map_err(Error::Store)?
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| key.as_str().starts_with(prefix))
+        .collect();
+    match &found[..] {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::Usage {
+            message: format!(
+                "the store `{}` has no launch material whose key begins with `{prefix}`",
+                store.root().display()
+            ),
+            hint: "`perfpipe plan EXPERIMENT` writes the material of the launches it lists; `--store DIR` names the store".into(),
+        }),
+        many => Err(Error::Usage {
+            message: format!(
+                "{} launches of the store have keys beginning with `{prefix}`",
+                many.len()
+            ),
+            hint: "give more of the key, or the whole one".into(),
+        }),
+    }
+}
+
 /// Writes the material of every launch the missing runs of `plan` need to
 /// the store, with the inputs they name (copied from where `inputs` found
 /// them); returns the materials, in the order they run.
@@ -111,7 +154,8 @@ pub fn write_launches(
 
 /// Executes `launches` from their material alone, reading their inputs from
 /// the store's input area: refused, before anything starts, when an input
-/// is missing there. `local` is where this machine found those same inputs
+/// is missing there or (when the store's copies are read) does not hash to
+/// its name. `local` is where this machine found those same inputs
 /// (`run`: the files the experiment names, whose hashes the material
 /// holds), read instead so that what a run records names them as the user
 /// does. Progress goes to `progress`, with the experiment the launches
@@ -125,15 +169,7 @@ pub fn execute(
 ) -> Result<Realised, Error> {
     for launch in launches {
         for input in launch.inputs() {
-            let path = store.input_path(&input.sha256);
-            if !path.is_file() {
-                return Err(Error::MissingInput {
-                    what: input.what,
-                    sha256: input.sha256,
-                    launch: launch.key().to_string(),
-                    path: path.display().to_string(),
-                });
-            }
+            check_input(store, launch, input, local.is_none())?;
         }
     }
     let input_dir = store.input_path("");
@@ -166,6 +202,41 @@ pub fn execute(
         &mut |event| progress(&rebuilt.spec, &event),
     )?;
     Ok(Realised { summary, plan })
+}
+
+/// Refuses an input of `launch` the store lacks; with `rehash` (its copy is
+/// what the launch reads), one that does not hash to the sha256 it is named by.
+fn check_input(
+    store: &Store,
+    launch: &LaunchMaterial,
+    input: drv::InputRef,
+    rehash: bool,
+) -> Result<(), Error> {
+    let path = store.input_path(&input.sha256);
+    if !path.is_file() {
+        return Err(Error::MissingInput {
+            what: input.what,
+            sha256: input.sha256,
+            launch: launch.key().to_string(),
+            path: path.display().to_string(),
+        });
+    }
+    if !rehash {
+        return Ok(());
+    }
+    match store.check_input(&input.sha256).map_err(Error::Store)? {
+        None => Ok(()),
+        Some(damage) => Err(Error::CorruptInput {
+            what: input.what,
+            actual: match damage {
+                crate::store::Damage::InputMismatch(actual) => actual,
+                other => other.to_string(),
+            },
+            sha256: input.sha256,
+            launch: launch.key().to_string(),
+            path: path.display().to_string(),
+        }),
+    }
 }
 
 /// Records the material of every run of the experiment's lockfile, under

@@ -10,7 +10,8 @@ use super::{Error, RunResult, Store};
 use crate::key::RunKey;
 use crate::regular_file;
 
-/// One thing wrong in `entries/`. Nothing damaged is ever used as a result.
+/// One thing wrong in `entries/`, or in the launch material and inputs
+/// beside them (`drv/`, `inputs/sha256/`). Nothing damaged is ever used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Damage {
     /// A directory under `entries/<shard>/` that is not named by a key.
@@ -31,6 +32,12 @@ pub enum Damage {
     NotASample,
     /// `signature.json` of a substituted sample does not cover its files.
     SignatureBroken(String),
+    /// Launch material (`drv/<launch key>.json`) whose sha256 is this other key.
+    LaunchMismatch(String),
+    /// Launch material that does not parse (the parser's message).
+    LaunchInvalid(String),
+    /// An input (`inputs/sha256/<hex>`) whose sha256 is this other one.
+    InputMismatch(String),
 }
 
 impl Damage {
@@ -45,7 +52,12 @@ impl Damage {
             | Self::ResultInvalid(_)
             | Self::ResultOtherKey(_) => Some("result.json"),
             Self::SignatureBroken(_) => Some("signature.json"),
-            Self::NotAKey | Self::WrongShard | Self::NotASample => None,
+            Self::NotAKey
+            | Self::WrongShard
+            | Self::NotASample
+            | Self::LaunchMismatch(_)
+            | Self::LaunchInvalid(_)
+            | Self::InputMismatch(_) => None,
         }
     }
 
@@ -53,6 +65,15 @@ impl Damage {
     /// only `store gc` removes it (a run moves the damage of its own entry).
     pub fn is_stray(&self) -> bool {
         matches!(self, Self::NotAKey | Self::WrongShard)
+    }
+
+    /// Damage of a launch's material or of an input, outside `entries/`:
+    /// `realise` refuses it, `store gc` removes it, `plan` writes it again.
+    pub fn is_launch_file(&self) -> bool {
+        matches!(
+            self,
+            Self::LaunchMismatch(_) | Self::LaunchInvalid(_) | Self::InputMismatch(_)
+        )
     }
 
     /// Damage of the whole entry: none of its samples is used.
@@ -97,6 +118,20 @@ impl fmt::Display for Damage {
             Self::SignatureBroken(why) => {
                 write!(f, "the sample's files are not the ones signed: {why}")
             }
+            Self::LaunchMismatch(actual) => write!(
+                f,
+                "hashes to `{actual}`, not to its name; `perfpipe realise` refuses it"
+            ),
+            Self::LaunchInvalid(e) => {
+                write!(
+                    f,
+                    "is not launch material ({e}); `perfpipe realise` refuses it"
+                )
+            }
+            Self::InputMismatch(actual) => write!(
+                f,
+                "its sha256 is `{actual}`, not its name; `perfpipe realise` refuses the launches that read it"
+            ),
         }
     }
 }
@@ -118,6 +153,10 @@ pub struct Verification {
     /// Sound entries without a sample yet (a run killed before its first
     /// commit; harmless, the next commit adds one).
     pub empty: usize,
+    /// Files under `drv/`, named by a launch key.
+    pub launches: usize,
+    /// Files under `inputs/sha256/`, named by a sha256.
+    pub inputs: usize,
     pub findings: Vec<Finding>,
 }
 
@@ -167,7 +206,8 @@ impl Store {
     }
 
     /// Re-hashes every entry's `inputs.json` against its name and parses every
-    /// sample's result; reads only.
+    /// sample's result; re-hashes every launch material and input against
+    /// its name; reads only.
     pub fn verify(&self) -> Result<Verification, Error> {
         let mut out = Verification::default();
         for dir in self.entry_dirs()? {
@@ -207,6 +247,24 @@ impl Store {
                         damage,
                     });
                 }
+            }
+        }
+        for file in self.launch_files()? {
+            out.launches += 1;
+            if let Err(damage) = &file.material {
+                out.findings.push(Finding {
+                    path: file.path,
+                    damage: damage.clone(),
+                });
+            }
+        }
+        for file in self.input_files()? {
+            out.inputs += 1;
+            if let Some(damage) = self.check_input(&file.sha256)? {
+                out.findings.push(Finding {
+                    path: file.path,
+                    damage,
+                });
             }
         }
         Ok(out)

@@ -7,10 +7,33 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use super::check::Damage;
 use super::layout::{drv_dir, inputs_dir};
 use super::write::{sync_dir, write_synced};
 use super::{Error, Store};
 use crate::drv::{LaunchKey, LaunchMaterial};
+
+/// A file of `drv/` named by a launch key, read and checked.
+#[derive(Debug, Clone)]
+pub struct LaunchFile {
+    pub key: LaunchKey,
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// When it was last written or asked for (Unix seconds).
+    pub written: u64,
+    /// The material, or why it cannot be used.
+    pub material: Result<LaunchMaterial, Damage>,
+}
+
+/// A file of `inputs/sha256/` named by a sha256 (not re-hashed).
+#[derive(Debug, Clone)]
+pub struct InputFile {
+    pub sha256: String,
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// When it was last written or asked for (Unix seconds).
+    pub written: u64,
+}
 
 impl Store {
     /// Where the material of `key` is kept.
@@ -42,18 +65,84 @@ impl Store {
         Ok(out)
     }
 
+    /// Every launch material file, by key, each read and re-hashed against
+    /// its name.
+    pub fn launch_files(&self) -> Result<Vec<LaunchFile>, Error> {
+        let mut out = Vec::new();
+        for (key, path) in self.launches()? {
+            let bytes = crate::regular_file::read(&path)?;
+            let actual = LaunchKey::of_bytes(&bytes);
+            let material = if actual != key {
+                Err(Damage::LaunchMismatch(actual.to_string()))
+            } else {
+                serde_json::from_slice::<LaunchMaterial>(&bytes)
+                    .map_err(|e| Damage::LaunchInvalid(e.to_string()))
+            };
+            out.push(LaunchFile {
+                written: written(&path),
+                bytes: bytes.len() as u64,
+                key,
+                path,
+                material,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every file of the input area named by a sha256, sorted.
+    pub fn input_files(&self) -> Result<Vec<InputFile>, Error> {
+        let entries = match fs_err::read_dir(inputs_dir(&self.root)) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let path = entry?.path();
+            let Some(sha256) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .filter(|n| crate::key::RunKey::parse(n).is_some())
+            else {
+                continue;
+            };
+            out.push(InputFile {
+                sha256: sha256.to_owned(),
+                bytes: super::disk_usage(&path),
+                written: written(&path),
+                path,
+            });
+        }
+        out.sort_by(|a, b| a.sha256.cmp(&b.sha256));
+        Ok(out)
+    }
+
+    /// Whether the input of `sha256` hashes to its name (read in full);
+    /// `None` when it does. A missing input is an error (`NotFound`).
+    pub fn check_input(&self, sha256: &str) -> Result<Option<Damage>, Error> {
+        let actual = hash(
+            &mut fs_err::File::open(self.input_path(sha256))?,
+            &mut std::io::sink(),
+        )?;
+        Ok((actual != sha256).then_some(Damage::InputMismatch(actual)))
+    }
+
     /// Where the input of this sha256 is kept.
     pub fn input_path(&self, sha256: &str) -> PathBuf {
         inputs_dir(&self.root).join(sha256)
     }
 
     /// Writes `material` in its canonical form under its key, unless the
-    /// store has it; returns the key.
+    /// store has it whole (then marks it as asked for now, for `store gc`);
+    /// damaged material is written again. Returns the key.
     pub fn put_launch(&self, material: &LaunchMaterial) -> Result<LaunchKey, Error> {
         let canonical = material.canonical();
         let key = LaunchKey::of_bytes(canonical.as_bytes());
         let path = self.launch_path(&key);
-        if !path.is_file() {
+        let whole = crate::regular_file::read(&path).is_ok_and(|b| b == canonical.as_bytes());
+        if whole {
+            asked_for(&path);
+        } else {
             let tmp = self.tmp_file("drv-")?;
             write_synced(&tmp, canonical.as_bytes())?;
             self.place(&tmp, &path)?;
@@ -68,6 +157,7 @@ impl Store {
     pub fn put_input(&self, sha256: &str, file: &Path) -> Result<(), Error> {
         let path = self.input_path(sha256);
         if path.is_file() {
+            asked_for(&path);
             return Ok(());
         }
         let tmp = self.tmp_file("input-")?;
@@ -107,8 +197,14 @@ impl Store {
     reason = "the store's input area: a copy into the store's temp dir, fsynced, then renamed"
 )]
 fn copy_hashing(from: &Path, to: &Path) -> std::io::Result<String> {
-    let mut source = fs_err::File::open(from)?;
     let mut target = fs_err::File::create(to)?;
+    let sha256 = hash(&mut fs_err::File::open(from)?, &mut target)?;
+    target.sync_all()?;
+    Ok(sha256)
+}
+
+/// The sha256 of what `source` holds, written on to `sink` as it is read.
+fn hash(source: &mut impl Read, sink: &mut impl Write) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -117,10 +213,28 @@ fn copy_hashing(from: &Path, to: &Path) -> std::io::Result<String> {
             break;
         }
         hasher.update(&buf[..n]);
-        target.write_all(&buf[..n])?;
+        sink.write_all(&buf[..n])?;
     }
-    target.sync_all()?;
     Ok(hex::encode(hasher.finalize()))
+}
+
+/// When `path` was last written or asked for (Unix seconds; 0 unknown).
+fn written(path: &Path) -> u64 {
+    fs_err::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Marks a content-addressed file as asked for now (its modification time),
+/// so that `store gc` keeps it as young: a queued job may be about to read
+/// it. Best effort: on a store another user owns, the time stays.
+fn asked_for(path: &Path) {
+    if let Ok(file) = std::fs::File::open(path) {
+        let now = std::time::Duration::from_nanos(crate::clock::file_time_ns() as u64);
+        let _ = file.set_modified(std::time::UNIX_EPOCH + now);
+    }
 }
 
 #[cfg(test)]
@@ -143,5 +257,71 @@ mod tests {
         let other = "0".repeat(64);
         let err = store.put_input(&other, &file).unwrap_err().to_string();
         assert!(!store.input_path(&other).exists(), "{err}");
+        assert_eq!(store.check_input(&sha).unwrap(), None);
+        overwrite(&store.input_path(&sha), b"[2]");
+        let actual = hex::encode(Sha256::digest(b"[2]"));
+        assert_eq!(
+            store.check_input(&sha).unwrap(),
+            Some(Damage::InputMismatch(actual))
+        );
+    }
+
+    #[test]
+    fn damaged_launch_material_is_found_and_written_again() {
+        use crate::drv::*;
+        let (_root, store) = store();
+        let material = LaunchMaterial {
+            schema: LAUNCH_SCHEMA_VERSION,
+            runtime: "sim".into(),
+            engine: EnginePart {
+                engine: "vllm".into(),
+                version: "0.11.0".into(),
+                image: None,
+                model: ModelPart {
+                    id: "m".into(),
+                    revision: "main".into(),
+                },
+                args: vec![],
+                env: Default::default(),
+                gpus_per_instance: 1,
+                instances: 1,
+            },
+            hardware: HardwarePart {
+                gpu: "g".into(),
+                gpus: 1,
+            },
+            harness: HarnessPart {
+                name: "builtin".into(),
+                version: None,
+                backend: "openai".into(),
+                endpoint: "/v1/completions".into(),
+                temperature: 0.0,
+                ignore_eos: false,
+            },
+            runs: vec![],
+            samples: 1,
+            retry_failed: false,
+            timeouts: Timeouts {
+                startup_s: 1,
+                stall_s: 1,
+            },
+        };
+        let key = store.put_launch(&material).unwrap();
+        let path = store.launch_path(&key);
+        let [file] = &store.launch_files().unwrap()[..] else {
+            panic!("one launch")
+        };
+        assert_eq!(file.material.as_ref().ok(), Some(&material));
+        overwrite(&path, b"{}");
+        let [file] = &store.launch_files().unwrap()[..] else {
+            panic!("one launch")
+        };
+        let actual = LaunchKey::of_bytes(b"{}").to_string();
+        assert_eq!(file.material, Err(Damage::LaunchMismatch(actual)));
+        assert_eq!(store.put_launch(&material).unwrap(), key);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            material.canonical().as_bytes()
+        );
     }
 }

@@ -17,11 +17,13 @@ use crate::key::RunKey;
 
 /// An unreached entry committed within this long is kept (unless `--all`):
 /// its experiment may not be saved yet, or its lockfile not copied yet; as
-/// git keeps unreachable objects for two weeks before pruning them.
+/// git keeps unreachable objects for two weeks before pruning them. So is
+/// launch material or an input written or asked for within this long: a
+/// queued Slurm job may be about to read it.
 pub const KEEP_YOUNGER_THAN: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Something `store gc` removes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Garbage {
     pub path: PathBuf,
     /// The key whose lock guards it (`None`: nothing perfpipe writes there).
@@ -30,7 +32,7 @@ pub struct Garbage {
     pub bytes: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum GarbageKind {
     /// A sound entry that no root reaches, with its key material and when
     /// its last sample was committed (Unix seconds, from the files' times).
@@ -43,6 +45,15 @@ pub enum GarbageKind {
     Damaged(Damage),
     /// A key's quarantined damage (`items` moved there by commits).
     Quarantined { items: usize },
+    /// Launch material none of whose runs is kept, with when it was last
+    /// written or asked for (Unix seconds).
+    UnreachedLaunch {
+        material: Box<crate::drv::LaunchMaterial>,
+        written: u64,
+    },
+    /// An input no launch material that stays reads; `what` it is to the
+    /// launches that name it (none: no launch names it).
+    UnreadInput { what: Vec<String>, written: u64 },
 }
 
 /// What removing one item came to.
@@ -60,8 +71,12 @@ impl Garbage {
     /// `now` (Unix seconds): gc keeps it unless told to remove all.
     pub fn is_young(&self, now: u64) -> bool {
         match self.kind {
-            GarbageKind::Unreached { committed, .. } => {
-                now.saturating_sub(committed) < KEEP_YOUNGER_THAN.as_secs()
+            GarbageKind::Unreached {
+                committed: time, ..
+            }
+            | GarbageKind::UnreachedLaunch { written: time, .. }
+            | GarbageKind::UnreadInput { written: time, .. } => {
+                now.saturating_sub(time) < KEEP_YOUNGER_THAN.as_secs()
             }
             _ => false,
         }

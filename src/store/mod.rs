@@ -25,6 +25,7 @@
 
 mod check;
 mod drv;
+mod drv_gc;
 mod entry;
 mod files;
 mod gc;
@@ -39,6 +40,8 @@ mod tmp;
 mod write;
 
 pub use check::{Damage, EntryDir, Finding, Verification};
+pub use drv::{InputFile, LaunchFile};
+pub use drv_gc::LaunchGarbage;
 pub use entry::{FailureKind, Outcome, RunResult, Sample};
 pub use files::{EntryFiles, SampleFiles};
 pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};

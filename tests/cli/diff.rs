@@ -107,7 +107,7 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         &["plan", "upgrade.kdl", "--runtime", "sim", "--samples", "2"],
     );
     insta::with_settings!({ filters => diff_filters() }, {
-        insta::assert_snapshot!(render(&plan), @r#"
+        insta::assert_snapshot!(render(&plan), @r"
         exit_code: 0
         ----- stdout -----
         experiment `upgrade` · runtime `sim` · store `store`
@@ -120,10 +120,13 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         sglang  shorter   [SHORT-KEY]  cached   2 samples
 
         4 runs: 2 cached, 0 failed, 2 missing; 2 to run (1 engine launch)
+
+        launch (`perfpipe realise LAUNCH` runs one from its material alone):
+          [SHORT-KEY]  vllm 0.17.1 · 2 runs: vllm × short, vllm × shorter
         estimate: [N] GPU-hours (1 engine launch at a typical start of 5 min for vLLM, plus benchmark times of earlier results)
 
         ----- stderr -----
-        "#);
+        ");
     });
     let explain = ok(&env, &["explain", "upgrade.kdl", "--runtime", "sim"]);
     insta::with_settings!({ filters => filters() }, {
@@ -624,6 +627,68 @@ fn the_before_side_of_a_diff_runs_from_its_recorded_material_without_the_old_exp
     );
     // Nothing left to run.
     let again = ok(&env, &suggested.split(' ').skip(1).collect::<Vec<_>>());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("ran 0 of `before.lock`"),
+        "{}",
+        render(&again)
+    );
+}
+
+/// `run --lockfile OLD.lock` from recorded material takes this run's
+/// `--samples` and timeouts, as an ordinary run does (none is key
+/// material: the runs keep their keys), and records the launch it ran.
+#[test]
+fn an_older_lockfile_runs_with_the_samples_and_timeouts_asked() {
+    let env = TestEnv::new();
+    let study = |version: &str| {
+        format!(
+            r#"experiment "up" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="{version}"
+    workload short {{ dataset random input=32 output=4 seed=1; prompts 6; }}
+    step vllm engine=vllm gpus=1
+}}"#
+        )
+    };
+    env.write("experiments/up.kdl", &study("0.11.0"));
+    env.run(&["lock", "experiments/up.kdl"]);
+    std::fs::copy(env.path("lockfiles/up.lock"), env.path("before.lock")).unwrap();
+    env.write("experiments/up.kdl", &study("0.17.1"));
+    env.run(&["lock", "experiments/up.kdl"]);
+    let older = [
+        "run",
+        "experiments/up.kdl",
+        "--lockfile",
+        "before.lock",
+        "--runtime",
+        "sim",
+        "--samples",
+        "2",
+        "--stall-timeout",
+        "31",
+        "--startup-timeout",
+        "41",
+    ];
+    let ran = ok(&env, &older);
+    let said = String::from_utf8_lossy(&ran.stderr);
+    // Two samples of its one run: `--samples 2` held.
+    assert!(said.contains("(run 2 on this engine)"), "{said}");
+    let samples = env.samples();
+    assert_eq!(samples.len(), 2, "{samples:?}");
+    assert!(samples[0].split('/').next() == samples[1].split('/').next());
+    let recorded: Vec<String> = crate::common::files_under(&env.path("store/drv"))
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .filter(|m| m.contains(r#""samples":2"#))
+        .collect();
+    assert_eq!(recorded.len(), 1, "the launch it ran is recorded");
+    assert!(
+        recorded[0].contains(r#""timeouts":{"stall_s":31,"startup_s":41}"#),
+        "{}",
+        recorded[0]
+    );
+    let again = ok(&env, &older);
     assert!(
         String::from_utf8_lossy(&again.stderr).contains("ran 0 of `before.lock`"),
         "{}",

@@ -149,3 +149,88 @@ fn a_file_that_is_not_named_by_its_launch_key_is_refused() {
         words(&out)
     );
 }
+
+#[test]
+fn a_launch_whose_input_is_corrupted_in_the_store_is_refused() {
+    let env = TestEnv::tiny();
+    env.run(&args("plan", RUNS));
+    let input = files_under(&env.path("store/inputs/sha256")).remove(0);
+    let sha256 = key_of(&input);
+    std::fs::set_permissions(&input, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    // One byte changed: the same size, another hash.
+    let mut bytes = std::fs::read(&input).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&input, &bytes).unwrap();
+    let reads_it = materials(&env)
+        .into_iter()
+        .find(|m| std::fs::read_to_string(m).unwrap().contains(&sha256))
+        .expect("a launch reads the dataset");
+    let out = env.run(&["realise", &key_of(&reads_it)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = words(&out);
+    let actual = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(&bytes))
+    };
+    // miette may wrap the path: its parts, and both digests.
+    for part in [
+        format!(
+            "the store's copy of the dataset of workload `chat` that launch {} reads is corrupted: `store/inputs/",
+            key_of(&reads_it)
+        ),
+        format!("sha256/{sha256}` hashes to {actual}, not to {sha256}; nothing ran"),
+    ] {
+        assert!(said.contains(&part), "{part} in {said}");
+    }
+    assert!(
+        said.contains("`perfpipe store gc` removes the corrupted copy"),
+        "{said}"
+    );
+    assert!(!env.path("store/entries").exists(), "nothing was committed");
+}
+
+/// `plan` lists each launch by the key Slurm names its job with, and
+/// `realise` takes that key.
+#[test]
+fn plan_lists_each_launch_by_a_key_realise_takes() {
+    let env = TestEnv::tiny();
+    let plan = env.run(&args("plan", RUNS));
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    let text = crate::common::stdout(&plan);
+    let listed: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("launches (`perfpipe realise LAUNCH`"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    let mut keys: Vec<String> = materials(&env).iter().map(|p| key_of(p)).collect();
+    keys.sort();
+    let mut short: Vec<String> = keys.iter().map(|k| k[..12].to_owned()).collect();
+    short.sort();
+    let mut shown: Vec<String> = listed.iter().map(|s| s.to_string()).collect();
+    shown.sort();
+    assert_eq!(shown, short, "{text}");
+    assert!(
+        text.contains(&format!(
+            "\n  {}  vllm 0.11.0 · 2 runs: vllm × chat, vllm × short\n",
+            listed[0]
+        )),
+        "in the order they run, with the runs each serves: {text}"
+    );
+
+    let out = env.run(&["realise", &format!("pp-{}", listed[0])]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("committed to `store`"),
+        "{}",
+        stderr(&out)
+    );
+    let unknown = env.run(&["realise", "0123456789ab"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+    assert!(
+        words(&unknown).contains("has no launch material whose key begins with `0123456789ab`"),
+        "{}",
+        words(&unknown)
+    );
+}

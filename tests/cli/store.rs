@@ -95,7 +95,7 @@ fn damage_is_reported_never_used_and_redone_by_the_next_run() {
     damaged      store/entries/[SHARD]/[KEY]/samples/0001/result.json: does not parse as a result (EOF while parsing a string at line 4 column 6); the sample is not used
 
     ----- stderr -----
-    perfpipe: store `store`: checked 7 entries and 7 samples: 2 damaged
+    perfpipe: store `store`: checked 7 entries, 7 samples, 16 launch materials and 1 input: 2 damaged
     perfpipe: damage is never used: `perfpipe run` redoes the runs it held and moves it to `store/quarantine`; `perfpipe store gc` removes it
     ");
 
@@ -129,7 +129,7 @@ fn damage_is_reported_never_used_and_redone_by_the_next_run() {
     quarantined  store/quarantine/[KEY]/1-sample-0001
 
     ----- stderr -----
-    perfpipe: store `store`: checked 7 entries and 7 samples: no damage
+    perfpipe: store `store`: checked 7 entries, 7 samples, 17 launch materials and 1 input: no damage
     perfpipe: 2 damaged items in quarantine, kept for inspection and never read (`perfpipe store gc` removes them)
     ");
     let kept: Vec<String> = crate::common::files_under(&env.path("store/quarantine"))
@@ -239,6 +239,7 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
 
     ----- stderr -----
     perfpipe: kept 2 entries reached by 1 experiment and 2 lockfiles (1 by a lockfile only)
+    perfpipe: kept 6 launch materials that kept runs need
     perfpipe: --dry-run: would remove 1 quarantine dir and 1 temp dir, freeing [SIZE]; removed nothing
     ");
 
@@ -255,9 +256,16 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
       left by a perfpipe that was killed
     entry [KEY]: vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
       kept: reached by `experiments/keep.kdl`, `lockfiles/keep.lock`
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · docker · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · local · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
 
     ----- stderr -----
     perfpipe: kept 1 entry reached by 1 experiment and 1 lockfile
+    perfpipe: kept 3 launch materials that kept runs need, and 3 launch materials that nothing needs, written or used less than 7 days ago (`--all` removes them)
     perfpipe: --dry-run: would remove 1 entry (1 sample), 1 quarantine dir and 1 temp dir, freeing [SIZE]; removed nothing
     ");
     assert_eq!(env.samples(), samples, "--dry-run removes nothing");
@@ -333,10 +341,15 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
 /// Dates every file of the store's entries `days` before the tests' clock
 /// (`PERFPIPE_NOW`), as if committed then.
 fn age_entries(env: &TestEnv, days: u64) {
+    age(env, "store/entries", days);
+}
+
+/// Dates every file under `dir` `days` before the tests' clock.
+fn age(env: &TestEnv, dir: &str, days: u64) {
     let now: u64 = 1_795_290_164;
     let then = format!("@{}", now - days * 86_400);
     let touched = std::process::Command::new("find")
-        .arg(env.path("store/entries"))
+        .arg(env.path(dir))
         .args(["-exec", "touch", "-h", "-d", &then, "{}", "+"])
         .status()
         .unwrap();
@@ -385,6 +398,7 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
 
     ----- stderr -----
     perfpipe: kept 2 entries reached by 1 experiment and 2 lockfiles (1 by a lockfile only)
+    perfpipe: kept 6 launch materials that kept runs need
     perfpipe: nothing to remove
     ");
     let diff = ran(&[
@@ -411,9 +425,16 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
       reached by no experiment in `experiments/` and no lockfile in the project
     entry [KEY]: vllm 0.17.1 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
       kept: reached by `experiments/up.kdl`, `lockfiles/up.lock`
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · docker · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · local · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
 
     ----- stderr -----
     perfpipe: kept 1 entry reached by 1 experiment and 1 lockfile
+    perfpipe: kept 3 launch materials that kept runs need, and 3 launch materials that nothing needs, written or used less than 7 days ago (`--all` removes them)
     perfpipe: --dry-run: would remove 1 entry (1 sample), freeing [SIZE]; removed nothing
     ");
 
@@ -436,9 +457,16 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
       kept: reached by `experiments/up.kdl`, `lockfiles/up.lock`
     entry [KEY]: vllm 0.17.1 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 2 prompts
       kept: reached by no experiment in `experiments/` and no lockfile in the project, but committed less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · docker · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · local · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
 
     ----- stderr -----
     perfpipe: kept 1 entry reached by 1 experiment and 1 lockfile, and 1 entry that nothing reaches, committed less than 7 days ago (`--all` removes it)
+    perfpipe: kept 4 launch materials that kept runs need, and 3 launch materials that nothing needs, written or used less than 7 days ago (`--all` removes them)
     perfpipe: --dry-run: would remove 1 entry (1 sample), freeing [SIZE]; removed nothing
     ");
     // A file that begins as a lockfile but cannot be read: gc cannot tell
@@ -462,6 +490,143 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
         stderr(&all)
     );
     assert_eq!(env.samples().len(), 1, "the current run's");
+}
+
+/// One run on a ShareGPT dataset: its launch reads an input from the store.
+const CHAT: &str = r#"experiment "chat" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload chat { dataset sharegpt path="sharegpt-tiny.json"; prompts 8; }
+    step vllm engine=vllm gpus=1 { args "--max-num-seqs" "4"; }
+}"#;
+
+/// Launch material lives while a kept run is among its runs, an input while
+/// material that lives reads it, each at least 7 days after it was last
+/// written or asked for; damage in either goes, and `plan` writes it again.
+#[test]
+fn gc_removes_launch_material_and_inputs_no_kept_run_needs() {
+    let env = TestEnv::new();
+    env.copy_fixture("datasets/sharegpt-tiny.json", "sharegpt-tiny.json");
+    env.write("chat.kdl", CHAT);
+    env.write("other.kdl", &one_run("other", 3));
+    let ran = |args: &[&str]| {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+        out
+    };
+    let plan = ["plan", "chat.kdl", "--runtime", "sim"];
+    ran(&plan);
+    let kept = crate::common::files_under(&env.path("store/drv"));
+    // Capped, its run is reached by no experiment.
+    ran(&["plan", "chat.kdl", "--runtime", "sim", "--max-prompts", "2"]);
+    let files = |dir: &str| {
+        let mut out = crate::common::files_under(&env.path(dir));
+        out.sort();
+        out
+    };
+    assert_eq!((kept.len(), files("store/drv").len()), (1, 2));
+    let input = files("store/inputs/sha256").remove(0);
+    let aged = || {
+        age(&env, "store/drv", 8);
+        age(&env, "store/inputs", 8);
+    };
+    aged();
+
+    let dry = ran(&["store", "gc", "--dry-run", "chat.kdl"]);
+    store_snapshot!(dry, @r"
+    exit_code: 0
+    ----- stdout -----
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
+      its runs are reached by none of the experiments and lockfiles named
+
+    ----- stderr -----
+    perfpipe: kept 0 entries reached by 1 experiment and 0 lockfiles
+    perfpipe: kept 1 launch material that kept runs need, 1 input that kept launch material reads
+    perfpipe: --dry-run: would remove 1 launch material, freeing [SIZE]; removed nothing
+    ");
+    let none = ran(&["store", "gc", "--dry-run", "other.kdl"]);
+    store_snapshot!(none, @r"
+    exit_code: 0
+    ----- stdout -----
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
+      its runs are reached by none of the experiments and lockfiles named
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
+      its runs are reached by none of the experiments and lockfiles named
+    input [KEY] (dataset of workload `chat`, [SIZE])
+      read by no launch material that stays
+
+    ----- stderr -----
+    perfpipe: kept 0 entries reached by 1 experiment and 0 lockfiles
+    perfpipe: --dry-run: would remove 2 launch materials and 1 input, freeing [SIZE]; removed nothing
+    ");
+
+    // A damaged input goes even though kept material reads it.
+    let writable = |path: &std::path::Path| {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap()
+    };
+    writable(&input);
+    std::fs::write(&input, "[]").unwrap();
+    let verify = env.run(&["store", "verify"]);
+    store_snapshot!(verify, @r"
+    exit_code: 4
+    ----- stdout -----
+    damaged      store/inputs/sha256/[KEY]: its sha256 is `[KEY]`, not its name; `perfpipe realise` refuses the launches that read it
+
+    ----- stderr -----
+    perfpipe: store `store`: checked 0 entries, 0 samples, 2 launch materials and 1 input: 1 damaged
+    perfpipe: 1 damaged launch material or input, never used (`perfpipe realise` refuses it): `perfpipe store gc` removes it, and `perfpipe plan` or `perfpipe run` of its experiment writes it again
+    ");
+    let gc = ran(&["store", "gc", "chat.kdl"]);
+    store_snapshot!(gc, @r"
+    exit_code: 0
+    ----- stdout -----
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
+      its runs are reached by none of the experiments and lockfiles named
+    input store/inputs/sha256/[KEY] ([SIZE])
+      damaged: its sha256 is `[KEY]`, not its name; `perfpipe realise` refuses the launches that read it
+
+    ----- stderr -----
+    perfpipe: kept 0 entries reached by 1 experiment and 0 lockfiles
+    perfpipe: kept 1 launch material that kept runs need
+    perfpipe: removed 1 launch material and 1 damaged item, freeing [SIZE]
+    ");
+    assert_eq!(files("store/drv"), kept);
+    assert!(!input.exists());
+    // `plan` puts the input back, and writes damaged material again.
+    writable(&kept[0]);
+    std::fs::write(&kept[0], "{}").unwrap();
+    ran(&plan);
+    assert!(input.exists());
+    let verify = ran(&["store", "verify"]);
+    assert!(
+        stderr(&verify).contains("1 launch material and 1 input: no damage"),
+        "{}",
+        stderr(&verify)
+    );
+
+    // Asked for again by `plan`, old material is young again.
+    aged();
+    ran(&plan);
+    let young = ran(&["store", "gc", "--dry-run", "other.kdl"]);
+    store_snapshot!(young, @r"
+    exit_code: 0
+    ----- stdout -----
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by none of the experiments and lockfiles named, but written or used less than 7 days ago (`--all` removes it)
+
+    ----- stderr -----
+    perfpipe: kept 0 entries reached by 1 experiment and 0 lockfiles
+    perfpipe: kept 0 launch materials that kept runs need, 1 input that kept launch material reads, and 1 launch material that nothing needs, written or used less than 7 days ago (`--all` removes it)
+    perfpipe: nothing to remove
+    ");
+    let all = ran(&["store", "gc", "--all", "other.kdl"]);
+    assert!(
+        stderr(&all).contains("removed 1 launch material and 1 input, freeing"),
+        "{}",
+        stderr(&all)
+    );
+    assert_eq!(files("store/drv").len() + files("store/inputs").len(), 0);
 }
 
 #[test]
