@@ -9,11 +9,13 @@
 //! - `keygen`: writes a key pair (files)
 //! - `artifact`: a sample as an OCI artifact, and the checks of a pulled one (pure)
 //! - `location`, `remote`: where a cache is, and reading and writing it (effects)
+//! - `lacks`: the short-lived memory of what a cache has no sample of (files)
 //! - `push`, `substitute`: the workflows of `cache push` and of `run`/`plan`
 
 mod artifact;
 mod keygen;
 mod keys;
+mod lacks;
 mod location;
 mod push;
 mod remote;
@@ -23,6 +25,7 @@ mod substitute;
 mod tampering;
 
 pub use artifact::Rejected;
+pub use lacks::{DEFAULT_NEGATIVE_TTL, Recall};
 pub use location::Location;
 pub use push::{Pushed, push};
 pub use remote::Remote;
@@ -110,6 +113,7 @@ impl Caches {
         substituters: &[String],
         trusted_keys: &[String],
         offline: bool,
+        recall: Recall,
     ) -> Result<Option<Self>, Error> {
         let mut remotes = Vec::new();
         for text in substituters {
@@ -131,6 +135,7 @@ impl Caches {
         Ok(Some(Self {
             remotes,
             trusted: TrustedKeys::new(keys),
+            recall,
         }))
     }
 }

@@ -69,6 +69,13 @@ pub struct SubstituteArgs {
     /// Ask no cache: measure every missing run here.
     #[arg(long)]
     pub no_substitute: bool,
+    /// Ask the caches again about runs they lacked within `negative-ttl`
+    /// (e.g. just after a colleague pushed them).
+    #[arg(long)]
+    pub refresh: bool,
+    /// `negative-ttl` under `[cache]` in config.toml.
+    #[arg(skip)]
+    pub negative_ttl: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -144,7 +151,13 @@ impl SubstituteArgs {
         if self.no_substitute {
             return Ok(None);
         }
-        crate::cache::Caches::configure(&self.substituters, &self.trusted_keys, offline)
+        let recall = crate::cache::Recall {
+            negative_ttl: self
+                .negative_ttl
+                .unwrap_or(crate::cache::DEFAULT_NEGATIVE_TTL),
+            refresh: self.refresh,
+        };
+        crate::cache::Caches::configure(&self.substituters, &self.trusted_keys, offline, recall)
             .map_err(CliError::Cache)
     }
 
@@ -156,6 +169,7 @@ impl SubstituteArgs {
         if self.trusted_keys.is_empty() {
             self.trusted_keys = user.trust.public_keys.clone();
         }
+        self.negative_ttl = user.cache.negative_ttl;
     }
 }
 fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {

@@ -74,6 +74,9 @@ pub struct CacheConfig {
     pub push_to: Option<String>,
     /// The secret key `cache push` signs with.
     pub secret_key_file: Option<PathBuf>,
+    /// Seconds a cache's "no sample of this run" is believed before it is
+    /// asked again [default: 3600, as Nix's `narinfo-cache-negative-ttl`].
+    pub negative_ttl: Option<u64>,
 }
 
 /// A section a project file may not have: always an error, at its line.
@@ -130,7 +133,7 @@ pub fn parse_user(path: &str, text: &str) -> Result<UserConfig, Box<ConfigError>
     parse(
         path,
         text,
-        "the user configuration takes `[cache]` (`substituters`, `push-to`, `secret-key-file`) and `[trust]` (`public-keys`); `[credentials]` takes no key yet (docs/configuration.md)",
+        "the user configuration takes `[cache]` (`substituters`, `push-to`, `secret-key-file`, `negative-ttl`) and `[trust]` (`public-keys`); `[credentials]` takes no key yet (docs/configuration.md)",
     )
 }
 

@@ -39,7 +39,7 @@ fn a_project_file_naming_caches_or_keys_is_refused() {
 }
 
 /// A store with the tiny study measured on `sim`, and a key pair.
-fn measured_with_key() -> (TestEnv, String) {
+pub fn measured_with_key() -> (TestEnv, String) {
     let env = TestEnv::tiny();
     let out = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
     assert!(out.status.code() == Some(0), "{}", stderr(&out));
@@ -47,7 +47,7 @@ fn measured_with_key() -> (TestEnv, String) {
     (env, stdout(&key).trim().to_owned())
 }
 
-fn push(env: &TestEnv, to: &str) -> String {
+pub fn push(env: &TestEnv, to: &str) -> String {
     let out = env.run(&[
         "cache",
         "push",
