@@ -176,7 +176,7 @@ fn a_cache_without_trusted_keys_is_a_usage_error() {
 }
 
 /// A child process serving on a loopback port, killed on drop.
-struct Server(std::process::Child);
+pub struct Server(std::process::Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -186,7 +186,7 @@ impl Drop for Server {
 }
 
 impl Server {
-    fn start(command: &mut std::process::Command, port: u16) -> Self {
+    pub fn start(command: &mut std::process::Command, port: u16) -> Self {
         let server = Self(
             command
                 .stdin(std::process::Stdio::null())
