@@ -303,3 +303,34 @@ fn an_oci_registry_takes_pushes_and_supplies_samples() {
     assert!(again.contains("7 already there"), "{again}");
     substitutes_everything(&location, &public);
 }
+
+#[test]
+fn samples_sharing_blobs_are_pushed_to_a_registry_each_blob_once() {
+    // Two samples of each run share their key material (and the sim's
+    // identical logs): uploaded concurrently, one blob used to be refused.
+    let env = TestEnv::tiny();
+    let out = env.run(&["run", "tiny.kdl", "--runtime", "sim", "--samples", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    env.run(&["cache", "keygen", "alice", "--dir", "keys"]);
+    let port = crate::common::free_port();
+    let config = env.path("registry.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+            env.path("registry").display()
+        ),
+    )
+    .unwrap();
+    let _registry = Server::start(
+        std::process::Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .env_clear(),
+        port,
+    );
+    let location = format!("oci://127.0.0.1:{port}/team/perfpipe");
+    let first = push(&env, &location);
+    assert!(first.contains("pushed 13 samples"), "{first}");
+    assert!(push(&env, &location).contains("13 already there"));
+}
