@@ -2,6 +2,7 @@
 # What the tests need besides the Rust toolchain, from Debian where missing:
 # python3 (the stand-in guidellm), openssl (signs the test registry's tokens),
 # docker-registry (the OCI registry `perfpipe lock` is tested against),
+# apache2-utils (htpasswd: the bcrypt logins of the authenticated registry),
 # slurm-wlm and munge (the one-node cluster of the Slurm tests) and chromium
 # (loads the HTML report headless).
 set -euo pipefail
@@ -10,6 +11,7 @@ missing=()
 [ -x /usr/bin/python3 ] || missing+=(python3)
 command -v openssl >/dev/null || missing+=(openssl)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+command -v htpasswd >/dev/null || missing+=(apache2-utils)
 [ -x /usr/sbin/slurmctld ] || missing+=(slurm-wlm)
 [ -x /usr/sbin/munged ] || missing+=(munge)
 [ -x /usr/bin/chromium ] || missing+=(chromium)

@@ -54,6 +54,22 @@ impl Location {
         Ok(Self::Dir(PathBuf::from(path)))
     }
 
+    /// The `host[:port]` its credentials are kept under; none for a directory.
+    pub fn host(&self) -> Option<String> {
+        match self {
+            Self::Dir(_) => None,
+            Self::Http(url) => {
+                let url = reqwest::Url::parse(url).ok()?;
+                let host = url.host_str()?;
+                Some(match url.port() {
+                    Some(port) => format!("{host}:{port}"),
+                    None => host.to_owned(),
+                })
+            }
+            Self::Oci(image) => Some(image.registry.clone()),
+        }
+    }
+
     /// Whether asking it takes the network (not under `--offline`).
     pub fn is_network(&self) -> bool {
         !matches!(self, Self::Dir(_))
@@ -91,6 +107,9 @@ mod tests {
         let oci = Location::parse("oci://localhost:5000/team/results").unwrap();
         assert_eq!(oci.to_string(), "oci://localhost:5000/team/results");
         assert!(oci.is_network());
+        assert_eq!(oci.host().as_deref(), Some("localhost:5000"));
+        let web = Location::parse("https://c.example/p").unwrap();
+        assert_eq!(web.host().as_deref(), Some("c.example"));
         assert!(!Location::parse("cache").unwrap().is_network());
         assert!(Location::parse("s3://bucket").is_err());
         assert!(Location::parse("oci://localhost:5000").is_err());

@@ -8,12 +8,16 @@
 //! - `statement`: the canonical statement a signature covers (pure)
 //! - `keygen`: writes a key pair (files)
 //! - `artifact`: a sample as an OCI artifact, and the checks of a pulled one (pure)
+//! - `credentials`: per-cache secrets named in the user's config.toml (env, files)
 //! - `location`, `remote`: where a cache is, and reading and writing it (effects)
+//! - `lacks`: the short-lived memory of what a cache has no sample of (files)
 //! - `push`, `substitute`: the workflows of `cache push` and of `run`/`plan`
 
 mod artifact;
+mod credentials;
 mod keygen;
 mod keys;
+mod lacks;
 mod location;
 mod push;
 mod remote;
@@ -23,6 +27,10 @@ mod substitute;
 mod tampering;
 
 pub use artifact::Rejected;
+pub use credentials::{
+    Credential, CredentialSource, CredentialSources, for_location as credential_for,
+};
+pub use lacks::{DEFAULT_NEGATIVE_TTL, Recall};
 pub use location::Location;
 pub use push::{Pushed, push};
 pub use remote::Remote;
@@ -64,6 +72,26 @@ pub enum Error {
         "check that the cache is reachable and writable by you; `--no-substitute` measures without asking caches"
     ))]
     Cache { location: String, message: String },
+    #[error("the credentials for `{host}` cannot be used: {why}")]
+    #[diagnostic(help(
+        "under `[credentials.\"{host}\"]` in your config.toml: `username` with `password-env` (a variable's name) or `password-file`, or `token-file` alone (docs/result-cache.md)"
+    ))]
+    Credentials { host: String, why: String },
+    #[error(
+        "cache `{location}` refused to {what} (HTTP {status}): {}",
+        if *sent { format!("it did not accept the credentials of `[credentials.\"{host}\"]` in your config.toml") }
+        else { format!("it wants credentials, which go under `[credentials.\"{host}\"]` in your config.toml") }
+    )]
+    #[diagnostic(help(
+        "`username` with `password-env` or `password-file`, or `token-file` (docs/result-cache.md); check that this account may read (and, to push, write) the repository"
+    ))]
+    Denied {
+        location: String,
+        what: String,
+        status: u16,
+        host: String,
+        sent: bool,
+    },
     #[error("cache `{location}` is a web server, read-only to perfpipe")]
     #[diagnostic(help(
         "push to the directory the web server serves, or to a registry (`oci://host/repository`)"
@@ -110,12 +138,15 @@ impl Caches {
         substituters: &[String],
         trusted_keys: &[String],
         offline: bool,
+        recall: Recall,
+        credentials: &CredentialSources,
     ) -> Result<Option<Self>, Error> {
         let mut remotes = Vec::new();
         for text in substituters {
             let location = Location::parse(text)?;
             if !(offline && location.is_network()) {
-                remotes.push(Remote::new(location));
+                let credential = credentials::for_location(credentials, &location)?;
+                remotes.push(Remote::new(location).with_credential(credential));
             }
         }
         if remotes.is_empty() {
@@ -131,6 +162,7 @@ impl Caches {
         Ok(Some(Self {
             remotes,
             trusted: TrustedKeys::new(keys),
+            recall,
         }))
     }
 }
@@ -143,6 +175,8 @@ impl Error {
             | Self::KeyExists { .. }
             | Self::KeyFile { .. }
             | Self::Location { .. }
+            | Self::Credentials { .. }
+            | Self::Denied { .. }
             | Self::ReadOnly { .. }
             | Self::NoTrustedKeys
             | Self::NoPushTarget

@@ -2,14 +2,21 @@
 //! signed (a sample substituted from another machine keeps its signer's
 //! signature; published numbers are not measurements and stay home).
 //! Idempotent: a sample is found by its tag before anything is uploaded.
+//! Blobs are deduplicated by digest across the whole push and uploaded a few
+//! at a time, then the manifests.
 
-use futures_util::StreamExt;
+use std::collections::BTreeMap;
 
-use super::artifact::{self, tag};
+use futures_util::{StreamExt, TryStreamExt};
+
+use super::artifact::{self, Artifact, tag};
 use super::remote::Remote;
 use super::{Error, SecretKey, Signed};
 use crate::key::RunKey;
 use crate::store::{Outcome, Store};
+
+/// Blobs (then manifests) uploaded at once.
+const UPLOADS: usize = 4;
 
 /// What a push did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -35,36 +42,57 @@ pub fn push(
     }
     let runtime = super::runtime();
     runtime.block_on(async {
-        let results: Vec<Result<Pushed, Error>> = futures_util::stream::iter(runs)
-            .map(|(key, material)| push_key(store, key, material, remote, secret))
-            // One key at a time: samples share blobs (identical logs), and
-            // Debian's registry refuses one of two concurrent uploads of a
-            // digest ("provided digest did not match uploaded content").
-            .buffered(1)
-            .collect()
-            .await;
+        // What the cache lacks, key by key (tags listed a few keys at a time).
+        let planned: Vec<(Pushed, Vec<(&RunKey, Artifact)>)> = futures_util::stream::iter(runs)
+            .map(|(key, material)| lacking(store, key, material, remote, secret))
+            .buffered(super::CONCURRENCY)
+            .try_collect()
+            .await?;
         let mut total = Pushed::default();
-        for pushed in results {
-            let pushed = pushed?;
-            total.uploaded += pushed.uploaded;
+        let mut artifacts = Vec::new();
+        for (pushed, lacking) in planned {
             total.already += pushed.already;
             total.published += pushed.published;
+            artifacts.extend(lacking);
         }
+        // Each distinct blob once, whichever samples share it: two uploads
+        // of one digest at once are refused by Debian's registry
+        // ("provided digest did not match uploaded content").
+        let blobs: BTreeMap<&str, &[u8]> = artifacts
+            .iter()
+            .flat_map(|(_, a)| &a.blobs)
+            .map(|(digest, bytes)| (digest.as_str(), bytes.as_slice()))
+            .collect();
+        futures_util::stream::iter(blobs)
+            .map(|(digest, bytes)| remote.put_blob(digest, bytes))
+            .buffer_unordered(UPLOADS)
+            .try_collect::<Vec<()>>()
+            .await?;
+        // Then the manifests, whose blobs are all there.
+        futures_util::stream::iter(&artifacts)
+            .map(|(key, a)| remote.put_manifest(key, &a.tag, &a.manifest))
+            .buffer_unordered(UPLOADS)
+            .try_collect::<Vec<()>>()
+            .await?;
+        total.uploaded = artifacts.len();
         Ok(total)
     })
 }
 
-async fn push_key(
+/// The samples of `key` the cache lacks, as artifacts; those it has and
+/// those never pushed, counted.
+async fn lacking<'a>(
     store: &Store,
-    key: &RunKey,
+    key: &'a RunKey,
     material: &str,
     remote: &Remote,
     secret: &SecretKey,
-) -> Result<Pushed, Error> {
+) -> Result<(Pushed, Vec<(&'a RunKey, Artifact)>), Error> {
     let mut pushed = Pushed::default();
+    let mut artifacts = Vec::new();
     let samples = store.samples(key)?;
     if samples.is_empty() {
-        return Ok(pushed);
+        return Ok((pushed, artifacts));
     }
     let there = remote.tags(key).await?;
     for sample in &samples {
@@ -84,14 +112,7 @@ async fn push_key(
             pushed.already += 1;
             continue;
         }
-        let artifact = artifact::build(material, &files, &signed);
-        for (digest, bytes) in &artifact.blobs {
-            remote.put_blob(digest, bytes).await?;
-        }
-        remote
-            .put_manifest(key, &artifact.tag, &artifact.manifest)
-            .await?;
-        pushed.uploaded += 1;
+        artifacts.push((key, artifact::build(material, &files, &signed)));
     }
-    Ok(pushed)
+    Ok((pushed, artifacts))
 }

@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
 
 use super::Error;
 use super::artifact::{MANIFEST_TYPE, digest_hex};
+use super::credentials::Credential;
 use super::location::Location;
 use crate::key::RunKey;
 
@@ -19,6 +20,9 @@ use crate::key::RunKey;
 pub struct Remote {
     pub location: Location,
     client: reqwest::Client,
+    credential: Option<Credential>,
+    /// The token a registry's token endpoint gave (`Bearer` challenges).
+    token: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
 /// `keys/<key>.json` of a directory or web cache: tag → manifest digest.
@@ -30,7 +34,76 @@ impl Remote {
             .timeout(std::time::Duration::from_secs(60))
             .build()
             .expect("a client with rustls and no proxy settings builds");
-        Self { location, client }
+        Self {
+            location,
+            client,
+            credential: None,
+            token: Default::default(),
+        }
+    }
+
+    /// Shows `credential` to the cache (`[credentials."HOST"]`).
+    pub fn with_credential(mut self, credential: Option<Credential>) -> Self {
+        self.credential = credential;
+        self
+    }
+
+    /// Sends the request `build` makes, with the credential; when a registry
+    /// answers 401 with a token challenge, gets a token for the repository
+    /// (`write`: pull and push) and sends it once more.
+    async fn send(
+        &self,
+        build: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+        write: bool,
+    ) -> Result<reqwest::Response, Error> {
+        let response = self.authorized(build(&self.client)).send().await;
+        let response = response.map_err(|e| self.failed(without_url(e)))?;
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let Location::Oci(image) = &self.location else {
+            return Ok(response);
+        };
+        if response.status() != StatusCode::UNAUTHORIZED
+            || !crate::lock::resolve::token::is_bearer(challenge)
+        {
+            return Ok(response);
+        }
+        let access = if write { "pull,push" } else { "pull" };
+        let scope = format!("repository:{}:{access}", image.repository);
+        let login = match &self.credential {
+            Some(Credential::Basic { username, password }) => {
+                Some((username.clone(), password.clone()))
+            }
+            _ => None,
+        };
+        let token = crate::lock::resolve::token::bearer(
+            &self.client,
+            challenge,
+            &image.registry,
+            &scope,
+            login.as_ref(),
+        )
+        .await
+        .map_err(|e| self.failed(e))?;
+        *self.token.lock().expect("no panic holds the token") = Some(token);
+        let response = self.authorized(build(&self.client)).send().await;
+        response.map_err(|e| self.failed(without_url(e)))
+    }
+
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let token = self.token.lock().expect("no panic holds the token").clone();
+        match (token.as_ref(), &self.credential) {
+            (Some(token), _) | (None, Some(Credential::Bearer(token))) => {
+                request.header(AUTHORIZATION, format!("Bearer {token}"))
+            }
+            (None, Some(Credential::Basic { username, password })) => {
+                request.basic_auth(username, Some(password))
+            }
+            (None, None) => request,
+        }
     }
 
     fn failed(&self, what: impl std::fmt::Display) -> Error {
@@ -155,14 +228,17 @@ impl Remote {
     }
 
     async fn get(&self, url: &str, accept: Option<&str>) -> Result<reqwest::Response, Error> {
-        let mut request = self.client.get(url);
-        if let Some(accept) = accept {
-            request = request.header(ACCEPT, accept);
-        }
-        request
-            .send()
-            .await
-            .map_err(|e| self.failed(without_url(e)))
+        self.send(
+            |client| {
+                let request = client.get(url);
+                match accept {
+                    Some(accept) => request.header(ACCEPT, accept),
+                    None => request,
+                }
+            },
+            false,
+        )
+        .await
     }
 
     /// The response when it succeeded; else what the cache answered.
@@ -176,13 +252,17 @@ impl Remote {
             return Ok(response);
         }
         let body = response.text().await.unwrap_or_default();
-        let hint = if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            " (perfpipe does not send registry credentials yet: use a registry that allows this, or a directory cache)"
-        } else {
-            ""
-        };
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(Error::Denied {
+                location: self.location.to_string(),
+                what: what.to_owned(),
+                status: status.as_u16(),
+                host: self.location.host().unwrap_or_default(),
+                sent: self.credential.is_some(),
+            });
+        }
         Err(self.failed(format!(
-            "cannot {what}: HTTP {status}{hint} {}",
+            "cannot {what}: HTTP {status} {}",
             body.chars().take(200).collect::<String>().trim()
         )))
     }
@@ -200,13 +280,15 @@ impl Remote {
                     image.api_base(),
                     image.repository
                 );
-                let response = self
-                    .client
-                    .head(&url)
-                    .send()
-                    .await
-                    .map_err(|e| self.failed(without_url(e)))?;
-                Ok(response.status().is_success())
+                let response = self.send(|client| client.head(&url), true).await?;
+                match response.status() {
+                    s if s.is_success() => Ok(true),
+                    StatusCode::NOT_FOUND => Ok(false),
+                    _ => self
+                        .ok(response, &format!("look up {digest}"))
+                        .await
+                        .map(|_| false),
+                }
             }
             Location::Http(_) => Err(self.read_only()),
         }
@@ -232,12 +314,15 @@ impl Remote {
                 let base = image.api_base();
                 let start = format!("{base}/v2/{}/blobs/uploads/", image.repository);
                 let response = self
-                    .client
-                    .post(&start)
-                    .header(reqwest::header::CONTENT_LENGTH, 0)
-                    .send()
-                    .await
-                    .map_err(|e| self.failed(without_url(e)))?;
+                    .send(
+                        |client| {
+                            client
+                                .post(&start)
+                                .header(reqwest::header::CONTENT_LENGTH, 0)
+                        },
+                        true,
+                    )
+                    .await?;
                 let response = self.ok(response, "start an upload").await?;
                 let upload = response
                     .headers()
@@ -246,14 +331,18 @@ impl Remote {
                     .ok_or_else(|| self.failed("an upload without a Location"))?;
                 let upload = absolute(upload, &base);
                 let separator = if upload.contains('?') { '&' } else { '?' };
+                let url = format!("{upload}{separator}digest={digest}");
                 let response = self
-                    .client
-                    .put(format!("{upload}{separator}digest={digest}"))
-                    .header(CONTENT_TYPE, "application/octet-stream")
-                    .body(bytes.to_vec())
-                    .send()
-                    .await
-                    .map_err(|e| self.failed(without_url(e)))?;
+                    .send(
+                        |client| {
+                            client
+                                .put(&url)
+                                .header(CONTENT_TYPE, "application/octet-stream")
+                                .body(bytes.to_vec())
+                        },
+                        true,
+                    )
+                    .await?;
                 self.ok(response, &format!("upload {digest}"))
                     .await
                     .map(drop)
@@ -282,13 +371,16 @@ impl Remote {
                     image.repository
                 );
                 let response = self
-                    .client
-                    .put(&url)
-                    .header(CONTENT_TYPE, MANIFEST_TYPE)
-                    .body(manifest.to_vec())
-                    .send()
-                    .await
-                    .map_err(|e| self.failed(without_url(e)))?;
+                    .send(
+                        |client| {
+                            client
+                                .put(&url)
+                                .header(CONTENT_TYPE, MANIFEST_TYPE)
+                                .body(manifest.to_vec())
+                        },
+                        true,
+                    )
+                    .await?;
                 self.ok(response, &format!("tag `{tag}`")).await.map(drop)
             }
             Location::Http(_) => Err(self.read_only()),

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures_util::StreamExt;
 
 use super::artifact::{self, Rejected};
+use super::lacks::{Lacks, Recall};
 use super::remote::Remote;
 use super::statement::sample_digest;
 use super::{Error, TrustedKeys};
@@ -19,6 +20,8 @@ use crate::store::Store;
 pub struct Caches {
     pub remotes: Vec<Remote>,
     pub trusted: TrustedKeys,
+    /// How long a cache's "none for this key" is believed.
+    pub recall: Recall,
 }
 
 /// Samples of a key that a cache offers and the store lacks.
@@ -68,9 +71,10 @@ impl Caches {
     /// first cache that has any, per key (no blob is fetched).
     pub fn offers(&self, store: &Store, keys: &[RunKey]) -> (BTreeMap<RunKey, Offer>, Vec<Error>) {
         let runtime = super::runtime();
+        let lacks = &Lacks::new(store.root(), self.recall);
         runtime.block_on(async {
             let found: Vec<_> = futures_util::stream::iter(keys)
-                .map(|key| async move { (key, self.offer(store, key).await) })
+                .map(|key| async move { (key, self.offer(store, lacks, key).await) })
                 .buffer_unordered(super::CONCURRENCY)
                 .collect()
                 .await;
@@ -91,12 +95,23 @@ impl Caches {
         })
     }
 
-    async fn offer(&self, store: &Store, key: &RunKey) -> (Option<Offer>, Option<Error>) {
+    async fn offer(
+        &self,
+        store: &Store,
+        lacks: &Lacks,
+        key: &RunKey,
+    ) -> (Option<Offer>, Option<Error>) {
         let local = local_digests(store, key);
         let mut error = None;
         for remote in &self.remotes {
+            if lacks.known(&remote.location, key) {
+                continue;
+            }
             match remote.tags(key).await {
+                // A definite "none"; a failure (below) is never remembered.
+                Ok(tags) if tags.is_empty() => lacks.remember(&remote.location, key),
                 Ok(tags) => {
+                    lacks.forget(&remote.location, key);
                     let tags: Vec<String> = tags
                         .into_iter()
                         .filter(|t| !local.iter().any(|d| t.ends_with(&format!("-{d}"))))

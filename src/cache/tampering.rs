@@ -43,6 +43,7 @@ fn substitute(
     let caches = Caches {
         remotes: vec![Remote::new(Location::Dir(cache.to_owned()))],
         trusted: TrustedKeys::new(trusted.iter().map(|k| k.public()).collect()),
+        recall: Default::default(),
     };
     let done = caches
         .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])
@@ -137,6 +138,7 @@ fn a_sound_sample_is_substituted_with_its_signer_and_rechecked_by_store_verify()
     let caches = Caches {
         remotes: vec![Remote::new(Location::Dir(cache.clone()))],
         trusted: TrustedKeys::new(vec![alice.public()]),
+        recall: Default::default(),
     };
     let done = caches
         .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])

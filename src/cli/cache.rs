@@ -51,6 +51,9 @@ pub struct PushArgs {
     pub runtime: super::args::RuntimeOpt,
     #[command(flatten)]
     pub store: super::args::StoreArg,
+    /// `[credentials]` of config.toml.
+    #[arg(skip)]
+    pub credentials: crate::cache::CredentialSources,
 }
 
 /// Which caches `run` and `plan` ask for missing runs, and whose signatures
@@ -69,6 +72,16 @@ pub struct SubstituteArgs {
     /// Ask no cache: measure every missing run here.
     #[arg(long)]
     pub no_substitute: bool,
+    /// Ask the caches again about runs they lacked within `negative-ttl`
+    /// (e.g. just after a colleague pushed them).
+    #[arg(long)]
+    pub refresh: bool,
+    /// `negative-ttl` under `[cache]` in config.toml.
+    #[arg(skip)]
+    pub negative_ttl: Option<u64>,
+    /// `[credentials]` of config.toml.
+    #[arg(skip)]
+    pub credentials: crate::cache::CredentialSources,
 }
 
 #[derive(Debug, Args)]
@@ -122,7 +135,9 @@ fn push(args: &PushArgs) -> Result<u8, CliError> {
         runs.dedup();
         runs
     };
-    let remote = crate::cache::Remote::new(to);
+    let credential =
+        crate::cache::credential_for(&args.credentials, &to).map_err(CliError::Cache)?;
+    let remote = crate::cache::Remote::new(to).with_credential(credential);
     let pushed = crate::cache::push(&store, &runs, &remote, &secret).map_err(CliError::Cache)?;
     eprintln!(
         "perfpipe: pushed {} to `{}` as `{}` ({} already there{})",
@@ -144,8 +159,20 @@ impl SubstituteArgs {
         if self.no_substitute {
             return Ok(None);
         }
-        crate::cache::Caches::configure(&self.substituters, &self.trusted_keys, offline)
-            .map_err(CliError::Cache)
+        let recall = crate::cache::Recall {
+            negative_ttl: self
+                .negative_ttl
+                .unwrap_or(crate::cache::DEFAULT_NEGATIVE_TTL),
+            refresh: self.refresh,
+        };
+        crate::cache::Caches::configure(
+            &self.substituters,
+            &self.trusted_keys,
+            offline,
+            recall,
+            &self.credentials,
+        )
+        .map_err(CliError::Cache)
     }
 
     /// Fills what the command line leaves out from the user's configuration.
@@ -156,6 +183,8 @@ impl SubstituteArgs {
         if self.trusted_keys.is_empty() {
             self.trusted_keys = user.trust.public_keys.clone();
         }
+        self.negative_ttl = user.cache.negative_ttl;
+        self.credentials = user.credentials.clone();
     }
 }
 fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {

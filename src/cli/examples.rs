@@ -10,7 +10,8 @@ Examples:
 pub const PLAN: &str = "\
 Examples:
   perfpipe plan experiments/qwen3-235b-a100.kdl --runtime sim
-  perfpipe plan experiments/qwen3-14b-a100.kdl --retry-failed --samples 3";
+  perfpipe plan experiments/qwen3-14b-a100.kdl --retry-failed --samples 3
+  perfpipe plan experiments/qwen3-14b-a100.kdl --refresh   # ask caches again about runs they lacked";
 
 pub const REPORT: &str = "\
 Examples:

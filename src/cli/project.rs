@@ -153,6 +153,7 @@ fn apply(command: &mut Command, project: &Project) {
                 if a.secret_key.is_none() {
                     a.secret_key = project.user.cache.secret_key_file.clone();
                 }
+                a.credentials = project.user.credentials.clone();
             }
         },
         Command::Bench(_)

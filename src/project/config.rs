@@ -21,12 +21,14 @@ pub struct ProjectConfig {
     /// The runtime where neither `--runtime` nor `PERFPIPE_RUNTIME` names one.
     #[serde(default, deserialize_with = "runtime")]
     pub runtime: Option<Runtime>,
-    /// Caches and trusted keys are one person's trust, never a cloned
-    /// project's: these sections are refused here (docs/result-cache.md).
+    /// Caches, trusted keys and credentials are one person's, never a
+    /// cloned project's: these sections are refused here (docs/result-cache.md).
     #[serde(default)]
     pub cache: Personal,
     #[serde(default)]
     pub trust: Personal,
+    #[serde(default)]
+    pub credentials: Personal,
     #[serde(default)]
     pub executor: ExecutorConfig,
 }
@@ -46,8 +48,9 @@ pub struct ExecutorConfig {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UserConfig {
+    /// `[credentials."HOST"]`: what to show each cache (docs/result-cache.md).
     #[serde(default)]
-    pub credentials: Reserved,
+    pub credentials: crate::cache::CredentialSources,
     #[serde(default)]
     pub trust: Trust,
     #[serde(default)]
@@ -74,6 +77,9 @@ pub struct CacheConfig {
     pub push_to: Option<String>,
     /// The secret key `cache push` signs with.
     pub secret_key_file: Option<PathBuf>,
+    /// Seconds a cache's "no sample of this run" is believed before it is
+    /// asked again [default: 3600, as Nix's `narinfo-cache-negative-ttl`].
+    pub negative_ttl: Option<u64>,
 }
 
 /// A section a project file may not have: always an error, at its line.
@@ -83,15 +89,10 @@ pub struct Personal;
 impl<'de> Deserialize<'de> for Personal {
     fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
         Err(serde::de::Error::custom(
-            "caches and trusted keys are not taken from a project's file (a cloned project would choose whose numbers you trust); set them in your own config.toml or on the command line",
+            "caches, trusted keys and credentials are not taken from a project's file (a cloned project would choose whose numbers you trust, or where your secrets go); set them in your own config.toml or on the command line",
         ))
     }
 }
-
-/// A section no feature fills yet.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Reserved {}
 
 fn runtime<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Runtime>, D::Error> {
     let name = String::deserialize(d)?;
@@ -130,7 +131,7 @@ pub fn parse_user(path: &str, text: &str) -> Result<UserConfig, Box<ConfigError>
     parse(
         path,
         text,
-        "the user configuration takes `[cache]` (`substituters`, `push-to`, `secret-key-file`) and `[trust]` (`public-keys`); `[credentials]` takes no key yet (docs/configuration.md)",
+        "the user configuration takes `[cache]` (`substituters`, `push-to`, `secret-key-file`, `negative-ttl`), `[trust]` (`public-keys`) and `[credentials.\"HOST\"]` (`username` with `password-env` or `password-file`, or `token-file`) (docs/result-cache.md)",
     )
 }
 
@@ -200,8 +201,12 @@ mod tests {
         let e = parse_project("perfpipe.toml", "\n\nruntime = \"gpu\"\n").unwrap_err();
         assert_eq!(e.line, 3, "{e}");
         assert!(e.message.contains("unknown runtime `gpu`"), "{e}");
-        let e = parse_user("config.toml", "[credentials]\nhf_token = \"x\"\n").unwrap_err();
-        assert_eq!(e.line, 2, "{e}");
+        let e = parse_user(
+            "config.toml",
+            "[credentials.\"r.example\"]\nusername = \"a\"\npassword = \"x\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
         assert!(parse_user("config.toml", "[credentials]\n[trust]\n").is_ok());
     }
 
@@ -217,6 +222,7 @@ mod tests {
         for text in [
             "[cache]\nsubstituters = [\"https://evil.example\"]\n",
             "store = \"s\"\n[trust]\npublic-keys = [\"mallory:K\"]\n",
+            "[credentials.\"r.example\"]\nusername = \"a\"\n",
         ] {
             let e = parse_project("perfpipe.toml", text).unwrap_err();
             assert!(e.message.contains("not taken from a project's file"), "{e}");

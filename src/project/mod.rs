@@ -9,8 +9,7 @@ mod config;
 use std::path::{Path, PathBuf};
 
 pub use config::{
-    CacheConfig, ConfigError, Personal, ProjectConfig, Reserved, Trust, UserConfig, parse_project,
-    parse_user,
+    CacheConfig, ConfigError, Personal, ProjectConfig, Trust, UserConfig, parse_project, parse_user,
 };
 
 /// The project's settings file, at its root.

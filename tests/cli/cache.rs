@@ -39,7 +39,7 @@ fn a_project_file_naming_caches_or_keys_is_refused() {
 }
 
 /// A store with the tiny study measured on `sim`, and a key pair.
-fn measured_with_key() -> (TestEnv, String) {
+pub fn measured_with_key() -> (TestEnv, String) {
     let env = TestEnv::tiny();
     let out = env.run(&["run", "tiny.kdl", "--runtime", "sim"]);
     assert!(out.status.code() == Some(0), "{}", stderr(&out));
@@ -47,7 +47,7 @@ fn measured_with_key() -> (TestEnv, String) {
     (env, stdout(&key).trim().to_owned())
 }
 
-fn push(env: &TestEnv, to: &str) -> String {
+pub fn push(env: &TestEnv, to: &str) -> String {
     let out = env.run(&[
         "cache",
         "push",
@@ -176,7 +176,7 @@ fn a_cache_without_trusted_keys_is_a_usage_error() {
 }
 
 /// A child process serving on a loopback port, killed on drop.
-struct Server(std::process::Child);
+pub struct Server(std::process::Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -186,7 +186,7 @@ impl Drop for Server {
 }
 
 impl Server {
-    fn start(command: &mut std::process::Command, port: u16) -> Self {
+    pub fn start(command: &mut std::process::Command, port: u16) -> Self {
         let server = Self(
             command
                 .stdin(std::process::Stdio::null())
@@ -302,4 +302,35 @@ fn an_oci_registry_takes_pushes_and_supplies_samples() {
     let again = push(&alice, &location);
     assert!(again.contains("7 already there"), "{again}");
     substitutes_everything(&location, &public);
+}
+
+#[test]
+fn samples_sharing_blobs_are_pushed_to_a_registry_each_blob_once() {
+    // Two samples of each run share their key material (and the sim's
+    // identical logs): uploaded concurrently, one blob used to be refused.
+    let env = TestEnv::tiny();
+    let out = env.run(&["run", "tiny.kdl", "--runtime", "sim", "--samples", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    env.run(&["cache", "keygen", "alice", "--dir", "keys"]);
+    let port = crate::common::free_port();
+    let config = env.path("registry.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+            env.path("registry").display()
+        ),
+    )
+    .unwrap();
+    let _registry = Server::start(
+        std::process::Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .env_clear(),
+        port,
+    );
+    let location = format!("oci://127.0.0.1:{port}/team/perfpipe");
+    let first = push(&env, &location);
+    assert!(first.contains("pushed 13 samples"), "{first}");
+    assert!(push(&env, &location).contains("13 already there"));
 }

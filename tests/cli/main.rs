@@ -9,6 +9,8 @@ mod bench;
 mod bench_options;
 mod browser;
 mod cache;
+mod cache_credentials;
+mod cache_lacks;
 mod charts;
 mod closed_pipe;
 mod common;

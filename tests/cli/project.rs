@@ -140,7 +140,7 @@ fn an_unknown_key_is_an_error_naming_the_file_and_line() {
     std::fs::remove_file(&toml).unwrap();
     env.write(
         "config/perfpipe/config.toml",
-        "[credentials]\nhf_token = \"x\"\n",
+        "[credentials.\"r.example\"]\nhf_token = \"x\"\n",
     );
     let out = env
         .cmd(&["plan", "experiments/tiny.kdl", "--runtime", "sim"])

@@ -7,6 +7,7 @@
 
 mod hf;
 mod oci;
+pub mod token;
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};

@@ -147,7 +147,9 @@ async fn answered(
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned();
-        let token = token(client, &challenge, image, login).await?;
+        let scope = format!("repository:{}:pull", image.repository);
+        let token =
+            super::token::bearer(client, &challenge, &image.registry, &scope, login).await?;
         response = get(client, url, Some(token))
             .await
             .map_err(|e| transport_error(what, e))?;
@@ -219,89 +221,6 @@ async fn answered(
     ]))
 }
 
-/// The bearer token a `WWW-Authenticate: Bearer realm=…,service=…` challenge asks for.
-async fn token(
-    client: &reqwest::Client,
-    challenge: &str,
-    image: &ImageRef,
-    login: Option<&(String, String)>,
-) -> Result<String, String> {
-    let params = challenge_params(challenge);
-    let realm = params
-        .iter()
-        .find(|(k, _)| k == "realm")
-        .map(|(_, v)| v.as_str())
-        .ok_or_else(|| {
-            format!(
-                "{} asks for authentication perfpipe does not speak: `{challenge}`",
-                image.registry
-            )
-        })?;
-    let mut url = reqwest::Url::parse(realm).map_err(|_| {
-        format!(
-            "{} named a token endpoint that is not a URL",
-            image.registry
-        )
-    })?;
-    {
-        let mut query = url.query_pairs_mut();
-        if let Some((_, service)) = params.iter().find(|(k, _)| k == "service") {
-            query.append_pair("service", service);
-        }
-        query.append_pair("scope", &format!("repository:{}:pull", image.repository));
-    }
-    let mut request = client.get(url);
-    if let Some((user, password)) = login {
-        request = request.basic_auth(user, Some(password));
-    }
-    let what = format!("cannot get a token for `{}`", image.repository);
-    let response = request
-        .send()
-        .await
-        .map_err(|e| transport_error(&what, e))?;
-    if !response.status().is_success() {
-        return Err(format!(
-            "{what}: the token endpoint answered {}",
-            response.status()
-        ));
-    }
-    let body: serde_json::Value = response
-        .json()
-        .await
-        .map_err(|e| transport_error(&what, e))?;
-    body["token"]
-        .as_str()
-        .or(body["access_token"].as_str())
-        .map(str::to_owned)
-        .ok_or_else(|| format!("{what}: the answer holds no token"))
-}
-
-/// `Bearer realm="…",service="…",scope="…"` → its parameters.
-fn challenge_params(challenge: &str) -> Vec<(String, String)> {
-    let Some(rest) = challenge.trim().strip_prefix("Bearer ") else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut rest = rest.trim();
-    while let Some((key, after)) = rest.split_once('=') {
-        let key = key
-            .trim()
-            .trim_start_matches(',')
-            .trim()
-            .to_ascii_lowercase();
-        let (value, next) = match after.strip_prefix('"') {
-            Some(quoted) => match quoted.split_once('"') {
-                Some((v, next)) => (v, next),
-                None => (quoted, ""),
-            },
-            None => after.split_once(',').unwrap_or((after, "")),
-        };
-        out.push((key, value.to_owned()));
-        rest = next.trim().trim_start_matches(',').trim();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,24 +280,5 @@ mod tests {
         for bad in ["", "a b:c", "x/../y:z", "x:"] {
             assert!(ImageRef::parse(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn challenges_are_split_into_their_parameters() {
-        let params = challenge_params(
-            r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:vllm/vllm-openai:pull""#,
-        );
-        assert_eq!(
-            params,
-            [
-                (
-                    "realm".to_owned(),
-                    "https://auth.docker.io/token".to_owned()
-                ),
-                ("service".into(), "registry.docker.io".into()),
-                ("scope".into(), "repository:vllm/vllm-openai:pull".into()),
-            ]
-        );
-        assert!(challenge_params("Basic realm=\"x\"").is_empty());
     }
 }
