@@ -9,7 +9,7 @@ use super::{Attrs, Input, LockedRun, Lockfile, names};
 use crate::harness::BUILTIN_HARNESS_VERSION;
 use crate::inputs::ResolvedInputs;
 use crate::plan::{KeyedRun, keyed_runs};
-use crate::spec::{Dataset, HarnessKind, Runtime, Spec};
+use crate::spec::{Dataset, HarnessKind, Runtime, Spec, Step};
 
 /// Every runtime a written lockfile keys each run under.
 pub const RUNTIMES: [Runtime; 3] = [Runtime::Docker, Runtime::Local, Runtime::Sim];
@@ -153,7 +153,7 @@ pub fn build_with_keys(
             _ => (rt, Cow::Owned(keyed_runs(pinned, rt, inputs))),
         })
         .collect();
-    let steps: std::collections::HashMap<&str, &crate::spec::Step> = spec
+    let steps: std::collections::HashMap<&str, &Step> = spec
         .steps
         .iter()
         .map(|s| (s.name.value.as_str(), s))
@@ -163,14 +163,7 @@ pub fn build_with_keys(
         .iter()
         .enumerate()
         .map(|(i, run)| {
-            let step = steps[run.step.as_str()];
-            let mut uses = vec![names::engine(step.engine), names::model(&step.model)];
-            if let Some(Dataset::ShareGpt { path, .. }) =
-                spec.workload(&run.workload).map(|w| &w.dataset)
-            {
-                uses.push(names::dataset(path));
-            }
-            uses.extend([names::HARNESS.to_owned(), names::tokenizer(&step.model)]);
+            let uses = uses(spec, steps[run.step.as_str()], &run.workload);
             LockedRun {
                 step: run.step.clone(),
                 workload: run.workload.clone(),
@@ -187,6 +180,18 @@ pub fn build_with_keys(
         inputs: all.into_values().collect(),
         runs,
     }
+}
+
+/// The lockfile's names of the inputs a run of `workload` in `step` uses, in
+/// a fixed order (engine, model, dataset, harness, tokenizer); `spec` and
+/// `step` as declared, as the lockfile names them.
+pub fn uses(spec: &Spec, step: &Step, workload: &str) -> Vec<String> {
+    let mut uses = vec![names::engine(step.engine), names::model(&step.model)];
+    if let Some(Dataset::ShareGpt { path, .. }) = spec.workload(workload).map(|w| &w.dataset) {
+        uses.push(names::dataset(path));
+    }
+    uses.extend([names::HARNESS.to_owned(), names::tokenizer(&step.model)]);
+    uses
 }
 
 fn attrs<const N: usize>(pairs: [(&str, &str); N]) -> Attrs {

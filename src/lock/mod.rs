@@ -23,7 +23,7 @@ mod pins;
 pub mod resolve;
 mod signature;
 
-pub use build::{RUNTIMES, apply_pins, build, build_with_keys, pin_requests};
+pub use build::{RUNTIMES, apply_pins, build, build_with_keys, pin_requests, uses};
 pub use changes::{InputChange, input_changes, run_key_changes};
 pub use file::{parse, render};
 pub use pins::{

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::lockfile::{self, LockMode};
-use super::{Error, Selection, Shell, load};
+use super::{Error, Loaded, Selection, Shell, load};
 use crate::fetch::{self, Event, Failure, Fetcher, human_bytes};
 use crate::lock::Lockfile;
 use crate::plural::count;
@@ -22,7 +22,7 @@ pub fn fetch(selection: &Selection, shell: &dyn Shell) -> Result<(), Error> {
     let experiment = &selection.experiment;
     lockfile::settle_for_fetch(&loaded.lock, experiment, shell)?;
     let lock = &loaded.lock.new;
-    let used: BTreeSet<String> = lock.runs.iter().flat_map(|r| r.uses.clone()).collect();
+    let used = inputs_used(&loaded, loaded.runs.iter().map(|r| (&r.step, &r.workload)));
     say!(
         shell,
         "perfpipe: fetching what `{}` pins (runtime `{}`)",
@@ -31,6 +31,30 @@ pub fn fetch(selection: &Selection, shell: &dyn Shell) -> Result<(), Error> {
     );
     let fetched = fetch_pinned(lock, &used, loaded.runtime, Verbosity::Everything, shell)?;
     fail_on(&fetched.failures, experiment, false)
+}
+
+/// The lockfile's names of what `runs` (step, workload) use. A search's
+/// probes are not in the lockfile: they use what their searched workload
+/// declares.
+pub fn inputs_used<'a>(
+    loaded: &Loaded,
+    runs: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> BTreeSet<String> {
+    let lock = &loaded.lock.new;
+    runs.into_iter()
+        .flat_map(|(step, workload)| match lock.run(step, workload) {
+            Some(locked) => locked.uses.clone(),
+            None => {
+                let declared = &loaded.declared;
+                let step = declared.steps.iter().find(|s| &s.name.value == step);
+                let searched = loaded.spec.workload(workload).map(|w| w.declared_name());
+                match (step, searched) {
+                    (Some(step), Some(searched)) => crate::lock::uses(declared, step, searched),
+                    _ => Vec::new(),
+                }
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

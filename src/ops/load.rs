@@ -44,6 +44,8 @@ impl Selection {
 /// What every command loads first.
 #[derive(Debug)]
 pub struct Loaded {
+    /// The experiment as declared (its inputs as the lockfile names them).
+    pub declared: Spec,
     /// The experiment as it runs: pinned images and model commits applied,
     /// workloads capped by `--max-prompts`.
     pub spec: Spec,
@@ -162,6 +164,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     }
     refuse_secrets(&runs, &new)?;
     Ok(Loaded {
+        declared,
         spec,
         uncapped,
         runtime,

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::fetch::{Verbosity, fail_on, fetch_pinned};
+use super::fetch::{Verbosity, fail_on, fetch_pinned, inputs_used};
 use super::files::check_writable;
 use super::load::sample_notes;
 use super::plan::plan_and_index;
@@ -119,12 +119,8 @@ pub fn run(
         lockfile::settle_for_run(&loaded.lock, options.locked, experiment, shell)?;
     }
     if fetches {
-        let used: BTreeSet<String> = plan
-            .missing()
-            .iter()
-            .filter_map(|r| loaded.lock.new.run(&r.step, &r.workload))
-            .flat_map(|r| r.uses.clone())
-            .collect();
+        let missing = plan.missing();
+        let used = inputs_used(&loaded, missing.iter().map(|r| (&r.step, &r.workload)));
         let mut reload = false;
         if !used.is_empty() {
             let fetched = fetch_pinned(

@@ -288,8 +288,13 @@ fn experiment(revision: &str) -> String {
 
 /// A project with the experiment, locked offline.
 fn locked_project(revision: &str) -> TestEnv {
+    locked(&experiment(revision))
+}
+
+/// A project with `experiment` as `hub.kdl`, locked offline.
+fn locked(experiment: &str) -> TestEnv {
     let env = TestEnv::new();
-    env.write("hub.kdl", &experiment(revision));
+    env.write("hub.kdl", experiment);
     let out = env.run(&["lock", "hub.kdl"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     env
@@ -436,6 +441,33 @@ fn fetch_downloads_a_pinned_model_into_the_hf_cache_once_with_hf_token_as_bearer
     );
 
     assert_secret_absent(&files_under(env.dir.path()), &outputs, &hub.token);
+}
+
+/// A search's probes are no runs of the lockfile: what they use is fetched
+/// all the same (from the workload they search).
+#[test]
+fn fetch_brings_the_model_an_experiment_of_searches_only_probes_with() {
+    let rt = runtime();
+    let files = vec![weights(), config()];
+    let (hub, endpoint) = Hub::start(&rt, files.clone(), Fault::None);
+    let searched = experiment(COMMIT).replace(
+        "prompts 8\n",
+        "prompts 8\n        slo ttft_ms=100\n        search concurrency from=1 to=4\n",
+    );
+    assert!(searched.contains("search concurrency"));
+    let env = locked(&searched);
+    let out = with_hub(&env, &hub, &endpoint, &["fetch", "hub.kdl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stderr(&out);
+    assert!(
+        text.contains("downloaded 2 files (300.1 kB), each matching the digest"),
+        "{text}"
+    );
+    for file in &files {
+        assert_linked(&env, file);
+    }
 }
 
 #[test]
