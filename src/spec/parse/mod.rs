@@ -15,6 +15,7 @@ mod nodes;
 mod report;
 mod scan;
 mod steps;
+mod sweep;
 mod validate;
 mod values;
 
@@ -149,6 +150,7 @@ const SWEEP_NODES: &[&str] = &[
     "expect",
     "expect-failure",
     "vary",
+    "link",
 ];
 
 /// A name used before we know whether it is declared.
