@@ -20,6 +20,7 @@ mod fetch;
 mod help;
 mod load;
 mod lock;
+mod matrix;
 mod objectives;
 mod pages;
 mod progress;
