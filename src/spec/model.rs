@@ -439,6 +439,9 @@ pub struct SweepOrigin {
     pub sweep: String,
     /// Each varied flag and its value at this point, in declared order.
     pub settings: Vec<(String, String)>,
+    /// The concurrency a flag following the load (`load=concurrency`) sets:
+    /// the point runs only the workload points at it.
+    pub concurrency: Option<u32>,
 }
 
 /// A published number (or failure) for one step and workload.

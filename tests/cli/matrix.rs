@@ -123,3 +123,29 @@ fn a_matrix_point_has_the_key_of_a_step_declaring_its_flags() {
         .unwrap_or_else(|| panic!("{plan}"));
     assert_eq!(key, point.2);
 }
+
+#[test]
+fn a_flag_following_the_load_runs_each_point_at_its_own_concurrency() {
+    let env = matrix_study();
+    let kdl = env
+        .read("matrix.kdl")
+        .replace("concurrency 1 4", "concurrency 1 4 64")
+        .replace(
+            r#"vary "--max-num-seqs" 64 128"#,
+            r#"vary "--max-num-seqs" 1 4 load=concurrency"#,
+        );
+    env.write("matrix.kdl", &kdl);
+    let listed: Vec<(String, String)> = planned(&env).into_iter().map(|(s, w, _)| (s, w)).collect();
+    let expected: Vec<(String, String)> = [4096, 8192]
+        .iter()
+        .flat_map(|t| {
+            [1, 4].map(|c| {
+                (
+                    format!("sched@max-num-batched-tokens={t},max-num-seqs={c}"),
+                    format!("chat@c={c}"),
+                )
+            })
+        })
+        .collect();
+    assert_eq!(listed, expected);
+}

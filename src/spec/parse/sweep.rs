@@ -27,6 +27,17 @@ pub const MAX_SWEEP_POINTS: usize = 256;
 pub(super) struct Vary {
     pub flag: String,
     pub values: Vec<String>,
+    /// `load=concurrency`: each point runs only the workload points whose
+    /// `concurrency` is its value of this flag.
+    pub follows_load: bool,
+}
+
+/// The flags a sweep varies so far, by canonical spelling (`-tp` is
+/// `--tensor-parallel-size`), and whether one follows the load.
+#[derive(Default)]
+struct Varied {
+    flags: Vec<String>,
+    follows_load: bool,
 }
 
 /// The flags set at one point of a sweep, in declared order.
@@ -109,6 +120,8 @@ impl Decoder {
             );
             return Vec::new();
         }
+        let follows_load = axes.iter().flatten().find(|v| v.follows_load);
+        let linked_flag = follows_load.map(|v| v.flag.clone());
         let points = points(&axes);
         let labels: Vec<String> = points.iter().map(point_label).collect();
         for (at, _, span) in &expectations {
@@ -155,9 +168,14 @@ impl Decoder {
                         step.expectations.push(x.clone());
                     }
                 }
+                let concurrency = linked_flag.as_ref().and_then(|flag| {
+                    let (_, value) = settings.iter().find(|(f, _)| f == flag)?;
+                    value.parse().ok()
+                });
                 step.sweep = Some(SweepOrigin {
                     sweep: base_header.name.value.clone(),
                     settings,
+                    concurrency,
                 });
                 step
             })
@@ -169,9 +187,7 @@ impl Decoder {
     fn sweep_axes(&mut self, node: &KdlNode, engine: EngineKind) -> Option<Vec<Vec<Vary>>> {
         let errors = self.errors.len();
         let mut axes = Vec::new();
-        // Each flag varied so far, by its canonical spelling (`-tp` is
-        // `--tensor-parallel-size`), so no point sets a flag twice.
-        let mut seen: Vec<String> = Vec::new();
+        let mut seen = Varied::default();
         let children = node.children().map(|d| d.nodes()).unwrap_or_default();
         for child in children {
             match child.name().value() {
@@ -187,12 +203,7 @@ impl Decoder {
     }
 
     /// `link { vary ...; vary ... }`: flags whose values move together.
-    fn link(
-        &mut self,
-        node: &KdlNode,
-        engine: EngineKind,
-        seen: &mut Vec<String>,
-    ) -> Option<Vec<Vary>> {
+    fn link(&mut self, node: &KdlNode, engine: EngineKind, seen: &mut Varied) -> Option<Vec<Vary>> {
         self.no_props(node);
         let children = self.children(node, &["vary"]);
         let mut linked: Vec<(Vary, SourceSpan)> = Vec::new();
@@ -235,8 +246,8 @@ impl Decoder {
 
     /// `vary "<flag>" <value>...`: each value at most once, and a flag no
     /// other `vary` of the sweep sets.
-    fn vary(&mut self, node: &KdlNode, engine: EngineKind, seen: &mut Vec<String>) -> Option<Vary> {
-        self.no_props(node);
+    fn vary(&mut self, node: &KdlNode, engine: EngineKind, seen: &mut Varied) -> Option<Vary> {
+        self.props(node, &["load"]);
         self.no_children(node);
         let errors = self.errors.len();
         let flag = self.required_string_arg(node, 0, "the flag to vary");
@@ -262,7 +273,7 @@ impl Decoder {
             .1
             .first()
             .map_or_else(|| flag.clone(), |f| f.name.clone());
-        if seen.contains(&canonical) {
+        if seen.flags.contains(&canonical) {
             let span = arg(node, 0).map_or(node.span(), |e| e.span());
             self.error(
                 SpecDiagnostic::new(
@@ -273,8 +284,88 @@ impl Decoder {
                 .with_help("a point sets each flag once: list all of its values in one `vary`"),
             );
         }
-        seen.push(canonical);
-        (self.errors.len() == errors).then_some(Vary { flag, values })
+        seen.flags.push(canonical);
+        let follows_load = self.follows_load(node, &flag, &values, seen);
+        (self.errors.len() == errors).then_some(Vary {
+            flag,
+            values,
+            follows_load,
+        })
+    }
+
+    /// `load=concurrency` on a `vary`: its values are concurrencies, and no
+    /// other `vary` of the sweep follows the load.
+    fn follows_load(
+        &mut self,
+        node: &KdlNode,
+        flag: &str,
+        values: &[String],
+        seen: &mut Varied,
+    ) -> bool {
+        let Some(entry) = prop(node, "load") else {
+            return false;
+        };
+        match self.string(entry, "the load the flag follows").as_deref() {
+            Some("concurrency") => {}
+            Some(other) => {
+                self.error(
+                    SpecDiagnostic::new(entry.span(), format!("a flag cannot follow `{other}`"), "not a load a flag follows")
+                        .with_help("`load=concurrency` runs each point at the concurrency equal to its value (as `--link-vars max_num_seqs=max_concurrency`); a rate is no count of requests a flag could hold"),
+                );
+                return false;
+            }
+            None => return false,
+        }
+        if seen.follows_load {
+            self.error(
+                SpecDiagnostic::new(
+                    entry.span(),
+                    "another `vary` of this sweep already follows the load",
+                    "second `load=`",
+                )
+                .with_help("one flag follows the load; `link` the others to it"),
+            );
+        }
+        seen.follows_load = true;
+        for (value, e) in values.iter().zip(args(node).skip(1)) {
+            if !value.parse::<u32>().is_ok_and(|c| c > 0) {
+                self.error(
+                    SpecDiagnostic::new(e.span(), format!("`{value}` is no concurrency"), "not a count")
+                        .with_help(format!("`{flag}` follows the load, so each of its values is a concurrency: a whole number of at least 1")),
+                );
+            }
+        }
+        true
+    }
+
+    /// A point whose flag follows the load runs only its workloads' points
+    /// at its concurrency; one left with none is an error at its sweep.
+    pub(super) fn follow_load(&mut self, step: &mut Step, workloads: &[Workload]) {
+        let Some((origin, concurrency)) =
+            step.sweep.as_ref().and_then(|o| Some((o, o.concurrency?)))
+        else {
+            return;
+        };
+        step.workloads.retain(|name| {
+            workloads
+                .iter()
+                .any(|w| &w.name.value == name && w.concurrency == Some(concurrency))
+        });
+        if step.workloads.is_empty() {
+            let flag = origin
+                .settings
+                .iter()
+                .find(|(_, v)| v.parse() == Ok(concurrency))
+                .map_or("", |(f, _)| f.as_str());
+            self.error(
+                SpecDiagnostic::new(
+                    step.name.span,
+                    format!("`{}` runs no workload at concurrency {concurrency}", step.name.value),
+                    "nothing to run",
+                )
+                .with_help(format!("its `{flag}` follows the load (`load=concurrency`): list {concurrency} in the `concurrency` of a workload it runs")),
+            );
+        }
     }
 }
 
@@ -286,6 +377,7 @@ mod tests {
         Vary {
             flag: flag.to_owned(),
             values: values.iter().map(|v| v.to_string()).collect(),
+            follows_load: false,
         }
     }
 
@@ -325,6 +417,7 @@ mod tests {
         let axis = Vary {
             flag: "--a".into(),
             values: wide,
+            follows_load: false,
         };
         let axes: Vec<Vec<Vary>> = (0..5).map(|_| vec![axis.clone()]).collect();
         assert_eq!(point_count(&axes), usize::MAX);
@@ -485,6 +578,26 @@ mod tests {
                 "w",
             ),
             (
+                r#"vary "--max-num-seqs" 8 x load=concurrency"#,
+                "`x` is no concurrency",
+                "x",
+            ),
+            (
+                r#"vary "--max-num-seqs" 8 load=rate"#,
+                "a flag cannot follow `rate`",
+                "load=rate",
+            ),
+            (
+                r#"vary "--a" 1 load=concurrency; vary "--b" 2 load=concurrency"#,
+                "another `vary` of this sweep already follows the load",
+                "load=concurrency",
+            ),
+            (
+                r#"vary "--max-num-seqs" 8 load=concurrency"#,
+                "`s-8` runs no workload at concurrency 8",
+                "s",
+            ),
+            (
                 &too_many,
                 "the sweep has 289 points (17 × 17), more than the 256 one sweep may have",
                 "s",
@@ -505,5 +618,61 @@ mod tests {
             expect w at="a=2,b=3" { completed 1; }"#;
         let names = expand(text).unwrap();
         assert_eq!(names.len(), 4);
+    }
+
+    #[test]
+    fn a_flag_following_the_load_runs_each_point_at_its_own_concurrency() {
+        let text = r#"experiment "e" {
+            hardware "nvidia-a100-sxm4-80gb" gpus=1
+            model "o/m"
+            engine vllm version="0.11.0"
+            workload chat { dataset random input=8 output=8; prompts 1; concurrency 8 16 64; }
+            workload one { dataset random input=8 output=8; prompts 1; concurrency 64; }
+            sweep s engine=vllm gpus=1 {
+                link {
+                    vary "--max-num-seqs" 8 64 load=concurrency
+                    vary "--max-num-batched-tokens" 1024 8192
+                }
+                vary "--kv-cache-dtype" auto fp8
+            }
+        }"#;
+        let spec = crate::spec::parse(&crate::spec::SourceFile {
+            name: "e.kdl".into(),
+            text: text.into(),
+        })
+        .unwrap_or_else(|e| panic!("{:?}", e.errors));
+        let runs: Vec<(&str, Vec<&str>)> = spec
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    s.name.value.as_str(),
+                    s.workloads.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        let small = vec!["chat@c=8"];
+        let large = vec!["chat@c=64", "one"];
+        assert_eq!(
+            runs,
+            [
+                (
+                    "s@max-num-seqs=8,max-num-batched-tokens=1024,kv-cache-dtype=auto",
+                    small.clone()
+                ),
+                (
+                    "s@max-num-seqs=8,max-num-batched-tokens=1024,kv-cache-dtype=fp8",
+                    small
+                ),
+                (
+                    "s@max-num-seqs=64,max-num-batched-tokens=8192,kv-cache-dtype=auto",
+                    large.clone()
+                ),
+                (
+                    "s@max-num-seqs=64,max-num-batched-tokens=8192,kv-cache-dtype=fp8",
+                    large
+                ),
+            ]
+        );
     }
 }
