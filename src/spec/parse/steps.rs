@@ -170,7 +170,7 @@ impl Decoder {
         };
         let span = workload_entry.span();
         let workload = self.reference(workload_entry, RefKind::Workload)?;
-        let at = prop(node, "at").and_then(|e| self.scalar_text(e, "the sweep value"));
+        let at = prop(node, "at").and_then(|e| self.scalar_text(e, "the sweep point"));
         let outcome = if node.name().value() == "expect-failure" {
             self.no_children(node);
             ExpectedOutcome::Failure(self.required_string_arg(node, 1, "the published error")?)
