@@ -1,188 +1,36 @@
 //! `perfpipe bench`: the built-in load generator against any OpenAI-compatible
-//! server, with `vllm bench serve`'s options, printed block and result file.
+//! server, with `vllm bench serve`'s options, printed block and result file;
+//! the workflow is `ops::bench`.
 
-use std::io::Write as _;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::CliError;
 use super::args::{BackendArg, BenchArgs, DatasetArg};
-use super::{CliError, write_text};
 use crate::exit_code;
-use crate::harness::ramp::RampUp;
-use crate::harness::{self, BenchRequest, Load, RequestSettings, dataset};
-use crate::metrics::{
-    BlockOptions, Latency, MetricOptions, RequestRecord, ResultMeta, default_file_name,
-    render_serving_block, save_result_json,
-};
-use crate::spec::{Backend, RequestRate, bounds};
-use crate::tokenizer::Tokenizer;
+use crate::metrics::{Latency, RequestRecord, render_serving_block};
+use crate::ops::bench::{BenchEvent, BenchOptions, Prompts, ResultFile};
+use crate::ops::{self, Stderr};
+use crate::spec::{Backend, bounds};
 
 pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
-    let Checked {
-        rate,
-        percentile_metrics,
-        percentiles,
-        goodput,
-        backend,
-        base_url,
-        endpoint,
-        ramp,
-        metadata,
-        extra_body,
-    } = check(args)?;
-    let save = args.save_result || args.save_detailed || args.vllm.append_result;
-    // Where the results go is settled before anything is measured.
-    let mut journal = match &args.journal {
-        Some(path) => Some(open_journal(path)?),
-        None => None,
-    };
-    if save {
-        let dir = args.result_dir.clone().unwrap_or_default();
-        match &args.result_filename {
-            Some(name) => super::check_writable(&dir.join(name))?,
-            None => super::check_writable_dir(&dir)?,
-        }
-    }
-    let dataset_file = read_dataset(args)?;
-    let named_tokenizer = match &args.tokenizer {
-        Some(name) => Some(load_tokenizer(name, true)?),
-        None => None,
-    };
-
-    // One worker per core this process may use (`taskset` narrows it).
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .map_err(|source| CliError::Runtime { source })?;
-    let https = base_url.starts_with("https:");
-    let client = runtime.block_on(async { harness::http_client(https) });
-    let model = match &args.model {
-        Some(m) => m.clone(),
-        None => runtime.block_on(first_model(&client, &base_url))?,
-    };
-    let tokenizer_id = args.tokenizer.clone().unwrap_or_else(|| model.clone());
-    let tokenizer = std::sync::Arc::new(match named_tokenizer {
-        Some(tokenizer) => tokenizer,
-        None => load_tokenizer(&model, false)?,
-    });
-    let built = Instant::now();
-    let (requests, cached) = requests(args, &tokenizer, dataset_file)?;
-    eprintln!(
-        "perfpipe bench: {} prompts {} in {:.2} s",
-        requests.len(),
-        if cached {
-            "read from the cache"
-        } else {
-            "built"
-        },
-        built.elapsed().as_secs_f64()
-    );
-    let settings = RequestSettings {
-        urls: vec![format!("{base_url}{endpoint}")],
-        backend,
-        model: model.clone(),
-        temperature: args.temperature,
-        ignore_eos: args.ignore_eos,
-        tokenizer: tokenizer.clone(),
-        extra_body,
-        request_id_prefix: Some(
-            args.vllm
-                .request_id_prefix
-                .clone()
-                .unwrap_or_else(random_request_id_prefix),
-        ),
-    };
-    let load = Load {
-        rate,
-        // `vllm bench serve` has gamma arrivals only.
-        arrival: crate::spec::Arrival::Poisson,
-        burstiness: args.burstiness,
-        max_concurrency: args.max_concurrency,
-        seed: args.seed,
-        stall_timeout: Duration::from_secs(args.stall_timeout),
-        warmups: args.num_warmups as usize,
-        ramp,
-    };
-    let options = MetricOptions {
-        percentiles: percentiles.clone(),
-        goodput,
-    };
-    eprintln!(
-        "perfpipe bench: {} requests to {} (model `{model}`, rate {}, max concurrency {})",
-        requests.len(),
-        settings.urls[0],
-        match (ramp, rate) {
-            (Some(r), _) => format!(
-                "ramping {} from {} to {} req/s",
-                r.strategy.name(),
-                r.start,
-                r.end
-            ),
-            (None, RequestRate::Infinite) => "inf".to_owned(),
-            (None, RequestRate::PerSecond(r)) => r.to_string(),
-        },
-        args.max_concurrency
-            .map_or("unlimited".to_owned(), |c| c.to_string())
-    );
-    // Where each whole rate of a ramp was reached, from the same schedule.
-    let ramp_events = match ramp {
-        Some(r) => r
-            .delays(requests.len(), args.burstiness, args.seed)
-            .map(|delays| r.change_events(&delays))
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
-    let started_at = crate::clock::unix_now();
+    let options = check(args)?;
     let mut display = (!args.vllm.disable_tqdm).then(|| super::progress::Display::new("  "));
-    if let Some(display) = display.as_mut() {
-        display.benchmark("bench", requests.len());
-    }
-    let mut progress = crate::progress::BenchProgress::new(requests.len());
-    let outcome = runtime
-        .block_on(harness::benchmark(
-            &client,
-            &settings,
-            requests,
-            &load,
-            &options,
-            &mut |index, record| {
-                progress.record(record);
-                if let Some(display) = display.as_mut() {
-                    display.request("bench", &progress);
-                }
-                if let Some(journal) = journal.as_mut() {
-                    let _ = writeln!(
-                        journal,
-                        "{}",
-                        serde_json::json!({"index": index, "record": record})
-                    );
-                    let _ = journal.flush();
-                }
-            },
-        ))
-        .map_err(|e| CliError::Usage {
-            message: e.to_string(),
-            hint:
-                "a `--request-rate` of at least 1e-6, or `inf`, and a finite `--burstiness` above 0"
-                    .into(),
-        })?;
+    let measured = ops::bench::measure(&options, &Stderr, &mut |event| {
+        let Some(display) = display.as_mut() else {
+            return;
+        };
+        match event {
+            BenchEvent::Started { requests } => display.benchmark("bench", requests),
+            BenchEvent::Request(progress) => display.request("bench", progress),
+        }
+    })?;
     if let Some(mut display) = display {
         display.finish("bench");
     }
 
-    let block = BlockOptions {
-        percentile_metrics: percentile_metrics.clone(),
-        percentiles: percentiles.clone(),
-        max_concurrency: args.max_concurrency,
-        request_rate: match rate {
-            RequestRate::Infinite => None,
-            RequestRate::PerSecond(r) => Some(r),
-        },
-    };
+    let outcome = &measured.outcome;
     let m = &outcome.metrics;
-    out!("{}", render_serving_block(m, &block));
+    out!("{}", render_serving_block(m, &options.block()));
     outln!(
         "perfpipe exact peaks: {:.2} output tok/s (tokens, not chunks), {:.0} concurrent requests (at one instant)",
         m.exact_max_output_tokens_per_s.unwrap_or(f64::NAN),
@@ -212,45 +60,9 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         eprintln!("warning: {warning}");
     }
 
-    if save {
-        let meta = ResultMeta {
-            date: crate::clock::compact(crate::clock::unix_now()),
-            backend: settings.backend.name().to_owned(),
-            label: args.label.clone(),
-            model_id: model.clone(),
-            tokenizer_id: tokenizer_id.clone(),
-            num_prompts: outcome.records.len(),
-            request_rate: block.request_rate,
-            burstiness: args.burstiness,
-            max_concurrency: args.max_concurrency,
-            metadata,
-            ramp_up: ramp,
-            rps_change_events: ramp_events
-                .iter()
-                .map(|(rps, at)| (*rps, crate::clock::rfc3339(started_at + at.as_secs())))
-                .collect(),
-        };
-        let json = save_result_json(
-            &meta,
-            m,
-            &outcome.records,
-            &percentile_metrics,
-            &percentiles,
-            args.save_detailed,
-        );
-        let name = args
-            .result_filename
-            .clone()
-            .unwrap_or_else(|| default_file_name(&meta));
-        let path = args.result_dir.clone().unwrap_or_default().join(name);
-        // The numbers are printed above: a disk that fills meanwhile loses no measurement.
-        let mut text = json.to_string() + "\n";
-        if args.vllm.append_result {
-            text = appended(&path, &text);
-        }
-        write_text(&path, &text).map_err(|e| e.measured(
-            "the result block above has the numbers; the per-request details are in `--journal` when one was given",
-        ))?;
+    // After the numbers are printed: a disk that fills meanwhile loses no measurement.
+    if let Some(result) = &options.result {
+        let path = ops::bench::save_result(&options, result, &measured)?;
         eprintln!("perfpipe bench: result written to `{}`", path.display());
     }
     // Last, so that it includes the post-processing.
@@ -264,23 +76,9 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
     })
 }
 
-/// The options checked, before any server is contacted or file written.
-pub(super) struct Checked {
-    pub rate: RequestRate,
-    pub percentile_metrics: Vec<Latency>,
-    pub percentiles: Vec<f64>,
-    pub goodput: Vec<(Latency, f64)>,
-    pub backend: Backend,
-    pub base_url: String,
-    pub endpoint: String,
-    pub ramp: Option<RampUp>,
-    pub metadata: Vec<(String, String)>,
-    /// Sampling parameters set on every request's body.
-    pub extra_body: serde_json::Map<String, serde_json::Value>,
-}
-
-/// Every option's value checked against the others; reads and writes nothing.
-pub(super) fn check(args: &BenchArgs) -> Result<Checked, CliError> {
+/// Every option's value checked against the others, as the library's
+/// options; reads and writes nothing.
+pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, CliError> {
     let percentile_metrics = parse_list(&args.percentile_metrics, "--percentile-metrics", |s| {
         Latency::from_name(s)
     })?;
@@ -323,145 +121,68 @@ pub(super) fn check(args: &BenchArgs) -> Result<Checked, CliError> {
             hint: "lower `--num-prompts` or `--random-input-len`".into(),
         })?;
     }
-    Ok(Checked {
+    let ramp = args.vllm.ramp(args.request_rate)?;
+    let metadata = args.vllm.metadata()?;
+    let extra_body = args.vllm.sampling()?;
+    let save = args.save_result || args.save_detailed || args.vllm.append_result;
+    Ok(BenchOptions {
+        base_url,
+        endpoint,
+        backend,
+        model: args.model.clone(),
+        tokenizer: args.tokenizer.clone(),
+        prompts: prompts(args)?,
+        num_prompts: args.num_prompts,
+        seed: args.seed,
         rate: args.request_rate,
+        ramp,
+        burstiness: args.burstiness,
+        max_concurrency: args.max_concurrency,
+        warmups: args.num_warmups,
+        ignore_eos: args.ignore_eos,
+        temperature: args.temperature,
+        extra_body,
+        request_id_prefix: args.vllm.request_id_prefix.clone(),
         percentile_metrics,
         percentiles,
         goodput,
-        backend,
-        base_url,
-        endpoint,
-        ramp: args.vllm.ramp(args.request_rate)?,
-        metadata: args.vllm.metadata()?,
-        extra_body: args.vllm.sampling()?,
+        stall_timeout: Duration::from_secs(args.stall_timeout),
+        journal: args.journal.clone(),
+        result: save.then(|| ResultFile {
+            dir: args.result_dir.clone().unwrap_or_default(),
+            name: args.result_filename.clone(),
+            label: args.label.clone(),
+            detailed: args.save_detailed,
+            append: args.vllm.append_result,
+            metadata,
+        }),
     })
 }
 
-/// The tokenizer `--tokenizer` names (a file, a directory or a cached model
-/// id), which must load; or the model's, else words.
-fn load_tokenizer(name: &str, named: bool) -> Result<Tokenizer, CliError> {
-    if name == "whitespace" {
-        return Ok(Tokenizer::Whitespace);
-    }
-    let tokenizer = if named {
-        Tokenizer::named(name, "main")
-    } else {
-        Tokenizer::for_model(name, "main")
+/// Where the prompts come from; a dataset file is named.
+fn prompts(args: &BenchArgs) -> Result<Prompts, CliError> {
+    let path = |name: &str, example: &str| {
+        args.dataset_path.clone().ok_or_else(|| CliError::Usage {
+            message: format!("`--dataset-name {name}` needs `--dataset-path`"),
+            hint: format!("e.g. `--dataset-path {example}`"),
+        })
     };
-    let tokenizer = tokenizer.map_err(|e| CliError::Usage {
-        message: e.to_string(),
-        hint: "`--tokenizer` takes a tokenizer.json, a model directory, a model id in the Hugging Face cache, or `whitespace` to count words".into(),
-    })?;
-    match &tokenizer {
-        Tokenizer::HuggingFace { path, .. } => {
-            eprintln!("perfpipe bench: tokenizer `{}`", path.display());
-        }
-        Tokenizer::Whitespace => eprintln!(
-            "warning: no tokenizer.json for `{name}` on this machine (perfpipe never downloads); \
-             prompts are built and counted in words. Pass `--tokenizer` to use the model's."
-        ),
-    }
-    Ok(tokenizer)
-}
-
-#[expect(clippy::disallowed_methods, reason = "the journal the user asked for")]
-fn open_journal(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File>, CliError> {
-    let file = fs_err::File::create(path).map_err(|source| CliError::Write {
-        path: path.display().to_string(),
-        source,
-    })?;
-    Ok(std::io::BufWriter::new(file.into_parts().0))
-}
-
-/// The ShareGPT file's text, read before any server is contacted.
-/// The dataset file's text (ShareGPT or custom), read before any server is contacted.
-fn read_dataset(args: &BenchArgs) -> Result<Option<(PathBuf, String)>, CliError> {
-    let (name, example) = match args.dataset_name {
-        DatasetArg::Sharegpt => ("sharegpt", "ShareGPT_V3_unfiltered_cleaned_split.json"),
-        DatasetArg::Custom => ("custom", "prompts.jsonl"),
-        _ => return Ok(None),
-    };
-    let path: PathBuf = args.dataset_path.clone().ok_or_else(|| CliError::Usage {
-        message: format!("`--dataset-name {name}` needs `--dataset-path`"),
-        hint: format!("e.g. `--dataset-path {example}`"),
-    })?;
-    let text = fs_err::read_to_string(&path).map_err(|e| CliError::Usage {
-        message: format!("cannot read the dataset: {e}"),
-        hint: "check `--dataset-path`".into(),
-    })?;
-    Ok(Some((path, text)))
-}
-
-/// The prompts, and whether they came from the prompt cache.
-fn requests(
-    args: &BenchArgs,
-    tokenizer: &Tokenizer,
-    file: Option<(PathBuf, String)>,
-) -> Result<(Vec<BenchRequest>, bool), CliError> {
-    let Some((path, text)) = file else {
-        return Ok(harness::prompt_cache::random(
-            &harness::prompt_cache::PromptCache::user(),
-            tokenizer,
-            args.random_input_len,
-            args.random_output_len,
-            args.random_range_ratio,
-            args.seed,
-            args.num_prompts,
-        ));
-    };
-    if args.dataset_name == DatasetArg::Custom {
-        return harness::custom::custom(
-            tokenizer,
-            &text,
-            args.num_prompts,
-            args.vllm.custom_output_len,
-        )
-        .map(|prompts| (prompts, false))
-        .map_err(|e| CliError::Usage {
-            message: format!("`{}`: {e}", path.display()),
-            hint: "a custom dataset is JSONL: one {\"prompt\": \"...\"} per line".into(),
-        });
-    }
-    dataset::sharegpt(
-        tokenizer,
-        &text,
-        args.num_prompts,
-        args.seed,
-        args.sharegpt_output_len,
-    )
-    .map(|prompts| (prompts, false))
-    .map_err(|e| CliError::Usage {
-        message: format!("`{}`: {e}", path.display()),
-        hint: "a ShareGPT file is a JSON list of {\"conversations\": [{\"from\", \"value\"}, ...]}"
-            .into(),
+    Ok(match args.dataset_name {
+        DatasetArg::Sharegpt => Prompts::ShareGpt {
+            path: path("sharegpt", "ShareGPT_V3_unfiltered_cleaned_split.json")?,
+            output_len: args.sharegpt_output_len,
+        },
+        DatasetArg::Custom => Prompts::Custom {
+            path: path("custom", "prompts.jsonl")?,
+            output_len: args.vllm.custom_output_len,
+        },
+        // The others are refused by `unsupported_dataset`.
+        _ => Prompts::Random {
+            input_len: args.random_input_len,
+            output_len: args.random_output_len,
+            range_ratio: args.random_range_ratio,
+        },
     })
-}
-
-async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String, CliError> {
-    let unreachable = |e: String| CliError::Server {
-        message: format!("cannot list the models of `{base_url}`: {e}"),
-    };
-    let response = client
-        .get(format!("{base_url}/v1/models"))
-        .timeout(Duration::from_secs(30))
-        .send()
-        .await
-        .map_err(|e| unreachable(e.to_string()))?;
-    if let Some(error) = harness::client::redirected(&response) {
-        return Err(CliError::Usage {
-            message: format!("`{base_url}/v1/models` answered {error}"),
-            hint: "name the server itself with `--base-url`: perfpipe follows no redirect".into(),
-        });
-    }
-    let body: serde_json::Value = response
-        .json()
-        .await
-        .map_err(|e| unreachable(e.to_string()))?;
-    body.pointer("/data/0/id")
-        .and_then(|v| v.as_str())
-        // Named in the result file and the output: the server's text.
-        .map(|id| crate::secrets::redact(id).into_owned())
-        .ok_or_else(|| unreachable("the answer lists no model".into()))
 }
 
 /// Against perfpipe's stamping test server: how late the client records what
@@ -524,21 +245,4 @@ fn parse_slo(text: &str) -> Result<(Latency, f64), CliError> {
         .filter(|v| *v >= 0.0)
         .ok_or_else(bad)?;
     Ok((latency, ms))
-}
-
-/// The result file with `text` appended as its last line: vLLM's
-/// `--append-result` (a file that does not end its last line gets a newline).
-fn appended(path: &std::path::Path, text: &str) -> String {
-    let mut old = fs_err::read_to_string(path).unwrap_or_default();
-    if !old.is_empty() && !old.ends_with('\n') {
-        old.push('\n');
-    }
-    old + text
-}
-
-/// vLLM's default `--request-id-prefix`: `bench-` and 8 random hex digits.
-fn random_request_id_prefix() -> String {
-    let seed = crate::clock::file_time_ns() as u64 ^ u64::from(std::process::id()) << 32;
-    let hex = crate::rng::Rng::new(seed).next_u64() as u32;
-    format!("bench-{hex:08x}-")
 }

@@ -36,7 +36,7 @@ pub use args::Cli;
 use args::{Command, RuntimeArg, StoreCommand};
 
 use crate::exit_code;
-use crate::ops::files::{check_writable, check_writable_dir, write_file, write_text};
+use crate::ops::files::write_file;
 use crate::ops::load::sample_notes;
 use crate::ops::{Loaded, LockMode, Stderr, load, lockfile};
 use crate::spec::Runtime;

@@ -11,6 +11,7 @@ macro_rules! say {
     };
 }
 
+pub mod bench;
 pub mod diff;
 pub mod error;
 pub mod fetch;

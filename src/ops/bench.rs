@@ -1,0 +1,486 @@
+//! `perfpipe bench`: the built-in load generator against any
+//! OpenAI-compatible server — prompts built, requests sent at the load
+//! asked, metrics computed — and vLLM's result file written.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::files::{check_writable, check_writable_dir, write_text};
+use super::{Error, Shell};
+use crate::harness::prompt_cache::{self, PromptCache};
+use crate::harness::ramp::RampUp;
+use crate::harness::{self, BenchOutcome, BenchRequest, Load, RequestSettings, custom, dataset};
+use crate::metrics::{
+    BlockOptions, Latency, MetricOptions, ResultMeta, default_file_name, save_result_json,
+};
+use crate::progress::BenchProgress;
+use crate::spec::{Arrival, Backend, RequestRate};
+use crate::tokenizer::Tokenizer;
+
+/// What `bench` is asked to do, every value checked against the others.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// The server, without a path (`http://127.0.0.1:8000`).
+    pub base_url: String,
+    /// The API path the requests go to (`/v1/completions`).
+    pub endpoint: String,
+    pub backend: Backend,
+    /// The model requested; none: the first one `/v1/models` lists.
+    pub model: Option<String>,
+    /// The tokenizer that builds and counts prompts (a file, a directory, a
+    /// cached model id or `whitespace`); none: the model's.
+    pub tokenizer: Option<String>,
+    pub prompts: Prompts,
+    /// Requests measured.
+    pub num_prompts: u32,
+    /// Seed of the prompts drawn and of the arrival times.
+    pub seed: u64,
+    pub rate: RequestRate,
+    /// A rate that ramps over the benchmark instead of `rate`.
+    pub ramp: Option<RampUp>,
+    /// Gamma shape of the gaps between requests.
+    pub burstiness: f64,
+    pub max_concurrency: Option<u32>,
+    /// Requests sent before the benchmark and not measured.
+    pub warmups: u32,
+    pub ignore_eos: bool,
+    pub temperature: f64,
+    /// Sampling parameters set on every request's body.
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+    /// Request `i` carries `x-request-id: {prefix}{i}`; none: vLLM's
+    /// default, `bench-` and 8 random hex digits.
+    pub request_id_prefix: Option<String>,
+    pub percentile_metrics: Vec<Latency>,
+    pub percentiles: Vec<f64>,
+    /// SLOs in milliseconds, for goodput.
+    pub goodput: Vec<(Latency, f64)>,
+    /// Time without an event from the server before a waiting request fails.
+    pub stall_timeout: Duration,
+    /// Each request's timings appended here (JSONL) as it completes.
+    pub journal: Option<PathBuf>,
+    /// The result file to write, if any.
+    pub result: Option<ResultFile>,
+}
+
+/// Where the prompts come from.
+#[derive(Debug, Clone)]
+pub enum Prompts {
+    /// Random token ids, lengths drawn from `[L(1-r), L(1+r)]`.
+    Random {
+        input_len: u32,
+        output_len: u32,
+        range_ratio: f64,
+    },
+    /// A ShareGPT JSON file; `output_len` replaces each reply's length.
+    ShareGpt {
+        path: PathBuf,
+        output_len: Option<u32>,
+    },
+    /// A JSONL file of `{"prompt": …}`, each asking `output_len` tokens.
+    Custom { path: PathBuf, output_len: u32 },
+}
+
+/// vLLM's result file.
+#[derive(Debug, Clone)]
+pub struct ResultFile {
+    /// Its directory (empty: the current one).
+    pub dir: PathBuf,
+    /// Its name; none: vLLM's default name.
+    pub name: Option<String>,
+    /// What prefixes the default name.
+    pub label: Option<String>,
+    /// With the per-request lists.
+    pub detailed: bool,
+    /// Appended as a line to the file rather than replacing it.
+    pub append: bool,
+    /// Top-level keys of its JSON.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// What a benchmark measured, before its result file is written.
+#[derive(Debug)]
+pub struct Measured {
+    pub outcome: BenchOutcome,
+    /// The model requested.
+    pub model: String,
+    /// The tokenizer named in the result file.
+    pub tokenizer_id: String,
+    /// When the measured requests started (Unix seconds).
+    pub started_at: u64,
+    /// Where each whole rate of a ramp was reached.
+    pub ramp_events: Vec<(u32, Duration)>,
+}
+
+impl BenchOptions {
+    /// How vLLM's printed block is laid out for these options.
+    pub fn block(&self) -> BlockOptions {
+        BlockOptions {
+            percentile_metrics: self.percentile_metrics.clone(),
+            percentiles: self.percentiles.clone(),
+            max_concurrency: self.max_concurrency,
+            request_rate: match self.rate {
+                RequestRate::Infinite => None,
+                RequestRate::PerSecond(r) => Some(r),
+            },
+        }
+    }
+}
+
+/// How a benchmark goes, for a progress display.
+#[derive(Debug)]
+pub enum BenchEvent<'a> {
+    /// The measured requests start.
+    Started { requests: usize },
+    /// A request ended: the counts so far.
+    Request(&'a BenchProgress),
+}
+
+/// Builds the prompts and sends them to the server at the load asked.
+/// What it does goes to `shell`, how the benchmark goes to `progress`.
+pub fn measure(
+    options: &BenchOptions,
+    shell: &dyn Shell,
+    progress: &mut dyn FnMut(BenchEvent),
+) -> Result<Measured, Error> {
+    // Where the results go is settled before anything is measured.
+    let mut journal = match &options.journal {
+        Some(path) => Some(open_journal(path)?),
+        None => None,
+    };
+    if let Some(result) = &options.result {
+        match &result.name {
+            Some(name) => check_writable(&result.dir.join(name))?,
+            None => check_writable_dir(&result.dir)?,
+        }
+    }
+    let dataset_file = read_dataset(&options.prompts)?;
+    let named_tokenizer = match &options.tokenizer {
+        Some(name) => Some(load_tokenizer(name, true, shell)?),
+        None => None,
+    };
+
+    // One worker per core this process may use (`taskset` narrows it).
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Runtime { source })?;
+    let base_url = &options.base_url;
+    let https = base_url.starts_with("https:");
+    let client = runtime.block_on(async { harness::http_client(https) });
+    let model = match &options.model {
+        Some(m) => m.clone(),
+        None => runtime.block_on(first_model(&client, base_url))?,
+    };
+    let tokenizer_id = options.tokenizer.clone().unwrap_or_else(|| model.clone());
+    let tokenizer = Arc::new(match named_tokenizer {
+        Some(tokenizer) => tokenizer,
+        None => load_tokenizer(&model, false, shell)?,
+    });
+    let built = Instant::now();
+    let (requests, cached) = requests(options, &tokenizer, dataset_file)?;
+    say!(
+        shell,
+        "perfpipe bench: {} prompts {} in {:.2} s",
+        requests.len(),
+        if cached {
+            "read from the cache"
+        } else {
+            "built"
+        },
+        built.elapsed().as_secs_f64()
+    );
+    let settings = RequestSettings {
+        urls: vec![format!("{base_url}{}", options.endpoint)],
+        backend: options.backend,
+        model: model.clone(),
+        temperature: options.temperature,
+        ignore_eos: options.ignore_eos,
+        tokenizer: tokenizer.clone(),
+        extra_body: options.extra_body.clone(),
+        request_id_prefix: Some(
+            options
+                .request_id_prefix
+                .clone()
+                .unwrap_or_else(random_request_id_prefix),
+        ),
+    };
+    let load = Load {
+        rate: options.rate,
+        // `vllm bench serve` has gamma arrivals only.
+        arrival: Arrival::Poisson,
+        burstiness: options.burstiness,
+        max_concurrency: options.max_concurrency,
+        seed: options.seed,
+        stall_timeout: options.stall_timeout,
+        warmups: options.warmups as usize,
+        ramp: options.ramp,
+    };
+    let metric_options = MetricOptions {
+        percentiles: options.percentiles.clone(),
+        goodput: options.goodput.clone(),
+    };
+    say!(
+        shell,
+        "perfpipe bench: {} requests to {} (model `{model}`, rate {}, max concurrency {})",
+        requests.len(),
+        settings.urls[0],
+        match (options.ramp, options.rate) {
+            (Some(r), _) => format!(
+                "ramping {} from {} to {} req/s",
+                r.strategy.name(),
+                r.start,
+                r.end
+            ),
+            (None, RequestRate::Infinite) => "inf".to_owned(),
+            (None, RequestRate::PerSecond(r)) => r.to_string(),
+        },
+        options
+            .max_concurrency
+            .map_or("unlimited".to_owned(), |c| c.to_string())
+    );
+    // Where each whole rate of a ramp was reached, from the same schedule.
+    let ramp_events = match options.ramp {
+        Some(r) => r
+            .delays(requests.len(), options.burstiness, options.seed)
+            .map(|delays| r.change_events(&delays))
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let started_at = crate::clock::unix_now();
+    progress(BenchEvent::Started {
+        requests: requests.len(),
+    });
+    let mut counts = BenchProgress::new(requests.len());
+    let outcome = runtime
+        .block_on(harness::benchmark(
+            &client,
+            &settings,
+            requests,
+            &load,
+            &metric_options,
+            &mut |index, record| {
+                counts.record(record);
+                progress(BenchEvent::Request(&counts));
+                if let Some(journal) = journal.as_mut() {
+                    let _ = writeln!(
+                        journal,
+                        "{}",
+                        serde_json::json!({"index": index, "record": record})
+                    );
+                    let _ = journal.flush();
+                }
+            },
+        ))
+        .map_err(|e| Error::Usage {
+            message: e.to_string(),
+            hint:
+                "a `--request-rate` of at least 1e-6, or `inf`, and a finite `--burstiness` above 0"
+                    .into(),
+        })?;
+    Ok(Measured {
+        outcome,
+        model,
+        tokenizer_id,
+        started_at,
+        ramp_events,
+    })
+}
+
+/// Writes vLLM's result file of what was measured; returns its path.
+pub fn save_result(
+    options: &BenchOptions,
+    result: &ResultFile,
+    measured: &Measured,
+) -> Result<PathBuf, Error> {
+    let block = options.block();
+    let outcome = &measured.outcome;
+    let meta = ResultMeta {
+        date: crate::clock::compact(crate::clock::unix_now()),
+        backend: options.backend.name().to_owned(),
+        label: result.label.clone(),
+        model_id: measured.model.clone(),
+        tokenizer_id: measured.tokenizer_id.clone(),
+        num_prompts: outcome.records.len(),
+        request_rate: block.request_rate,
+        burstiness: options.burstiness,
+        max_concurrency: options.max_concurrency,
+        metadata: result.metadata.clone(),
+        ramp_up: options.ramp,
+        rps_change_events: measured
+            .ramp_events
+            .iter()
+            .map(|(rps, at)| {
+                (
+                    *rps,
+                    crate::clock::rfc3339(measured.started_at + at.as_secs()),
+                )
+            })
+            .collect(),
+    };
+    let json = save_result_json(
+        &meta,
+        &outcome.metrics,
+        &outcome.records,
+        &options.percentile_metrics,
+        &options.percentiles,
+        result.detailed,
+    );
+    let name = result
+        .name
+        .clone()
+        .unwrap_or_else(|| default_file_name(&meta));
+    let path = result.dir.join(name);
+    let mut text = json.to_string() + "\n";
+    if result.append {
+        text = appended(&path, &text);
+    }
+    write_text(&path, &text).map_err(|e| e.measured(
+        "the result block above has the numbers; the per-request details are in `--journal` when one was given",
+    ))?;
+    Ok(path)
+}
+
+/// The tokenizer `--tokenizer` names (a file, a directory or a cached model
+/// id), which must load; or the model's, else words.
+fn load_tokenizer(name: &str, named: bool, shell: &dyn Shell) -> Result<Tokenizer, Error> {
+    if name == "whitespace" {
+        return Ok(Tokenizer::Whitespace);
+    }
+    let tokenizer = if named {
+        Tokenizer::named(name, "main")
+    } else {
+        Tokenizer::for_model(name, "main")
+    };
+    let tokenizer = tokenizer.map_err(|e| Error::Usage {
+        message: e.to_string(),
+        hint: "`--tokenizer` takes a tokenizer.json, a model directory, a model id in the Hugging Face cache, or `whitespace` to count words".into(),
+    })?;
+    match &tokenizer {
+        Tokenizer::HuggingFace { path, .. } => {
+            say!(shell, "perfpipe bench: tokenizer `{}`", path.display());
+        }
+        Tokenizer::Whitespace => say!(
+            shell,
+            "warning: no tokenizer.json for `{name}` on this machine (perfpipe never downloads); \
+             prompts are built and counted in words. Pass `--tokenizer` to use the model's."
+        ),
+    }
+    Ok(tokenizer)
+}
+
+#[expect(clippy::disallowed_methods, reason = "the journal the user asked for")]
+fn open_journal(path: &Path) -> Result<std::io::BufWriter<std::fs::File>, Error> {
+    let file = fs_err::File::create(path).map_err(|source| Error::Write {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(std::io::BufWriter::new(file.into_parts().0))
+}
+
+/// The dataset file's text (ShareGPT or custom), read before any server is contacted.
+fn read_dataset(prompts: &Prompts) -> Result<Option<(PathBuf, String)>, Error> {
+    let path = match prompts {
+        Prompts::Random { .. } => return Ok(None),
+        Prompts::ShareGpt { path, .. } | Prompts::Custom { path, .. } => path,
+    };
+    let text = fs_err::read_to_string(path).map_err(|e| Error::Usage {
+        message: format!("cannot read the dataset: {e}"),
+        hint: "check `--dataset-path`".into(),
+    })?;
+    Ok(Some((path.clone(), text)))
+}
+
+/// The prompts, and whether they came from the prompt cache.
+fn requests(
+    options: &BenchOptions,
+    tokenizer: &Tokenizer,
+    file: Option<(PathBuf, String)>,
+) -> Result<(Vec<BenchRequest>, bool), Error> {
+    let text = file.map(|(_, text)| text).unwrap_or_default();
+    match &options.prompts {
+        &Prompts::Random {
+            input_len,
+            output_len,
+            range_ratio,
+        } => Ok(prompt_cache::random(
+            &PromptCache::user(),
+            tokenizer,
+            input_len,
+            output_len,
+            range_ratio,
+            options.seed,
+            options.num_prompts,
+        )),
+        Prompts::Custom { path, output_len } => {
+            custom::custom(tokenizer, &text, options.num_prompts, *output_len)
+                .map(|prompts| (prompts, false))
+                .map_err(|e| Error::Usage {
+                    message: format!("`{}`: {e}", path.display()),
+                    hint: "a custom dataset is JSONL: one {\"prompt\": \"...\"} per line".into(),
+                })
+        }
+        Prompts::ShareGpt { path, output_len } => dataset::sharegpt(
+            tokenizer,
+            &text,
+            options.num_prompts,
+            options.seed,
+            *output_len,
+        )
+        .map(|prompts| (prompts, false))
+        .map_err(|e| Error::Usage {
+            message: format!("`{}`: {e}", path.display()),
+            hint:
+                "a ShareGPT file is a JSON list of {\"conversations\": [{\"from\", \"value\"}, ...]}"
+                    .into(),
+        }),
+    }
+}
+
+/// The model the server serves first.
+async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String, Error> {
+    let unreachable = |e: String| Error::Server {
+        message: format!("cannot list the models of `{base_url}`: {e}"),
+    };
+    let response = client
+        .get(format!("{base_url}/v1/models"))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    if let Some(error) = harness::client::redirected(&response) {
+        return Err(Error::Usage {
+            message: format!("`{base_url}/v1/models` answered {error}"),
+            hint: "name the server itself with `--base-url`: perfpipe follows no redirect".into(),
+        });
+    }
+    let body: serde_json::Value = response
+        .json()
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    body.pointer("/data/0/id")
+        .and_then(|v| v.as_str())
+        // Named in the result file and the output: the server's text.
+        .map(|id| crate::secrets::redact(id).into_owned())
+        .ok_or_else(|| unreachable("the answer lists no model".into()))
+}
+
+/// The result file with `text` appended as its last line: vLLM's
+/// `--append-result` (a file that does not end its last line gets a newline).
+fn appended(path: &Path, text: &str) -> String {
+    let mut old = fs_err::read_to_string(path).unwrap_or_default();
+    if !old.is_empty() && !old.ends_with('\n') {
+        old.push('\n');
+    }
+    old + text
+}
+
+/// vLLM's default `--request-id-prefix`: `bench-` and 8 random hex digits.
+fn random_request_id_prefix() -> String {
+    let seed = crate::clock::file_time_ns() as u64 ^ u64::from(std::process::id()) << 32;
+    let hex = crate::rng::Rng::new(seed).next_u64() as u32;
+    format!("bench-{hex:08x}-")
+}
