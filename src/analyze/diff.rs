@@ -157,6 +157,7 @@ mod tests {
             step: "vllm".into(),
             workload: "chat".into(),
             load: Default::default(),
+            point: Default::default(),
             slo: None,
             key: None,
             source: None,

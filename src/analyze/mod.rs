@@ -19,7 +19,7 @@ pub use diff::{Delta, DeltaVerdict, deltas, higher_is_better};
 pub use latency::mean_latency_ms;
 pub use noise::{NoiseFloors, default_floor};
 pub use records::{
-    RunLoad, RunRecord, SloResult, Source, from_expectations, from_store, of_samples,
+    RunLoad, RunRecord, SloResult, Source, SweepPoint, from_expectations, from_store, of_samples,
 };
 pub use stored::{Stored, StoredSample, samples_of};
 pub use summary::{Gain, SummaryNote, SummaryRow, summary};
@@ -138,6 +138,9 @@ pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Result<Analysis, Polars
     for run in &mut runs {
         if let Some(w) = spec.workload(&run.workload) {
             run.load = RunLoad::of(w);
+        }
+        if let Some(step) = spec.step(&run.step) {
+            run.point = SweepPoint::of(step);
         }
     }
     let frame = runs_frame(spec, &runs)?;

@@ -8,7 +8,7 @@ use crate::metrics::Provenance;
 use crate::metrics::slo::{Attainment, Slo, attainment};
 use crate::metrics::telemetry::TelemetrySummary;
 use crate::plan::Plan;
-use crate::spec::{ExpectedOutcome, RequestRate, Spec, Workload};
+use crate::spec::{ExpectedOutcome, RequestRate, Spec, Step, Workload};
 use crate::store::Outcome;
 
 /// Where a record's numbers came from.
@@ -46,6 +46,9 @@ pub struct RunRecord {
     /// Where the run lies along its workload's load axes.
     #[serde(flatten)]
     pub load: RunLoad,
+    /// Where the run's step lies in its sweep's matrix, if it is a point of one.
+    #[serde(flatten)]
+    pub point: SweepPoint,
     pub key: Option<String>,
     pub source: Option<Source>,
     /// Metrics by `--save-result` name; the mean over samples.
@@ -124,6 +127,30 @@ impl RunLoad {
     }
 }
 
+/// A sweep point's settings as plain fields, so that a report can group a
+/// matrix without reading `s@max-num-seqs=256`; set by [`crate::analyze::analyze`].
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SweepPoint {
+    /// The sweep the step was expanded from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<String>,
+    /// Each varied flag and its value at this point.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+}
+
+impl SweepPoint {
+    pub fn of(step: &Step) -> Self {
+        match &step.sweep {
+            Some(origin) => Self {
+                sweep: Some(origin.sweep.clone()),
+                settings: origin.settings.iter().cloned().collect(),
+            },
+            None => Self::default(),
+        }
+    }
+}
+
 /// Records built from the published expectations alone.
 pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
     spec.steps
@@ -142,6 +169,7 @@ pub fn from_expectations(spec: &Spec) -> Vec<RunRecord> {
                     step: step.name.value.clone(),
                     workload: w.clone(),
                     load: RunLoad::default(),
+                    point: SweepPoint::default(),
                     key: None,
                     source: expectation.map(|_| Source::Published),
                     samples: usize::from(expectation.is_some()),
@@ -244,6 +272,7 @@ pub fn of_samples(step: &str, workload: &str, key: &RunKey, stored: &[StoredSamp
         step: step.to_owned(),
         workload: workload.to_owned(),
         load: RunLoad::default(),
+        point: SweepPoint::default(),
         key: Some(key.to_string()),
         source: last.map(|r| Source::of(&r.provenance)),
         metrics,

@@ -98,6 +98,8 @@ const TOKENS: &[&str] = &[
     "expect",
     "expect-failure",
     "vary",
+    "link",
+    "load=",
     "candidate",
     "summary",
     "sections",

@@ -421,7 +421,7 @@ pub struct Step {
     /// Workload names, in the order they are measured.
     pub workloads: Vec<String>,
     pub expectations: Vec<Expectation>,
-    /// The sweep this step was expanded from, and its value there.
+    /// The sweep this step was expanded from, and its point there.
     pub sweep: Option<SweepOrigin>,
 }
 
@@ -440,8 +440,11 @@ impl Step {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepOrigin {
     pub sweep: String,
-    pub flag: String,
-    pub value: String,
+    /// Each varied flag and its value at this point, in declared order.
+    pub settings: Vec<(String, String)>,
+    /// The concurrency a flag following the load (`load=concurrency`) sets:
+    /// the point runs only the workload points at it.
+    pub concurrency: Option<u32>,
 }
 
 /// A published number (or failure) for one step and workload.

@@ -22,6 +22,7 @@ mod fetch;
 mod help;
 mod load;
 mod lock;
+mod matrix;
 mod objectives;
 mod pages;
 mod progress;

@@ -62,6 +62,8 @@ pub(crate) const NODES: &[(&str, &str, Takes)] = &[
     ("sweep", "expect", Takes::Text),
     ("sweep", "expect-failure", Takes::TextPair),
     ("sweep", "vary", Takes::List),
+    ("sweep", "link", Takes::Nothing),
+    ("link", "vary", Takes::List),
     ("expect", "*", Takes::Number),
     ("compare", "candidate", Takes::List),
     ("compare", "result", Takes::Text),
@@ -251,6 +253,7 @@ mod tests {
             ("workload", WORKLOAD_NODES),
             ("step", STEP_NODES),
             ("sweep", SWEEP_NODES),
+            ("link", &["vary"]),
         ] {
             for node in nodes {
                 assert!(of(parent, node).is_some(), "`{node}` in `{parent}`");

@@ -16,6 +16,7 @@ mod report;
 mod scan;
 mod search;
 mod steps;
+mod sweep;
 mod validate;
 mod values;
 
@@ -151,6 +152,7 @@ const SWEEP_NODES: &[&str] = &[
     "expect",
     "expect-failure",
     "vary",
+    "link",
 ];
 
 /// A name used before we know whether it is declared.

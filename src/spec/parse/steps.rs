@@ -170,7 +170,7 @@ impl Decoder {
         };
         let span = workload_entry.span();
         let workload = self.reference(workload_entry, RefKind::Workload)?;
-        let at = prop(node, "at").and_then(|e| self.scalar_text(e, "the sweep value"));
+        let at = prop(node, "at").and_then(|e| self.scalar_text(e, "the sweep point"));
         let outcome = if node.name().value() == "expect-failure" {
             self.no_children(node);
             ExpectedOutcome::Failure(self.required_string_arg(node, 1, "the published error")?)
@@ -233,103 +233,6 @@ impl Decoder {
             step.expectations.push(x);
         }
         Some(step)
-    }
-
-    pub(super) fn sweep(&mut self, node: &KdlNode) -> Vec<Step> {
-        let header = self.step_header(node, "the sweep's name");
-        let mut base = header.clone().unwrap_or_else(placeholder_step);
-        let expectations = self.step_body(node, &mut base, SWEEP_NODES);
-        let vary: Vec<&KdlNode> = node
-            .children()
-            .map(|c| {
-                c.nodes()
-                    .iter()
-                    .filter(|n| n.name().value() == "vary")
-                    .collect()
-            })
-            .unwrap_or_default();
-        let (flag, values) = match vary.as_slice() {
-            [v] => {
-                self.no_props(v);
-                self.no_children(v);
-                let flag = self.required_string_arg(v, 0, "the flag to vary");
-                let values: Vec<String> = args(v)
-                    .skip(1)
-                    .filter_map(|e| self.scalar_text(e, "a value"))
-                    .collect();
-                if values.is_empty() {
-                    self.missing_arg(v, "the values to sweep over");
-                }
-                (flag, values)
-            }
-            [] => {
-                self.missing_node(node, "vary", "vary \"--max-num-seqs\" 256 512");
-                return Vec::new();
-            }
-            [_, second, ..] => {
-                self.error(
-                    SpecDiagnostic::new(second.span(), "a sweep varies one flag", "second `vary`")
-                        .with_help("declare another `sweep` for the other flag"),
-                );
-                return Vec::new();
-            }
-        };
-        let (Some(base_header), Some(flag)) = (header, flag) else {
-            return Vec::new();
-        };
-        for (at, _, span) in &expectations {
-            match at {
-                Some(v) if values.contains(v) => {}
-                Some(v) => self.error(
-                    SpecDiagnostic::new(
-                        *span,
-                        format!("the sweep has no value `{v}`"),
-                        "unknown sweep value",
-                    )
-                    .with_help(one_of(values.iter().map(String::as_str))),
-                ),
-                None => self.error(
-                    SpecDiagnostic::new(
-                        *span,
-                        "an expectation in a sweep needs `at=<value>`",
-                        "which value?",
-                    )
-                    .with_help(one_of(values.iter().map(String::as_str))),
-                ),
-            }
-        }
-        values
-            .iter()
-            .map(|value| {
-                let mut step = base_header.clone();
-                step.name.value = format!(
-                    "{}-{}",
-                    base_header.name.value,
-                    value.trim_start_matches('-')
-                );
-                step.args = base.args.clone();
-                step.args.push(flag.clone());
-                step.args.push(value.clone());
-                step.env = base.env.clone();
-                step.workloads = base.workloads.clone();
-                step.sweep = Some(SweepOrigin {
-                    sweep: base_header.name.value.clone(),
-                    flag: flag.clone(),
-                    value: value.clone(),
-                });
-                for (at, x, span) in &expectations {
-                    if at.as_ref() == Some(value) {
-                        self.expect_refs.push(ExpectRef {
-                            step: step.name.value.clone(),
-                            workload: x.workload.clone(),
-                            span: *span,
-                        });
-                        step.expectations.push(x.clone());
-                    }
-                }
-                step
-            })
-            .collect()
     }
 
     pub(super) fn compare(&mut self, node: &KdlNode) -> Option<Comparison> {

@@ -35,6 +35,7 @@ impl Decoder {
                     None => vec![w],
                 })
                 .collect();
+            self.follow_load(step, &spec.workloads);
         }
         for comparison in &mut spec.comparisons {
             if comparison.workload.is_empty() {
