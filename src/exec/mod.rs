@@ -267,6 +267,7 @@ pub fn execute(
         store,
         options,
         client: runtime.block_on(async { crate::harness::http_client(false) }),
+        streams: runtime.block_on(async { crate::harness::StreamClient::new(false) }),
         cancel,
         host: crate::host::name(),
         runtime: plan.options.runtime,

@@ -36,6 +36,8 @@ pub struct RunContext<'a> {
     pub store: &'a Store,
     pub options: &'a ExecOptions,
     pub client: reqwest::Client,
+    /// The benchmark's own requests (the built-in harness).
+    pub streams: harness::StreamClient,
     pub cancel: watch::Receiver<bool>,
     pub host: String,
     /// Where this process records the engines it starts.
@@ -268,7 +270,7 @@ impl RunContext<'_> {
         };
         let mut cancel = self.cancel.clone();
         let bench = harness::benchmark(
-            &self.client,
+            &self.streams,
             &settings,
             requests,
             &load,

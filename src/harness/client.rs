@@ -1,12 +1,16 @@
 //! One streamed request, timed as `vllm bench serve` v0.11 times it.
 
 use futures_util::StreamExt;
+use http_body_util::BodyDataStream;
+use hyper::StatusCode;
+use hyper::header::{HeaderMap, LOCATION};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::bounds;
 use super::chunk::{self, Chunk};
 use super::dataset::BenchRequest;
+use super::http::{Response, StreamClient};
 use super::liveness::Liveness;
 use super::sse::SseParser;
 use crate::metrics::OutputTokensSource;
@@ -33,10 +37,11 @@ pub struct RequestSettings {
     pub request_id_prefix: Option<String>,
 }
 
-/// The client of every benchmark request. It follows no redirect: a server
-/// that sends the requests elsewhere is not the one measured ([`redirected`]).
-/// The system's root certificates are loaded only for a server spoken to
-/// over `https`: engines perfpipe starts answer plain HTTP on loopback.
+/// The client of a benchmark's other requests (models, health, metrics).
+/// It follows no redirect: a server that sends the requests elsewhere is
+/// not the one measured ([`redirected`]). The system's root certificates
+/// are loaded only for a server spoken to over `https`: engines perfpipe
+/// starts answer plain HTTP on loopback.
 pub fn http_client(https: bool) -> reqwest::Client {
     crate::tls::ensure_provider();
     let builder = reqwest::Client::builder()
@@ -52,12 +57,10 @@ pub fn http_client(https: bool) -> reqwest::Client {
 
 /// What a redirect answer says, naming where it points: perfpipe measures
 /// the server it was given, never another one behind a redirect.
-pub fn redirected(response: &reqwest::Response) -> Option<String> {
-    let status = response.status();
+pub fn redirected(status: StatusCode, headers: &HeaderMap) -> Option<String> {
     status.is_redirection().then(|| {
-        let location = response
-            .headers()
-            .get(reqwest::header::LOCATION)
+        let location = headers
+            .get(LOCATION)
             .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
         match location {
             Some(to) => format!("HTTP {status}: redirected to `{to}`, which is not followed"),
@@ -75,7 +78,7 @@ pub fn redirected(response: &reqwest::Response) -> Option<String> {
 /// begun to receive does not end within it. It is cut off, and fails, when
 /// its response exceeds a bound (see `bounds`).
 pub async fn send(
-    client: &reqwest::Client,
+    client: &StreamClient,
     settings: &RequestSettings,
     req: &Prepared,
     t0: Instant,
@@ -91,13 +94,11 @@ pub async fn send(
         start: (start - t0).as_secs_f64(),
         ..Default::default()
     };
-    let mut post = client
-        .post(&settings.urls[req.target])
-        .header(reqwest::header::CONTENT_TYPE, "application/json");
-    if let Some(id) = &req.request_id {
-        post = post.header("x-request-id", id);
-    }
-    let sent = post.body(req.body.clone()).send();
+    let sent = client.post(
+        &settings.urls[req.target],
+        req.body.clone(),
+        req.request_id.as_deref(),
+    );
     let response = match liveness.within(req.target, start, sent).await {
         Some(Ok(r)) => r,
         Some(Err(e)) => return failed(record, format!("request failed: {}", chain(&e))),
@@ -112,7 +113,7 @@ pub async fn send(
         }
     };
     let status = response.status();
-    if let Some(error) = redirected(&response) {
+    if let Some(error) = redirected(status, response.headers()) {
         return failed(record, error);
     }
     if !status.is_success() {
@@ -120,7 +121,7 @@ pub async fn send(
         return failed(record, error);
     }
     let max_events = bounds::max_events(u64::from(req.output_len));
-    let mut body = response.bytes_stream();
+    let mut body = BodyDataStream::new(response.into_body());
     let mut parser = SseParser::default();
     let mut alive = Instant::now();
     let mut received = 0_u64;
@@ -261,8 +262,8 @@ pub async fn send(
 /// TCP connect inside its TTFT while the server holds more connections than
 /// streams. Bounded by the response bound and the stall timeout; the
 /// measurement is already taken.
-async fn drain(
-    mut body: impl futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
+async fn drain<E>(
+    mut body: impl futures_util::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
     mut received: u64,
     stall: std::time::Duration,
 ) {
@@ -293,9 +294,9 @@ fn stalled(parser: &SseParser, since_event: u64, stall: std::time::Duration) -> 
 
 /// The error of a response that is not a success: its status and the
 /// start of its body, read up to a bound and while the server sends it.
-async fn error_response(response: reqwest::Response, target: usize, liveness: &Liveness) -> String {
+async fn error_response(response: Response, target: usize, liveness: &Liveness) -> String {
     let status = response.status();
-    let mut body = response.bytes_stream();
+    let mut body = BodyDataStream::new(response.into_body());
     let mut text = Vec::new();
     let mut alive = Instant::now();
     let mut whole = true;
@@ -388,8 +389,8 @@ fn base_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
     }
 }
 
-/// An error with its causes: reqwest's own text ("error decoding response
-/// body") does not say that the connection closed.
+/// An error with its causes: hyper's own text ("client error (Connect)",
+/// "error reading a body from connection") does not say what happened.
 fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();

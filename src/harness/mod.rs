@@ -1,4 +1,4 @@
-//! The built-in benchmark client: a tokio + reqwest load generator that
+//! The built-in benchmark client: a tokio + hyper load generator that
 //! measures what `vllm bench serve` measures, under its definitions. (effects)
 
 pub mod arrivals;
@@ -8,6 +8,7 @@ pub mod client;
 pub mod custom;
 pub mod dataset;
 pub mod guidellm;
+pub mod http;
 pub mod liveness;
 pub mod prompt_cache;
 pub mod py_random;
@@ -24,6 +25,7 @@ use tokio::time::{Duration, Instant};
 
 pub use client::{RequestSettings, http_client};
 pub use dataset::{BenchRequest, DatasetError};
+pub use http::StreamClient;
 
 use crate::metrics::{MetricOptions, RequestRecord, ServingMetrics, compute};
 use crate::spec::{Arrival, RequestRate};
@@ -101,7 +103,7 @@ pub struct BenchOutcome {
 /// rate or burstiness that gives no send schedule is refused before any
 /// request is sent.
 pub async fn benchmark(
-    client: &reqwest::Client,
+    client: &StreamClient,
     settings: &RequestSettings,
     requests: Vec<BenchRequest>,
     load: &Load,
@@ -161,7 +163,7 @@ pub async fn benchmark(
 /// Sends `requests[i]` at `delays[i]` after the start; returns the records
 /// and the wall and CPU time from the start to the last record.
 async fn send_all(
-    client: &reqwest::Client,
+    client: &StreamClient,
     settings: &RequestSettings,
     requests: &[BenchRequest],
     delays: Vec<Duration>,

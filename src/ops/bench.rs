@@ -171,6 +171,7 @@ pub fn measure(
     let base_url = &options.base_url;
     let https = base_url.starts_with("https:");
     let client = runtime.block_on(async { harness::http_client(https) });
+    let streams = runtime.block_on(async { harness::StreamClient::new(https) });
     let model = match &options.model {
         Some(m) => m.clone(),
         None => runtime.block_on(first_model(&client, base_url))?,
@@ -257,7 +258,7 @@ pub fn measure(
     let mut counts = BenchProgress::new(requests.len());
     let outcome = runtime
         .block_on(harness::benchmark(
-            &client,
+            &streams,
             &settings,
             requests,
             &load,
@@ -451,7 +452,7 @@ async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String,
         .send()
         .await
         .map_err(|e| unreachable(e.to_string()))?;
-    if let Some(error) = harness::client::redirected(&response) {
+    if let Some(error) = harness::client::redirected(response.status(), response.headers()) {
         return Err(Error::Usage {
             message: format!("`{base_url}/v1/models` answered {error}"),
             hint: "name the server itself with `--base-url`: perfpipe follows no redirect".into(),

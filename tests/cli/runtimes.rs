@@ -322,7 +322,7 @@ fn each_failure_ends_as_its_kind_and_the_rest_of_the_experiment_completes() {
     assert_eq!(
         errors,
         [
-            "stream broke: error decoding response body: error reading a body from connection: end of file before message length reached",
+            "stream broke: error reading a body from connection: end of file before message length reached",
             "stream ended inside an event"
         ]
     );
