@@ -43,15 +43,8 @@ impl Store {
 
     /// Every launch material file the store holds, by key, sorted.
     pub fn launches(&self) -> Result<Vec<(LaunchKey, PathBuf)>, Error> {
-        let dir = drv_dir(&self.root);
-        let entries = match fs_err::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
         let mut out = Vec::new();
-        for entry in entries {
-            let path = entry?.path();
+        for path in paths_in(&drv_dir(&self.root))? {
             let key = path
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -91,14 +84,8 @@ impl Store {
 
     /// Every file of the input area named by a sha256, sorted.
     pub fn input_files(&self) -> Result<Vec<InputFile>, Error> {
-        let entries = match fs_err::read_dir(inputs_dir(&self.root)) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
         let mut out = Vec::new();
-        for entry in entries {
-            let path = entry?.path();
+        for path in paths_in(&inputs_dir(&self.root))? {
             let Some(sha256) = path
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -219,6 +206,17 @@ fn hash(source: &mut impl Read, sink: &mut impl Write) -> std::io::Result<String
 }
 
 /// When `path` was last written or asked for (Unix seconds; 0 unknown).
+/// The paths of `dir`'s entries; none when `dir` does not exist (yet).
+fn paths_in(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    match fs_err::read_dir(dir) {
+        Ok(entries) => Ok(entries
+            .map(|e| e.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn written(path: &Path) -> u64 {
     fs_err::metadata(path)
         .and_then(|m| m.modified())
