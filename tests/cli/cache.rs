@@ -185,6 +185,30 @@ impl Drop for Server {
     }
 }
 
+/// Debian's `docker-registry` on a free loopback port, its storage and
+/// config in `env` (`config` appended to it: e.g. an `auth:` section), and
+/// the cache location of a repository in it.
+pub fn registry(env: &TestEnv, config: &str) -> (Server, String) {
+    let port = crate::common::free_port();
+    let path = env.path("registry.yml");
+    std::fs::write(
+        &path,
+        format!(
+            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n{config}",
+            env.path("registry").display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(
+        std::process::Command::new("docker-registry")
+            .arg("serve")
+            .arg(&path)
+            .env_clear(),
+        port,
+    );
+    (server, format!("oci://127.0.0.1:{port}/team/perfpipe"))
+}
+
 impl Server {
     pub fn start(command: &mut std::process::Command, port: u16) -> Self {
         let server = Self(
@@ -279,24 +303,7 @@ fn a_static_web_server_serves_a_pushed_directory_read_only() {
 #[test]
 fn an_oci_registry_takes_pushes_and_supplies_samples() {
     let (alice, public) = measured_with_key();
-    let port = crate::common::free_port();
-    let config = alice.path("registry.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-            alice.path("registry").display()
-        ),
-    )
-    .unwrap();
-    let _registry = Server::start(
-        std::process::Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config)
-            .env_clear(),
-        port,
-    );
-    let location = format!("oci://127.0.0.1:{port}/team/perfpipe");
+    let (_registry, location) = registry(&alice, "");
     let first = push(&alice, &location);
     assert!(first.contains("pushed 7 samples"), "{first}");
     let again = push(&alice, &location);
@@ -312,24 +319,7 @@ fn samples_sharing_blobs_are_pushed_to_a_registry_each_blob_once() {
     let out = env.run(&["run", "tiny.kdl", "--runtime", "sim", "--samples", "2"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     env.run(&["cache", "keygen", "alice", "--dir", "keys"]);
-    let port = crate::common::free_port();
-    let config = env.path("registry.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-            env.path("registry").display()
-        ),
-    )
-    .unwrap();
-    let _registry = Server::start(
-        std::process::Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config)
-            .env_clear(),
-        port,
-    );
-    let location = format!("oci://127.0.0.1:{port}/team/perfpipe");
+    let (_registry, location) = registry(&env, "");
     let first = push(&env, &location);
     assert!(first.contains("pushed 13 samples"), "{first}");
     assert!(push(&env, &location).contains("13 already there"));

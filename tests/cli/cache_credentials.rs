@@ -4,7 +4,6 @@
 
 use std::process::Output;
 
-use crate::cache::Server;
 use crate::common::web_cache::WebCache;
 use crate::common::{TestEnv, stderr, stdout, words};
 
@@ -64,25 +63,16 @@ fn a_registry_with_logins_takes_pushes_and_supplies_samples_with_credentials_onl
         .output()
         .expect("htpasswd (apache2-utils, scripts/test-deps.sh)");
     std::fs::write(alice.path("htpasswd"), &login.stdout).unwrap();
-    let port = crate::common::free_port();
-    std::fs::write(
-        alice.path("registry.yml"),
-        format!(
-            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\nauth:\n  htpasswd:\n    realm: perfpipe-test\n    path: {}\n",
-            alice.path("registry").display(),
-            alice.path("htpasswd").display()
-        ),
-    )
-    .unwrap();
-    let _registry = Server::start(
-        std::process::Command::new("docker-registry")
-            .arg("serve")
-            .arg(alice.path("registry.yml"))
-            .env_clear(),
-        port,
+    let auth = format!(
+        "auth:\n  htpasswd:\n    realm: perfpipe-test\n    path: {}\n",
+        alice.path("htpasswd").display()
     );
-    let host = format!("127.0.0.1:{port}");
-    let location = format!("oci://{host}/team/perfpipe");
+    let (_registry, location) = crate::cache::registry(&alice, &auth);
+    let host = location["oci://".len()..]
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
 
     // Without credentials: refused, naming the cache and where they go.
     let out = push(&alice, &location, &[]);
