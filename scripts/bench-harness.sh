@@ -7,11 +7,16 @@
 #      bare hyper client (examples/bare_client.rs) in the same run, side by side;
 #   3. memory: peak RSS of 12,000 requests at 1000 streams;
 #   4. connections: at `--max-concurrency 64`, the most connections the server
-#      had established at once (at most c+2 is the target).
+#      had established at once (at most c+2 is the target);
+#   5. prompts: 12,000 random 128-token prompts built through a BPE tokenizer
+#      on every core, cold (an empty prompt cache) then warm (target: cold
+#      under 1 s on 2 cores): the shipped test BPE, and a model's
+#      tokenizer.json if PERFPIPE_BENCH_TOKENIZER names one.
 # Every case prints the time to build its prompts, the client's peak RSS and the most connections the
 # server side held at once (sampled with `ss` every 20 ms).
 # Usage: scripts/bench-harness.sh   (builds the `perf` profile first;
-#        PERFPIPE_BENCH_PROFILE=release builds and measures `--release`)
+#        PERFPIPE_BENCH_PROFILE=release builds and measures `--release`;
+#        PERFPIPE_BENCH_TOKENIZER=path/to/tokenizer.json adds that tokenizer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/perfpipe-target}"
@@ -70,6 +75,20 @@ run ceiling-256 18771 --num-prompts 2048 --max-concurrency 256 --random-input-le
 run ceiling-1000 18771 --num-prompts 2000 --max-concurrency 1000 --random-input-len 128 --random-output-len 1024
 # Memory: peak RSS at 1000 streams for 12,000 requests (target < 300 MiB).
 run memory-1000x12000 18771 --num-prompts 12000 --max-concurrency 1000 --random-input-len 128 --random-output-len 1024
+
+prompts() { # prompts NAME TOKENIZER: the client unpinned, so on every core
+    for pass in cold warm; do
+        echo "== $1, $pass"
+        XDG_CACHE_HOME="$out/prompt-cache-$1" "$bin" bench --port 18771 --backend openai-chat \
+            --model bench-model --tokenizer "$2" --num-prompts 12000 --max-concurrency 256 \
+            --random-input-len 128 --random-output-len 1 >"$out/$1-$pass.log" 2>&1 || true
+        grep -E "prompts (built|read)|error" "$out/$1-$pass.log" || true
+    done
+}
+prompts prompts-12000x128-test-bpe tests/fixtures/tokenizer/tokenizer.json
+if [ -n "${PERFPIPE_BENCH_TOKENIZER:-}" ]; then
+    prompts prompts-12000x128-model "$PERFPIPE_BENCH_TOKENIZER"
+fi
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
 # One event per write: the server core becomes the limit.

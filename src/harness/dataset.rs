@@ -93,6 +93,7 @@ fn random_on(
     // tokenizer's work, a pure function of the prompt's index, split into
     // contiguous ranges across cores and joined in order: the same prompts,
     // byte for byte, as built one after the other.
+    let tokenizer = tokenizer.for_batch();
     let build = |i: usize| {
         let ids: Vec<u32> = (0..input_lens[i])
             .map(|j| ((offsets[i] + i as u64 + j) % vocab) as u32)
@@ -362,6 +363,23 @@ mod tests {
             assert_eq!(random_on(&bpe, 64, 8, 0.5, 7, 37, workers), sequential);
         }
         assert!(random_on(&bpe, 64, 8, 0.5, 7, 0, 3).is_empty());
+    }
+
+    /// sha256 of 300 prompts as built before the tokenizer's batch copy (any
+    /// change of a byte of a prompt would change every key that uses them).
+    #[test]
+    fn random_prompts_are_byte_for_byte_those_built_before() {
+        use sha2::{Digest, Sha256};
+        let mut digest = Sha256::new();
+        for r in random_on(&bpe(), 128, 32, 0.5, 3, 300, 2) {
+            digest.update(r.prompt.as_bytes());
+            digest.update(r.prompt_len.to_le_bytes());
+            digest.update(r.output_len.to_le_bytes());
+        }
+        assert_eq!(
+            hex::encode(digest.finalize()),
+            "b90fd00be4670a1689b6092c6f1f0b2cbe7efdf481899e8b61d34fcd004472a9"
+        );
     }
 
     #[test]

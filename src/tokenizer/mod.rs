@@ -189,6 +189,42 @@ impl Tokenizer {
         }
     }
 
+    /// A copy that encodes exactly as this one, for a batch of many texts:
+    /// its BPE word cache holds `BATCH_WORDS` words rather than the
+    /// library's 10,000, and an empty continuing-subword prefix or
+    /// end-of-word suffix is dropped (the library would add an empty one by
+    /// allocating a string per character). Random prompts of a 150k-token
+    /// vocabulary build about 20% faster; the copy is dropped with its cache.
+    pub fn for_batch(&self) -> Self {
+        /// Words repeat across random prompts, which are windows of one
+        /// sequence of token ids; about 15 MB when full.
+        const BATCH_WORDS: usize = 100_000;
+        match self {
+            Self::Whitespace => Self::Whitespace,
+            Self::HuggingFace { inner, id, path } => {
+                let mut inner = inner.clone();
+                let mut model = inner.get_model().clone();
+                if let tokenizers::ModelWrapper::BPE(bpe) = &mut model {
+                    for affix in [
+                        &mut bpe.continuing_subword_prefix,
+                        &mut bpe.end_of_word_suffix,
+                    ] {
+                        if affix.as_deref() == Some("") {
+                            *affix = None;
+                        }
+                    }
+                }
+                model.resize_cache(BATCH_WORDS);
+                inner.with_model(model);
+                Self::HuggingFace {
+                    inner,
+                    id: id.clone(),
+                    path: path.clone(),
+                }
+            }
+        }
+    }
+
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Vec<u32> {
         match self {
             Self::Whitespace => text
@@ -246,6 +282,38 @@ mod tests {
         let ids = t.encode("the engine serves tokens", false);
         assert_eq!(t.decode(&ids), "the engine serves tokens");
         assert!(t.id().starts_with("sha256:") && t.id().len() == 71);
+    }
+
+    /// The fixture as Qwen's tokenizer.json writes a BPE: an empty
+    /// continuing-subword prefix and end-of-word suffix.
+    fn fixture_with_empty_affixes() -> Tokenizer {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokenizer/tokenizer.json");
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        json["model"]["continuing_subword_prefix"] = "".into();
+        json["model"]["end_of_word_suffix"] = "".into();
+        Tokenizer::HuggingFace {
+            inner: Box::new(tokenizers::Tokenizer::from_bytes(json.to_string()).unwrap()),
+            id: "sha256:test".into(),
+            path,
+        }
+    }
+
+    #[test]
+    fn a_batch_copy_encodes_and_decodes_as_the_tokenizer_does() {
+        for t in [fixture(), fixture_with_empty_affixes()] {
+            let batch = t.for_batch();
+            assert_eq!(batch.id(), t.id());
+            for start in (0..1024).step_by(61) {
+                let ids: Vec<u32> = (start..start + 150).map(|i| i % 1024).collect();
+                let text = t.decode(&ids);
+                assert_eq!(batch.decode(&ids), text);
+                let encoded = t.encode(&text, false);
+                assert!(encoded.len() > 10, "{text:?} encodes to tokens");
+                assert_eq!(batch.encode(&text, false), encoded, "{text:?}");
+            }
+        }
     }
 
     #[test]
