@@ -99,8 +99,8 @@ pub async fn send(
         req.body.clone(),
         req.request_id.as_deref(),
     );
-    let response = match liveness.within(req.target, start, sent).await {
-        Some(Ok(r)) => r,
+    let (response, lease) = match liveness.within(req.target, start, sent).await {
+        Some(Ok(sent)) => sent,
         Some(Err(e)) => return failed(record, format!("request failed: {}", chain(&e))),
         None => {
             return failed(
@@ -241,7 +241,9 @@ pub async fn send(
         Some(Ok(())) if first => failed(record, "stream carried no token".into()),
         Some(Ok(())) => {
             record.latency = (last - start).as_secs_f64();
-            drain(body, received, stall).await;
+            if drain(body, received, stall).await {
+                lease.release().await;
+            }
             record.success = true;
             // `vllm bench serve` counts the text when usage is absent or 0.
             if record.output_tokens == 0 {
@@ -261,21 +263,23 @@ pub async fn send(
 /// before its end closes its connection, and the next request would pay a
 /// TCP connect inside its TTFT while the server holds more connections than
 /// streams. Bounded by the response bound and the stall timeout; the
-/// measurement is already taken.
+/// measurement is already taken. Whether the body ended.
 async fn drain<E>(
     mut body: impl futures_util::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
     mut received: u64,
     stall: std::time::Duration,
-) {
+) -> bool {
     let rest = async {
-        while let Some(Ok(bytes)) = body.next().await {
+        while let Some(read) = body.next().await {
+            let Ok(bytes) = read else { return false };
             received += bytes.len() as u64;
             if received > bounds::MAX_RESPONSE_BYTES {
-                break;
+                return false;
             }
         }
+        true
     };
-    let _ = tokio::time::timeout(stall, rest).await;
+    tokio::time::timeout(stall, rest).await.unwrap_or(false)
 }
 
 /// Why a stream stalled, by what the server last sent.
@@ -389,8 +393,8 @@ fn base_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
     }
 }
 
-/// An error with its causes: hyper's own text ("client error (Connect)",
-/// "error reading a body from connection") does not say what happened.
+/// An error with its causes: hyper's own text ("error reading a body from
+/// connection") does not say what happened.
 fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();

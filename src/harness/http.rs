@@ -1,23 +1,32 @@
-//! The client of benchmark streams: hyper_util's pooled HTTP/1 client, set
-//! up as reqwest sets it up (keep-alive pool, `TCP_NODELAY`, TCP keep-alive
-//! probes, `accept: */*`, no redirect followed, no proxy), with each
-//! connection's read buffer bounded.
+//! The client of benchmark streams: hyper's HTTP/1 connections, set up as
+//! reqwest sets them up (`TCP_NODELAY`, TCP keep-alive probes, `accept: */*`,
+//! no redirect followed, no proxy), each with its read buffer bounded, kept
+//! in a pool of its own.
 //!
 //! hyper doubles a connection's read buffer whenever a read fills it, up to
 //! ~400 KiB, and keeps it while the connection lives: a client that falls
 //! behind 1000 streams holds ~400 MiB in buffers. reqwest has no setting
-//! for it; hyper_util's `http1_max_buf_size` is that bound.
+//! for it; hyper's `max_buf_size` is that bound.
+//!
+//! The pool is ours because a connection must be back in it before the
+//! request that used it ends: the next request is let go when one ends, and
+//! a pool that takes its connections back in a task of its own (hyper_util's,
+//! reqwest's) lets it find none and open one more, up to 2% more
+//! connections than streams at 1000 streams against a fast server.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use hyper::Uri;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderValue};
 use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use thiserror::Error;
+use tower_service::Service as _;
 
 /// The bound of a connection's read buffer. hyper reads into the buffer's
 /// whole spare room, which its allocator may have doubled past the bound,
@@ -27,37 +36,66 @@ use thiserror::Error;
 /// default bound, 131 MiB at this one).
 pub const MAX_READ_BUFFER_BYTES: usize = 32 * 1024;
 
-/// How long an idle connection stays pooled (reqwest's default).
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
-
 /// reqwest's TCP keep-alive: a probe after 15 s of silence, every 15 s, 3 times.
 const TCP_KEEPALIVE: Duration = Duration::from_secs(15);
 const TCP_KEEPALIVE_RETRIES: u32 = 3;
 
+/// How long a connection whose response was read to its end may take to be
+/// ready for the next request before it is closed instead of pooled.
+const READY_WAIT: Duration = Duration::from_secs(1);
+
 /// A streamed response: its status, headers, and a body read as it comes.
 pub type Response = hyper::Response<hyper::body::Incoming>;
+
+type Sender = SendRequest<Full<Bytes>>;
+
+/// Idle connections by origin (`scheme://host:port`).
+type Pool = Arc<Mutex<HashMap<String, Vec<Sender>>>>;
 
 #[derive(Debug, Error)]
 pub enum RequestError {
     #[error("`{url}` is not a URL a request can go to")]
-    Url {
-        url: String,
+    Url { url: String },
+    #[error("cannot connect to {origin}")]
+    Connect {
+        origin: String,
         #[source]
-        source: hyper::http::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error(transparent)]
-    Send(#[from] hyper_util::client::legacy::Error),
+    Http(#[from] hyper::Error),
 }
 
 /// Sends the benchmark's requests; cheap to clone (clones share one pool).
 #[derive(Clone)]
 pub struct StreamClient {
-    inner: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    connector: HttpsConnector<HttpConnector>,
+    idle: Pool,
 }
 
 impl std::fmt::Debug for StreamClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StreamClient").finish_non_exhaustive()
+    }
+}
+
+/// A response's connection, which goes back to the pool by
+/// [`Lease::release`] once the response has been read to its end; dropped
+/// otherwise, which closes it.
+pub struct Lease {
+    sender: Sender,
+    origin: String,
+    idle: Pool,
+}
+
+impl Lease {
+    /// Waits until hyper has finished the response, so the connection can
+    /// take the next request, and pools it; call once the body has ended.
+    pub async fn release(mut self) {
+        if let Ok(Ok(())) = tokio::time::timeout(READY_WAIT, self.sender.ready()).await {
+            let mut idle = self.idle.lock().expect("the pool is never poisoned");
+            idle.entry(self.origin).or_default().push(self.sender);
+        }
     }
 }
 
@@ -84,37 +122,97 @@ impl StreamClient {
             ),
         };
         let connector = tls.https_or_http().enable_http1().wrap_connector(tcp);
-        let inner = Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .pool_max_idle_per_host(usize::MAX)
-            .http1_max_buf_size(MAX_READ_BUFFER_BYTES)
-            .build(connector);
-        Self { inner }
+        Self {
+            connector,
+            idle: Pool::default(),
+        }
     }
 
-    /// POSTs `body` as JSON to `url`, with `x-request-id` when given; the
-    /// headers are those reqwest sent, in its order.
+    /// POSTs `body` as JSON to `url`, with `x-request-id` when given, on an
+    /// idle connection if the pool has one; the headers are those reqwest
+    /// sent, in its order. A pooled connection the server closed meanwhile
+    /// is replaced by a new one if the request was not yet written.
     pub async fn post(
         &self,
         url: &str,
         body: Bytes,
         request_id: Option<&str>,
-    ) -> Result<Response, RequestError> {
-        let mut request = hyper::Request::post(url)
+    ) -> Result<(Response, Lease), RequestError> {
+        let bad_url = || RequestError::Url {
+            url: url.to_owned(),
+        };
+        let uri: Uri = url.parse().map_err(|_| bad_url())?;
+        let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+            return Err(bad_url());
+        };
+        let origin = format!("{scheme}://{authority}");
+        // As hyper_util's client writes it: the port only when not the scheme's.
+        let default_port = if scheme == "https" { 443 } else { 80 };
+        let host = match authority.port_u16() {
+            Some(port) if port != default_port => format!("{}:{port}", authority.host()),
+            _ => authority.host().to_owned(),
+        };
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut request = hyper::Request::post(path)
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(id) = request_id {
             request = request.header("x-request-id", id);
         }
-        let request = request
+        let mut request = request
             .header(ACCEPT, HeaderValue::from_static("*/*"))
+            .header(HOST, host)
             .body(Full::new(body))
-            .map_err(|source| RequestError::Url {
-                url: url.to_owned(),
+            .map_err(|_| bad_url())?;
+        loop {
+            let (mut sender, pooled) = match self.take_idle(&origin) {
+                Some(sender) => (sender, true),
+                None => (self.connect(&uri, &origin).await?, false),
+            };
+            match sender.try_send_request(request).await {
+                Ok(response) => {
+                    let idle = self.idle.clone();
+                    return Ok((
+                        response,
+                        Lease {
+                            sender,
+                            origin,
+                            idle,
+                        },
+                    ));
+                }
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if pooled => request = unsent,
+                    _ => return Err(e.into_error().into()),
+                },
+            }
+        }
+    }
+
+    /// The last connection pooled for `origin` that can take a request;
+    /// those the server closed are dropped.
+    fn take_idle(&self, origin: &str) -> Option<Sender> {
+        let mut idle = self.idle.lock().expect("the pool is never poisoned");
+        let senders = idle.get_mut(origin)?;
+        std::iter::from_fn(|| senders.pop()).find(SendRequest::is_ready)
+    }
+
+    async fn connect(&self, uri: &Uri, origin: &str) -> Result<Sender, RequestError> {
+        let io = self
+            .connector
+            .clone()
+            .call(uri.clone())
+            .await
+            .map_err(|source| RequestError::Connect {
+                origin: origin.to_owned(),
                 source,
             })?;
-        Ok(self.inner.request(request).await?)
+        let (sender, connection) = http1::Builder::new()
+            .max_buf_size(MAX_READ_BUFFER_BYTES)
+            .handshake(io)
+            .await?;
+        // Ends when the server closes the connection or its sender is dropped.
+        tokio::spawn(connection);
+        Ok(sender)
     }
 }
 
@@ -156,6 +254,99 @@ mod tests {
         port
     }
 
+    /// A server answering each request with a two-byte body: on its first
+    /// connection one request, then it closes; on later ones, every request.
+    /// The connections it accepted, and each request's head.
+    fn closes_its_first_connection() -> (u16, std::sync::mpsc::Receiver<String>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (heads, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, stream) in listener.incoming().flatten().enumerate() {
+                let heads = heads.clone();
+                std::thread::spawn(move || {
+                    let mut stream = stream;
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    loop {
+                        let mut head = format!("connection {n}\n");
+                        let mut length = 0;
+                        loop {
+                            let mut line = String::new();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                            if let Some(v) = line.strip_prefix("content-length:") {
+                                length = v.trim().parse().unwrap();
+                            }
+                            head.push_str(&line);
+                        }
+                        reader.read_exact(&mut vec![0; length]).unwrap();
+                        heads.send(head).unwrap();
+                        let reply = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                        if stream.write_all(reply.as_bytes()).is_err() || n == 0 {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (port, received)
+    }
+
+    /// Sends one request and reads its response to its end.
+    async fn post(client: &StreamClient, url: &str) {
+        let (response, lease) = client
+            .post(url, Bytes::from_static(b"{}"), Some("r-7"))
+            .await
+            .unwrap();
+        let mut body = BodyDataStream::new(response.into_body());
+        while body.next().await.is_some() {}
+        lease.release().await;
+    }
+
+    #[tokio::test]
+    async fn requests_go_as_reqwest_sent_them_and_reuse_a_connection_while_it_is_open() {
+        let (port, heads) = closes_its_first_connection();
+        let client = StreamClient::new(false);
+        let url = format!("http://127.0.0.1:{port}/v1/completions");
+        post(&client, &url).await;
+        // The server closed the first connection: the pool drops it.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        post(&client, &url).await;
+        post(&client, &url).await;
+        let heads: Vec<String> = heads.try_iter().collect();
+        let head = |n| {
+            format!(
+                "connection {n}\nPOST /v1/completions HTTP/1.1\r\ncontent-type: application/json\r\n\
+                 x-request-id: r-7\r\naccept: */*\r\nhost: 127.0.0.1:{port}\r\ncontent-length: 2\r\n"
+            )
+        };
+        assert_eq!(heads, [head(0), head(1), head(1)]);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connect_names_the_server() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}/v1/completions");
+        let Err(e) = StreamClient::new(false)
+            .post(&url, Bytes::new(), None)
+            .await
+        else {
+            panic!("nothing listens on {port}");
+        };
+        assert_eq!(
+            e.to_string(),
+            format!("cannot connect to http://127.0.0.1:{port}")
+        );
+    }
+
     #[tokio::test]
     async fn a_connection_never_reads_more_than_its_bound_at_once() {
         // hyper would grow its buffer to ~400 KiB reading this.
@@ -163,7 +354,7 @@ mod tests {
         let port = one_large_chunk(size);
         let client = StreamClient::new(false);
         let url = format!("http://127.0.0.1:{port}/v1/completions");
-        let response = client
+        let (response, _) = client
             .post(&url, Bytes::from_static(b"{}"), None)
             .await
             .unwrap();
