@@ -7,7 +7,7 @@
 #      bare hyper client (examples/bare_client.rs) in the same run, side by side;
 #   3. memory: peak RSS of 12,000 requests at 1000 streams;
 #   4. connections: at `--max-concurrency 64`, the most connections the server
-#      had established at once (at most c+2 is the target);
+#      had established at once (one per stream: at most c);
 #   5. prompts: 12,000 random 128-token prompts built through a BPE tokenizer
 #      on every core, cold (an empty prompt cache) then warm (target: cold
 #      under 1 s on 2 cores): the shipped test BPE, and a model's
@@ -101,7 +101,7 @@ run accuracy-512-cold 18772 --num-prompts 512 --random-input-len 128 --random-ou
 bare accuracy-512-cold-bare 18772 512 512 128 64
 # Warm-up requests leave 512 keep-alive connections open: no connect in the TTFT.
 run accuracy-512-warm 18772 --num-prompts 512 --random-input-len 128 --random-output-len 64 --num-warmups 512
-# Connections are reused as soon as a request ends: at most c+2 open at once.
+# Each connection is back in the pool before its request ends: at most c open at once.
 run connections-64 18772 --num-prompts 1024 --max-concurrency 64 --random-input-len 128 --random-output-len 16
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 echo "results in $out"

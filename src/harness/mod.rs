@@ -37,9 +37,11 @@ use crate::spec::{Arrival, RequestRate};
 /// - 1: first version.
 /// - 2: chunks timestamped per network read by perfpipe's own SSE parser;
 ///   random prompts built as vLLM v0.11 builds them, through the model's tokenizer.
-/// - 3: each stream read to its end so its connection is reused (at most
-///   c+2 connections; no TCP connect inside a later request's TTFT); client
-///   CPU counted over the measured window.
+/// - 3: each stream read to its end so its connection is reused (no TCP
+///   connect inside a later request's TTFT); client CPU counted over the
+///   measured window. Later, the stream client's own pool made that exact
+///   (one connection per stream, where a race could open a few more) with
+///   the same bytes sent: a fix of 3's intent, not a new version.
 pub const BUILTIN_HARNESS_VERSION: &str = "3";
 
 /// The default stall timeout. It is counted from the engine's last event to
