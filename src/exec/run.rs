@@ -147,16 +147,15 @@ impl RunContext<'_> {
             }
             measured => measured,
         };
-        let (gpu_samples, engine_samples) = sampler.finish().await;
-        let summary = crate::metrics::telemetry::summarize(&gpu_samples, &engine_samples);
-        let lines: String = gpu_samples
-            .iter()
-            .map(|s| serde_json::json!({ "gpu": s }).to_string() + "\n")
-            .chain(
-                engine_samples
-                    .iter()
-                    .map(|s| serde_json::json!({ "engine": s }).to_string() + "\n"),
-            )
+        let samples = sampler.finish().await;
+        let summary = crate::metrics::telemetry::summarize(&samples);
+        fn line(kind: &str, sample: &impl serde::Serialize) -> String {
+            serde_json::json!({ kind: sample }).to_string() + "\n"
+        }
+        let lines: String = (samples.start.iter().map(|s| line("engine_start", s)))
+            .chain(samples.gpu.iter().map(|s| line("gpu", s)))
+            .chain(samples.engine.iter().map(|s| line("engine", s)))
+            .chain(samples.end.iter().map(|s| line("engine_end", s)))
             .collect();
         pending
             .write_log("telemetry.jsonl", &lines)

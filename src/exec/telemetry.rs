@@ -1,5 +1,6 @@
 //! Sampling while a run measures: the run's GPUs through `nvidia-smi` (real
-//! runtimes) and the engine's Prometheus `/metrics`, once a second.
+//! runtimes) and the engine's Prometheus `/metrics`, once a second while the
+//! load runs; the engine's counters also at the start and at the end.
 
 use std::time::Duration;
 
@@ -7,23 +8,32 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::external;
-use crate::metrics::telemetry::{self, EngineSample, GpuSample};
+use crate::metrics::telemetry::{self, EngineSample, Samples};
 
 const PERIOD: Duration = Duration::from_secs(1);
 
 /// A sampler running beside a benchmark.
 pub struct Sampler {
     stop: watch::Sender<bool>,
-    task: JoinHandle<(Vec<GpuSample>, Vec<EngineSample>)>,
+    task: JoinHandle<Samples>,
 }
 
-/// Starts sampling `gpus` (none under `sim`) and each engine instance's `/metrics`.
+/// Starts sampling `gpus` (none under `sim`) and each engine instance's
+/// `/metrics`. The first sample of gauges is taken a period after the start:
+/// one taken at the start sees an engine with nothing yet to do, and would
+/// be all a run shorter than a period reports.
 pub fn start(client: reqwest::Client, gpus: Option<Vec<u32>>, base_urls: Vec<String>) -> Sampler {
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(async move {
-        let mut gpu_samples = Vec::new();
-        let mut engine_samples = Vec::new();
+        let mut samples = Samples {
+            start: scrape(&client, &base_urls).await,
+            ..Samples::default()
+        };
         loop {
+            tokio::select! {
+                _ = tokio::time::sleep(PERIOD) => {}
+                _ = stopped.changed() => break,
+            }
             if let Some(gpus) = &gpus {
                 let ids = gpus
                     .iter()
@@ -35,44 +45,50 @@ pub fn start(client: reqwest::Client, gpus: Option<Vec<u32>>, base_urls: Vec<Str
                 if let Ok(out) =
                     external::output("nvidia-smi", &args, Duration::from_secs(10)).await
                 {
-                    gpu_samples.extend(telemetry::parse_gpu_samples(&out.stdout));
+                    samples
+                        .gpu
+                        .extend(telemetry::parse_gpu_samples(&out.stdout));
                 }
             }
-            let mut scraped = std::collections::BTreeMap::new();
-            for url in &base_urls {
-                let text = async {
-                    client
-                        .get(format!("{url}/metrics"))
-                        .timeout(PERIOD)
-                        .send()
-                        .await?
-                        .text()
-                        .await
-                };
-                if let Ok(text) = text.await {
-                    for (k, v) in telemetry::parse_prometheus(&text) {
-                        *scraped.entry(k).or_insert(0.0) += v;
-                    }
-                }
-            }
-            if !scraped.is_empty() {
-                let mut sample = telemetry::engine_sample(&scraped);
-                // Instances' cache usages were summed; report their mean.
-                sample.kv_cache_usage = sample.kv_cache_usage.map(|u| u / base_urls.len() as f64);
-                engine_samples.push(sample);
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(PERIOD) => {}
-                _ = stopped.changed() => break,
-            }
+            samples.engine.extend(scrape(&client, &base_urls).await);
         }
-        (gpu_samples, engine_samples)
+        samples.end = scrape(&client, &base_urls).await;
+        samples
     });
     Sampler { stop, task }
 }
 
+/// One scrape of every engine instance's `/metrics`, summed; none when no
+/// instance answered.
+async fn scrape(client: &reqwest::Client, base_urls: &[String]) -> Option<EngineSample> {
+    let mut scraped = std::collections::BTreeMap::new();
+    for url in base_urls {
+        let text = async {
+            client
+                .get(format!("{url}/metrics"))
+                .timeout(PERIOD)
+                .send()
+                .await?
+                .text()
+                .await
+        };
+        if let Ok(text) = text.await {
+            for (k, v) in telemetry::parse_prometheus(&text) {
+                *scraped.entry(k).or_insert(0.0) += v;
+            }
+        }
+    }
+    if scraped.is_empty() {
+        return None;
+    }
+    let mut sample = telemetry::engine_sample(&scraped);
+    // Instances' cache usages were summed; report their mean.
+    sample.kv_cache_usage = sample.kv_cache_usage.map(|u| u / base_urls.len() as f64);
+    Some(sample)
+}
+
 impl Sampler {
-    pub async fn finish(self) -> (Vec<GpuSample>, Vec<EngineSample>) {
+    pub async fn finish(self) -> Samples {
         let _ = self.stop.send(true);
         self.task.await.unwrap_or_default()
     }

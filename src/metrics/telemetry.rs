@@ -105,8 +105,25 @@ pub fn engine_sample(metrics: &BTreeMap<String, f64>) -> EngineSample {
     }
 }
 
-/// Means, maxima and what throttled, over a run's samples.
-pub fn summarize(gpu: &[GpuSample], engine: &[EngineSample]) -> TelemetrySummary {
+/// A run's samples: gauges read while the load ran, and the engine's
+/// counters also read at its start and end.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Samples {
+    pub gpu: Vec<GpuSample>,
+    pub engine: Vec<EngineSample>,
+    pub start: Option<EngineSample>,
+    pub end: Option<EngineSample>,
+}
+
+/// Means, maxima and what throttled, over the samples read while the load
+/// ran; a counter's increase from the start to the end.
+pub fn summarize(samples: &Samples) -> TelemetrySummary {
+    let Samples {
+        gpu,
+        engine,
+        start,
+        end,
+    } = samples;
     let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let max = |v: Vec<f64>| v.into_iter().reduce(f64::max);
     let finite = |v: f64| v.is_finite().then_some(v);
@@ -121,7 +138,9 @@ pub fn summarize(gpu: &[GpuSample], engine: &[EngineSample]) -> TelemetrySummary
     throttling.sort();
     throttling.dedup();
     let preemptions = {
-        let seen: Vec<f64> = engine.iter().filter_map(|e| e.preemptions_total).collect();
+        let seen: Vec<f64> = (start.iter().chain(engine).chain(end))
+            .filter_map(|e| e.preemptions_total)
+            .collect();
         match (seen.first(), seen.last()) {
             (Some(a), Some(b)) => Some(b - a),
             _ => None,
@@ -149,7 +168,10 @@ mod tests {
         let csv = "0, 312.45, 1410, 67, 0x0000000000000000, 61234\n1, 250.00, 1275, 71, 0x0000000000000040, 60000\n2, [N/A], 1410, 60, 0x0000000000000001, 1\n";
         let samples = parse_gpu_samples(csv);
         assert_eq!(samples.len(), 3);
-        let s = summarize(&samples, &[]);
+        let s = summarize(&Samples {
+            gpu: samples,
+            ..Samples::default()
+        });
         assert!(
             (s.mean_power_w.unwrap() - 281.225).abs() < 1e-9,
             "N/A is not a zero"
@@ -180,8 +202,51 @@ mod tests {
             preemptions_total: Some(10.0),
             ..a.clone()
         };
-        let s = summarize(&[], &[a, later]);
+        let s = summarize(&Samples {
+            engine: vec![a.clone(), later],
+            ..Samples::default()
+        });
         assert_eq!(s.preemptions, Some(3.0));
         assert_eq!(s.mean_kv_cache_usage, Some(0.5));
+    }
+
+    #[test]
+    fn gauges_come_from_the_load_and_counters_from_its_start_to_its_end() {
+        let idle = EngineSample {
+            running: Some(0.0),
+            waiting: Some(0.0),
+            kv_cache_usage: Some(0.0),
+            preemptions_total: Some(5.0),
+        };
+        let busy = EngineSample {
+            running: Some(8.0),
+            waiting: Some(2.0),
+            kv_cache_usage: Some(0.6),
+            preemptions_total: Some(6.0),
+        };
+        let end = EngineSample {
+            preemptions_total: Some(9.0),
+            ..idle.clone()
+        };
+        let s = summarize(&Samples {
+            engine: vec![busy],
+            start: Some(idle.clone()),
+            end: Some(end.clone()),
+            ..Samples::default()
+        });
+        assert_eq!(
+            (s.mean_kv_cache_usage, s.max_running, s.max_waiting),
+            (Some(0.6), Some(8.0), Some(2.0)),
+            "the idle start and end are no gauge samples"
+        );
+        assert_eq!(s.preemptions, Some(4.0), "from the start to the end");
+        // Shorter than a period: the counters, and no gauge to report.
+        let short = summarize(&Samples {
+            start: Some(idle),
+            end: Some(end),
+            ..Samples::default()
+        });
+        assert_eq!((short.engine_samples, short.max_running), (0, None));
+        assert_eq!(short.preemptions, Some(4.0));
     }
 }

@@ -819,7 +819,9 @@ fn measure_all_drives_every_replica_on_disjoint_gpus() {
         "measuring all replicas is another measurement"
     );
 
-    let out = on_gpu_box(&env, &["run", "all.kdl", "--runtime", "local"], &[]);
+    // 32 tokens 40 ms apart: the load lasts over a second, so telemetry samples it.
+    let slow = [("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=40")];
+    let out = on_gpu_box(&env, &["run", "all.kdl", "--runtime", "local"], &slow);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -848,7 +850,8 @@ fn measure_all_drives_every_replica_on_disjoint_gpus() {
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(report.contains("| `two` | `short` |"), "{report}");
 
-    // Telemetry of the run's four GPUs (the stand-in's GPU 1 is power-capped) and both engines.
+    // Telemetry of the run's four GPUs (the stand-in's GPU 1 is power-capped) and both engines,
+    // sampled once a second while the load runs.
     let telemetry = &result["telemetry"];
     assert!(
         telemetry["gpu_samples"].as_u64().unwrap() >= 4,
