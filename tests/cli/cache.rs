@@ -47,8 +47,9 @@ pub fn measured_with_key() -> (TestEnv, String) {
     (env, stdout(&key).trim().to_owned())
 }
 
-pub fn push(env: &TestEnv, to: &str) -> String {
-    let out = env.run(&[
+/// `cache push` of the tiny study's runs to `to`, signed with Alice's key.
+pub fn push_args(to: &str) -> [&str; 9] {
+    [
         "cache",
         "push",
         "tiny.kdl",
@@ -58,7 +59,11 @@ pub fn push(env: &TestEnv, to: &str) -> String {
         to,
         "--secret-key",
         "keys/alice.secret",
-    ]);
+    ]
+}
+
+pub fn push(env: &TestEnv, to: &str) -> String {
+    let out = env.run(&push_args(to));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     stderr(&out)
 }

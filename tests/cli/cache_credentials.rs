@@ -18,18 +18,7 @@ fn online(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Output {
 }
 
 fn push(alice: &TestEnv, location: &str, vars: &[(&str, &str)]) -> Output {
-    let args = [
-        "cache",
-        "push",
-        "tiny.kdl",
-        "--runtime",
-        "sim",
-        "--to",
-        location,
-        "--secret-key",
-        "keys/alice.secret",
-    ];
-    online(alice, &args, vars)
+    online(alice, &crate::cache::push_args(location), vars)
 }
 
 /// Bob's project, trusting `public` and asking `location`; `credentials`

@@ -560,13 +560,10 @@ fn explain_finds_the_step_before_its_edit_and_names_the_flags_that_differ() {
     });
 }
 
-/// The README's diff workflow, where the "before" side was locked but never
-/// measured: `diff` suggests `run --lockfile before.lock`, which runs its
-/// runs from the launch material the store recorded when it was locked,
-/// without the experiment as it was; then `diff` compares both sides.
-#[test]
-fn the_before_side_of_a_diff_runs_from_its_recorded_material_without_the_old_experiment() {
-    let env = TestEnv::new();
+/// `experiments/up.kdl` on vLLM 0.11.0, locked and its lockfile kept as
+/// `before.lock`, then upgraded to 0.17.1 and locked again: the old
+/// experiment file is gone.
+fn locked_then_upgraded(env: &TestEnv) {
     let study = |version: &str| {
         format!(
             r#"experiment "up" {{
@@ -582,10 +579,19 @@ fn the_before_side_of_a_diff_runs_from_its_recorded_material_without_the_old_exp
     // Offline here: unpinned images and commits, whatever `lock` exits with.
     env.run(&["lock", "experiments/up.kdl"]);
     std::fs::copy(env.path("lockfiles/up.lock"), env.path("before.lock")).unwrap();
-    let before = env.read("before.lock");
-    // Upgrade vLLM; the old experiment file is gone.
     env.write("experiments/up.kdl", &study("0.17.1"));
     env.run(&["lock", "experiments/up.kdl"]);
+}
+
+/// The README's diff workflow, where the "before" side was locked but never
+/// measured: `diff` suggests `run --lockfile before.lock`, which runs its
+/// runs from the launch material the store recorded when it was locked,
+/// without the experiment as it was; then `diff` compares both sides.
+#[test]
+fn the_before_side_of_a_diff_runs_from_its_recorded_material_without_the_old_experiment() {
+    let env = TestEnv::new();
+    locked_then_upgraded(&env);
+    let before = env.read("before.lock");
     ok(&env, &["run", "experiments/up.kdl", "--runtime", "sim"]);
 
     let diff = || {
@@ -640,22 +646,7 @@ fn the_before_side_of_a_diff_runs_from_its_recorded_material_without_the_old_exp
 #[test]
 fn an_older_lockfile_runs_with_the_samples_and_timeouts_asked() {
     let env = TestEnv::new();
-    let study = |version: &str| {
-        format!(
-            r#"experiment "up" {{
-    hardware "nvidia-a100-sxm4-80gb" gpus=1
-    model "Qwen/Qwen3-14B"
-    engine vllm version="{version}"
-    workload short {{ dataset random input=32 output=4 seed=1; prompts 6; }}
-    step vllm engine=vllm gpus=1
-}}"#
-        )
-    };
-    env.write("experiments/up.kdl", &study("0.11.0"));
-    env.run(&["lock", "experiments/up.kdl"]);
-    std::fs::copy(env.path("lockfiles/up.lock"), env.path("before.lock")).unwrap();
-    env.write("experiments/up.kdl", &study("0.17.1"));
-    env.run(&["lock", "experiments/up.kdl"]);
+    locked_then_upgraded(&env);
     let older = [
         "run",
         "experiments/up.kdl",

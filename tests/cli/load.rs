@@ -10,6 +10,17 @@ pub const LOAD_TIMING: (&str, &str) = (
     "load:ttft_ms=2,ttft_ms_per_req=20,itl_ms=1",
 );
 
+/// `perfpipe run EXPERIMENT` under the simulated `timing`, which must succeed.
+pub fn run_timed(env: &TestEnv, experiment: &str, timing: (&str, &str)) -> std::process::Output {
+    let out = env
+        .cmd(&["run", experiment])
+        .env(timing.0, timing.1)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out
+}
+
 fn load_study() -> TestEnv {
     let env = TestEnv::new();
     env.copy_fixture("experiments/load.kdl", "load.kdl");
@@ -38,12 +49,7 @@ fn three_configurations_by_five_loads_run_once_and_plan_lists_every_point() {
     assert_eq!(listed, expected, "{}", stdout(&plan));
     assert!(stdout(&plan).contains("15 runs: 0 cached, 0 failed, 15 missing"));
 
-    let first = env
-        .cmd(&["run", "load.kdl"])
-        .env(LOAD_TIMING.0, LOAD_TIMING.1)
-        .output()
-        .unwrap();
-    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let first = run_timed(&env, "load.kdl", LOAD_TIMING);
     assert!(
         stderr(&first).contains("ran 15 (failed: 0)"),
         "{}",
@@ -51,12 +57,7 @@ fn three_configurations_by_five_loads_run_once_and_plan_lists_every_point() {
     );
     assert_eq!(env.samples().len(), 15);
 
-    let again = env
-        .cmd(&["run", "load.kdl"])
-        .env(LOAD_TIMING.0, LOAD_TIMING.1)
-        .output()
-        .unwrap();
-    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let again = run_timed(&env, "load.kdl", LOAD_TIMING);
     assert_eq!(env.samples().len(), 15, "a second run runs nothing");
     assert!(!stderr(&again).contains("ran 15"), "{}", stderr(&again));
 
@@ -133,15 +134,7 @@ fn attainment(env: &TestEnv) -> Vec<(u64, u64, u64)> {
 #[test]
 fn slo_attainment_follows_the_load_and_a_new_slo_runs_nothing() {
     let env = load_study();
-    let run = |env: &TestEnv| {
-        let out = env
-            .cmd(&["run", "load.kdl"])
-            .env(LOAD_TIMING.0, LOAD_TIMING.1)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        out
-    };
+    let run = |env: &TestEnv| run_timed(env, "load.kdl", LOAD_TIMING);
     let first = run(&env);
     // TTFT = 2 + 20·k ms for the k-th request in flight: within 92 ms up to
     // k = 4, so every request at c ≤ 4 and the first 4 of 24 at c = 8, 16.

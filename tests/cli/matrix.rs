@@ -2,7 +2,7 @@
 //! of its own measured at every load point of its workloads.
 
 use crate::common::{TestEnv, stderr, stdout};
-use crate::load::LOAD_TIMING;
+use crate::load::{LOAD_TIMING, run_timed};
 
 const POINTS: [&str; 4] = [
     "sched@max-num-batched-tokens=4096,max-num-seqs=64",
@@ -50,15 +50,7 @@ fn a_two_by_two_matrix_at_two_loads_is_eight_runs_run_once() {
     keys.dedup();
     assert_eq!(keys.len(), 8, "each run has its own key: {plan:?}");
 
-    let run = |env: &TestEnv| {
-        let out = env
-            .cmd(&["run", "matrix.kdl"])
-            .env(LOAD_TIMING.0, LOAD_TIMING.1)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        out
-    };
+    let run = |env: &TestEnv| run_timed(env, "matrix.kdl", LOAD_TIMING);
     let first = run(&env);
     assert!(
         stderr(&first).contains("ran 8 (failed: 0)"),

@@ -21,13 +21,7 @@ fn search_study() -> TestEnv {
 }
 
 fn run(env: &TestEnv, experiment: &str) -> std::process::Output {
-    let out = env
-        .cmd(&["run", experiment])
-        .env(SEARCH_TIMING.0, SEARCH_TIMING.1)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    out
+    crate::load::run_timed(env, experiment, SEARCH_TIMING)
 }
 
 fn analysis(env: &TestEnv, experiment: &str) -> Value {
