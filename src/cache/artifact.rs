@@ -179,6 +179,9 @@ pub fn parse(key: &RunKey, bytes: &[u8], trusted: &TrustedKeys) -> Result<Wanted
             return Err(Rejected::NotASample(format!("digest `{}`", layer.digest)));
         }
     }
+    if manifest.layers.iter().any(|layer| layer.title().is_none()) {
+        return Err(Rejected::NotASample("a layer without a title".into()));
+    }
     // The files the layers name are the files signed, by path and digest.
     let listed = file_list(manifest.layers.iter().map(|layer| {
         (

@@ -343,6 +343,16 @@ fn a_second_copy_of_a_signed_sample_is_damage_and_not_used() {
         findings[0].damage,
         crate::store::Damage::Duplicate("0001".into())
     );
+    // `store gc` sees the same damage, and removes the copy only.
+    let garbage = into.garbage(&[key.clone()].into()).unwrap();
+    assert_eq!(garbage.len(), 1, "{garbage:?}");
+    assert_eq!(garbage[0].path, second);
+    assert_eq!(
+        into.remove(&garbage[0]).unwrap(),
+        crate::store::Removal::Removed
+    );
+    assert!(!second.exists() && first.is_dir());
+    assert!(into.verify().unwrap().findings.is_empty());
 }
 
 /// A cache holding one sample with two logs of different bytes.

@@ -39,19 +39,21 @@ pub fn substitute(
                     run.workload,
                     run.key.short()
                 ),
-                Outcome::Refused { .. } => say_refused(shell, run, location, outcome),
+                Outcome::Refused { .. } => {
+                    say_refused(shell, run, location, outcome, "nothing of it was stored");
+                }
             }
         }
     }
     Ok(done.added() > 0)
 }
 
-/// A sample refused from `location`, and why.
-fn say_refused(shell: &dyn Shell, run: &PlannedRun, location: &str, outcome: &Outcome) {
+/// A sample refused from `location`, why, and what that means (`then`).
+fn say_refused(shell: &dyn Shell, run: &PlannedRun, location: &str, outcome: &Outcome, then: &str) {
     if let Outcome::Refused { tag, why } = outcome {
         say!(
             shell,
-            "warning: `{}` × `{}`: refused `{tag}` from `{location}`: {why}; nothing of it was stored",
+            "warning: `{}` × `{}`: refused `{tag}` from `{location}`: {why}; {then}",
             run.step,
             run.workload
         );
@@ -76,7 +78,7 @@ pub fn offers(
     }
     for run in plan.missing() {
         for (location, outcome) in found.refused.get(&run.key).into_iter().flatten() {
-            say_refused(shell, run, location, outcome);
+            say_refused(shell, run, location, outcome, "`run` will not use it");
         }
     }
     found.offers

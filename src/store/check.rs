@@ -360,6 +360,17 @@ pub(super) fn inspect_samples(entry: &Path, key: &RunKey) -> Result<Vec<Inspecte
     Ok(inspected)
 }
 
+/// Whether the sample at `path` (`<entry>/samples/<id>`) is damage, as
+/// [`inspect_samples`] sees it.
+pub(super) fn is_damaged_sample(path: &Path, key: &RunKey) -> Result<bool, Error> {
+    let Some(entry) = path.parent().and_then(Path::parent) else {
+        return Ok(false);
+    };
+    Ok(inspect_samples(entry, key)?
+        .iter()
+        .any(|sample| sample.path == path && sample.state.is_err()))
+}
+
 /// `(name, path)` of everything under `entry/samples/`, samples first in the
 /// order of their ids (oldest first), then stray items by name; none
 /// when the directory is absent (an entry whose first sample never came).
