@@ -165,14 +165,29 @@ impl SubstituteArgs {
                 .unwrap_or(crate::cache::DEFAULT_NEGATIVE_TTL),
             refresh: self.refresh,
         };
-        crate::cache::Caches::configure(
+        let configured = crate::cache::Caches::configure(
             &self.substituters,
             &self.trusted_keys,
             offline,
             recall,
             &self.credentials,
         )
-        .map_err(CliError::Cache)
+        .map_err(CliError::Cache)?;
+        if let Some(first) = configured.skipped_offline.first() {
+            eprintln!(
+                "warning: offline (`--offline` or PERFPIPE_OFFLINE): {} not asked (`{first}`{}); only directory caches are",
+                crate::plural::count(
+                    configured.skipped_offline.len(),
+                    "web or registry cache",
+                    "web or registry caches"
+                ),
+                match configured.skipped_offline.len() {
+                    1 => String::new(),
+                    n => format!(" and {} more", n - 1),
+                }
+            );
+        }
+        Ok(configured.caches)
     }
 
     /// Fills what the command line leaves out from the user's configuration.

@@ -131,7 +131,7 @@ fn render(
                 "substitutable",
                 format!(
                     "{} in `{}`; {detail}",
-                    count(offer.tags.len(), "sample", "samples"),
+                    count(offer.samples.len(), "sample", "samples"),
                     offer.location
                 ),
             ),
