@@ -53,17 +53,26 @@ pub fn is_own_tag(html: &str) -> bool {
     html == CLOSE || html == LINE_BREAK || Mark::ALL.iter().any(|m| html == m.open())
 }
 
-/// Outside `text` as markdown text, in a table cell or not: every ASCII
-/// punctuation character markdown gives a meaning to is backslash-escaped
-/// (so `<`, `&`, `[`, `!`, `` ` ``, `|` and emphasis stay characters), and a
-/// line break, which would end the line, is a space.
+/// Outside `text` as markdown text, in a table cell or not: the characters
+/// that would start markup are backslash-escaped: `<` (inline HTML, an
+/// autolink), `[` and `]` (a link, an image), `&` before what could be an
+/// entity, `|` (a cell's end) and `\` itself; a line break, which would end
+/// the line, is a space. Emphasis and code spans stay as a page wrote them:
+/// they only format, and inside a code span nothing is markup.
 pub fn text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '!' | '|' | '~' | '&' => {
+            '\\' | '<' | '[' | ']' | '|' => {
                 out.push('\\');
                 out.push(c);
+            }
+            '&' if chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '#') =>
+            {
+                out.push_str("\\&");
             }
             '\n' | '\r' => out.push(' '),
             c => out.push(c),
@@ -142,8 +151,17 @@ mod tests {
     #[test]
     fn outside_text_stays_text() {
         let hostile = "Tiny <span style=\"background-color:red\" onfocus=\"alert(1)\"> \
-                       [x](javascript:alert(1)) ![i](http://127.0.0.1:9/t) <http://a> &lt; *e* `c` \\ # | ~~s~~";
+                       [x](javascript:alert(1)) ![i](http://127.0.0.1:9/t) <http://a> &lt; &#60; && \\ # |";
         assert_eq!(shown(&text(hostile)), hostile);
+        // A backtick opens a code span, in which nothing is markup either.
+        let coded = "`<img src=x>` `[x](y) \\` <b>";
+        assert!(
+            events(&text(coded))
+                .iter()
+                .all(|e| matches!(e, Event::Text(_) | Event::Code(_))),
+            "{:?}",
+            events(&text(coded))
+        );
         assert_eq!(shown(&code(hostile)), hostile);
         assert_eq!(shown(&code("`a``")), "`a``");
         assert_eq!(shown(&code(" a ")), " a ");
