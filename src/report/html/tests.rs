@@ -368,10 +368,10 @@ fn outside_the_allow_list(html: &str) -> Vec<String> {
                     }
                 }
             }
-            Token::String(text) if in_script => {
-                if String::from_utf8_lossy(&text) != format!("\n{SCRIPT}") {
-                    found.push("a script not the page's own".into());
-                }
+            Token::String(text)
+                if in_script && String::from_utf8_lossy(&text) != format!("\n{SCRIPT}") =>
+            {
+                found.push("a script not the page's own".into());
             }
             Token::EndTag(_) => in_script = false,
             Token::Comment(c) => found.push(format!("<!--{}-->", String::from_utf8_lossy(&c))),
