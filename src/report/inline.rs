@@ -58,12 +58,16 @@ pub fn is_own_tag(html: &str) -> bool {
 /// autolink), `[` and `]` (a link, an image), `&` before what could be an
 /// entity, `|` (a cell's end) and `\` itself; a line break, which would end
 /// the line, is a space. Emphasis and code spans stay as a page wrote them:
-/// they only format, and inside a code span nothing is markup.
+/// they only format, and inside a code span nothing is markup. A backtick
+/// that would open a span the text does not close is escaped too, so that it
+/// cannot pair with one of the report's own code spans later in the line.
 pub fn text(text: &str) -> String {
+    let escape_backticks = !code_spans_close(text);
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
+            '`' if escape_backticks => out.push_str("\\`"),
             '\\' | '<' | '[' | ']' | '|' => {
                 out.push('\\');
                 out.push(c);
@@ -79,6 +83,25 @@ pub fn text(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether every run of backticks in `text` opens a code span that a later
+/// run of the same length closes, or is one that closes, as markdown pairs
+/// them.
+fn code_spans_close(text: &str) -> bool {
+    let runs: Vec<usize> = text
+        .split(|c| c != '`')
+        .map(str::len)
+        .filter(|n| *n > 0)
+        .collect();
+    let mut i = 0;
+    while i < runs.len() {
+        match runs[i + 1..].iter().position(|n| *n == runs[i]) {
+            Some(j) => i += j + 2,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Outside `text` as a code span outside a table: fenced by more backticks
@@ -166,6 +189,11 @@ mod tests {
         assert_eq!(shown(&code("`a``")), "`a``");
         assert_eq!(shown(&code(" a ")), " a ");
         assert_eq!(shown(&text("a\nb")), "a b");
+        // An unclosed backtick would pair with the report's next code span.
+        let line = format!("{} {}", text("a ` b"), code("<img src=x>"));
+        assert_eq!(shown(&line), "a ` b <img src=x>");
+        assert_eq!(text("a ` b"), "a \\` b");
+        assert_eq!(text("`vLLM` and ``x``"), "`vLLM` and ``x``");
     }
 
     #[test]
