@@ -12,8 +12,38 @@ use std::path::Path;
 /// kind of file is an `InvalidInput` error saying what it is (as `std`'s
 /// errors, without the path: the caller names it).
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// As [`read`], for a file that may hold at most `limit` bytes: a larger
+/// one is a `FileTooLarge` error, and no more than `limit + 1` of its bytes
+/// are read (it may grow while it is read).
+pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open(path)?;
+    let too_large = || {
+        io::Error::new(
+            ErrorKind::FileTooLarge,
+            format!("larger than {limit} bytes"),
+        )
+    };
+    if file.metadata()?.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// The regular file at `path`, opened for reading; its type is checked
+/// before any byte is read.
+fn open(path: &Path) -> io::Result<std::fs::File> {
     // O_NONBLOCK: opening a FIFO with no writer returns at once.
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
@@ -24,9 +54,7 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
             format!("{}, not a regular file", describe(kind)),
         ));
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok(file)
 }
 
 /// The text of the regular file at `path`, which must be UTF-8.
@@ -69,6 +97,9 @@ mod tests {
         let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        assert_eq!(read_at_most(&file, 2).unwrap(), b"{}");
+        let err = read_at_most(&file, 1).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::FileTooLarge);
         for (path, what) in [
             (fifo.as_path(), "a FIFO"),
             (dir.path(), "a directory"),

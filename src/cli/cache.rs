@@ -139,7 +139,7 @@ fn push(args: &PushArgs) -> Result<u8, CliError> {
         crate::cache::credential_for(&args.credentials, &to).map_err(CliError::Cache)?;
     let remote = crate::cache::Remote::new(to).with_credential(credential);
     let pushed = crate::cache::push(&store, &runs, &remote, &secret).map_err(CliError::Cache)?;
-    eprintln!(
+    eoutln!(
         "perfpipe: pushed {} to `{}` as `{}` ({} already there{})",
         crate::plural::count(pushed.uploaded, "sample", "samples"),
         remote.location,
@@ -213,7 +213,7 @@ fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {
         })?;
     let pair = crate::cache::keygen(&args.name, &dir).map_err(CliError::Cache)?;
     outln!("{}", pair.public);
-    eprintln!(
+    eoutln!(
         "perfpipe: wrote `{}` (keep it secret) and `{}`; colleagues add the line above to `public-keys` under `[trust]` in their config.toml",
         pair.secret_file.display(),
         pair.public_file.display()

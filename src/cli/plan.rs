@@ -37,11 +37,11 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
     for found in leftovers::find(&leftovers::dir()) {
         let what = super::describe_launch(&found.launch);
         match (&found.launch.container, found.processes) {
-            (Some(_), _) => eprintln!(
+            (Some(_), _) => eoutln!(
                 "perfpipe: a killed perfpipe left {what}; the next `run` removes the container"
             ),
             (None, 0) => {}
-            (None, n) => eprintln!(
+            (None, n) => eoutln!(
                 "perfpipe: a killed perfpipe left {what} with {n} live processes; the next `run` stops them"
             ),
         }
