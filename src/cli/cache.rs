@@ -174,7 +174,7 @@ impl SubstituteArgs {
         )
         .map_err(CliError::Cache)?;
         if let Some(first) = configured.skipped_offline.first() {
-            eprintln!(
+            eoutln!(
                 "warning: offline (`--offline` or PERFPIPE_OFFLINE): {} not asked (`{first}`{}); only directory caches are",
                 crate::plural::count(
                     configured.skipped_offline.len(),
