@@ -12,8 +12,30 @@ use std::path::Path;
 /// kind of file is an `InvalidInput` error saying what it is (as `std`'s
 /// errors, without the path: the caller names it).
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// As [`read`], for a file that must not be longer than `limit` bytes (one
+/// named by someone else): a longer one is an `InvalidData` error, and no
+/// more than `limit + 1` of its bytes are read, even while it grows.
+pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open(path)?.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::new(
+            ErrorKind::InvalidData,
+            format!("longer than {limit} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `path` opened for reading, when it is a regular file.
+fn open(path: &Path) -> io::Result<std::fs::File> {
     // O_NONBLOCK: opening a FIFO with no writer returns at once.
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
@@ -24,9 +46,7 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
             format!("{}, not a regular file", describe(kind)),
         ));
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok(file)
 }
 
 /// The text of the regular file at `path`, which must be UTF-8.
@@ -64,6 +84,9 @@ mod tests {
             .and_then(|mut f| io::Write::write_all(&mut f, b"{}"))
             .unwrap();
         assert_eq!(read(&file).unwrap(), b"{}");
+        assert_eq!(read_at_most(&file, 2).unwrap(), b"{}");
+        let err = read_at_most(&file, 1).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidData, "{err}");
 
         let fifo = dir.path().join("fifo");
         let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();

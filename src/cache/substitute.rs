@@ -190,20 +190,17 @@ impl Caches {
         key: &RunKey,
         tag: &str,
     ) -> Result<(String, super::SampleFiles, super::Signed), String> {
-        let manifest = remote.manifest(key, tag).await.map_err(|e| e.to_string())?;
+        // Why, in words that may quote the cache: redacted of every secret.
+        let why = |e: &dyn std::fmt::Display| crate::secrets::redact(&e.to_string()).into_owned();
+        let manifest = remote.manifest(key, tag).await.map_err(|e| why(&e))?;
         let wanted =
-            artifact::parse(key, &manifest, &self.trusted).map_err(|e: Rejected| e.to_string())?;
+            artifact::parse(key, &manifest, &self.trusted).map_err(|e: Rejected| why(&e))?;
         let mut blobs = Vec::new();
         for descriptor in std::iter::once(&wanted.manifest.config).chain(&wanted.manifest.layers) {
-            blobs.push(
-                remote
-                    .blob(&descriptor.digest)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            );
+            let blob = remote.blob(&descriptor.digest, descriptor.size).await;
+            blobs.push(blob.map_err(|e| why(&e))?);
         }
-        let (material, files) =
-            artifact::assemble(key, &wanted, blobs).map_err(|e| e.to_string())?;
+        let (material, files) = artifact::assemble(key, &wanted, blobs).map_err(|e| why(&e))?;
         Ok((material, files, wanted.signed))
     }
 }
