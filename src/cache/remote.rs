@@ -653,3 +653,107 @@ fn without_url(e: reqwest::Error) -> String {
     }
     message
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote(location: &str) -> Remote {
+        Remote::new(Location::parse(location).unwrap())
+    }
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn credentials_go_to_their_origin_only_and_never_to_cleartext() {
+        let registry = remote("oci://registry.example/team/cache");
+        let shows = |to: &str, dest| registry.shows_credentials(&url(to), dest);
+        let cache = Destination::Cache;
+        assert!(shows("https://registry.example/v2/team/cache/tags/list", cache).unwrap());
+        for elsewhere in [
+            "https://other.example/v2/team/cache/tags/list",
+            "https://registry.example:8443/v2/",
+            "https://registry.example.evil.example/v2/",
+        ] {
+            assert!(!shows(elsewhere, cache).unwrap(), "{elsewhere}");
+        }
+        // A registry's token service takes the login over HTTPS only.
+        assert!(shows("https://auth.example/token", Destination::TokenService).unwrap());
+        for downgrade in [
+            "http://registry.example/v2/team/cache/tags/list",
+            "http://other.example/upload",
+        ] {
+            let e = shows(downgrade, cache).unwrap_err();
+            assert!(matches!(e, Error::Downgrade { .. }), "{e}");
+            assert!(e.to_string().contains("cleartext"), "{e}");
+        }
+        let e = shows("http://auth.example/token", Destination::TokenService).unwrap_err();
+        assert!(matches!(e, Error::Downgrade { .. }), "{e}");
+
+        // A loopback registry is plain HTTP: another port is another origin.
+        let local = remote("oci://127.0.0.1:5000/team/cache");
+        assert!(
+            local
+                .shows_credentials(&url("http://127.0.0.1:5000/v2/"), Destination::Cache)
+                .unwrap()
+        );
+        assert!(
+            !local
+                .shows_credentials(&url("http://127.0.0.1:5001/v2/"), Destination::Cache)
+                .unwrap()
+        );
+        assert!(
+            !local
+                .shows_credentials(&url("http://auth.example/token"), Destination::TokenService)
+                .unwrap()
+        );
+        let web = remote("https://cache.example/team");
+        assert!(
+            web.shows_credentials(
+                &url("https://cache.example/team/keys/k.json"),
+                Destination::Cache
+            )
+            .unwrap()
+        );
+        assert!(
+            remote("/srv/cache")
+                .shows_credentials(&url("http://x/"), Destination::Cache)
+                .is_ok_and(|s| !s)
+        );
+    }
+
+    #[test]
+    fn a_cache_that_stops_answering_times_out_saying_so() {
+        // Answers the headers of a long body, then nothing.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming().flatten() {
+                let mut stream = stream;
+                let mut request = [0u8; 4096];
+                let _ = std::io::Read::read(&mut stream, &mut request);
+                let _ = std::io::Write::write_all(
+                    &mut stream,
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{\"",
+                );
+                held.push(stream);
+            }
+        });
+        let slow = Remote::with_timeout(Location::Http(base), Duration::from_secs(1));
+        let key = RunKey::of_bytes(b"{}");
+        let e = super::super::runtime()
+            .block_on(slow.tags(&key))
+            .unwrap_err();
+        assert!(matches!(e, Error::Timeout { seconds: 1, .. }), "{e}");
+        let message = e.to_string();
+        assert!(
+            message.contains(&slow.location.to_string())
+                && message.contains("within 1 s (timed out)"),
+            "{message}"
+        );
+        assert!(!message.contains("decoding"), "{message}");
+    }
+}

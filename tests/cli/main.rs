@@ -11,6 +11,7 @@ mod browser;
 mod cache;
 mod cache_credentials;
 mod cache_lacks;
+mod cache_remote;
 mod charts;
 mod closed_pipe;
 mod common;
