@@ -134,9 +134,10 @@ impl Remote {
             return Ok(false);
         };
         if is_downgrade(&home, url) {
+            // The cache named it: it may quote a secret.
             return Err(Error::Downgrade {
                 location: self.location.to_string(),
-                url: url.as_str().to_owned(),
+                url: crate::secrets::redact(url.as_str()).into_owned(),
             });
         }
         Ok(url.origin() == home.origin()
