@@ -179,4 +179,37 @@ mod tests {
         )]);
         assert!(for_location(&both, &registry).is_err());
     }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "a test's own password file")]
+    fn a_password_read_is_redacted_everywhere_after_and_a_short_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        let sources = |password: &str| {
+            std::fs::write(&file, format!("{password}\n")).unwrap();
+            CredentialSources::from([(
+                "registry.example".to_owned(),
+                CredentialSource {
+                    username: Some("carol".into()),
+                    password_file: Some(file.clone()),
+                    ..Default::default()
+                },
+            )])
+        };
+        let registry = Location::parse("oci://registry.example/team/r").unwrap();
+        for_location(&sources("file-pw-0123"), &registry).unwrap();
+        let header = STANDARD.encode("carol:file-pw-0123");
+        let echoed = format!("login failed for carol:file-pw-0123 (Basic {header})");
+        let shown = crate::secrets::redact(&echoed);
+        assert!(
+            !shown.contains("file-pw") && !shown.contains(&header),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("[credentials.\"registry.example\"]"),
+            "{shown}"
+        );
+        let e = for_location(&sources("abc"), &registry).unwrap_err();
+        assert!(e.to_string().contains("refuses shorter ones"), "{e}");
+    }
 }
