@@ -21,7 +21,7 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Pages of a registry's tag list read at most (of up to 1000 tags each):
 /// one that always names a next page is stopped here (docs/result-cache.md).
-pub const MAX_TAG_PAGES: usize = 1000;
+const MAX_TAG_PAGES: usize = 1000;
 
 /// The most bytes read of an answer, and why, for the message that stops it.
 #[derive(Debug, Clone, Copy)]
@@ -37,11 +37,9 @@ const MAX_LISTING_BYTES: Limit = Limit {
     of: "perfpipe reads of a tag list or a manifest",
 };
 
-/// An error's answer (its first 200 characters are shown).
-const MAX_ERROR_BODY_BYTES: Limit = Limit {
-    bytes: 4 << 10,
-    of: "perfpipe reads of an error",
-};
+/// The most bytes of an error's answer read (its first 200 characters
+/// are shown).
+const ERROR_BODY_BYTES: usize = 4 << 10;
 
 impl Limit {
     /// A blob's size, as its manifest declares it.
@@ -451,11 +449,7 @@ impl Remote {
                 sent: self.credential.is_some(),
             });
         }
-        let body = self
-            .body(response, MAX_ERROR_BODY_BYTES, what)
-            .await
-            .unwrap_or_default();
-        let body = String::from_utf8_lossy(&body);
+        let body = String::from_utf8_lossy(&start_of(response).await).into_owned();
         Err(self.failed(format!(
             "cannot {what}: HTTP {status} {}",
             body.chars().take(200).collect::<String>().trim()
@@ -569,6 +563,19 @@ impl Remote {
             Location::Http(_) => Err(self.read_only()),
         }
     }
+}
+
+/// The first [`ERROR_BODY_BYTES`] or so of an answer's body (what can be
+/// read of it: the rest is left unread).
+async fn start_of(mut response: reqwest::Response) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    while bytes.len() < ERROR_BODY_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    bytes
 }
 
 /// Whether going from `from` to `to` leaves HTTPS for cleartext.
