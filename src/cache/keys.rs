@@ -40,18 +40,40 @@ fn valid_name(name: &str) -> bool {
 
 /// `NAME:base64` split and decoded to `N` bytes; the error says why
 /// without quoting the text (it may be a secret, or whatever file was named).
-fn split<const N: usize>(text: &str) -> Result<(String, [u8; N]), String> {
-    let (name, encoded) = text.trim().split_once(':').ok_or("no `:`")?;
+fn split<const N: usize>(text: &str) -> Result<(String, [u8; N]), Malformed> {
+    let (name, encoded) = text.trim().split_once(':').ok_or(Malformed::NoColon)?;
     if !valid_name(name) {
-        return Err("its name is not letters, digits and `._-@+`".into());
+        return Err(Malformed::Name);
     }
-    let bytes = STANDARD
-        .decode(encoded)
-        .map_err(|_| "what follows the `:` is not base64")?;
+    let bytes = STANDARD.decode(encoded).map_err(|_| Malformed::NotBase64)?;
     let bytes: [u8; N] = bytes
         .try_into()
-        .map_err(|b: Vec<u8>| format!("{} bytes, not {N}", b.len()))?;
+        .map_err(|b: Vec<u8>| Malformed::Length(b.len(), N))?;
     Ok((name.to_owned(), bytes))
+}
+
+/// Why a key's text is not `NAME:base64` of the right length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Malformed {
+    NoColon,
+    Name,
+    NotBase64,
+    /// Bytes decoded, bytes wanted.
+    Length(usize, usize),
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoColon => f.write_str("no `:`"),
+            Self::Name => f.write_str("its name is not letters, digits and `._-@+`"),
+            Self::NotBase64 => f.write_str("what follows the `:` is not base64"),
+            Self::Length(64, 32) => f.write_str(
+                "64 bytes, not 32: a secret key's length; trust the line of its `.public` file",
+            ),
+            Self::Length(got, wanted) => write!(f, "{got} bytes, not {wanted}"),
+        }
+    }
 }
 
 /// Why a secret key's text is not one; never its text, nor a part of it.
@@ -60,13 +82,18 @@ pub struct NotASecretKey(pub String);
 
 impl PublicKey {
     pub fn parse(text: &str) -> Result<Self, KeyError> {
-        // A public key may be shown, and is, to say which one is wrong.
+        // Named, not quoted: what was given as a public key may be a secret
+        // key's text (64 bytes) or a password pasted in the wrong place.
+        let shown = match text.trim().split_once(':') {
+            Some((name, _)) if valid_name(name) => format!("{name}:…"),
+            _ => "…".to_owned(),
+        };
         let error = |why: String| KeyError {
-            shown: text.trim().to_owned(),
+            shown: shown.clone(),
             what: "public",
             why,
         };
-        let (name, bytes) = split::<32>(text).map_err(error)?;
+        let (name, bytes) = split::<32>(text).map_err(|why| error(why.to_string()))?;
         let key = VerifyingKey::from_bytes(&bytes).map_err(|e| error(e.to_string()))?;
         Ok(Self { name, key })
     }
@@ -109,7 +136,7 @@ impl SecretKey {
 
     /// Reads `NAME:base64(seed ‖ public)`; the public half must be the seed's.
     pub fn parse(text: &str) -> Result<Self, NotASecretKey> {
-        let (name, bytes) = split::<64>(text).map_err(NotASecretKey)?;
+        let (name, bytes) = split::<64>(text).map_err(|why| NotASecretKey(why.to_string()))?;
         let key = SigningKey::from_keypair_bytes(&bytes)
             .map_err(|_| NotASecretKey("its public half is not its seed's".into()))?;
         Ok(Self { name, key })
@@ -189,7 +216,14 @@ mod tests {
         let e = PublicKey::parse("alice:AAAA").unwrap_err().to_string();
         assert!(e.contains("3 bytes, not 32"), "{e}");
         let e = PublicKey::parse("a b:AAAA").unwrap_err().to_string();
-        assert!(e.contains("`a b:AAAA`") && e.contains("its name"), "{e}");
+        assert!(e.contains("`…`") && e.contains("its name"), "{e}");
+        let secret = SecretKey::generate("alice").unwrap().to_text();
+        let e = PublicKey::parse(&secret).unwrap_err().to_string();
+        assert!(
+            e.contains("`alice:…`") && e.contains("a secret key's length"),
+            "{e}"
+        );
+        assert!(!e.contains(&secret[6..20]), "{e}");
         let secret = SecretKey::generate("alice").unwrap().to_text();
         let mut tampered = secret.clone();
         tampered.pop();
