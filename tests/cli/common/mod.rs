@@ -160,7 +160,8 @@ pub fn output_within(command: &mut Command, secs: u64) -> Output {
         Err(_) => {
             // SAFETY: signals our own child.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("`{command:?}` did not end within {secs}s");
+            let args: Vec<_> = command.get_args().map(|a| a.to_string_lossy()).collect();
+            panic!("`perfpipe {}` did not end within {secs}s", args.join(" "));
         }
     }
 }
