@@ -1,5 +1,7 @@
 //! Secrets given in the environment (`HF_TOKEN`, registry passwords, API
-//! keys) never reach the store, a lockfile, a report or a message.
+//! keys) or named by the user's configuration (a cache's password or token,
+//! see [`add_configured`]) never reach the store, a lockfile, a report or a
+//! message: [`env`] knows them all, and is the one place that redacts.
 //!
 //! Text that comes from outside perfpipe (engine logs, a server's error body,
 //! an error in a stream, an external client's files) is redacted where it
@@ -10,7 +12,7 @@
 
 use std::borrow::Cow;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// Secrets shorter than this are refused: redacting `abc` would rewrite
 /// ordinary text, and keeping it would leak it.
@@ -69,16 +71,29 @@ impl Secrets {
             if len < MIN_LEN {
                 return Err(Error::TooShort { name, len });
             }
-            let escaped = serde_json::to_string(&value).expect("a string serializes");
-            let escaped = &escaped[1..escaped.len() - 1];
-            secrets.push(Secret {
-                json_escaped: (escaped != value).then(|| escaped.to_owned()),
-                name,
-                value,
-            });
+            secrets.push(Secret::new(name, value));
         }
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
-        Ok(Self { secrets })
+        let mut out = Self { secrets };
+        out.sort();
+        Ok(out)
+    }
+
+    /// Longest first, so a secret containing another is replaced whole.
+    fn sort(&mut self) {
+        self.secrets
+            .sort_by_key(|s| std::cmp::Reverse(s.value.len()));
+    }
+
+    /// These secrets and `value`, called `name` in the marker that replaces
+    /// it. Values shorter than [`MIN_LEN`] are not added: redacting them
+    /// would rewrite ordinary text (the caller refuses them).
+    fn with(mut self, name: &str, value: &str) -> Self {
+        if value.chars().count() >= MIN_LEN && !self.secrets.iter().any(|s| s.value == value) {
+            self.secrets
+                .push(Secret::new(name.to_owned(), value.to_owned()));
+            self.sort();
+        }
+        self
     }
 
     /// `text` with every secret's value replaced by `[redacted NAME]`, as
@@ -132,6 +147,16 @@ impl Secrets {
 }
 
 impl Secret {
+    fn new(name: String, value: String) -> Self {
+        let escaped = serde_json::to_string(&value).expect("a string serializes");
+        let escaped = &escaped[1..escaped.len() - 1];
+        Self {
+            json_escaped: (escaped != value).then(|| escaped.to_owned()),
+            name,
+            value,
+        }
+    }
+
     fn forms(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.value.as_str()).chain(self.json_escaped.as_deref())
     }
@@ -170,15 +195,33 @@ pub fn check_env() -> Result<(), Error> {
     Secrets::from_vars(env_vars()).map(|_| ())
 }
 
-/// This process's secrets, read once (its environment does not change).
-pub fn env() -> &'static Secrets {
-    static SECRETS: OnceLock<Secrets> = OnceLock::new();
+/// This process's secrets: its environment's, read once (it does not
+/// change), and those its configuration named since ([`add_configured`]).
+pub fn env() -> Arc<Secrets> {
+    process()
+        .read()
+        .expect("no panic holds the secrets")
+        .clone()
+}
+
+fn process() -> &'static RwLock<Arc<Secrets>> {
+    static SECRETS: OnceLock<RwLock<Arc<Secrets>>> = OnceLock::new();
     SECRETS.get_or_init(|| {
         // Short values were refused at start; a library caller that skipped
         // `check_env` still gets every value that can be redacted.
-        Secrets::from_vars(env_vars().filter(|(_, v)| v.chars().count() >= MIN_LEN))
-            .expect("short values are filtered out")
+        let secrets = Secrets::from_vars(env_vars().filter(|(_, v)| v.chars().count() >= MIN_LEN))
+            .expect("short values are filtered out");
+        RwLock::new(Arc::new(secrets))
     })
+}
+
+/// Adds a secret read from the user's configuration (a cache's password or
+/// token, which no variable's name marks as one), called `name` where it is
+/// replaced, so that every later redaction covers it. Values shorter than
+/// [`MIN_LEN`] are not added: the caller refuses them.
+pub fn add_configured(name: &str, value: &str) {
+    let mut secrets = process().write().expect("no panic holds the secrets");
+    *secrets = Arc::new((**secrets).clone().with(name, value));
 }
 
 /// `text` without this process's secrets: for text from outside perfpipe,
@@ -266,6 +309,23 @@ mod tests {
         assert_eq!(
             quoted.redact(r#"{"message":"hf_\"q"} hf_"q"#),
             r#"{"message":"[redacted HF_TOKEN]"} [redacted HF_TOKEN]"#
+        );
+    }
+
+    #[test]
+    fn configured_secrets_are_redacted_with_the_environments() {
+        let s = secrets(&[("HF_TOKEN", "hf_abcdefgh1234")])
+            .unwrap()
+            .with("[credentials.\"r.example\"]", "pw-1234")
+            .with("short", "abc");
+        assert_eq!(
+            s.redact("hf_abcdefgh1234 alice:pw-1234 abc"),
+            "[redacted HF_TOKEN] alice:[redacted [credentials.\"r.example\"]] abc"
+        );
+        add_configured("[credentials.\"test.example\"]", "configured-s3cret");
+        assert_eq!(
+            redact("failed for configured-s3cret"),
+            "failed for [redacted [credentials.\"test.example\"]]"
         );
     }
 

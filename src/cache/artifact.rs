@@ -77,6 +77,11 @@ pub fn digest_hex(digest: &str) -> Option<&str> {
     .then_some(hex)
 }
 
+/// The most bytes a pulled sample's blobs may declare together (its key
+/// material, result and logs), checked before any is fetched; each blob is
+/// then read up to its declared size and no further (docs/result-cache.md).
+pub const MAX_SAMPLE_BYTES: u64 = 256 << 20;
+
 /// A sample ready to push: its manifest bytes and every blob by digest.
 #[derive(Debug)]
 pub struct Artifact {
@@ -128,6 +133,10 @@ pub enum Rejected {
     MaterialNotKey { got: String },
     #[error("the blob `{name}` does not match its digest (it hashes to sha256:{got})")]
     BlobMismatch { name: String, got: String },
+    #[error(
+        "its blobs declare {declared} bytes, more than the {MAX_SAMPLE_BYTES} perfpipe fetches for a sample"
+    )]
+    TooLarge { declared: u64 },
     #[error("its result is not a result of the run ({0})")]
     BadResult(String),
     #[error(transparent)]
@@ -174,10 +183,15 @@ pub fn parse(key: &RunKey, bytes: &[u8], trusted: &TrustedKeys) -> Result<Wanted
             got: manifest.config.digest.clone(),
         });
     }
+    let mut declared = 0u64;
     for layer in std::iter::once(&manifest.config).chain(&manifest.layers) {
         if digest_hex(&layer.digest).is_none() {
             return Err(Rejected::NotASample(format!("digest `{}`", layer.digest)));
         }
+        declared = declared.saturating_add(layer.size);
+    }
+    if declared > MAX_SAMPLE_BYTES {
+        return Err(Rejected::TooLarge { declared });
     }
     if manifest.layers.iter().any(|layer| layer.title().is_none()) {
         return Err(Rejected::NotASample("a layer without a title".into()));

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 
 use super::Error;
@@ -69,13 +71,13 @@ pub fn for_location(
         }
         Ok(line)
     };
-    match source {
+    let credential = match source {
         CredentialSource {
             username: None,
             password_env: None,
             password_file: None,
             token_file: Some(file),
-        } => Ok(Some(Credential::Bearer(first_line(file)?))),
+        } => Credential::Bearer(first_line(file)?),
         CredentialSource {
             username: Some(username),
             password_env,
@@ -90,14 +92,44 @@ pub fn for_location(
                 (None, Some(file)) => first_line(file)?,
                 _ => return Err(bad("give one of `password-env` and `password-file`".into())),
             };
-            Ok(Some(Credential::Basic {
+            Credential::Basic {
                 username: username.clone(),
                 password,
-            }))
+            }
         }
-        _ => Err(bad(
-            "give `username` with `password-env` or `password-file`, or `token-file` alone".into(),
-        )),
+        _ => {
+            return Err(bad(
+                "give `username` with `password-env` or `password-file`, or `token-file` alone"
+                    .into(),
+            ));
+        }
+    };
+    credential.keep_out_of_messages(&host).map_err(bad)?;
+    Ok(Some(credential))
+}
+
+impl Credential {
+    /// Makes every later redaction (`crate::secrets`) replace this secret,
+    /// as written and as the `Authorization` header carries it (a registry
+    /// may echo either in an error); one too short to redact is refused.
+    fn keep_out_of_messages(&self, host: &str) -> Result<(), String> {
+        let name = format!("[credentials.\"{host}\"]");
+        let (secret, header) = match self {
+            Self::Basic { username, password } => {
+                (password, STANDARD.encode(format!("{username}:{password}")))
+            }
+            Self::Bearer(token) => (token, token.clone()),
+        };
+        let len = secret.chars().count();
+        if len < crate::secrets::MIN_LEN {
+            return Err(format!(
+                "its secret has {len} characters; perfpipe keeps secrets of {} or more out of its messages and refuses shorter ones",
+                crate::secrets::MIN_LEN
+            ));
+        }
+        crate::secrets::add_configured(&name, secret);
+        crate::secrets::add_configured(&name, &header);
+        Ok(())
     }
 }
 
@@ -146,5 +178,38 @@ mod tests {
             },
         )]);
         assert!(for_location(&both, &registry).is_err());
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "a test's own password file")]
+    fn a_password_read_is_redacted_everywhere_after_and_a_short_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        let sources = |password: &str| {
+            std::fs::write(&file, format!("{password}\n")).unwrap();
+            CredentialSources::from([(
+                "registry.example".to_owned(),
+                CredentialSource {
+                    username: Some("carol".into()),
+                    password_file: Some(file.clone()),
+                    ..Default::default()
+                },
+            )])
+        };
+        let registry = Location::parse("oci://registry.example/team/r").unwrap();
+        for_location(&sources("file-pw-0123"), &registry).unwrap();
+        let header = STANDARD.encode("carol:file-pw-0123");
+        let echoed = format!("login failed for carol:file-pw-0123 (Basic {header})");
+        let shown = crate::secrets::redact(&echoed);
+        assert!(
+            !shown.contains("file-pw") && !shown.contains(&header),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("[credentials.\"registry.example\"]"),
+            "{shown}"
+        );
+        let e = for_location(&sources("abc"), &registry).unwrap_err();
+        assert!(e.to_string().contains("refuses shorter ones"), "{e}");
     }
 }

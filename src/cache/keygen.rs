@@ -2,9 +2,10 @@
 //! readable by its owner only. (files)
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use super::keys::NotASecretKey;
 use super::{Error, PublicKey, SecretKey};
 
 /// What `keygen` wrote.
@@ -49,19 +50,38 @@ pub fn keygen(name: &str, dir: &Path) -> Result<KeyPair, Error> {
     })
 }
 
-/// The secret key in `path`.
+/// The secret key in `path`: a regular file only its owner may read (as
+/// ssh insists of a private key), whose text is never shown.
 pub fn read_secret(path: &Path) -> Result<SecretKey, Error> {
-    let text = fs_err::read_to_string(path).map_err(|source| Error::KeyFile {
+    let failed = |source| Error::KeyFile {
         path: path.to_owned(),
         source,
+    };
+    let mode = fs_err::metadata(path).map_err(failed)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        return Err(Error::SecretKeyReadable {
+            path: path.to_owned(),
+            mode: mode & 0o777,
+        });
+    }
+    // Not more than a key's text: a wrong file is never read whole.
+    let bytes = crate::regular_file::read_at_most(path, MAX_KEY_FILE_BYTES).map_err(failed)?;
+    let text = String::from_utf8(bytes).map_err(|_| Error::NotASecretKey {
+        path: path.to_owned(),
+        why: "it is not text".into(),
     })?;
-    Ok(SecretKey::parse(&text)?)
+    SecretKey::parse(&text).map_err(|NotASecretKey(why)| Error::NotASecretKey {
+        path: path.to_owned(),
+        why,
+    })
 }
+
+/// A secret key file is one line of about 100 bytes.
+const MAX_KEY_FILE_BYTES: u64 = 4096;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn keygen_writes_a_private_secret_and_never_overwrites() {
@@ -84,5 +104,32 @@ mod tests {
             read_secret(&pair.secret_file).unwrap().public(),
             pair.public
         );
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "the test's own files")]
+    fn a_secret_key_file_others_may_read_or_that_holds_no_key_is_refused_unquoted() {
+        let dir = tempfile::tempdir().unwrap();
+        let pair = keygen("alice", dir.path()).unwrap();
+        let open = |mode| {
+            std::fs::set_permissions(&pair.secret_file, std::fs::Permissions::from_mode(mode))
+                .unwrap()
+        };
+        open(0o640);
+        let e = read_secret(&pair.secret_file).unwrap_err();
+        assert!(
+            matches!(e, Error::SecretKeyReadable { mode: 0o640, .. }),
+            "{e}"
+        );
+        open(0o600);
+        let wrong = dir.path().join("registry-password");
+        std::fs::write(&wrong, "hunter2-registry-password:s3cret\nsecond line\n").unwrap();
+        std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = read_secret(&wrong).unwrap_err().to_string();
+        assert!(
+            e.contains("registry-password` does not hold a secret key"),
+            "{e}"
+        );
+        assert!(!e.contains("hunter2-") && !e.contains("s3cret"), "{e}");
     }
 }

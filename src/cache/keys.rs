@@ -38,42 +38,63 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._-@+".contains(&b))
 }
 
-/// `NAME:base64` split and decoded to `N` bytes.
-fn split<const N: usize>(text: &str, what: &'static str) -> Result<(String, [u8; N]), KeyError> {
-    let text = text.trim();
-    // A secret never appears in a message; a public key may.
-    let shown = match what {
-        "secret" => text.split(':').next().unwrap_or_default().to_owned() + ":…",
-        _ => text.to_owned(),
-    };
-    let error = |why: String| KeyError {
-        shown: shown.clone(),
-        what,
-        why,
-    };
-    let (name, encoded) = text.split_once(':').ok_or_else(|| error("no `:`".into()))?;
+/// `NAME:base64` split and decoded to `N` bytes; the error says why
+/// without quoting the text (it may be a secret, or whatever file was named).
+fn split<const N: usize>(text: &str) -> Result<(String, [u8; N]), Malformed> {
+    let (name, encoded) = text.trim().split_once(':').ok_or(Malformed::NoColon)?;
     if !valid_name(name) {
-        return Err(error(format!(
-            "the name `{name}` is not letters, digits and `._-@+`"
-        )));
+        return Err(Malformed::Name);
     }
-    let bytes = STANDARD
-        .decode(encoded)
-        .map_err(|e| error(format!("bad base64: {e}")))?;
+    let bytes = STANDARD.decode(encoded).map_err(|_| Malformed::NotBase64)?;
     let bytes: [u8; N] = bytes
         .try_into()
-        .map_err(|b: Vec<u8>| error(format!("{} bytes, not {N}", b.len())))?;
+        .map_err(|b: Vec<u8>| Malformed::Length(b.len(), N))?;
     Ok((name.to_owned(), bytes))
 }
 
+/// Why a key's text is not `NAME:base64` of the right length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Malformed {
+    NoColon,
+    Name,
+    NotBase64,
+    /// Bytes decoded, bytes wanted.
+    Length(usize, usize),
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoColon => f.write_str("no `:`"),
+            Self::Name => f.write_str("its name is not letters, digits and `._-@+`"),
+            Self::NotBase64 => f.write_str("what follows the `:` is not base64"),
+            Self::Length(64, 32) => f.write_str(
+                "64 bytes, not 32: a secret key's length; trust the line of its `.public` file",
+            ),
+            Self::Length(got, wanted) => write!(f, "{got} bytes, not {wanted}"),
+        }
+    }
+}
+
+/// Why a secret key's text is not one; never its text, nor a part of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotASecretKey(pub String);
+
 impl PublicKey {
     pub fn parse(text: &str) -> Result<Self, KeyError> {
-        let (name, bytes) = split::<32>(text, "public")?;
-        let key = VerifyingKey::from_bytes(&bytes).map_err(|e| KeyError {
-            shown: text.trim().to_owned(),
+        // Named, not quoted: what was given as a public key may be a secret
+        // key's text (64 bytes) or a password pasted in the wrong place.
+        let shown = match text.trim().split_once(':') {
+            Some((name, _)) if valid_name(name) => format!("{name}:…"),
+            _ => "…".to_owned(),
+        };
+        let error = |why: String| KeyError {
+            shown: shown.clone(),
             what: "public",
-            why: e.to_string(),
-        })?;
+            why,
+        };
+        let (name, bytes) = split::<32>(text).map_err(|why| error(why.to_string()))?;
+        let key = VerifyingKey::from_bytes(&bytes).map_err(|e| error(e.to_string()))?;
         Ok(Self { name, key })
     }
 
@@ -114,13 +135,10 @@ impl SecretKey {
     }
 
     /// Reads `NAME:base64(seed ‖ public)`; the public half must be the seed's.
-    pub fn parse(text: &str) -> Result<Self, KeyError> {
-        let (name, bytes) = split::<64>(text, "secret")?;
-        let key = SigningKey::from_keypair_bytes(&bytes).map_err(|_| KeyError {
-            shown: format!("{name}:…"),
-            what: "secret",
-            why: "its public half is not its seed's".into(),
-        })?;
+    pub fn parse(text: &str) -> Result<Self, NotASecretKey> {
+        let (name, bytes) = split::<64>(text).map_err(|why| NotASecretKey(why.to_string()))?;
+        let key = SigningKey::from_keypair_bytes(&bytes)
+            .map_err(|_| NotASecretKey("its public half is not its seed's".into()))?;
         Ok(Self { name, key })
     }
 
@@ -198,16 +216,33 @@ mod tests {
         let e = PublicKey::parse("alice:AAAA").unwrap_err().to_string();
         assert!(e.contains("3 bytes, not 32"), "{e}");
         let e = PublicKey::parse("a b:AAAA").unwrap_err().to_string();
-        assert!(e.contains("the name `a b`"), "{e}");
+        assert!(e.contains("`…`") && e.contains("its name"), "{e}");
+        let secret = SecretKey::generate("alice").unwrap().to_text();
+        let e = PublicKey::parse(&secret).unwrap_err().to_string();
+        assert!(
+            e.contains("`alice:…`") && e.contains("a secret key's length"),
+            "{e}"
+        );
+        assert!(!e.contains(&secret[6..20]), "{e}");
         let secret = SecretKey::generate("alice").unwrap().to_text();
         let mut tampered = secret.clone();
         tampered.pop();
         tampered.push(if secret.ends_with('A') { 'B' } else { 'A' });
-        let e = SecretKey::parse(&tampered).unwrap_err().to_string();
+        let e = SecretKey::parse(&tampered).unwrap_err().0;
         assert!(
             !e.contains(&secret[7..20]),
             "a secret stays out of messages: {e}"
         );
+        // Whatever file was named, no part of its text is shown.
+        for text in [
+            "hunter2-registry-password:xyz",
+            "hunter2-registry-password",
+            "hunter2 registry:AAAA",
+            "alice:hunter2-is-not-base64!",
+        ] {
+            let NotASecretKey(why) = SecretKey::parse(text).unwrap_err();
+            assert!(!why.contains("hunter2") && !why.contains("xyz"), "{why}");
+        }
         assert!(SecretKey::generate("no:colon").is_err());
     }
 

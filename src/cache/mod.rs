@@ -62,6 +62,17 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("`{}` does not hold a secret key written `NAME:base64` ({why})", path.display())]
+    #[diagnostic(help(
+        "name the `.secret` file `perfpipe cache keygen NAME` wrote; its text is never shown"
+    ))]
+    NotASecretKey { path: PathBuf, why: String },
+    #[error("the secret key `{}` may be read by others (mode {mode:o})", path.display())]
+    #[diagnostic(help(
+        "anyone who can read it can sign results in your name: `chmod 600 {}`, as ssh asks of a private key",
+        path.display()
+    ))]
+    SecretKeyReadable { path: PathBuf, mode: u32 },
     #[error("`{location}` is not a cache location: {why}")]
     #[diagnostic(help(
         "a cache is a directory, a static web server's URL (`https://host/path`, read-only) or an OCI registry's repository (`oci://host/repository`)"
@@ -72,6 +83,27 @@ pub enum Error {
         "check that the cache is reachable and writable by you; `--no-substitute` measures without asking caches"
     ))]
     Cache { location: String, message: String },
+    #[error("cache `{location}` named `{url}`, which would leave HTTPS for cleartext HTTP")]
+    #[diagnostic(help(
+        "perfpipe never follows a cache from HTTPS to HTTP (credentials and answers would cross the network in the clear); the registry or server is misconfigured or tampered with"
+    ))]
+    Downgrade { location: String, url: String },
+    #[error("cache `{location}` did not {what} within {seconds} s (timed out)")]
+    #[diagnostic(help(
+        "the cache is slow or unreachable; try again later, or `--no-substitute` to measure without asking caches"
+    ))]
+    Timeout {
+        location: String,
+        what: String,
+        seconds: u64,
+    },
+    #[error(
+        "cache `{location}`: its tag list goes on past {pages} pages, where perfpipe stops reading"
+    )]
+    #[diagnostic(help(
+        "a registry that always names a next page is misbehaving; a repository used as a cache holds fewer tags (docs/result-cache.md)"
+    ))]
+    EndlessTagList { location: String, pages: usize },
     #[error("the credentials for `{host}` cannot be used: {why}")]
     #[diagnostic(help(
         "under `[credentials.\"{host}\"]` in your config.toml: `username` with `password-env` (a variable's name) or `password-file`, or `token-file` alone (docs/result-cache.md)"
@@ -196,6 +228,8 @@ impl Error {
             Self::Key(_)
             | Self::KeyExists { .. }
             | Self::KeyFile { .. }
+            | Self::NotASecretKey { .. }
+            | Self::SecretKeyReadable { .. }
             | Self::Location { .. }
             | Self::Credentials { .. }
             | Self::Denied { .. }
@@ -203,7 +237,11 @@ impl Error {
             | Self::NoTrustedKeys
             | Self::NoPushTarget
             | Self::NoSecretKey => crate::exit_code::USAGE,
-            Self::Cache { .. } | Self::Unsignable { .. } => crate::exit_code::RUNS_FAILED,
+            Self::Cache { .. }
+            | Self::Downgrade { .. }
+            | Self::Timeout { .. }
+            | Self::EndlessTagList { .. }
+            | Self::Unsignable { .. } => crate::exit_code::RUNS_FAILED,
             Self::Store(crate::store::Error::NotADirectory { .. }) => crate::exit_code::USAGE,
             Self::Store(_) => crate::exit_code::RUNS_FAILED,
         }

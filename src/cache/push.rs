@@ -2,20 +2,23 @@
 //! signed (a sample substituted from another machine keeps its signer's
 //! signature; published numbers are not measurements and stay home).
 //! Idempotent: a sample is found by its tag before anything is uploaded.
-//! Blobs are deduplicated by digest across the whole push and uploaded a few
-//! at a time, then the manifests.
+//! Samples are read, uploaded and let go a few at a time (memory holds a
+//! few samples whatever the size of the push); a blob that several samples
+//! share is uploaded once, each sample's manifest after its blobs.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use futures_util::{StreamExt, TryStreamExt};
+use tokio::sync::OnceCell;
 
 use super::artifact::{self, Artifact, tag};
 use super::remote::Remote;
 use super::{Error, SecretKey, Signed};
 use crate::key::RunKey;
-use crate::store::{Outcome, Store};
+use crate::store::{Outcome, Sample, Store};
 
-/// Blobs (then manifests) uploaded at once.
+/// Keys (so samples, and their blobs) being uploaded at once.
 const UPLOADS: usize = 4;
 
 /// What a push did.
@@ -25,6 +28,33 @@ pub struct Pushed {
     pub already: usize,
     /// Imported (published) samples, never pushed.
     pub published: usize,
+}
+
+impl std::ops::AddAssign for Pushed {
+    fn add_assign(&mut self, other: Self) {
+        self.uploaded += other.uploaded;
+        self.already += other.already;
+        self.published += other.published;
+    }
+}
+
+/// The blobs this push has stored, by digest: a blob two samples share is
+/// uploaded once, and the second waits for the first's upload (two uploads
+/// of one digest at once are refused by Debian's registry: "provided digest
+/// did not match uploaded content").
+#[derive(Default)]
+struct Stored(Mutex<HashMap<String, Arc<OnceCell<()>>>>);
+
+impl Stored {
+    async fn put(&self, remote: &Remote, digest: &str, bytes: &[u8]) -> Result<(), Error> {
+        let cell = {
+            let mut cells = self.0.lock().expect("no panic holds the digests");
+            Arc::clone(cells.entry(digest.to_owned()).or_default())
+        };
+        cell.get_or_try_init(|| remote.put_blob(digest, bytes))
+            .await
+            .map(drop)
+    }
 }
 
 /// Pushes the samples of `runs` (key and key material) to `remote`.
@@ -40,59 +70,33 @@ pub fn push(
             location: remote.location.to_string(),
         });
     }
-    let runtime = super::runtime();
-    runtime.block_on(async {
-        // What the cache lacks, key by key (tags listed a few keys at a time).
-        let planned: Vec<(Pushed, Vec<(&RunKey, Artifact)>)> = futures_util::stream::iter(runs)
-            .map(|(key, material)| lacking(store, key, material, remote, secret))
-            .buffered(super::CONCURRENCY)
-            .try_collect()
-            .await?;
-        let mut total = Pushed::default();
-        let mut artifacts = Vec::new();
-        for (pushed, lacking) in planned {
-            total.already += pushed.already;
-            total.published += pushed.published;
-            artifacts.extend(lacking);
-        }
-        // Each distinct blob once, whichever samples share it: two uploads
-        // of one digest at once are refused by Debian's registry
-        // ("provided digest did not match uploaded content").
-        let blobs: BTreeMap<&str, &[u8]> = artifacts
-            .iter()
-            .flat_map(|(_, a)| &a.blobs)
-            .map(|(digest, bytes)| (digest.as_str(), bytes.as_slice()))
-            .collect();
-        futures_util::stream::iter(blobs)
-            .map(|(digest, bytes)| remote.put_blob(digest, bytes))
+    let stored = Stored::default();
+    super::runtime().block_on(async {
+        futures_util::stream::iter(runs)
+            .map(|(key, material)| push_key(store, key, material, remote, secret, &stored))
             .buffer_unordered(UPLOADS)
-            .try_collect::<Vec<()>>()
-            .await?;
-        // Then the manifests, whose blobs are all there.
-        futures_util::stream::iter(&artifacts)
-            .map(|(key, a)| remote.put_manifest(key, &a.tag, &a.manifest))
-            .buffer_unordered(UPLOADS)
-            .try_collect::<Vec<()>>()
-            .await?;
-        total.uploaded = artifacts.len();
-        Ok(total)
+            .try_fold(Pushed::default(), |mut total, pushed| async move {
+                total += pushed;
+                Ok(total)
+            })
+            .await
     })
 }
 
-/// The samples of `key` the cache lacks, as artifacts; those it has and
-/// those never pushed, counted.
-async fn lacking<'a>(
+/// Uploads the samples of `key` the cache lacks, one after another; counts
+/// those it has and those never pushed.
+async fn push_key(
     store: &Store,
-    key: &'a RunKey,
+    key: &RunKey,
     material: &str,
     remote: &Remote,
     secret: &SecretKey,
-) -> Result<(Pushed, Vec<(&'a RunKey, Artifact)>), Error> {
+    stored: &Stored,
+) -> Result<Pushed, Error> {
     let mut pushed = Pushed::default();
-    let mut artifacts = Vec::new();
     let samples = store.samples(key)?;
     if samples.is_empty() {
-        return Ok((pushed, artifacts));
+        return Ok(pushed);
     }
     let there = remote.tags(key).await?;
     for sample in &samples {
@@ -100,20 +104,42 @@ async fn lacking<'a>(
             pushed.published += 1;
             continue;
         }
-        let files = store.sample_files(key, sample)?;
-        let signed = match store.signature(sample) {
-            Some(signed) => signed,
-            None => Signed::sign(&files, secret).map_err(|why| Error::Unsignable {
-                key: key.to_string(),
-                sample: sample.id.clone(),
-                why,
-            })?,
-        };
-        if there.contains(&tag(key, &signed.statement)) {
+        let Some(artifact) = lacking(store, key, material, sample, &there, secret)? else {
             pushed.already += 1;
             continue;
+        };
+        for (digest, bytes) in &artifact.blobs {
+            stored.put(remote, digest, bytes).await?;
         }
-        artifacts.push((key, artifact::build(material, &files, &signed)));
+        remote
+            .put_manifest(key, &artifact.tag, &artifact.manifest)
+            .await?;
+        pushed.uploaded += 1;
     }
-    Ok((pushed, artifacts))
+    Ok(pushed)
+}
+
+/// `sample` of `key` as an artifact, signed, unless the cache has its tag
+/// (`there`).
+fn lacking(
+    store: &Store,
+    key: &RunKey,
+    material: &str,
+    sample: &Sample,
+    there: &[String],
+    secret: &SecretKey,
+) -> Result<Option<Artifact>, Error> {
+    let files = store.sample_files(key, sample)?;
+    let signed = match store.signature(sample) {
+        Some(signed) => signed,
+        None => Signed::sign(&files, secret).map_err(|why| Error::Unsignable {
+            key: key.to_string(),
+            sample: sample.id.clone(),
+            why,
+        })?,
+    };
+    if there.contains(&tag(key, &signed.statement)) {
+        return Ok(None);
+    }
+    Ok(Some(artifact::build(material, &files, &signed)))
 }

@@ -168,8 +168,8 @@ impl Caches {
 
     /// The manifest of one tag, checked; why it is refused otherwise.
     async fn wanted(&self, remote: &Remote, key: &RunKey, tag: &str) -> Result<Wanted, String> {
-        let manifest = remote.manifest(key, tag).await.map_err(|e| e.to_string())?;
-        artifact::parse(key, &manifest, &self.trusted).map_err(|e: Rejected| e.to_string())
+        let manifest = remote.manifest(key, tag).await.map_err(|e| refusal(&e))?;
+        artifact::parse(key, &manifest, &self.trusted).map_err(|e: Rejected| refusal(&e))
     }
 
     /// Substitutes what the caches offer for `runs` (key and key material).
@@ -242,13 +242,15 @@ impl Caches {
 async fn pull(remote: &Remote, key: &RunKey, wanted: &Wanted) -> Result<SampleFiles, String> {
     let mut blobs = Vec::new();
     for descriptor in std::iter::once(&wanted.manifest.config).chain(&wanted.manifest.layers) {
-        blobs.push(
-            remote
-                .blob(&descriptor.digest)
-                .await
-                .map_err(|e| e.to_string())?,
-        );
+        let blob = remote.blob(&descriptor.digest, descriptor.size).await;
+        blobs.push(blob.map_err(|e| refusal(&e))?);
     }
-    let (_material, files) = artifact::assemble(key, wanted, blobs).map_err(|e| e.to_string())?;
+    let (_material, files) = artifact::assemble(key, wanted, blobs).map_err(|e| refusal(&e))?;
     Ok(files)
+}
+
+/// Why a sample is refused, in words that may quote the cache: redacted of
+/// every secret.
+fn refusal(e: &dyn std::fmt::Display) -> String {
+    crate::secrets::redact(&e.to_string()).into_owned()
 }

@@ -231,12 +231,20 @@ fn key_material_not_hashing_to_the_key_is_refused() {
     // The bytes changed under the right digest: a blob mismatch.
     let (_root, key, cache) = pushed(&alice);
     let config = format!("sha256:{key}");
-    fs_err::write(blob_path(&cache, &config), br#"{"engine":"sglang"}"#).unwrap();
+    fs_err::write(blob_path(&cache, &config), br#"{"engine":"vLLM"}"#).unwrap();
     assert_refused(
         &cache,
         &[&alice],
         &key,
         "`key material` does not match its digest",
+    );
+    // More bytes than the manifest declares: not read past the declared size.
+    fs_err::write(blob_path(&cache, &config), br#"{"engine":"sglang"}"#).unwrap();
+    assert_refused(
+        &cache,
+        &[&alice],
+        &key,
+        "is longer than the 17 bytes its manifest declares",
     );
 }
 

@@ -125,10 +125,15 @@ impl VllmBenchOptions {
         self.metadata
             .iter()
             .map(|item| {
-                let (key, value) = item.split_once('=').ok_or_else(|| CliError::Usage {
+                let invalid = || CliError::Usage {
                     message: format!("invalid `--metadata` `{item}`"),
-                    hint: "write `KEY=VALUE`, e.g. `--metadata tp=1 version=0.11.0`".into(),
-                })?;
+                    hint: "write `KEY=VALUE` with a key that is not empty, e.g. `--metadata tp=1 version=0.11.0`".into(),
+                };
+                let (key, value) = item.split_once('=').ok_or_else(invalid)?;
+                // An empty key would be a top-level `""` of the result JSON.
+                if key.trim().is_empty() {
+                    return Err(invalid());
+                }
                 Ok((key.trim().to_owned(), value.trim().to_owned()))
             })
             .collect()

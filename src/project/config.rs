@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::Diagnostic;
 use serde::Deserialize;
 use thiserror::Error;
 
@@ -104,7 +104,8 @@ fn runtime<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Runtime>, D:
     })
 }
 
-/// A configuration file that does not parse, pointing at the place.
+/// A configuration file that does not parse, by its path and line. Its
+/// text is never quoted: a line (or the one beside it) may hold a password.
 #[derive(Debug, Error, Diagnostic)]
 #[error("{path}:{line}: {message}")]
 #[diagnostic(help("{help}"))]
@@ -113,10 +114,6 @@ pub struct ConfigError {
     pub line: usize,
     pub message: String,
     help: String,
-    #[source_code]
-    src: NamedSource<String>,
-    #[label("here")]
-    span: Option<SourceSpan>,
 }
 
 pub fn parse_project(path: &str, text: &str) -> Result<ProjectConfig, Box<ConfigError>> {
@@ -150,8 +147,6 @@ fn parse<T: serde::de::DeserializeOwned>(
             line,
             message: e.message().to_owned(),
             help: help.to_owned(),
-            src: NamedSource::new(path, text.to_owned()),
-            span: span.map(|s| SourceSpan::from(s.start..s.end)),
         })
     })
 }
@@ -208,6 +203,29 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.line, 3, "{e}");
         assert!(parse_user("config.toml", "[credentials]\n[trust]\n").is_ok());
+    }
+
+    #[test]
+    fn an_error_names_the_key_and_line_and_quotes_no_value() {
+        let text = "store = \"s\"\nregistry_password = \"hunter2-pw\"\nruntime = \"sim\"\n";
+        let e = parse_project("perfpipe.toml", text).unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        let mut rendered = String::new();
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .render_report(&mut rendered, e.as_ref())
+            .unwrap();
+        assert!(
+            rendered.contains("unknown field `registry_password`"),
+            "{rendered}"
+        );
+        assert!(
+            !rendered.contains("hunter2") && !rendered.contains("s3cret"),
+            "{rendered}"
+        );
+        let text = "[executor.slurm]\npartition = \"gpu\"\npassword = \"s3cret-pw\"\n";
+        let e = parse_project("perfpipe.toml", text).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(!format!("{e:?}").contains("s3cret"), "{e:?}");
     }
 
     #[test]

@@ -191,6 +191,15 @@ fn metadata_and_appended_results_are_written_as_vllm_writes_them() {
     let bad = bench(&env, port, &["--metadata", "tp"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(crate::common::stderr(&bad).contains("invalid `--metadata` `tp`"));
+    for empty in ["=", " =x"] {
+        let bad = bench(&env, port, &["--metadata", empty]);
+        assert_eq!(bad.status.code(), Some(2), "{empty}");
+        let err = crate::common::words(&bad);
+        assert!(
+            err.contains(&format!("invalid `--metadata` `{empty}`")),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod browser;
 mod cache;
 mod cache_credentials;
 mod cache_lacks;
+mod cache_remote;
 mod cache_trust;
 mod charts;
 mod closed_pipe;

@@ -57,6 +57,15 @@ pub async fn bearer(
         .ok_or_else(|| format!("{what}: the answer holds no token"))
 }
 
+/// The token endpoint a challenge names (`realm`), if any: the cache decides
+/// from it whether the user's login may be sent there.
+pub fn realm(challenge: &str) -> Option<String> {
+    challenge_params(challenge)
+        .into_iter()
+        .find(|(k, _)| k == "realm")
+        .map(|(_, v)| v)
+}
+
 /// Whether a `WWW-Authenticate` header asks for the token handshake.
 pub fn is_bearer(challenge: &str) -> bool {
     challenge.trim_start().starts_with("Bearer ")

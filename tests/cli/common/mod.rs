@@ -4,6 +4,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod fake_registry;
 pub mod slurm;
 pub mod web_cache;
 
@@ -102,23 +103,7 @@ impl TestEnv {
     /// `run`, failing the test (and killing perfpipe) when it has not ended
     /// within `secs`: for what used to hang.
     pub fn run_within(&self, secs: u64, args: &[&str]) -> Output {
-        let child = self
-            .cmd(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("perfpipe starts");
-        let pid = child.id() as i32;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || tx.send(child.wait_with_output()));
-        match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
-            Ok(output) => output.expect("perfpipe runs"),
-            Err(_) => {
-                // SAFETY: signals our own child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                panic!("`perfpipe {}` did not end within {secs}s", args.join(" "));
-            }
-        }
+        output_within(&mut self.cmd(args), secs)
     }
 
     /// Sample directories under `store/entries`, as `key/sample` paths.
@@ -156,6 +141,28 @@ impl TestEnv {
                 (dir, serde_json::from_str(&text).unwrap())
             })
             .collect()
+    }
+}
+
+/// The output of `command`, failing the test (and killing it) when it has
+/// not ended within `secs`: for what used to hang.
+pub fn output_within(command: &mut Command, secs: u64) -> Output {
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("perfpipe starts");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(output) => output.expect("perfpipe runs"),
+        Err(_) => {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let args: Vec<_> = command.get_args().map(|a| a.to_string_lossy()).collect();
+            panic!("`perfpipe {}` did not end within {secs}s", args.join(" "));
+        }
     }
 }
 

@@ -1,0 +1,296 @@
+//! A registry that misbehaves: it names another origin for a tag page or an
+//! upload, echoes the login it was sent, lists tags without end, or serves
+//! more than a manifest declares. Credentials stay with their origin, no
+//! secret is printed, and nothing is read without bound. Nor is a secret key
+//! file or a line of a configuration file ever quoted.
+
+use std::process::Output;
+
+use crate::common::fake_registry::{FakeRegistry, Misbehaviour};
+use crate::common::{TestEnv, assert_secret_absent, stderr, stdout, words};
+
+const PASSWORD: &str = "S3cretPassw0rdFromEnv";
+
+/// A trusted key that signed nothing: for caches that are only asked.
+const NOBODY: &str = "nobody:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+
+/// `perfpipe ARGS` online, with `env`'s `config/` as the user's
+/// configuration and the registry password in `REG_PW` (a name that does
+/// not say it holds a secret); killed (failing the test) after 3 minutes.
+fn online(env: &TestEnv, args: &[&str]) -> Output {
+    let mut command = env.cmd(args);
+    command
+        .env_remove("PERFPIPE_OFFLINE")
+        .env("XDG_CONFIG_HOME", env.path("config"))
+        .env("REG_PW", PASSWORD);
+    crate::common::output_within(&mut command, 180)
+}
+
+/// Alice's login for `registry`, given as `source` (`password-env = …` or
+/// `password-file = …`), and `rest` of the config.toml.
+fn configure(env: &TestEnv, registry: &FakeRegistry, source: &str, rest: &str) {
+    env.write(
+        "config/perfpipe/config.toml",
+        &format!(
+            "{rest}\n[credentials.\"{}\"]\nusername = \"alice\"\n{source}\n",
+            registry.host()
+        ),
+    );
+}
+
+/// A project asking `registry` for the tiny study's runs, trusting `public`.
+fn substituting(registry: &FakeRegistry, public: &str) -> TestEnv {
+    let bob = TestEnv::tiny();
+    let lock = bob.run(&["lock", "tiny.kdl", "--offline"]);
+    assert_eq!(lock.status.code(), Some(0), "{}", stderr(&lock));
+    let cache = format!(
+        "[cache]\nsubstituters = [\"{}\"]\n[trust]\npublic-keys = [\"{public}\"]",
+        registry.location
+    );
+    configure(&bob, registry, "password-env = \"REG_PW\"", &cache);
+    bob
+}
+
+/// The `Authorization` headers `registry` received.
+fn authorizations(registry: &FakeRegistry) -> Vec<Option<String>> {
+    registry
+        .seen()
+        .into_iter()
+        .map(|s| s.authorization)
+        .collect()
+}
+
+#[test]
+fn a_tag_page_at_another_origin_is_asked_without_credentials() {
+    let elsewhere = FakeRegistry::start(None, Misbehaviour::default());
+    let registry = FakeRegistry::start(
+        None,
+        Misbehaviour {
+            next_page: Some(format!(
+                "{}/v2/team/cache/tags/list?n=1000&last=x",
+                elsewhere.base
+            )),
+            ..Default::default()
+        },
+    );
+    let bob = substituting(&registry, NOBODY);
+    let plan = online(&bob, &["plan", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert!(
+        authorizations(&registry).iter().all(Option::is_some),
+        "its own origin is shown the login"
+    );
+    let asked = authorizations(&elsewhere);
+    assert!(!asked.is_empty(), "the next page was asked for");
+    assert!(
+        asked.iter().all(Option::is_none),
+        "another origin got credentials: {asked:?}"
+    );
+}
+
+#[test]
+fn an_upload_sent_to_another_origin_carries_no_credentials() {
+    let (alice, _) = crate::cache::measured_with_key();
+    let elsewhere = FakeRegistry::start(None, Misbehaviour::default());
+    let registry = FakeRegistry::start(
+        None,
+        Misbehaviour {
+            upload_at: Some(format!("{}/v2/team/cache/blobs/uploads/u1", elsewhere.base)),
+            ..Default::default()
+        },
+    );
+    configure(&alice, &registry, "password-env = \"REG_PW\"", "");
+    let out = online(&alice, &crate::cache::push_args(&registry.location));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pushed 7 samples"),
+        "{}",
+        stderr(&out)
+    );
+    let uploads = elsewhere.seen();
+    assert!(
+        uploads.iter().any(|s| s.method == "PUT"),
+        "the blobs went to the upload's Location: {uploads:?}"
+    );
+    assert!(
+        uploads.iter().all(|s| s.authorization.is_none()),
+        "another origin got credentials: {uploads:?}"
+    );
+    assert!(authorizations(&registry).iter().all(Option::is_some));
+}
+
+#[test]
+fn a_login_the_registry_echoes_is_never_printed() {
+    let registry = FakeRegistry::start(
+        None,
+        Misbehaviour {
+            echo_login: true,
+            ..Default::default()
+        },
+    );
+    let bob = substituting(&registry, NOBODY);
+    let header = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("alice:{PASSWORD}"),
+    );
+    let plan = ["plan", "tiny.kdl", "--runtime", "sim"];
+    let from_env = online(&bob, &plan);
+    assert!(
+        words(&from_env).contains("login failed for alice:[redacted"),
+        "{}",
+        stderr(&from_env)
+    );
+    // The same password from a file.
+    let file = bob.path("registry-password");
+    std::fs::write(&file, format!("{PASSWORD}\n")).unwrap();
+    configure(
+        &bob,
+        &registry,
+        &format!("password-file = \"{}\"", file.display()),
+        &format!(
+            "[cache]\nsubstituters = [\"{}\"]\n[trust]\npublic-keys = [\"{NOBODY}\"]",
+            registry.location
+        ),
+    );
+    // `REG_PW` is still set, but no longer named by the configuration.
+    let from_file = online(&bob, &plan);
+    assert!(
+        words(&from_file).contains("login failed for alice:[redacted"),
+        "{}",
+        stderr(&from_file)
+    );
+    let outputs = [from_env, from_file];
+    let files = crate::common::files_under(&bob.path("store"));
+    assert_secret_absent(&files, &outputs, PASSWORD);
+    assert_secret_absent(&files, &outputs, &header);
+}
+
+#[test]
+fn a_tag_list_without_end_is_stopped_with_a_clear_message() {
+    let registry = FakeRegistry::start(
+        None,
+        Misbehaviour {
+            endless_pages: true,
+            ..Default::default()
+        },
+    );
+    let bob = substituting(&registry, NOBODY);
+    let plan = online(&bob, &["plan", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert!(
+        words(&plan).contains("its tag list goes on past 1000 pages, where perfpipe stops reading"),
+        "{}",
+        stderr(&plan)
+    );
+    assert!(!stdout(&plan).contains(" substitutable "));
+}
+
+/// Alice's pushed directory cache and her public key.
+fn pushed() -> (TestEnv, std::path::PathBuf, String) {
+    let (alice, public) = crate::cache::measured_with_key();
+    let dir = alice.path("team-cache");
+    crate::cache::push(&alice, dir.to_str().unwrap());
+    (alice, dir, public)
+}
+
+#[test]
+fn a_blob_longer_than_its_manifest_declares_is_not_read_past_it() {
+    let (_alice, dir, public) = pushed();
+    let registry = FakeRegistry::start(
+        Some(dir),
+        Misbehaviour {
+            endless_blobs: true,
+            ..Default::default()
+        },
+    );
+    let bob = substituting(&registry, &public);
+    let run = online(&bob, &["run", "tiny.kdl", "--runtime", "sim"]);
+    let err = words(&run);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert_eq!(
+        err.matches("bytes its manifest declares; nothing of it was stored")
+            .count(),
+        7,
+        "{}",
+        stderr(&run)
+    );
+    assert!(err.contains("ran 7"), "{err}");
+}
+
+#[test]
+fn a_sample_declaring_too_many_bytes_is_refused_before_any_blob_is_fetched() {
+    let (_alice, dir, public) = pushed();
+    let registry = FakeRegistry::start(
+        Some(dir),
+        Misbehaviour {
+            declared_size: Some(1_500_000_000),
+            ..Default::default()
+        },
+    );
+    let bob = substituting(&registry, &public);
+    let run = online(&bob, &["run", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert_eq!(
+        words(&run)
+            .matches("bytes, more than the 268435456 perfpipe fetches for a sample")
+            .count(),
+        7,
+        "{}",
+        stderr(&run)
+    );
+    let blobs: Vec<_> = registry
+        .seen()
+        .into_iter()
+        .filter(|s| s.path.contains("/blobs/"))
+        .collect();
+    assert!(blobs.is_empty(), "{blobs:?}");
+}
+
+#[test]
+fn a_wrong_or_readable_secret_key_file_is_refused_without_showing_it() {
+    let (alice, _) = crate::cache::measured_with_key();
+    let to = alice.path("team-cache");
+    let to = to.to_str().unwrap();
+    let wrong = alice.path("keys/registry-password");
+    std::fs::write(&wrong, "hunter2-registry-password:xyz\n").unwrap();
+    let private = |path: &std::path::Path, mode| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    private(&wrong, 0o600);
+    let push = |key: &str| alice.run(&["cache", "push", "--all", "--to", to, "--secret-key", key]);
+    let out = push("keys/registry-password");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        words(&out).contains("keys/registry-password` does not hold a secret key"),
+        "{}",
+        stderr(&out)
+    );
+    assert_secret_absent(&[], &[out], "hunter2");
+
+    private(&alice.path("keys/alice.secret"), 0o644);
+    let out = push("keys/alice.secret");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = words(&out);
+    assert!(err.contains("may be read by others (mode 644)"), "{err}");
+    assert!(err.contains("`chmod 600 keys/"), "{err}");
+    private(&alice.path("keys/alice.secret"), 0o600);
+    assert_eq!(push("keys/alice.secret").status.code(), Some(0));
+}
+
+#[test]
+fn a_project_file_error_names_the_key_and_line_but_quotes_no_value() {
+    let env = TestEnv::tiny();
+    env.write(
+        "perfpipe.toml",
+        "store = \"store\"\nregistry_password = \"hunter2-pw-in-toml\"\nruntime = \"sim\"\n",
+    );
+    let out = env.run(&["plan", "tiny.kdl"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = words(&out);
+    assert!(
+        err.contains("perfpipe.toml:2: unknown field `registry_password`"),
+        "{err}"
+    );
+    assert_secret_absent(&[], &[out], "hunter2");
+}

@@ -1,0 +1,232 @@
+//! A small OCI registry on loopback: serves a directory cache (as `cache
+//! push` writes one) through the distribution API as `oci://…/team/cache`,
+//! takes uploads and throws them away, records the `Authorization` header of
+//! every request, and misbehaves as told.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+
+const REPOSITORY: &str = "team/cache";
+const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+
+/// How the registry misbehaves; the default is not at all.
+#[derive(Debug, Clone, Default)]
+pub struct Misbehaviour {
+    /// The first page of the tag list names this URL as its next page.
+    pub next_page: Option<String>,
+    /// Every page of the tag list names a next page.
+    pub endless_pages: bool,
+    /// An upload is to be sent here (its `Location`).
+    pub upload_at: Option<String>,
+    /// Every request is answered 500, echoing the login it carried.
+    pub echo_login: bool,
+    /// Every blob is answered with bytes that never end.
+    pub endless_blobs: bool,
+    /// Manifests declare every blob this many bytes long.
+    pub declared_size: Option<u64>,
+}
+
+/// One request the registry received.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub authorization: Option<String>,
+}
+
+pub struct FakeRegistry {
+    /// `oci://127.0.0.1:PORT/team/cache`.
+    pub location: String,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    state: Arc<Shared>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+struct Shared {
+    /// The directory cache served (absent: a cache holding nothing).
+    dir: Option<PathBuf>,
+    misbehaviour: Misbehaviour,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl FakeRegistry {
+    pub fn start(dir: Option<PathBuf>, misbehaviour: Misbehaviour) -> Self {
+        let state = Arc::new(Shared {
+            dir,
+            misbehaviour,
+            seen: Mutex::default(),
+        });
+        let runtime = super::runtime();
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(Arc::clone(&state));
+        let port = super::serve(&runtime, app);
+        Self {
+            location: format!("oci://127.0.0.1:{port}/{REPOSITORY}"),
+            base: format!("http://127.0.0.1:{port}"),
+            state,
+            _runtime: runtime,
+        }
+    }
+
+    /// The requests received so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.state.seen.lock().unwrap().clone()
+    }
+
+    /// `host:port`, as `[credentials."HOST"]` names it.
+    pub fn host(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+}
+
+async fn answer(State(state): State<Arc<Shared>>, request: Request) -> Response {
+    let method = request.method().clone();
+    let uri = request.uri().clone();
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    state.seen.lock().unwrap().push(Seen {
+        method: method.to_string(),
+        path: uri.to_string(),
+        authorization: authorization.clone(),
+    });
+    // Whatever was sent is read, as a registry reads an upload.
+    let _ = axum::body::to_bytes(request.into_body(), usize::MAX).await;
+    let bad = &state.misbehaviour;
+    if bad.echo_login {
+        let login = authorization
+            .as_deref()
+            .and_then(|a| a.strip_prefix("Basic "))
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let body = format!(
+            "login failed for {login} (Authorization: {})",
+            authorization.unwrap_or_default()
+        );
+        return (StatusCode::INTERNAL_SERVER_ERROR, body).into_response();
+    }
+    let Some(rest) = uri.path().strip_prefix(&format!("/v2/{REPOSITORY}/")) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    match (&method, rest) {
+        (&Method::GET, "tags/list") => state.tags(uri.query().unwrap_or_default()),
+        (&Method::GET, _) if rest.starts_with("manifests/") => {
+            state.manifest(&rest["manifests/".len()..])
+        }
+        (&Method::GET | &Method::HEAD, _) if rest.starts_with("blobs/sha256:") => {
+            state.blob(&rest["blobs/sha256:".len()..], method == Method::HEAD)
+        }
+        (&Method::POST, "blobs/uploads/") => {
+            let at = bad
+                .upload_at
+                .clone()
+                .unwrap_or_else(|| format!("/v2/{REPOSITORY}/blobs/uploads/u1"));
+            let mut response = StatusCode::ACCEPTED.into_response();
+            response
+                .headers_mut()
+                .insert(header::LOCATION, HeaderValue::from_str(&at).unwrap());
+            response
+        }
+        (&Method::PUT, _) => StatusCode::CREATED.into_response(),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+impl Shared {
+    /// Every tag of the directory's `keys/*.json`, by name.
+    fn tagged(&self) -> Vec<(String, String)> {
+        let Some(dir) = &self.dir else {
+            return Vec::new();
+        };
+        let mut tags = Vec::new();
+        for entry in std::fs::read_dir(dir.join("keys")).into_iter().flatten() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            let list: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&text).unwrap();
+            for (tag, digest) in list {
+                tags.push((tag, digest.as_str().unwrap().to_owned()));
+            }
+        }
+        tags
+    }
+
+    fn tags(&self, query: &str) -> Response {
+        let tags: Vec<String> = self.tagged().into_iter().map(|(t, _)| t).collect();
+        let page = query
+            .split('&')
+            .find_map(|p| p.strip_prefix("last=p"))
+            .and_then(|n| n.parse::<u64>().ok());
+        let next = if self.misbehaviour.endless_pages {
+            Some(format!(
+                "/v2/{REPOSITORY}/tags/list?n=1000&last=p{}",
+                page.unwrap_or(0) + 1
+            ))
+        } else if !query.contains("last=") {
+            self.misbehaviour.next_page.clone()
+        } else {
+            None
+        };
+        let mut response =
+            axum::Json(serde_json::json!({"name": REPOSITORY, "tags": tags})).into_response();
+        if let Some(next) = next {
+            response.headers_mut().insert(
+                header::LINK,
+                HeaderValue::from_str(&format!("<{next}>; rel=\"next\"")).unwrap(),
+            );
+        }
+        response
+    }
+
+    fn manifest(&self, tag: &str) -> Response {
+        let Some((_, digest)) = self.tagged().into_iter().find(|(t, _)| t == tag) else {
+            return StatusCode::NOT_FOUND.into_response();
+        };
+        let path = self.blob_path(digest.trim_start_matches("sha256:"));
+        let mut manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        if let Some(size) = self.misbehaviour.declared_size {
+            manifest["config"]["size"] = size.into();
+            for layer in manifest["layers"].as_array_mut().unwrap() {
+                layer["size"] = size.into();
+            }
+        }
+        (
+            [(header::CONTENT_TYPE, MANIFEST_TYPE)],
+            serde_json::to_vec(&manifest).unwrap(),
+        )
+            .into_response()
+    }
+
+    fn blob(&self, hex: &str, head: bool) -> Response {
+        if self.misbehaviour.endless_blobs && !head {
+            let zeros = futures_util::stream::repeat_with(|| {
+                Ok::<_, std::convert::Infallible>(vec![b'0'; 64 << 10])
+            });
+            return Body::from_stream(zeros).into_response();
+        }
+        match self
+            .dir
+            .as_ref()
+            .map(|_| std::fs::read(self.blob_path(hex)))
+        {
+            Some(Ok(bytes)) if !head => bytes.into_response(),
+            Some(Ok(_)) => StatusCode::OK.into_response(),
+            _ => StatusCode::NOT_FOUND.into_response(),
+        }
+    }
+
+    fn blob_path(&self, hex: &str) -> PathBuf {
+        self.dir.as_ref().unwrap().join("blobs/sha256").join(hex)
+    }
+}
