@@ -12,8 +12,16 @@ use std::path::Path;
 /// kind of file is an `InvalidInput` error saying what it is (as `std`'s
 /// errors, without the path: the caller names it).
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The regular file at `path` opened for reading (symlinks followed), as
+/// [`read`] checks it, for a caller that streams it.
+pub fn open(path: &Path) -> io::Result<std::fs::File> {
     // O_NONBLOCK: opening a FIFO with no writer returns at once.
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
@@ -24,9 +32,7 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
             format!("{}, not a regular file", describe(kind)),
         ));
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok(file)
 }
 
 /// The text of the regular file at `path`, which must be UTF-8.

@@ -182,7 +182,7 @@ impl Error {
             | Self::NoPushTarget
             | Self::NoSecretKey => crate::exit_code::USAGE,
             Self::Cache { .. } | Self::Unsignable { .. } => crate::exit_code::RUNS_FAILED,
-            Self::Store(crate::store::Error::NotADirectory { .. }) => crate::exit_code::USAGE,
+            Self::Store(e) if e.is_usage() => crate::exit_code::USAGE,
             Self::Store(_) => crate::exit_code::RUNS_FAILED,
         }
     }

@@ -62,7 +62,8 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
             (key, as_path.to_owned())
         }
     };
-    let bytes = fs_err::read(&path).map_err(|source| Error::ReadMaterial {
+    // A FIFO or a link to a device never blocks or fills memory.
+    let bytes = crate::regular_file::read(&path).map_err(|source| Error::ReadMaterial {
         path: path.display().to_string(),
         source,
     })?;

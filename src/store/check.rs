@@ -38,6 +38,9 @@ pub enum Damage {
     LaunchInvalid(String),
     /// An input (`inputs/sha256/<hex>`) whose sha256 is this other one.
     InputMismatch(String),
+    /// Launch material or an input that is not a regular file (a FIFO, a
+    /// device), never read: why.
+    Unreadable(String),
 }
 
 impl Damage {
@@ -57,7 +60,8 @@ impl Damage {
             | Self::NotASample
             | Self::LaunchMismatch(_)
             | Self::LaunchInvalid(_)
-            | Self::InputMismatch(_) => None,
+            | Self::InputMismatch(_)
+            | Self::Unreadable(_) => None,
         }
     }
 
@@ -72,7 +76,10 @@ impl Damage {
     pub fn is_launch_file(&self) -> bool {
         matches!(
             self,
-            Self::LaunchMismatch(_) | Self::LaunchInvalid(_) | Self::InputMismatch(_)
+            Self::LaunchMismatch(_)
+                | Self::LaunchInvalid(_)
+                | Self::InputMismatch(_)
+                | Self::Unreadable(_)
         )
     }
 
@@ -128,6 +135,10 @@ impl fmt::Display for Damage {
                     "is not launch material ({e}); `perfpipe realise` refuses it"
                 )
             }
+            Self::Unreadable(e) => write!(
+                f,
+                "cannot be read ({e}); `perfpipe realise` refuses it"
+            ),
             Self::InputMismatch(actual) => write!(
                 f,
                 "its sha256 is `{actual}`, not its name; `perfpipe realise` refuses the launches that read it"
@@ -302,9 +313,18 @@ pub(super) fn read_result(sample: &Path, key: &RunKey) -> Result<RunResult, Dama
 /// order of their ids (oldest first), then stray items by name; none
 /// when the directory is absent (an entry whose first sample never came).
 /// A `samples` that is not a directory is listed as itself, so that, not
-/// being a sample, it is reported and moved aside like any stray item.
+/// being a sample, it is reported and moved aside like any stray item; so
+/// is a `samples` that is a link (never followed: what it points to is not
+/// the store's), and an entry that is a link has none.
 pub(super) fn sample_dirs(entry: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
     let dir = entry.join("samples");
+    let is_link = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+    if is_link(entry) {
+        return Ok(Vec::new());
+    }
+    if is_link(&dir) {
+        return Ok(vec![("samples".into(), dir)]);
+    }
     let mut out: Vec<(String, PathBuf)> = match fs_err::read_dir(&dir) {
         Ok(children) => children
             .filter_map(|c| c.ok())

@@ -206,6 +206,9 @@ impl Store {
     /// Removes one item that [`Store::garbage`] listed, under its key's lock
     /// (never waiting for it), if it is still what was listed.
     pub fn remove(&self, item: &Garbage) -> Result<Removal, Error> {
+        // Nothing is renamed out of (or into) a layout directory that became
+        // a link since the store was opened.
+        super::root::check_layout_dirs(&self.root)?;
         let _lock = match &item.key {
             Some(key) => match self.try_lock(key)? {
                 Some(lock) => Some(lock),
