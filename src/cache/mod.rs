@@ -15,6 +15,7 @@
 
 mod artifact;
 mod credentials;
+mod dir_temp;
 mod keygen;
 mod keys;
 mod lacks;

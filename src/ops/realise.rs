@@ -57,7 +57,7 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
                     message: format!(
                         "`{what}` is neither a launch key nor a launch material file (`<launch key>.json`)"
                     ),
-                    hint: "`perfpipe plan` and `perfpipe run` write each launch's material to `<store>/drv/<launch key>.json`; name that file or its key".into(),
+                    hint: "`perfpipe plan --write-launches` and `perfpipe run` write each launch's material to `<store>/drv/<launch key>.json`; name that file or its key".into(),
                 })?;
             (key, as_path.to_owned())
         }
@@ -87,7 +87,7 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
                 launch.schema
             ),
             hint:
-                "realise it with the perfpipe that wrote it, or write it again with `perfpipe plan`"
+                "realise it with the perfpipe that wrote it, or write it again with `perfpipe plan --write-launches`"
                     .into(),
         });
     }
@@ -121,7 +121,7 @@ fn by_prefix(prefix: &str, store: &Store) -> Result<LaunchKey, Error> {
                 "the store `{}` has no launch material whose key begins with `{prefix}`",
                 store.root().display()
             ),
-            hint: "`perfpipe plan EXPERIMENT` writes the material of the launches it lists; `--store DIR` names the store".into(),
+            hint: "`perfpipe plan EXPERIMENT --write-launches` writes the material of the launches it lists; `--store DIR` names the store".into(),
         }),
         many => Err(Error::Usage {
             message: format!(

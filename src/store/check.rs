@@ -72,7 +72,8 @@ impl Damage {
     }
 
     /// Damage of a launch's material or of an input, outside `entries/`:
-    /// `realise` refuses it, `store gc` removes it, `plan` writes it again.
+    /// `realise` refuses it, `store gc` removes it, `plan --write-launches`
+    /// writes it again.
     pub fn is_launch_file(&self) -> bool {
         matches!(
             self,

@@ -285,6 +285,37 @@ mod tests {
         );
     }
 
+    fn mkfifo(path: &Path) {
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn a_fifo_in_drv_or_inputs_is_listed_as_damage_and_never_blocks() {
+        let (_root, store) = store();
+        let launch = store.launch_path(&LaunchKey::of_bytes(b"x"));
+        let input = store.input_path(&"a".repeat(64));
+        for path in [&launch, &input] {
+            fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+            mkfifo(path);
+        }
+        let verified = store.verify().unwrap();
+        let found: Vec<_> = verified
+            .findings
+            .iter()
+            .map(|f| (f.path.clone(), f.damage.clone()))
+            .collect();
+        let unreadable = Damage::Unreadable("a FIFO, not a regular file".into());
+        assert_eq!(
+            found,
+            [(launch.clone(), unreadable.clone()), (input, unreadable)]
+        );
+        assert!(found.iter().all(|(_, d)| d.is_launch_file()));
+        let garbage = store.launch_garbage(&Default::default(), &|_| false).unwrap();
+        assert_eq!(garbage.garbage.len(), 2);
+    }
+
     #[test]
     fn damaged_launch_material_is_found_and_written_again() {
         use crate::drv::*;
