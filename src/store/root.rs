@@ -7,9 +7,11 @@
 //! - marked: it holds [`MARKER`], written when perfpipe first wrote to it;
 //! - an unmarked store of an earlier perfpipe: its top level holds only the
 //!   layout's names (`entries/`, `drv/`, `inputs/`, `quarantine/`, `tmp/`,
-//!   `locks/`, `cache/`), with `entries/` or `drv/` among them and nothing
-//!   but key shards (two hex digits) under `entries/`; it is marked on the
-//!   first write (adopted).
+//!   `locks/`, `cache/`), and `entries/` nothing but key shards (two hex
+//!   digits); it is marked on the first write (adopted). Adopting a
+//!   directory that only looks like a store costs nothing of its own: what
+//!   perfpipe deletes it recognizes by its own names and lock files, never
+//!   by where it is.
 //!
 //! Anything else holds files perfpipe did not make and is refused (as git
 //! refuses to make a repository where another one's files are). A layout
@@ -85,20 +87,13 @@ pub(super) fn classify(root: &Path) -> Result<Kind, Error> {
         .cloned()
         .collect();
     foreign.extend(foreign_shards(root)?);
-    let made_by_perfpipe = ["entries", "drv"]
-        .iter()
-        .any(|n| names.iter().any(|name| name == n));
-    if foreign.is_empty() && made_by_perfpipe {
+    if foreign.is_empty() {
         return Ok(Kind::Earlier);
     }
     foreign.sort();
     Err(Error::NotAStore {
         root: root.to_owned(),
-        foreign: if foreign.is_empty() {
-            names
-        } else {
-            foreign
-        },
+        foreign,
     })
 }
 
@@ -243,10 +238,10 @@ mod tests {
         assert!(mark(&foreign).is_err());
         assert!(!foreign.join(MARKER).exists(), "a foreign directory is never marked");
 
-        // Only layout names, but nothing only perfpipe makes: not adopted.
+        // A killed earlier perfpipe's temp dir alone.
         let only_tmp = top.path().join("only-tmp");
-        fs_err::create_dir_all(only_tmp.join("tmp")).unwrap();
-        assert!(classify(&only_tmp).is_err());
+        fs_err::create_dir_all(only_tmp.join("tmp/proc-2-y")).unwrap();
+        assert_eq!(classify(&only_tmp).unwrap(), Kind::Earlier);
         // Layout names with foreign things in `entries/`.
         let odd = top.path().join("odd");
         fs_err::create_dir_all(odd.join("entries/photos")).unwrap();

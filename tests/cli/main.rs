@@ -19,6 +19,7 @@ mod crash;
 mod diagnostics;
 mod diff;
 mod fetch;
+mod foreign;
 mod help;
 mod load;
 mod lock;
