@@ -95,7 +95,7 @@ fn damage_is_reported_never_used_and_redone_by_the_next_run() {
     damaged      store/entries/[SHARD]/[KEY]/samples/0001/result.json: does not parse as a result (EOF while parsing a string at line 4 column 6); the sample is not used
 
     ----- stderr -----
-    perfpipe: store `store`: checked 7 entries, 7 samples, 16 launch materials and 1 input: 2 damaged
+    perfpipe: store `store`: checked 7 entries, 7 samples, 15 launch materials and 1 input: 2 damaged
     perfpipe: damage is never used: `perfpipe run` redoes the runs it held and moves it to `store/quarantine`; `perfpipe store gc` removes it
     ");
 
