@@ -7,7 +7,7 @@
 //! - marked: it holds [`MARKER`], written when perfpipe first wrote to it;
 //! - an unmarked store of an earlier perfpipe: its top level holds only the
 //!   layout's names (`entries/`, `drv/`, `inputs/`, `quarantine/`, `tmp/`,
-//!   `locks/`, `cache/`), and `entries/` nothing but key shards (two hex
+//!   `locks/`, `cache/`, `logs/`), and `entries/` nothing but key shards (two hex
 //!   digits); it is marked on the first write (adopted). Adopting a
 //!   directory that only looks like a store costs nothing of its own: what
 //!   perfpipe deletes it recognizes by its own names and lock files, never
@@ -32,7 +32,7 @@ const MARKER_TEXT: &str = "This directory is a perfpipe store (see `perfpipe sto
 perfpipe deletes here only what it made: key entries, its own temp dirs, quarantine.\n";
 
 /// The top-level names a store's layout has (besides [`MARKER`]).
-const LAYOUT: [&str; 7] = [
+const LAYOUT: [&str; 8] = [
     "entries",
     "drv",
     "inputs",
@@ -40,6 +40,8 @@ const LAYOUT: [&str; 7] = [
     "tmp",
     "locks",
     "cache",
+    // Slurm jobs' output (`logs/slurm/`).
+    "logs",
 ];
 
 /// What the directory given as a store is.
@@ -124,6 +126,7 @@ fn layout_dirs(root: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = LAYOUT.iter().map(|n| root.join(n)).collect();
     dirs.push(layout::inputs_dir(root));
     dirs.push(root.join("cache").join("lacks"));
+    dirs.push(root.join("logs").join("slurm"));
     dirs
 }
 
