@@ -26,9 +26,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().map(PathBuf::from).unwrap_or_default();
     fs_err::create_dir_all(&dir)?;
     remove_dead_once(&dir);
-    let mut file = tempfile::Builder::new()
-        .prefix(PREFIX)
-        .tempfile_in(&dir)?;
+    let mut file = tempfile::Builder::new().prefix(PREFIX).tempfile_in(&dir)?;
     file.as_file().lock()?;
     file.write_all(bytes)?;
     file.as_file().sync_all()?;
@@ -95,7 +93,7 @@ mod tests {
     use super::*;
 
     fn age(path: &Path) {
-        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        let old = std::time::UNIX_EPOCH + Duration::from_secs(crate::clock::unix_now() - 60);
         std::fs::File::options()
             .write(true)
             .open(path)
@@ -104,19 +102,33 @@ mod tests {
             .unwrap();
     }
 
+    fn create(path: &Path) {
+        std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(b"x"))
+            .unwrap();
+    }
+
     #[test]
     fn only_perfpipes_dead_settled_temp_files_are_removed() {
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name);
         // A push killed while writing: its temp file, unlocked.
-        for name in [".perfpipe-tmp-dead", ".tmpAbC123", "blob", ".perfpipe-tmp-young"] {
-            fs_err::write(path(name), b"x").unwrap();
+        for name in [
+            ".perfpipe-tmp-dead",
+            ".tmpAbC123",
+            "blob",
+            ".perfpipe-tmp-young",
+        ] {
+            create(&path(name));
         }
         for name in [".perfpipe-tmp-dead", ".tmpAbC123", "blob"] {
             age(&path(name));
         }
         // A live writer's, locked.
-        fs_err::write(path(".perfpipe-tmp-alive"), b"x").unwrap();
+        create(&path(".perfpipe-tmp-alive"));
         age(&path(".perfpipe-tmp-alive"));
         let alive = std::fs::File::open(path(".perfpipe-tmp-alive")).unwrap();
         alive.lock().unwrap();
@@ -140,7 +152,11 @@ mod tests {
             ]
         );
         drop(alive);
-        assert_eq!(remove_dead(dir.path()).unwrap(), 1, "its writer is gone now");
+        assert_eq!(
+            remove_dead(dir.path()).unwrap(),
+            1,
+            "its writer is gone now"
+        );
     }
 
     #[test]
@@ -149,6 +165,9 @@ mod tests {
         let target = dir.path().join("blobs/sha256/abc");
         write_atomic(&target, b"blob").unwrap();
         assert_eq!(fs_err::read(&target).unwrap(), b"blob");
-        assert_eq!(fs_err::read_dir(target.parent().unwrap()).unwrap().count(), 1);
+        assert_eq!(
+            fs_err::read_dir(target.parent().unwrap()).unwrap().count(),
+            1
+        );
     }
 }

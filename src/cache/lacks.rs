@@ -133,8 +133,11 @@ mod tests {
         let web = Location::parse("http://127.0.0.1:1/c").unwrap();
         let unmarked = Lacks::new(dir.path(), Recall::default());
         unmarked.remember(&web, &key);
-        assert!(!dir.path().join("cache").exists(), "only into a marked store");
-        fs_err::write(dir.path().join(crate::store::MARKER), "").unwrap();
+        assert!(
+            !dir.path().join("cache").exists(),
+            "only into a marked store"
+        );
+        crate::store::testing::mark(dir.path());
         let other = Location::parse("http://127.0.0.1:2/c").unwrap();
         let lacks = Lacks::new(dir.path(), Recall::default());
         assert!(!lacks.known(&web, &key));

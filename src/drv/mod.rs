@@ -465,10 +465,16 @@ mod tests {
             ("engine.env", |l| {
                 l.engine.env.insert("HF_TOKEN".into(), "hf_x".into());
             }),
-            ("engine.model.id", |l| l.engine.model.id = "../../../../etc".into()),
+            ("engine.model.id", |l| {
+                l.engine.model.id = "../../../../etc".into()
+            }),
             ("engine.model.id", |l| l.engine.model.id = "--help".into()),
-            ("engine.version", |l| l.engine.version = "1.0; rm -rf /".into()),
-            ("engine.image", |l| l.engine.image = Some("--privileged".into())),
+            ("engine.version", |l| {
+                l.engine.version = "1.0; rm -rf /".into()
+            }),
+            ("engine.image", |l| {
+                l.engine.image = Some("--privileged".into())
+            }),
         ];
         for (field, edit) in edits {
             let mut hostile = launch.clone();

@@ -201,7 +201,7 @@ mod tests {
     /// into one).
     fn marked_store() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        fs_err::write(dir.path().join(crate::store::MARKER), "").unwrap();
+        crate::store::testing::mark(dir.path());
         dir
     }
 

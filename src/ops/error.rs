@@ -260,10 +260,9 @@ impl Error {
             ) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
             Self::Cache(e) => e.exit_code(),
-            Self::Exec(_)
-            | Self::Store(_)
-            | Self::Analysis(_)
-            | Self::Runtime { .. } => exit_code::INTERNAL,
+            Self::Exec(_) | Self::Store(_) | Self::Analysis(_) | Self::Runtime { .. } => {
+                exit_code::INTERNAL
+            }
         }
     }
 }

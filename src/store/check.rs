@@ -136,10 +136,7 @@ impl fmt::Display for Damage {
                     "is not launch material ({e}); `perfpipe realise` refuses it"
                 )
             }
-            Self::Unreadable(e) => write!(
-                f,
-                "cannot be read ({e}); `perfpipe realise` refuses it"
-            ),
+            Self::Unreadable(e) => write!(f, "cannot be read ({e}); `perfpipe realise` refuses it"),
             Self::InputMismatch(actual) => write!(
                 f,
                 "its sha256 is `{actual}`, not its name; `perfpipe realise` refuses the launches that read it"

@@ -312,7 +312,9 @@ mod tests {
             [(launch.clone(), unreadable.clone()), (input, unreadable)]
         );
         assert!(found.iter().all(|(_, d)| d.is_launch_file()));
-        let garbage = store.launch_garbage(&Default::default(), &|_| false).unwrap();
+        let garbage = store
+            .launch_garbage(&Default::default(), &|_| false)
+            .unwrap();
         assert_eq!(garbage.garbage.len(), 2);
     }
 

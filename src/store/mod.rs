@@ -79,10 +79,7 @@ pub enum Error {
     #[diagnostic(help(
         "perfpipe uses as its store a missing or empty directory (and marks it with a `perfpipe-store` file), or a store it marked; it never deletes files it did not make. Name another directory with `--store DIR` (or PERFPIPE_STORE, or `store` in perfpipe.toml)"
     ))]
-    NotAStore {
-        root: PathBuf,
-        foreign: Vec<String>,
-    },
+    NotAStore { root: PathBuf, foreign: Vec<String> },
     #[error(
         "`{}` is a symbolic link: perfpipe never follows a link out of its store `{}`",
         path.display(),

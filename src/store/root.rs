@@ -239,7 +239,10 @@ mod tests {
             "{err:?}"
         );
         assert!(mark(&foreign).is_err());
-        assert!(!foreign.join(MARKER).exists(), "a foreign directory is never marked");
+        assert!(
+            !foreign.join(MARKER).exists(),
+            "a foreign directory is never marked"
+        );
 
         // A killed earlier perfpipe's temp dir alone.
         let only_tmp = top.path().join("only-tmp");

@@ -61,10 +61,16 @@ fn foreign_files_under_store_tmp_survive_run_and_gc() {
     let env = TestEnv::tiny();
     env.write("store/tmp/mydata/sub/thesis.tex", "chapter 1");
     env.write("store/tmp/notes.txt", "mine");
-    env.write("store/tmp/proc-12-notmine/work.txt", "no lock: not perfpipe's");
+    env.write(
+        "store/tmp/proc-12-notmine/work.txt",
+        "no lock: not perfpipe's",
+    );
     // What a killed perfpipe leaves: its lock file in its own name.
     env.write("store/tmp/proc-4242-dead/owner.lock", "");
-    env.write("store/tmp/proc-4242-dead/sample-x/logs/engine.log", "loading");
+    env.write(
+        "store/tmp/proc-4242-dead/sample-x/logs/engine.log",
+        "loading",
+    );
     let run = ran(&env, &with(&["run", "tiny.kdl"], SIM));
     assert!(
         words(&run).contains("removed 1 temp dir left in `store/tmp` by killed runs"),
@@ -76,7 +82,11 @@ fn foreign_files_under_store_tmp_survive_run_and_gc() {
     let verify = ran(&env, &["store", "verify"]);
     assert!(!stdout(&verify).contains("mydata"), "{}", render(&verify));
     assert!(!stdout(&verify).contains("notes"), "{}", render(&verify));
-    assert!(stdout(&verify).contains("proc-4243-dead"), "{}", render(&verify));
+    assert!(
+        stdout(&verify).contains("proc-4243-dead"),
+        "{}",
+        render(&verify)
+    );
     ran(&env, &["store", "gc", "--all", "tiny.kdl"]);
     assert!(!env.path("store/tmp/proc-4243-dead").exists());
     assert_eq!(env.read("store/tmp/mydata/sub/thesis.tex"), "chapter 1");
@@ -160,14 +170,24 @@ fn plan_and_other_reading_commands_write_nothing() {
         ] {
             let out = env.run(&args);
             // Exit codes differ (no store, runs not measured); none crashed.
-            assert!(out.status.code().is_some_and(|c| c != 101), "{args:?}: {}", render(&out));
+            assert!(
+                out.status.code().is_some_and(|c| c != 101),
+                "{args:?}: {}",
+                render(&out)
+            );
         }
     };
     // No store: none is made.
     reading(&env);
     assert!(!env.path("store").exists(), "a missing store stays missing");
     // A store: nothing in it changes.
-    ran(&env, &with(&["run", "tiny.kdl", "--runtime", "sim"], &["--max-prompts", "2"]));
+    ran(
+        &env,
+        &with(
+            &["run", "tiny.kdl", "--runtime", "sim"],
+            &["--max-prompts", "2"],
+        ),
+    );
     let before = snapshot(&env.path("store"));
     reading(&env);
     ran(&env, &["store", "verify"]);
@@ -221,7 +241,8 @@ fn realise_refuses_material_the_experiment_parser_would_refuse() {
     let material = crate::common::files_under(&env.path("store/drv")).remove(0);
     let launch: LaunchMaterial =
         serde_json::from_slice(&std::fs::read(&material).unwrap()).unwrap();
-    let edits: [(&str, fn(&mut LaunchMaterial)); 3] = [
+    type Edit = fn(&mut LaunchMaterial);
+    let edits: [(&str, Edit); 3] = [
         ("`X=Y` is not an environment variable's name", |l| {
             l.engine.env.insert("X=Y".into(), "1".into());
         }),
@@ -240,7 +261,10 @@ fn realise_refuses_material_the_experiment_parser_would_refuse() {
         let out = env.run(&["realise", path.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(2), "{}", render(&out));
         let err = words(&out);
-        assert!(err.contains("refused, as an experiment's would be"), "{err}");
+        assert!(
+            err.contains("refused, as an experiment's would be"),
+            "{err}"
+        );
         assert!(err.contains(why), "{err}");
         assert!(!err.contains("engine ready"), "{err}");
     }
