@@ -109,8 +109,9 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         e => Error::Inputs(e),
     })?;
     // A command that only reads (`plan`, `report`, `store gc --dry-run`, …)
-    // writes nothing, not even this cache.
-    if !matches!(mode, LockMode::Read) {
+    // writes nothing, not even this cache; one that writes keeps it in its
+    // store once that is marked.
+    if !matches!(mode, LockMode::Read) && store.mark_if_present() {
         hashes.save();
     }
     let declared_runs = crate::plan::keyed_runs(&spec, runtime, &inputs);

@@ -196,6 +196,14 @@ impl Store {
         Ok(())
     }
 
+    /// Marks a store that exists but is not marked yet (empty, or an
+    /// earlier perfpipe's), for a command that writes to keep its caches
+    /// there; a missing store stays missing (a command refused before it
+    /// runs leaves none behind). Whether the store is marked now.
+    pub fn mark_if_present(&self) -> bool {
+        self.root.is_dir() && self.writable().is_ok()
+    }
+
     /// Creates the store's directories and this process's temp dir, so that
     /// a store that cannot be written fails before any engine starts.
     pub fn prepare_to_write(&self) -> Result<(), Error> {
