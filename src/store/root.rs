@@ -7,8 +7,10 @@
 //! - marked: it holds [`MARKER`], written when perfpipe first wrote to it;
 //! - an unmarked store of an earlier perfpipe: its top level holds only the
 //!   layout's names (`entries/`, `drv/`, `inputs/`, `quarantine/`, `tmp/`,
-//!   `locks/`, `cache/`, `logs/`), and `entries/` nothing but key shards (two hex
-//!   digits); it is marked on the first write (adopted). Adopting a
+//!   `locks/`, `cache/`, `logs/`), besides a README and git's placeholder
+//!   files (a project may commit `store/README.md`), and `entries/` nothing
+//!   but key shards (two hex digits); it is marked on the first write
+//!   (adopted). Adopting a
 //!   directory that only looks like a store costs nothing of its own: what
 //!   perfpipe deletes it recognizes by its own names and lock files, never
 //!   by where it is.
@@ -85,7 +87,7 @@ pub(super) fn classify(root: &Path) -> Result<Kind, Error> {
     }
     let mut foreign: Vec<String> = names
         .iter()
-        .filter(|n| !LAYOUT.contains(&n.as_str()))
+        .filter(|n| !LAYOUT.contains(&n.as_str()) && !is_project_note(n))
         .cloned()
         .collect();
     foreign.extend(foreign_shards(root)?);
@@ -97,6 +99,14 @@ pub(super) fn classify(root: &Path) -> Result<Kind, Error> {
         root: root.to_owned(),
         foreign,
     })
+}
+
+/// A file a project keeps in its store directory to explain or keep it
+/// (`README.md`, `.gitignore`, `.gitkeep`): perfpipe never touches a file
+/// at the store's top level, so these do not make it another's directory.
+fn is_project_note(name: &str) -> bool {
+    name.to_ascii_lowercase().starts_with("readme")
+        || [".gitignore", ".gitkeep", ".keep"].contains(&name)
 }
 
 /// The names under `entries/` that are not key shards, as `entries/<name>`.
@@ -226,6 +236,7 @@ mod tests {
 
         fs_err::create_dir_all(root.join("entries/ab")).unwrap();
         fs_err::create_dir_all(root.join("tmp/proc-1-x")).unwrap();
+        crate::store::testing::overwrite(&root.join("README.md"), b"# store/");
         assert_eq!(classify(&root).unwrap(), Kind::Earlier);
         mark(&root).unwrap();
         assert_eq!(classify(&root).unwrap(), Kind::Marked);
