@@ -8,6 +8,10 @@
 //!
 //! Usage: `bare_client PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN [SEED]`
 //! (model `bench-model`, `/v1/chat/completions`, `ignore_eos`).
+#![expect(
+    clippy::disallowed_macros,
+    reason = "a developer's tool run by hand, outside perfpipe's stderr writer"
+)]
 
 use std::io::Write as _;
 use std::process::ExitCode;

@@ -6,6 +6,10 @@
 //! run's sample is the template (a `result.json` of a real run) under the
 //! run's key. Keys are those of the experiment as declared (no lockfile pins),
 //! which is what `plan` computes for an experiment locked `--offline`.
+#![expect(
+    clippy::disallowed_macros,
+    reason = "a developer's tool run by hand, outside perfpipe's stderr writer"
+)]
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -15,6 +15,8 @@
 
 pub mod analyze;
 pub mod cache;
+// Its `eoutln!` is how the modules below write to stderr (src/cli/output.rs).
+#[macro_use]
 pub mod cli;
 pub mod clock;
 pub mod drv;

@@ -17,8 +17,30 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The regular file at `path` opened for reading (symlinks followed), as
-/// [`read`] checks it, for a caller that streams it.
+/// As [`read`], for a file that may hold at most `limit` bytes: a larger
+/// one is a `FileTooLarge` error, and no more than `limit + 1` of its bytes
+/// are read (it may grow while it is read).
+pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open(path)?;
+    let too_large = || {
+        io::Error::new(
+            ErrorKind::FileTooLarge,
+            format!("larger than {limit} bytes"),
+        )
+    };
+    if file.metadata()?.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// The regular file at `path`, opened for reading (symlinks followed); its
+/// type is checked before any byte is read, for a caller that streams it.
 pub fn open(path: &Path) -> io::Result<std::fs::File> {
     // O_NONBLOCK: opening a FIFO with no writer returns at once.
     let file = std::fs::OpenOptions::new()
@@ -75,6 +97,9 @@ mod tests {
         let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        assert_eq!(read_at_most(&file, 2).unwrap(), b"{}");
+        let err = read_at_most(&file, 1).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::FileTooLarge);
         for (path, what) in [
             (fifo.as_path(), "a FIFO"),
             (dir.path(), "a directory"),

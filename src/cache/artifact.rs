@@ -6,7 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::keys::TrustedKeys;
-use super::statement::{Refusal, SampleFiles, Signed, sample_digest, sha256_hex};
+use super::statement::{
+    RESULT_PATH, Refusal, SampleFiles, Signed, file_list, log_path, sample_digest, sha256_hex,
+    statement_files,
+};
 use crate::key::RunKey;
 
 pub const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -87,14 +90,10 @@ pub fn build(material: &str, files: &SampleFiles, signed: &Signed) -> Artifact {
     let mut layers = vec![Descriptor::of(
         RESULT_TYPE,
         &files.result,
-        Some("result.json"),
+        Some(RESULT_PATH),
     )];
     for (name, bytes) in &files.logs {
-        layers.push(Descriptor::of(
-            LOG_TYPE,
-            bytes,
-            Some(&format!("logs/{name}")),
-        ));
+        layers.push(Descriptor::of(LOG_TYPE, bytes, Some(&log_path(name))));
         blobs.push(bytes.clone());
     }
     let manifest = Manifest {
@@ -136,7 +135,7 @@ pub enum Rejected {
 }
 
 /// What a manifest says must be fetched, checked before any blob is.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Wanted {
     pub manifest: Manifest,
     pub signed: Signed,
@@ -169,9 +168,7 @@ pub fn parse(key: &RunKey, bytes: &[u8], trusted: &TrustedKeys) -> Result<Wanted
     if !trusted.trusts(&signer) {
         return Err(Refusal::Untrusted(signer.name).into());
     }
-    if !signer.verifies(&signed.statement, &signed.signature) {
-        return Err(Refusal::BadSignature(signer.name).into());
-    }
+    signed.check_signature()?;
     if manifest.config.digest != format!("sha256:{key}") {
         return Err(Rejected::MaterialNotKey {
             got: manifest.config.digest.clone(),
@@ -181,6 +178,19 @@ pub fn parse(key: &RunKey, bytes: &[u8], trusted: &TrustedKeys) -> Result<Wanted
         if digest_hex(&layer.digest).is_none() {
             return Err(Rejected::NotASample(format!("digest `{}`", layer.digest)));
         }
+    }
+    if manifest.layers.iter().any(|layer| layer.title().is_none()) {
+        return Err(Rejected::NotASample("a layer without a title".into()));
+    }
+    // The files the layers name are the files signed, by path and digest.
+    let listed = file_list(manifest.layers.iter().map(|layer| {
+        (
+            layer.title().unwrap_or_default(),
+            digest_hex(&layer.digest).unwrap_or_default(),
+        )
+    }))?;
+    if statement_files(&signed.statement)? != (key.as_str(), listed.as_str()) {
+        return Err(Refusal::NotTheSigned.into());
     }
     Ok(Wanted { manifest, signed })
 }
@@ -214,22 +224,19 @@ pub fn assemble(
     }
     let material = String::from_utf8(material)
         .map_err(|_| Rejected::NotASample("key material is not UTF-8".into()))?;
+    // `parse` checked the titles: `result.json` once, and plain log names.
     let mut result = None;
     let mut logs = Vec::new();
     for (layer, bytes) in wanted.manifest.layers.iter().zip(blobs) {
-        match layer.title() {
-            Some("result.json") if result.is_none() => result = Some(bytes),
-            Some(title) => {
-                let name = title
-                    .strip_prefix("logs/")
-                    .filter(|n| !n.is_empty() && !n.contains('/') && !n.starts_with('.'))
-                    .ok_or_else(|| Rejected::NotASample(format!("a layer titled `{title}`")))?;
+        match layer.title().unwrap_or_default() {
+            RESULT_PATH => result = Some(bytes),
+            title => {
+                let name = title.strip_prefix("logs/").unwrap_or(title);
                 logs.push((name.to_owned(), bytes));
             }
-            None => return Err(Rejected::NotASample("a layer without a title".into())),
         }
     }
-    let result = result.ok_or_else(|| Rejected::NotASample("no result.json".into()))?;
+    let result = result.ok_or(Refusal::NoResult)?;
     let parsed: crate::store::RunResult =
         serde_json::from_slice(&result).map_err(|e| Rejected::BadResult(e.to_string()))?;
     if parsed.key != key.as_str() {

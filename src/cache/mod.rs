@@ -35,7 +35,7 @@ pub use lacks::{DEFAULT_NEGATIVE_TTL, Recall};
 pub use location::Location;
 pub use push::{Pushed, push};
 pub use remote::Remote;
-pub use substitute::{Caches, Offer, Outcome, Substituted};
+pub use substitute::{Caches, Offer, Offered, Offers, Outcome, Substituted};
 
 pub use keygen::{KeyPair, keygen, read_secret};
 pub use keys::{KeyError, PublicKey, SecretKey, TrustedKeys};
@@ -113,8 +113,12 @@ pub enum Error {
         "`perfpipe cache keygen NAME` makes one; name its file with `--secret-key FILE` or `secret-key-file` under `[cache]` in your config.toml"
     ))]
     NoSecretKey,
-    #[error("sample {sample} of `{key}` has no result with a provenance to sign")]
-    Unsignable { key: String, sample: String },
+    #[error("sample {sample} of `{key}` cannot be signed: {why}")]
+    Unsignable {
+        key: String,
+        sample: String,
+        why: Refusal,
+    },
     #[error(transparent)]
     #[diagnostic(transparent)]
     Store(#[from] crate::store::Error),
@@ -131,27 +135,42 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime builds")
 }
 
+/// The caches a command asks, and those `--offline` leaves out.
+#[derive(Debug)]
+pub struct Configured {
+    /// `None` when no cache is to be asked.
+    pub caches: Option<Caches>,
+    /// Web and registry caches not asked under `--offline`, to be said once.
+    pub skipped_offline: Vec<Location>,
+}
+
 impl Caches {
     /// The caches and trusted keys a command uses, from the command line
-    /// or the user's configuration; `None` when no cache is to be asked.
-    /// Under `--offline`, only directory caches (no network).
+    /// or the user's configuration. Under `--offline`, only directory
+    /// caches (no network); the others are listed as skipped.
     pub fn configure(
         substituters: &[String],
         trusted_keys: &[String],
         offline: bool,
         recall: Recall,
         credentials: &CredentialSources,
-    ) -> Result<Option<Self>, Error> {
+    ) -> Result<Configured, Error> {
         let mut remotes = Vec::new();
+        let mut skipped_offline = Vec::new();
         for text in substituters {
             let location = Location::parse(text)?;
-            if !(offline && location.is_network()) {
+            if offline && location.is_network() {
+                skipped_offline.push(location);
+            } else {
                 let credential = credentials::for_location(credentials, &location)?;
                 remotes.push(Remote::new(location).with_credential(credential));
             }
         }
         if remotes.is_empty() {
-            return Ok(None);
+            return Ok(Configured {
+                caches: None,
+                skipped_offline,
+            });
         }
         let keys = trusted_keys
             .iter()
@@ -160,11 +179,14 @@ impl Caches {
         if keys.is_empty() {
             return Err(Error::NoTrustedKeys);
         }
-        Ok(Some(Self {
-            remotes,
-            trusted: TrustedKeys::new(keys),
-            recall,
-        }))
+        Ok(Configured {
+            caches: Some(Self {
+                remotes,
+                trusted: TrustedKeys::new(keys),
+                recall,
+            }),
+            skipped_offline,
+        })
     }
 }
 

@@ -103,9 +103,10 @@ async fn lacking<'a>(
         let files = store.sample_files(key, sample)?;
         let signed = match store.signature(sample) {
             Some(signed) => signed,
-            None => Signed::sign(&files, secret).ok_or_else(|| Error::Unsignable {
+            None => Signed::sign(&files, secret).map_err(|why| Error::Unsignable {
                 key: key.to_string(),
                 sample: sample.id.clone(),
+                why,
             })?,
         };
         if there.contains(&tag(key, &signed.statement)) {

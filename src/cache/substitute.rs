@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::StreamExt;
 
-use super::artifact::{self, Rejected};
+use super::artifact::{self, Rejected, Wanted};
 use super::lacks::{Lacks, Recall};
 use super::remote::Remote;
-use super::statement::sample_digest;
+use super::statement::{SampleFiles, sample_digest};
 use super::{Error, TrustedKeys};
 use crate::key::RunKey;
 use crate::store::Store;
@@ -24,11 +24,20 @@ pub struct Caches {
     pub recall: Recall,
 }
 
-/// Samples of a key that a cache offers and the store lacks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Samples of a key that a cache offers and the store lacks, each one
+/// `run` will take once its blobs match (its manifest passed every check
+/// that needs no blob), each statement once.
+#[derive(Debug, Clone)]
 pub struct Offer {
     pub location: String,
-    pub tags: Vec<String>,
+    pub samples: Vec<Offered>,
+}
+
+/// One sample offered: its tag and its checked manifest.
+#[derive(Debug, Clone)]
+pub struct Offered {
+    pub tag: String,
+    wanted: Wanted,
 }
 
 /// One sample that was substituted, or refused and why.
@@ -38,13 +47,22 @@ pub enum Outcome {
     Refused { tag: String, why: String },
 }
 
-/// A key and what became of each sample offered for it, by cache.
-type KeyOutcomes = (RunKey, Vec<(String, Outcome)>);
+/// What became of samples, by cache location.
+type Outcomes = Vec<(String, Outcome)>;
+
+/// What the caches offer for some keys (`plan` counts these), what they
+/// hold that is refused, and the caches that could not be asked.
+#[derive(Debug, Default)]
+pub struct Offers {
+    pub offers: BTreeMap<RunKey, Offer>,
+    pub refused: BTreeMap<RunKey, Outcomes>,
+    pub unreachable: Vec<Error>,
+}
 
 /// What substitution did, per key, and the caches it could not ask.
 #[derive(Debug, Default)]
 pub struct Substituted {
-    pub samples: BTreeMap<RunKey, Vec<(String, Outcome)>>,
+    pub samples: BTreeMap<RunKey, Outcomes>,
     pub unreachable: Vec<Error>,
 }
 
@@ -66,65 +84,92 @@ impl Substituted {
     }
 }
 
+/// What one key's asking found: an offer, refusals, a cache's failure.
+type Asked = (Option<Offer>, Outcomes, Option<Error>);
+
 impl Caches {
     /// The samples each cache offers for `keys` that the store lacks: the
-    /// first cache that has any, per key (no blob is fetched).
-    pub fn offers(&self, store: &Store, keys: &[RunKey]) -> (BTreeMap<RunKey, Offer>, Vec<Error>) {
+    /// first cache that offers any, per key. Each tag's manifest is fetched
+    /// and checked as `run` checks it before fetching blobs (trusted signer,
+    /// signature, format, key material, files named as signed); no blob is
+    /// fetched. One function for `plan` and `run`, so `plan` counts only
+    /// what `run` takes.
+    pub fn offers(&self, store: &Store, keys: &[RunKey]) -> Offers {
         let runtime = super::runtime();
         let lacks = &Lacks::new(store.root(), self.recall);
         runtime.block_on(async {
-            let found: Vec<_> = futures_util::stream::iter(keys)
+            let found: Vec<(&RunKey, Asked)> = futures_util::stream::iter(keys)
                 .map(|key| async move { (key, self.offer(store, lacks, key).await) })
                 .buffer_unordered(super::CONCURRENCY)
                 .collect()
                 .await;
-            let mut offers = BTreeMap::new();
-            let mut errors = Vec::new();
-            for (key, found) in found {
-                match found {
-                    (Some(offer), _) => {
-                        offers.insert(key.clone(), offer);
-                    }
-                    (None, Some(e)) => errors.push(e),
-                    (None, None) => {}
+            let mut out = Offers::default();
+            for (key, (offer, refused, error)) in found {
+                if let Some(offer) = offer {
+                    out.offers.insert(key.clone(), offer);
+                } else if let Some(e) = error {
+                    out.unreachable.push(e);
+                }
+                if !refused.is_empty() {
+                    out.refused.insert(key.clone(), refused);
                 }
             }
-            errors.sort_by_key(|e| e.to_string());
-            errors.dedup_by_key(|e| e.to_string());
-            (offers, errors)
+            out.unreachable.sort_by_key(|e| e.to_string());
+            out.unreachable.dedup_by_key(|e| e.to_string());
+            out
         })
     }
 
-    async fn offer(
-        &self,
-        store: &Store,
-        lacks: &Lacks,
-        key: &RunKey,
-    ) -> (Option<Offer>, Option<Error>) {
-        let local = local_digests(store, key);
+    async fn offer(&self, store: &Store, lacks: &Lacks, key: &RunKey) -> Asked {
+        // A sample is its statement: one the store holds, or one already
+        // offered under another tag, is not offered again.
+        let mut held = store.statements(key).unwrap_or_default();
+        let local: BTreeSet<String> = held
+            .iter()
+            .map(|statement| sample_digest(statement)[..16].to_owned())
+            .collect();
+        let mut refused = Vec::new();
         let mut error = None;
         for remote in &self.remotes {
             if lacks.known(&remote.location, key) {
                 continue;
             }
+            let location = remote.location.to_string();
             match remote.tags(key).await {
                 // A definite "none"; a failure (below) is never remembered.
                 Ok(tags) if tags.is_empty() => lacks.remember(&remote.location, key),
                 Ok(tags) => {
                     lacks.forget(&remote.location, key);
-                    let tags: Vec<String> = tags
+                    let mut samples = Vec::new();
+                    // Tags naming a held sample's digest need no manifest.
+                    for tag in tags
                         .into_iter()
                         .filter(|t| !local.iter().any(|d| t.ends_with(&format!("-{d}"))))
-                        .collect();
-                    if !tags.is_empty() {
-                        let location = remote.location.to_string();
-                        return (Some(Offer { location, tags }), None);
+                    {
+                        match self.wanted(remote, key, &tag).await {
+                            Ok(wanted) if held.insert(wanted.signed.statement.clone()) => {
+                                samples.push(Offered { tag, wanted });
+                            }
+                            Ok(_) => {}
+                            Err(why) => {
+                                refused.push((location.clone(), Outcome::Refused { tag, why }))
+                            }
+                        }
+                    }
+                    if !samples.is_empty() {
+                        return (Some(Offer { location, samples }), refused, None);
                     }
                 }
                 Err(e) => error = Some(e),
             }
         }
-        (None, error)
+        (None, refused, error)
+    }
+
+    /// The manifest of one tag, checked; why it is refused otherwise.
+    async fn wanted(&self, remote: &Remote, key: &RunKey, tag: &str) -> Result<Wanted, String> {
+        let manifest = remote.manifest(key, tag).await.map_err(|e| e.to_string())?;
+        artifact::parse(key, &manifest, &self.trusted).map_err(|e: Rejected| e.to_string())
     }
 
     /// Substitutes what the caches offer for `runs` (key and key material).
@@ -134,11 +179,15 @@ impl Caches {
         runs: &[(RunKey, String)],
     ) -> Result<Substituted, Error> {
         let keys: Vec<RunKey> = runs.iter().map(|(k, _)| k.clone()).collect();
-        let (offers, unreachable) = self.offers(store, &keys);
+        let Offers {
+            offers,
+            refused,
+            unreachable,
+        } = self.offers(store, &keys);
         let runtime = super::runtime();
         let mut out = Substituted {
+            samples: refused,
             unreachable,
-            ..Default::default()
         };
         let remotes: BTreeMap<String, &Remote> = self
             .remotes
@@ -149,22 +198,26 @@ impl Caches {
             .iter()
             .filter_map(|(key, material)| Some((key, offers.get(key)?, material.as_str())))
             .collect();
-        let results: Vec<Result<KeyOutcomes, Error>> = runtime.block_on(
+        let results: Vec<Result<(RunKey, Outcomes), Error>> = runtime.block_on(
             futures_util::stream::iter(pulls)
                 .map(|(key, offer, material)| {
                     let remote = remotes[&offer.location];
                     async move {
                         let mut outcomes = Vec::new();
-                        for tag in &offer.tags {
-                            let outcome = match self.pull(remote, key, tag).await {
-                                Ok((_, files, signed)) => {
-                                    store.add_signed(key, material, &files, &signed)?;
+                        for offered in &offer.samples {
+                            let outcome = match pull(remote, key, &offered.wanted).await {
+                                Ok(files) => {
+                                    let signed = &offered.wanted.signed;
+                                    // `None`: another process stored it meanwhile.
+                                    if store.add_signed(key, material, &files, signed)?.is_none() {
+                                        continue;
+                                    }
                                     Outcome::Added {
                                         signer: signed.signer_name().to_owned(),
                                     }
                                 }
                                 Err(why) => Outcome::Refused {
-                                    tag: tag.clone(),
+                                    tag: offered.tag.clone(),
                                     why,
                                 },
                             };
@@ -178,44 +231,24 @@ impl Caches {
         );
         for result in results {
             let (key, outcomes) = result?;
-            out.samples.insert(key, outcomes);
+            out.samples.entry(key).or_default().extend(outcomes);
         }
         Ok(out)
     }
-
-    /// One sample, checked; the reason it is refused otherwise.
-    async fn pull(
-        &self,
-        remote: &Remote,
-        key: &RunKey,
-        tag: &str,
-    ) -> Result<(String, super::SampleFiles, super::Signed), String> {
-        let manifest = remote.manifest(key, tag).await.map_err(|e| e.to_string())?;
-        let wanted =
-            artifact::parse(key, &manifest, &self.trusted).map_err(|e: Rejected| e.to_string())?;
-        let mut blobs = Vec::new();
-        for descriptor in std::iter::once(&wanted.manifest.config).chain(&wanted.manifest.layers) {
-            blobs.push(
-                remote
-                    .blob(&descriptor.digest)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            );
-        }
-        let (material, files) =
-            artifact::assemble(key, &wanted, blobs).map_err(|e| e.to_string())?;
-        Ok((material, files, wanted.signed))
-    }
 }
 
-/// The first 16 hex of the digest of each sample `key` has in the store.
-fn local_digests(store: &Store, key: &RunKey) -> BTreeSet<String> {
-    let Ok(samples) = store.samples(key) else {
-        return BTreeSet::new();
-    };
-    samples
-        .iter()
-        .filter_map(|s| store.sample_files(key, s).ok()?.statement())
-        .map(|statement| sample_digest(&statement)[..16].to_owned())
-        .collect()
+/// The blobs of one offered sample, checked against its manifest and
+/// signature; why it is refused otherwise.
+async fn pull(remote: &Remote, key: &RunKey, wanted: &Wanted) -> Result<SampleFiles, String> {
+    let mut blobs = Vec::new();
+    for descriptor in std::iter::once(&wanted.manifest.config).chain(&wanted.manifest.layers) {
+        blobs.push(
+            remote
+                .blob(&descriptor.digest)
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let (_material, files) = artifact::assemble(key, wanted, blobs).map_err(|e| e.to_string())?;
+    Ok(files)
 }

@@ -239,3 +239,236 @@ fn key_material_not_hashing_to_the_key_is_refused() {
         "`key material` does not match its digest",
     );
 }
+
+fn caches(cache: &Path, trusted: &[&SecretKey]) -> Caches {
+    Caches {
+        remotes: vec![Remote::new(Location::Dir(cache.to_owned()))],
+        trusted: TrustedKeys::new(trusted.iter().map(|k| k.public()).collect()),
+        recall: Default::default(),
+    }
+}
+
+fn runs(key: &RunKey) -> [(RunKey, String); 1] {
+    [(key.clone(), MATERIAL.to_owned())]
+}
+
+/// Tags the cache's one manifest of `key` `n` more times, as anyone with
+/// write access to a cache can.
+fn tag_again(cache: &Path, key: &RunKey, n: usize) {
+    let path = cache.join(format!("keys/{key}.json"));
+    let mut list: serde_json::Map<String, Value> =
+        serde_json::from_slice(&fs_err::read(&path).unwrap()).unwrap();
+    let digest = list.values().next().unwrap().clone();
+    for i in 0..n {
+        list.insert(format!("{key}-{i:016x}"), digest.clone());
+    }
+    fs_err::write(&path, Value::Object(list).to_string()).unwrap();
+}
+
+#[test]
+fn one_manifest_under_several_tags_is_one_sample() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    tag_again(&cache, &key, 4);
+    let (_r, into) = store();
+    let caches = caches(&cache, &[&alice]);
+    let offered = caches.offers(&into, std::slice::from_ref(&key));
+    assert_eq!(offered.offers[&key].samples.len(), 1, "`plan` counts one");
+    let done = caches.substitute(&into, &runs(&key)).unwrap();
+    assert_eq!((done.added(), done.refused()), (1, 0));
+    assert_eq!(into.samples(&key).unwrap().len(), 1);
+    // Asked again, the store holds that statement: nothing is offered.
+    assert!(caches.offers(&into, &[key]).offers.is_empty());
+}
+
+#[test]
+fn concurrent_substitutions_store_a_sample_once() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    let (_r, into) = store();
+    let caches = caches(&cache, &[&alice]);
+    // Three processes' worth of substitutions at once, each its own store handle.
+    let added: usize = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                s.spawn(|| {
+                    let store = Store::new(into.root());
+                    caches.substitute(&store, &runs(&key)).unwrap().added()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    assert_eq!(added, 1);
+    assert_eq!(into.samples(&key).unwrap().len(), 1);
+    assert!(into.verify().unwrap().findings.is_empty());
+    // The check is the commit's own, under the key's lock.
+    let sample = &into.samples(&key).unwrap()[0];
+    let files = into.sample_files(&key, sample).unwrap();
+    let signed = into.signature(sample).unwrap();
+    assert_eq!(
+        into.add_signed(&key, MATERIAL, &files, &signed).unwrap(),
+        None
+    );
+}
+
+/// Copies a directory tree (a sample), as a hand or an old perfpipe would.
+fn copy_dir(from: &Path, to: &Path) {
+    fs_err::create_dir_all(to).unwrap();
+    for entry in fs_err::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs_err::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_second_copy_of_a_signed_sample_is_damage_and_not_used() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    let (_r, into, _) = substitute(&cache, &[&alice], &key);
+    let first = into.samples(&key).unwrap()[0].dir.clone();
+    let second = first.with_file_name("0002");
+    copy_dir(&first, &second);
+    let samples = into.samples(&key).unwrap();
+    assert_eq!(samples.len(), 1, "the copy is not a second sample");
+    let findings = into.verify().unwrap().findings;
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].path, second);
+    assert_eq!(
+        findings[0].damage,
+        crate::store::Damage::Duplicate("0001".into())
+    );
+    // `store gc` sees the same damage, and removes the copy only.
+    let garbage = into.garbage(&[key.clone()].into()).unwrap();
+    assert_eq!(garbage.len(), 1, "{garbage:?}");
+    assert_eq!(garbage[0].path, second);
+    assert_eq!(
+        into.remove(&garbage[0]).unwrap(),
+        crate::store::Removal::Removed
+    );
+    assert!(!second.exists() && first.is_dir());
+    assert!(into.verify().unwrap().findings.is_empty());
+}
+
+/// A cache holding one sample with two logs of different bytes.
+fn pushed_with_two_logs(alice: &SecretKey) -> (tempfile::TempDir, RunKey, std::path::PathBuf) {
+    let (root, from) = store();
+    let key = RunKey::of_canonical(MATERIAL);
+    let lock = from.lock(&key).unwrap();
+    let pending = from.begin_sample().unwrap();
+    pending.write_log("engine.log", "engine\n").unwrap();
+    pending.write_log("harness.log", "harness\n").unwrap();
+    let result = crate::store::testing::result(&key);
+    pending
+        .commit(&from, &key, MATERIAL, &result, &lock)
+        .unwrap();
+    let cache = root.path().join("cache");
+    let remote = Remote::new(Location::Dir(cache.clone()));
+    push(&from, &runs(&key), &remote, alice).unwrap();
+    (root, key, cache)
+}
+
+fn layer_index(manifest: &Value, title: &str) -> usize {
+    manifest["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|l| l["annotations"]["org.opencontainers.image.title"] == title)
+        .unwrap()
+}
+
+fn retitle(cache: &Path, key: &RunKey, title: &str, to: &str) {
+    let index = layer_index(&manifest(cache, key).1, title);
+    rewrite(cache, key, |m| {
+        m["layers"][index]["annotations"]["org.opencontainers.image.title"] = to.into();
+    });
+}
+
+#[test]
+fn swapped_logs_are_refused_in_a_cache_and_not_used_in_a_store() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed_with_two_logs(&alice);
+    // Substituted as signed, then swapped in the store: not used.
+    let (_r, into, outcomes) = substitute(&cache, &[&alice], &key);
+    assert!(matches!(outcomes.as_slice(), [Outcome::Added { .. }]));
+    let logs = into.samples(&key).unwrap()[0].dir.join("logs");
+    fs_err::rename(logs.join("engine.log"), logs.join("x")).unwrap();
+    fs_err::rename(logs.join("harness.log"), logs.join("engine.log")).unwrap();
+    fs_err::rename(logs.join("x"), logs.join("harness.log")).unwrap();
+    assert!(into.samples(&key).unwrap().is_empty(), "damage is not used");
+    let findings = into.verify().unwrap().findings;
+    assert!(
+        findings[0]
+            .damage
+            .to_string()
+            .contains("not the ones signed"),
+        "{findings:?}"
+    );
+    // Swapped titles in the cache's manifest: refused before any blob.
+    retitle(&cache, &key, "logs/engine.log", "logs/x");
+    retitle(&cache, &key, "logs/harness.log", "logs/engine.log");
+    retitle(&cache, &key, "logs/x", "logs/harness.log");
+    assert_refused(&cache, &[&alice], &key, "not the ones signed");
+}
+
+#[test]
+fn a_repeated_file_name_is_refused() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed_with_two_logs(&alice);
+    retitle(&cache, &key, "logs/harness.log", "logs/engine.log");
+    assert_refused(
+        &cache,
+        &[&alice],
+        &key,
+        "names the file `logs/engine.log` twice",
+    );
+}
+
+#[test]
+fn a_bad_log_name_is_refused_not_fatal() {
+    let alice = SecretKey::generate("alice").unwrap();
+    for bad in [
+        format!("logs/{}", "a".repeat(300)),
+        "logs/a\0b".into(),
+        "logs/../../x".into(),
+        "other".into(),
+    ] {
+        let (_root, key, cache) = pushed_with_two_logs(&alice);
+        retitle(&cache, &key, "logs/engine.log", &bad);
+        assert_refused(&cache, &[&alice], &key, "it has a file named");
+    }
+}
+
+#[test]
+fn an_older_statement_format_is_refused_with_what_to_do() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    let statement = format!("perfpipe-sample-1;{key};r;l;p");
+    let signature = alice.sign(&statement);
+    rewrite(&cache, &key, |m| {
+        m["annotations"]["dev.perfpipe.statement"] = statement.clone().into();
+        m["annotations"]["dev.perfpipe.signature"] = signature.into();
+    });
+    assert_refused(&cache, &[&alice], &key, "`perfpipe-sample-1`");
+}
+
+#[test]
+fn only_what_run_takes_is_offered() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let bob = SecretKey::generate("bob").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    let (_r, into) = store();
+    let offered = caches(&cache, &[&bob]).offers(&into, std::slice::from_ref(&key));
+    assert!(offered.offers.is_empty(), "an untrusted signer's sample");
+    match offered.refused[&key].as_slice() {
+        [(_, Outcome::Refused { why, .. })] => {
+            assert!(why.contains("not among the trusted keys"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

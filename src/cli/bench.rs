@@ -41,7 +41,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         wall: outcome.duration,
         cpu: outcome.client_cpu,
     };
-    eprintln!(
+    eoutln!(
         "perfpipe bench: client ingested {:.0} output tok/s ({} chunks); client CPU {:.2} s over {:.2} s ({:.0}% of one core)",
         m.output_throughput,
         outcome
@@ -54,20 +54,20 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
         usage.percent_of_one_core(),
     );
     if let Some(line) = probe_summary(&outcome.records) {
-        eprintln!("{line}");
+        eoutln!("{line}");
     }
     for warning in &outcome.warnings {
-        eprintln!("warning: {warning}");
+        eoutln!("warning: {warning}");
     }
 
     // After the numbers are printed: a disk that fills meanwhile loses no measurement.
     if let Some(result) = &options.result {
         let path = ops::bench::save_result(&options, result, &measured)?;
-        eprintln!("perfpipe bench: result written to `{}`", path.display());
+        eoutln!("perfpipe bench: result written to `{}`", path.display());
     }
     // Last, so that it includes the post-processing.
     if let Some(bytes) = crate::host::peak_rss_bytes() {
-        eprintln!("perfpipe bench: peak RSS {} MiB", bytes >> 20);
+        eoutln!("perfpipe bench: peak RSS {} MiB", bytes >> 20);
     }
     Ok(if m.failed > 0 {
         exit_code::RUNS_FAILED

@@ -139,7 +139,7 @@ fn push(args: &PushArgs) -> Result<u8, CliError> {
         crate::cache::credential_for(&args.credentials, &to).map_err(CliError::Cache)?;
     let remote = crate::cache::Remote::new(to).with_credential(credential);
     let pushed = crate::cache::push(&store, &runs, &remote, &secret).map_err(CliError::Cache)?;
-    eprintln!(
+    eoutln!(
         "perfpipe: pushed {} to `{}` as `{}` ({} already there{})",
         crate::plural::count(pushed.uploaded, "sample", "samples"),
         remote.location,
@@ -165,14 +165,29 @@ impl SubstituteArgs {
                 .unwrap_or(crate::cache::DEFAULT_NEGATIVE_TTL),
             refresh: self.refresh,
         };
-        crate::cache::Caches::configure(
+        let configured = crate::cache::Caches::configure(
             &self.substituters,
             &self.trusted_keys,
             offline,
             recall,
             &self.credentials,
         )
-        .map_err(CliError::Cache)
+        .map_err(CliError::Cache)?;
+        if let Some(first) = configured.skipped_offline.first() {
+            eoutln!(
+                "warning: offline (`--offline` or PERFPIPE_OFFLINE): {} not asked (`{first}`{}); only directory caches are",
+                crate::plural::count(
+                    configured.skipped_offline.len(),
+                    "web or registry cache",
+                    "web or registry caches"
+                ),
+                match configured.skipped_offline.len() {
+                    1 => String::new(),
+                    n => format!(" and {} more", n - 1),
+                }
+            );
+        }
+        Ok(configured.caches)
     }
 
     /// Fills what the command line leaves out from the user's configuration.
@@ -198,7 +213,7 @@ fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {
         })?;
     let pair = crate::cache::keygen(&args.name, &dir).map_err(CliError::Cache)?;
     outln!("{}", pair.public);
-    eprintln!(
+    eoutln!(
         "perfpipe: wrote `{}` (keep it secret) and `{}`; colleagues add the line above to `public-keys` under `[trust]` in their config.toml",
         pair.secret_file.display(),
         pair.public_file.display()

@@ -44,7 +44,7 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
             })
             .collect();
         if !regressions.is_empty() {
-            eprintln!(
+            eoutln!(
                 "perfpipe: {} beyond {threshold}%: {}",
                 crate::plural::count(regressions.len(), "regression", "regressions"),
                 regressions.join("; ")

@@ -1,7 +1,7 @@
 //! `perfpipe init --from-page`: reads the page, writes the experiment the
 //! library makes of it (never over an existing file without `--force`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::args::InitArgs;
 use super::{CliError, write_file};
@@ -12,10 +12,7 @@ use crate::plural::count;
 
 pub fn init(args: &InitArgs) -> Result<u8, CliError> {
     let path = args.from_page.display().to_string();
-    let text = fs_err::read_to_string(&args.from_page).map_err(|e| CliError::Usage {
-        message: e.to_string(),
-        hint: "`--from-page` names the page's markdown file".into(),
-    })?;
+    let text = read_page(&args.from_page)?;
     let generated = page::init(&text).map_err(|e| {
         let span = line_span(&text, e.line());
         CliError::Page(Box::new(PageReport {
@@ -45,6 +42,26 @@ pub fn init(args: &InitArgs) -> Result<u8, CliError> {
     );
     outln!("next: perfpipe plan {} --runtime sim", out.display());
     Ok(exit_code::OK)
+}
+
+/// The page's text, refused past [`page::MAX_PAGE_BYTES`] before it is read whole.
+fn read_page(path: &Path) -> Result<String, CliError> {
+    let refused = |message: String| CliError::Usage {
+        message,
+        hint: "`--from-page` names the page's markdown file".into(),
+    };
+    let bytes = crate::regular_file::read_at_most(path, page::MAX_PAGE_BYTES).map_err(|e| {
+        refused(match e.kind() {
+            std::io::ErrorKind::FileTooLarge => format!(
+                "`{}` is larger than {} MiB, the most a page may be",
+                path.display(),
+                page::MAX_PAGE_BYTES >> 20
+            ),
+            _ => format!("cannot read `{}`: {e}", path.display()),
+        })
+    })?;
+    String::from_utf8(bytes)
+        .map_err(|e| refused(format!("`{}` is not UTF-8 text: {e}", path.display())))
 }
 
 /// The byte span of line `line` (from 1) of `text`.

@@ -1,9 +1,10 @@
 //! The command line: parses arguments, calls each stage, prints, and maps
 //! errors to exit codes (the only place that happens).
 
-// First: its `out!`/`outln!` macros are for every module below.
+// First: its `out!`/`outln!`/`eoutln!` macros are for every module below
+// (and, through `lib.rs`, for the library's few writers to stderr).
 #[macro_use]
-mod output;
+pub(crate) mod output;
 
 mod args;
 mod bench;
@@ -60,13 +61,13 @@ pub fn main() -> u8 {
         && let Err(e) = crate::secrets::check_env()
     {
         let err = CliError::Secret(e);
-        eprintln!("{:?}", miette::Report::new(err));
+        eoutln!("{:?}", miette::Report::new(err));
         return exit_code::USAGE;
     }
     let mut command = cli.command;
     if let Err(err) = project::enter(&mut command) {
         let code = err.exit_code();
-        eprintln!("{:?}", miette::Report::new(err));
+        eoutln!("{:?}", miette::Report::new(err));
         return code;
     }
     let result = match command {
@@ -96,7 +97,7 @@ pub fn main() -> u8 {
         Ok(code) => code,
         Err(err) => {
             let code = err.exit_code();
-            eprintln!("{:?}", miette::Report::new(err));
+            eoutln!("{:?}", miette::Report::new(err));
             code
         }
     }

@@ -1,9 +1,11 @@
-//! Standard output: everything perfpipe prints there goes through
-//! [`print`] (the `out!`/`outln!` macros), so a reader that closes the pipe
-//! early (`perfpipe plan … | head -1`) ends the command quietly, as it ends
-//! a tool killed by SIGPIPE, instead of a panic. SIGPIPE itself stays
-//! ignored: a closed socket or engine pipe is an error to handle, never a
-//! reason to die with engines running.
+//! Standard output and standard error: everything perfpipe prints goes
+//! through [`print`] (the `out!`/`outln!` macros) or [`print_err`] (the
+//! `eoutln!` macro, never `eprintln!`, which panics on a closed stderr), so a
+//! reader that closes the pipe early (`perfpipe plan … | head -1`, or
+//! `2>&1 | head -c 10`) ends the command quietly, as it ends a tool killed
+//! by SIGPIPE, instead of a panic. SIGPIPE itself stays ignored: a closed
+//! socket or engine pipe is an error to handle, never a reason to die with
+//! engines running.
 
 use std::fmt;
 use std::io::Write;
@@ -29,9 +31,19 @@ fn write(put: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(exit_code::PIPE_CLOSED.into());
         }
-        eprintln!("perfpipe: cannot write to standard output: {e}");
+        print_err(format_args!(
+            "perfpipe: cannot write to standard output: {e}\n"
+        ));
         std::process::exit(exit_code::RUNS_FAILED.into());
     }
+}
+
+/// Writes `args` to standard error, flushed. A failure is ignored: a closed
+/// or full stderr leaves nowhere to say so, and the command's own exit code
+/// still tells how it ended.
+pub(crate) fn print_err(args: fmt::Arguments<'_>) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_fmt(args).and_then(|()| stderr.flush());
 }
 
 /// `print!` through [`print`].
@@ -48,5 +60,12 @@ macro_rules! outln {
     };
     ($($arg:tt)*) => {
         $crate::cli::output::print(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` through [`print_err`].
+macro_rules! eoutln {
+    ($($arg:tt)*) => {
+        $crate::cli::output::print_err(format_args!("{}\n", format_args!($($arg)*)))
     };
 }

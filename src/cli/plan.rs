@@ -46,11 +46,11 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
     for found in leftovers::find(&leftovers::dir()) {
         let what = super::describe_launch(&found.launch);
         match (&found.launch.container, found.processes) {
-            (Some(_), _) => eprintln!(
+            (Some(_), _) => eoutln!(
                 "perfpipe: a killed perfpipe left {what}; the next `run` removes the container"
             ),
             (None, 0) => {}
-            (None, n) => eprintln!(
+            (None, n) => eoutln!(
                 "perfpipe: a killed perfpipe left {what} with {n} live processes; the next `run` stops them"
             ),
         }
@@ -140,7 +140,7 @@ fn render(
                 "substitutable",
                 format!(
                     "{} in `{}`; {detail}",
-                    count(offer.tags.len(), "sample", "samples"),
+                    count(offer.samples.len(), "sample", "samples"),
                     offer.location
                 ),
             ),

@@ -70,10 +70,10 @@ impl Display {
         match &self.live {
             Some(multi) if !self.bars.is_empty() => {
                 if multi.println(text).is_err() {
-                    eprintln!("{text}");
+                    eoutln!("{text}");
                 }
             }
-            _ => eprintln!("{text}"),
+            _ => eoutln!("{text}"),
         }
     }
 
@@ -124,7 +124,7 @@ impl Display {
         }
         bar.plain_start_at = after;
         let said: String = said.chars().take(LOG_LINE_CHARS + 2).collect();
-        eprintln!(
+        eoutln!(
             "{}engine still starting after {}s ({waiting_for}){said}",
             self.indent,
             after.as_secs()
@@ -162,7 +162,7 @@ impl Display {
         }
         if plain_due(bar.plain_done, bar.plain_at, progress, self.plain_gap) {
             (bar.plain_done, bar.plain_at) = (progress.done, progress.elapsed);
-            eprintln!("{}{}", self.indent, summary(progress));
+            eoutln!("{}{}", self.indent, summary(progress));
         }
     }
 

@@ -10,7 +10,7 @@ pub fn realise(args: &RealiseArgs) -> Result<u8, CliError> {
     let store = Store::open(args.store.path()).map_err(CliError::Store)?;
     let material = realise::read(&args.launch, &store)?;
     let exec = super::run::exec_defaults()?;
-    eprintln!(
+    eoutln!(
         "perfpipe: realising launch {} (`{}` {} on `{}`, {} run{}, runtime `{}`)",
         material.key.short(),
         material.launch.engine.engine,
@@ -36,16 +36,18 @@ pub fn realise(args: &RealiseArgs) -> Result<u8, CliError> {
     drop(display);
     let Realised { summary, plan } = realised?;
     let stored = plan.runs.len() - plan.missing().len();
-    eprintln!(
+    eoutln!(
         "perfpipe: ran {} (failed: {}), {stored} already in the store; committed to `{}`",
         summary.succeeded + summary.failed,
         summary.failed,
         store.root().display()
     );
     for f in &summary.unstored {
-        eprintln!(
+        eoutln!(
             "perfpipe: `{}` × `{}` failed on every attempt for a cause that may pass, so nothing is stored: {}",
-            f.step, f.workload, f.error
+            f.step,
+            f.workload,
+            f.error
         );
     }
     Ok(if summary.failed + summary.unstored.len() > 0 {

@@ -43,7 +43,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         Done::Older(older) => return Ok(ran_older(&older)),
     };
     out!("{text}");
-    eprintln!(
+    eoutln!(
         "perfpipe: ran {} (failed: {}); report written to `{}` (and `{}`)",
         summary.succeeded + summary.failed,
         failures(summary.failed, failed_as_expected),
@@ -51,7 +51,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         path.with_extension("html").display()
     );
     if !unexpected.is_empty() {
-        eprintln!(
+        eoutln!(
             "perfpipe: {} where the experiment expects no failure; the logs say why:",
             count(unexpected.len(), "run failed", "runs failed")
         );
@@ -61,14 +61,16 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             } else {
                 " (stored by an earlier run)"
             };
-            eprintln!("  `{}` × `{}`{when}: {}", f.step, f.workload, f.logs);
+            eoutln!("  `{}` × `{}`{when}: {}", f.step, f.workload, f.logs);
         }
     }
     // Not in the report: a transient failure is no result. It still fails the command.
     for f in &summary.unstored {
-        eprintln!(
+        eoutln!(
             "perfpipe: `{}` × `{}` failed on every attempt for a cause that may pass, so nothing is stored and the next `run` tries again: {}",
-            f.step, f.workload, f.error
+            f.step,
+            f.workload,
+            f.error
         );
     }
     Ok(if unexpected.len() + summary.unstored.len() > 0 {
@@ -116,7 +118,7 @@ fn execute(
 /// What running an older lockfile did; its exit code.
 fn ran_older(older: &RanOlder) -> u8 {
     let summary = &older.summary;
-    eprintln!(
+    eoutln!(
         "perfpipe: ran {} of `{}` (failed: {}), {} already in the store; `perfpipe diff` compares them with another lockfile's",
         summary.succeeded + summary.failed,
         older.lockfile.display(),
@@ -124,9 +126,11 @@ fn ran_older(older: &RanOlder) -> u8 {
         older.stored
     );
     for f in &summary.unstored {
-        eprintln!(
+        eoutln!(
             "perfpipe: `{}` × `{}` failed on every attempt for a cause that may pass, so nothing is stored: {}",
-            f.step, f.workload, f.error
+            f.step,
+            f.workload,
+            f.error
         );
     }
     if summary.failed + summary.unstored.len() > 0 {
@@ -176,7 +180,7 @@ fn executor(args: &RunArgs) -> Result<Executor, CliError> {
 
 /// What becomes of each launch's Slurm job, a line each.
 fn job_progress(launch: &LaunchKey, event: &JobEvent) {
-    eprintln!("{}", job_line(launch, event));
+    eoutln!("{}", job_line(launch, event));
 }
 
 fn job_line(launch: &LaunchKey, event: &JobEvent) -> String {

@@ -88,7 +88,7 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
         .iter()
         .filter(|k| roots.lockfile_only.contains(k))
         .count();
-    eprintln!(
+    eoutln!(
         "perfpipe: kept {} reached by {} and {}{}{}",
         count(kept.len(), "entry", "entries"),
         count(roots.experiments.len(), "experiment", "experiments"),
@@ -114,7 +114,7 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
                 .filter(|g| matches!(g.kind, GarbageKind::UnreachedLaunch { .. }) == launch)
                 .count()
         };
-        eprintln!(
+        eoutln!(
             "perfpipe: kept {} that kept runs need{}{}",
             count(kept_launches, "launch material", "launch materials"),
             match kept_inputs {
@@ -137,13 +137,13 @@ pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
     }
     let what = tally.summary();
     match (what, args.dry_run) {
-        (None, _) => eprintln!("perfpipe: nothing to remove"),
-        (Some(what), true) => eprintln!(
+        (None, _) => eoutln!("perfpipe: nothing to remove"),
+        (Some(what), true) => eoutln!(
             "perfpipe: --dry-run: would remove {what}, freeing {}; removed nothing",
             human_bytes(tally.bytes)
         ),
         (Some(what), false) => {
-            eprintln!(
+            eoutln!(
                 "perfpipe: removed {what}, freeing {}",
                 human_bytes(tally.bytes)
             )

@@ -54,7 +54,7 @@ pub fn path(args: &StorePathArgs) -> Result<u8, CliError> {
         }
     }
     if !nothing.is_empty() {
-        eprintln!(
+        eoutln!(
             "perfpipe: nothing stored under `{}` for {} (`perfpipe run` measures them; `--runtime` selects another runtime's runs)",
             loaded.runtime.name(),
             nothing.join(", "),

@@ -37,7 +37,7 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
         checked.push(count(found.inputs, "input", "inputs"));
     }
     let last = checked.pop().unwrap_or_default();
-    eprintln!(
+    eoutln!(
         "perfpipe: store `{}`: checked {} and {last}: {}",
         args.store.path().display(),
         checked.join(", "),
@@ -58,20 +58,20 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
         .filter(|f| f.damage.is_launch_file())
         .count();
     if damaged > stray + launch_damage {
-        eprintln!(
+        eoutln!(
             "perfpipe: damage is never used: `perfpipe run` redoes the runs it held and moves it to `{}`; `perfpipe store gc` removes it",
             store.root().join("quarantine").display()
         );
     }
     if stray > 0 {
-        eprintln!(
+        eoutln!(
             "perfpipe: {} that no run's key names where it is, never read and never moved by `perfpipe run`; `perfpipe store gc` removes {}",
             count(stray, "directory", "directories"),
             them(stray)
         );
     }
     if launch_damage > 0 {
-        eprintln!(
+        eoutln!(
             "perfpipe: {}, never used (`perfpipe realise` refuses {}): `perfpipe store gc` removes {}, and `perfpipe plan --write-launches` or `perfpipe run` of {} experiment writes {} again",
             count(
                 launch_damage,
@@ -85,20 +85,20 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
         );
     }
     if found.empty > 0 {
-        eprintln!(
+        eoutln!(
             "perfpipe: {} without samples (a run killed before its first commit; the next run completes it)",
             count(found.empty, "entry", "entries")
         );
     }
     if !quarantined.is_empty() {
-        eprintln!(
+        eoutln!(
             "perfpipe: {} in quarantine, kept for inspection and never read (`perfpipe store gc` removes {})",
             count(quarantined.len(), "damaged item", "damaged items"),
             them(quarantined.len())
         );
     }
     if !stale.is_empty() {
-        eprintln!(
+        eoutln!(
             "perfpipe: {} of killed runs (the next `perfpipe run` or `perfpipe store gc` removes {})",
             count(stale.len(), "stale temp dir", "stale temp dirs"),
             them(stale.len())

@@ -75,7 +75,7 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
     }
     out!("{out}");
     if !page.is_empty() {
-        eprintln!(
+        eoutln!(
             "perfpipe: the page's own numbers contradict {} it printed (listed; they do not change the exit code)",
             crate::plural::count(page.len(), "value", "values")
         );
@@ -91,18 +91,18 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
         0 => String::new(),
         n => format!(", {n} not scored (simulated or imported)"),
     };
-    eprintln!(
+    eoutln!(
         "perfpipe: {} within ±{tolerance}%: {within} within, {outside} outside, {missing} missing{unscored_note}",
         crate::plural::count(checks.len(), "check", "checks")
     );
     let nothing_measured = !checks.is_empty() && within + outside == 0;
     if nothing_measured {
-        eprintln!(
+        eoutln!(
             "perfpipe: nothing measured to verify: simulated numbers predict no GPU and imported ones are the page's own; `perfpipe run` on the declared GPUs (`--runtime docker` or `local`) measures them"
         );
     }
     if checks.is_empty() {
-        eprintln!(
+        eoutln!(
             "perfpipe: nothing to verify: the experiment states no published numbers{}",
             if args.metrics.is_some() {
                 " among `--metrics`"

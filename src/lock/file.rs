@@ -7,6 +7,7 @@ use kdl::{KdlDocument, KdlNode};
 
 use super::{Attrs, Error, Input, LOCKFILE_VERSION, LockedRun, Lockfile};
 use crate::key::RunKey;
+use crate::spec::kdl_string::quote;
 
 const HEADER: &str = "// Written by `perfpipe lock`; do not edit. Each input holds what the experiment\n\
 // declares (`original`) and what it resolved to (`locked`); `unpinned` waits for\n\
@@ -53,33 +54,6 @@ fn props(attrs: &Attrs) -> String {
         .iter()
         .map(|(k, v)| format!(" {k}={}", quote(v)))
         .collect()
-}
-
-/// A KDL v2 quoted string.
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            // Controls, KDL's other newlines, and the code points KDL v2
-            // does not allow in a file (bidirectional marks, a BOM) are
-            // written as escapes: read back, they are the same text.
-            c if c.is_control()
-                || crate::spec::kdl_disallows(c)
-                || matches!(c, '\u{2028}' | '\u{2029}') =>
-            {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Reads a lockfile; `path` only names it in errors. The layout `render`

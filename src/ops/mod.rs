@@ -51,6 +51,6 @@ pub struct Stderr;
 
 impl Shell for Stderr {
     fn say(&self, line: &str) {
-        eprintln!("{line}");
+        eoutln!("{line}");
     }
 }

@@ -62,10 +62,12 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
             (key, as_path.to_owned())
         }
     };
-    // A FIFO or a link to a device never blocks or fills memory.
-    let bytes = crate::regular_file::read(&path).map_err(|source| Error::ReadMaterial {
-        path: path.display().to_string(),
-        source,
+    // A FIFO, a link to a device or a huge file never blocks or fills memory.
+    let bytes = crate::regular_file::read_at_most(&path, MAX_MATERIAL_BYTES).map_err(|source| {
+        Error::ReadMaterial {
+            path: path.display().to_string(),
+            source,
+        }
     })?;
     let actual = LaunchKey::of_bytes(&bytes);
     if actual != key {
@@ -93,6 +95,10 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
     }
     Ok(Material { key, path, launch })
 }
+
+/// The most bytes launch material may hold: far more than the key material
+/// of the runs one engine launch serves.
+const MAX_MATERIAL_BYTES: u64 = 64 << 20;
 
 /// `what`, when it is a short launch key (12 to 63 lowercase hex digits, as
 /// `plan` and the Slurm job names `pp-<12 hex>` show it).

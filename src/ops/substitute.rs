@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{Error, Shell};
 use crate::cache::{Caches, Offer, Outcome};
 use crate::key::RunKey;
-use crate::plan::{Plan, RunStatus};
+use crate::plan::{Plan, PlannedRun, RunStatus};
 use crate::store::Store;
 
 /// `run`: substitutes what the caches offer for the missing runs of `plan`;
@@ -39,19 +39,29 @@ pub fn substitute(
                     run.workload,
                     run.key.short()
                 ),
-                Outcome::Refused { tag, why } => say!(
-                    shell,
-                    "warning: `{}` × `{}`: refused `{tag}` from `{location}`: {why}; nothing of it was stored",
-                    run.step,
-                    run.workload
-                ),
+                Outcome::Refused { .. } => {
+                    say_refused(shell, run, location, outcome, "nothing of it was stored");
+                }
             }
         }
     }
     Ok(done.added() > 0)
 }
 
-/// `plan`: what the caches offer for the missing runs (asked, no blob fetched).
+/// A sample refused from `location`, why, and what that means (`then`).
+fn say_refused(shell: &dyn Shell, run: &PlannedRun, location: &str, outcome: &Outcome, then: &str) {
+    if let Outcome::Refused { tag, why } = outcome {
+        say!(
+            shell,
+            "warning: `{}` × `{}`: refused `{tag}` from `{location}`: {why}; {then}",
+            run.step,
+            run.workload
+        );
+    }
+}
+
+/// `plan`: what the caches offer for the missing runs that `run` would take
+/// (manifests checked, no blob fetched), and what it would refuse.
 pub fn offers(
     caches: &Caches,
     store: &Store,
@@ -62,11 +72,16 @@ pub fn offers(
     if keys.is_empty() {
         return BTreeMap::new();
     }
-    let (offers, unreachable) = caches.offers(store, &keys);
-    for e in unreachable {
+    let found = caches.offers(store, &keys);
+    for e in found.unreachable {
         say!(shell, "warning: {e}");
     }
-    offers
+    for run in plan.missing() {
+        for (location, outcome) in found.refused.get(&run.key).into_iter().flatten() {
+            say_refused(shell, run, location, outcome, "`run` will not use it");
+        }
+    }
+    found.offers
 }
 
 /// `plan` as it will be once the offered runs are substituted.
@@ -75,7 +90,7 @@ pub fn after_substitution(plan: &Plan, offers: &BTreeMap<RunKey, Offer>) -> Plan
     for run in &mut after.runs {
         if let Some(offer) = offers.get(&run.key) {
             run.status = RunStatus::Cached {
-                samples: offer.tags.len(),
+                samples: offer.samples.len(),
             };
         }
     }

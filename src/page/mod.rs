@@ -22,6 +22,10 @@ pub use model::*;
 pub use read::read;
 pub use write::{Generated, write};
 
+/// The largest page `init --from-page` reads: the published pages are tens
+/// of kilobytes, and reading one takes some tens of times its size.
+pub const MAX_PAGE_BYTES: u64 = 2 << 20;
+
 /// A page that cannot be read: what and where.
 #[derive(Debug, Error, PartialEq)]
 pub enum PageError {

@@ -42,6 +42,6 @@ pub(super) fn section(out: &mut String, charts: &Charts) {
     }
     out.push_str("## Charts\n\n");
     for f in &charts.figures {
-        let _ = writeln!(out, "![{}]({})\n", f.title, f.png);
+        let _ = writeln!(out, "![{}]({})\n", super::inline::text(&f.title), f.png);
     }
 }

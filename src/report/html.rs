@@ -1,10 +1,17 @@
 //! The HTML report: the markdown report's sections as one self-contained
 //! page (pulldown-cmark), every chart inline as SVG, tables sortable by a
-//! small inline script, and no reference to anything outside the file. (pure)
+//! small inline script, and no reference to anything outside the file. All
+//! text is escaped by pulldown-cmark; the only markup taken from the
+//! markdown is the report's own tags ([`inline::is_own_tag`]), and a
+//! Content-Security-Policy lets the page load nothing and run no script but
+//! its own. (pure)
 
+use base64::Engine;
 use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use sha2::{Digest, Sha256};
 
 use super::Charts;
+use super::inline;
 use crate::analyze::Analysis;
 use crate::spec::Spec;
 
@@ -17,18 +24,34 @@ pub fn html(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
     let title = spec.title.as_deref().unwrap_or(&spec.name);
     let mut body = String::new();
     pulldown_cmark::html::push_html(&mut body, page_events(&markdown, charts).into_iter());
+    let script = format!("\n{SCRIPT}");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n{body}</main>\n\
-         <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
+         <script>{script}</script>\n</body>\n</html>\n",
+        content_security_policy(&script),
         escape(title)
+    )
+}
+
+/// What the page may load and run: nothing from anywhere (not even the
+/// file's own directory), its inline styles, and the one `script` it
+/// carries, by its digest, so a script or an event handler that got into
+/// the page would not run.
+fn content_security_policy(script: &str) -> String {
+    let digest = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(script));
+    format!(
+        "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; \
+         base-uri 'none'; form-action 'none'"
     )
 }
 
 /// The markdown's events, with each heading given an id, each table
 /// wrapped to scroll on a narrow screen, each chart's image replaced by its
-/// drawing, and raw HTML other than the report's own coloured spans escaped.
+/// drawing, any other image or link shown as its text, and raw HTML other
+/// than the report's own tags shown as text.
 fn page_events<'a>(markdown: &'a str, charts: &'a Charts) -> Vec<Event<'a>> {
     let source: Vec<Event<'a>> = Parser::new_ext(markdown, Options::ENABLE_TABLES).collect();
     let mut events = Vec::new();
@@ -72,11 +95,17 @@ fn page_events<'a>(markdown: &'a str, charts: &'a Charts) -> Vec<Event<'a>> {
                         chart.id,
                         inline_svg(&chart.svg)
                     ),
-                    None => format!("[image `{}` not inlined]", escape(&dest_url)),
+                    None => {
+                        let text = format!("[image {dest_url} not inlined]");
+                        events.push(Event::Text(CowStr::from(text)));
+                        continue;
+                    }
                 };
                 events.push(Event::InlineHtml(CowStr::from(figure)));
             }
-            Event::Html(html) | Event::InlineHtml(html) if !is_own_markup(&html) => {
+            // The report links nothing: a link's text stays, its target goes.
+            Event::Start(Tag::Link { .. }) | Event::End(TagEnd::Link) => {}
+            Event::Html(html) | Event::InlineHtml(html) if !inline::is_own_tag(html.trim()) => {
                 events.push(Event::Text(html));
             }
             other => events.push(other),
@@ -127,18 +156,6 @@ fn unique(taken: &mut Vec<String>, id: String) -> String {
     }
     taken.push(candidate.clone());
     candidate
-}
-
-/// The markup the markdown report writes itself: coloured deltas and line
-/// breaks in table cells. Anything else (from a title, a name, an error
-/// text) is shown as text.
-fn is_own_markup(html: &str) -> bool {
-    let html = html.trim();
-    html == "</span>"
-        || html == "<br>"
-        || (html.starts_with("<span style=\"background-color:")
-            && html.ends_with("\">")
-            && !html[1..].contains('<'))
 }
 
 /// A drawing's `<svg>` element, without the digest comment before it.

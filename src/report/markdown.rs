@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use super::Charts;
+use super::inline::{LINE_BREAK, Mark, cell_code, code, code_block, text};
 use super::runs::{run_columns, runs};
 use crate::analyze::page::{PageConclusion, PageSummary};
 use crate::analyze::{
@@ -38,7 +39,7 @@ fn lab_profiles_on_builtin(spec: &Spec) -> Option<String> {
             );
             constant || runner
         })
-        .map(|w| format!("`{}`", w.name.value))
+        .map(|w| code(&w.name.value))
         .collect();
     (!names.is_empty()).then(|| {
         format!(
@@ -58,18 +59,18 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
     let chart = charts.conclusion.as_ref().map(|c| c.png.as_str());
     let mut out = String::new();
     let title = spec.title.as_deref().unwrap_or(&spec.name);
-    let _ = writeln!(out, "# {title}\n");
+    let _ = writeln!(out, "# {}\n", text(title));
     let runtime = analysis
         .scope
         .as_ref()
-        .map(|s| format!(" · runtime `{}`", s.runtime))
+        .map(|s| format!(" · runtime {}", code(&s.runtime.to_string())))
         .unwrap_or_default();
     let _ = writeln!(
         out,
-        "Experiment `{}` · hardware {} × `{}`{runtime} · numbers: {}\n",
-        spec.name,
+        "Experiment {} · hardware {} × {}{runtime} · numbers: {}\n",
+        code(&spec.name),
         spec.hardware.gpus,
-        spec.hardware.gpu,
+        code(&spec.hardware.gpu),
         sources(&analysis.runs)
     );
     if let Some(cap) = analysis.scope.as_ref().and_then(|s| s.max_prompts) {
@@ -149,21 +150,19 @@ impl Ctx<'_> {
     /// A delta as the published pages colour it: `(+47.1%)` in a conclusion
     /// cell (`parens`), bare in the summary.
     fn coloured_delta(&self, pct: f64, parens: bool) -> String {
-        let colour = if pct >= 0.0 { "lightgreen" } else { "#fbcaca" };
+        let mark = if pct >= 0.0 { Mark::Gain } else { Mark::Loss };
         let delta = self.delta(pct);
-        let text = if parens { format!("({delta})") } else { delta };
-        format!("<span style=\"background-color:{colour};\">{text}</span>")
+        mark.wrap(&if parens { format!("({delta})") } else { delta })
     }
 
     /// A speedup as the latency pages colour it: `(1.23x faster)`, `(1.03x slower)`.
     fn coloured_ratio(&self, base_ms: f64, new_ms: f64, decimals: usize) -> String {
-        let colour = if new_ms <= base_ms {
-            "lightgreen"
+        let mark = if new_ms <= base_ms {
+            Mark::Gain
         } else {
-            "#ffd6d6"
+            Mark::Slower
         };
-        let ratio = speed_ratio(base_ms, new_ms, decimals);
-        format!("<span style=\"background-color:{colour};\">({ratio})</span>")
+        mark.wrap(&format!("({})", speed_ratio(base_ms, new_ms, decimals)))
     }
 
     fn command(&self, step: &str) -> String {
@@ -186,9 +185,9 @@ impl Ctx<'_> {
             let replicas = replicas_note(step);
             let _ = writeln!(
                 out,
-                "Recommended configuration (`{}`{replicas}):\n\n```bash\n{}\n```\n",
-                table.optimized,
-                self.command(&table.optimized)
+                "Recommended configuration ({}{replicas}):\n\n{}\n",
+                code(&table.optimized),
+                code_block("bash", &self.command(&table.optimized))
             );
         }
         let times = |n: u32| {
@@ -200,10 +199,10 @@ impl Ctx<'_> {
         };
         let _ = writeln!(
             out,
-            "| Benchmark Case | Baseline (`{}`{}) | Optimized (`{}`{}) |\n|---|---|---|",
-            table.baseline,
+            "| Benchmark Case | Baseline ({}{}) | Optimized ({}{}) |\n|---|---|---|",
+            cell_code(&table.baseline),
             times(table.baseline_replicas),
-            table.optimized,
+            cell_code(&table.optimized),
             times(table.optimized_replicas)
         );
         let x = |n: u32| {
@@ -231,8 +230,8 @@ impl Ctx<'_> {
             };
             let _ = writeln!(
                 out,
-                "| **{}** | Total TPS: {:.2}{}{}<br>Mean TPOT(ms): {:.2} | Total TPS: {:.2}{}{} {}{noise}<br>Mean TPOT(ms): {:.2} |",
-                self.spec.workload_title(&row.workload),
+                "| **{}** | Total TPS: {:.2}{}{}{LINE_BREAK}Mean TPOT(ms): {:.2} | Total TPS: {:.2}{}{} {}{noise}{LINE_BREAK}Mean TPOT(ms): {:.2} |",
+                text(self.spec.workload_title(&row.workload)),
                 row.base_tps,
                 x(table.baseline_replicas),
                 n(row.base_n),
@@ -266,7 +265,9 @@ impl Ctx<'_> {
                 .map_or(String::new(), replicas_note);
             let _ = writeln!(
                 out,
-                "Recommended configuration (`{optimized}`{replicas}), the page's serving command quoted for the shell:\n\n```bash\n{command}\n```\n"
+                "Recommended configuration ({}{replicas}), the page's serving command quoted for the shell:\n\n{}\n",
+                code(optimized),
+                code_block("bash", command)
             );
         }
         // Two pages print a recommended command but no table.
@@ -278,7 +279,7 @@ impl Ctx<'_> {
             &page.header,
             page.rows.iter().map(|r| {
                 vec![
-                    format!("**{}**", r.case),
+                    format!("**{}**", text(&r.case)),
                     cell(&r.baseline),
                     cell(&r.optimized),
                 ]
@@ -319,7 +320,7 @@ impl Ctx<'_> {
         }
         out.push_str("The page's own numbers do not give what it printed (⚠):\n\n");
         for f in found {
-            let _ = writeln!(out, "- {}: {}", f.place, f.note);
+            let _ = writeln!(out, "- {}: {}", text(&f.place), text(&f.note));
         }
         out.push('\n');
     }
@@ -351,7 +352,7 @@ impl Ctx<'_> {
         let _ = writeln!(
             out,
             "| **{}** | {} | {}{ratio} |",
-            self.spec.workload_title(&row.workload),
+            text(self.spec.workload_title(&row.workload)),
             cell(row.base_latency_ms, row.base_n),
             cell(row.opt_latency_ms, row.opt_n),
         );
@@ -364,17 +365,17 @@ impl Ctx<'_> {
         let _ = writeln!(
             out,
             "## {}\n\nRanked by total token throughput on {}.\n",
-            c.title,
-            self.spec.workload_title(&c.workload)
+            text(&c.title),
+            text(self.spec.workload_title(&c.workload))
         );
         out.push_str("| Step | Serving command | Total TPS | TPS/GPU | Mean TPOT (ms) |\n|---|---|---|---|---|\n");
         for r in &c.ranking {
             let baseline = if r.is_baseline { " (baseline)" } else { "" };
             let _ = writeln!(
                 out,
-                "| `{}`{baseline} | `{}` | {} | {:.2} | {:.2} |",
-                r.step,
-                self.command(&r.step),
+                "| {}{baseline} | {} | {} | {:.2} | {:.2} |",
+                cell_code(&r.step),
+                cell_code(&self.command(&r.step)),
                 tps_cell(r),
                 r.per_gpu(),
                 r.tpot_ms
@@ -383,15 +384,18 @@ impl Ctx<'_> {
         for (step, error) in &c.failed {
             let _ = writeln!(
                 out,
-                "| `{step}` | `{}` | failed: `{error}` | - | - |",
-                self.command(step)
+                "| {} | {} | failed: {} | - | - |",
+                cell_code(step),
+                cell_code(&self.command(step)),
+                cell_code(error)
             );
         }
         for step in &c.missing {
             let _ = writeln!(
                 out,
-                "| `{step}` | `{}` | not run yet | - | - |",
-                self.command(step)
+                "| {} | {} | not run yet | - | - |",
+                cell_code(step),
+                cell_code(&self.command(step))
             );
         }
         if !c.ranking.is_empty() {
@@ -400,9 +404,9 @@ impl Ctx<'_> {
                 .iter()
                 .map(|r| {
                     let label = if r.replicas > 1 {
-                        format!("{} ×{}", r.label, r.replicas)
+                        format!("{} ×{}", text(&r.label), r.replicas)
                     } else {
-                        r.label.clone()
+                        text(&r.label)
                     };
                     format!("{label} ({:.2} tok/s)", r.aggregate())
                 })
@@ -420,11 +424,11 @@ impl Ctx<'_> {
             return;
         };
         if let Some((_, sentence)) = page.sentences.iter().find(|(t, _)| t == title) {
-            let _ = writeln!(out, "\nSummary: {sentence}");
+            let _ = writeln!(out, "\nSummary: {}", text(sentence));
             self.page_findings(out, &format!("{title}, Summary"));
         }
         if let Some((_, delta)) = page.deltas.iter().find(|(t, _)| t == title) {
-            let _ = writeln!(out, "\nThe page's delta for this section: {delta}");
+            let _ = writeln!(out, "\nThe page's delta for this section: {}", text(delta));
             self.page_findings(out, &format!("{title}, delta"));
         }
     }
@@ -435,8 +439,8 @@ impl Ctx<'_> {
         let _ = writeln!(
             out,
             "## {}\n\nRanked by mean end-to-end latency per request on {} (lower is better).\n",
-            c.title,
-            self.spec.workload_title(&c.workload)
+            text(&c.title),
+            text(self.spec.workload_title(&c.workload))
         );
         out.push_str("| Step | Serving command | Mean latency (s/req) | vs baseline | Mean TTFT (ms) | Mean TPOT (ms) |\n|---|---|---|---|---|---|\n");
         let base = c
@@ -465,30 +469,33 @@ impl Ctx<'_> {
                 .map_or("-".to_owned(), |v| format!("{v:.2}"));
             let _ = writeln!(
                 out,
-                "| `{}`{baseline} | `{}` | {latency} | {versus} | {ttft} | {:.2} |",
-                r.step,
-                self.command(&r.step),
+                "| {}{baseline} | {} | {latency} | {versus} | {ttft} | {:.2} |",
+                cell_code(&r.step),
+                cell_code(&self.command(&r.step)),
                 r.tpot_ms
             );
         }
         for (step, error) in &c.failed {
             let _ = writeln!(
                 out,
-                "| `{step}` | `{}` | failed: `{error}` | - | - | - |",
-                self.command(step)
+                "| {} | {} | failed: {} | - | - | - |",
+                cell_code(step),
+                cell_code(&self.command(step)),
+                cell_code(error)
             );
         }
         for step in &c.missing {
             let _ = writeln!(
                 out,
-                "| `{step}` | `{}` | not run yet | - | - | - |",
-                self.command(step)
+                "| {} | {} | not run yet | - | - | - |",
+                cell_code(step),
+                cell_code(&self.command(step))
             );
         }
         let known: Vec<String> = c
             .ranking
             .iter()
-            .filter_map(|r| Some(format!("{} ({} s)", r.label, seconds(r.latency_ms?))))
+            .filter_map(|r| Some(format!("{} ({} s)", text(&r.label), seconds(r.latency_ms?))))
             .collect();
         if !known.is_empty() {
             let _ = writeln!(out, "\nMean latency per request: {}", known.join(" < "));
@@ -517,7 +524,7 @@ impl Ctx<'_> {
                     self.coloured_delta(pct, false)
                 }
             });
-            let _ = writeln!(out, "| {} | {shown} |", r.title);
+            let _ = writeln!(out, "| {} | {shown} |", text(&r.title));
         }
         out.push('\n');
         self.summary_notes(out);
@@ -532,13 +539,13 @@ impl Ctx<'_> {
                 // One more decimal than the table, so a gain just under a threshold shows as such.
                 let decimals = self.spec.report.delta_decimals + 1;
                 let data = r.data.as_ref().map_or("no data".to_owned(), |g| {
-                    format!("`{}` gives {:+.decimals$}%", g.step, g.pct)
+                    format!("{} gives {:+.decimals$}%", code(&g.step), g.pct)
                 });
                 let why = match r.note.as_ref()? {
                     SummaryNote::CreditsConclusion { pct, workload } => format!(
                         "credits the optimized configuration's {} on {}, as declared; the comparison alone: {data}",
                         self.delta(*pct),
-                        self.spec.workload_title(workload)
+                        text(self.spec.workload_title(workload))
                     ),
                     SummaryNote::BelowThreshold { threshold_pct } => format!(
                         "\"-\": at or below the declared {threshold_pct}% threshold; the comparison: {data}"
@@ -548,7 +555,7 @@ impl Ctx<'_> {
                     }
                     SummaryNote::NoData => "\"-\": no declared comparison measures it".to_owned(),
                 };
-                Some(format!("- {}: {why}", r.title))
+                Some(format!("- {}: {why}", text(&r.title)))
             })
             .collect();
         if notes.is_empty() {
@@ -596,8 +603,9 @@ impl Ctx<'_> {
             };
             let _ = writeln!(
                 out,
-                "{label} (`{step}`{per_instance}): `{}`\n",
-                self.command(step)
+                "{label} ({}{per_instance}): {}\n",
+                code(step),
+                code(&self.command(step))
             );
             out.push_str("| Benchmark Case |");
             for (_, h) in columns {
@@ -607,7 +615,7 @@ impl Ctx<'_> {
             out.push_str(&"---:|".repeat(columns.len()));
             out.push('\n');
             for r in self.analysis.runs.iter().filter(|r| &r.step == step) {
-                let _ = write!(out, "| {} |", self.spec.workload_title(&r.workload));
+                let _ = write!(out, "| {} |", text(self.spec.workload_title(&r.workload)));
                 for (name, _) in columns {
                     match (r.metrics.get(*name), &r.failure) {
                         (Some(v), _) => {
@@ -672,12 +680,12 @@ impl Ctx<'_> {
         for c in checks {
             let _ = writeln!(
                 out,
-                "| `{}` | {} | `{}` | {} | {} | {} | {} | {} |",
-                c.step,
-                self.spec.workload_title(&c.workload),
-                c.metric,
-                c.published,
-                c.measured.as_deref().unwrap_or("-"),
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                cell_code(&c.step),
+                text(self.spec.workload_title(&c.workload)),
+                cell_code(&c.metric),
+                text(&c.published),
+                text(c.measured.as_deref().unwrap_or("-")),
                 c.diff_pct.map_or("-".to_owned(), |d| self.delta(d)),
                 c.source.map_or("-", Source::label),
                 c.verdict.label()
@@ -703,7 +711,7 @@ impl Ctx<'_> {
         }
         out.push_str("## Context\n\n| Host and software | Runs |\n|---|---:|\n");
         for (e, n) in &environments {
-            let _ = writeln!(out, "| {e} | {n} |");
+            let _ = writeln!(out, "| {} | {n} |", text(e));
         }
         out.push('\n');
         for (title, steps) in self.compared_sets() {
@@ -717,7 +725,7 @@ impl Ctx<'_> {
                 let _ = writeln!(
                     out,
                     "> **Warning.** {title} compares results from different hosts or software: {}.\n",
-                    seen.join("; ")
+                    text(&seen.join("; "))
                 );
             }
         }
@@ -735,7 +743,7 @@ impl Ctx<'_> {
                     .iter()
                     .map(|r| (r.step.clone(), c.workload.clone()))
                     .collect();
-                (format!("\"{}\"", c.title), steps)
+                (format!("\"{}\"", text(&c.title)), steps)
             })
             .collect();
         if let Some(t) = &self.analysis.conclusion {
@@ -780,7 +788,7 @@ fn cell(lines: &[String]) -> String {
         .iter()
         .map(|l| coloured(l))
         .collect::<Vec<_>>()
-        .join("<br>")
+        .join(LINE_BREAK)
 }
 
 /// A printed line with its delta, ratio or note coloured as the pages colour
@@ -788,32 +796,33 @@ fn cell(lines: &[String]) -> String {
 fn coloured(line: &str) -> String {
     let bare_delta =
         line.len() > 1 && (line.starts_with('+') || line.starts_with('-')) && line.contains('%');
-    let (text, change) = match line.rfind(" (") {
+    let (before, change) = match line.rfind(" (") {
         Some(i) if line.ends_with(')') => line.split_at(i + 1),
         _ if (line.starts_with('(') && line.ends_with(')')) || bare_delta => ("", line),
-        _ => return line.to_owned(),
+        _ => return text(line),
     };
     // A delta, a ratio or a skip note; not a name's parentheses (`(r=8)`).
     let inside = change.trim_start_matches('(');
     if !(inside.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-')
         || inside.starts_with("Success rate"))
     {
-        return line.to_owned();
+        return text(line);
     }
-    let colour = if change.contains("Success rate") || change.contains("slower") {
-        "#ffd6d6"
+    let mark = if change.contains("Success rate") || change.contains("slower") {
+        Mark::Slower
     } else if change.contains("lower than previous") {
-        "yellow"
+        Mark::Skipped
     } else if change.trim_start_matches('(').starts_with('-') {
-        "#fbcaca"
+        Mark::Loss
     } else {
-        "lightgreen"
+        Mark::Gain
     };
-    format!("{text}<span style=\"background-color:{colour};\">{change}</span>")
+    format!("{}{}", text(before), mark.wrap(&text(change)))
 }
 
 /// A markdown table: its header and rows of cells.
 fn table(out: &mut String, header: &[String], rows: impl Iterator<Item = Vec<String>>) {
+    let header: Vec<String> = header.iter().map(|h| text(h)).collect();
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
     for row in rows {

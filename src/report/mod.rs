@@ -7,6 +7,7 @@ mod csv;
 pub mod diff;
 pub mod figures;
 mod html;
+mod inline;
 mod json;
 mod markdown;
 pub mod plot;

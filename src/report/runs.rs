@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::inline::{cell_code, code, text};
 use crate::analyze::RunRecord;
 use crate::metrics::MetricSet;
 use crate::metrics::telemetry::TelemetrySummary;
@@ -65,8 +66,9 @@ pub(super) fn runs(out: &mut String, columns: &[(&str, &str)], runs: &[RunRecord
         };
         let _ = write!(
             out,
-            "| `{}` | `{}` | {key} | {source} |",
-            r.step, r.workload
+            "| {} | {} | {key} | {source} |",
+            cell_code(&r.step),
+            cell_code(&r.workload)
         );
         for (i, (name, _)) in columns.iter().enumerate() {
             match (r.metrics.get(*name), &r.failure) {
@@ -89,10 +91,10 @@ pub(super) fn runs(out: &mut String, columns: &[(&str, &str)], runs: &[RunRecord
         for r in failures {
             let _ = writeln!(
                 out,
-                "- `{}` × `{}`: `{}`",
-                r.step,
-                r.workload,
-                r.failure.as_deref().unwrap_or_default()
+                "- {} × {}: {}",
+                code(&r.step),
+                code(&r.workload),
+                code(r.failure.as_deref().unwrap_or_default())
             );
         }
     }
@@ -104,7 +106,13 @@ pub(super) fn runs(out: &mut String, columns: &[(&str, &str)], runs: &[RunRecord
         out.push_str("\nWarnings from the harness:\n\n");
         for r in warned {
             for w in &r.warnings {
-                let _ = writeln!(out, "- `{}` × `{}`: {w}", r.step, r.workload);
+                let _ = writeln!(
+                    out,
+                    "- {} × {}: {}",
+                    code(&r.step),
+                    code(&r.workload),
+                    text(w)
+                );
             }
         }
     }
@@ -124,12 +132,19 @@ fn substituted(out: &mut String, runs: &[RunRecord]) {
             .iter()
             .map(|(name, n)| {
                 format!(
-                    "{} signed by `{name}`",
-                    crate::plural::count(*n, "sample", "samples")
+                    "{} signed by {}",
+                    crate::plural::count(*n, "sample", "samples"),
+                    code(name)
                 )
             })
             .collect();
-        let _ = writeln!(out, "- `{}` × `{}`: {}", r.step, r.workload, by.join(", "));
+        let _ = writeln!(
+            out,
+            "- {} × {}: {}",
+            code(&r.step),
+            code(&r.workload),
+            by.join(", ")
+        );
     }
 }
 
@@ -152,16 +167,16 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
         } else if t.throttling.is_empty() {
             "none".to_owned()
         } else {
-            t.throttling.join(", ")
+            text(&t.throttling.join(", "))
         };
         let kv = t
             .mean_kv_cache_usage
             .map_or("-".to_owned(), |u| format!("{:.0}%", u * 100.0));
         let _ = writeln!(
             out,
-            "| `{}` | `{}` | {} | {} | {throttling} | {kv} | {} | {} | {} |",
-            r.step,
-            r.workload,
+            "| {} | {} | {} | {} | {throttling} | {kv} | {} | {} | {} |",
+            cell_code(&r.step),
+            cell_code(&r.workload),
             num(t.mean_power_w, 1),
             num(t.max_temperature_c, 0),
             num(t.max_running, 0),

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::inline::cell_code;
 use crate::analyze::search::SearchResult;
 
 /// `## Largest load within the SLO`, when the experiment searches.
@@ -28,13 +29,13 @@ pub(super) fn section(out: &mut String, searches: &[SearchResult]) {
         };
         let _ = writeln!(
             out,
-            "| `{}` | `{}` | {} {}..={} | `{}` at {}% | {passing} | {failing} | {} | {} |",
-            s.step,
-            s.workload,
+            "| {} | {} | {} {}..={} | {} at {}% | {passing} | {failing} | {} | {} |",
+            cell_code(&s.step),
+            cell_code(&s.workload),
             s.axis.name(),
             s.from,
             s.to,
-            s.slo,
+            cell_code(&s.slo.to_string()),
             s.attainment_pct,
             s.probes.len(),
             s.cached

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::inline::cell_code;
 use crate::analyze::RunRecord;
 
 pub(super) fn attainment(out: &mut String, runs: &[RunRecord]) {
@@ -22,8 +23,14 @@ pub(super) fn attainment(out: &mut String, runs: &[RunRecord]) {
         let a = &slo.attainment;
         let _ = writeln!(
             out,
-            "| `{}` | `{}` | `{}` | {}/{} | {:.1}% | {:.2} |",
-            r.step, r.workload, slo.objectives, a.met, a.sent, a.pct, a.goodput
+            "| {} | {} | {} | {}/{} | {:.1}% | {:.2} |",
+            cell_code(&r.step),
+            cell_code(&r.workload),
+            cell_code(&slo.objectives.to_string()),
+            a.met,
+            a.sent,
+            a.pct,
+            a.goodput
         );
     }
 }

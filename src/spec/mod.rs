@@ -5,6 +5,7 @@
 pub mod bounds;
 mod diag;
 mod excerpt;
+pub mod kdl_string;
 mod model;
 mod parse;
 mod printed;

@@ -32,6 +32,9 @@ pub enum Damage {
     NotASample,
     /// `signature.json` of a substituted sample does not cover its files.
     SignatureBroken(String),
+    /// A sample with the statement of an earlier one (this id): the same
+    /// signed sample twice. A store holds a sample once.
+    Duplicate(String),
     /// Launch material (`drv/<launch key>.json`) whose sha256 is this other key.
     LaunchMismatch(String),
     /// Launch material that does not parse (the parser's message).
@@ -58,6 +61,7 @@ impl Damage {
             Self::NotAKey
             | Self::WrongShard
             | Self::NotASample
+            | Self::Duplicate(_)
             | Self::LaunchMismatch(_)
             | Self::LaunchInvalid(_)
             | Self::InputMismatch(_)
@@ -124,8 +128,15 @@ impl fmt::Display for Damage {
             ),
             Self::NotASample => f.write_str("not a sample; nothing reads it"),
             Self::SignatureBroken(why) => {
-                write!(f, "the sample's files are not the ones signed: {why}")
+                write!(
+                    f,
+                    "the sample's files are not the ones signed: {why}; the sample is not used"
+                )
             }
+            Self::Duplicate(first) => write!(
+                f,
+                "the same sample as `{first}` (its statement is that one's); a store holds a sample once, so this copy is not used"
+            ),
             Self::LaunchMismatch(actual) => write!(
                 f,
                 "hashes to `{actual}`, not to its name; `perfpipe realise` refuses it"
@@ -234,25 +245,17 @@ impl Store {
                     damage,
                 });
             }
-            let samples = sample_dirs(&dir.path)?;
+            let samples = inspect_samples(&dir.path, key)?;
             out.samples += samples.len();
             if samples.is_empty() {
                 out.empty += 1;
             }
-            for (name, path) in samples {
-                if !is_sample_id(&name) {
+            for sample in samples {
+                if let Err(damage) = sample.state {
                     out.findings.push(Finding {
-                        path,
-                        damage: Damage::NotASample,
-                    });
-                } else if let Err(damage) = read_result(&path, key) {
-                    out.findings.push(Finding {
-                        path: path.join("result.json"),
-                        damage,
-                    });
-                } else if let Err(damage) = super::signed::check_signature(&path, key) {
-                    out.findings.push(Finding {
-                        path: path.join("signature.json"),
+                        path: damage
+                            .file()
+                            .map_or(sample.path.clone(), |f| sample.path.join(f)),
                         damage,
                     });
                 }
@@ -305,6 +308,76 @@ pub(super) fn read_result(sample: &Path, key: &RunKey) -> Result<RunResult, Dama
         return Err(Damage::ResultOtherKey(result.key));
     }
     Ok(result)
+}
+
+/// An item under an entry's `samples/`, and whether it may be used.
+pub(super) struct Inspected {
+    pub name: String,
+    pub path: PathBuf,
+    pub state: Result<RunResult, Damage>,
+}
+
+/// Everything under `entry/samples/` (as [`sample_dirs`] orders it), each a
+/// sound sample of `key` or its damage: the one inspection that readers,
+/// commits (quarantine) and `store verify` share, so damage is never used.
+/// A sample is sound when its result is `key`'s, its signature (when it was
+/// substituted) covers its files, and no earlier sample has its statement:
+/// a sample is what was signed, so a second copy is damage. Statements are
+/// compared only in an entry holding a signed sample (duplicates come in by
+/// substitution), and a measured sample's statement is only computed there.
+pub(super) fn inspect_samples(entry: &Path, key: &RunKey) -> Result<Vec<Inspected>, Error> {
+    let mut inspected = Vec::new();
+    let mut statements = Vec::new();
+    for (name, path) in sample_dirs(entry)? {
+        let read = if is_sample_id(&name) {
+            read_result(&path, key).and_then(|result| {
+                let signed = super::signed::check_signature(&path, key)?;
+                Ok((result, signed.map(|s| s.statement)))
+            })
+        } else {
+            Err(Damage::NotASample)
+        };
+        let (state, statement) = match read {
+            Ok((result, statement)) => (Ok(result), statement),
+            Err(damage) => (Err(damage), None),
+        };
+        statements.push(statement);
+        inspected.push(Inspected { name, path, state });
+    }
+    if statements.iter().all(Option::is_none) {
+        return Ok(inspected);
+    }
+    let mut first: std::collections::BTreeMap<String, String> = Default::default();
+    for (sample, statement) in inspected.iter_mut().zip(statements) {
+        if sample.state.is_err() {
+            continue;
+        }
+        let statement = statement.or_else(|| {
+            super::signed::read_files(&sample.path, key)
+                .ok()?
+                .statement()
+                .ok()
+        });
+        let Some(statement) = statement else { continue };
+        match first.get(&statement) {
+            Some(id) => sample.state = Err(Damage::Duplicate(id.clone())),
+            None => {
+                first.insert(statement, sample.name.clone());
+            }
+        }
+    }
+    Ok(inspected)
+}
+
+/// Whether the sample at `path` (`<entry>/samples/<id>`) is damage, as
+/// [`inspect_samples`] sees it.
+pub(super) fn is_damaged_sample(path: &Path, key: &RunKey) -> Result<bool, Error> {
+    let Some(entry) = path.parent().and_then(Path::parent) else {
+        return Ok(false);
+    };
+    Ok(inspect_samples(entry, key)?
+        .iter()
+        .any(|sample| sample.path == path && sample.state.is_err()))
 }
 
 /// `(name, path)` of everything under `entry/samples/`, samples first in the

@@ -8,7 +8,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
-use super::check::{Damage, check_inputs, read_result, sample_dirs};
+use super::check::{Damage, check_inputs, inspect_samples, is_damaged_sample, sample_dirs};
 use super::layout::{entry_dir, is_sample_id, quarantine_dir};
 use super::tmp::{disk_usage, remove_all};
 use super::write::sync_dir;
@@ -132,14 +132,13 @@ impl Store {
                 out.push(item(Some(key), dir.path, kind));
                 continue;
             }
-            for (id, path) in samples {
-                let damage = if is_sample_id(&id) {
-                    read_result(&path, &key).err()
-                } else {
-                    Some(Damage::NotASample)
-                };
-                if let Some(damage) = damage {
-                    out.push(item(Some(key.clone()), path, GarbageKind::Damaged(damage)));
+            for sample in inspect_samples(&dir.path, &key)? {
+                if let Err(damage) = sample.state {
+                    out.push(item(
+                        Some(key.clone()),
+                        sample.path,
+                        GarbageKind::Damaged(damage),
+                    ));
                 }
             }
         }
@@ -221,7 +220,7 @@ impl Store {
                 check_inputs(&item.path, key).is_some()
             }
             (GarbageKind::Damaged(Damage::NotASample), _) => true,
-            (GarbageKind::Damaged(_), Some(key)) => read_result(&item.path, key).is_err(),
+            (GarbageKind::Damaged(_), Some(key)) => is_damaged_sample(&item.path, key)?,
             _ => true,
         };
         if !still || fs_err::symlink_metadata(&item.path).is_err() {

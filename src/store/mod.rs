@@ -308,12 +308,14 @@ impl Store {
 
 /// The sound samples under `entry`, whose `inputs.json` is `key`'s.
 fn committed_samples(entry: &Path, key: &RunKey) -> Result<Vec<Sample>, Error> {
-    Ok(check::sample_dirs(entry)?
+    Ok(check::inspect_samples(entry, key)?
         .into_iter()
-        .filter(|(id, _)| layout::is_sample_id(id))
-        .filter_map(|(id, dir)| {
-            let result = check::read_result(&dir, key).ok()?;
-            Some(Sample { dir, id, result })
+        .filter_map(|sample| {
+            Some(Sample {
+                result: sample.state.ok()?,
+                dir: sample.path,
+                id: sample.name,
+            })
         })
         .collect())
 }

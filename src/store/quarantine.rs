@@ -6,8 +6,8 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use super::check::{check_inputs, read_result, sample_dirs};
-use super::layout::{entry_dir, is_sample_id, quarantine_dir, quarantine_key_dir};
+use super::check::{check_inputs, inspect_samples};
+use super::layout::{entry_dir, quarantine_dir, quarantine_key_dir};
 use super::write::sync_dir;
 use super::{Error, KeyLock, Store};
 use crate::key::RunKey;
@@ -31,9 +31,10 @@ impl Store {
             return Ok(vec![self.quarantine(key, &entry, "entry")?]);
         }
         let mut moved = Vec::new();
-        for (name, path) in sample_dirs(&entry)? {
-            if !is_sample_id(&name) || read_result(&path, key).is_err() {
-                moved.push(self.quarantine(key, &path, &format!("sample-{name}"))?);
+        for sample in inspect_samples(&entry, key)? {
+            if sample.state.is_err() {
+                let what = format!("sample-{}", sample.name);
+                moved.push(self.quarantine(key, &sample.path, &what)?);
             }
         }
         Ok(moved)

@@ -1,8 +1,10 @@
 //! Signed samples: those substituted from a result cache keep the exact
 //! bytes their signer signed, and `signature.json` with the signature and
-//! the signer's public key, so `store verify` rechecks them and reports
-//! name the signer.
+//! the signer's public key, so every reader rechecks them before a sample is
+//! used (`check::inspect_samples`) and reports name the signer. A store
+//! holds a sample (a statement) once.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::check::Damage;
@@ -23,17 +25,36 @@ impl Store {
         sample.signature()
     }
 
+    /// The statements of `key`'s sound samples: what identifies each.
+    pub fn statements(&self, key: &RunKey) -> Result<BTreeSet<String>, Error> {
+        Ok(self
+            .samples(key)?
+            .iter()
+            .filter_map(|sample| {
+                let statement = match sample.signature() {
+                    Some(signed) => signed.statement,
+                    None => read_files(&sample.dir, key).ok()?.statement().ok()?,
+                };
+                Some(statement)
+            })
+            .collect())
+    }
+
     /// Commits a sample checked elsewhere (its signature against a trusted
-    /// key): `result` and `logs` as these exact bytes, with `signed`. Holds
-    /// the key's lock.
+    /// key): `result` and `logs` as these exact bytes, with `signed`; `None`
+    /// when the store already holds that statement. Under the key's lock, as
+    /// measuring is, so concurrent substitutions of one sample store it once.
     pub fn add_signed(
         &self,
         key: &RunKey,
         canonical: &str,
         files: &SampleFiles,
         signed: &Signed,
-    ) -> Result<super::Committed, Error> {
+    ) -> Result<Option<super::Committed>, Error> {
         let lock = self.lock(key)?;
+        if self.statements(key)?.contains(&signed.statement) {
+            return Ok(None);
+        }
         let pending = self.begin_sample()?;
         for (name, bytes) in &files.logs {
             pending.write_log(name, bytes)?;
@@ -43,7 +64,9 @@ impl Store {
             source,
         })?;
         pending.write_file(SIGNATURE_FILE, json)?;
-        pending.commit_bytes(self, key, canonical, &files.result, &lock)
+        pending
+            .commit_bytes(self, key, canonical, &files.result, &lock)
+            .map(Some)
     }
 }
 
@@ -59,7 +82,7 @@ fn read_signed(dir: &Path) -> Option<Signed> {
     serde_json::from_slice(&bytes).ok()
 }
 
-fn read_files(dir: &Path, key: &RunKey) -> std::io::Result<SampleFiles> {
+pub(super) fn read_files(dir: &Path, key: &RunKey) -> std::io::Result<SampleFiles> {
     let result = crate::regular_file::read(&dir.join("result.json"))?;
     let mut logs = Vec::new();
     match fs_err::read_dir(dir.join("logs")) {
@@ -83,13 +106,14 @@ fn read_files(dir: &Path, key: &RunKey) -> std::io::Result<SampleFiles> {
     })
 }
 
-/// A sample with a `signature.json` whose signature does not cover its
-/// files (or does not verify) is damage; one without is not signed.
-pub(super) fn check_signature(dir: &Path, key: &RunKey) -> Result<(), Damage> {
+/// The signature of a sample that has one, when it covers the sample's
+/// files (every file, with its name) and verifies under the key it names;
+/// damage otherwise. A sample without `signature.json` is not signed.
+pub(super) fn check_signature(dir: &Path, key: &RunKey) -> Result<Option<Signed>, Damage> {
     let path = dir.join(SIGNATURE_FILE);
     let bytes = match crate::regular_file::read(&path) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Damage::SignatureBroken(e.to_string())),
     };
     let signed: Signed = serde_json::from_slice(&bytes)
@@ -97,6 +121,6 @@ pub(super) fn check_signature(dir: &Path, key: &RunKey) -> Result<(), Damage> {
     let files = read_files(dir, key).map_err(|e| Damage::SignatureBroken(e.to_string()))?;
     signed
         .check(&files)
-        .map(drop)
-        .map_err(|e| Damage::SignatureBroken(e.to_string()))
+        .map_err(|e| Damage::SignatureBroken(e.to_string()))?;
+    Ok(Some(signed))
 }

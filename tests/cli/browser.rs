@@ -214,3 +214,96 @@ fn the_html_report_shows_its_sections_and_charts_in_a_browser_offline() {
         started.elapsed()
     );
 }
+
+/// An experiment whose every free text (title, model path, workload and
+/// comparison titles, a step's flag, the page's recommended command and
+/// column titles) is markup that would load from `port` or retitle the
+/// page if it ran. Step names are identifiers: perfpipe refuses markup there.
+fn hostile_experiment(port: u16) -> String {
+    let load = format!("http://127.0.0.1:{port}");
+    let markup = format!(
+        r#"Tiny <span style="background-color:red;background-image:url({load}/track)" tabindex="0" autofocus onfocus="document.title='pwned'"> <img src="{load}/img" onerror="document.title='pwned'"> <script>document.title='pwned'</script> [click]({load}/link) ![i]({load}/i.png)"#
+    );
+    let q = perfpipe::spec::kdl_string::quote;
+    let hostile = q(&markup);
+    format!(
+        r#"experiment "hostile" {{
+    title {hostile}
+    hardware "nvidia-h100-sxm5-80gb" gpus=2
+    model {model}
+    engine vllm version="0.11.0"
+    engine sglang version="0.5.9"
+    workload chat {{ title {hostile}; dataset random input=128 output=64 seed=1; prompts 100; }}
+    step vllm engine=vllm gpus=1 {{
+        args "--served-model-name" {hostile}
+        expect chat {{ total_token_throughput 500; mean_tpot_ms 8; }}
+    }}
+    step sglang engine=sglang gpus=1 {{
+        expect chat {{ total_token_throughput 1100; mean_tpot_ms 5; }}
+    }}
+    compare {hostile} baseline=vllm workload=chat {{ candidate sglang; summary {hostile}; }}
+    conclusion baseline=vllm optimized=sglang {{
+        command "vllm" "serve" {hostile}
+        table "Benchmark Case" {hostile} "Optimized"
+        case chat {{ baseline "Total TPS: 500.00" "Mean TPOT(ms): 8.00"; optimized "Total TPS: 1100.00 (+120.0%)" "Mean TPOT(ms): 5.00"; }}
+    }}
+}}
+"#,
+        model = q(&format!("/models/{markup}")),
+    )
+}
+
+#[test]
+fn markup_in_an_experiment_runs_no_script_and_loads_nothing_in_a_browser() {
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let proxy = Proxy::start();
+    let env = TestEnv::new();
+    env.write("hostile.kdl", &hostile_experiment(proxy.port));
+    let out = env.run(&[
+        "report",
+        "hostile.kdl",
+        "--published",
+        "--format",
+        "html",
+        "--out",
+        "hostile.html",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::common::stderr(&out)
+    );
+    let dom = browse(
+        &browser,
+        &env.path("chromium-profile"),
+        &proxy,
+        &["--virtual-time-budget=3000", "--dump-dom"],
+        &env.path("hostile.html"),
+    );
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.status.success() && dom_text.contains("</html>"),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    // The page's own script ran; none of the experiment's did.
+    assert!(dom_text.contains("data-sortable=\"ready\""), "{dom_text}");
+    assert!(!dom_text.contains("<title>pwned</title>"), "{dom_text}");
+    assert!(dom_text.contains("<title>Tiny &lt;span"), "{dom_text}");
+    let fetched: Vec<String> = proxy
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|line| !browser_service(line))
+        .cloned()
+        .collect();
+    assert_eq!(
+        fetched,
+        Vec::<String>::new(),
+        "the page reached for the network"
+    );
+}

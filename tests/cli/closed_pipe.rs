@@ -56,3 +56,29 @@ fn a_full_disk_behind_stdout_is_an_error_not_a_panic() {
         stderr(&out)
     );
 }
+
+/// `perfpipe ARGS 2>&1 | head -c 0`: standard output and standard error
+/// are one pipe, which the reader has closed before perfpipe writes.
+fn with_closed_stdout_and_stderr(env: &TestEnv, args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    env.cmd(args)
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .output()
+        .expect("perfpipe runs")
+}
+
+#[test]
+fn a_closed_stderr_leaves_the_exit_code_as_it_is_never_a_panic() {
+    let env = TestEnv::tiny();
+    // An error, said on stderr only.
+    let open = env.run(&["plan", "missing.kdl"]);
+    assert!(stderr(&open).contains("missing.kdl"), "{}", stderr(&open));
+    let closed = with_closed_stdout_and_stderr(&env, &["plan", "missing.kdl"]);
+    assert_ne!(closed.status.code(), Some(101), "a panic");
+    assert_eq!(closed.status.code(), open.status.code());
+    // Success, said on stdout, with notes on stderr.
+    let closed = with_closed_stdout_and_stderr(&env, &["plan", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(closed.status.code(), Some(141));
+}

@@ -3,6 +3,10 @@
     clippy::disallowed_methods,
     reason = "tests start the real binary and write their own fixtures"
 )]
+#![expect(
+    clippy::disallowed_macros,
+    reason = "a test's notes go to the harness's captured stderr"
+)]
 
 mod bad_values;
 mod bench;
@@ -11,6 +15,7 @@ mod browser;
 mod cache;
 mod cache_credentials;
 mod cache_lacks;
+mod cache_trust;
 mod charts;
 mod closed_pipe;
 mod common;

@@ -130,6 +130,58 @@ fn a_page_it_cannot_read_is_an_error_naming_the_line() {
     assert!(!env.path("experiments").exists());
 }
 
+/// A title with a NUL, a right-to-left override and an isolate: the
+/// experiment perfpipe writes shows each as an escape, and perfpipe reads
+/// it back as the page's very title.
+#[test]
+fn a_title_with_a_nul_and_an_override_is_written_as_escapes_and_read_back() {
+    let env = TestEnv::new();
+    let page = std::fs::read_to_string(
+        Path::new(FIXTURES).join("published/gpustack-perf-lab/qwen3-14b-a100.md"),
+    )
+    .unwrap();
+    let hostile = page.replacen(" GPUs\n", " GPUs \u{0}x\u{202e}gpj.exe\u{2066}\u{85}\n", 1);
+    assert_ne!(hostile, page);
+    env.write("page.md", &hostile);
+    let out = env.run(&["init", "--from-page", "page.md", "-o", "e.kdl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let written = env.read("e.kdl");
+    assert!(
+        !written.contains(['\u{0}', '\u{202e}', '\u{2066}', '\u{85}']),
+        "{written}"
+    );
+    assert!(written.contains(r"\u{202e}gpj.exe\u{2066}"), "{written}");
+    let spec = perfpipe::spec::parse(&SourceFile {
+        name: "e.kdl".into(),
+        text: written,
+    })
+    .unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)));
+    let title = perfpipe::page::read(&hostile).unwrap().title.value;
+    assert!(title.contains("x\u{202e}gpj.exe\u{2066}"), "{title:?}");
+    assert_eq!(spec.title.as_deref(), Some(title.as_str()));
+}
+
+/// A page past the limit is refused before it is read whole, naming the
+/// file and the limit.
+#[test]
+fn an_oversized_page_is_refused_naming_the_file_and_the_limit() {
+    let env = TestEnv::new();
+    let limit = usize::try_from(perfpipe::page::MAX_PAGE_BYTES).unwrap();
+    let mut page = String::from("# A page\n\n");
+    while page.len() <= limit {
+        page.push_str("A line of a page that goes on and on and on.\n");
+    }
+    env.write("big.md", &page);
+    let out = env.run(&["init", "--from-page", "big.md"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`big.md` is larger than 2 MiB, the most a page may be"),
+        "{err}"
+    );
+    assert!(!env.path("experiments").exists());
+}
+
 /// Every number and failure the page publishes, as (metric, number as
 /// printed) and error texts, from an experiment's expectations.
 fn published(kdl: &str, name: &str) -> (Vec<(String, String)>, Vec<String>) {

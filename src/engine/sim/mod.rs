@@ -68,17 +68,17 @@ fn parse_fixed_timing(spec: &str) -> Option<server::TokenSource> {
 pub fn main(argv: &[String]) -> i32 {
     let gpu_name = std::env::var(GPU_ENV).unwrap_or_default();
     let Some(gpu) = gpu::lookup(&gpu_name) else {
-        eprintln!("ERROR perfpipe-sim: `{GPU_ENV}` must name a known GPU type, got `{gpu_name}`");
+        eoutln!("ERROR perfpipe-sim: `{GPU_ENV}` must name a known GPU type, got `{gpu_name}`");
         return 2;
     };
     let config = match config::parse_argv(argv, gpu.sm) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            eoutln!("error: {e}");
             return 2;
         }
     };
-    eprintln!(
+    eoutln!(
         "INFO perfpipe-sim: simulating `{}` on {} × {} (tp={}, max_seqs={}, token_budget={})",
         argv.join(" "),
         config.tensor_parallel,
@@ -96,7 +96,7 @@ pub fn main(argv: &[String]) -> i32 {
         }) {
             Some(t) => Some(t),
             None => {
-                eprintln!(
+                eoutln!(
                     "ERROR perfpipe-sim: `{TIMING_ENV}` must read `fixed:ttft_ms=200,itl_ms=20[,probe=1]` or `load:ttft_ms=5,ttft_ms_per_req=10,itl_ms=1,itl_ms_per_req=0.5`, got `{spec}`"
                 );
                 return 2;
@@ -117,7 +117,7 @@ pub fn main(argv: &[String]) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("ERROR perfpipe-sim: cannot start runtime: {e}");
+            eoutln!("ERROR perfpipe-sim: cannot start runtime: {e}");
             return 1;
         }
     };
@@ -129,12 +129,12 @@ pub fn main(argv: &[String]) -> i32 {
             .and_then(|ms| ms.parse().ok())
             .unwrap_or(default_load);
         if load > 0 {
-            eprintln!("INFO perfpipe-sim: loading weights");
+            eoutln!("INFO perfpipe-sim: loading weights");
             tokio::time::sleep(Duration::from_millis(load)).await;
         }
         if let Some(error) = support::startup_error(&config, gpu) {
-            eprintln!("ERROR perfpipe-sim: engine failed to start");
-            eprintln!("{error}");
+            eoutln!("ERROR perfpipe-sim: engine failed to start");
+            eoutln!("{error}");
             return 1;
         }
         let listener = match tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await {
@@ -144,7 +144,7 @@ pub fn main(argv: &[String]) -> i32 {
                 let _ = tcp.set_nodelay(true);
             }),
             Err(e) => {
-                eprintln!("ERROR perfpipe-sim: [Errno 98] error while attempting to bind on address ({}, {}): {e}", config.host, config.port);
+                eoutln!("ERROR perfpipe-sim: [Errno 98] error while attempting to bind on address ({}, {}): {e}", config.host, config.port);
                 return 1;
             }
         };
@@ -160,7 +160,7 @@ pub fn main(argv: &[String]) -> i32 {
         let tokenizer = match Tokenizer::for_model(&config.model, "main") {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("ERROR perfpipe-sim: {e}");
+                eoutln!("ERROR perfpipe-sim: {e}");
                 return 1;
             }
         };
@@ -176,11 +176,11 @@ pub fn main(argv: &[String]) -> i32 {
             next_id: AtomicU64::new(0),
             created: crate::clock::unix_now(),
         });
-        eprintln!("INFO perfpipe-sim: serving on http://{}:{}", config.host, config.port);
+        eoutln!("INFO perfpipe-sim: serving on http://{}:{}", config.host, config.port);
         match axum::serve(listener, server::router(state)).await {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("ERROR perfpipe-sim: server failed: {e}");
+                eoutln!("ERROR perfpipe-sim: server failed: {e}");
                 1
             }
         }

@@ -5,20 +5,7 @@ use std::fmt::Write;
 
 use super::draft::{Draft, ExpectKind, Step};
 
-/// A KDL string: quoted, with `"` and `\` escaped.
-pub fn quote(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::spec::kdl_string::quote;
 
 /// Strings on one line, each quoted.
 fn strings(items: &[String]) -> String {
@@ -51,7 +38,10 @@ impl Out {
     fn comment(&mut self, indent: usize, text: &str) {
         let width = 90usize.saturating_sub(indent * 4 + 3).max(40);
         let mut line = String::new();
+        // Its line breaks are whitespace here; a page's other code points a
+        // comment cannot hold are shown as their escapes.
         for word in text.split_whitespace() {
+            let word = &crate::spec::kdl_string::comment_text(word);
             if !line.is_empty() && line.len() + 1 + word.len() > width {
                 self.line(indent, &format!("// {line}"));
                 line.clear();
