@@ -324,6 +324,34 @@ mod tests {
     }
 
     #[test]
+    fn nothing_is_removed_through_a_linked_quarantine_or_tmp() {
+        let (root, store) = store();
+        commit(&store, "{}");
+        let outside = root.path().join("outside");
+        overwrite_in(&outside.join("keep/thesis.tex"));
+        overwrite_in(&outside.join("proc-1-x/owner.lock"));
+        for dir in [quarantine_dir(store.root()), tmp_dir(store.root())] {
+            if dir.exists() {
+                fs_err::remove_dir_all(&dir).unwrap();
+            }
+            std::os::unix::fs::symlink(&outside, &dir).unwrap();
+            assert!(matches!(Store::open(store.root()), Err(Error::Link { .. })));
+            assert!(matches!(store.stale_tmp(true), Err(Error::Link { .. })));
+            for item in store.garbage(&BTreeSet::new()).unwrap() {
+                assert!(matches!(store.remove(&item), Err(Error::Link { .. })));
+            }
+            assert!(outside.join("keep/thesis.tex").is_file());
+            assert!(outside.join("proc-1-x/owner.lock").is_file());
+            fs_err::remove_file(&dir).unwrap();
+        }
+    }
+
+    fn overwrite_in(path: &Path) {
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        overwrite(path, b"mine");
+    }
+
+    #[test]
     fn idle_lock_files_go_and_a_waiting_process_locks_the_new_one() {
         let (_root, store) = store();
         let (kept, _) = commit(&store, "{}");

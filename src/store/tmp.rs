@@ -73,6 +73,8 @@ impl Store {
     /// perfpipe's). With `remove`, they are deleted too (each while holding
     /// its lock, so two cleaners never race).
     pub fn stale_tmp(&self, remove: bool) -> Result<Vec<StaleTmp>, Error> {
+        // A `tmp` that is a link is refused, never listed through.
+        super::root::check_layout_dirs(&self.root)?;
         let tmp = tmp_dir(&self.root);
         if !tmp.is_dir() {
             return Ok(Vec::new());
