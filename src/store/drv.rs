@@ -125,7 +125,8 @@ impl Store {
         let mut file = match crate::regular_file::open(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(fs_err::File::open(&path).err().unwrap_or(e).into());
+                let named = format!("{}: {e}", path.display());
+                return Err(std::io::Error::new(e.kind(), named).into());
             }
             // A FIFO or a device where an input should be: damage, never read.
             Err(e) => return Ok(Some(Damage::Unreadable(e.to_string()))),

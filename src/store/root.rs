@@ -209,10 +209,11 @@ pub(super) fn mark(root: &Path) -> Result<(), Error> {
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e.into()),
     }
+    // Another process put something else there meanwhile.
     if !is_marked(root) {
-        return Err(Error::NotADirectory {
+        return Err(Error::NotAStore {
             root: root.to_owned(),
-            path: marker,
+            foreign: vec![MARKER.to_owned()],
         });
     }
     Ok(())
