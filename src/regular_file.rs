@@ -39,9 +39,9 @@ pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The regular file at `path`, opened for reading; its type is checked
-/// before any byte is read.
-fn open(path: &Path) -> io::Result<std::fs::File> {
+/// The regular file at `path`, opened for reading (symlinks followed); its
+/// type is checked before any byte is read, for a caller that streams it.
+pub fn open(path: &Path) -> io::Result<std::fs::File> {
     // O_NONBLOCK: opening a FIFO with no writer returns at once.
     let file = std::fs::OpenOptions::new()
         .read(true)

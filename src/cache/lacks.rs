@@ -86,6 +86,12 @@ impl Lacks {
         if !self.applies(location) {
             return;
         }
+        // Written only into a store perfpipe marked: never into a directory
+        // that is not a store, and never creating one.
+        let store_root = self.dir.parent().and_then(Path::parent);
+        if !store_root.is_some_and(crate::store::is_marked) {
+            return;
+        }
         let path = self.path(location, key);
         let write = || -> std::io::Result<()> {
             let dir = path.parent().expect("a memory file has a directory");
@@ -125,6 +131,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = RunKey::of_canonical("material");
         let web = Location::parse("http://127.0.0.1:1/c").unwrap();
+        let unmarked = Lacks::new(dir.path(), Recall::default());
+        unmarked.remember(&web, &key);
+        assert!(
+            !dir.path().join("cache").exists(),
+            "only into a marked store"
+        );
+        crate::store::testing::mark(dir.path());
         let other = Location::parse("http://127.0.0.1:2/c").unwrap();
         let lacks = Lacks::new(dir.path(), Recall::default());
         assert!(!lacks.known(&web, &key));

@@ -15,6 +15,7 @@
 
 mod artifact;
 mod credentials;
+mod dir_temp;
 mod keygen;
 mod keys;
 mod lacks;
@@ -242,7 +243,7 @@ impl Error {
             | Self::Timeout { .. }
             | Self::EndlessTagList { .. }
             | Self::Unsignable { .. } => crate::exit_code::RUNS_FAILED,
-            Self::Store(crate::store::Error::NotADirectory { .. }) => crate::exit_code::USAGE,
+            Self::Store(e) if e.is_usage() => crate::exit_code::USAGE,
             Self::Store(_) => crate::exit_code::RUNS_FAILED,
         }
     }

@@ -4,7 +4,7 @@
 //! read here is trusted; `artifact` checks it. (effects)
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
@@ -630,15 +630,10 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::io::Result<Opt
     }
 }
 
-/// Whole or not at all: a reader never sees half a file.
+/// Whole or not at all: a reader never sees half a file; a killed push's
+/// temp file is the next push's to remove (`dir_temp`).
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().map(PathBuf::from).unwrap_or_default();
-    fs_err::create_dir_all(&dir)?;
-    let mut file = tempfile::NamedTempFile::new_in(&dir)?;
-    std::io::Write::write_all(&mut file, bytes)?;
-    file.as_file().sync_all()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    super::dir_temp::write_atomic(path, bytes)
 }
 
 /// The next page of a tag list (`Link: </v2/…?last=…>; rel="next"`),

@@ -78,7 +78,7 @@ pub enum Command {
     /// Execute one engine launch from its material alone, without the
     /// experiment file, and commit its runs to the store as `run` does.
     ///
-    /// LAUNCH is a launch key, whose material `plan` and `run` write to
+    /// LAUNCH is a launch key, whose material `plan --write-launches` and `run` write to
     /// `<store>/drv/<launch key>.json` (or its first 12 or more hex digits,
     /// as `plan` lists launches and Slurm names jobs, `pp-` optional), or
     /// such a file. Material that does not hash to its name, or whose
@@ -164,7 +164,7 @@ pub enum StoreCommand {
     /// its runs read as missing, and `perfpipe run` redoes them, moving the
     /// damage to `store/quarantine/` for inspection. Damaged launch material
     /// (`drv/`) or inputs (`inputs/sha256/`) are refused by `realise`; `gc`
-    /// removes them and `plan` writes them again. Temp dirs of killed runs
+    /// removes them and `plan --write-launches` writes them again. Temp dirs of killed runs
     /// are listed, not counted as damage.
     #[command(after_long_help = examples::STORE_VERIFY)]
     Verify(StoreVerifyArgs),
@@ -564,6 +564,10 @@ pub struct PlanArgs {
     /// Ask no cache over the network (directory caches are still asked).
     #[arg(long, env = "PERFPIPE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
+    /// Write the material of each launch listed, and the inputs it reads,
+    /// to the store, for `perfpipe realise` (without it `plan` writes nothing).
+    #[arg(long)]
+    pub write_launches: bool,
 }
 
 #[derive(Debug, Args)]

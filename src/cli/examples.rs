@@ -49,8 +49,8 @@ Examples:
 
 pub const REALISE: &str = "\
 Examples:
-  perfpipe plan experiments/qwen3-14b-a100.kdl   # lists each launch's key, writes store/drv/<launch key>.json
-  perfpipe realise 0d2d461fab25                  # the key as `plan` lists it
+  perfpipe plan experiments/qwen3-14b-a100.kdl --write-launches  # writes store/drv/<launch key>.json
+  perfpipe realise 0d2d461fab25                                  # the key as `plan` lists it
   perfpipe realise store/drv/<launch key>.json
   perfpipe realise <launch key> --store /shared/perfpipe-store";
 

@@ -1,4 +1,5 @@
-//! `perfpipe plan`: every run, its key and status; no side effects.
+//! `perfpipe plan`: every run, its key and status; no side effects (but the
+//! launch material `--write-launches` asks for).
 
 use std::fmt::Write;
 use std::time::Duration;
@@ -24,9 +25,17 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
         offers,
         saved_gpu_hours,
         launches: launch_materials,
-    } = crate::ops::plan::plan(&common, caches.as_ref(), &super::Stderr)?;
+    } = crate::ops::plan::plan(
+        &common,
+        caches.as_ref(),
+        args.write_launches,
+        &super::Stderr,
+    )?;
     out!("{}", render(&loaded, &common, &plan, &offers));
-    out!("{}", render_launches(&launch_materials));
+    out!(
+        "{}",
+        render_launches(&launch_materials, args.write_launches)
+    );
     if !offers.is_empty() {
         outln!(
             "substitutable: {} from trusted caches, saving {saved_gpu_hours:.1} GPU-hours of the estimate",
@@ -167,17 +176,19 @@ fn render(
 }
 
 /// Each launch the missing runs need: its key as Slurm names its job
-/// (`pp-<12 hex>`), which `perfpipe realise` takes, and the runs it serves.
-fn render_launches(launches: &[(LaunchKey, LaunchMaterial)]) -> String {
+/// (`pp-<12 hex>`), which `perfpipe realise` takes once the material is
+/// `written`, and the runs it serves.
+fn render_launches(launches: &[(LaunchKey, LaunchMaterial)], written: bool) -> String {
     let mut out = String::new();
     if launches.is_empty() {
         return out;
     }
-    let _ = writeln!(
-        out,
-        "\n{} (`perfpipe realise LAUNCH` runs one from its material alone):",
-        launches_word(launches.len())
-    );
+    let how = if written {
+        "`perfpipe realise LAUNCH` runs one from its material alone"
+    } else {
+        "`perfpipe plan --write-launches` writes their material for `perfpipe realise LAUNCH`"
+    };
+    let _ = writeln!(out, "\n{} ({how}):", launches_word(launches.len()));
     for (key, m) in launches {
         let runs: Vec<String> = m
             .runs

@@ -179,6 +179,7 @@ fn describe(item: &Garbage, unreached: &str) -> String {
             let what = match damage {
                 Damage::LaunchMismatch(_) | Damage::LaunchInvalid(_) => "launch material",
                 Damage::InputMismatch(_) => "input",
+                Damage::Unreadable(_) => "special file",
                 _ if damage.spoils_entry() => "entry",
                 _ => "sample",
             };

@@ -72,7 +72,7 @@ pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
     }
     if launch_damage > 0 {
         eoutln!(
-            "perfpipe: {}, never used (`perfpipe realise` refuses {}): `perfpipe store gc` removes {}, and `perfpipe plan` or `perfpipe run` of {} experiment writes {} again",
+            "perfpipe: {}, never used (`perfpipe realise` refuses {}): `perfpipe store gc` removes {}, and `perfpipe plan --write-launches` or `perfpipe run` of {} experiment writes {} again",
             count(
                 launch_damage,
                 "damaged launch material or input",

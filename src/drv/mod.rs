@@ -451,6 +451,42 @@ mod tests {
     }
 
     #[test]
+    fn material_with_values_the_experiment_parser_refuses_is_not_rebuilt() {
+        let (_, spec) = experiments().remove(0);
+        let inputs = inputs(&spec);
+        let plan = plan(&spec, Runtime::Docker, &inputs);
+        let launch = launches(&spec, &plan, &options(false)).remove(0);
+        assert!(rebuild(std::slice::from_ref(&launch), Path::new("/i")).is_ok());
+        type Edit = fn(&mut LaunchMaterial);
+        let edits: [(&str, Edit); 6] = [
+            ("engine.env", |l| {
+                l.engine.env.insert("X=Y".into(), "1".into());
+            }),
+            ("engine.env", |l| {
+                l.engine.env.insert("HF_TOKEN".into(), "hf_x".into());
+            }),
+            ("engine.model.id", |l| {
+                l.engine.model.id = "../../../../etc".into()
+            }),
+            ("engine.model.id", |l| l.engine.model.id = "--help".into()),
+            ("engine.version", |l| {
+                l.engine.version = "1.0; rm -rf /".into()
+            }),
+            ("engine.image", |l| {
+                l.engine.image = Some("--privileged".into())
+            }),
+        ];
+        for (field, edit) in edits {
+            let mut hostile = launch.clone();
+            edit(&mut hostile);
+            match rebuild(&[hostile], Path::new("/i")) {
+                Err(RebuildError::Refused { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn material_reads_back_from_its_canonical_text_and_any_change_renames_it() {
         let (_, spec) = experiments().remove(0);
         let inputs = inputs(&spec);

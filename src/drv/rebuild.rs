@@ -30,6 +30,8 @@ pub enum RebuildError {
     NoRun,
     #[error("the launch material's `{field}` is `{value}`, which this perfpipe does not know")]
     Unknown { field: &'static str, value: String },
+    #[error("the launch material's `{field}` is refused, as an experiment's would be: {reason}")]
+    Refused { field: &'static str, reason: String },
     #[error(
         "the launches differ in `{field}`; realise them one at a time (each is one engine launch)"
     )]
@@ -43,6 +45,34 @@ pub enum RebuildError {
         computed: String,
         recorded: String,
     },
+}
+
+/// Refuses material whose values reach other programs (docker's argv, the
+/// engine's environment, the Hub's URLs, cache paths) outside the grammar
+/// the experiment parser holds them to: material is input like an
+/// experiment, whoever wrote it.
+fn check_values(launch: &LaunchMaterial) -> Result<(), RebuildError> {
+    use crate::spec::names;
+    let part = &launch.engine;
+    let refused = |field| move |reason| RebuildError::Refused { field, reason };
+    names::model_id(&part.model.id).map_err(refused("engine.model.id"))?;
+    names::version(&part.version).map_err(refused("engine.version"))?;
+    if let Some(image) = &part.image {
+        names::image_reference(image).map_err(refused("engine.image"))?;
+    }
+    if let Some(version) = &launch.harness.version {
+        names::version(version).map_err(refused("harness.version"))?;
+    }
+    for name in part.env.keys() {
+        names::env_name(name).map_err(refused("engine.env"))?;
+        if crate::secrets::is_secret_name(name) {
+            return Err(RebuildError::Refused {
+                field: "engine.env",
+                reason: format!("`{name}` looks like a secret"),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The experiment that runs exactly `launches`, reading the inputs they name
@@ -94,6 +124,7 @@ pub fn rebuild(launches: &[LaunchMaterial], input_dir: &Path) -> Result<Rebuilt,
     let mut workloads: Vec<Workload> = Vec::new();
     let mut inputs = ResolvedInputs::default();
     for launch in launches {
+        check_values(launch)?;
         let part = &launch.engine;
         let kind = EngineKind::from_name(&part.engine).ok_or_else(|| RebuildError::Unknown {
             field: "engine.engine",

@@ -2,8 +2,8 @@
 //! file's sha256 and the checks it passed, valid while its size, mtime and
 //! ctime (in nanoseconds), inode and device are unchanged.
 //!
-//! The cache is `<store>/cache/inputs.json`, written into a store that
-//! exists (never creating one). It is not key material: a key
+//! The cache is `<store>/cache/inputs.json`, written only into a store
+//! perfpipe marked (never creating one, never into another directory). It is not key material: a key
 //! holds the sha256, and the cache only spares reading the file again. An
 //! entry is trusted only when the file was last changed more than
 //! [`GRANULARITY_NS`] before it was hashed; a file changed within the timestamp
@@ -148,8 +148,9 @@ impl HashCache {
     }
 
     /// Writes the cache when it changed, replacing it with one rename, into
-    /// a store that exists: a command never creates a store for its cache
-    /// (one refused before anything runs leaves no store behind). A cache
+    /// a store perfpipe marked: a command never creates a store for its
+    /// cache (one refused before anything runs leaves no store behind), nor
+    /// writes it into a directory that is not a store. A cache
     /// that cannot be written only costs the next command a hash.
     pub fn save(&self) {
         let Some(path) = &self.path else { return };
@@ -157,7 +158,7 @@ impl HashCache {
             return;
         }
         let Some(dir) = path.parent() else { return };
-        if !dir.parent().is_some_and(Path::is_dir) {
+        if !dir.parent().is_some_and(crate::store::is_marked) {
             return;
         }
         let on_disk = OnDisk {
@@ -196,6 +197,24 @@ mod tests {
 
     const T: i128 = 1_700_000_000_000_000_000;
 
+    /// A directory perfpipe marked as its store (the cache is saved only
+    /// into one).
+    fn marked_store() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        crate::store::testing::mark(dir.path());
+        dir
+    }
+
+    #[test]
+    fn nothing_is_saved_into_a_directory_that_is_not_a_marked_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache/inputs.json");
+        let mut cache = HashCache::open(path.clone(), true);
+        cache.record(Path::new("data.json"), stamp(T), T, "abc", "check");
+        cache.save();
+        assert!(!dir.path().join("cache").exists());
+    }
+
     /// Replaces the cache's bytes, as damage on disk would.
     fn damage(path: &Path, bytes: &[u8]) {
         fs_err::OpenOptions::new()
@@ -210,7 +229,7 @@ mod tests {
 
     #[test]
     fn a_settled_entry_with_the_same_stamp_is_trusted_and_any_change_is_not() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = marked_store();
         let path = dir.path().join("cache/inputs.json");
         let mut cache = HashCache::open(path.clone(), true);
         assert!(!dir.path().join("cache").exists(), "read only");
@@ -271,8 +290,8 @@ mod tests {
     /// change can change again, same size, without its stamp changing.
     #[test]
     fn a_file_changed_within_the_granularity_of_its_hashing_is_hashed_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("inputs.json");
+        let dir = marked_store();
+        let path = dir.path().join("cache/inputs.json");
         let mut cache = HashCache::open(path.clone(), true);
         cache.record(
             Path::new("racy.json"),
@@ -320,8 +339,9 @@ mod tests {
 
     #[test]
     fn a_corrupt_or_foreign_cache_is_ignored_and_rewritten() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("inputs.json");
+        let dir = marked_store();
+        let path = dir.path().join("cache/inputs.json");
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
         let foreign = serde_json::json!({"perfpipe": "0.0.0-other", "files": {}}).to_string();
         for damaged in ["{\"perfpipe\": ", "[]", "\u{0}\u{1}", foreign.as_str()] {
             damage(&path, damaged.as_bytes());

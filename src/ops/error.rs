@@ -242,10 +242,8 @@ impl Error {
             | Self::BadMaterial { .. }
             | Self::Material(_)
             | Self::MissingInput { .. }
-            | Self::CorruptInput { .. }
-            | Self::Store(
-                crate::store::Error::NotADirectory { .. } | crate::store::Error::SampleIds { .. },
-            ) => exit_code::USAGE,
+            | Self::CorruptInput { .. } => exit_code::USAGE,
+            Self::Store(e) if e.is_usage() => exit_code::USAGE,
             // The machine's fault, not perfpipe's: permissions, a read-only or full disk.
             Self::Store(crate::store::Error::Io(_)) | Self::Exec(ExecError::System { .. }) => {
                 exit_code::RUNS_FAILED
@@ -262,10 +260,9 @@ impl Error {
             ) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
             Self::Cache(e) => e.exit_code(),
-            Self::Exec(_)
-            | Self::Store(crate::store::Error::Encode { .. })
-            | Self::Analysis(_)
-            | Self::Runtime { .. } => exit_code::INTERNAL,
+            Self::Exec(_) | Self::Store(_) | Self::Analysis(_) | Self::Runtime { .. } => {
+                exit_code::INTERNAL
+            }
         }
     }
 }

@@ -63,8 +63,8 @@ pub struct Loaded {
 }
 
 /// Parses the experiment, resolves it against its lockfile as `mode`
-/// allows, and finds its files. Writes nothing but the store's cache of
-/// input hashes.
+/// allows, and finds its files. Writes nothing but, unless `mode` only
+/// reads, the store's cache of input hashes.
 pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     let path = &common.experiment;
     let text = fs_err::read_to_string(path).map_err(|source| Error::ReadExperiment {
@@ -108,7 +108,12 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         inputs::Error::NotAFile { .. } => Error::NotAFile(e),
         e => Error::Inputs(e),
     })?;
-    hashes.save();
+    // A command that only reads (`plan`, `report`, `store gc --dry-run`, …)
+    // writes nothing, not even this cache; one that writes keeps it in its
+    // store once that is marked.
+    if !matches!(mode, LockMode::Read) && store.mark_if_present() {
+        hashes.save();
+    }
     let declared_runs = crate::plan::keyed_runs(&spec, runtime, &inputs);
     // A lockfile nothing writes is only compared: its runs need the keys of
     // this runtime, not of every runtime.

@@ -1,6 +1,7 @@
 //! `perfpipe plan`: every run, its key and status, and the GPU-hours the
-//! missing ones would take. Writes only, to the store, the material of the
-//! launches the missing runs need and the inputs they name.
+//! missing ones would take. Writes nothing, unless asked to write the
+//! material of the launches the missing runs need and the inputs they name
+//! to the store (for `perfpipe realise`).
 
 use serde_json::Value;
 use std::time::Duration;
@@ -32,29 +33,27 @@ pub struct Planned {
 pub fn plan(
     selection: &Selection,
     caches: Option<&crate::cache::Caches>,
+    write_material: bool,
     shell: &dyn Shell,
 ) -> Result<Planned, Error> {
     let loaded = load(selection, LockMode::Read)?;
     let plan = build_plan(&loaded, selection)?;
     super::elsewhere::say_if_elsewhere(&loaded, selection, "plan", shell);
-    // What a node needs to run each launch; `plan` runs nothing, so a store
-    // it cannot write is a warning here (`run` fails on it).
+    // What a node needs to run each launch.
     let options = LaunchOptions {
         fresh_engine: selection.fresh_engine,
         startup_timeout: None,
         stall_timeout: Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
     };
-    let launches = write_launches(&loaded.spec, &plan, &loaded.inputs, &options, &loaded.store)
-        .unwrap_or_else(|e| {
-            say!(
-                shell,
-                "warning: cannot write the launch material of the missing runs to the store: {e}"
-            );
-            crate::drv::launches(&loaded.spec, &plan, &options)
-                .into_iter()
-                .map(|m| (m.key(), m))
-                .collect()
-        });
+    let launches = if write_material {
+        // Asked for: a store it cannot write is an error.
+        write_launches(&loaded.spec, &plan, &loaded.inputs, &options, &loaded.store)?
+    } else {
+        crate::drv::launches(&loaded.spec, &plan, &options)
+            .into_iter()
+            .map(|m| (m.key(), m))
+            .collect()
+    };
     // Read only when some run is missing: a cached plan estimates nothing.
     let earlier = if plan.missing().is_empty() {
         Vec::new()

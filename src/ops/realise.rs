@@ -57,14 +57,17 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
                     message: format!(
                         "`{what}` is neither a launch key nor a launch material file (`<launch key>.json`)"
                     ),
-                    hint: "`perfpipe plan` and `perfpipe run` write each launch's material to `<store>/drv/<launch key>.json`; name that file or its key".into(),
+                    hint: "`perfpipe plan --write-launches` and `perfpipe run` write each launch's material to `<store>/drv/<launch key>.json`; name that file or its key".into(),
                 })?;
             (key, as_path.to_owned())
         }
     };
-    let bytes = fs_err::read(&path).map_err(|source| Error::ReadMaterial {
-        path: path.display().to_string(),
-        source,
+    // A FIFO, a link to a device or a huge file never blocks or fills memory.
+    let bytes = crate::regular_file::read_at_most(&path, MAX_MATERIAL_BYTES).map_err(|source| {
+        Error::ReadMaterial {
+            path: path.display().to_string(),
+            source,
+        }
     })?;
     let actual = LaunchKey::of_bytes(&bytes);
     if actual != key {
@@ -86,12 +89,16 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
                 launch.schema
             ),
             hint:
-                "realise it with the perfpipe that wrote it, or write it again with `perfpipe plan`"
+                "realise it with the perfpipe that wrote it, or write it again with `perfpipe plan --write-launches`"
                     .into(),
         });
     }
     Ok(Material { key, path, launch })
 }
+
+/// The most bytes launch material may hold: far more than the key material
+/// of the runs one engine launch serves.
+const MAX_MATERIAL_BYTES: u64 = 64 << 20;
 
 /// `what`, when it is a short launch key (12 to 63 lowercase hex digits, as
 /// `plan` and the Slurm job names `pp-<12 hex>` show it).
@@ -120,7 +127,7 @@ fn by_prefix(prefix: &str, store: &Store) -> Result<LaunchKey, Error> {
                 "the store `{}` has no launch material whose key begins with `{prefix}`",
                 store.root().display()
             ),
-            hint: "`perfpipe plan EXPERIMENT` writes the material of the launches it lists; `--store DIR` names the store".into(),
+            hint: "`perfpipe plan EXPERIMENT --write-launches` writes the material of the launches it lists; `--store DIR` names the store".into(),
         }),
         many => Err(Error::Usage {
             message: format!(

@@ -13,5 +13,5 @@ mod search;
 
 pub use diag::{SpecDiagnostic, SpecErrors};
 pub use model::*;
-pub use parse::{SourceFile, kdl_disallows, parse};
+pub use parse::{SourceFile, kdl_disallows, names, parse};
 pub use search::{SearchAxis, SearchDecl};

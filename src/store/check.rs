@@ -41,6 +41,9 @@ pub enum Damage {
     LaunchInvalid(String),
     /// An input (`inputs/sha256/<hex>`) whose sha256 is this other one.
     InputMismatch(String),
+    /// Launch material or an input that is not a regular file (a FIFO, a
+    /// device), never read: why.
+    Unreadable(String),
 }
 
 impl Damage {
@@ -61,7 +64,8 @@ impl Damage {
             | Self::Duplicate(_)
             | Self::LaunchMismatch(_)
             | Self::LaunchInvalid(_)
-            | Self::InputMismatch(_) => None,
+            | Self::InputMismatch(_)
+            | Self::Unreadable(_) => None,
         }
     }
 
@@ -72,11 +76,15 @@ impl Damage {
     }
 
     /// Damage of a launch's material or of an input, outside `entries/`:
-    /// `realise` refuses it, `store gc` removes it, `plan` writes it again.
+    /// `realise` refuses it, `store gc` removes it, `plan --write-launches`
+    /// writes it again.
     pub fn is_launch_file(&self) -> bool {
         matches!(
             self,
-            Self::LaunchMismatch(_) | Self::LaunchInvalid(_) | Self::InputMismatch(_)
+            Self::LaunchMismatch(_)
+                | Self::LaunchInvalid(_)
+                | Self::InputMismatch(_)
+                | Self::Unreadable(_)
         )
     }
 
@@ -139,6 +147,7 @@ impl fmt::Display for Damage {
                     "is not launch material ({e}); `perfpipe realise` refuses it"
                 )
             }
+            Self::Unreadable(e) => write!(f, "cannot be read ({e}); `perfpipe realise` refuses it"),
             Self::InputMismatch(actual) => write!(
                 f,
                 "its sha256 is `{actual}`, not its name; `perfpipe realise` refuses the launches that read it"
@@ -375,9 +384,18 @@ pub(super) fn is_damaged_sample(path: &Path, key: &RunKey) -> Result<bool, Error
 /// order of their ids (oldest first), then stray items by name; none
 /// when the directory is absent (an entry whose first sample never came).
 /// A `samples` that is not a directory is listed as itself, so that, not
-/// being a sample, it is reported and moved aside like any stray item.
+/// being a sample, it is reported and moved aside like any stray item; so
+/// is a `samples` that is a link (never followed: what it points to is not
+/// the store's), and an entry that is a link has none.
 pub(super) fn sample_dirs(entry: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
     let dir = entry.join("samples");
+    let is_link = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+    if is_link(entry) {
+        return Ok(Vec::new());
+    }
+    if is_link(&dir) {
+        return Ok(vec![("samples".into(), dir)]);
+    }
     let mut out: Vec<(String, PathBuf)> = match fs_err::read_dir(&dir) {
         Ok(children) => children
             .filter_map(|c| c.ok())

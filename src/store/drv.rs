@@ -63,7 +63,21 @@ impl Store {
     pub fn launch_files(&self) -> Result<Vec<LaunchFile>, Error> {
         let mut out = Vec::new();
         for (key, path) in self.launches()? {
-            let bytes = crate::regular_file::read(&path)?;
+            let bytes = match crate::regular_file::read(&path) {
+                Ok(bytes) => bytes,
+                // Removed meanwhile (by `store gc`).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    out.push(LaunchFile {
+                        written: written(&path),
+                        bytes: super::disk_usage(&path),
+                        key,
+                        path,
+                        material: Err(Damage::Unreadable(e.to_string())),
+                    });
+                    continue;
+                }
+            };
             let actual = LaunchKey::of_bytes(&bytes);
             let material = if actual != key {
                 Err(Damage::LaunchMismatch(actual.to_string()))
@@ -107,10 +121,17 @@ impl Store {
     /// Whether the input of `sha256` hashes to its name (read in full);
     /// `None` when it does. A missing input is an error (`NotFound`).
     pub fn check_input(&self, sha256: &str) -> Result<Option<Damage>, Error> {
-        let actual = hash(
-            &mut fs_err::File::open(self.input_path(sha256))?,
-            &mut std::io::sink(),
-        )?;
+        let path = self.input_path(sha256);
+        let mut file = match crate::regular_file::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let named = format!("{}: {e}", path.display());
+                return Err(std::io::Error::new(e.kind(), named).into());
+            }
+            // A FIFO or a device where an input should be: damage, never read.
+            Err(e) => return Ok(Some(Damage::Unreadable(e.to_string()))),
+        };
+        let actual = hash(&mut file, &mut std::io::sink())?;
         Ok((actual != sha256).then_some(Damage::InputMismatch(actual)))
     }
 
@@ -171,6 +192,7 @@ impl Store {
         use std::os::unix::fs::PermissionsExt;
         fs_err::set_permissions(tmp, std::fs::Permissions::from_mode(0o444))?;
         let dir = path.parent().expect("store paths have a parent");
+        super::root::check_layout_dirs(&self.root)?;
         fs_err::create_dir_all(dir)?;
         fs_err::rename(tmp, path)?;
         sync_dir(dir)?;
@@ -262,6 +284,39 @@ mod tests {
             store.check_input(&sha).unwrap(),
             Some(Damage::InputMismatch(actual))
         );
+    }
+
+    fn mkfifo(path: &Path) {
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn a_fifo_in_drv_or_inputs_is_listed_as_damage_and_never_blocks() {
+        let (_root, store) = store();
+        let launch = store.launch_path(&LaunchKey::of_bytes(b"x"));
+        let input = store.input_path(&"a".repeat(64));
+        for path in [&launch, &input] {
+            fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+            mkfifo(path);
+        }
+        let verified = store.verify().unwrap();
+        let found: Vec<_> = verified
+            .findings
+            .iter()
+            .map(|f| (f.path.clone(), f.damage.clone()))
+            .collect();
+        let unreadable = Damage::Unreadable("a FIFO, not a regular file".into());
+        assert_eq!(
+            found,
+            [(launch.clone(), unreadable.clone()), (input, unreadable)]
+        );
+        assert!(found.iter().all(|(_, d)| d.is_launch_file()));
+        let garbage = store
+            .launch_garbage(&Default::default(), &|_| false)
+            .unwrap();
+        assert_eq!(garbage.garbage.len(), 2);
     }
 
     #[test]

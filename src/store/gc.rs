@@ -205,6 +205,9 @@ impl Store {
     /// Removes one item that [`Store::garbage`] listed, under its key's lock
     /// (never waiting for it), if it is still what was listed.
     pub fn remove(&self, item: &Garbage) -> Result<Removal, Error> {
+        // Nothing is renamed out of (or into) a layout directory that became
+        // a link since the store was opened.
+        super::root::check_layout_dirs(&self.root)?;
         let _lock = match &item.key {
             Some(key) => match self.try_lock(key)? {
                 Some(lock) => Some(lock),
@@ -318,6 +321,34 @@ mod tests {
         assert!(store.samples(&spoiled).unwrap().is_empty());
         let verified = store.verify().unwrap();
         assert_eq!((verified.entries, verified.findings.len()), (2, 0));
+    }
+
+    #[test]
+    fn nothing_is_removed_through_a_linked_quarantine_or_tmp() {
+        let (root, store) = store();
+        commit(&store, "{}");
+        let outside = root.path().join("outside");
+        overwrite_in(&outside.join("keep/thesis.tex"));
+        overwrite_in(&outside.join("proc-1-x/owner.lock"));
+        for dir in [quarantine_dir(store.root()), tmp_dir(store.root())] {
+            if dir.exists() {
+                fs_err::remove_dir_all(&dir).unwrap();
+            }
+            std::os::unix::fs::symlink(&outside, &dir).unwrap();
+            assert!(matches!(Store::open(store.root()), Err(Error::Link { .. })));
+            assert!(matches!(store.stale_tmp(true), Err(Error::Link { .. })));
+            for item in store.garbage(&BTreeSet::new()).unwrap() {
+                assert!(matches!(store.remove(&item), Err(Error::Link { .. })));
+            }
+            assert!(outside.join("keep/thesis.tex").is_file());
+            assert!(outside.join("proc-1-x/owner.lock").is_file());
+            fs_err::remove_file(&dir).unwrap();
+        }
+    }
+
+    fn overwrite_in(path: &Path) {
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        overwrite(path, b"mine");
     }
 
     #[test]

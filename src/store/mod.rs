@@ -33,6 +33,7 @@ mod import;
 mod journal;
 mod layout;
 mod quarantine;
+mod root;
 mod signed;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -46,12 +47,14 @@ pub use entry::{FailureKind, Outcome, RunResult, Sample};
 pub use files::{EntryFiles, SampleFiles};
 pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 pub use import::Imported;
+pub use root::{MARKER, is_marked};
 pub use signed::SIGNATURE_FILE;
 pub use tmp::{StaleTmp, disk_usage};
 pub use write::{Committed, KeyLock, PendingSample};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use thiserror::Error;
@@ -68,6 +71,24 @@ pub enum Error {
         "`--store DIR` (or PERFPIPE_STORE) names the store's directory; move the file away, or name another directory"
     ))]
     NotADirectory { root: PathBuf, path: PathBuf },
+    #[error(
+        "`{}` is not a perfpipe store: it holds {} that perfpipe did not make",
+        root.display(),
+        quote_names(foreign)
+    )]
+    #[diagnostic(help(
+        "perfpipe uses as its store a missing or empty directory (and marks it with a `perfpipe-store` file), or a store it marked; it never deletes files it did not make. Name another directory with `--store DIR` (or PERFPIPE_STORE, or `store` in perfpipe.toml)"
+    ))]
+    NotAStore { root: PathBuf, foreign: Vec<String> },
+    #[error(
+        "`{}` is a symbolic link: perfpipe never follows a link out of its store `{}`",
+        path.display(),
+        root.display()
+    )]
+    #[diagnostic(help(
+        "make it a directory of the store (move what it points to there), or name the store's own directory with `--store DIR`"
+    ))]
+    Link { root: PathBuf, path: PathBuf },
     #[error("cannot use the store")]
     #[diagnostic(help(
         "perfpipe reads and writes the store as it runs: check the permissions and free space of the path named, or name another store with `--store DIR`"
@@ -86,12 +107,39 @@ pub enum Error {
     },
 }
 
-/// A store rooted at a directory (created on first write).
+impl Error {
+    /// Whether the user is to fix it (a wrong place for a store), not the
+    /// machine or perfpipe.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::NotADirectory { .. }
+                | Self::NotAStore { .. }
+                | Self::Link { .. }
+                | Self::SampleIds { .. }
+        )
+    }
+}
+
+/// The first few of `names`, quoted, for a message.
+fn quote_names(names: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut out: Vec<String> = names.iter().take(SHOWN).map(|n| format!("`{n}`")).collect();
+    if names.len() > SHOWN {
+        out.push(format!("{} more", names.len() - SHOWN));
+    }
+    out.join(", ")
+}
+
+/// A store rooted at a directory (created and marked on first write; see
+/// `root.rs` for which directories are stores).
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
     /// This process's temp dir, shared by clones, created on first write.
     process: Arc<Mutex<Option<Arc<tmp::ProcessDir>>>>,
+    /// Whether this process made sure the root is a marked store.
+    marked: Arc<AtomicBool>,
 }
 
 /// The first ancestor of `path` (itself included) that exists and is not a
@@ -123,46 +171,43 @@ impl Store {
         Self {
             root: root.into(),
             process: Arc::default(),
+            marked: Arc::default(),
         }
     }
 
-    /// The store at `root`, which is a directory (or absent, to be created
-    /// on first write) whose own directories are directories: checked before
-    /// anything runs, as a file there fails every run at its commit.
+    /// The store at `root`: a missing or empty directory (created and
+    /// marked on first write), a marked store, or an earlier perfpipe's
+    /// store (marked on first write). Anything else, and a layout directory
+    /// that is a link or a file, is refused before anything runs; opening
+    /// writes nothing.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self, Error> {
         let store = Self::new(root);
-        let root = &store.root;
-        for path in [
-            root.clone(),
-            layout::entries_dir(root),
-            layout::quarantine_dir(root),
-            layout::tmp_dir(root),
-            layout::locks_dir(root),
-        ] {
-            match fs_err::metadata(&path) {
-                Ok(meta) if meta.is_dir() => {}
-                Ok(_) => {
-                    return Err(Error::NotADirectory {
-                        root: root.clone(),
-                        path,
-                    });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-                    return Err(Error::NotADirectory {
-                        root: root.clone(),
-                        path: first_non_directory(&path),
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+        root::classify(&store.root)?;
         Ok(store)
+    }
+
+    /// Makes sure, once per process, that the root is a marked store before
+    /// anything is written into it (creating it when missing).
+    fn writable(&self) -> Result<(), Error> {
+        if !self.marked.load(Ordering::Acquire) {
+            root::mark(&self.root)?;
+            self.marked.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Marks a store that exists but is not marked yet (empty, or an
+    /// earlier perfpipe's), for a command that writes to keep its caches
+    /// there; a missing store stays missing (a command refused before it
+    /// runs leaves none behind). Whether the store is marked now.
+    pub fn mark_if_present(&self) -> bool {
+        self.root.is_dir() && self.writable().is_ok()
     }
 
     /// Creates the store's directories and this process's temp dir, so that
     /// a store that cannot be written fails before any engine starts.
     pub fn prepare_to_write(&self) -> Result<(), Error> {
+        self.writable()?;
         fs_err::create_dir_all(layout::entries_dir(&self.root))?;
         self.process_dir().map(drop)
     }

@@ -44,6 +44,8 @@ impl Store {
     /// there (the caller holds the key's lock).
     fn quarantine(&self, key: &RunKey, from: &Path, what: &str) -> Result<PathBuf, Error> {
         let dir = quarantine_key_dir(&self.root, key);
+        super::root::refuse_link(&self.root, &quarantine_dir(&self.root))?;
+        super::root::refuse_link(&self.root, &dir)?;
         fs_err::create_dir_all(&dir)?;
         let n = fs_err::read_dir(&dir)?
             .filter_map(|e| e.ok()?.file_name().into_string().ok())

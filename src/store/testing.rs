@@ -31,6 +31,12 @@ pub fn store() -> (tempfile::TempDir, Store) {
     (root, store)
 }
 
+/// Marks `dir` as a perfpipe store (caches kept in a store are written
+/// only into one).
+pub fn mark(dir: &Path) {
+    super::root::mark(dir).unwrap();
+}
+
 /// Commits one sample of the key material `canonical`, as a run does.
 pub fn commit(store: &Store, canonical: &str) -> (RunKey, Committed) {
     let key = RunKey::of_canonical(canonical);

@@ -3,6 +3,11 @@
 //! an [`OwnedDir`]; the directory of a process that died (kill -9, power
 //! loss) is removed. This works with any number of perfpipe processes on one
 //! store. `locks/tmp.lock` is the directories' `order` lock.
+//!
+//! Only what is provably perfpipe's goes: a real directory (not a link)
+//! named `proc-<pid>-<random>` that holds its `owner.lock`, or is empty (a
+//! process killed between making it and locking it). Anything else under
+//! `tmp/` was put there by someone else and is never listed or touched.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -57,15 +62,19 @@ impl Store {
         if let Some(dir) = slot.as_ref() {
             return Ok(dir.clone());
         }
+        self.writable()?;
         let dir = Arc::new(ProcessDir::create(&self.root)?);
         *slot = Some(dir.clone());
         Ok(dir)
     }
 
-    /// The temp dirs of processes that are gone: everything under `tmp/`
-    /// except the directories of live processes. With `remove`, they are
-    /// deleted too (each while holding its lock, so two cleaners never race).
+    /// The temp dirs of processes that are gone: the process directories
+    /// under `tmp/` whose owner is not alive (nothing else there is
+    /// perfpipe's). With `remove`, they are deleted too (each while holding
+    /// its lock, so two cleaners never race).
     pub fn stale_tmp(&self, remove: bool) -> Result<Vec<StaleTmp>, Error> {
+        // A `tmp` that is a link is refused, never listed through.
+        super::root::check_layout_dirs(&self.root)?;
         let tmp = tmp_dir(&self.root);
         if !tmp.is_dir() {
             return Ok(Vec::new());
@@ -78,6 +87,7 @@ impl Store {
             .map(|d| d.path().to_owned());
         // Only to remove: looking is harmless, and works on a read-only store.
         let order = if remove {
+            self.writable()?;
             let order = crate::filelock::open(&tmp_lock_path(&self.root))?;
             order.lock()?;
             Some(order)
@@ -97,10 +107,15 @@ impl Store {
         }
         drop(order);
         let mut out = Vec::new();
-        for (path, _claim) in stale {
+        for (path, claim) in stale {
             let bytes = disk_usage(&path);
             if remove {
-                remove_all(&path)?;
+                match claim {
+                    // Its owner's lock file proves it is a process directory.
+                    Some(_lock) => remove_all(&path)?,
+                    // Only ever an empty one, so nothing but it is removed.
+                    None => remove_empty_dir(&path)?,
+                }
             }
             out.push(StaleTmp { path, bytes });
         }
@@ -109,21 +124,54 @@ impl Store {
     }
 }
 
-/// `Some` (holding the dead owner's lock, if it had one) when nothing alive
-/// owns `path`. Anything but a process directory is a leftover of a perfpipe
-/// from before process directories, or of nothing.
+/// `Some` (holding the dead owner's lock) when `path` is a process
+/// directory nothing alive owns; `Some(None)` for one that is empty (its
+/// process died before locking it). `None` for a live one and for anything
+/// perfpipe cannot prove it made.
 fn claim_if_dead(path: &Path) -> Result<Option<Option<std::fs::File>>, Error> {
-    let is_process_dir = path
+    let is_own_name = path
         .file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with(PREFIX));
-    if !is_process_dir || !path.is_dir() {
-        return Ok(Some(None));
+        .is_some_and(is_process_dir_name);
+    // Not followed: a link is never perfpipe's.
+    let is_dir = fs_err::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    if !is_own_name || !is_dir {
+        return Ok(None);
     }
     Ok(match filelock::owner(path)? {
         Owner::Alive => None,
-        Owner::Dead(lock) => Some(lock),
+        Owner::Dead(Some(lock)) => Some(Some(lock)),
+        Owner::Dead(None) => is_empty_dir(path).then_some(None),
     })
+}
+
+/// `proc-<pid>-<random>`, as [`OwnedDir::create`] names it.
+fn is_process_dir_name(name: &str) -> bool {
+    let Some((pid, random)) = name
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.split_once('-'))
+    else {
+        return false;
+    };
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && !random.is_empty()
+        && random.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut children| children.next().is_none())
+}
+
+/// Removes `path` only if it is an empty directory (`rmdir` cannot remove
+/// anything else); one that is gone or was filled meanwhile is left.
+fn remove_empty_dir(path: &Path) -> Result<(), Error> {
+    match fs_err::remove_dir(path) {
+        Err(e) if !matches!(e.kind(), ErrorKind::NotFound | ErrorKind::DirectoryNotEmpty) => {
+            Err(e.into())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Deletes a file or a directory tree; one that is already gone is fine.
@@ -159,7 +207,7 @@ pub fn disk_usage(path: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::{relative, store};
+    use crate::store::testing::{overwrite, relative, store};
 
     /// A process directory as a perfpipe killed mid-run leaves it: its lock
     /// file there, and nobody holding it.
@@ -180,16 +228,26 @@ mod tests {
         let ours = store.begin_sample().unwrap();
         dead_process_dir(&store, "proc-1-dead");
         fs_err::create_dir_all(tmp_dir(store.root()).join("proc-2-unlocked")).unwrap();
-        fs_err::create_dir_all(tmp_dir(store.root()).join("sample-legacy")).unwrap();
+        // Not provably perfpipe's: never listed, never touched.
+        let tmp = tmp_dir(store.root());
+        fs_err::create_dir_all(tmp.join("mydata/sub")).unwrap();
+        overwrite(&tmp.join("mydata/sub/thesis.tex"), b"chapter 1");
+        overwrite(&tmp.join("proc-4-file"), b"a file with perfpipe's name");
+        fs_err::create_dir_all(tmp.join("proc-5-unlocked/work")).unwrap();
+        fs_err::create_dir_all(tmp.join("proc-x-notapid")).unwrap();
+        std::os::unix::fs::symlink(tmp.join("mydata"), tmp.join("proc-6-link")).unwrap();
+        let foreign = [
+            "mydata/sub/thesis.tex",
+            "proc-4-file",
+            "proc-5-unlocked/work",
+            "proc-x-notapid",
+            "proc-6-link",
+        ];
 
         let listed = store.stale_tmp(false).unwrap();
         assert_eq!(
             relative(&store, listed.iter().map(|s| &s.path)),
-            [
-                "tmp/proc-1-dead",
-                "tmp/proc-2-unlocked",
-                "tmp/sample-legacy"
-            ]
+            ["tmp/proc-1-dead", "tmp/proc-2-unlocked"]
         );
         assert_eq!(listed[0].bytes, "loading".len() as u64);
         assert!(listed.iter().all(|s| s.path.exists()), "only listed");
@@ -200,11 +258,18 @@ mod tests {
         assert!(pending.logs_dir().is_dir(), "another live process's sample");
         assert!(ours.logs_dir().is_dir(), "our own sample");
         assert_eq!(store.stale_tmp(true).unwrap(), []);
+        for name in foreign {
+            assert!(fs_err::symlink_metadata(tmp.join(name)).is_ok(), "{name}");
+        }
+        assert_eq!(
+            fs_err::read_to_string(tmp.join("mydata/sub/thesis.tex")).unwrap(),
+            "chapter 1"
+        );
 
         drop((pending, alive));
         assert_eq!(
             fs_err::read_dir(tmp_dir(store.root())).unwrap().count(),
-            1,
+            1 + foreign.len(),
             "a process's dir goes with its last user"
         );
     }

@@ -44,6 +44,7 @@ pub struct Committed {
 impl Store {
     /// Blocks until this process holds the key's lock.
     pub fn lock(&self, key: &RunKey) -> Result<KeyLock, Error> {
+        self.writable()?;
         let path = lock_path(&self.root, key);
         loop {
             let file = crate::filelock::open(&path)?;
@@ -56,6 +57,7 @@ impl Store {
 
     /// This process's lock on the key, or `None` while another holds it.
     pub fn try_lock(&self, key: &RunKey) -> Result<Option<KeyLock>, Error> {
+        self.writable()?;
         let path = lock_path(&self.root, key);
         loop {
             let file = crate::filelock::open(&path)?;
@@ -157,6 +159,7 @@ impl PendingSample {
             fs_err::create_dir(staging.path().join("samples"))?;
             sync_dir(staging.path())?;
             let parent = entry.parent().expect("entry has a parent");
+            super::root::refuse_link(&store.root, parent)?;
             fs_err::create_dir_all(parent)?;
             fs_err::rename(staging.keep(), &entry)?;
             sync_dir(parent)?;

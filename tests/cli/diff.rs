@@ -121,7 +121,7 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
 
         4 runs: 2 cached, 0 failed, 2 missing; 2 to run (1 engine launch)
 
-        launch (`perfpipe realise LAUNCH` runs one from its material alone):
+        launch (`perfpipe plan --write-launches` writes their material for `perfpipe realise LAUNCH`):
           [SHORT-KEY]  vllm 0.17.1 · 2 runs: vllm × short, vllm × shorter
         estimate: [N] GPU-hours (1 engine launch at a typical start of 5 min for vLLM, plus benchmark times of earlier results)
 

@@ -25,6 +25,7 @@ mod crash;
 mod diagnostics;
 mod diff;
 mod fetch;
+mod foreign;
 mod help;
 mod load;
 mod lock;

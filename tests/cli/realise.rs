@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::common::{TestEnv, files_under, stderr, words};
 
 const RUNS: &[&str] = &["--runtime", "sim", "--max-prompts", "3"];
+/// `plan` of the same runs, writing their launch material for `realise`.
+const PLAN: &[&str] = &["--runtime", "sim", "--max-prompts", "3", "--write-launches"];
 
 fn args<'a>(command: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
     let mut out = vec![command, "tiny.kdl"];
@@ -50,7 +52,7 @@ fn realise_commits_the_keys_and_layout_run_commits() {
     assert!(!materials(&by_run).is_empty());
 
     let by_realise = TestEnv::tiny();
-    let planned = by_realise.run(&args("plan", RUNS));
+    let planned = by_realise.run(&args("plan", PLAN));
     assert_eq!(planned.status.code(), Some(0), "{}", stderr(&planned));
     let launches = materials(&by_realise);
     // `run` also records the launches of every run its lockfile pins.
@@ -93,7 +95,7 @@ fn realise_commits_the_keys_and_layout_run_commits() {
 #[test]
 fn tampered_material_is_refused_before_anything_starts() {
     let env = TestEnv::tiny();
-    env.run(&args("plan", RUNS));
+    env.run(&args("plan", PLAN));
     let launch = materials(&env).remove(0);
     let text = std::fs::read_to_string(&launch).unwrap();
     assert!(text.contains(r#""samples":1"#), "{text}");
@@ -112,7 +114,7 @@ fn tampered_material_is_refused_before_anything_starts() {
 #[test]
 fn a_launch_whose_input_is_missing_from_the_store_is_refused() {
     let env = TestEnv::tiny();
-    env.run(&args("plan", RUNS));
+    env.run(&args("plan", PLAN));
     let inputs = files_under(&env.path("store/inputs/sha256"));
     assert_eq!(inputs.len(), 1, "the one ShareGPT dataset: {inputs:?}");
     std::fs::remove_file(&inputs[0]).unwrap();
@@ -153,7 +155,7 @@ fn a_file_that_is_not_named_by_its_launch_key_is_refused() {
 #[test]
 fn a_launch_whose_input_is_corrupted_in_the_store_is_refused() {
     let env = TestEnv::tiny();
-    env.run(&args("plan", RUNS));
+    env.run(&args("plan", PLAN));
     let input = files_under(&env.path("store/inputs/sha256")).remove(0);
     let sha256 = key_of(&input);
     std::fs::set_permissions(&input, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
@@ -194,7 +196,7 @@ fn a_launch_whose_input_is_corrupted_in_the_store_is_refused() {
 #[test]
 fn plan_lists_each_launch_by_a_key_realise_takes() {
     let env = TestEnv::tiny();
-    let plan = env.run(&args("plan", RUNS));
+    let plan = env.run(&args("plan", PLAN));
     assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
     let text = crate::common::stdout(&plan);
     let listed: Vec<&str> = text

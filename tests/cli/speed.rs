@@ -1,6 +1,7 @@
 //! What a command with nothing to do skips, and that it skips nothing it
 //! must do: the store's cache of input hashes (racy timestamps, damage,
-//! `lock` reading every file again).
+//! `lock` reading every file again). Commands that write (`lock`, `run`)
+//! keep the cache; `plan`, which only reads, uses it and writes nothing.
 
 use std::os::unix::fs::MetadataExt;
 
@@ -31,6 +32,18 @@ fn plan(env: &TestEnv) -> String {
     let text = String::from_utf8(out.stdout).unwrap();
     let table = text.find("\nSTEP").expect("a table of runs");
     text[table..].to_owned()
+}
+
+/// `lock --offline`, which hashes every input again and keeps the hashes
+/// in the store's cache (pinning nothing new, so the keys stay).
+fn lock(env: &TestEnv) {
+    let out = env.run(&["lock", "tiny.kdl", "--offline"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The cache's one entry (the tiny study's dataset), edited by `edit`.
@@ -67,6 +80,8 @@ fn latest_change(stamp: &Value) -> i64 {
 fn a_settled_hash_is_taken_from_the_cache_and_lock_reads_the_file_again() {
     let env = project();
     let fresh = plan(&env);
+    assert!(!env.path(CACHE).exists(), "`plan` writes nothing");
+    lock(&env);
     // Recorded as the file is now, but too soon after it was written to be believed.
     assert!(env.read(CACHE).contains("sharegpt-tiny.json"));
 
@@ -83,13 +98,7 @@ fn a_settled_hash_is_taken_from_the_cache_and_lock_reads_the_file_again() {
 
     // `lock` believes no earlier hash: it writes the file's own sha256 and
     // corrects the cache, so the keys are the fresh ones again.
-    let out = env.run(&["lock", "tiny.kdl", "--offline"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lock(&env);
     let lockfile = env.read("lockfiles/tiny.lock");
     assert!(!lockfile.contains(&"f".repeat(64)), "{lockfile}");
     let sha = {
@@ -111,6 +120,7 @@ fn a_settled_hash_is_taken_from_the_cache_and_lock_reads_the_file_again() {
 fn a_same_size_change_within_the_timestamp_granularity_is_hashed_again() {
     let env = project();
     let before = plan(&env);
+    lock(&env);
     let text = env.read("sharegpt-tiny.json");
     let changed = text.replacen("gamma eta", "gamma eta".to_uppercase().as_str(), 1);
     assert_ne!(changed, text);
@@ -137,17 +147,14 @@ fn a_same_size_change_within_the_timestamp_granularity_is_hashed_again() {
 fn a_corrupt_hash_cache_is_ignored_and_rewritten() {
     let none = TestEnv::tiny();
     let fresh = plan(&none);
-    // `plan` writes the launch material to the store, but no cache where
-    // there was no store to keep it.
-    assert!(
-        !none.path("store/cache").exists(),
-        "a cache made without a store"
-    );
+    // `plan` makes no store, and no cache where there was no store.
+    assert!(!none.path("store").exists(), "a store made by `plan`");
     let env = project();
     assert_eq!(plan(&env), fresh);
     for damage in ["{\"perfpipe\": ", "[1, 2]", "\u{0}garbage"] {
         env.write(CACHE, damage);
         assert_eq!(plan(&env), fresh);
+        lock(&env);
         let rewritten: Value = serde_json::from_str(&env.read(CACHE)).unwrap();
         assert!(rewritten["files"].is_object(), "{rewritten}");
     }

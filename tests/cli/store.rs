@@ -95,7 +95,7 @@ fn damage_is_reported_never_used_and_redone_by_the_next_run() {
     damaged      store/entries/[SHARD]/[KEY]/samples/0001/result.json: does not parse as a result (EOF while parsing a string at line 4 column 6); the sample is not used
 
     ----- stderr -----
-    perfpipe: store `store`: checked 7 entries, 7 samples, 16 launch materials and 1 input: 2 damaged
+    perfpipe: store `store`: checked 7 entries, 7 samples, 15 launch materials and 1 input: 2 damaged
     perfpipe: damage is never used: `perfpipe run` redoes the runs it held and moves it to `store/quarantine`; `perfpipe store gc` removes it
     ");
 
@@ -515,11 +515,19 @@ fn gc_removes_launch_material_and_inputs_no_kept_run_needs() {
         assert_eq!(out.status.code(), Some(0), "{}", render(&out));
         out
     };
-    let plan = ["plan", "chat.kdl", "--runtime", "sim"];
+    let plan = ["plan", "chat.kdl", "--runtime", "sim", "--write-launches"];
     ran(&plan);
     let kept = crate::common::files_under(&env.path("store/drv"));
     // Capped, its run is reached by no experiment.
-    ran(&["plan", "chat.kdl", "--runtime", "sim", "--max-prompts", "2"]);
+    ran(&[
+        "plan",
+        "chat.kdl",
+        "--runtime",
+        "sim",
+        "--max-prompts",
+        "2",
+        "--write-launches",
+    ]);
     let files = |dir: &str| {
         let mut out = crate::common::files_under(&env.path(dir));
         out.sort();
@@ -575,7 +583,7 @@ fn gc_removes_launch_material_and_inputs_no_kept_run_needs() {
 
     ----- stderr -----
     perfpipe: store `store`: checked 0 entries, 0 samples, 2 launch materials and 1 input: 1 damaged
-    perfpipe: 1 damaged launch material or input, never used (`perfpipe realise` refuses it): `perfpipe store gc` removes it, and `perfpipe plan` or `perfpipe run` of its experiment writes it again
+    perfpipe: 1 damaged launch material or input, never used (`perfpipe realise` refuses it): `perfpipe store gc` removes it, and `perfpipe plan --write-launches` or `perfpipe run` of its experiment writes it again
     ");
     let gc = ran(&["store", "gc", "chat.kdl"]);
     store_snapshot!(gc, @r"

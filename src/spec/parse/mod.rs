@@ -10,7 +10,7 @@ mod codepoints;
 pub use codepoints::kdl_disallows;
 
 mod limits;
-mod names;
+pub mod names;
 mod nodes;
 mod report;
 mod scan;
