@@ -262,6 +262,7 @@ impl Error {
             ) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
             Self::Cache(e) => e.exit_code(),
+            Self::Exec(ExecError::Slurm(e)) => e.exit_code(),
             Self::Exec(_)
             | Self::Store(crate::store::Error::Encode { .. })
             | Self::Analysis(_)
