@@ -448,7 +448,7 @@ pub struct SlurmArgs {
     #[arg(long, value_enum)]
     pub container: Option<ContainerArg>,
     /// Resubmissions of a launch whose job Slurm ended (node failure,
-    /// preemption, time limit) [default: 2].
+    /// preemption; never a time limit, which would end it again) [default: 2].
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,
     /// Seconds a Slurm controller that does not answer (a restart, a

@@ -44,6 +44,53 @@ fn slurm_grants_disjoint_gpus_through_cuda_visible_devices() {
     assert_eq!(read("second").trim(), "4,5,6,7");
 }
 
+/// A value of a Slurm option that is not a name (or a time limit) is
+/// refused before anything is planned or submitted: a flag by its name, a
+/// value of `perfpipe.toml` at its line. No value can become a line of a
+/// job's script (`script::tests` checks what reaches `sbatch`).
+#[test]
+fn a_slurm_option_that_could_inject_a_line_is_refused_naming_its_place() {
+    let env = crate::common::TestEnv::tiny();
+    let words = |out: &std::process::Output| {
+        let err = crate::common::stderr(out);
+        // Without miette's frame, as one line.
+        err.split_whitespace()
+            .filter(|w| *w != "│")
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let hostile = "gpu\ntouch /tmp/PWNED\n#";
+    let run = |extra: &[&str]| {
+        let args = [
+            &["run", "tiny.kdl", "--runtime", "sim", "--executor", "slurm"][..],
+            extra,
+        ]
+        .concat();
+        env.run(&args)
+    };
+    let out = run(&["--partition", hostile]);
+    assert_eq!(out.status.code(), Some(2), "{}", words(&out));
+    assert!(words(&out).contains("--partition"), "{}", words(&out));
+    assert!(
+        words(&out).contains("is not a Slurm partition"),
+        "{}",
+        words(&out)
+    );
+
+    env.write(
+        "perfpipe.toml",
+        "[executor.slurm]\naccount = \"perf\"\nqos = \"normal\\ntouch /tmp/PWNED\\n#\"\n",
+    );
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", words(&out));
+    assert!(
+        words(&out).contains("perfpipe.toml:3: `normal\\ntouch /tmp/PWNED\\n#` is not a Slurm QOS"),
+        "{}",
+        words(&out)
+    );
+    assert!(!env.path("store/drv").exists(), "nothing planned");
+}
+
 mod executor {
     use std::path::Path;
     use std::time::{Duration, Instant};
@@ -897,7 +944,8 @@ mod run {
         assert!(measured.values().all(|n| *n == 1), "{measured:?}");
     }
 
-    /// A controller away longer than `--slurm-patience`: the head exits 1
+    /// A controller away longer than `--slurm-patience` (each `squeue`
+    /// without one takes seconds to fail): the head exits 1
     /// (the environment's failure, not an internal error), leaving its jobs
     /// queued; the next `run` adopts them and measures each run once.
     #[test]
@@ -912,7 +960,7 @@ mod run {
                 &env,
                 cluster,
                 "slurm",
-                &["--jobs", "2", "--slurm-patience", "4"],
+                &["--jobs", "2", "--slurm-patience", "15"],
             );
             cmd.env("PERFPIPE_SIM_LOAD_MS", "3000");
             spawn(&mut cmd, &env.path(err))
@@ -928,7 +976,7 @@ mod run {
         assert_eq!(status.code(), Some(1), "{err}");
         assert!(err.contains("Slurm's controller does not answer"), "{err}");
         assert!(
-            err.contains("did not answer `squeue` for")
+            err.contains("Slurm's controller did not answer `")
                 && err.contains("the next `perfpipe run` adopts them"),
             "{err}"
         );

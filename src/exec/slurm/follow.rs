@@ -241,3 +241,27 @@ async fn wait(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_attempt_claims_a_log_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = claim_log(dir.path(), "pp-0123456789ab").unwrap();
+        // Slurm writes the first attempt's output.
+        std::io::Write::write_all(
+            &mut std::fs::OpenOptions::new()
+                .append(true)
+                .open(&first)
+                .unwrap(),
+            b"attempt 1",
+        )
+        .unwrap();
+        let second = claim_log(dir.path(), "pp-0123456789ab").unwrap();
+        assert_eq!(first, dir.path().join("pp-0123456789ab.1.log"));
+        assert_eq!(second, dir.path().join("pp-0123456789ab.2.log"));
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), "attempt 1");
+    }
+}

@@ -76,9 +76,16 @@ pub fn execute(
         .map_err(ExecError::Slurm)?;
     wanted.sort_by_key(|(_, _, job)| !queued.iter().any(|q| job.is_served_by(q)));
     let report = std::cell::RefCell::new(report);
+    // Once a launch fails to be followed (Slurm cannot be asked, Ctrl-C),
+    // no further launch starts: the head ends, its jobs left for the next
+    // `run` to adopt, instead of meeting the same failure once per launch.
+    let stopped = std::cell::Cell::new(false);
     let followed = wanted.iter().map(|(key, material, job)| {
-        let (cancel, report, logs) = (cancel.clone(), &report, &logs);
+        let (cancel, report, logs, stopped) = (cancel.clone(), &report, &logs, &stopped);
         async move {
+            if stopped.get() {
+                return None;
+            }
             let followed = follow(
                 &exec.slurm,
                 job,
@@ -96,7 +103,8 @@ pub fn execute(
                     .all(|r| stored_outcome(store, &r.key, material.samples) == Some(true));
                 (report.borrow_mut())(key, &JobEvent::Ended { id, measured });
             }
-            followed
+            stopped.set(stopped.get() || followed.is_err());
+            Some(followed)
         }
     });
     // In order, at most `jobs` followed at once: a launch is submitted when
@@ -108,6 +116,9 @@ pub fn execute(
     );
     let mut first_error = None;
     for ((_, material, _), followed) in wanted.iter().zip(followed) {
+        let Some(followed) = followed else {
+            continue;
+        };
         let why = match followed {
             Ok(f) => with_log(why_unstored(&f.verdict, &exec.options), f.logs.last()),
             Err(Error::Interrupted { .. }) => {
@@ -224,5 +235,28 @@ fn stored_outcome(store: &Store, key: &crate::key::RunKey, samples: u32) -> Opti
         Some(false)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_says_the_limit_and_the_flag_that_raises_it() {
+        let options = SlurmOptions {
+            time_limit: Some("30".into()),
+            ..Default::default()
+        };
+        let why = with_log(
+            why_unstored(&Verdict::TimedOut, &options),
+            Some(&PathBuf::from("/s/logs/slurm/pp-0123456789ab.1.log")),
+        );
+        insta::assert_snapshot!(why, @"it reached its time limit of `30` (TIMEOUT) and is not resubmitted, as the same limit would end it again; raise the limit with `--time-limit` or `time_limit` in `[executor.slurm]` of perfpipe.toml (its log: /s/logs/slurm/pp-0123456789ab.1.log)");
+        let default = why_unstored(&Verdict::TimedOut, &SlurmOptions::default());
+        assert!(
+            default.contains("time limit (the partition's default)"),
+            "{default}"
+        );
     }
 }
