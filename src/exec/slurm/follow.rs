@@ -80,7 +80,7 @@ pub async fn follow(
         logs: Vec::new(),
         verdict: Verdict::Ended,
     };
-    let queued = slurm.queued().await?;
+    let queued = unless_interrupted(slurm.queued(), &mut cancel).await?;
     let adopted = serving(job, &queued);
     // An adopted job measuring only some of the launch's runs: a job of the
     // launch's own follows it for the others.
@@ -119,6 +119,18 @@ pub async fn follow(
         }
         partly_served = false;
         current = submit(slurm, job, options, logs, &cancel, &mut followed, report).await?;
+    }
+}
+
+/// What `asking` gives, unless Ctrl-C comes first (as while a controller
+/// that does not answer is asked again): nothing of the launch is queued yet.
+pub async fn unless_interrupted<T>(
+    asking: impl std::future::Future<Output = Result<T, Error>>,
+    cancel: &mut watch::Receiver<bool>,
+) -> Result<T, Error> {
+    tokio::select! {
+        answer = asking => answer,
+        _ = cancel.wait_for(|c| *c) => Err(Error::Interrupted { jobs: Vec::new() }),
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::follow::{JobEvent, follow};
+use super::follow::{JobEvent, follow, unless_interrupted};
 use super::options::SlurmOptions;
 use super::script::{self, JobRequest};
 use super::state::Verdict;
@@ -72,8 +72,11 @@ pub fn execute(
     // The jobs a killed head left queued or running go first: under
     // `--jobs N` they hold places of the N, so nothing is submitted beside them.
     let queued = runtime
-        .block_on(exec.slurm.queued())
-        .map_err(ExecError::Slurm)?;
+        .block_on(unless_interrupted(exec.slurm.queued(), &mut cancel.clone()))
+        .map_err(|e| match e {
+            Error::Interrupted { .. } => ExecError::Interrupted,
+            e => ExecError::Slurm(e),
+        })?;
     wanted.sort_by_key(|(_, _, job)| !queued.iter().any(|q| job.is_served_by(q)));
     let report = std::cell::RefCell::new(report);
     // Once a launch fails to be followed (Slurm cannot be asked, Ctrl-C),
