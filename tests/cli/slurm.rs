@@ -955,17 +955,20 @@ mod run {
         };
         let env = TestEnv::tiny();
         let runs = planned_runs(&env);
-        let head = |cluster: &Cluster, err: &str| {
+        // The first head's jobs load their engines for 40 s: still running
+        // when the controller is back (each `squeue` without one takes
+        // seconds to fail); the second head's, 3 s.
+        let head = |cluster: &Cluster, err: &str, load_ms: &str| {
             let mut cmd = command(
                 &env,
                 cluster,
                 "slurm",
                 &["--jobs", "2", "--slurm-patience", "15"],
             );
-            cmd.env("PERFPIPE_SIM_LOAD_MS", "3000");
+            cmd.env("PERFPIPE_SIM_LOAD_MS", load_ms);
             spawn(&mut cmd, &env.path(err))
         };
-        let mut first = head(&cluster, "first.err");
+        let mut first = head(&cluster, "first.err", "40000");
         wait_until(Duration::from_secs(60), "a job runs", || {
             !jobs(&cluster, "RUNNING").is_empty()
         });
@@ -988,10 +991,15 @@ mod run {
             "the jobs stay queued: {left:?} {still:?}"
         );
 
-        let mut second = head(&cluster, "second.err");
+        let mut second = head(&cluster, "second.err", "3000");
         let status = exit_within(&mut second, Duration::from_secs(150), "the second run");
         let err = read(&env.path("second.err"));
         assert!(status.success(), "{err}\n{}", cluster.logs());
+        assert!(
+            left.iter()
+                .any(|(id, _)| err.contains(&format!("Slurm job {id} adopted ("))),
+            "{left:?} adopted: {err}"
+        );
         let measured = samples_per_key(&env);
         assert_eq!(measured.len(), runs, "{err}");
         assert!(measured.values().all(|n| *n == 1), "{measured:?}");
