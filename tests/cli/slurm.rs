@@ -855,8 +855,15 @@ mod run {
         let mut cmd = command(&env, &cluster, "slurm", &["--retries", "1"]);
         cmd.env(name, value).env("PERFPIPE_SIM_LOAD_MS", "3000");
         let mut head = spawn(&mut cmd, &env.path("head.err"));
-        // The processes of job `id`: every one inherits its `SLURM_JOB_ID`.
-        let of_job = |id: u64| live_processes(&format!("SLURM_JOB_ID={id}\0"));
+        // The processes of job `id`: every one inherits its `SLURM_JOB_ID`,
+        // and the tag (job ids of other tests' clusters are the same numbers).
+        let of_job = |id: u64| {
+            let tagged = live_processes(&tag);
+            live_processes(&format!("SLURM_JOB_ID={id}\0"))
+                .into_iter()
+                .filter(|pid| tagged.contains(pid))
+                .collect::<Vec<_>>()
+        };
         let engines = |id: u64| {
             of_job(id)
                 .into_iter()
