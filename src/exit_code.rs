@@ -3,7 +3,8 @@
 /// Done.
 pub const OK: u8 = 0;
 /// Some runs failed (the failures are recorded in the store), or the
-/// machine failed a run: the store cannot be read or written, no process or port.
+/// machine failed a run: the store cannot be read or written, no process or
+/// port, Slurm cannot be asked or refuses a job.
 pub const RUNS_FAILED: u8 = 1;
 /// Usage, experiment-file or input error, or a `--store` that is not a directory.
 pub const USAGE: u8 = 2;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use super::examples;
+use crate::exec::slurm::options::{BadOption, Checked};
 use crate::spec::{RequestRate, bounds};
 
 /// Declared, reproducible, cached LLM-serving performance studies.
@@ -410,8 +411,9 @@ pub struct RunArgs {
     /// running `perfpipe realise` on a node that sees the store (docs/slurm.md).
     #[arg(long, value_enum, default_value_t = ExecutorArg::Local)]
     pub executor: ExecutorArg,
+    /// (Boxed: a `run`'s arguments stay near the size of another command's.)
     #[command(flatten)]
-    pub slurm: SlurmArgs,
+    pub slurm: Box<SlurmArgs>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -428,16 +430,16 @@ pub enum ExecutorArg {
 #[command(next_help_heading = "Slurm (--executor slurm)")]
 pub struct SlurmArgs {
     /// `sbatch --partition`.
-    #[arg(long)]
+    #[arg(long, value_parser = slurm_value(Checked::Partition))]
     pub partition: Option<String>,
     /// `sbatch --account`.
-    #[arg(long)]
+    #[arg(long, value_parser = slurm_value(Checked::Account))]
     pub account: Option<String>,
     /// `sbatch --qos`.
-    #[arg(long)]
+    #[arg(long, value_parser = slurm_value(Checked::Qos))]
     pub qos: Option<String>,
     /// `sbatch --time` of each job (`90`, `1:30:00`, `2-00:00:00`).
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", value_parser = slurm_value(Checked::TimeLimit))]
     pub time_limit: Option<String>,
     /// A further `sbatch` argument (repeat it), after `[executor.slurm]`'s.
     #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -446,9 +448,15 @@ pub struct SlurmArgs {
     #[arg(long, value_enum)]
     pub container: Option<ContainerArg>,
     /// Resubmissions of a launch whose job Slurm ended (node failure,
-    /// preemption, time limit) [default: 2].
+    /// preemption; never a time limit, which would end it again) [default: 2].
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,
+    /// Seconds a Slurm controller that does not answer (a restart, a
+    /// failover) is waited for, asked again with backoff, before `run`
+    /// gives up and leaves its jobs queued for the next `run` to adopt
+    /// [default: 300].
+    #[arg(long, value_name = "SECS", env = "PERFPIPE_SLURM_PATIENCE")]
+    pub slurm_patience: Option<u64>,
     /// Milliseconds between two `squeue` polls.
     #[arg(
         long,
@@ -457,6 +465,11 @@ pub struct SlurmArgs {
         default_value_t = 5000
     )]
     pub slurm_poll_ms: u64,
+}
+
+/// A Slurm option's value, refused (naming the flag) unless Slurm takes it.
+fn slurm_value(option: Checked) -> impl Fn(&str) -> Result<String, BadOption> + Clone {
+    move |value| option.check(value).map(|()| value.to_owned())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

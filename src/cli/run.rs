@@ -7,7 +7,9 @@ use super::args::{ContainerArg, ExecutorArg, RunArgs};
 use super::progress::Display;
 use super::{CliError, Stderr};
 use crate::drv::LaunchKey;
-use crate::exec::slurm::{ContainerMode, JobEvent, Slurm, SlurmExec, SlurmOptions};
+use crate::exec::slurm::{
+    self, ContainerMode, JobEvent, Outage, OutageNotice, Slurm, SlurmExec, SlurmOptions,
+};
 use crate::exec::{ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::ops::older::RanOlder;
@@ -159,7 +161,13 @@ fn executor(args: &RunArgs) -> Result<Executor, CliError> {
     }
     let s = &args.slurm;
     Ok(Executor::Slurm(Box::new(SlurmExec {
-        slurm: Slurm::default(),
+        slurm: Slurm {
+            patience: s
+                .slurm_patience
+                .map_or(slurm::client::DEFAULT_PATIENCE, Duration::from_secs),
+            on_outage: OutageNotice::new(|o| eoutln!("{}", outage_line(o))),
+            ..Slurm::default()
+        },
         options: SlurmOptions {
             partition: s.partition.clone(),
             account: s.account.clone(),
@@ -178,6 +186,17 @@ fn executor(args: &RunArgs) -> Result<Executor, CliError> {
     })))
 }
 
+/// A wait for a Slurm controller that does not answer, as it begins.
+fn outage_line(o: &Outage) -> String {
+    format!(
+        "perfpipe: Slurm's controller does not answer `{}` ({}); asking again in {} s, giving up in {} s (`--slurm-patience`), leaving the jobs queued",
+        o.command,
+        o.error.trim(),
+        o.retry_in.as_secs_f64().ceil(),
+        o.gives_up_in.as_secs_f64().ceil()
+    )
+}
+
 /// What becomes of each launch's Slurm job, a line each.
 fn job_progress(launch: &LaunchKey, event: &JobEvent) {
     eoutln!("{}", job_line(launch, event));
@@ -194,9 +213,14 @@ fn job_line(launch: &LaunchKey, event: &JobEvent) -> String {
             format!("launch {launch}: Slurm job {id} adopted ({state:?})")
         }
         JobEvent::Started { id } => format!("launch {launch}: Slurm job {id} running"),
-        JobEvent::Resubmitting { id, why } => {
-            format!("launch {launch}: Slurm job {id} ended ({why}); resubmitting")
-        }
+        JobEvent::Resubmitting {
+            id,
+            why,
+            attempt,
+            attempts,
+        } => format!(
+            "launch {launch}: Slurm job {id} ended ({why}); resubmitting the same job, attempt {attempt} of {attempts} (`--retries`)"
+        ),
         JobEvent::Ended { id, measured: true } => format!("launch {launch}: Slurm job {id} done"),
         JobEvent::Ended {
             id,
@@ -352,6 +376,8 @@ mod tests {
             JobEvent::Resubmitting {
                 id: 7,
                 why: "its node failed (NODE_FAIL)".into(),
+                attempt: 2,
+                attempts: 3,
             },
             JobEvent::Ended {
                 id: 9,
@@ -370,10 +396,21 @@ mod tests {
         launch 0123456789ab: Slurm job 7 pending (Resources)
         launch 0123456789ab: Slurm job 8 adopted (Pending)
         launch 0123456789ab: Slurm job 7 running
-        launch 0123456789ab: Slurm job 7 ended (its node failed (NODE_FAIL)); resubmitting
+        launch 0123456789ab: Slurm job 7 ended (its node failed (NODE_FAIL)); resubmitting the same job, attempt 2 of 3 (`--retries`)
         launch 0123456789ab: Slurm job 9 done
         launch 0123456789ab: Slurm job 9 failed
         ");
+    }
+
+    #[test]
+    fn a_slurm_outage_says_when_it_is_asked_again_and_when_it_gives_up() {
+        let line = outage_line(&Outage {
+            command: "squeue",
+            error: "`squeue --me` failed (exit status: 1): slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n".into(),
+            retry_in: Duration::from_secs(4),
+            gives_up_in: Duration::from_millis(295_500),
+        });
+        insta::assert_snapshot!(line, @"perfpipe: Slurm's controller does not answer `squeue` (`squeue --me` failed (exit status: 1): slurm_load_jobs error: Unable to contact slurm controller (connect failure)); asking again in 4 s, giving up in 296 s (`--slurm-patience`), leaving the jobs queued");
     }
 
     #[test]

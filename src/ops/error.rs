@@ -260,6 +260,7 @@ impl Error {
             ) => exit_code::USAGE,
             Self::Interrupted => exit_code::INTERRUPTED,
             Self::Cache(e) => e.exit_code(),
+            Self::Exec(ExecError::Slurm(e)) => e.exit_code(),
             Self::Exec(_) | Self::Store(_) | Self::Analysis(_) | Self::Runtime { .. } => {
                 exit_code::INTERNAL
             }

@@ -181,6 +181,19 @@ mod tests {
         assert_eq!(config.executor.slurm.time_limit.as_deref(), Some("4:00:00"));
         let e = parse_project("perfpipe.toml", "[executor.slurm]\nqueue = \"gpu\"\n").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
+        // A value Slurm would not take, refused at its line (never a line of a job script).
+        let e = parse_project(
+            "perfpipe.toml",
+            "[executor.slurm]\naccount = \"perf\"\npartition = \"gpu\\ntouch /tmp/PWNED\\n#\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(
+            e.to_string().starts_with(
+                "perfpipe.toml:3: `gpu\\ntouch /tmp/PWNED\\n#` is not a Slurm partition (`partition`, `--partition`): a name"
+            ),
+            "{e}"
+        );
         assert!(parse_project("perfpipe.toml", "[executor.k8s]\n").is_err());
     }
 

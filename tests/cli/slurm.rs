@@ -44,6 +44,53 @@ fn slurm_grants_disjoint_gpus_through_cuda_visible_devices() {
     assert_eq!(read("second").trim(), "4,5,6,7");
 }
 
+/// A value of a Slurm option that is not a name (or a time limit) is
+/// refused before anything is planned or submitted: a flag by its name, a
+/// value of `perfpipe.toml` at its line. No value can become a line of a
+/// job's script (`script::tests` checks what reaches `sbatch`).
+#[test]
+fn a_slurm_option_that_could_inject_a_line_is_refused_naming_its_place() {
+    let env = crate::common::TestEnv::tiny();
+    let words = |out: &std::process::Output| {
+        let err = crate::common::stderr(out);
+        // Without miette's frame, as one line.
+        err.split_whitespace()
+            .filter(|w| *w != "│")
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let hostile = "gpu\ntouch /tmp/PWNED\n#";
+    let run = |extra: &[&str]| {
+        let args = [
+            &["run", "tiny.kdl", "--runtime", "sim", "--executor", "slurm"][..],
+            extra,
+        ]
+        .concat();
+        env.run(&args)
+    };
+    let out = run(&["--partition", hostile]);
+    assert_eq!(out.status.code(), Some(2), "{}", words(&out));
+    assert!(words(&out).contains("--partition"), "{}", words(&out));
+    assert!(
+        words(&out).contains("is not a Slurm partition"),
+        "{}",
+        words(&out)
+    );
+
+    env.write(
+        "perfpipe.toml",
+        "[executor.slurm]\naccount = \"perf\"\nqos = \"normal\\ntouch /tmp/PWNED\\n#\"\n",
+    );
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", words(&out));
+    assert!(
+        words(&out).contains("perfpipe.toml:3: `normal\\ntouch /tmp/PWNED\\n#` is not a Slurm QOS"),
+        "{}",
+        words(&out)
+    );
+    assert!(!env.path("store/drv").exists(), "nothing planned");
+}
+
 mod executor {
     use std::path::Path;
     use std::time::{Duration, Instant};
@@ -60,6 +107,7 @@ mod executor {
     fn request(launch: char, command: &str) -> JobRequest {
         JobRequest {
             launch_key: launch.to_string().repeat(64),
+            store: slurm::script::store_id(Path::new("/a/store")),
             run_keys: vec!["1".repeat(64), "2".repeat(64)],
             gpus: 2,
             whole_node: false,
@@ -68,30 +116,55 @@ mod executor {
         }
     }
 
+    fn slurm(cluster: &Cluster) -> Slurm {
+        Slurm {
+            conf: Some(cluster.conf()),
+            ..Slurm::default()
+        }
+    }
+
     fn run(
         cluster: &Cluster,
         job: &JobRequest,
         cancel: watch::Receiver<bool>,
     ) -> (Result<Followed, slurm::Error>, Vec<JobEvent>) {
-        let slurm = Slurm {
-            conf: Some(cluster.conf()),
-        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         let mut events = Vec::new();
-        let log = cluster.path("job.log");
+        let logs = cluster.path("logs/jobs");
+        std::fs::create_dir_all(&logs).unwrap();
         let followed = runtime.block_on(follow(
-            &slurm,
+            &slurm(cluster),
             job,
             &SlurmOptions::default(),
-            &log,
+            &logs,
             POLL,
             cancel,
             &mut |e| events.push(e),
         ));
         (followed, events)
+    }
+
+    /// Submits `job` as a killed head would have left it, and returns its id.
+    fn leave(cluster: &Cluster, job: &JobRequest) -> u64 {
+        let options = SlurmOptions::default();
+        let script = slurm::script::script(job, &options);
+        let path = cluster.path(&format!(
+            "left-{}.sh",
+            slurm::script::job_name(&job.launch_key)
+        ));
+        std::fs::write(&path, script).unwrap();
+        let mut args = vec!["--parsable".to_owned()];
+        args.extend(slurm::script::sbatch_args(
+            job,
+            &options,
+            Path::new("/dev/null"),
+        ));
+        args.push(path.to_str().unwrap().to_owned());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        cluster.ask("sbatch", &args).trim().parse().unwrap()
     }
 
     fn wait_for(path: &Path) {
@@ -133,16 +206,7 @@ mod executor {
         // A job a killed head left queued or running is adopted, not submitted again.
         let marker = cluster.path("adopted");
         let job = request('b', &format!("touch {}; sleep 1", marker.display()));
-        let script = slurm::script::script(&job, &SlurmOptions::default(), Path::new("/dev/null"));
-        std::fs::write(cluster.path("left.sh"), script).unwrap();
-        let left: u64 = cluster
-            .ask(
-                "sbatch",
-                &["--parsable", cluster.path("left.sh").to_str().unwrap()],
-            )
-            .trim()
-            .parse()
-            .unwrap();
+        let left = leave(&cluster, &job);
         let (followed, events) = run(&cluster, &job, cancel);
         let followed = followed.unwrap();
         assert!(followed.adopted, "{events:?}");
@@ -181,8 +245,99 @@ mod executor {
         assert_eq!(followed.jobs.len(), 2, "{events:?}");
         assert!(events.iter().any(|e| matches!(
             e,
-            JobEvent::Resubmitting { why, .. } if why.contains("CANCELLED")
+            JobEvent::Resubmitting { why, attempt: 2, attempts: 3, .. } if why.contains("CANCELLED")
         )));
+        // Each attempt keeps its log.
+        assert_eq!(followed.logs.len(), 2, "{:?}", followed.logs);
+        assert_ne!(followed.logs[0], followed.logs[1]);
+        assert!(
+            followed.logs.iter().all(|l| l.exists()),
+            "{:?}",
+            followed.logs
+        );
+    }
+
+    /// A job belongs to the store it writes to: a launch of another store
+    /// with the same name and runs neither adopts it nor, on Ctrl-C,
+    /// cancels it.
+    #[test]
+    fn a_job_of_another_store_is_neither_adopted_nor_cancelled() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let theirs = request('f', "sleep 60");
+        let left = leave(&cluster, &theirs);
+        let marker = cluster.path("mine-runs");
+        let mine = JobRequest {
+            store: slurm::script::store_id(Path::new("/another/store")),
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                format!("touch {}; sleep 60", marker.display()),
+            ],
+            ..theirs.clone()
+        };
+        assert_eq!(
+            slurm::script::job_name(&mine.launch_key),
+            slurm::script::job_name(&theirs.launch_key)
+        );
+        let (interrupt, cancel) = watch::channel(false);
+        let (followed, events) = std::thread::scope(|scope| {
+            let following = scope.spawn(|| run(&cluster, &mine, cancel));
+            wait_for(&marker);
+            interrupt.send(true).unwrap();
+            following.join().unwrap()
+        });
+        assert!(
+            !events.iter().any(|e| matches!(e, JobEvent::Adopted { .. })),
+            "{events:?}"
+        );
+        let Err(slurm::Error::Interrupted { jobs }) = followed else {
+            panic!("{followed:?}");
+        };
+        assert_eq!(jobs.len(), 1);
+        assert_ne!(jobs[0], left);
+        let state = cluster.ask("squeue", &["-h", "-j", &left.to_string(), "-o", "%T"]);
+        assert!(
+            matches!(state.trim(), "RUNNING" | "PENDING"),
+            "the other store's job is left alone: `{state}`"
+        );
+        cluster.ask("scancel", &[&left.to_string()]);
+    }
+
+    /// A job Slurm ended at its time limit is not resubmitted with the same
+    /// limit (it would end so again).
+    #[test]
+    fn a_job_that_reached_its_time_limit_is_not_resubmitted() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let job = request('9', "sleep 600");
+        let options = SlurmOptions {
+            time_limit: Some("1".into()),
+            ..SlurmOptions::default()
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let logs = cluster.path("logs/timeout");
+        std::fs::create_dir_all(&logs).unwrap();
+        let (_never, cancel) = watch::channel(false);
+        let mut events = Vec::new();
+        let followed = runtime
+            .block_on(follow(
+                &slurm(&cluster),
+                &job,
+                &options,
+                &logs,
+                Duration::from_secs(1),
+                cancel,
+                &mut |e| events.push(e),
+            ))
+            .unwrap();
+        assert_eq!(followed.verdict, Verdict::TimedOut, "{events:?}");
+        assert_eq!(followed.jobs.len(), 1, "{events:?}");
     }
 
     #[test]
@@ -237,9 +392,7 @@ mod executor {
         let runs: usize = launches.iter().map(|(_, m)| m.runs.len()).sum();
         let store = perfpipe::store::Store::open(env.path("store")).unwrap();
         let exec = SlurmExec {
-            slurm: Slurm {
-                conf: Some(cluster.conf()),
-            },
+            slurm: slurm(&cluster),
             options: SlurmOptions::default(),
             program: env!("CARGO_BIN_EXE_perfpipe").into(),
             poll: POLL,
@@ -283,6 +436,98 @@ mod executor {
             .collect();
         assert_eq!(statuses.len(), runs, "{text}");
         assert!(statuses.iter().all(|s| *s != "missing"), "{text}");
+    }
+
+    /// A killed head's launch of several runs, half done: the next `run`
+    /// rebuilds a launch of the runs the store lacks (another key) and
+    /// follows the job still measuring them, submitting none.
+    #[test]
+    fn a_launch_rebuilt_from_a_half_done_launchs_runs_follows_its_job() {
+        use perfpipe::drv::{LaunchKey, LaunchMaterial};
+        use perfpipe::exec::slurm::{SlurmExec, execute};
+
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = crate::common::TestEnv::tiny();
+        let planned = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+        assert!(
+            planned.status.success(),
+            "{}",
+            crate::common::stderr(&planned)
+        );
+        let (key, whole): (LaunchKey, LaunchMaterial) = std::fs::read_dir(env.path("store/drv"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|path| {
+                let key = LaunchKey::parse(&path.file_stem().unwrap().to_string_lossy()).unwrap();
+                let material: LaunchMaterial =
+                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                (key, material)
+            })
+            .find(|(_, m)| m.runs.len() >= 2)
+            .expect("tiny.kdl has a launch of several runs");
+        let store = perfpipe::store::Store::open(env.path("store")).unwrap();
+        let root = std::fs::canonicalize(store.root()).unwrap();
+        let program = env!("CARGO_BIN_EXE_perfpipe");
+        // The killed head's job: the whole launch, still running when the
+        // next head looks.
+        let left = leave(
+            &cluster,
+            &JobRequest {
+                launch_key: key.as_str().to_owned(),
+                store: slurm::script::store_id(&root),
+                run_keys: whole.runs.iter().map(|r| r.key.to_string()).collect(),
+                gpus: whole.engine.gpus_per_instance * whole.engine.instances,
+                whole_node: false,
+                command: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "sleep 3; exec \"$0\" \"$@\"".into(),
+                    program.into(),
+                    "realise".into(),
+                    store.launch_path(&key).display().to_string(),
+                    "--store".into(),
+                    root.display().to_string(),
+                ],
+                image: None,
+            },
+        );
+        // The next head's launch: the runs after the first (stored, say).
+        let rest = LaunchMaterial {
+            runs: whole.runs[1..].to_vec(),
+            ..whole.clone()
+        };
+        let rest_key = store.put_launch(&rest).unwrap();
+        assert_ne!(rest_key, key);
+        let exec = SlurmExec {
+            slurm: slurm(&cluster),
+            options: SlurmOptions::default(),
+            program: program.into(),
+            poll: POLL,
+            jobs: None,
+        };
+        let mut events = Vec::new();
+        let summary = execute(&[(rest_key, rest.clone())], &store, &exec, &mut |_, e| {
+            events.push(e.clone())
+        })
+        .unwrap_or_else(|e| panic!("{e}: {}", cluster.logs()));
+        assert!(
+            matches!(events.first(), Some(JobEvent::Adopted { id, .. }) if *id == left),
+            "{events:?}"
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, JobEvent::Submitted { .. })),
+            "nothing submitted: {events:?}"
+        );
+        assert!(summary.unstored.is_empty(), "{:?}", summary.unstored);
+        assert_eq!(summary.succeeded + summary.failed, rest.runs.len());
+        // The adopted job measured its whole launch.
+        for run in &whole.runs {
+            assert!(!store.samples(&run.key).unwrap().is_empty(), "{}", run.key);
+        }
     }
 }
 
@@ -378,16 +623,16 @@ mod run {
     }
 
     /// A `sbatch` first on `PATH` that logs the job name of each submission
-    /// to `submitted` and hands the script on to the real one.
+    /// (its `--job-name=` argument) to `submitted` and hands on to the real one.
     fn sbatch_shim(env: &TestEnv) -> (std::ffi::OsString, PathBuf) {
         let log = env.path("submitted");
         let shim = env.path("shim/sbatch");
         env.write(
             "shim/sbatch",
             &format!(
-                "#!/bin/sh\nscript=$(cat)\n\
-                 printf '%s\\n' \"$script\" | sed -n 's/^#SBATCH --job-name=//p' >> {log}\n\
-                 printf '%s\\n' \"$script\" | exec /usr/bin/sbatch \"$@\"\n",
+                "#!/bin/sh\n\
+                 for arg; do case $arg in --job-name=*) echo \"${{arg#--job-name=}}\" >> {log};; esac; done\n\
+                 exec /usr/bin/sbatch \"$@\"\n",
                 log = log.display()
             ),
         );
@@ -610,8 +855,15 @@ mod run {
         let mut cmd = command(&env, &cluster, "slurm", &["--retries", "1"]);
         cmd.env(name, value).env("PERFPIPE_SIM_LOAD_MS", "3000");
         let mut head = spawn(&mut cmd, &env.path("head.err"));
-        // The processes of job `id`: every one inherits its `SLURM_JOB_ID`.
-        let of_job = |id: u64| live_processes(&format!("SLURM_JOB_ID={id}\0"));
+        // The processes of job `id`: every one inherits its `SLURM_JOB_ID`,
+        // and the tag (job ids of other tests' clusters are the same numbers).
+        let of_job = |id: u64| {
+            let tagged = live_processes(&tag);
+            live_processes(&format!("SLURM_JOB_ID={id}\0"))
+                .into_iter()
+                .filter(|pid| tagged.contains(pid))
+                .collect::<Vec<_>>()
+        };
         let engines = |id: u64| {
             of_job(id)
                 .into_iter()
@@ -663,6 +915,101 @@ mod run {
             "no process of the study is left",
             || live_processes(&tag).is_empty(),
         );
+    }
+
+    /// A controller that stops for a while (a restart): the head says it
+    /// waits, asks again, and the study ends as without the outage.
+    #[test]
+    fn a_controller_outage_is_waited_out_and_the_study_ends() {
+        let Some(mut cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        let runs = planned_runs(&env);
+        let mut cmd = command(&env, &cluster, "slurm", &["--jobs", "2"]);
+        cmd.env("PERFPIPE_SIM_LOAD_MS", "3000");
+        let mut head = spawn(&mut cmd, &env.path("head.err"));
+        wait_until(Duration::from_secs(60), "a job runs", || {
+            !jobs(&cluster, "RUNNING").is_empty()
+        });
+        cluster.stop_controller();
+        wait_until(Duration::from_secs(30), "the head says it waits", || {
+            read(&env.path("head.err")).contains("Slurm's controller does not answer")
+        });
+        std::thread::sleep(Duration::from_secs(5));
+        assert!(
+            head.try_wait().unwrap().is_none(),
+            "{}",
+            read(&env.path("head.err"))
+        );
+        cluster.start_controller();
+        let status = exit_within(&mut head, Duration::from_secs(150), "the run");
+        let err = read(&env.path("head.err"));
+        assert!(status.success(), "{err}\n{}", cluster.logs());
+        let measured = samples_per_key(&env);
+        assert_eq!(measured.len(), runs, "{err}");
+        assert!(measured.values().all(|n| *n == 1), "{measured:?}");
+    }
+
+    /// A controller away longer than `--slurm-patience` (each `squeue`
+    /// without one takes seconds to fail): the head exits 1
+    /// (the environment's failure, not an internal error), leaving its jobs
+    /// queued; the next `run` adopts them and measures each run once.
+    #[test]
+    fn past_its_patience_the_head_exits_1_and_the_next_run_adopts_its_jobs() {
+        let Some(mut cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        let runs = planned_runs(&env);
+        // The first head's jobs load their engines for 40 s: still running
+        // when the controller is back (each `squeue` without one takes
+        // seconds to fail); the second head's, 3 s.
+        let head = |cluster: &Cluster, err: &str, load_ms: &str| {
+            let mut cmd = command(
+                &env,
+                cluster,
+                "slurm",
+                &["--jobs", "2", "--slurm-patience", "15"],
+            );
+            cmd.env("PERFPIPE_SIM_LOAD_MS", load_ms);
+            spawn(&mut cmd, &env.path(err))
+        };
+        let mut first = head(&cluster, "first.err", "40000");
+        wait_until(Duration::from_secs(60), "a job runs", || {
+            !jobs(&cluster, "RUNNING").is_empty()
+        });
+        let left = jobs(&cluster, "PENDING,RUNNING");
+        cluster.stop_controller();
+        let status = exit_within(&mut first, Duration::from_secs(60), "the first run");
+        let err = read(&env.path("first.err"));
+        assert_eq!(status.code(), Some(1), "{err}");
+        assert!(err.contains("Slurm's controller does not answer"), "{err}");
+        assert!(
+            err.contains("Slurm's controller did not answer `")
+                && err.contains("the next `perfpipe run` adopts them"),
+            "{err}"
+        );
+        assert!(!err.contains("internal error"), "{err}");
+        cluster.start_controller();
+        let still = jobs(&cluster, "PENDING,RUNNING,COMPLETING");
+        assert!(
+            left.iter().any(|j| still.contains(j)),
+            "the jobs stay queued: {left:?} {still:?}"
+        );
+
+        let mut second = head(&cluster, "second.err", "3000");
+        let status = exit_within(&mut second, Duration::from_secs(150), "the second run");
+        let err = read(&env.path("second.err"));
+        assert!(status.success(), "{err}\n{}", cluster.logs());
+        assert!(
+            left.iter()
+                .any(|(id, _)| err.contains(&format!("Slurm job {id} adopted ("))),
+            "{left:?} adopted: {err}"
+        );
+        let measured = samples_per_key(&env);
+        assert_eq!(measured.len(), runs, "{err}");
+        assert!(measured.values().all(|n| *n == 1), "{measured:?}");
     }
 
     /// `--jobs 1`: never two of the head's jobs in the queue at once; a

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::follow::{JobEvent, follow};
+use super::follow::{JobEvent, follow, unless_interrupted};
 use super::options::SlurmOptions;
 use super::script::{self, JobRequest};
 use super::state::Verdict;
@@ -41,17 +41,27 @@ pub fn execute(
     exec.options
         .check()
         .map_err(|e| ExecError::Slurm(Error::Options(e)))?;
-    let mut wanted: Vec<(&LaunchKey, &LaunchMaterial, JobRequest)> = launches
+    let unmeasured: Vec<&(LaunchKey, LaunchMaterial)> = launches
         .iter()
         .filter(|(_, m)| m.runs.iter().any(|r| !stored(store, &r.key, m.samples)))
-        .map(|(key, material)| (key, material, request(key, material, store, exec)))
         .collect();
     let mut summary = ExecSummary::default();
-    if wanted.is_empty() {
+    if unmeasured.is_empty() {
         return Ok(summary);
     }
     let logs = store.root().join("logs").join("slurm");
     fs_err::create_dir_all(&logs).map_err(|e| ExecError::Slurm(Error::Logs(e)))?;
+    let store_id = store_id(store)?;
+    let mut wanted: Vec<(&LaunchKey, &LaunchMaterial, JobRequest)> = unmeasured
+        .into_iter()
+        .map(|(key, material)| {
+            (
+                key,
+                material,
+                request(key, material, store, &store_id, exec),
+            )
+        })
+        .collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -62,19 +72,28 @@ pub fn execute(
     // The jobs a killed head left queued or running go first: under
     // `--jobs N` they hold places of the N, so nothing is submitted beside them.
     let queued = runtime
-        .block_on(exec.slurm.queued())
-        .map_err(ExecError::Slurm)?;
-    wanted.sort_by_key(|(_, _, job)| !queued.iter().any(|q| job.is_queued_as(q)));
+        .block_on(unless_interrupted(exec.slurm.queued(), &mut cancel.clone()))
+        .map_err(|e| match e {
+            Error::Interrupted { .. } => ExecError::Interrupted,
+            e => ExecError::Slurm(e),
+        })?;
+    wanted.sort_by_key(|(_, _, job)| !queued.iter().any(|q| job.is_served_by(q)));
     let report = std::cell::RefCell::new(report);
+    // Once a launch fails to be followed (Slurm cannot be asked, Ctrl-C),
+    // no further launch starts: the head ends, its jobs left for the next
+    // `run` to adopt, instead of meeting the same failure once per launch.
+    let stopped = std::cell::Cell::new(false);
     let followed = wanted.iter().map(|(key, material, job)| {
-        let log = logs.join(format!("{}.log", script::job_name(key.as_str())));
-        let (cancel, report) = (cancel.clone(), &report);
+        let (cancel, report, logs, stopped) = (cancel.clone(), &report, &logs, &stopped);
         async move {
+            if stopped.get() {
+                return None;
+            }
             let followed = follow(
                 &exec.slurm,
                 job,
                 &exec.options,
-                &log,
+                logs,
                 exec.poll,
                 cancel,
                 &mut |event| (report.borrow_mut())(key, &event),
@@ -87,7 +106,8 @@ pub fn execute(
                     .all(|r| stored_outcome(store, &r.key, material.samples) == Some(true));
                 (report.borrow_mut())(key, &JobEvent::Ended { id, measured });
             }
-            followed
+            stopped.set(stopped.get() || followed.is_err());
+            Some(followed)
         }
     });
     // In order, at most `jobs` followed at once: a launch is submitted when
@@ -99,15 +119,11 @@ pub fn execute(
     );
     let mut first_error = None;
     for ((_, material, _), followed) in wanted.iter().zip(followed) {
+        let Some(followed) = followed else {
+            continue;
+        };
         let why = match followed {
-            Ok(f) => match f.verdict {
-                Verdict::Ended => "the job ended without storing a result".to_owned(),
-                Verdict::Failed { why } => why,
-                Verdict::Transient { why, hint } => match hint {
-                    Some(hint) => format!("{why} on every attempt; {hint}"),
-                    None => format!("{why} on every attempt"),
-                },
-            },
+            Ok(f) => with_log(why_unstored(&f.verdict, &exec.options), f.logs.last()),
             Err(Error::Interrupted { .. }) => {
                 first_error.get_or_insert(ExecError::Interrupted);
                 continue;
@@ -135,16 +151,57 @@ pub fn execute(
     }
 }
 
+/// Why a launch's job stored nothing of a run, from how it ended.
+fn why_unstored(verdict: &Verdict, options: &SlurmOptions) -> String {
+    match verdict {
+        Verdict::Ended => "the job ended without storing a result".to_owned(),
+        Verdict::Failed { why } => why.clone(),
+        Verdict::Transient { why } => format!(
+            "{why} on every attempt ({} resubmissions, `--retries`)",
+            options.retries()
+        ),
+        Verdict::TimedOut => {
+            let limit = match &options.time_limit {
+                Some(limit) => format!("of `{limit}`"),
+                None => "(the partition's default)".to_owned(),
+            };
+            format!(
+                "it reached its time limit {limit} (TIMEOUT) and is not resubmitted, as the same limit would end it again; \
+                 raise the limit with `--time-limit` or `time_limit` in `[executor.slurm]` of perfpipe.toml"
+            )
+        }
+    }
+}
+
+fn with_log(why: String, log: Option<&PathBuf>) -> String {
+    match log {
+        Some(log) => format!("{why} (its log: {})", log.display()),
+        None => why,
+    }
+}
+
+/// The identity of `store` in its jobs' comments: of its canonical path,
+/// which every node and every later `run` reach it by.
+fn store_id(store: &Store) -> Result<String, ExecError> {
+    let root = fs_err::canonicalize(store.root()).map_err(|source| ExecError::System {
+        what: "resolve the store's path",
+        source,
+    })?;
+    Ok(script::store_id(&root))
+}
+
 /// The job of one launch.
 fn request(
     key: &LaunchKey,
     material: &LaunchMaterial,
     store: &Store,
+    store_id: &str,
     exec: &SlurmExec,
 ) -> JobRequest {
     let gpus = material.engine.gpus_per_instance * material.engine.instances;
     JobRequest {
         launch_key: key.as_str().to_owned(),
+        store: store_id.to_owned(),
         run_keys: material.runs.iter().map(|r| r.key.to_string()).collect(),
         gpus,
         whole_node: gpus > 0 && gpus == material.hardware.gpus,
@@ -181,5 +238,28 @@ fn stored_outcome(store: &Store, key: &crate::key::RunKey, samples: u32) -> Opti
         Some(false)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_says_the_limit_and_the_flag_that_raises_it() {
+        let options = SlurmOptions {
+            time_limit: Some("30".into()),
+            ..Default::default()
+        };
+        let why = with_log(
+            why_unstored(&Verdict::TimedOut, &options),
+            Some(&PathBuf::from("/s/logs/slurm/pp-0123456789ab.1.log")),
+        );
+        insta::assert_snapshot!(why, @"it reached its time limit of `30` (TIMEOUT) and is not resubmitted, as the same limit would end it again; raise the limit with `--time-limit` or `time_limit` in `[executor.slurm]` of perfpipe.toml (its log: /s/logs/slurm/pp-0123456789ab.1.log)");
+        let default = why_unstored(&Verdict::TimedOut, &SlurmOptions::default());
+        assert!(
+            default.contains("time limit (the partition's default)"),
+            "{default}"
+        );
     }
 }

@@ -18,7 +18,7 @@ pub mod options;
 pub mod script;
 pub mod state;
 
-pub use client::Slurm;
+pub use client::{Outage, OutageNotice, Slurm};
 pub use follow::{Followed, JobEvent, follow};
 pub use launches::{SlurmExec, execute};
 pub use options::{ContainerMode, SlurmOptions};
@@ -34,11 +34,40 @@ pub enum Error {
     #[error(transparent)]
     Parse(#[from] state::ParseError),
     #[error(transparent)]
-    Options(#[from] options::BadTimeLimit),
+    Options(#[from] options::BadOption),
+    /// The controller did not answer for the whole patience: the jobs stay
+    /// queued, for the next `run` to adopt.
+    #[error(
+        "Slurm's controller did not answer `{command}` for {} s; the jobs stay queued or running, and the next `perfpipe run` adopts them",
+        .waited.as_secs()
+    )]
+    Unreachable {
+        command: &'static str,
+        waited: std::time::Duration,
+        #[source]
+        source: Box<Error>,
+    },
     #[error("cannot create the directory of the Slurm jobs' logs")]
     Logs(#[source] std::io::Error),
     #[error("interrupted; Slurm job(s) {} cancelled", join(.jobs))]
     Interrupted { jobs: Vec<u64> },
+}
+
+impl Error {
+    /// The exit code of a run that ends with this error: a value Slurm
+    /// would not take is the user's; a Slurm that cannot be asked or
+    /// refuses is the environment's, never an internal error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Options(_) => crate::exit_code::USAGE,
+            Self::Interrupted { .. } => crate::exit_code::INTERRUPTED,
+            Self::Command(_)
+            | Self::Unreachable { .. }
+            | Self::Unreadable { .. }
+            | Self::Parse(_)
+            | Self::Logs(_) => crate::exit_code::RUNS_FAILED,
+        }
+    }
 }
 
 fn join(ids: &[u64]) -> String {

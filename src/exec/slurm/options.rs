@@ -17,14 +17,22 @@ pub enum ContainerMode {
     Pyxis,
 }
 
-/// The `[executor.slurm]` options; `None` leaves Slurm's default.
+/// The `[executor.slurm]` options; `None` leaves Slurm's default. Each
+/// value is checked against what Slurm accepts when it is read (the file
+/// at its line, a flag by its name) and again before anything is
+/// submitted ([`SlurmOptions::check`]); each reaches `sbatch` as one
+/// argument of its own, never as a line of the batch script.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SlurmOptions {
+    #[serde(default, deserialize_with = "partition")]
     pub partition: Option<String>,
+    #[serde(default, deserialize_with = "account")]
     pub account: Option<String>,
+    #[serde(default, deserialize_with = "qos")]
     pub qos: Option<String>,
     /// In a form `sbatch --time` takes (`90`, `1:30:00`, `2-00:00:00`).
+    #[serde(default, deserialize_with = "time_limit")]
     pub time_limit: Option<String>,
     /// Further `sbatch` arguments, after perfpipe's own (they win).
     #[serde(default)]
@@ -39,22 +47,140 @@ pub struct SlurmOptions {
 /// Resubmissions when neither the command line nor the file says.
 pub const DEFAULT_RETRIES: u32 = 2;
 
+/// A value of `[executor.slurm]` (or of its flag) Slurm would not take as
+/// it is: refused before anything is submitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a Slurm time limit")]
-pub struct BadTimeLimit(pub String);
+#[error("`{}` is not a Slurm {}: {}", .value.escape_debug(), .option.what(), .option.expected())]
+pub struct BadOption {
+    pub option: Checked,
+    pub value: String,
+}
+
+/// The options whose values perfpipe checks (`sbatch_args` are `sbatch`'s
+/// own arguments, passed through as they are).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    Partition,
+    Account,
+    Qos,
+    TimeLimit,
+}
+
+impl Checked {
+    /// The `sbatch` option it is (`--partition`…): perfpipe's flag of the same name sets it.
+    pub fn sbatch_flag(self) -> &'static str {
+        match self {
+            Self::Partition => "--partition",
+            Self::Account => "--account",
+            Self::Qos => "--qos",
+            Self::TimeLimit => "--time",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Self::Partition => "partition (`partition`, `--partition`)",
+            Self::Account => "account (`account`, `--account`)",
+            Self::Qos => "QOS (`qos`, `--qos`)",
+            Self::TimeLimit => "time limit (`time_limit`, `--time-limit`)",
+        }
+    }
+
+    fn expected(self) -> &'static str {
+        match self {
+            Self::Partition => {
+                "a name (ASCII letters, digits, `_`, `-`, `.`, `+`), or several separated by `,`"
+            }
+            Self::Account | Self::Qos => "a name (ASCII letters, digits, `_`, `-`, `.`, `+`)",
+            Self::TimeLimit => {
+                "minutes, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS` or `UNLIMITED` (sbatch --time)"
+            }
+        }
+    }
+
+    /// Whether Slurm takes `value` for this option; a conservative
+    /// allow-list, so no value can carry a newline, a quote, a space or an
+    /// option of its own.
+    fn accepts(self, value: &str) -> bool {
+        match self {
+            Self::Partition => value.split(',').all(is_name),
+            Self::Account | Self::Qos => is_name(value),
+            Self::TimeLimit => is_time_limit(value),
+        }
+    }
+
+    /// `value` when Slurm takes it for this option.
+    pub fn check(self, value: &str) -> Result<(), BadOption> {
+        if self.accepts(value) {
+            Ok(())
+        } else {
+            Err(BadOption {
+                option: self,
+                value: value.to_owned(),
+            })
+        }
+    }
+}
+
+/// A partition, account or QOS name: 1 to 64 of ASCII letters, digits,
+/// `_`, `-`, `.`, `+`, not starting with `-`.
+fn is_name(text: &str) -> bool {
+    (1..=64).contains(&text.len())
+        && !text.starts_with('-')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'+'))
+}
 
 impl SlurmOptions {
     pub fn retries(&self) -> u32 {
         self.retries.unwrap_or(DEFAULT_RETRIES)
     }
 
-    /// Refuses a time limit `sbatch` would refuse, before anything is submitted.
-    pub fn check(&self) -> Result<(), BadTimeLimit> {
-        match &self.time_limit {
-            Some(limit) if !is_time_limit(limit) => Err(BadTimeLimit(limit.clone())),
-            _ => Ok(()),
-        }
+    /// The checked options and their values, as set.
+    pub fn checked(&self) -> impl Iterator<Item = (Checked, &str)> {
+        [
+            (Checked::Partition, &self.partition),
+            (Checked::Account, &self.account),
+            (Checked::Qos, &self.qos),
+            (Checked::TimeLimit, &self.time_limit),
+        ]
+        .into_iter()
+        .filter_map(|(option, value)| Some((option, value.as_deref()?)))
     }
+
+    /// Refuses a value `sbatch` would refuse or misread, before anything is
+    /// submitted (options built in code, not read from the file or flags).
+    pub fn check(&self) -> Result<(), BadOption> {
+        self.checked()
+            .try_for_each(|(option, value)| option.check(value))
+    }
+}
+
+/// A checked option of the file: refused at its line.
+fn checked<'de, D: serde::Deserializer<'de>>(
+    option: Checked,
+    d: D,
+) -> Result<Option<String>, D::Error> {
+    let value = String::deserialize(d)?;
+    option.check(&value).map_err(serde::de::Error::custom)?;
+    Ok(Some(value))
+}
+
+fn partition<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(Checked::Partition, d)
+}
+
+fn account<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(Checked::Account, d)
+}
+
+fn qos<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(Checked::Qos, d)
+}
+
+fn time_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(Checked::TimeLimit, d)
 }
 
 /// `minutes`, `minutes:seconds`, `hours:minutes:seconds`, `days-hours`,
@@ -106,9 +232,12 @@ mod tests {
             time_limit: Some("1h".into()),
             ..Default::default()
         };
-        assert_eq!(
-            bad.check().unwrap_err().to_string(),
-            "`1h` is not a Slurm time limit"
+        assert!(
+            bad.check().unwrap_err().to_string().starts_with(
+                "`1h` is not a Slurm time limit (`time_limit`, `--time-limit`): minutes"
+            ),
+            "{:?}",
+            bad.check()
         );
     }
 

@@ -66,7 +66,10 @@ pub enum Verdict {
     Failed { why: String },
     /// Slurm ended the job for a cause of its own; a resubmission may not
     /// meet it.
-    Transient { why: String, hint: Option<String> },
+    Transient { why: String },
+    /// Slurm ended the job at its time limit (`TIMEOUT`): a resubmission
+    /// with the same limit would meet it again, so there is none.
+    TimedOut,
 }
 
 /// The verdict on a job that left the queue in `state` with `exit` (the
@@ -75,7 +78,6 @@ pub enum Verdict {
 pub fn verdict(state: &JobState, exit: Option<(i32, i32)>) -> Verdict {
     let transient = |why: &str| Verdict::Transient {
         why: why.to_owned(),
-        hint: None,
     };
     match state {
         JobState::Completed => Verdict::Ended,
@@ -90,14 +92,10 @@ pub fn verdict(state: &JobState, exit: Option<(i32, i32)>) -> Verdict {
         JobState::BootFail => transient("its node failed to boot (BOOT_FAIL)"),
         JobState::Preempted => transient("it was preempted (PREEMPTED)"),
         JobState::OutOfMemory => transient("it ran out of memory (OUT_OF_MEMORY)"),
-        JobState::Cancelled => transient("it was cancelled by someone other than this perfpipe (CANCELLED)"),
-        JobState::Timeout => Verdict::Transient {
-            why: "it reached its time limit (TIMEOUT)".to_owned(),
-            hint: Some(
-                "raise the time limit: `--slurm-time` or `time_limit` in `[executor.slurm]` of perfpipe.toml"
-                    .to_owned(),
-            ),
-        },
+        JobState::Cancelled => {
+            transient("it was cancelled by someone other than this perfpipe (CANCELLED)")
+        }
+        JobState::Timeout => Verdict::TimedOut,
         JobState::Deadline => Verdict::Failed {
             why: "it passed its deadline (DEADLINE)".to_owned(),
         },
@@ -249,7 +247,7 @@ mod tests {
     }
 
     #[test]
-    fn slurms_own_failures_are_transient_and_a_time_limit_says_to_raise_it() {
+    fn slurms_own_failures_are_transient_but_a_time_limit_is_not() {
         for state in [
             JobState::NodeFail,
             JobState::Preempted,
@@ -258,19 +256,15 @@ mod tests {
             JobState::BootFail,
         ] {
             assert!(
-                matches!(verdict(&state, None), Verdict::Transient { hint: None, .. }),
+                matches!(verdict(&state, None), Verdict::Transient { .. }),
                 "{state:?}"
             );
         }
-        let Verdict::Transient {
-            hint: Some(hint),
-            why,
-        } = verdict(&JobState::Timeout, Some((0, 15)))
-        else {
-            panic!("a timeout is transient with a hint");
-        };
-        assert!(why.contains("TIMEOUT"));
-        assert!(hint.contains("raise the time limit"));
+        assert_eq!(
+            verdict(&JobState::Timeout, Some((0, 15))),
+            Verdict::TimedOut,
+            "the same limit would end it again"
+        );
         assert_eq!(verdict(&JobState::Completed, Some((0, 0))), Verdict::Ended);
         assert_eq!(
             verdict(&JobState::Failed, Some((2, 0))),

@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 /// GPUs the node declares.
 pub const GPUS: u32 = 8;
 
+/// Where slurmctld is in [`Cluster`]'s daemons (munged, slurmctld, slurmd).
+const CONTROLLER: usize = 1;
+
 const BINARIES: &[&str] = &[
     "/usr/sbin/munged",
     "/usr/sbin/slurmctld",
@@ -103,6 +106,46 @@ impl Cluster {
                 Instant::now() < deadline,
                 "jobs still queued after {limit:?}:\n{}",
                 self.ask("squeue", &[])
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Stops slurmctld as an admin's restart or a crash would (SIGTERM); the
+    /// node and its jobs go on. [`Cluster::start_controller`] brings it back.
+    pub fn stop_controller(&mut self) {
+        let ctld = &mut self.daemons[CONTROLLER];
+        // SAFETY: a plain syscall on a child we started.
+        unsafe {
+            libc::kill(ctld.id() as i32, libc::SIGTERM);
+        }
+        ctld.wait().unwrap();
+    }
+
+    /// Starts slurmctld again from its saved state (the queue, the jobs), and
+    /// waits until it answers.
+    pub fn start_controller(&mut self) {
+        let log = std::fs::File::create(self.path("log/slurmctld-again.out")).unwrap();
+        self.daemons[CONTROLLER] = Command::new("/usr/sbin/slurmctld")
+            .args(["-D", "-i"])
+            .env("SLURM_CONF", self.conf())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("slurmctld starts again");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self
+            .client("squeue", &["-h"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "slurmctld did not come back: {}",
+                self.logs()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
