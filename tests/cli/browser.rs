@@ -60,6 +60,23 @@ impl Proxy {
         });
         Self { port, seen }
     }
+
+    /// Fails when anything but Chromium's own services reached the proxy.
+    fn assert_page_fetched_nothing(&self) {
+        let fetched: Vec<String> = self
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| !browser_service(line))
+            .cloned()
+            .collect();
+        assert_eq!(
+            fetched,
+            Vec::<String>::new(),
+            "the page reached for the network"
+        );
+    }
 }
 
 /// Chromium headless on `page` with `args`, every request through `proxy`
@@ -195,19 +212,7 @@ fn the_html_report_shows_its_sections_and_charts_in_a_browser_offline() {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     eprintln!("screenshot of the HTML report: {}", shot.display());
 
-    let fetched: Vec<String> = proxy
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|line| !browser_service(line))
-        .cloned()
-        .collect();
-    assert_eq!(
-        fetched,
-        Vec::<String>::new(),
-        "the page reached for the network"
-    );
+    proxy.assert_page_fetched_nothing();
     assert!(
         started.elapsed() < Duration::from_secs(180),
         "{:?}",
@@ -293,17 +298,5 @@ fn markup_in_an_experiment_runs_no_script_and_loads_nothing_in_a_browser() {
     assert!(dom_text.contains("data-sortable=\"ready\""), "{dom_text}");
     assert!(!dom_text.contains("<title>pwned</title>"), "{dom_text}");
     assert!(dom_text.contains("<title>Tiny &lt;span"), "{dom_text}");
-    let fetched: Vec<String> = proxy
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|line| !browser_service(line))
-        .cloned()
-        .collect();
-    assert_eq!(
-        fetched,
-        Vec::<String>::new(),
-        "the page reached for the network"
-    );
+    proxy.assert_page_fetched_nothing();
 }

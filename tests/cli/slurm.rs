@@ -450,7 +450,7 @@ mod executor {
             return;
         };
         let env = crate::common::TestEnv::tiny();
-        let planned = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+        let planned = env.run(&["plan", "tiny.kdl", "--runtime", "sim", "--write-launches"]);
         assert!(
             planned.status.success(),
             "{}",
