@@ -53,11 +53,11 @@ kill_at() {
     printf '%-12s %4d ms  %-8s  store verify: exit %d\n' "$label" "$ms" "$how" "$rc"
     if [ "$rc" -ne 0 ]; then damaged=$((damaged + 1)); cat verify.out; fi
 }
-# phase LABEL STORE MAX_MS SETUP CMD...: kill_at until PER kills (or 5×PER tries).
+# phase LABEL STORE MAX_MS SETUP CMD...: kill_at until PER kills (or 10×PER tries).
 phase() {
     local label=$1 store=$2 max=$3 setup=$4; shift 4
     phase_kills=0
-    for _ in $(seq $((per * 5))); do
+    for _ in $(seq $((per * 10))); do
         [ "$phase_kills" -ge "$per" ] && break
         $setup
         kill_at "$label" "$store" "$max" "$@"
@@ -78,9 +78,9 @@ fresh_other() { rm -rf other; }
 
 phase run store 900 sometimes_empty run experiments/kill.kdl --runtime sim --store store
 "$bin" run experiments/kill.kdl --runtime sim --store store >/dev/null 2>&1
-phase push store 200 fresh_cache cache push experiments/kill.kdl --runtime sim --store store --to "$work/cache" --secret-key "$secret"
+phase push store 60 fresh_cache cache push experiments/kill.kdl --runtime sim --store store --to "$work/cache" --secret-key "$secret"
 "$bin" cache push experiments/kill.kdl --runtime sim --store store --to "$work/cache" --secret-key "$secret" >/dev/null 2>&1
 phase substitute other 200 fresh_other run experiments/kill.kdl --runtime sim --store other --substituter "$work/cache" --trusted-key "$public"
-phase gc gcstore 50 stored_twice_unreached store gc --all --store gcstore
+phase gc gcstore 15 stored_twice_unreached store gc --all --store gcstore
 echo "$kills kills, $damaged verifies found damage"
 [ "$damaged" -eq 0 ]
