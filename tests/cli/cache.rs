@@ -155,10 +155,33 @@ fn a_directory_cache_supplies_another_store_instead_of_measuring() {
         "{runs:?}"
     );
 
-    // `--no-substitute` measures anyway, adding this machine's sample.
+    // `--no-substitute` measures anyway: `plan` offers nothing, and `run`
+    // measures every run on this machine, substituting nothing.
     let fresh = TestEnv::tiny();
-    let measure = fresh.run(&[&["plan", "tiny.kdl", "--no-substitute"][..], &trust].concat());
-    assert_eq!(rows(&stdout(&measure)), 0);
+    let no_substitute = |command: &str| {
+        fresh.run(&[&[command, "tiny.kdl", "--no-substitute"][..], &trust].concat())
+    };
+    let plan = no_substitute("plan");
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert_eq!(rows(&stdout(&plan)), 0, "{}", stdout(&plan));
+    let measured = no_substitute("run");
+    let err = stderr(&measured);
+    assert_eq!(measured.status.code(), Some(0), "{err}");
+    assert!(!err.contains("substituted"), "{err}");
+    assert!(
+        err.contains("0 in the store, 7 to run") && err.contains("ran 7 (failed: 1, "),
+        "{err}"
+    );
+    let results = fresh.results();
+    assert_eq!(results.len(), 7);
+    for (dir, result) in &results {
+        assert_eq!(result["provenance"]["kind"], "simulated", "{result}");
+        assert!(
+            !dir.join("signature.json").exists(),
+            "{} is signed",
+            dir.display()
+        );
+    }
 }
 
 #[test]
