@@ -141,27 +141,28 @@ mod tests {
 
     #[test]
     fn every_expectable_metric_can_be_read() {
-        let m: ServingMetrics = serde_json::from_value(serde_json::json!({
-            "completed": 1, "failed": 0, "duration": 1.0, "total_input_tokens": 1,
-            "total_output_tokens": 1, "request_throughput": 1.0, "output_throughput": 1.0,
-            "total_token_throughput": 1.0, "max_output_tokens_per_s": 1.0,
-            "max_concurrent_requests": 1.0, "mean_ttft_ms": 1.0, "median_ttft_ms": 1.0,
-            "std_ttft_ms": 1.0, "p99_ttft_ms": 1.0, "mean_tpot_ms": 1.0, "median_tpot_ms": 1.0,
-            "std_tpot_ms": 1.0, "p99_tpot_ms": 1.0, "mean_itl_ms": 1.0, "median_itl_ms": 1.0,
-            "std_itl_ms": 1.0, "p99_itl_ms": 1.0, "mean_e2el_ms": 1.0, "median_e2el_ms": 1.0,
-            "std_e2el_ms": 1.0, "p99_e2el_ms": 1.0, "request_goodput": 1.0,
-            "exact_max_output_tokens_per_s": 1.0, "exact_max_concurrent_requests": 1.0,
-            "p95_ttft_ms": 1.0, "p95_tpot_ms": 1.0, "p95_itl_ms": 1.0, "p95_e2el_ms": 1.0
-        }))
-        .unwrap();
-        for name in METRIC_NAMES {
-            let expected = match *name {
-                "failed" => Some(0.0),
-                // Settings, not measurements: only a published block states them.
-                "max_concurrency" | "request_rate" => None,
-                _ => Some(1.0),
-            };
-            assert_eq!(m.get(name), expected, "{name}");
+        // Settings, not measurements: only a published block states them.
+        let settings = ["max_concurrency", "request_rate"];
+        // Every field a distinct value, so an arm of `get` reading another
+        // field's value fails; the spreads are fields no expectation names.
+        let spreads = ["std_ttft_ms", "std_tpot_ms", "std_itl_ms", "std_e2el_ms"];
+        let fields: Vec<(&str, u64)> = METRIC_NAMES
+            .iter()
+            .filter(|name| !settings.contains(name))
+            .chain(spreads.iter())
+            .zip(1..)
+            .map(|(name, value)| (*name, value))
+            .collect();
+        let json: serde_json::Map<String, serde_json::Value> = fields
+            .iter()
+            .map(|(name, value)| (name.to_string(), (*value).into()))
+            .collect();
+        let m: ServingMetrics = serde_json::from_value(json.into()).unwrap();
+        for (name, value) in &fields {
+            assert_eq!(m.get(name), Some(*value as f64), "{name}");
+        }
+        for name in settings {
+            assert_eq!(m.get(name), None, "{name}");
         }
     }
 }

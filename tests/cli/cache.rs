@@ -1,7 +1,7 @@
 //! The shared result cache: keys, push, substitution into another store,
 //! and refusal of anything not signed by a trusted key.
 
-use crate::common::{TestEnv, stderr, stdout, words};
+use crate::common::{TestEnv, render, stderr, stdout, words};
 
 #[test]
 fn keygen_prints_the_public_key_and_keeps_the_secret_private() {
@@ -68,18 +68,95 @@ pub fn push(env: &TestEnv, to: &str) -> String {
     stderr(&out)
 }
 
+/// The common filters, and estimates, which come from measured times.
+fn cache_filters() -> Vec<(&'static str, &'static str)> {
+    let mut filters = vec![(r"\d+\.\d GPU-hours", "[N] GPU-hours")];
+    filters.extend(crate::common::filters());
+    filters
+}
+
+/// What `run` says of the whole run: its lines but each run's progress.
+fn run_summary(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with('[') && !l.starts_with(' '))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[test]
 fn a_directory_cache_supplies_another_store_instead_of_measuring() {
     let (alice, public) = measured_with_key();
+    // Alice's plan: the tiny study's expected failure is a failed row.
+    let cached = alice.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
+    insta::with_settings!({ filters => cache_filters() }, {
+        insta::assert_snapshot!(render(&cached), @r"
+        exit_code: 0
+        ----- stdout -----
+        experiment `tiny` · runtime `sim` · store `store`
+        lockfile `lockfiles/tiny.lock`: 8 inputs, 4 unpinned: engine.trtllm, engine.vllm, model.Qwen/Qwen3-14B-FP8@main, model.Qwen/Qwen3-14B@main
+        note: workload `chat` uses the sample dataset `sharegpt-tiny.json` (the declared file is absent)
+
+        STEP          WORKLOAD  KEY           STATUS   DETAIL
+        vllm          chat      [SHORT-KEY]  cached   1 sample
+        vllm          short     [SHORT-KEY]  cached   1 sample
+        trtllm        chat      [SHORT-KEY]  cached   1 sample
+        trtllm        short     [SHORT-KEY]  cached   1 sample
+        trtllm-fp8    chat      [SHORT-KEY]  failed   RuntimeError: Unsupported SM version for FP8 block scaling GEMM
+        vllm-seqs-8   short     [SHORT-KEY]  cached   1 sample
+        vllm-seqs-64  short     [SHORT-KEY]  cached   1 sample
+
+        7 runs: 6 cached, 1 failed, 0 missing; 0 to run (0 engine launches)
+
+        ----- stderr -----
+        ");
+    });
+    // Capped, every run is another run, missing.
+    let capped = alice.run(&["plan", "tiny.kdl", "--runtime", "sim", "--max-prompts", "3"]);
+    insta::with_settings!({ filters => cache_filters() }, {
+        insta::assert_snapshot!(render(&capped), @r"
+        exit_code: 0
+        ----- stdout -----
+        experiment `tiny` · runtime `sim` · store `store`
+        lockfile `lockfiles/tiny.lock`: 8 inputs, 4 unpinned: engine.trtllm, engine.vllm, model.Qwen/Qwen3-14B-FP8@main, model.Qwen/Qwen3-14B@main
+        note: workload `chat` uses the sample dataset `sharegpt-tiny.json` (the declared file is absent)
+
+        STEP          WORKLOAD  KEY           STATUS   DETAIL
+        vllm          chat      [SHORT-KEY]  missing  no result for this key
+        vllm          short     [SHORT-KEY]  missing  no result for this key
+        trtllm        chat      [SHORT-KEY]  missing  no result for this key
+        trtllm        short     [SHORT-KEY]  missing  no result for this key
+        trtllm-fp8    chat      [SHORT-KEY]  missing  no result for this key
+        vllm-seqs-8   short     [SHORT-KEY]  missing  no result for this key
+        vllm-seqs-64  short     [SHORT-KEY]  missing  no result for this key
+
+        7 runs: 0 cached, 0 failed, 7 missing; 7 to run (5 engine launches)
+
+        launches (`perfpipe plan --write-launches` writes their material for `perfpipe realise LAUNCH`):
+          [SHORT-KEY]  vllm 0.11.0 · 2 runs: vllm × chat, vllm × short
+          [SHORT-KEY]  trtllm 1.2.0rc1 · 2 runs: trtllm × chat, trtllm × short
+          [SHORT-KEY]  trtllm 1.2.0rc1 · 1 run: trtllm-fp8 × chat
+          [SHORT-KEY]  vllm 0.11.0 · 1 run: vllm-seqs-8 × short
+          [SHORT-KEY]  vllm 0.11.0 · 1 run: vllm-seqs-64 × short
+        estimate: [N] GPU-hours (5 engine launches at a typical start of 5 min for vLLM, 15 min for TensorRT-LLM, plus benchmark times of earlier results; 7 runs have no earlier result of their workload and count only their launch)
+
+        ----- stderr -----
+        ");
+    });
     let cache = alice.path("team-cache");
     let cache = cache.to_str().unwrap();
     let first = push(&alice, cache);
-    assert!(first.contains("pushed 7 samples"), "{first}");
+    insta::with_settings!({ filters => cache_filters() }, {
+        insta::assert_snapshot!(first, @r"
+        perfpipe: pushed 7 samples to `[TEMP]/team-cache` as `alice` (0 already there)
+        ");
+    });
     let again = push(&alice, cache);
-    assert!(
-        again.contains("pushed 0 samples") && again.contains("7 already there"),
-        "{again}"
-    );
+    insta::with_settings!({ filters => cache_filters() }, {
+        insta::assert_snapshot!(again, @r"
+        perfpipe: pushed 0 samples to `[TEMP]/team-cache` as `alice` (7 already there)
+        ");
+    });
 
     let bob = TestEnv::tiny();
     let trust = [
@@ -95,10 +172,37 @@ fn a_directory_cache_supplies_another_store_instead_of_measuring() {
     let table = stdout(&plan);
     let rows = |t: &str| t.lines().filter(|l| l.contains(" substitutable ")).count();
     assert_eq!(rows(&table), 7, "{table}");
-    assert!(
-        table.contains("substitutable: 7 runs from trusted caches"),
-        "{table}"
-    );
+    insta::with_settings!({ filters => cache_filters() }, {
+        insta::assert_snapshot!(render(&plan), @r"
+        exit_code: 0
+        ----- stdout -----
+        experiment `tiny` · runtime `sim` · store `store`
+        lockfile `lockfiles/tiny.lock`: none yet; `perfpipe lock` or `perfpipe run` writes it
+        note: workload `chat` uses the sample dataset `sharegpt-tiny.json` (the declared file is absent)
+
+        STEP          WORKLOAD  KEY           STATUS         DETAIL
+        vllm          chat      [SHORT-KEY]  substitutable  1 sample in `[TEMP]/team-cache`; no result for this key
+        vllm          short     [SHORT-KEY]  substitutable  1 sample in `[TEMP]/team-cache`; no result for this key
+        trtllm        chat      [SHORT-KEY]  substitutable  1 sample in `[TEMP]/team-cache`; no result for this key
+        trtllm        short     [SHORT-KEY]  substitutable  1 sample in `[TEMP]/team-cache`; no result for this key
+        trtllm-fp8    chat      [SHORT-KEY]  substitutable  1 sample in `[TEMP]/team-cache`; no result for this key
+        vllm-seqs-8   short     [SHORT-KEY]  substitutable  1 sample in `[TEMP]/team-cache`; no result for this key
+        vllm-seqs-64  short     [SHORT-KEY]  substitutable  1 sample in `[TEMP]/team-cache`; no result for this key
+
+        7 runs: 0 cached, 0 failed, 7 missing; 7 to run (5 engine launches)
+
+        launches (`perfpipe plan --write-launches` writes their material for `perfpipe realise LAUNCH`):
+          [SHORT-KEY]  vllm 0.11.0 · 2 runs: vllm × chat, vllm × short
+          [SHORT-KEY]  trtllm 1.2.0rc1 · 2 runs: trtllm × chat, trtllm × short
+          [SHORT-KEY]  trtllm 1.2.0rc1 · 1 run: trtllm-fp8 × chat
+          [SHORT-KEY]  vllm 0.11.0 · 1 run: vllm-seqs-8 × short
+          [SHORT-KEY]  vllm 0.11.0 · 1 run: vllm-seqs-64 × short
+        substitutable: 7 runs from trusted caches, saving [N] GPU-hours of the estimate
+        estimate: [N] GPU-hours (5 engine launches at a typical start of 5 min for vLLM, 15 min for TensorRT-LLM, plus benchmark times of earlier results; 7 runs have no earlier result of their workload and count only their launch)
+
+        ----- stderr -----
+        ");
+    });
 
     let run = bob.run(&[&["run", "tiny.kdl"][..], &trust].concat());
     let err = stderr(&run);
@@ -109,8 +213,21 @@ fn a_directory_cache_supplies_another_store_instead_of_measuring() {
         7,
         "{err}"
     );
-    assert!(err.contains("7 in the store, 0 to run"), "{err}");
-    assert!(err.contains("ran 0 (failed: 0)"), "{err}");
+    insta::with_settings!({ filters => cache_filters() }, {
+        insta::assert_snapshot!(run_summary(&err), @r"
+        perfpipe: wrote `lockfiles/tiny.lock` (8 inputs, 4 unpinned: engine.trtllm, engine.vllm, model.Qwen/Qwen3-14B-FP8@main, model.Qwen/Qwen3-14B@main)
+        perfpipe: `vllm` × `chat` ([SHORT-KEY]): substituted a sample signed by `alice` from `[TEMP]/team-cache`
+        perfpipe: `vllm` × `short` ([SHORT-KEY]): substituted a sample signed by `alice` from `[TEMP]/team-cache`
+        perfpipe: `trtllm` × `chat` ([SHORT-KEY]): substituted a sample signed by `alice` from `[TEMP]/team-cache`
+        perfpipe: `trtllm` × `short` ([SHORT-KEY]): substituted a sample signed by `alice` from `[TEMP]/team-cache`
+        perfpipe: `trtllm-fp8` × `chat` ([SHORT-KEY]): substituted a sample signed by `alice` from `[TEMP]/team-cache`
+        perfpipe: `vllm-seqs-8` × `short` ([SHORT-KEY]): substituted a sample signed by `alice` from `[TEMP]/team-cache`
+        perfpipe: `vllm-seqs-64` × `short` ([SHORT-KEY]): substituted a sample signed by `alice` from `[TEMP]/team-cache`
+        perfpipe: 7 runs, 7 in the store, 0 to run (runtime `sim`)
+        note: workload `chat` uses the sample dataset `sharegpt-tiny.json` (the declared file is absent)
+        perfpipe: ran 0 (failed: 0); report written to `reports/tiny.md` (and `reports/tiny.html`)
+        ");
+    });
     let verify = bob.run(&["store", "verify"]);
     assert_eq!(verify.status.code(), Some(0), "{}", stderr(&verify));
     // `explain` names each sample's signer, the deterministic failure's too.
@@ -155,10 +272,37 @@ fn a_directory_cache_supplies_another_store_instead_of_measuring() {
         "{runs:?}"
     );
 
-    // `--no-substitute` measures anyway, adding this machine's sample.
+    // `--no-substitute` measures anyway: `plan` offers nothing, and `run`
+    // measures every run on this machine, substituting nothing.
     let fresh = TestEnv::tiny();
-    let measure = fresh.run(&[&["plan", "tiny.kdl", "--no-substitute"][..], &trust].concat());
-    assert_eq!(rows(&stdout(&measure)), 0);
+    let no_substitute = |command: &str| {
+        fresh.run(&[&[command, "tiny.kdl", "--no-substitute"][..], &trust].concat())
+    };
+    let plan = no_substitute("plan");
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert_eq!(rows(&stdout(&plan)), 0, "{}", stdout(&plan));
+    let measured = no_substitute("run");
+    let err = stderr(&measured);
+    assert_eq!(measured.status.code(), Some(0), "{err}");
+    assert!(!err.contains("substituted"), "{err}");
+    insta::with_settings!({ filters => cache_filters() }, {
+        insta::assert_snapshot!(run_summary(&err), @r"
+        perfpipe: wrote `lockfiles/tiny.lock` (8 inputs, 4 unpinned: engine.trtllm, engine.vllm, model.Qwen/Qwen3-14B-FP8@main, model.Qwen/Qwen3-14B@main)
+        perfpipe: 7 runs, 0 in the store, 7 to run (runtime `sim`)
+        note: workload `chat` uses the sample dataset `sharegpt-tiny.json` (the declared file is absent)
+        perfpipe: ran 7 (failed: 1, as the experiment expects); report written to `reports/tiny.md` (and `reports/tiny.html`)
+        ");
+    });
+    let results = fresh.results();
+    assert_eq!(results.len(), 7);
+    for (dir, result) in &results {
+        assert_eq!(result["provenance"]["kind"], "simulated", "{result}");
+        assert!(
+            !dir.join("signature.json").exists(),
+            "{} is signed",
+            dir.display()
+        );
+    }
 }
 
 #[test]

@@ -61,6 +61,26 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         render(&first)
     );
     std::fs::copy(env.path("lockfiles/upgrade.lock"), env.path("before.lock")).unwrap();
+    // Known numbers for the docker keys, which `diff` below judges: [Total
+    // Token throughput, Mean TTFT, Mean TPOT] of two samples per run.
+    import_vllm_samples(
+        &env,
+        [
+            (
+                "short",
+                24,
+                [
+                    ["1000.00", "100.00", "10.00"],
+                    ["1010.00", "102.00", "10.20"],
+                ],
+            ),
+            (
+                "shorter",
+                16,
+                [["500.00", "50.00", "8.00"], ["510.00", "50.00", "8.20"]],
+            ),
+        ],
+    );
     // Unchanged inputs re-lock to the same bytes.
     ok(&env, &["lock", "upgrade.kdl"]);
     assert_eq!(env.read("lockfiles/upgrade.lock"), env.read("before.lock"));
@@ -86,7 +106,7 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         env.read("before.lock"),
         "--locked writes nothing"
     );
-    assert!(env.samples().len() == 8, "--locked ran nothing");
+    assert_eq!(env.samples().len(), 8 + 4, "--locked ran nothing");
 
     let relock = ok(&env, &["lock", "upgrade.kdl"]);
     insta::with_settings!({ filters => filters() }, {
@@ -176,6 +196,8 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         .collect();
     assert_eq!(started, ["vllm", "vllm"], "only the vLLM runs run again");
 
+    // The simulated engine's numbers vary run to run: under `--runtime sim`
+    // the table's shape only; the published numbers below are judged.
     let diff = |extra: &[&str]| {
         let mut args = vec![
             "diff",
@@ -228,33 +250,206 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
         ----- stderr -----
         "#);
     });
-    let json = diff(&["--format", "json"]);
-    assert_eq!(json.status.code(), Some(0));
-    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    let deltas = json["deltas"].as_array().unwrap();
-    assert_eq!(deltas.len(), 6, "3 metrics × 2 vLLM runs");
-    for d in deltas {
-        let (b, a) = (d["before"].as_f64().unwrap(), d["after"].as_f64().unwrap());
-        let pct = d["delta_pct"].as_f64().unwrap();
-        assert!(((a - b) / b * 100.0 - pct).abs() < 1e-9, "{d}");
-        assert_eq!(d["before_n"], 2);
-        assert!(d["before_sd"].is_number(), "two samples have a spread: {d}");
-    }
-    assert_eq!(
-        json["unchanged_runs"],
-        serde_json::json!(["sglang × short", "sglang × shorter"])
+    // The upgrade's published numbers: short's throughput drops by 10%
+    // (worse, beyond its spread), its TTFT falls (better), its TPOT moves
+    // within its spread; shorter's throughput rises (better), its TTFT stays,
+    // its TPOT rises by 7.4% (worse).
+    import_vllm_samples(
+        &env,
+        [
+            (
+                "short",
+                24,
+                [["900.00", "80.00", "10.00"], ["910.00", "82.00", "10.40"]],
+            ),
+            (
+                "shorter",
+                16,
+                [["540.00", "50.00", "8.60"], ["550.00", "50.00", "8.80"]],
+            ),
+        ],
     );
+    let docker = |extra: &[&str]| {
+        let args = ["diff", "before.lock", "lockfiles/upgrade.lock"];
+        env.run(&[&args[..], extra].concat())
+    };
+    let md = docker(&[]);
+    assert_eq!(md.status.code(), Some(0), "{}", render(&md));
+    let results = {
+        let text = String::from_utf8_lossy(&md.stdout).into_owned();
+        text[text.find("## Results").expect("a results section")..].to_owned()
+    };
+    insta::assert_snapshot!(results, @r"
+    ## Results
 
-    // As a CI gate: any change for the worse beyond 0% fails with exit 4,
-    // unless the numbers are within noise (then nothing regresses).
-    let gate = diff(&["--fail-on-regression", "0"]);
-    let worse = deltas.iter().any(|d| d["verdict"] == "worse");
-    assert_eq!(
-        gate.status.code(),
-        Some(if worse { 4 } else { 0 }),
-        "{}",
-        render(&gate)
-    );
+    | step | workload | metric | before | after | Δ | verdict |
+    | --- | --- | --- | --- | --- | --- | --- |
+    | vllm | short | total_token_throughput | 1005.00 ± 7.07 (n=2) | 905.00 ± 7.07 (n=2) | -10.0% | worse |
+    | vllm | short | mean_ttft_ms | 101.00 ± 1.41 (n=2) | 81.00 ± 1.41 (n=2) | -19.8% | better |
+    | vllm | short | mean_tpot_ms | 10.10 ± 0.14 (n=2) | 10.20 ± 0.28 (n=2) | +1.0% | within noise |
+    | vllm | shorter | total_token_throughput | 505.00 ± 7.07 (n=2) | 545.00 ± 7.07 (n=2) | +7.9% | better |
+    | vllm | shorter | mean_ttft_ms | 50.00 ± 0.00 (n=2) | 50.00 ± 0.00 (n=2) | +0.0% | unchanged |
+    | vllm | shorter | mean_tpot_ms | 8.10 ± 0.14 (n=2) | 8.70 ± 0.14 (n=2) | +7.4% | worse |
+    ");
+    let json = docker(&["--format", "json"]);
+    assert_eq!(json.status.code(), Some(0), "{}", render(&json));
+    insta::with_settings!({ filters => filters() }, {
+        insta::assert_snapshot!(String::from_utf8_lossy(&json.stdout), @r#"
+        {
+          "before": "before.lock",
+          "after": "lockfiles/upgrade.lock",
+          "experiment": "upgrade",
+          "runtime": "docker",
+          "max_prompts": null,
+          "inputs": [
+            {
+              "name": "engine.vllm",
+              "change": "changed",
+              "detail": "image vllm/vllm-openai:v0.11.0 → vllm/vllm-openai:v0.17.1; version 0.11.0 → 0.17.1"
+            }
+          ],
+          "unchanged_inputs": [
+            "engine.sglang",
+            "harness",
+            "model.Qwen/Qwen3-14B@main",
+            "tokenizer.Qwen/Qwen3-14B@main"
+          ],
+          "runs": [
+            {
+              "step": "vllm",
+              "workload": "short",
+              "key_before": "[KEY]",
+              "key_after": "[KEY]",
+              "changed_by": [
+                "engine.vllm"
+              ]
+            },
+            {
+              "step": "vllm",
+              "workload": "shorter",
+              "key_before": "[KEY]",
+              "key_after": "[KEY]",
+              "changed_by": [
+                "engine.vllm"
+              ]
+            }
+          ],
+          "unchanged_runs": [
+            "sglang × short",
+            "sglang × shorter"
+          ],
+          "metrics": [
+            "total_token_throughput",
+            "mean_ttft_ms",
+            "mean_tpot_ms"
+          ],
+          "deltas": [
+            {
+              "step": "vllm",
+              "workload": "short",
+              "metric": "total_token_throughput",
+              "before": 1005.0,
+              "before_sd": 7.0710678118654755,
+              "before_n": 2,
+              "after": 905.0,
+              "after_sd": 7.0710678118654755,
+              "after_n": 2,
+              "delta_pct": -9.950248756218906,
+              "verdict": "worse",
+              "noise_floor_pct": null
+            },
+            {
+              "step": "vllm",
+              "workload": "short",
+              "metric": "mean_ttft_ms",
+              "before": 101.0,
+              "before_sd": 1.4142135623730951,
+              "before_n": 2,
+              "after": 81.0,
+              "after_sd": 1.4142135623730951,
+              "after_n": 2,
+              "delta_pct": -19.801980198019802,
+              "verdict": "better",
+              "noise_floor_pct": null
+            },
+            {
+              "step": "vllm",
+              "workload": "short",
+              "metric": "mean_tpot_ms",
+              "before": 10.1,
+              "before_sd": 0.141421356237309,
+              "before_n": 2,
+              "after": 10.2,
+              "after_sd": 0.2828427124746193,
+              "after_n": 2,
+              "delta_pct": 0.9900990099009866,
+              "verdict": "within_noise",
+              "noise_floor_pct": null
+            },
+            {
+              "step": "vllm",
+              "workload": "shorter",
+              "metric": "total_token_throughput",
+              "before": 505.0,
+              "before_sd": 7.0710678118654755,
+              "before_n": 2,
+              "after": 545.0,
+              "after_sd": 7.0710678118654755,
+              "after_n": 2,
+              "delta_pct": 7.920792079207921,
+              "verdict": "better",
+              "noise_floor_pct": null
+            },
+            {
+              "step": "vllm",
+              "workload": "shorter",
+              "metric": "mean_ttft_ms",
+              "before": 50.0,
+              "before_sd": 0.0,
+              "before_n": 2,
+              "after": 50.0,
+              "after_sd": 0.0,
+              "after_n": 2,
+              "delta_pct": 0.0,
+              "verdict": "unchanged",
+              "noise_floor_pct": null
+            },
+            {
+              "step": "vllm",
+              "workload": "shorter",
+              "metric": "mean_tpot_ms",
+              "before": 8.1,
+              "before_sd": 0.141421356237309,
+              "before_n": 2,
+              "after": 8.7,
+              "after_sd": 0.14142135623731025,
+              "after_n": 2,
+              "delta_pct": 7.407407407407403,
+              "verdict": "worse",
+              "noise_floor_pct": null
+            }
+          ],
+          "incomplete": []
+        }
+        "#);
+    });
+
+    // As a CI gate: a change for the worse beyond the threshold (and beyond
+    // noise) fails with exit 4 and is named; without the flag, diff exits 0.
+    let gate = |threshold: &str| docker(&["--fail-on-regression", threshold]);
+    let both = gate("5");
+    assert_eq!(both.status.code(), Some(4), "{}", render(&both));
+    insta::assert_snapshot!(String::from_utf8_lossy(&both.stderr), @r"
+    perfpipe: 2 regressions beyond 5%: vllm × short total_token_throughput -10.0%; vllm × shorter mean_tpot_ms +7.4%
+    ");
+    let one = gate("8");
+    assert_eq!(one.status.code(), Some(4), "{}", render(&one));
+    insta::assert_snapshot!(String::from_utf8_lossy(&one.stderr), @r"
+    perfpipe: 1 regression beyond 8%: vllm × short total_token_throughput -10.0%
+    ");
+    let none = gate("10");
+    assert_eq!(none.status.code(), Some(0), "{}", render(&none));
+    assert_eq!(String::from_utf8_lossy(&none.stderr), "");
 }
 
 /// An experiment or another program's `.lock` named where a lockfile
@@ -301,26 +496,48 @@ fn diff_of_a_file_that_is_no_lockfile_names_the_lockfile_meant() {
 
 /// A published block of one sample, Mean TTFT `ttft` ms, other rows fixed.
 fn block(ttft: &str) -> String {
+    published(10, "720.00", ttft, "10.00")
+}
+
+/// A published block of `requests` requests with these Total Token
+/// throughput, Mean TTFT and Mean TPOT; the other rows fixed.
+fn published(requests: u32, tps: &str, ttft: &str, tpot: &str) -> String {
     format!(
         "============ Serving Benchmark Result ============
-Successful requests:                     10
+Successful requests:                     {requests}
 Benchmark duration (s):                  1.00
 Total input tokens:                      640
 Total generated tokens:                  80
 Request throughput (req/s):              10.00
 Output token throughput (tok/s):         80.00
-Total Token throughput (tok/s):          720.00
+Total Token throughput (tok/s):          {tps}
 ---------------Time to First Token----------------
 Mean TTFT (ms):                          {ttft}
 Median TTFT (ms):                        100.00
 P99 TTFT (ms):                           100.00
 -----Time per Output Token (excl. 1st token)------
-Mean TPOT (ms):                          10.00
+Mean TPOT (ms):                          {tpot}
 Median TPOT (ms):                        10.00
 P99 TPOT (ms):                           10.00
 ==================================================
 "
     )
+}
+
+/// Two published samples of each vLLM run (Total Token throughput, Mean
+/// TTFT, Mean TPOT), imported under the experiment as it is now: known
+/// numbers, with a spread, for `diff` to judge.
+fn import_vllm_samples(env: &TestEnv, samples: [(&str, u32, [[&str; 3]; 2]); 2]) {
+    for (workload, requests, blocks) in samples {
+        for [tps, ttft, tpot] in blocks {
+            env.write("block.txt", &published(requests, tps, ttft, tpot));
+            let args = ["import", "upgrade.kdl", "--step", "vllm", "--workload"];
+            ok(
+                env,
+                &[&args[..], &[workload, "--from", "block.txt"]].concat(),
+            );
+        }
+    }
 }
 
 /// With one sample a side there is no noise estimate: a change within the
@@ -439,6 +656,8 @@ fn diff_compares_capped_runs_and_suggests_only_commands_that_work() {
     env.write("experiments/cap.kdl", &study("0.17.1"));
     ok(&env, &smoke);
 
+    // The simulated engine's numbers vary run to run: under `--runtime sim`
+    // the table's shape only; the published numbers below are judged.
     let diff = |extra: &[&str]| {
         let mut args = vec![
             "diff",

@@ -2,7 +2,7 @@
 //! conclusion rank by it, lowest first, and print speed ratios as the latency
 //! pages do ("Mean latency: 1.66s/req → 0.62s/req (2.7x faster)").
 
-use crate::common::{TestEnv, stdout};
+use crate::common::{TestEnv, stderr, stdout};
 
 fn latency_report() -> String {
     let env = TestEnv::new();
@@ -102,19 +102,38 @@ fn stored_results_rank_by_their_measured_end_to_end_latency() {
         String::from_utf8_lossy(&out.stderr)
     );
     let report = stdout(&out);
-    let line = report
-        .lines()
-        .find(|l| l.starts_with("Mean latency per request: "))
-        .unwrap_or_else(|| panic!("{report}"));
-    let seconds: Vec<f64> = line
-        .split('(')
-        .skip(1)
-        .map(|s| s.split(' ').next().unwrap().parse().unwrap())
-        .collect();
-    assert_eq!(seconds.len(), 2, "{line}");
-    assert!(seconds[0] <= seconds[1], "lowest first: {line}");
-    assert!(
-        report.contains("x faster)</span>") || report.contains("x slower)</span>"),
-        "{report}"
+    // The numbers ranked: each run's own mean E2EL, from the report's JSON.
+    let json = env.run(&["report", "sim-latency.kdl", "--format", "json"]);
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let e2el = |step: &str| -> f64 {
+        let runs = json["analysis"]["runs"].as_array().unwrap();
+        let run = runs.iter().find(|r| r["step"] == step).unwrap();
+        run["metrics"]["mean_e2el_ms"].as_f64().unwrap()
+    };
+    let (vllm, sglang) = (e2el("vllm"), e2el("sglang"));
+    assert_ne!(vllm, sglang, "a ranking needs two different latencies");
+    let s = |ms: f64| format!("{:.2}", ms / 1000.0);
+    let mut ranked = [("vLLM", vllm), ("SGLang", sglang)];
+    ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let ranking = format!(
+        "Mean latency per request: {} ({} s) < {} ({} s)",
+        ranked[0].0,
+        s(ranked[0].1),
+        ranked[1].0,
+        s(ranked[1].1)
     );
+    assert!(report.lines().any(|l| l == ranking), "{ranking}\n{report}");
+    // The conclusion: how many times faster SGLang serves a request than vLLM.
+    let (ratio, colour) = if sglang <= vllm {
+        (format!("{:.1}x faster", vllm / sglang), "lightgreen")
+    } else {
+        (format!("{:.1}x slower", sglang / vllm), "#ffd6d6")
+    };
+    let conclusion = format!(
+        "| Mean latency: {}s/req | Mean latency: {}s/req <span style=\"background-color:{colour};\">({ratio})</span> |",
+        s(vllm),
+        s(sglang),
+    );
+    assert!(report.contains(&conclusion), "{conclusion}\n{report}");
 }

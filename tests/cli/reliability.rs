@@ -201,6 +201,27 @@ fn plan_lists_leftovers_and_a_run_with_nothing_to_do_stops_them() {
         stderr(&plan)
     );
     assert!(pid_alive(engine), "plan stops nothing");
+    let mut filters = vec![
+        (r"\(pid \d+", "(pid [PID]"),
+        (r"container `[^`]+`", "container [NAME]"),
+    ];
+    filters.extend(crate::common::filters());
+    insta::with_settings!({ filters => filters }, {
+        insta::assert_snapshot!(crate::common::render(&plan), @r"
+        exit_code: 0
+        ----- stdout -----
+        experiment `slow` · runtime `docker` · store `store`
+        lockfile `lockfiles/slow.lock`: 4 inputs, 2 unpinned: engine.vllm, model.Qwen/Qwen3-14B@main
+
+        STEP  WORKLOAD  KEY           STATUS   DETAIL
+        vllm  long      [SHORT-KEY]  cached   1 sample
+
+        1 run: 1 cached, 0 failed, 0 missing; 0 to run (0 engine launches)
+
+        ----- stderr -----
+        perfpipe: a killed perfpipe left `docker` (pid [PID], container [NAME]); the next `run` removes the container
+        ");
+    });
 
     let cached = gpu_box(&env, &args, &[]).output().unwrap();
     let err = stderr(&cached);

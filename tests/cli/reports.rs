@@ -290,12 +290,45 @@ fn verify_passes_within_the_tolerance_and_fails_outside_it() {
         "{}",
         String::from_utf8_lossy(&loose.stdout)
     );
-    let tpot = env.run(&["verify", "fixed.kdl", "--metrics", "mean_tpot_ms,failure"]);
+    let failures = ["verify", "fixed.kdl", "--metrics", "mean_tpot_ms,failure"];
+    let tpot = env.run(&failures);
     assert_eq!(
         tpot.status.code(),
         Some(0),
-        "10.3 ms is within 5% of 10.00, and the failure is the published one"
+        "10.3 ms is within 5% of 10.00, and the failure is the published one: {}",
+        String::from_utf8_lossy(&tpot.stderr)
     );
+    insta::assert_snapshot!(String::from_utf8_lossy(&tpot.stdout), @r"
+    | Step | Workload | Metric | Published | Measured | Difference | Source | Verdict |
+    |---|---|---|---:|---:|---:|---|---|
+    | base | chat | mean_tpot_ms | 10.00 | 10.30 | +3.00% | measured | within |
+    | broken | chat | failure | RuntimeError: Unsupported SM version | RuntimeError: Unsupported SM version for FP8 block scaling GEMM | - | measured | within |
+    ");
+
+    // The broken step failing for another reason is no longer the published failure.
+    let (dir, mut result) = env
+        .results()
+        .into_iter()
+        .find(|(_, r)| r["outcome"]["status"] == "failure")
+        .expect("the broken step's failure");
+    result["outcome"]["error"] = json!("torch.OutOfMemoryError: CUDA out of memory");
+    std::fs::write(dir.join("result.json"), result.to_string()).unwrap();
+    let other = env.run(&failures);
+    assert_eq!(
+        other.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    insta::assert_snapshot!(String::from_utf8_lossy(&other.stdout), @r"
+    | Step | Workload | Metric | Published | Measured | Difference | Source | Verdict |
+    |---|---|---|---:|---:|---:|---|---|
+    | base | chat | mean_tpot_ms | 10.00 | 10.30 | +3.00% | measured | within |
+    | broken | chat | failure | RuntimeError: Unsupported SM version | torch.OutOfMemoryError: CUDA out of memory | - | measured | OUTSIDE |
+    ");
+    insta::assert_snapshot!(String::from_utf8_lossy(&other.stderr), @r"
+    perfpipe: 2 checks within ±5%: 1 within, 1 outside, 0 missing
+    ");
 }
 
 /// A capped run reports to a file of its own and says it is capped; `report`
