@@ -1021,7 +1021,9 @@ mod run {
         };
         let env = TestEnv::tiny();
         let runs = planned_runs(&env);
-        // Every GPU held for 3 s: perfpipe's first job waits for Resources.
+        // Every GPU held until the head has said its first job waits for
+        // Resources (then cancelled): perfpipe's first job waits, however
+        // slowly the head starts.
         let blocker = cluster
             .ask(
                 "sbatch",
@@ -1030,7 +1032,7 @@ mod run {
                     "--gres=gpu:8",
                     "--output=/dev/null",
                     "--wrap",
-                    "sleep 3",
+                    "sleep 100",
                 ],
             )
             .trim()
@@ -1046,6 +1048,7 @@ mod run {
             &env.path("head.err"),
         );
         let mut most = 0;
+        let mut released = false;
         let deadline = Instant::now() + Duration::from_secs(120);
         let status = loop {
             assert!(
@@ -1058,6 +1061,10 @@ mod run {
                 .filter(|(_, name)| name.starts_with("pp-"))
                 .count();
             most = most.max(ours);
+            if !released && read(&env.path("head.err")).contains(" pending (Resources)") {
+                cluster.ask("scancel", &[&blocker.to_string()]);
+                released = true;
+            }
             if let Some(status) = head.try_wait().unwrap() {
                 break status;
             }
