@@ -1,7 +1,7 @@
 //! Secrets given in the environment (`HF_TOKEN`, registry passwords, API
 //! keys) or named by the user's configuration (a cache's password or token,
 //! see [`add_configured`]) never reach the store, a lockfile, a report or a
-//! message: [`env`] knows them all, and is the one place that redacts.
+//! message: [`env()`] knows them all, and is the one place that redacts.
 //!
 //! Text that comes from outside perfpipe (engine logs, a server's error body,
 //! an error in a stream, an external client's files) is redacted where it
