@@ -6,7 +6,7 @@ use super::CliError;
 use super::args::StoreVerifyArgs;
 use crate::exit_code;
 use crate::fetch::human_bytes;
-use crate::ops::gc::existing;
+use crate::ops::store::gc::existing;
 use crate::plural::count;
 
 pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {

@@ -18,7 +18,6 @@ pub mod error;
 pub mod fetch;
 pub mod figures;
 pub mod files;
-pub mod gc;
 pub mod import;
 pub mod load;
 pub mod lock;
@@ -28,9 +27,9 @@ pub mod plan;
 pub mod realise;
 pub mod rendered;
 pub mod report;
-pub mod roots;
 pub mod run;
 pub mod search;
+pub mod store;
 pub mod stored;
 pub mod substitute;
 
