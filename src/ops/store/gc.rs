@@ -4,8 +4,9 @@
 //! of killed runs, and removes them (or, with `dry_run`, only says so).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use super::existing;
 use super::gc_report::Freed;
 use super::roots::{Roots, roots};
 use crate::key::RunKey;
@@ -120,17 +121,4 @@ pub fn gc(
         freed,
         dry_run: options.dry_run,
     })
-}
-
-/// The store at `path`, which must exist: a missing one is more likely a
-/// wrong directory than an empty store.
-pub fn existing(path: &Path) -> Result<Store, Error> {
-    let store = Store::open(path).map_err(Error::Store)?;
-    if !path.is_dir() {
-        return Err(Error::Usage {
-            message: format!("there is no store at `{}`", path.display()),
-            hint: "run it in the project directory, or name the store with `--store DIR`".into(),
-        });
-    }
-    Ok(store)
 }
