@@ -32,6 +32,7 @@ pub mod search;
 pub mod store;
 pub mod stored;
 pub mod substitute;
+pub mod verify;
 
 pub use error::{Error, PageReport};
 pub use load::{Loaded, Selection, load};
