@@ -15,6 +15,7 @@ pub mod bench;
 pub mod diff;
 pub mod elsewhere;
 pub mod error;
+pub mod explain;
 pub mod fetch;
 pub mod figures;
 pub mod files;
