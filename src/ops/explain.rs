@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::plan::build_plan;
 use super::{Error, LockMode, Selection, Shell, load};
-use crate::key::{RunKey, material_changes};
+use crate::key::{RunKey, material_changes, material_distance};
 use crate::plan::RunStatus;
 use crate::store::{Outcome, Sample, Store};
 
@@ -114,7 +114,7 @@ pub fn nearest_stored_run<'a>(
     let mut candidates: Vec<(usize, &RunKey, &Value)> = stored
         .iter()
         .filter(|(key, _)| key != own)
-        .map(|(key, m)| (material_changes(m, material).len(), key, m))
+        .map(|(key, m)| (material_distance(m, material), key, m))
         .collect();
     candidates.sort_by_key(|(distance, key, _)| (*distance, (*key).clone()));
     let mut failed: Option<(usize, NearestRun<'a>)> = None;
