@@ -39,6 +39,14 @@ pub fn material_changes(before: &Value, after: &Value) -> Vec<FieldChange> {
         .collect()
 }
 
+/// How far apart two runs' key material is: the number of fields
+/// [`material_changes`] finds, serve flags counted one by one. The nearest
+/// stored run (`explain`'s, and the one whose duration `plan` estimates
+/// from) is the one at the least distance.
+pub fn material_distance(a: &Value, b: &Value) -> usize {
+    material_changes(a, b).len()
+}
+
 fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
     match value {
         Value::Object(map) => {

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 pub use args::{Flag, canonical_args, parse_flags};
 pub use canonical::to_canonical_json;
 pub use cap::{key_with_prompts, num_prompts};
-pub use diff::{FieldChange, material_changes};
+pub use diff::{FieldChange, material_changes, material_distance};
 pub use material::*;
 
 /// Version of the key schema; bumping it changes every key on purpose.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::realise::write_launches;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::drv::{LaunchKey, LaunchMaterial, LaunchOptions};
-use crate::key::material_changes;
+use crate::key::material_distance;
 use crate::plan::{self, Estimate, Plan};
 use crate::store::StoreIndex;
 
@@ -68,7 +68,7 @@ pub fn plan(
         earlier
             .iter()
             .filter(|(m, _)| m["workload"] == material["workload"])
-            .min_by_key(|(m, _)| material_changes(m, &material).len())
+            .min_by_key(|(m, _)| material_distance(m, &material))
             .map(|(_, seconds)| *seconds)
     };
     let estimate = plan::estimate(

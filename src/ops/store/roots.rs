@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::{Error, LockMode, Selection, load, lockfile};
 use crate::key::RunKey;
+use crate::ops::{Error, LockMode, Selection, load, lockfile};
 
 /// What reaches the entries to keep.
 #[derive(Debug)]

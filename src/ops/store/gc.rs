@@ -4,11 +4,13 @@
 //! of killed runs, and removes them (or, with `dry_run`, only says so).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::Error;
+use super::existing;
+use super::gc_report::Freed;
 use super::roots::{Roots, roots};
 use crate::key::RunKey;
+use crate::ops::Error;
 use crate::store::{Garbage, GarbageKind, Removal, StaleTmp, Store};
 
 /// What `store gc` is asked to do.
@@ -42,6 +44,9 @@ pub struct Collected {
     pub kept_launches: usize,
     /// Inputs kept because kept launch material reads them.
     pub kept_inputs: usize,
+    /// What went (under `dry_run`, what would go), stale temp dirs included.
+    pub freed: Freed,
+    pub dry_run: bool,
 }
 
 /// Removes what nothing reaches, telling `removed` of each item as it goes,
@@ -80,13 +85,20 @@ pub fn gc(
         .launch_garbage(&kept_runs, &|g| !options.all && g.is_young(now))
         .map_err(Error::Store)?;
     let stale = store.stale_tmp(!options.dry_run).map_err(Error::Store)?;
+    let mut freed = Freed::default();
     for item in garbage.iter().chain(&launches.garbage) {
         let removal = if options.dry_run {
             Removal::Removed
         } else {
             store.remove(item).map_err(Error::Store)?
         };
+        if removal == Removal::Removed {
+            freed.add(item);
+        }
         removed(item, removal, &roots);
+    }
+    for s in &stale {
+        freed.add_stale(s);
     }
     if !options.dry_run {
         store.remove_idle_locks().map_err(Error::Store)?;
@@ -106,18 +118,7 @@ pub fn gc(
         young_launch_files: launches.young,
         kept_launches: launches.kept_launches,
         kept_inputs: launches.kept_inputs,
+        freed,
+        dry_run: options.dry_run,
     })
-}
-
-/// The store at `path`, which must exist: a missing one is more likely a
-/// wrong directory than an empty store.
-pub fn existing(path: &Path) -> Result<Store, Error> {
-    let store = Store::open(path).map_err(Error::Store)?;
-    if !path.is_dir() {
-        return Err(Error::Usage {
-            message: format!("there is no store at `{}`", path.display()),
-            hint: "run it in the project directory, or name the store with `--store DIR`".into(),
-        });
-    }
-    Ok(store)
 }
