@@ -14,6 +14,7 @@
 //! ```
 
 pub mod analyze;
+pub mod atomic_write;
 pub mod cache;
 // Its `eoutln!` is how the modules below write to stderr (src/cli/output.rs).
 #[macro_use]
