@@ -20,6 +20,7 @@ pub mod cache;
 #[macro_use]
 pub mod cli;
 pub mod clock;
+pub mod digest;
 pub mod drv;
 pub mod engine;
 pub mod exec;
