@@ -2,23 +2,36 @@
 //! performance studies.
 //!
 //! ```text
-//! parse    (KDL → typed spec, with spans)     spec       pure
-//! lock     (pins → lockfile, keys per run)    lock       pure; lock::resolve asks
-//!                                                        registries and the Hub
-//! resolve  (dataset files → sha256)           inputs     reads files
-//! plan     (runs, keys, store lookups)        key, plan  pure over a StoreIndex
-//! execute  (missing runs only)                exec       processes, HTTP (engine, harness)
-//! store    (atomic, per-key locks)            store      files
-//! analyze  (polars: deltas, rankings, diff)   analyze    pure
-//! render   (markdown, JSON, CSV, chart, diff) report     pure
+//! command  (arguments, printing, exit codes)   cli         the terminal
+//! operate  (one workflow per command)          ops         calls the stages below
+//! parse    (KDL → typed spec, with spans)      spec        pure
+//! draft    (published study page → experiment) page        pure (`init --from-page`)
+//! lock     (pins → lockfile, keys per run)     lock        pure; lock::resolve asks
+//!                                                          registries and the Hub
+//! fetch    (pinned models and images → here)   fetch       HTTP (the Hub), files, docker
+//! resolve  (dataset files → sha256)            inputs      reads files
+//! plan     (runs, keys, store lookups)         key, plan   pure over a StoreIndex
+//! launch   (one engine launch's material)      drv         pure; kept in the store's drv/
+//! execute  (missing runs only)                 exec        processes, HTTP (engine, harness)
+//! store    (atomic, per-key locks)             store       files
+//! share    (signed samples: push, substitute)  cache       files, HTTP (directory, web
+//!                                                          server, OCI registry)
+//! analyze  (polars: deltas, rankings, diff)    analyze     pure
+//! render   (markdown, JSON, CSV, chart, diff)  report      pure
 //! ```
+//!
+//! Below them all, mechanisms written once that every layer uses: `digest`
+//! (sha256 names), `atomic_write`, `regular_file`, `filelock`, `plural`,
+//! `clock`.
 
 pub mod analyze;
+pub mod atomic_write;
 pub mod cache;
 // Its `eoutln!` is how the modules below write to stderr (src/cli/output.rs).
 #[macro_use]
 pub mod cli;
 pub mod clock;
+pub mod digest;
 pub mod drv;
 pub mod engine;
 pub mod exec;

@@ -93,16 +93,9 @@ impl Lacks {
             return;
         }
         let path = self.path(location, key);
-        let write = || -> std::io::Result<()> {
-            let dir = path.parent().expect("a memory file has a directory");
-            fs_err::create_dir_all(dir)?;
-            // Not a result: no fsync, as losing it only costs a round trip.
-            let mut file = tempfile::NamedTempFile::new_in(dir)?;
-            std::io::Write::write_all(&mut file, crate::clock::unix_now().to_string().as_bytes())?;
-            file.persist(&path).map_err(|e| e.error)?;
-            Ok(())
-        };
-        let _ = write();
+        // Not a result: no fsync, as losing it only costs a round trip.
+        let now = crate::clock::unix_now().to_string();
+        let _ = crate::atomic_write::AtomicWrite::new().write(&path, now.as_bytes());
     }
 
     /// `location` has samples of `key` (again): nothing to remember.

@@ -15,7 +15,6 @@
 
 mod artifact;
 mod credentials;
-mod dir_temp;
 mod keygen;
 mod keys;
 mod lacks;

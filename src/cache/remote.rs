@@ -630,10 +630,15 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::io::Result<Opt
     }
 }
 
-/// Whole or not at all: a reader never sees half a file; a killed push's
-/// temp file is the next push's to remove (`dir_temp`).
+/// Whole or not at all: a reader never sees half a file. Each file is
+/// first a `.perfpipe-tmp-<random>` beside its place, locked while its
+/// writer lives; a push killed meanwhile leaves one, which the next push to
+/// that directory removes (its lock is free), and nothing else.
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    super::dir_temp::write_atomic(path, bytes)
+    crate::atomic_write::AtomicWrite::new()
+        .temp(crate::atomic_write::Temp::Locked(".perfpipe-tmp-"))
+        .synced()
+        .write(path, bytes)
 }
 
 /// The next page of a tag list (`Link: </v2/…?last=…>; rel="next"`),

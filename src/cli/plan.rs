@@ -12,7 +12,7 @@ use crate::engine::leftovers;
 use crate::exit_code;
 use crate::ops::plan::Planned;
 use crate::plan::{Plan, RunStatus};
-use crate::plural::count;
+use crate::plural::{and_list, count};
 use crate::spec::EngineKind;
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
@@ -230,15 +230,6 @@ fn typical_starts(starts: &[(EngineKind, Duration)]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn and_list(items: &[&str]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => (*one).to_owned(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
 }
 
 fn launches(n: usize) -> String {

@@ -10,11 +10,9 @@
 mod rebuild;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::inputs::ResolvedInputs;
 use crate::key::{DatasetMaterial, KeyMaterial, RunKey, to_canonical_json};
@@ -30,34 +28,15 @@ pub use rebuild::{RebuildError, Rebuilt, rebuild};
 pub const LAUNCH_SCHEMA_VERSION: u32 = 1;
 
 /// A launch's name: the sha256 of its canonical material, 64 lowercase hex.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct LaunchKey(String);
+pub type LaunchKey = crate::digest::Digest<LaunchKind>;
 
-impl LaunchKey {
-    /// The key of material whose canonical text is `bytes`.
-    pub fn of_bytes(bytes: &[u8]) -> Self {
-        Self(hex::encode(Sha256::digest(bytes)))
-    }
+/// What a [`LaunchKey`] names: a launch's material.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LaunchKind {}
 
-    /// Accepts only what a key looks like, so a key can name a store path.
-    pub fn parse(s: &str) -> Option<Self> {
-        RunKey::parse(s).map(|k| Self(k.as_str().to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The first 12 characters, as `plan` shows keys.
-    pub fn short(&self) -> &str {
-        &self.0[..12]
-    }
-}
-
-impl fmt::Display for LaunchKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+impl crate::digest::Kind for LaunchKind {
+    const TYPE: &'static str = "LaunchKey";
+    const WHAT: &'static str = "launch key";
 }
 
 /// Everything one engine launch needs.

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::atomic_write::{AtomicWrite, Temp};
 use crate::external;
 use crate::filelock::{self, OwnedDir, Owner};
 
@@ -40,7 +41,6 @@ pub struct Registry {
 
 /// One recorded launch, removed when dropped (the engine was stopped).
 pub struct Recorded {
-    dir: PathBuf,
     path: PathBuf,
 }
 
@@ -74,7 +74,6 @@ impl Registry {
     pub fn record(&self, launch: &Launch) -> std::io::Result<Recorded> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let recorded = Recorded {
-            dir: self.dir.path().to_owned(),
             path: self.dir.path().join(format!("{n}.json")),
         };
         recorded.write(launch)?;
@@ -91,12 +90,12 @@ impl Recorded {
     }
 
     fn write(&self, launch: &Launch) -> std::io::Result<()> {
-        let mut staged = tempfile::Builder::new()
-            .prefix(".launch-")
-            .tempfile_in(&self.dir)?;
-        serde_json::to_writer(&mut staged, launch)?;
-        staged.persist(&self.path).map_err(|e| e.error)?;
-        Ok(())
+        let json = serde_json::to_vec(launch)?;
+        // The registry's directory goes with its process: never made again.
+        AtomicWrite::new()
+            .temp(Temp::Prefixed(".launch-"))
+            .in_existing_dir()
+            .write(&self.path, &json)
     }
 }
 

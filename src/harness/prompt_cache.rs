@@ -12,7 +12,6 @@
 //! decodes them) and begins with the sha256 of its content: a file that is
 //! truncated, corrupt or of another key is ignored and built again.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -107,15 +106,10 @@ impl PromptCache {
         let Ok(body) = serde_json::to_vec(&on_disk) else {
             return;
         };
-        let Some(dir) = path.parent() else { return };
-        let _ = fs_err::create_dir_all(dir).ok().and_then(|()| {
-            let mut file = tempfile::NamedTempFile::new_in(dir).ok()?;
-            file.write_all(hex::encode(Sha256::digest(&body)).as_bytes())
-                .ok()?;
-            file.write_all(b"\n").ok()?;
-            file.write_all(&body).ok()?;
-            file.persist(&path).ok()
-        });
+        let mut file = hex::encode(Sha256::digest(&body)).into_bytes();
+        file.push(b'\n');
+        file.extend_from_slice(&body);
+        let _ = crate::atomic_write::AtomicWrite::new().write(&path, &file);
     }
 
     fn path(&self, settings: &RandomPrompts) -> Option<PathBuf> {

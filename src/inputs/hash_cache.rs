@@ -13,7 +13,6 @@
 //! perfpipe version wrote, is ignored and rewritten, never trusted.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -169,11 +168,7 @@ impl HashCache {
             return;
         };
         // Not written (a read-only store): the next command hashes again.
-        let _ = fs_err::create_dir_all(dir).ok().and_then(|()| {
-            let mut file = tempfile::NamedTempFile::new_in(dir).ok()?;
-            file.write_all(&json).ok()?;
-            file.persist(path).ok()
-        });
+        let _ = crate::atomic_write::AtomicWrite::new().write(path, &json);
     }
 }
 
@@ -184,6 +179,7 @@ fn absolute(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn stamp(mtime_ns: i128) -> Stamp {
         Stamp {

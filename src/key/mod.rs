@@ -6,10 +6,7 @@ mod cap;
 mod diff;
 mod material;
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use crate::digest::Digest;
 
 pub use args::{Flag, canonical_args, parse_flags};
 pub use canonical::to_canonical_json;
@@ -24,18 +21,17 @@ pub use material::*;
 ///   builtin harness options, workload).
 pub const KEY_SCHEMA_VERSION: u32 = 1;
 
-/// A run's key: 64 lowercase hex characters, checked wherever one is read,
-/// so a key can name a store path.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String")]
-pub struct RunKey(String);
+/// A run's key: the sha256 of its canonical key material, 64 lowercase hex
+/// characters, checked wherever one is read, so a key can name a store path.
+pub type RunKey = Digest<RunKind>;
 
-impl TryFrom<String> for RunKey {
-    type Error = String;
+/// What a [`RunKey`] names: a run's key material.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RunKind {}
 
-    fn try_from(text: String) -> Result<Self, String> {
-        Self::parse(&text).ok_or_else(|| format!("`{text}` is not a run key (64 lowercase hex)"))
-    }
+impl crate::digest::Kind for RunKind {
+    const TYPE: &'static str = "RunKey";
+    const WHAT: &'static str = "run key";
 }
 
 impl RunKey {
@@ -48,35 +44,6 @@ impl RunKey {
 
     pub fn of_canonical(canonical: &str) -> RunKey {
         Self::of_bytes(canonical.as_bytes())
-    }
-
-    /// The key whose key material is `bytes` (e.g. a stored `inputs.json`,
-    /// which may not even be UTF-8 once damaged).
-    pub fn of_bytes(bytes: &[u8]) -> RunKey {
-        RunKey(hex::encode(Sha256::digest(bytes)))
-    }
-
-    /// Accepts only what a key looks like, so a key can name a store path.
-    pub fn parse(s: &str) -> Option<RunKey> {
-        (s.len() == 64
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-        .then(|| RunKey(s.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The first 12 characters, as `plan` shows it.
-    pub fn short(&self) -> &str {
-        &self.0[..12]
-    }
-}
-
-impl fmt::Display for RunKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
     }
 }
 

@@ -3,10 +3,14 @@
 //!
 //! ```text
 //! store/
+//!   perfpipe-store                                 marker: perfpipe made this store (see root.rs)
 //!   entries/<k0k1>/<key>/inputs.json              exact canonical bytes that hash to <key>
 //!   entries/<k0k1>/<key>/samples/0001/result.json  metrics or failure, with provenance
-//!   entries/<k0k1>/<key>/samples/0001/logs/{engine,harness}.log
+//!   entries/<k0k1>/<key>/samples/0001/logs/{engine,harness}.log, requests.jsonl
 //!   entries/<k0k1>/<key>/samples/0002/signature.json  who signed a substituted sample
+//!   drv/<launch key>.json                          launch material (crate::drv), canonical
+//!   inputs/sha256/<sha256>                         input files the launch material names
+//!                                                  (read-only copies)
 //!   locks/<key>.lock                               per-key OS file lock
 //!   locks/tmp.lock                                 orders creating and cleaning temp dirs
 //!   tmp/proc-<pid>-<random>/                       one process's samples being measured,
@@ -14,6 +18,9 @@
 //!   quarantine/<key>/<n>-<what>                    damage moved out of an entry (never read)
 //!   cache/inputs.json                              input files' sha256 by stat data
 //!                                                  (not key material; see inputs::HashCache)
+//!   cache/lacks/<16 hex of location>/<key>         when a result cache last had no sample
+//!                                                  of <key> (cache::lacks)
+//!   logs/slurm/                                    Slurm jobs' output (exec::slurm)
 //! ```
 //!
 //! Paths derive from the key only. A sample becomes visible by one `rename`, so

@@ -1,0 +1,89 @@
+//! Names that are sha256 digests: 64 lowercase hex characters, checked
+//! wherever one is read, so a digest can name a store path. One type,
+//! [`Digest`], told apart by what it names (a run's key, a launch's), so
+//! that one is never passed for the other. (pure)
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha2::{Digest as _, Sha256};
+
+/// What a [`Digest`] names: a marker type, for its type's name and messages.
+pub trait Kind {
+    /// The name of its type, as `Debug` shows it (`RunKey`).
+    const TYPE: &'static str;
+    /// What it is, in messages (`run key`).
+    const WHAT: &'static str;
+}
+
+/// The sha256 of something, as 64 lowercase hex characters.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Digest<K> {
+    hex: String,
+    kind: PhantomData<K>,
+}
+
+impl<K: Kind> Digest<K> {
+    /// The digest of `bytes`.
+    pub fn of_bytes(bytes: &[u8]) -> Self {
+        Self::new(hex::encode(Sha256::digest(bytes)))
+    }
+
+    /// Accepts only what a digest looks like, so it can name a store path.
+    pub fn parse(s: &str) -> Option<Self> {
+        (s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| Self::new(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.hex
+    }
+
+    /// The first 12 characters, as `plan` shows it.
+    pub fn short(&self) -> &str {
+        &self.hex[..12]
+    }
+
+    fn new(hex: String) -> Self {
+        Self {
+            hex,
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K: Kind> fmt::Display for Digest<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hex)
+    }
+}
+
+impl<K: Kind> fmt::Debug for Digest<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple(K::TYPE).field(&self.hex).finish()
+    }
+}
+
+impl<K: Kind> TryFrom<String> for Digest<K> {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        Self::parse(&text)
+            .ok_or_else(|| format!("`{text}` is not a {} (64 lowercase hex)", K::WHAT))
+    }
+}
+
+impl<K: Kind> Serialize for Digest<K> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_newtype_struct(K::TYPE, &self.hex)
+    }
+}
+
+impl<'de, K: Kind> Deserialize<'de> for Digest<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Self::try_from(String::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
