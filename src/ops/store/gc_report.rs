@@ -313,11 +313,7 @@ impl Freed {
         .into_iter()
         .flatten()
         .collect();
-        match &parts[..] {
-            [] => None,
-            [one] => Some(one.clone()),
-            [init @ .., last] => Some(format!("{} and {last}", init.join(", "))),
-        }
+        (!parts.is_empty()).then(|| crate::plural::and_list(&parts))
     }
 }
 
