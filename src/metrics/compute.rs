@@ -458,6 +458,15 @@ mod tests {
         assert_eq!(m.exact_max_concurrent_requests, Some(2.0));
     }
 
+    /// Chunks arriving exactly at the trace's end (2.0 s) fall in a bucket
+    /// of their own, the busiest: the buckets run to the last end, inclusive.
+    #[test]
+    fn chunks_at_the_very_end_of_the_trace_are_counted() {
+        let records = [request(0.0, 0.5, &[1.5], 2), request(1.0, 1.0, &[], 1)];
+        let m = compute(&records, 2.0, &MetricOptions::default());
+        assert_eq!(m.max_output_tokens_per_s, 2.0);
+    }
+
     #[test]
     fn the_source_of_output_counts_is_the_one_all_requests_share_else_mixed() {
         let counted = |source| RequestRecord {
