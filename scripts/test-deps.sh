@@ -3,8 +3,9 @@
 # python3 (the stand-in guidellm), openssl (signs the test registry's tokens),
 # docker-registry (the OCI registry `perfpipe lock` is tested against),
 # apache2-utils (htpasswd: the bcrypt logins of the authenticated registry),
-# slurm-wlm and munge (the one-node cluster of the Slurm tests) and chromium
-# (loads the HTML report headless).
+# slurm-wlm and munge (the one-node cluster of the Slurm tests), chromium
+# (loads the HTML report headless) and util-linux (setpriv: a root test drops
+# to nobody where permissions must bind).
 set -euo pipefail
 
 missing=()
@@ -15,6 +16,7 @@ command -v htpasswd >/dev/null || missing+=(apache2-utils)
 [ -x /usr/sbin/slurmctld ] || missing+=(slurm-wlm)
 [ -x /usr/sbin/munged ] || missing+=(munge)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/setpriv ] || missing+=(util-linux)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -51,6 +51,81 @@ impl RunKey {
 mod tests {
     use super::*;
 
+    /// A fixed key material: every field set, none left to a default.
+    fn fixed_material() -> KeyMaterial {
+        KeyMaterial {
+            schema: 1,
+            runtime: RuntimeMaterial {
+                name: "docker".into(),
+                sim_engine_version: None,
+            },
+            engine: EngineMaterial {
+                name: "vllm".into(),
+                version: "0.11.0".into(),
+                image: Some("vllm/vllm-openai:v0.11.0".into()),
+            },
+            model: ModelMaterial {
+                id: "Qwen/Qwen3-14B".into(),
+                revision: "main".into(),
+            },
+            serve_args: vec!["--max-num-seqs".into(), "4".into()],
+            env: [("VLLM_USE_V1".to_owned(), "1".to_owned())].into(),
+            hardware: HardwareMaterial {
+                gpu: "nvidia-h100-80gb".into(),
+                gpus_per_instance: 2,
+                instances: None,
+            },
+            harness: HarnessMaterial {
+                name: "builtin".into(),
+                version: "1".into(),
+                backend: "openai-chat".into(),
+                endpoint: "/v1/chat/completions".into(),
+                temperature: 0.0,
+                ignore_eos: true,
+                percentile_metrics: "ttft,tpot,itl".into(),
+                metric_percentiles: "99".into(),
+                tokenizer: "whitespace-v1".into(),
+            },
+            workload: WorkloadMaterial {
+                dataset: DatasetMaterial::Random {
+                    input_len: 32,
+                    output_len: 4,
+                    range_ratio: 0.0,
+                    seed: 1,
+                },
+                num_prompts: 8,
+                request_rate: "inf".into(),
+                arrival: None,
+                max_concurrency: Some(4),
+            },
+        }
+    }
+
+    /// The bytes a key is computed over and the key itself, pinned: a
+    /// change to either changes every stored key (bump `KEY_SCHEMA_VERSION`
+    /// on purpose, then update these). The sha256 was checked with
+    /// `printf %s CANONICAL | sha256sum`.
+    #[test]
+    fn a_fixed_key_material_has_a_fixed_key_and_short_form() {
+        let (key, canonical) = RunKey::of(&fixed_material());
+        assert_eq!(
+            canonical,
+            concat!(
+                r#"{"engine":{"image":"vllm/vllm-openai:v0.11.0","name":"vllm","version":"0.11.0"},"env":{"VLLM_USE_V1":"1"},"hardware":{"gpu":"nvidia-h100-80gb","gpus_per_instance":2},"#,
+                r#""harness":{"backend":"openai-chat","endpoint":"/v1/chat/completions","ignore_eos":true,"metric_percentiles":"99","name":"builtin","percentile_metrics":"ttft,tpot,itl","temperature":0.0,"tokenizer":"whitespace-v1","version":"1"},"model":{"id":"Qwen/Qwen3-14B","revision":"main"},"#,
+                r#""runtime":{"name":"docker","sim_engine_version":null},"schema":1,"serve_args":["--max-num-seqs","4"],"workload":{"dataset":{"input_len":32,"kind":"random","output_len":4,"range_ratio":0.0,"seed":1},"max_concurrency":4,"num_prompts":8,"request_rate":"inf"}}"#,
+            )
+        );
+        assert_eq!(
+            key.as_str(),
+            "f4cf69cde943baba8a2dc48bc662ccd227988deefe9f0a325402864365f72d8d"
+        );
+        assert_eq!(key.short(), "f4cf69cde943");
+        assert_eq!(key.to_string(), key.as_str());
+        assert_eq!(RunKey::of_canonical(&canonical), key);
+        assert_eq!(RunKey::of_bytes(canonical.as_bytes()), key);
+    }
+
     #[test]
     fn only_64_lowercase_hex_is_a_key() {
         let key = RunKey::of_canonical("{}");

@@ -440,6 +440,68 @@ mod tests {
         assert_eq!(m.exact_max_concurrent_requests, Some(2.0));
     }
 
+    /// The trace of the test above, starting 10.25 s into the benchmark:
+    /// its bins and buckets are counted from its first start, so every peak
+    /// is the same (a bin counted from anything else, e.g. `t + t0`, splits
+    /// second 0 across two).
+    #[test]
+    fn peaks_are_counted_from_the_first_start_wherever_it_is() {
+        let records = [
+            request(10.25, 0.1, &[0.1, 0.1, 1.0], 4),
+            request(10.75, 0.1, &[0.1], 2),
+            request(11.75, 0.1, &[], 1),
+        ];
+        let m = compute(&records, 2.0, &MetricOptions::default());
+        assert_eq!(m.max_output_tokens_per_s, 5.0);
+        assert_eq!(m.exact_max_output_tokens_per_s, Some(5.0));
+        assert_eq!(m.max_concurrent_requests, 2.0);
+        assert_eq!(m.exact_max_concurrent_requests, Some(2.0));
+    }
+
+    /// Chunks arriving exactly at the trace's end (2.0 s) fall in a bucket
+    /// of their own, the busiest: the buckets run to the last end, inclusive.
+    #[test]
+    fn chunks_at_the_very_end_of_the_trace_are_counted() {
+        let records = [request(0.0, 0.5, &[1.5], 2), request(1.0, 1.0, &[], 1)];
+        let m = compute(&records, 2.0, &MetricOptions::default());
+        assert_eq!(m.max_output_tokens_per_s, 2.0);
+    }
+
+    #[test]
+    fn the_source_of_output_counts_is_the_one_all_requests_share_else_mixed() {
+        let counted = |source| RequestRecord {
+            output_tokens_source: source,
+            ..request(0.0, 0.1, &[], 1)
+        };
+        let (usage, tokenizer) = (
+            counted(OutputTokensSource::Usage),
+            counted(OutputTokensSource::Tokenizer),
+        );
+        let of = |records: &[&RequestRecord]| OutputTokensSource::of(records);
+        assert_eq!(of(&[]), None);
+        assert_eq!(of(&[&usage, &usage]), Some(OutputTokensSource::Usage));
+        assert_eq!(
+            of(&[&tokenizer, &tokenizer]),
+            Some(OutputTokensSource::Tokenizer)
+        );
+        assert_eq!(of(&[&usage, &tokenizer]), Some(OutputTokensSource::Mixed));
+        assert_eq!(of(&[&tokenizer, &usage]), Some(OutputTokensSource::Mixed));
+        let m = compute(&[usage, tokenizer], 1.0, &MetricOptions::default());
+        assert_eq!(m.output_tokens_source, Some(OutputTokensSource::Mixed));
+    }
+
+    #[test]
+    fn every_latency_is_found_by_its_name_and_nothing_else_is() {
+        for latency in Latency::ALL {
+            assert_eq!(Latency::from_name(latency.name()), Some(latency));
+        }
+        let names: Vec<&str> = Latency::ALL.iter().map(|l| l.name()).collect();
+        assert_eq!(names, ["ttft", "tpot", "itl", "e2el"]);
+        for other in ["", "TTFT", "latency", "e2e"] {
+            assert_eq!(Latency::from_name(other), None, "{other:?}");
+        }
+    }
+
     #[test]
     fn exact_peaks_count_tokens_of_multi_token_chunks_and_instants() {
         // Two chunks carrying 8 tokens in all (4 per chunk), both in second 0.

@@ -3,7 +3,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::TestEnv;
+use crate::common::{TestEnv, render};
 
 /// The simulated engine on a free port; killed on drop.
 pub(crate) struct Server {
@@ -161,6 +161,9 @@ fn a_refused_request_counts_as_failed_not_dropped() {
     );
 }
 
+/// Each refused with exit 2, for its own reason: the message is snapshotted,
+/// so an option refused for another (an unknown flag, a missing dataset)
+/// shows.
 #[test]
 fn bad_options_exit_2() {
     let env = TestEnv::new();
@@ -171,12 +174,9 @@ fn bad_options_exit_2() {
         &["bench", "--dataset-name", "sharegpt"],
     ] {
         let out = env.run(args);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", render(&out));
+        let option = args[1].trim_start_matches("--");
+        crate::perfpipe_snapshot!(format!("bad_options_{option}"), out);
     }
 }
 

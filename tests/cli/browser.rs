@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use crate::common::TestEnv;
 
 /// The browser: `PERFPIPE_CHROMIUM`, else Debian's `/usr/bin/chromium`.
-/// Missing, the test is skipped with a message, except in CI (`CI` set),
-/// where it fails.
+/// Missing, the test fails unless `PERFPIPE_TEST_SKIP=browser` skips it.
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PERFPIPE_CHROMIUM")
         .map(PathBuf::from)
@@ -23,14 +22,12 @@ fn chromium() -> Option<PathBuf> {
     if path.is_file() {
         return Some(path);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: scripts/test-deps.sh installs chromium",
-        path.display()
-    );
-    eprintln!(
-        "skipped: no browser at {} (scripts/test-deps.sh installs chromium)",
-        path.display()
+    crate::common::cannot_test(
+        "browser",
+        &format!(
+            "no browser at {} (scripts/test-deps.sh installs chromium)",
+            path.display()
+        ),
     );
     None
 }

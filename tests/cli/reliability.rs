@@ -7,8 +7,8 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    TestEnv, assert_secret_absent, contains, files_under, live_processes, pid_alive, random_hex,
-    stderr, words,
+    TestEnv, assert_secret_absent, contains, exited, files_under, live_processes, pid_alive,
+    random_hex, stderr, words,
 };
 use crate::runtimes::gpu_box;
 
@@ -453,8 +453,14 @@ fn secrets_in_the_environment_reach_no_file_and_no_output() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         outputs.push(out);
     }
-    outputs.push(env.run(&["report", "slow.kdl"]));
-    outputs.push(env.run(&["explain", "slow.kdl", "vllm"]));
+    // The results of both runtimes, each read back (this one report used to
+    // refuse: two runtimes' results, none named).
+    for runtime in ["local", "docker"] {
+        let report = ["report", "slow.kdl", "--runtime", runtime];
+        outputs.push(exited(env.run(&report), 0));
+        let explain = ["explain", "slow.kdl", "vllm", "--runtime", runtime];
+        outputs.push(exited(env.run(&explain), 0));
+    }
     let written = files_under(env.dir.path());
     let engine_logs: Vec<&Path> = written
         .iter()
@@ -529,9 +535,12 @@ fn secrets_a_server_echoes_reach_no_file_and_no_output_and_counts_are_no_secrets
     let args = ["run", "quick.kdl", "--runtime", "local"];
     let run = gpu_box(&env, &args, &vars).output().unwrap();
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
-    let report = gpu_box(&env, &["report", "quick.kdl"], &vars)
-        .output()
-        .unwrap();
+    let report = exited(
+        gpu_box(&env, &["report", "quick.kdl"], &vars)
+            .output()
+            .unwrap(),
+        0,
+    );
     let outputs = vec![run, report];
 
     // The server's errors are kept, with the secrets redacted and the rest as sent.

@@ -1084,7 +1084,7 @@ mod run {
 
 /// The wall time of the repository's qwen3-235b-a100 study on `--runtime
 /// sim`, locally and through the test cluster, and the jobs it took:
-/// `PERFPIPE_TEST_SLURM=1 cargo test --test cli slurm::measure -- --ignored --nocapture`.
+/// `cargo test --test cli slurm::measure -- --ignored --nocapture` (as root).
 #[test]
 #[ignore = "minutes: a figure for docs/slurm.md, not a check"]
 fn measure() {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Output;
 
-use crate::common::{TestEnv, render, stderr, stdout, words};
+use crate::common::{TestEnv, exited, render, stderr, stdout, words};
 
 /// The shared filters, plus shards, process temp dirs and sizes.
 fn filters() -> Vec<(&'static str, &'static str)> {
@@ -278,19 +278,25 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
     );
     assert!(env.path("store/tmp/proc-4242-dead").exists());
 
-    let named = env.run(&[
-        "store",
-        "gc",
-        "--dry-run",
-        "experiments/keep.kdl",
-        "gone.kdl",
-    ]);
+    let named = exited(
+        env.run(&[
+            "store",
+            "gc",
+            "--dry-run",
+            "experiments/keep.kdl",
+            "gone.kdl",
+        ]),
+        0,
+    );
     assert!(
         !stdout(&named).contains("reached by none"),
         "both experiments named: no entry goes: {}",
         stdout(&named)
     );
-    let keep_only = env.run(&["store", "gc", "--dry-run", "lockfiles/keep.lock"]);
+    let keep_only = exited(
+        env.run(&["store", "gc", "--dry-run", "lockfiles/keep.lock"]),
+        0,
+    );
     assert!(
         stdout(&keep_only).contains("reached by none of the experiments and lockfiles named"),
         "{}",
@@ -299,10 +305,18 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
 
     let gc = env.run(&["store", "gc"]);
     assert_eq!(gc.status.code(), Some(0), "{}", render(&gc));
-    assert!(
-        stdout(&dry).starts_with(&stdout(&gc)),
-        "gc says what --dry-run said, without the entries kept"
-    );
+    // gc says what --dry-run said it would remove (each item a line and its
+    // reason), without the items kept; and not nothing.
+    let dry_out = stdout(&dry);
+    let dry_lines: Vec<&str> = dry_out.split_inclusive('\n').collect();
+    let removed: String = dry_lines
+        .chunks(2)
+        .filter(|item| !item[1].starts_with("  kept:"))
+        .flatten()
+        .copied()
+        .collect();
+    assert_eq!(removed.lines().count(), 6, "{removed}");
+    assert_eq!(stdout(&gc), removed, "{}", render(&gc));
     assert!(
         stderr(&gc)
             .contains("removed 1 entry (1 sample), 1 quarantine dir and 1 temp dir, freeing"),
@@ -835,19 +849,22 @@ fn a_store_that_cannot_be_used_says_where_and_whose_fault() {
     assert!(err.contains("`s4/locks/tmp.lock`: Is a directory"), "{err}");
     assert!(!err.contains("engine ready"), "{err}");
 
-    // A read-only store, where permissions bind (not as root, as in CI).
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::create_dir_all(env.path("s5")).unwrap();
-        std::fs::set_permissions(env.path("s5"), std::fs::Permissions::from_mode(0o555)).unwrap();
-        let out = env.run(&["run", "one.kdl", "--runtime", "sim", "--store", "s5"]);
-        assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    // A read-only store, where permissions bind: as an unprivileged user
+    // (root, as in CI, writes through them).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(env.path("s5")).unwrap();
+    std::fs::set_permissions(env.path("s5"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let run = env.cmd(&["run", "one.kdl", "--runtime", "sim", "--store", "s5"]);
+    if let Some(mut run) = crate::common::unprivileged(&env, &run) {
+        let out = exited(run.output().unwrap(), 1);
         assert!(
-            crate::common::words(&out).contains("`s5/"),
+            words(&out).contains(
+                "cannot use the store failed to open file `s5/perfpipe-store`: Permission denied"
+            ),
             "{}",
             render(&out)
         );
+        assert!(!words(&out).contains("engine ready"), "{}", render(&out));
     }
 }
 

@@ -152,6 +152,28 @@ mod tests {
         assert!(check_ratio(b, o, &n("1.03"), true).consistent);
     }
 
+    /// The slack is 1e-9 of the four bounds' magnitudes (here 2 + 3 + 1 +
+    /// 2 = 8, so 8e-9): a gap of 7.5e-9 is bridged, one of 8.5e-9 is not,
+    /// from either side. Each bound weighs differently, so a slack that
+    /// sums them otherwise (or subtracts, divides, or is negative) is told apart.
+    #[test]
+    fn the_rounding_slack_bridges_a_gap_of_a_few_ulps_and_no_more() {
+        let upper = Interval { lo: 2.0, hi: 3.0 };
+        let lower = |gap: f64| Interval {
+            lo: 1.0,
+            hi: 2.0 - gap,
+        };
+        for (gap, meets) in [(7.5e-9, true), (8.5e-9, false)] {
+            assert_eq!(upper.meets(lower(gap)), meets, "gap {gap}");
+            assert_eq!(lower(gap).meets(upper), meets, "gap {gap}, other side");
+        }
+        // Touching and overlapping meet, apart do not.
+        assert!(upper.meets(lower(0.0)));
+        assert!(upper.meets(Interval { lo: 2.5, hi: 4.0 }));
+        assert!(!upper.meets(Interval { lo: 3.1, hi: 4.0 }));
+        assert!(!Interval { lo: 3.1, hi: 4.0 }.meets(upper));
+    }
+
     proptest! {
         /// A delta computed from the printed inputs and rounded to any
         /// precision is never flagged.

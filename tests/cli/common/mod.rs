@@ -255,6 +255,93 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// `output`, after asserting that it exited with `code`: every "does not
+/// contain" check reads an output through this first, since a command that
+/// failed early (or a refused argument) contains nothing at all.
+#[track_caller]
+pub fn exited(output: Output, code: i32) -> Output {
+    assert_eq!(output.status.code(), Some(code), "{}", render(&output));
+    output
+}
+
+/// A test that cannot run on this machine fails, unless `PERFPIPE_TEST_SKIP`
+/// (a comma-separated list: `slurm`, `browser`, `unprivileged`) names it:
+/// a run that tests nothing never looks green by accident. Under `CI=true`
+/// nothing is skipped.
+#[track_caller]
+pub fn cannot_test(what: &str, why: &str) {
+    let listed = std::env::var("PERFPIPE_TEST_SKIP").unwrap_or_default();
+    let opted_out = listed.split(',').any(|name| name.trim() == what);
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(
+        opted_out && !ci,
+        "cannot test {what} here: {why}; PERFPIPE_TEST_SKIP={what} skips it knowingly (never under CI=true)"
+    );
+    eprintln!("skipped, as PERFPIPE_TEST_SKIP asks: {what}: {why}");
+}
+
+/// `nobody` on Debian: the user a root test drops to where permissions
+/// must bind (root writes through them).
+const UNPRIVILEGED: u32 = 65534;
+
+/// `command` (one of `TestEnv::cmd`, its environment cleared) run by an
+/// unprivileged user who owns the project: as it is when the test is not
+/// root, else through util-linux's `setpriv`, with `env` given to `nobody`
+/// and the binary linked into it (the target dir may sit where `nobody`
+/// cannot reach, as under `/root`). `None` (after `cannot_test`) when root
+/// cannot drop its rights.
+pub fn unprivileged(env: &TestEnv, command: &Command) -> Option<Command> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        let mut same = Command::new(command.get_program());
+        copy_setup(command, &mut same);
+        return Some(same);
+    }
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if !setpriv.is_file() {
+        cannot_test("unprivileged", "/usr/bin/setpriv (util-linux) is missing");
+        return None;
+    }
+    give_to_nobody(env.dir.path());
+    // Linked after the hand-over: the link shares the target dir's file.
+    let binary = env.path("perfpipe-bin");
+    if std::fs::hard_link(command.get_program(), &binary).is_err() {
+        std::fs::copy(command.get_program(), &binary).unwrap();
+    }
+    let mut dropped = Command::new(setpriv);
+    dropped
+        .arg(format!("--reuid={UNPRIVILEGED}"))
+        .arg(format!("--regid={UNPRIVILEGED}"))
+        .args(["--clear-groups", "--"])
+        .arg(&binary);
+    copy_setup(command, &mut dropped);
+    Some(dropped)
+}
+
+/// `path` and everything under it, owned by `nobody` (links themselves).
+fn give_to_nobody(path: &Path) {
+    std::os::unix::fs::lchown(path, Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
+    if path.symlink_metadata().unwrap().is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            give_to_nobody(&entry.unwrap().path());
+        }
+    }
+}
+
+/// `from`'s arguments, environment (cleared first) and directory onto `to`.
+fn copy_setup(from: &Command, to: &mut Command) {
+    to.args(from.get_args()).env_clear();
+    for (name, value) in from.get_envs() {
+        match value {
+            Some(value) => to.env(name, value),
+            None => to.env_remove(name),
+        };
+    }
+    if let Some(dir) = from.get_current_dir() {
+        to.current_dir(dir);
+    }
+}
+
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }

@@ -6,8 +6,8 @@
 //! Torn down on drop, a failing test too.
 //!
 //! It needs root (`mknod`, `slurmd`) and Debian's `slurm-wlm` and `munge`
-//! (`scripts/test-deps.sh`). It runs as root or when `PERFPIPE_TEST_SLURM=1`;
-//! under `CI=true` a cluster that cannot start fails the test, never skips it.
+//! (`scripts/test-deps.sh`). A cluster that cannot start fails the test
+//! unless `PERFPIPE_TEST_SKIP=slurm` skips it (see `common::cannot_test`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -32,11 +32,9 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// A running cluster with its node idle, or `None` when this machine is
-    /// not asked to run one (the reason printed).
+    /// A running cluster with its node idle, or `None` when this machine
+    /// cannot run one and `PERFPIPE_TEST_SKIP` says to skip it.
     pub fn start() -> Option<Self> {
-        let asked = std::env::var("PERFPIPE_TEST_SLURM").is_ok_and(|v| v == "1");
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         // SAFETY: a plain syscall.
         let root = unsafe { libc::geteuid() } == 0;
         let missing: Vec<&str> = BINARIES
@@ -55,8 +53,7 @@ impl Cluster {
             None
         };
         if let Some(why) = why_not {
-            assert!(!(asked || ci), "the Slurm test cluster cannot start: {why}");
-            eprintln!("skipped: no Slurm test cluster: {why}; PERFPIPE_TEST_SLURM=1 asks for it");
+            super::cannot_test("slurm", &format!("no Slurm test cluster: {why}"));
             return None;
         }
         let mut cluster = Self {
