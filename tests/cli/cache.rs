@@ -147,15 +147,11 @@ fn a_directory_cache_supplies_another_store_instead_of_measuring() {
     let cache = cache.to_str().unwrap();
     let first = push(&alice, cache);
     insta::with_settings!({ filters => cache_filters() }, {
-        insta::assert_snapshot!(first, @r"
-        perfpipe: pushed 7 samples to `[TEMP]/team-cache` as `alice` (0 already there)
-        ");
+        insta::assert_snapshot!(first, @"perfpipe: pushed 7 samples to `[TEMP]/team-cache` as `alice` (0 already there)");
     });
     let again = push(&alice, cache);
     insta::with_settings!({ filters => cache_filters() }, {
-        insta::assert_snapshot!(again, @r"
-        perfpipe: pushed 0 samples to `[TEMP]/team-cache` as `alice` (7 already there)
-        ");
+        insta::assert_snapshot!(again, @"perfpipe: pushed 0 samples to `[TEMP]/team-cache` as `alice` (7 already there)");
     });
 
     let bob = TestEnv::tiny();

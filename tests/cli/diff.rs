@@ -439,14 +439,10 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
     let gate = |threshold: &str| docker(&["--fail-on-regression", threshold]);
     let both = gate("5");
     assert_eq!(both.status.code(), Some(4), "{}", render(&both));
-    insta::assert_snapshot!(String::from_utf8_lossy(&both.stderr), @r"
-    perfpipe: 2 regressions beyond 5%: vllm × short total_token_throughput -10.0%; vllm × shorter mean_tpot_ms +7.4%
-    ");
+    insta::assert_snapshot!(String::from_utf8_lossy(&both.stderr), @"perfpipe: 2 regressions beyond 5%: vllm × short total_token_throughput -10.0%; vllm × shorter mean_tpot_ms +7.4%");
     let one = gate("8");
     assert_eq!(one.status.code(), Some(4), "{}", render(&one));
-    insta::assert_snapshot!(String::from_utf8_lossy(&one.stderr), @r"
-    perfpipe: 1 regression beyond 8%: vllm × short total_token_throughput -10.0%
-    ");
+    insta::assert_snapshot!(String::from_utf8_lossy(&one.stderr), @"perfpipe: 1 regression beyond 8%: vllm × short total_token_throughput -10.0%");
     let none = gate("10");
     assert_eq!(none.status.code(), Some(0), "{}", render(&none));
     assert_eq!(String::from_utf8_lossy(&none.stderr), "");
@@ -610,9 +606,7 @@ fn with_one_sample_the_regression_gate_applies_each_metrics_noise_floor() {
 
     let beyond = gate(&["--noise-floor", "mean_ttft_ms=15"]);
     assert_eq!(beyond.status.code(), Some(4), "{}", render(&beyond));
-    insta::assert_snapshot!(String::from_utf8_lossy(&beyond.stderr), @r"
-    perfpipe: 1 regression beyond 5%: vllm × short mean_ttft_ms +18.8% (n=1: no noise estimate, floor 15% applied)
-    ");
+    insta::assert_snapshot!(String::from_utf8_lossy(&beyond.stderr), @"perfpipe: 1 regression beyond 5%: vllm × short mean_ttft_ms +18.8% (n=1: no noise estimate, floor 15% applied)");
 
     let unknown = gate(&["--noise-floor", "mean_ttf_ms=15"]);
     assert_eq!(unknown.status.code(), Some(2), "{}", render(&unknown));

@@ -326,9 +326,7 @@ fn verify_passes_within_the_tolerance_and_fails_outside_it() {
     | base | chat | mean_tpot_ms | 10.00 | 10.30 | +3.00% | measured | within |
     | broken | chat | failure | RuntimeError: Unsupported SM version | torch.OutOfMemoryError: CUDA out of memory | - | measured | OUTSIDE |
     ");
-    insta::assert_snapshot!(String::from_utf8_lossy(&other.stderr), @r"
-    perfpipe: 2 checks within ±5%: 1 within, 1 outside, 0 missing
-    ");
+    insta::assert_snapshot!(String::from_utf8_lossy(&other.stderr), @"perfpipe: 2 checks within ±5%: 1 within, 1 outside, 0 missing");
 }
 
 /// A capped run reports to a file of its own and says it is capped; `report`
@@ -385,9 +383,7 @@ fn capped_runs_report_apart_and_report_finds_the_runtime_with_results() {
         "{}",
         stdout(&sim)
     );
-    insta::assert_snapshot!(String::from_utf8_lossy(&sim.stderr), @r"
-    perfpipe: reporting the results under runtime `sim`, the one the store holds results of (`--runtime` chooses)
-    ");
+    insta::assert_snapshot!(String::from_utf8_lossy(&sim.stderr), @"perfpipe: reporting the results under runtime `sim`, the one the store holds results of (`--runtime` chooses)");
 
     // Imported numbers are filed under the experiment's runtime (docker):
     // measured runtimes come first.
@@ -409,9 +405,7 @@ fn capped_runs_report_apart_and_report_finds_the_runtime_with_results() {
         "{}",
         stdout(&docker)
     );
-    insta::assert_snapshot!(String::from_utf8_lossy(&docker.stderr), @r"
-    perfpipe: reporting the results under runtime `docker`, the one the store holds results of (`--runtime` chooses)
-    ");
+    insta::assert_snapshot!(String::from_utf8_lossy(&docker.stderr), @"perfpipe: reporting the results under runtime `docker`, the one the store holds results of (`--runtime` chooses)");
 
     env.write("cap.kdl", &study("runtime local"));
     stdout(&env.run(&import));
