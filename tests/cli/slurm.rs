@@ -361,33 +361,40 @@ mod executor {
         cluster.wait_until_empty(Duration::from_secs(20));
     }
 
-    /// Each launch of a study goes to a job running `perfpipe realise` on
-    /// its material; the store then holds every run, and a second time
-    /// submits nothing.
-    #[test]
-    fn a_studys_launches_run_as_jobs_of_perfpipe_realise_once() {
-        use perfpipe::drv::{LaunchKey, LaunchMaterial};
-        use perfpipe::exec::slurm::{SlurmExec, execute};
-
-        let Some(cluster) = Cluster::start() else {
-            return;
-        };
-        let env = crate::common::TestEnv::tiny();
+    /// The launch material `plan --write-launches` writes for tiny.kdl.
+    fn planned_launches(
+        env: &crate::common::TestEnv,
+    ) -> Vec<(perfpipe::drv::LaunchKey, perfpipe::drv::LaunchMaterial)> {
         let planned = env.run(&["plan", "tiny.kdl", "--runtime", "sim", "--write-launches"]);
         assert!(
             planned.status.success(),
             "{}",
             crate::common::stderr(&planned)
         );
-        let launches: Vec<(LaunchKey, LaunchMaterial)> = std::fs::read_dir(env.path("store/drv"))
+        std::fs::read_dir(env.path("store/drv"))
             .unwrap()
             .map(|e| e.unwrap().path())
             .map(|path| {
-                let key = LaunchKey::parse(&path.file_stem().unwrap().to_string_lossy()).unwrap();
+                let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+                let key = perfpipe::drv::LaunchKey::parse(&stem).unwrap();
                 let material = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
                 (key, material)
             })
-            .collect();
+            .collect()
+    }
+
+    /// Each launch of a study goes to a job running `perfpipe realise` on
+    /// its material; the store then holds every run, and a second time
+    /// submits nothing.
+    #[test]
+    fn a_studys_launches_run_as_jobs_of_perfpipe_realise_once() {
+        use perfpipe::exec::slurm::{SlurmExec, execute};
+
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = crate::common::TestEnv::tiny();
+        let launches = planned_launches(&env);
         assert!(!launches.is_empty());
         let runs: usize = launches.iter().map(|(_, m)| m.runs.len()).sum();
         let store = perfpipe::store::Store::open(env.path("store")).unwrap();
@@ -443,28 +450,15 @@ mod executor {
     /// follows the job still measuring them, submitting none.
     #[test]
     fn a_launch_rebuilt_from_a_half_done_launchs_runs_follows_its_job() {
-        use perfpipe::drv::{LaunchKey, LaunchMaterial};
+        use perfpipe::drv::LaunchMaterial;
         use perfpipe::exec::slurm::{SlurmExec, execute};
 
         let Some(cluster) = Cluster::start() else {
             return;
         };
         let env = crate::common::TestEnv::tiny();
-        let planned = env.run(&["plan", "tiny.kdl", "--runtime", "sim", "--write-launches"]);
-        assert!(
-            planned.status.success(),
-            "{}",
-            crate::common::stderr(&planned)
-        );
-        let (key, whole): (LaunchKey, LaunchMaterial) = std::fs::read_dir(env.path("store/drv"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .map(|path| {
-                let key = LaunchKey::parse(&path.file_stem().unwrap().to_string_lossy()).unwrap();
-                let material: LaunchMaterial =
-                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-                (key, material)
-            })
+        let (key, whole) = planned_launches(&env)
+            .into_iter()
             .find(|(_, m)| m.runs.len() >= 2)
             .expect("tiny.kdl has a launch of several runs");
         let store = perfpipe::store::Store::open(env.path("store")).unwrap();
