@@ -122,6 +122,25 @@ fn browse(browser: &Path, profile: &Path, proxy: &Proxy, args: &[&str], page: &P
     }
 }
 
+/// The page's DOM once its scripts ran (3 s of virtual time), as Chromium
+/// dumps it; fails when Chromium does not end with a whole document.
+fn dump_dom(browser: &Path, profile: &Path, proxy: &Proxy, page: &Path) -> String {
+    let dom = browse(
+        browser,
+        profile,
+        proxy,
+        &["--virtual-time-budget=3000", "--dump-dom"],
+        page,
+    );
+    let text = String::from_utf8_lossy(&dom.stdout).into_owned();
+    assert!(
+        dom.status.success() && text.contains("</html>"),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    text
+}
+
 /// Requests Chromium makes of its own whatever the page (its clock, its
 /// component updater, its sign-in), which its flags do not all turn off: the
 /// exact endpoints, so a page's fetch of any other Google host (fonts,
@@ -157,19 +176,7 @@ fn the_html_report_shows_its_sections_and_charts_in_a_browser_offline() {
     assert!(page.is_file());
     let proxy = Proxy::start();
 
-    let dom = browse(
-        &browser,
-        &env.path("chromium-profile"),
-        &proxy,
-        &["--virtual-time-budget=3000", "--dump-dom"],
-        &page,
-    );
-    let dom_text = String::from_utf8_lossy(&dom.stdout);
-    assert!(
-        dom.status.success() && dom_text.contains("</html>"),
-        "{}",
-        String::from_utf8_lossy(&dom.stderr)
-    );
+    let dom_text = dump_dom(&browser, &env.path("chromium-profile"), &proxy, &page);
     // The script ran: the tables are sortable.
     assert!(dom_text.contains("data-sortable=\"ready\""), "{dom_text}");
     assert!(dom_text.contains("title=\"sort by this column\""));
@@ -278,18 +285,11 @@ fn markup_in_an_experiment_runs_no_script_and_loads_nothing_in_a_browser() {
         "{}",
         crate::common::stderr(&out)
     );
-    let dom = browse(
+    let dom_text = dump_dom(
         &browser,
         &env.path("chromium-profile"),
         &proxy,
-        &["--virtual-time-budget=3000", "--dump-dom"],
         &env.path("hostile.html"),
-    );
-    let dom_text = String::from_utf8_lossy(&dom.stdout);
-    assert!(
-        dom.status.success() && dom_text.contains("</html>"),
-        "{}",
-        String::from_utf8_lossy(&dom.stderr)
     );
     // The page's own script ran; none of the experiment's did.
     assert!(dom_text.contains("data-sortable=\"ready\""), "{dom_text}");
