@@ -22,12 +22,14 @@
 //!
 //! Below them all, mechanisms written once that every layer uses: `digest`
 //! (sha256 names), `atomic_write`, `regular_file`, `filelock`, `plural`,
-//! `clock`.
+//! `clock`, `stderr` (`eoutln!`).
 
+// First: its `eoutln!` is how every module writes to stderr.
+#[macro_use]
+pub mod stderr;
 pub mod analyze;
 pub mod atomic_write;
 pub mod cache;
-// Its `eoutln!` is how the modules below write to stderr (src/cli/output.rs).
 #[macro_use]
 pub mod cli;
 pub mod clock;

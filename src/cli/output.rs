@@ -1,6 +1,6 @@
 //! Standard output and standard error: everything perfpipe prints goes
 //! through [`print`] (the `out!`/`outln!` macros) or [`print_err`] (the
-//! `eoutln!` macro, never `eprintln!`, which panics on a closed stderr), so a
+//! `eoutln!` macro of `crate::stderr`, never `eprintln!`, which panics on a closed stderr), so a
 //! reader that closes the pipe early (`perfpipe plan … | head -1`, or
 //! `2>&1 | head -c 10`) ends the command quietly, as it ends a tool killed
 //! by SIGPIPE, instead of a panic. SIGPIPE itself stays ignored: a closed
@@ -11,6 +11,7 @@ use std::fmt;
 use std::io::Write;
 
 use crate::exit_code;
+use crate::stderr::print_err;
 
 /// Writes `args` to standard output, flushed. A closed pipe exits with
 /// [`exit_code::PIPE_CLOSED`] and says nothing; any other failure (a full
@@ -38,14 +39,6 @@ fn write(put: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<
     }
 }
 
-/// Writes `args` to standard error, flushed. A failure is ignored: a closed
-/// or full stderr leaves nowhere to say so, and the command's own exit code
-/// still tells how it ended.
-pub(crate) fn print_err(args: fmt::Arguments<'_>) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_fmt(args).and_then(|()| stderr.flush());
-}
-
 /// `print!` through [`print`].
 macro_rules! out {
     ($($arg:tt)*) => {
@@ -60,12 +53,5 @@ macro_rules! outln {
     };
     ($($arg:tt)*) => {
         $crate::cli::output::print(format_args!("{}\n", format_args!($($arg)*)))
-    };
-}
-
-/// `eprintln!` through [`print_err`].
-macro_rules! eoutln {
-    ($($arg:tt)*) => {
-        $crate::cli::output::print_err(format_args!("{}\n", format_args!($($arg)*)))
     };
 }

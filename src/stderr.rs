@@ -1,0 +1,22 @@
+//! Standard error for every layer: warnings and progress are written through
+//! [`print_err`] (the `eoutln!` macro, never `eprintln!`, which panics on a
+//! closed stderr). A base mechanism, so that the engine, the executors and
+//! the operations write as the command layer does without reaching up to it.
+
+use std::fmt;
+use std::io::Write;
+
+/// Writes `args` to standard error, flushed. A failure is ignored: a closed
+/// or full stderr leaves nowhere to say so, and the command's own exit code
+/// still tells how it ended.
+pub fn print_err(args: fmt::Arguments<'_>) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_fmt(args).and_then(|()| stderr.flush());
+}
+
+/// `eprintln!` through [`print_err`].
+macro_rules! eoutln {
+    ($($arg:tt)*) => {
+        $crate::stderr::print_err(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
