@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use perfpipe::harness::{RequestSettings, client, dataset};
+use perfpipe::dataset;
+use perfpipe::harness::{RequestSettings, client};
 use perfpipe::spec::Backend;
 use perfpipe::tokenizer::Tokenizer;
 

@@ -14,7 +14,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use perfpipe::spec::{Runtime, SourceFile};
+use perfpipe::facts::Runtime;
+use perfpipe::spec::SourceFile;
 use perfpipe::store::{RunResult, Store};
 
 fn main() -> ExitCode {
@@ -68,7 +69,7 @@ fn fill(
     let template: RunResult = serde_json::from_str(&std::fs::read_to_string(template)?)?;
     let store = Store::open(store)?;
     store.prepare_to_write()?;
-    let runs = perfpipe::plan::keyed_runs(&spec, runtime, &inputs);
+    let runs = perfpipe::key::keyed_runs(&spec, runtime, &inputs);
     for run in &runs {
         let lock = store.lock(&run.key)?;
         let pending = store.begin_sample()?;

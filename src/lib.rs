@@ -33,12 +33,14 @@ pub mod cache;
 #[macro_use]
 pub mod cli;
 pub mod clock;
+pub mod dataset;
 pub mod digest;
 pub mod drv;
 pub mod engine;
 pub mod exec;
 pub mod exit_code;
 pub mod external;
+pub mod facts;
 pub mod fetch;
 pub mod filelock;
 #[cfg(test)]
@@ -60,6 +62,7 @@ pub mod regular_file;
 pub mod report;
 pub mod rng;
 pub mod secrets;
+pub mod signing;
 pub mod spec;
 pub mod store;
 pub mod tls;

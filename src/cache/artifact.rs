@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::keys::TrustedKeys;
-use super::statement::{
+use crate::key::RunKey;
+use crate::signing::keys::TrustedKeys;
+use crate::signing::statement::{
     RESULT_PATH, Refusal, SampleFiles, Signed, file_list, log_path, sample_digest, sha256_hex,
     statement_files,
 };
-use crate::key::RunKey;
 
 pub const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const ARTIFACT_TYPE: &str = "application/vnd.perfpipe.sample.v1";
@@ -172,7 +172,7 @@ pub fn parse(key: &RunKey, bytes: &[u8], trusted: &TrustedKeys) -> Result<Wanted
         signature: get(SIGNATURE)?,
     };
     // The cheap refusals first, before a byte of the blobs is fetched.
-    let signer = super::PublicKey::parse(&signed.signer)
+    let signer = crate::signing::PublicKey::parse(&signed.signer)
         .map_err(|_| Refusal::BadSigner(signed.signer.clone()))?;
     if !trusted.trusts(&signer) {
         return Err(Refusal::Untrusted(signer.name).into());

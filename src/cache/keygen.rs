@@ -5,8 +5,9 @@ use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use super::keys::NotASecretKey;
-use super::{Error, PublicKey, SecretKey};
+use super::Error;
+use crate::signing::keys::NotASecretKey;
+use crate::signing::{PublicKey, SecretKey};
 
 /// What `keygen` wrote.
 #[derive(Debug)]

@@ -4,8 +4,7 @@
 //! (docs/result-cache.md). Trust comes only from the user's configuration or
 //! the command line.
 //!
-//! - `keys`: ed25519 keys written `NAME:base64` (pure)
-//! - `statement`: the canonical statement a signature covers (pure)
+//! - keys and the signed statement are `crate::signing`, below the store
 //! - `keygen`: writes a key pair (files)
 //! - `artifact`: a sample as an OCI artifact, and the checks of a pulled one (pure)
 //! - `credentials`: per-cache secrets named in the user's config.toml (env, files)
@@ -16,12 +15,10 @@
 mod artifact;
 mod credentials;
 mod keygen;
-mod keys;
 mod lacks;
 mod location;
 mod push;
 mod remote;
-mod statement;
 mod substitute;
 #[cfg(test)]
 mod tampering;
@@ -36,9 +33,8 @@ pub use push::{Pushed, push};
 pub use remote::Remote;
 pub use substitute::{Caches, Offer, Offered, Offers, Outcome, Substituted};
 
+use crate::signing::{KeyError, PublicKey, Refusal, TrustedKeys};
 pub use keygen::{KeyPair, keygen, read_secret};
-pub use keys::{KeyError, PublicKey, SecretKey, TrustedKeys};
-pub use statement::{Refusal, STATEMENT_VERSION, SampleFiles, Signed, sample_digest, sha256_hex};
 
 use std::path::PathBuf;
 

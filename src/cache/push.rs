@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex};
 use futures_util::{StreamExt, TryStreamExt};
 use tokio::sync::OnceCell;
 
+use super::Error;
 use super::artifact::{self, Artifact, tag};
 use super::remote::Remote;
-use super::{Error, SecretKey, Signed};
 use crate::key::RunKey;
+use crate::signing::{SecretKey, Signed};
 use crate::store::{Outcome, Sample, Store};
 
 /// Keys (so samples, and their blobs) being uploaded at once.

@@ -539,7 +539,7 @@ impl Remote {
     ) -> Result<(), Error> {
         match &self.location {
             Location::Dir(dir) => {
-                let digest = format!("sha256:{}", super::sha256_hex(manifest));
+                let digest = format!("sha256:{}", crate::signing::sha256_hex(manifest));
                 self.put_blob(&digest, manifest).await?;
                 tag_in_dir(dir, key, tag, &digest, manifest.len()).map_err(|e| self.failed(e))
             }

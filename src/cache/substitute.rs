@@ -7,12 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::StreamExt;
 
+use super::Error;
 use super::artifact::{self, Rejected, Wanted};
 use super::lacks::{Lacks, Recall};
 use super::remote::Remote;
-use super::statement::{SampleFiles, sample_digest};
-use super::{Error, TrustedKeys};
 use crate::key::RunKey;
+use crate::signing::TrustedKeys;
+use crate::signing::statement::{SampleFiles, sample_digest};
 use crate::store::Store;
 
 /// The caches a command asks, and whose signatures it accepts.

@@ -9,8 +9,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Caches, Location, Outcome, Remote, SecretKey, TrustedKeys, push, sha256_hex};
+use super::{Caches, Location, Outcome, Remote, push};
 use crate::key::RunKey;
+use crate::signing::{SecretKey, TrustedKeys, sha256_hex};
 use crate::store::Store;
 use crate::store::testing::{commit, store};
 

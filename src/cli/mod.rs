@@ -38,10 +38,10 @@ pub use args::Cli;
 use args::{Command, RuntimeArg, StoreCommand};
 
 use crate::exit_code;
+use crate::facts::Runtime;
 use crate::ops::files::write_file;
 use crate::ops::load::sample_notes;
 use crate::ops::{Loaded, LockMode, Stderr, load, lockfile};
-use crate::spec::Runtime;
 
 /// Runs perfpipe with the process's arguments; returns the exit code.
 pub fn main() -> u8 {

@@ -10,10 +10,10 @@ use super::{CliError, Loaded};
 use crate::drv::{LaunchKey, LaunchMaterial};
 use crate::engine::leftovers;
 use crate::exit_code;
+use crate::facts::EngineKind;
 use crate::ops::plan::Planned;
 use crate::plan::{Plan, RunStatus};
 use crate::plural::{and_list, count};
-use crate::spec::EngineKind;
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
     let common = args.common();

@@ -13,8 +13,8 @@ use super::args::{
 };
 use super::cache::CacheCommand;
 use crate::exec::slurm::{ContainerMode, SlurmOptions};
+use crate::facts::Runtime;
 use crate::project::{self, Project};
-use crate::spec::Runtime;
 
 /// Finds the project around the current directory, rewrites `command`'s
 /// paths relative to its root, fills in its settings and makes the root the

@@ -8,6 +8,7 @@
 //! run's key material: the launch material only gathers them.
 
 mod rebuild;
+mod record;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,10 +17,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::inputs::ResolvedInputs;
 use crate::key::{DatasetMaterial, KeyMaterial, RunKey, to_canonical_json};
-use crate::plan::Plan;
-use crate::spec::{Runtime, Spec};
+
+use crate::facts::Runtime;
 
 pub use rebuild::{RebuildError, Rebuilt, rebuild};
+pub use record::LaunchRecord;
 
 /// Version of the launch material's schema; bumping it renames every launch.
 ///
@@ -212,75 +214,6 @@ pub fn tokenizer_sha256(id: &str) -> Option<&str> {
     id.strip_prefix("sha256:")
 }
 
-/// The material of every engine launch the missing runs of `plan` need, in
-/// the order they run. `spec` is the experiment as it runs (pinned, capped).
-pub fn launches(spec: &Spec, plan: &Plan, options: &LaunchOptions) -> Vec<LaunchMaterial> {
-    let harness = &spec.harness;
-    let harness = HarnessPart {
-        name: harness.kind.name().to_owned(),
-        version: match &harness.kind {
-            crate::spec::HarnessKind::Builtin => None,
-            crate::spec::HarnessKind::VllmBench { version }
-            | crate::spec::HarnessKind::Guidellm { version } => Some(version.clone()),
-        },
-        backend: harness.backend.name().to_owned(),
-        endpoint: harness.endpoint.clone(),
-        temperature: harness.temperature,
-        ignore_eos: harness.ignore_eos,
-    };
-    plan.launches(options.fresh_engine)
-        .into_iter()
-        .map(|runs| {
-            let step = spec
-                .step(&runs[0].step)
-                .expect("plan runs name declared steps");
-            let decl = spec
-                .engine(step.engine)
-                .expect("steps name declared engines");
-            LaunchMaterial {
-                schema: LAUNCH_SCHEMA_VERSION,
-                runtime: plan.options.runtime.name().to_owned(),
-                engine: EnginePart {
-                    engine: step.engine.name().to_owned(),
-                    version: decl.version.clone(),
-                    image: decl.image.clone(),
-                    model: ModelPart {
-                        id: step.model.id.clone(),
-                        revision: step.model.revision.clone(),
-                    },
-                    args: step.args.clone(),
-                    env: step.env.clone(),
-                    gpus_per_instance: step.gpus,
-                    instances: step.instances(),
-                },
-                hardware: HardwarePart {
-                    gpu: spec.hardware.gpu.clone(),
-                    gpus: spec.hardware.gpus,
-                },
-                harness: harness.clone(),
-                runs: runs
-                    .iter()
-                    .map(|r| RunPart {
-                        step: r.step.clone(),
-                        workload: r.workload.clone(),
-                        key: r.key.clone(),
-                        material: r.material.clone(),
-                    })
-                    .collect(),
-                samples: u32::try_from(plan.options.samples).unwrap_or(u32::MAX),
-                retry_failed: plan.options.retry_failed,
-                timeouts: Timeouts {
-                    startup_s: options
-                        .startup_timeout
-                        .unwrap_or_else(|| decl.startup_timeout())
-                        .as_secs(),
-                    stall_s: options.stall_timeout.as_secs(),
-                },
-            }
-        })
-        .collect()
-}
-
 /// The inputs `inputs` resolved for the runs of `launches`, as (sha256, file)
 /// pairs, once each: what the store's input area must hold for them.
 pub fn input_files(
@@ -314,8 +247,8 @@ mod tests {
 
     use super::*;
     use crate::inputs::ResolvedDataset;
-    use crate::plan::PlanOptions;
-    use crate::spec::{Dataset, SourceFile};
+    use crate::plan::{Plan, PlanOptions, launches};
+    use crate::spec::{Dataset, SourceFile, Spec};
     use crate::store::StoreIndex;
 
     /// Every experiment shipped here and among the test fixtures.
@@ -373,7 +306,7 @@ mod tests {
             retry_failed: false,
         };
         crate::plan::build(
-            crate::plan::keyed_runs(spec, runtime, inputs),
+            crate::key::keyed_runs(spec, runtime, inputs),
             &StoreIndex::default(),
             options,
         )

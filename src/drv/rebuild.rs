@@ -6,12 +6,13 @@ use std::path::Path;
 use thiserror::Error;
 
 use super::{LaunchMaterial, tokenizer_sha256};
+use crate::facts::{EngineKind, Runtime};
 use crate::inputs::{ResolvedDataset, ResolvedInputs, ResolvedTokenizer};
+use crate::key::KeyedRun;
 use crate::key::{DatasetMaterial, KeyMaterial};
-use crate::plan::KeyedRun;
 use crate::spec::{
-    Arrival, Backend, Dataset, EngineDecl, EngineKind, Hardware, HarnessDecl, HarnessKind,
-    ModelRef, ReportDecl, RequestRate, Runtime, SharegptConversion, Spanned, Spec, Step, Workload,
+    Arrival, Backend, Dataset, EngineDecl, Hardware, HarnessDecl, HarnessKind, ModelRef,
+    ReportDecl, RequestRate, SharegptConversion, Spanned, Spec, Step, Workload,
 };
 
 /// The experiment, inputs and keyed runs of some launches.
@@ -205,7 +206,7 @@ pub fn rebuild(launches: &[LaunchMaterial], input_dir: &Path) -> Result<Rebuilt,
         objective: Default::default(),
         report: ReportDecl::default(),
     };
-    let keyed = crate::plan::keyed_runs(&spec, runtime, &inputs);
+    let keyed = crate::key::keyed_runs(&spec, runtime, &inputs);
     // Only the runs the launches name, in their order: a workload shared by
     // two steps is declared once but measured by the steps that name it.
     let mut runs = Vec::new();

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::spec::{EngineDecl, EngineKind, Runtime};
+use crate::facts::{Runtime, default_image};
+use crate::spec::EngineDecl;
 
 /// One engine process to start.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,21 +20,6 @@ pub struct Launch {
 /// Environment variables handed to containers by name, so their values never
 /// appear in an argv, a log or the store.
 const PASSED_BY_NAME: &[&str] = &["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"];
-
-/// The engine's official image for a version; `image=` on the engine overrides it.
-pub fn default_image(engine: EngineKind, version: &str) -> String {
-    match engine {
-        EngineKind::Vllm => format!("vllm/vllm-openai:v{version}"),
-        EngineKind::Sglang => format!("lmsysorg/sglang:v{version}-cu129"),
-        EngineKind::Trtllm => format!("nvcr.io/nvidia/tensorrt-llm/release:{version}"),
-        EngineKind::VllmAscend => format!("quay.io/ascend/vllm-ascend:v{version}"),
-        // Ascend Hub tags add the machine and OS (`2.1.RC1-800I-A2-py311-…`):
-        // `image=` names the exact one.
-        EngineKind::Mindie => {
-            format!("swr.cn-south-1.myhuaweicloud.com/ascendhub/mindie:{version}")
-        }
-    }
-}
 
 /// What a launch needs besides the engine's argv.
 #[derive(Debug, Clone)]
@@ -127,7 +113,8 @@ pub fn container_name(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::command::serve_argv;
+    use crate::facts::EngineKind;
+    use crate::facts::command::serve_argv;
 
     fn render(l: &Launch) -> String {
         let env: Vec<String> = l.env.iter().map(|(k, v)| format!("{k}={v}")).collect();

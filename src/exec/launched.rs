@@ -6,36 +6,24 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tempfile::TempDir;
 
 use super::run::RunContext;
 use super::{ExecError, ExecEvent, failure};
-use crate::engine::command::{revision_args, serve_argv};
+use crate::drv::LaunchRecord;
 use crate::engine::gpus::GpuLease;
 use crate::engine::health::{NotReady, wait_ready};
 use crate::engine::launch::{self, Placement, container_name};
 use crate::engine::leftovers::{self, Recorded};
 use crate::engine::process::{EngineProcess, free_port};
 use crate::external;
+use crate::facts::EngineKind;
+use crate::facts::command::{revision_args, serve_argv};
 use crate::plan::PlannedRun;
-use crate::spec::EngineKind;
 use crate::store::FailureKind;
 
 const STOP_GRACE: Duration = Duration::from_secs(10);
 const LOG_TAIL_LINES: usize = 20;
-
-/// Where a run's numbers came from, engine-wise (in `result.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LaunchRecord {
-    /// The launch, named after the first run it served.
-    pub id: String,
-    /// 1 for the first run on this engine, 2 for the next, ...
-    pub position: usize,
-    /// `fresh` (first run), `reset` (prefix cache reset before this run) or
-    /// `warm` (the engine offers no way to reset it).
-    pub prefix_cache: String,
-}
 
 /// One engine process (or container) on its own GPUs.
 struct Instance {

@@ -7,7 +7,8 @@ use std::time::Duration;
 use super::ExecError;
 use crate::engine::gpus::{self, Machine};
 use crate::external;
-use crate::spec::{EngineDecl, EngineKind, HarnessKind, Spec};
+use crate::facts::EngineKind;
+use crate::spec::{EngineDecl, HarnessKind, Spec};
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -43,7 +44,7 @@ pub async fn gpu_processes() -> Vec<gpus::GpuProcess> {
 pub async fn check_local_version(engine: &EngineDecl) -> Result<(), ExecError> {
     let (program, args): (&str, &[&str]) = match engine.kind {
         EngineKind::Vllm | EngineKind::VllmAscend => ("vllm", &["--version"]),
-        // Never started: `engine::startable` refuses it before anything runs.
+        // Never started: `facts::startable` refuses it before anything runs.
         EngineKind::Mindie => return Ok(()),
         EngineKind::Sglang => (
             "python3",

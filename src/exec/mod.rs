@@ -20,12 +20,12 @@ use tokio::sync::watch;
 
 use crate::engine::gpus::GpuProcess;
 use crate::engine::leftovers::{self, Registry, Stopped};
+use crate::facts::Runtime;
 use crate::inputs::ResolvedInputs;
 use crate::plan::{self, Plan, PlannedRun, RunStatus};
-use crate::spec::{Runtime, Spec};
+use crate::spec::Spec;
 use crate::store::{self, FailureKind, Outcome, RunResult, Store};
 
-pub use launched::LaunchRecord;
 pub use run::RunContext;
 
 #[derive(Debug, Clone)]
@@ -163,7 +163,7 @@ pub enum ExecError {
     Dataset {
         workload: String,
         #[source]
-        source: crate::harness::DatasetError,
+        source: crate::dataset::DatasetError,
     },
     #[error("workload `{workload}` cannot be sent")]
     Schedule {
@@ -187,7 +187,7 @@ pub enum ExecError {
         step: String,
         engine: &'static str,
         runtime: &'static str,
-        why: crate::engine::startable::Unstartable,
+        why: crate::facts::startable::Unstartable,
     },
 }
 
@@ -197,8 +197,7 @@ pub fn check_startable(spec: &Spec, plan: &Plan) -> Result<(), ExecError> {
     let gpu = crate::gpu::lookup(&spec.hardware.gpu).expect("the spec names a known GPU");
     for run in plan.missing() {
         let step = spec.step(&run.step).expect("plan runs name declared steps");
-        if let Err(why) =
-            crate::engine::startable::startable(step.engine, gpu, plan.options.runtime)
+        if let Err(why) = crate::facts::startable::startable(step.engine, gpu, plan.options.runtime)
         {
             return Err(ExecError::Unstartable {
                 step: step.name.value.clone(),

@@ -10,19 +10,19 @@ use tokio::sync::watch;
 
 use super::launched::{Launched, StartFailure};
 use super::{ExecError, ExecEvent, ExecOptions, failure, telemetry};
-use crate::engine::SIM_ENGINE_VERSION;
+use crate::dataset::BenchRequest;
 use crate::engine::gpus::{self, GpuLease, GpuProcess, Machine};
 use crate::engine::leftovers;
-use crate::harness::{self, BenchRequest, Load, RequestSettings, guidellm, vllm_bench};
+use crate::facts::Runtime;
+use crate::facts::SIM_ENGINE_VERSION;
+use crate::harness::{self, Load, RequestSettings, guidellm, vllm_bench};
 use crate::inputs::ResolvedInputs;
 use crate::metrics::{
     BlockOptions, Measurement, MetricOptions, Provenance, RequestRecord, ServingMetrics, compute,
     read_guidellm_report, render_serving_block,
 };
 use crate::plan::PlannedRun;
-use crate::spec::{
-    Dataset, HarnessKind, ModelRef, Runtime, SharegptConversion, Spec, Step, Workload,
-};
+use crate::spec::{Dataset, HarnessKind, ModelRef, SharegptConversion, Spec, Step, Workload};
 use crate::store::{FailureKind, KeyLock, Outcome, PendingSample, RunResult, Store};
 use crate::tokenizer::Tokenizer;
 
@@ -656,15 +656,15 @@ impl RunContext<'_> {
                     })?;
                 match conversion {
                     SharegptConversion::Vllm => {
-                        harness::dataset::sharegpt(&tokenizer, &text, n, seed, output_len)
+                        crate::dataset::sharegpt(&tokenizer, &text, n, seed, output_len)
                     }
                     SharegptConversion::BenchmarkRunner if whole_conversion => {
-                        harness::dataset::benchmark_runner_conversion(
+                        crate::dataset::benchmark_runner_conversion(
                             &tokenizer, &text, n, output_len,
                         )
                     }
                     SharegptConversion::BenchmarkRunner => {
-                        harness::dataset::sharegpt_first_turns(&tokenizer, &text, n, output_len)
+                        crate::dataset::sharegpt_first_turns(&tokenizer, &text, n, output_len)
                     }
                 }
                 .map_err(|source| ExecError::Dataset {

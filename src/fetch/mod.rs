@@ -25,7 +25,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::lock::{Lockfile, is_commit};
+use crate::facts::is_commit;
+use crate::lock::Lockfile;
 use cache::{FileStatus, RepoCache};
 use hub::{DownloadError, Hub};
 

@@ -11,8 +11,9 @@ use proptest::test_runner::TestCaseError;
 
 use super::grammar;
 use super::mutate::mutated;
+use crate::facts::Runtime;
 use crate::inputs::ResolvedInputs;
-use crate::spec::{Runtime, SourceFile, Spec, parse};
+use crate::spec::{SourceFile, Spec, parse};
 
 static SEEDS: LazyLock<Vec<String>> = LazyLock::new(|| super::corpus("kdl"));
 
@@ -184,7 +185,7 @@ fn front_end(text: &str) -> Result<(), TestCaseError> {
 /// The pure stages after parsing, on whatever the parser accepted.
 fn downstream(spec: &Spec) {
     let inputs = ResolvedInputs::default();
-    let runs = crate::plan::keyed_runs(spec, Runtime::Sim, &inputs);
+    let runs = crate::key::keyed_runs(spec, Runtime::Sim, &inputs);
     let plan = crate::plan::build(
         runs,
         &crate::store::StoreIndex::default(),

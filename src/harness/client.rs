@@ -9,10 +9,10 @@ use tokio::time::Instant;
 
 use super::bounds;
 use super::chunk::{self, Chunk};
-use super::dataset::BenchRequest;
 use super::http::{Response, StreamClient};
 use super::liveness::Liveness;
 use super::sse::SseParser;
+use crate::dataset::BenchRequest;
 use crate::metrics::OutputTokensSource;
 use crate::metrics::RequestRecord;
 use crate::spec::Backend;

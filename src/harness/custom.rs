@@ -7,8 +7,8 @@
 
 use thiserror::Error;
 
-use super::BenchRequest;
 use super::py_random::PyRandom;
+use crate::dataset::BenchRequest;
 use crate::tokenizer::Tokenizer;
 
 /// vLLM's `BenchmarkDataset.DEFAULT_SEED`.

@@ -234,7 +234,7 @@ fn seed(workload: &Workload) -> u64 {
 
 /// The JSONL benchmark-runner writes for guidellm: one `{"text",
 /// "output_tokens_count"}` object a line, non-ASCII kept as is.
-pub fn converted_sharegpt(records: &[crate::harness::BenchRequest]) -> String {
+pub fn converted_sharegpt(records: &[crate::dataset::BenchRequest]) -> String {
     records
         .iter()
         .map(|r| {
@@ -387,7 +387,7 @@ mod tests {
 
     #[test]
     fn the_converted_file_is_benchmark_runners_jsonl() {
-        let records = [crate::harness::BenchRequest {
+        let records = [crate::dataset::BenchRequest {
             prompt: "Wie geht's? \"quoted\"".into(),
             prompt_len: 3,
             output_len: 17,

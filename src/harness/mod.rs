@@ -6,13 +6,13 @@ pub mod bounds;
 pub mod chunk;
 pub mod client;
 pub mod custom;
-pub mod dataset;
 pub mod guidellm;
 pub mod http;
 pub mod liveness;
 pub mod prompt_cache;
 pub mod py_random;
 pub mod ramp;
+pub mod save_result;
 pub mod sse;
 pub mod vllm_bench;
 
@@ -24,25 +24,11 @@ use tokio::task::JoinSet;
 use tokio::time::{Duration, Instant};
 
 pub use client::{RequestSettings, http_client};
-pub use dataset::{BenchRequest, DatasetError};
 pub use http::StreamClient;
 
+use crate::dataset::BenchRequest;
 use crate::metrics::{MetricOptions, RequestRecord, ServingMetrics, compute};
 use crate::spec::{Arrival, RequestRate};
-
-/// Version of the built-in harness's behaviour; part of every key.
-/// Bump it by hand whenever a change can move a number.
-///
-/// History:
-/// - 1: first version.
-/// - 2: chunks timestamped per network read by perfpipe's own SSE parser;
-///   random prompts built as vLLM v0.11 builds them, through the model's tokenizer.
-/// - 3: each stream read to its end so its connection is reused (no TCP
-///   connect inside a later request's TTFT); client CPU counted over the
-///   measured window. Later, the stream client's own pool made that exact
-///   (one connection per stream, where a race could open a few more) with
-///   the same bytes sent: a fix of 3's intent, not a new version.
-pub const BUILTIN_HARNESS_VERSION: &str = "3";
 
 /// The default stall timeout. It is counted from the engine's last event to
 /// any request, not from the request's own start: published 32K-prompt runs

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::dataset::BenchRequest;
+use crate::dataset::BenchRequest;
 use crate::tokenizer::Tokenizer;
 
 /// Bump when the random prompts' construction changes.
@@ -127,7 +127,7 @@ fn key(settings: &RandomPrompts) -> Key {
     }
 }
 
-/// [`super::dataset::random`]'s prompts, from `cache` when it has them
+/// [`crate::dataset::random`]'s prompts, from `cache` when it has them
 /// (then `true`), else built and kept there.
 pub fn random(
     cache: &PromptCache,
@@ -150,7 +150,7 @@ pub fn random(
         return (prompts, true);
     }
     let prompts =
-        super::dataset::random(tokenizer, input_len, output_len, range_ratio, seed, count);
+        crate::dataset::random(tokenizer, input_len, output_len, range_ratio, seed, count);
     cache.write(&settings, &prompts);
     (prompts, false)
 }
@@ -169,7 +169,7 @@ mod tests {
             "/tests/fixtures/tokenizer/tokenizer.json"
         )))
         .unwrap();
-        let built = super::super::dataset::random(&t, 64, 8, 0.5, 7, 30);
+        let built = crate::dataset::random(&t, 64, 8, 0.5, 7, 30);
         let (first, reused) = random(&cache, &t, 64, 8, 0.5, 7, 30);
         assert_eq!((first.as_slice(), reused), (built.as_slice(), false));
         let (again, reused) = random(&cache, &t, 64, 8, 0.5, 7, 30);

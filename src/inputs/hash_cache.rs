@@ -147,17 +147,19 @@ impl HashCache {
     }
 
     /// Writes the cache when it changed, replacing it with one rename, into
-    /// a store perfpipe marked: a command never creates a store for its
-    /// cache (one refused before anything runs leaves no store behind), nor
-    /// writes it into a directory that is not a store. A cache
-    /// that cannot be written only costs the next command a hash.
-    pub fn save(&self) {
+    /// a store perfpipe marked (`is_store`, the store's own test, which the
+    /// caller passes in: the store is built on these inputs, not below them):
+    /// a command never creates a store for its cache (one refused before
+    /// anything runs leaves no store behind), nor writes it into a directory
+    /// that is not a store. A cache that cannot be written only costs the
+    /// next command a hash.
+    pub fn save(&self, is_store: impl Fn(&Path) -> bool) {
         let Some(path) = &self.path else { return };
         if !self.changed {
             return;
         }
         let Some(dir) = path.parent() else { return };
-        if !dir.parent().is_some_and(crate::store::is_marked) {
+        if !dir.parent().is_some_and(is_store) {
             return;
         }
         let on_disk = OnDisk {
@@ -207,7 +209,7 @@ mod tests {
         let path = dir.path().join("cache/inputs.json");
         let mut cache = HashCache::open(path.clone(), true);
         cache.record(Path::new("data.json"), stamp(T), T, "abc", "check");
-        cache.save();
+        cache.save(crate::store::is_marked);
         assert!(!dir.path().join("cache").exists());
     }
 
@@ -236,7 +238,7 @@ mod tests {
             "abc",
             "check",
         );
-        cache.save();
+        cache.save(crate::store::is_marked);
         let cache = HashCache::open(path.clone(), true);
         assert_eq!(
             cache.passed(Path::new("data.json"), &stamp(T), "check"),
@@ -305,7 +307,7 @@ mod tests {
             "old",
             "check",
         );
-        cache.save();
+        cache.save(crate::store::is_marked);
         let cache = HashCache::open(path.clone(), true);
         assert_eq!(
             cache.passed(Path::new("racy.json"), &stamp(T), "check"),
@@ -325,7 +327,7 @@ mod tests {
             "new",
             "check",
         );
-        cache.save();
+        cache.save(crate::store::is_marked);
         let cache = HashCache::open(path, true);
         assert_eq!(
             cache.passed(Path::new("racy.json"), &stamp(T), "check"),
@@ -344,7 +346,7 @@ mod tests {
             let mut cache = HashCache::open(path.clone(), true);
             assert!(cache.files.is_empty());
             assert_eq!(cache.passed(Path::new("x.json"), &stamp(T), "check"), None);
-            cache.save();
+            cache.save(crate::store::is_marked);
             let rewritten: OnDisk = serde_json::from_slice(&fs_err::read(&path).unwrap()).unwrap();
             assert_eq!(rewritten.perfpipe, env!("CARGO_PKG_VERSION"));
             cache.record(
@@ -354,7 +356,7 @@ mod tests {
                 "abc",
                 "check",
             );
-            cache.save();
+            cache.save(crate::store::is_marked);
             assert_eq!(
                 HashCache::open(path.clone(), true).passed(Path::new("x.json"), &stamp(T), "check"),
                 Some("abc")

@@ -91,7 +91,7 @@ pub enum Error {
         workload: String,
         path: String,
         #[source]
-        source: crate::harness::DatasetError,
+        source: crate::dataset::DatasetError,
     },
 }
 
@@ -241,7 +241,7 @@ fn sharegpt_check(samplers: &[&Tokenizer], fixed_output: Option<u32>) -> String 
 
 enum Unusable {
     Read(std::io::Error),
-    Shape(crate::harness::DatasetError),
+    Shape(crate::dataset::DatasetError),
 }
 
 /// The file's sha256, read once: it goes through the ShareGPT shape check on its way.
@@ -258,8 +258,8 @@ fn sha256_sharegpt(
             hasher: Sha256::new(),
         },
     );
-    match crate::harness::dataset::check_sharegpt(&mut reader, samplers, fixed_output) {
-        Err(crate::harness::DatasetError::Shape(e)) if e.is_io() => {
+    match crate::dataset::check_sharegpt(&mut reader, samplers, fixed_output) {
+        Err(crate::dataset::DatasetError::Shape(e)) if e.is_io() => {
             return Err(Unusable::Read(e.into()));
         }
         other => other.map_err(Unusable::Shape)?,

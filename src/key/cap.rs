@@ -28,8 +28,9 @@ pub fn key_with_prompts(material: &Value, prompts: u32) -> RunKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::Runtime;
     use crate::inputs::ResolvedInputs;
-    use crate::spec::{Runtime, SourceFile, parse};
+    use crate::spec::{SourceFile, parse};
 
     #[test]
     fn a_capped_runs_material_with_the_declared_prompts_has_the_declared_key() {
@@ -47,7 +48,7 @@ mod tests {
         };
         let run = |prompts| {
             let spec = parse(&text(prompts)).unwrap();
-            crate::plan::keyed_runs(&spec, Runtime::Sim, &ResolvedInputs::default()).remove(0)
+            crate::key::keyed_runs(&spec, Runtime::Sim, &ResolvedInputs::default()).remove(0)
         };
         let (declared, capped) = (run(100), run(5));
         let material: Value = serde_json::from_str(&capped.canonical).unwrap();

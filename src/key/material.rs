@@ -17,12 +17,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::KEY_SCHEMA_VERSION;
-use super::args::canonical_args;
-use crate::engine::SIM_ENGINE_VERSION;
-use crate::harness::BUILTIN_HARNESS_VERSION;
+use crate::facts::BUILTIN_HARNESS_VERSION;
+use crate::facts::Runtime;
+use crate::facts::SIM_ENGINE_VERSION;
+use crate::facts::flags::canonical_args;
 use crate::inputs::ResolvedInputs;
 use crate::spec::{
-    Arrival, Dataset, HarnessKind, RequestRate, Runtime, SharegptConversion, Spec, Step, Workload,
+    Arrival, Dataset, HarnessKind, RequestRate, SharegptConversion, Spec, Step, Workload,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,7 +130,7 @@ impl KeyMaterial {
         let image = decl.filter(|_| runtime == Runtime::Docker).map(|e| {
             e.image
                 .clone()
-                .unwrap_or_else(|| crate::engine::launch::default_image(e.kind, &e.version))
+                .unwrap_or_else(|| crate::facts::default_image(e.kind, &e.version))
         });
         let harness = &spec.harness;
         KeyMaterial {

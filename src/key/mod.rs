@@ -1,18 +1,18 @@
 //! Run keys: sha256 over the canonical serialization of a run's key material. (pure)
 
-mod args;
 mod canonical;
 mod cap;
 mod diff;
 mod material;
+mod runs;
 
 use crate::digest::Digest;
 
-pub use args::{Flag, canonical_args, parse_flags};
 pub use canonical::to_canonical_json;
 pub use cap::{key_with_prompts, num_prompts};
 pub use diff::{FieldChange, material_changes, material_distance};
 pub use material::*;
+pub use runs::{KeyedRun, keyed_runs};
 
 /// Version of the key schema; bumping it changes every key on purpose.
 ///

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use super::pins::{PinRequest, PinTarget};
 use super::{Attrs, Input, LockedRun, Lockfile, names};
-use crate::harness::BUILTIN_HARNESS_VERSION;
+use crate::facts::BUILTIN_HARNESS_VERSION;
+use crate::facts::Runtime;
 use crate::inputs::ResolvedInputs;
-use crate::plan::{KeyedRun, keyed_runs};
-use crate::spec::{Dataset, HarnessKind, Runtime, Spec, Step};
+use crate::key::{KeyedRun, keyed_runs};
+use crate::spec::{Dataset, HarnessKind, Spec, Step};
 
 /// Every runtime a written lockfile keys each run under.
 pub const RUNTIMES: [Runtime; 3] = [Runtime::Docker, Runtime::Local, Runtime::Sim];
@@ -23,7 +24,7 @@ pub fn pin_requests(spec: &Spec) -> Vec<PinRequest> {
             let image = e
                 .image
                 .clone()
-                .unwrap_or_else(|| crate::engine::launch::default_image(e.kind, &e.version));
+                .unwrap_or_else(|| crate::facts::default_image(e.kind, &e.version));
             PinRequest {
                 name: names::engine(e.kind),
                 original: attrs([("version", &e.version), ("image", &image)]),

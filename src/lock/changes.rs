@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use super::{Input, Lockfile};
+use crate::facts::Runtime;
 use crate::key::RunKey;
-use crate::spec::Runtime;
 
 /// An input that differs: added (`before` is `None`), removed, or changed.
 #[derive(Debug, Clone, PartialEq)]

@@ -27,8 +27,7 @@ pub use build::{RUNTIMES, apply_pins, build, build_with_keys, pin_requests, uses
 pub use changes::{InputChange, input_changes, run_key_changes};
 pub use file::{parse, render};
 pub use pins::{
-    PinError, PinPolicy, PinRequest, PinResolver, PinTarget, Problem, Update, is_commit,
-    resolve_pins,
+    PinError, PinPolicy, PinRequest, PinResolver, PinTarget, Problem, Update, resolve_pins,
 };
 pub use signature::{HEAD_BYTES, first_node, is_lockfile};
 
@@ -36,8 +35,8 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
+use crate::facts::Runtime;
 use crate::key::RunKey;
-use crate::spec::Runtime;
 
 /// Version of the lockfile format.
 pub const LOCKFILE_VERSION: i128 = 1;
@@ -121,7 +120,8 @@ pub enum Error {
 
 /// Input names, one scheme for every command that prints them.
 pub mod names {
-    use crate::spec::{EngineKind, ModelRef};
+    use crate::facts::EngineKind;
+    use crate::spec::ModelRef;
 
     pub fn engine(kind: EngineKind) -> String {
         format!("engine.{}", kind.name())

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{Attrs, Input, Lockfile};
-use crate::spec::Runtime;
+use crate::facts::{Runtime, is_commit};
 
 /// An input only the network can pin.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,11 +168,6 @@ fn offline_pin(target: &PinTarget) -> Option<Attrs> {
         }
         _ => None,
     }
-}
-
-/// A full git commit sha, as the Hub names revisions.
-pub fn is_commit(revision: &str) -> bool {
-    revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 #[cfg(test)]

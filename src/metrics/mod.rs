@@ -8,7 +8,6 @@ mod guidellm;
 mod measurement;
 mod model;
 mod provenance;
-mod save_result;
 mod select;
 mod serving_block;
 pub mod slo;
@@ -24,5 +23,4 @@ pub use guidellm::{GUIDELLM_METRIC_NAMES, GuidellmMetrics, read_report as read_g
 pub use measurement::{Measurement, MetricSet};
 pub use model::{METRIC_NAMES, ServingMetrics};
 pub use provenance::Provenance;
-pub use save_result::{ResultMeta, default_file_name, save_result_json};
 pub use serving_block::{BlockOptions, render_serving_block};

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use super::files::{check_writable, check_writable_dir, write_text};
 use super::{Error, Shell};
+use crate::dataset::{self, BenchRequest};
 use crate::harness::prompt_cache::{self, PromptCache};
 use crate::harness::ramp::RampUp;
-use crate::harness::{self, BenchOutcome, BenchRequest, Load, RequestSettings, custom, dataset};
-use crate::metrics::{
-    BlockOptions, Latency, MetricOptions, ResultMeta, default_file_name, save_result_json,
-};
+use crate::harness::save_result::{ResultMeta, default_file_name, save_result_json};
+use crate::harness::{self, BenchOutcome, Load, RequestSettings, custom};
+use crate::metrics::{BlockOptions, Latency, MetricOptions};
 use crate::progress::BenchProgress;
 use crate::spec::{Arrival, Backend, RequestRate};
 use crate::tokenizer::Tokenizer;

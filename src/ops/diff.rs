@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use super::{Error, LockMode, Selection, load, lockfile};
 use crate::analyze::{self, RunRecord};
+use crate::facts::Runtime;
 use crate::key::RunKey;
 use crate::lock;
 use crate::report::diff::{Incomplete, InputDiff, LockDiff, RunDiff};
-use crate::spec::Runtime;
 use crate::store::Store;
 
 /// What `diff` compares.

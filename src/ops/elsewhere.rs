@@ -4,9 +4,9 @@
 //! while another has (`run --runtime sim` stored them).
 
 use super::{Loaded, Selection, Shell};
+use crate::facts::Runtime;
 use crate::key::RunKey;
 use crate::plural::count;
-use crate::spec::Runtime;
 
 /// The keys of `loaded`'s runs under `runtime`. Those of another runtime
 /// than the loaded one come from a current lockfile (uncapped runs only)
@@ -24,7 +24,7 @@ pub fn keys_under(loaded: &Loaded, selection: &Selection, runtime: Runtime) -> V
             .filter_map(|r| r.key(runtime).cloned())
             .collect()
     } else {
-        crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs)
+        crate::key::keyed_runs(&loaded.spec, runtime, &loaded.inputs)
             .into_iter()
             .map(|r| r.key)
             .collect()

@@ -4,10 +4,10 @@ use std::collections::BTreeSet;
 
 use super::lockfile::{self, LockMode};
 use super::{Error, Loaded, Selection, Shell, load};
+use crate::facts::Runtime;
 use crate::fetch::{self, Event, Failure, Fetcher, human_bytes};
 use crate::lock::Lockfile;
 use crate::plural::count;
-use crate::spec::Runtime;
 
 /// Fetches every model and image the lockfile of `selection` pins, as
 /// `run --locked` takes the lockfile: present, and matching the experiment.

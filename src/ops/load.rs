@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::Error;
 use super::lockfile::{self, LockMode, LockState};
+use crate::facts::Runtime;
 use crate::inputs::{self, ResolvedInputs};
-use crate::spec::{self, Runtime, SourceFile, Spec};
+use crate::spec::{self, SourceFile, Spec};
 use crate::store::Store;
 
 /// Which runs of which experiment a command works on, and how.
@@ -53,7 +54,7 @@ pub struct Loaded {
     pub uncapped: Spec,
     pub runtime: Runtime,
     /// Every run of `spec` with its key under `runtime`.
-    pub runs: Vec<crate::plan::KeyedRun>,
+    pub runs: Vec<crate::key::KeyedRun>,
     pub inputs: ResolvedInputs,
     pub store: Store,
     pub lock: LockState,
@@ -112,9 +113,9 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     // writes nothing, not even this cache; one that writes keeps it in its
     // store once that is marked.
     if !matches!(mode, LockMode::Read) && store.mark_if_present() {
-        hashes.save();
+        hashes.save(crate::store::is_marked);
     }
-    let declared_runs = crate::plan::keyed_runs(&spec, runtime, &inputs);
+    let declared_runs = crate::key::keyed_runs(&spec, runtime, &inputs);
     // A lockfile nothing writes is only compared: its runs need the keys of
     // this runtime, not of every runtime.
     let keyed_for = matches!(mode, LockMode::Read).then_some(runtime);
@@ -152,7 +153,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
             for workload in &mut spec.workloads {
                 workload.prompts = workload.prompts.min(cap);
             }
-            crate::plan::keyed_runs(&spec, runtime, &inputs)
+            crate::key::keyed_runs(&spec, runtime, &inputs)
         }
         None => declared_runs,
     };
@@ -165,7 +166,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         plan_options(common, runtime),
     )?;
     if !searches.is_empty() {
-        runs = crate::plan::keyed_runs(&spec, runtime, &inputs);
+        runs = crate::key::keyed_runs(&spec, runtime, &inputs);
     }
     refuse_secrets(&runs, &new)?;
     Ok(Loaded {
@@ -202,7 +203,7 @@ pub fn plan_options(common: &Selection, runtime: Runtime) -> crate::plan::PlanOp
 /// would change a key): one holding a secret's value is refused before
 /// anything is written or run.
 pub fn refuse_secrets(
-    runs: &[crate::plan::KeyedRun],
+    runs: &[crate::key::KeyedRun],
     lock: &crate::lock::Lockfile,
 ) -> Result<(), Error> {
     let secrets = crate::secrets::env();

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use super::Error;
 use super::Shell;
 use super::load::Selection;
+use crate::facts::Runtime;
 use crate::lock::{self, Lockfile, PinPolicy, PinResolver, Problem, Update};
 use crate::plural::count;
-use crate::spec::Runtime;
 
 /// What a command may do with the lockfile.
 #[derive(Debug, Clone)]

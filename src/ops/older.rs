@@ -134,7 +134,7 @@ pub fn run_older(
 pub fn runnable_from_material(
     store: &crate::store::Store,
     lock: &crate::lock::Lockfile,
-    runtime: crate::spec::Runtime,
+    runtime: crate::facts::Runtime,
 ) -> bool {
     let missing: BTreeSet<RunKey> = lock
         .runs

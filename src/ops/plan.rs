@@ -49,7 +49,7 @@ pub fn plan(
         // Asked for: a store it cannot write is an error.
         write_launches(&loaded.spec, &plan, &loaded.inputs, &options, &loaded.store)?
     } else {
-        crate::drv::launches(&loaded.spec, &plan, &options)
+        crate::plan::launches(&loaded.spec, &plan, &options)
             .into_iter()
             .map(|m| (m.key(), m))
             .collect()

@@ -149,7 +149,7 @@ pub fn write_launches(
     options: &LaunchOptions,
     store: &Store,
 ) -> Result<Vec<(LaunchKey, LaunchMaterial)>, Error> {
-    let launches = drv::launches(spec, plan, options);
+    let launches = crate::plan::launches(spec, plan, options);
     for (sha256, file) in drv::input_files(&launches, inputs) {
         store.put_input(&sha256, &file).map_err(Error::Store)?;
     }
@@ -256,7 +256,7 @@ pub fn record_lockfile_runs(loaded: &Loaded) -> Result<(), Error> {
         stall_timeout: std::time::Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
     };
     for runtime in crate::lock::RUNTIMES {
-        let runs = plan::keyed_runs(&loaded.uncapped, runtime, &loaded.inputs);
+        let runs = crate::key::keyed_runs(&loaded.uncapped, runtime, &loaded.inputs);
         let plan = plan::build(
             runs,
             &StoreIndex::default(),

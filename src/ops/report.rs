@@ -8,9 +8,10 @@ use super::plan::plan_and_index;
 use super::rendered;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::analyze::{self, Analysis, RunRecord, Scope, Stored};
+use crate::facts::Runtime;
 use crate::plan::StoredRuntime;
 use crate::report::chart::{self, ChartData, ChartGroup};
-use crate::spec::{Objective, Runtime};
+use crate::spec::Objective;
 
 /// How a report is rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +53,7 @@ pub fn report(
         if common.runtime.is_none() {
             let runtime = runtime_with_results(&loaded, common, shell)?;
             if runtime != loaded.runtime {
-                loaded.runs = crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs);
+                loaded.runs = crate::key::keyed_runs(&loaded.spec, runtime, &loaded.inputs);
                 loaded.runtime = runtime;
             }
         }

@@ -14,9 +14,10 @@ use crate::drv::{LaunchKey, LaunchOptions};
 use crate::exec::slurm::{self, JobEvent};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 
+use crate::facts::Runtime;
 use crate::plan::{Plan, RunStatus};
 use crate::plural::count;
-use crate::spec::{ExpectedOutcome, Runtime, Spec};
+use crate::spec::{ExpectedOutcome, Spec};
 use crate::store::Store;
 
 /// What `run` is asked to do.

@@ -10,11 +10,12 @@ use super::Error;
 use crate::analyze::search::SearchResult;
 use crate::analyze::{SloResult, StoredSample};
 use crate::exec::ExecSummary;
+use crate::facts::Runtime;
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
 use crate::plan::search::{Domain, Search};
 use crate::plan::{Plan, PlanOptions, RunStatus};
-use crate::spec::{Runtime, SearchAxis, Spec, Workload};
+use crate::spec::{SearchAxis, Spec, Workload};
 use crate::store::{Sample, Store};
 
 /// Replaces each searched workload of each step of `spec` by the points its

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use super::{Plan, PlannedRun};
-use crate::spec::{EngineKind, Spec};
+use crate::facts::EngineKind;
+use crate::spec::Spec;
 
 /// A start as the field sees it on 8×A100 for large models: weights
 /// loaded, graphs compiled and captured; TensorRT-LLM also builds its engine.
@@ -68,9 +69,11 @@ pub fn estimate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::Runtime;
     use crate::inputs::ResolvedInputs;
-    use crate::plan::{PlanOptions, build, keyed_runs};
-    use crate::spec::{Runtime, SourceFile, parse};
+    use crate::key::keyed_runs;
+    use crate::plan::{PlanOptions, build};
+    use crate::spec::{SourceFile, parse};
     use crate::store::StoreIndex;
 
     #[test]

@@ -1,16 +1,17 @@
 //! Steps × workloads → runs with keys, and what the store already holds. (pure)
 
 mod estimate;
+mod launches;
 pub mod search;
 mod stored_runtime;
 
 pub use estimate::{Estimate, estimate, typical_start};
+pub use launches::launches;
 pub use stored_runtime::{StoredRuntime, stored_runtime};
 
-use crate::inputs::ResolvedInputs;
-use crate::key::{KeyMaterial, RunKey};
+use crate::facts::Runtime;
+use crate::key::{KeyMaterial, KeyedRun, RunKey};
 use crate::metrics::slo::Slo;
-use crate::spec::{Runtime, Spec};
 use crate::store::{Outcome, Sample, StoreIndex};
 
 /// Every run of an experiment, in declared order.
@@ -65,41 +66,6 @@ pub struct PlanOptions {
     pub samples: usize,
     /// Whether a stored failure is run again (`--retry-failed`).
     pub retry_failed: bool,
-}
-
-/// A run with its key, before the store is consulted.
-#[derive(Debug, Clone)]
-pub struct KeyedRun {
-    pub step: String,
-    pub workload: String,
-    pub key: RunKey,
-    pub material: KeyMaterial,
-    pub canonical: String,
-    /// The workload's SLO: analysis of the stored requests, not key material.
-    pub slo: Option<Slo>,
-}
-
-/// Every (step, workload) of the experiment with its key, in declared order.
-pub fn keyed_runs(spec: &Spec, runtime: Runtime, inputs: &ResolvedInputs) -> Vec<KeyedRun> {
-    spec.steps
-        .iter()
-        .flat_map(|step| {
-            step.workloads.iter().filter_map(move |w| {
-                // A searched workload is its probes, planned as the search goes.
-                let workload = spec.workload(w).filter(|w| w.search.is_none())?;
-                let material = KeyMaterial::new(spec, runtime, step, workload, inputs);
-                let (key, canonical) = RunKey::of(&material);
-                Some(KeyedRun {
-                    step: step.name.value.clone(),
-                    workload: w.clone(),
-                    key,
-                    material,
-                    canonical,
-                    slo: workload.slo.clone(),
-                })
-            })
-        })
-        .collect()
 }
 
 /// The plan: each run's status against what `index` holds for its key.
@@ -181,7 +147,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::inputs::ResolvedDataset;
+    use crate::inputs::{ResolvedDataset, ResolvedInputs};
+    use crate::key::keyed_runs;
     use crate::spec::{SourceFile, parse};
 
     const STUDY: &str = include_str!("../../experiments/qwen3-235b-a100.kdl");

@@ -1,7 +1,7 @@
 //! Which runtime's results a report shows when none is named: the one the
 //! store has results under, measured runtimes before the simulation. (pure)
 
-use crate::spec::Runtime;
+use crate::facts::Runtime;
 
 /// What the store's results say about the runtime to report.
 #[derive(Debug, Clone, PartialEq, Eq)]

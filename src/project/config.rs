@@ -9,7 +9,7 @@ use miette::Diagnostic;
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::spec::Runtime;
+use crate::facts::Runtime;
 
 /// `perfpipe.toml` at the project root: settings shared by everyone who
 /// works in the project (commit it). None of them enters a run's key.

@@ -13,7 +13,7 @@ use crate::analyze::{
     Analysis, Check, ComparisonResult, ConclusionTable, Ranked, RunRecord, Source, SummaryNote,
     Verdict,
 };
-use crate::engine::command::display_command;
+use crate::facts::command::display_command;
 use crate::spec::{Objective, Section, Spec};
 
 /// What differs when the built-in harness runs the workloads of guidellm-era

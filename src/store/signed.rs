@@ -9,8 +9,8 @@ use std::path::Path;
 
 use super::check::Damage;
 use super::{Error, Sample, Store};
-use crate::cache::{SampleFiles, Signed};
 use crate::key::RunKey;
+use crate::signing::{SampleFiles, Signed};
 
 pub const SIGNATURE_FILE: &str = "signature.json";
 

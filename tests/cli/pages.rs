@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use perfpipe::spec::{Runtime, SourceFile};
+use perfpipe::facts::Runtime;
+use perfpipe::spec::SourceFile;
 
 use crate::common::{FIXTURES, TestEnv, stderr, stdout};
 
@@ -53,7 +54,7 @@ fn every_page_of_the_lab_becomes_an_experiment_that_plans() {
             &mut perfpipe::inputs::HashCache::in_memory(),
         )
         .unwrap_or_else(|e| panic!("{stem}: {e}"));
-        let runs = perfpipe::plan::keyed_runs(&spec, Runtime::Sim, &inputs);
+        let runs = perfpipe::key::keyed_runs(&spec, Runtime::Sim, &inputs);
         let expectations: usize = spec.steps.iter().map(|s| s.expectations.len()).sum();
         assert!(
             expectations >= generated.blocks + generated.failures,

@@ -10,8 +10,8 @@
 //! Defaults follow the engines' documented defaults for an OpenAI server on
 //! the given GPU (vLLM picks smaller ones on A100s).
 
-use crate::key::parse_flags;
-use crate::spec::EngineKind;
+use crate::facts::EngineKind;
+use crate::facts::flags::parse_flags;
 
 /// The simulated engine's configuration, parsed from the real engine's argv.
 #[derive(Debug, Clone, PartialEq)]

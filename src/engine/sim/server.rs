@@ -23,7 +23,7 @@ use super::scheduler::{Event, Submission};
 use crate::tokenizer::Tokenizer;
 
 pub struct AppState {
-    pub engine: crate::spec::EngineKind,
+    pub engine: crate::facts::EngineKind,
     pub stats: Arc<super::scheduler::Stats>,
     /// Tokens the simulated KV cache holds.
     pub kv_capacity: u64,
@@ -123,7 +123,7 @@ async fn prometheus(State(state): State<Arc<AppState>>) -> Response {
     let model = &state.model;
     let mut text = String::new();
     match state.engine {
-        crate::spec::EngineKind::Sglang => {
+        crate::facts::EngineKind::Sglang => {
             let _ = writeln!(
                 text,
                 "sglang:num_running_reqs{{model_name=\"{model}\"}} {running}"

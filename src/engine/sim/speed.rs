@@ -20,8 +20,8 @@
 
 use super::config::SimConfig;
 use super::support::{ModelInfo, Quantization};
+use crate::facts::EngineKind;
 use crate::gpu::GpuType;
-use crate::spec::EngineKind;
 
 const OVERHEAD_US: f64 = 6000.0;
 const DECODE_US_PER_SEQ: f64 = 24.0;

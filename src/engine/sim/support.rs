@@ -11,8 +11,8 @@
 //! | any | weights / TP larger than 90% of GPU memory | `torch.OutOfMemoryError: CUDA out of memory` |
 
 use super::config::SimConfig;
+use crate::facts::EngineKind;
 use crate::gpu::GpuType;
-use crate::spec::EngineKind;
 
 /// What the simulator knows of a model.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -9,7 +9,7 @@
 //! commands), [`mod@follow`] (adopt or submit, follow, resubmit, cancel).
 //!
 //! [`mod@launches`] runs a study's launches as jobs of `perfpipe realise`;
-//! `run --executor slurm` calls it (`crate::ops::run`).
+//! `run --executor slurm` calls it (`ops::run`).
 
 pub mod client;
 pub mod follow;

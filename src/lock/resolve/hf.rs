@@ -6,7 +6,7 @@ use reqwest::StatusCode;
 use reqwest::header::AUTHORIZATION;
 
 use super::request_error;
-use crate::lock::pins::is_commit;
+use crate::facts::is_commit;
 use crate::lock::{Attrs, PinError};
 
 pub async fn resolve(

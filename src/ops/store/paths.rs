@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
+use crate::facts::Runtime;
 use crate::ops::plan::build_plan;
 use crate::ops::{Error, LockMode, Selection, load};
-use crate::spec::Runtime;
 
 /// One stored file of a run.
 #[derive(Debug, Clone)]

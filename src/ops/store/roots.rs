@@ -160,7 +160,7 @@ fn experiment_keys(path: &Path, store: &Path) -> Result<Vec<RunKey>, Error> {
     let loaded = load(&Selection::declared(path, None, store), LockMode::Read)?;
     Ok(crate::lock::RUNTIMES
         .into_iter()
-        .flat_map(|runtime| crate::plan::keyed_runs(&loaded.spec, runtime, &loaded.inputs))
+        .flat_map(|runtime| crate::key::keyed_runs(&loaded.spec, runtime, &loaded.inputs))
         .map(|run| run.key)
         .collect())
 }

@@ -7,6 +7,7 @@ use miette::SourceSpan;
 
 use super::values::*;
 use super::*;
+use crate::facts::{EngineKind, Runtime};
 use crate::metrics::Latency;
 use crate::metrics::slo::Slo;
 use crate::spec::bounds;

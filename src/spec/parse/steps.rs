@@ -7,6 +7,7 @@ use miette::SourceSpan;
 
 use super::values::*;
 use super::*;
+use crate::facts::EngineKind;
 use crate::metrics::{GUIDELLM_METRIC_NAMES, METRIC_NAMES, MetricSet};
 use crate::spec::diag::{SpecDiagnostic, did_you_mean, one_of};
 use crate::spec::model::*;

@@ -16,6 +16,7 @@ use miette::SourceSpan;
 use super::steps::placeholder_step;
 use super::values::*;
 use super::*;
+use crate::facts::EngineKind;
 use crate::spec::diag::{SpecDiagnostic, one_of};
 
 /// The most points one sweep expands into: each is a configuration run on
@@ -269,7 +270,7 @@ impl Decoder {
             self.missing_arg(node, "the values to sweep over");
         }
         let flag = flag?;
-        let canonical = crate::key::parse_flags(engine, std::slice::from_ref(&flag))
+        let canonical = crate::facts::flags::parse_flags(engine, std::slice::from_ref(&flag))
             .1
             .first()
             .map_or_else(|| flag.clone(), |f| f.name.clone());

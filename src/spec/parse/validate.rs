@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 
 use super::*;
+use crate::facts::EngineKind;
 use crate::spec::diag::{SpecDiagnostic, did_you_mean, one_of};
 use crate::spec::model::*;
 
@@ -194,7 +195,7 @@ impl Decoder {
         let vendor = crate::gpu::lookup(&spec.hardware.gpu).map(|g| g.vendor);
         for step in &spec.steps {
             if let Some(vendor) = vendor
-                && !crate::engine::startable::runs_on(step.engine, vendor)
+                && !crate::facts::startable::runs_on(step.engine, vendor)
             {
                 let accelerators = match vendor {
                     crate::gpu::Vendor::Nvidia => "NVIDIA GPUs",

@@ -9,7 +9,7 @@
 //! A token that does not start with `-` (or is a negative number) is the value
 //! of the flag before it; tokens before the first flag keep their place.
 
-use crate::spec::EngineKind;
+use crate::facts::EngineKind;
 
 /// `(alias, canonical)` per engine, from each engine's argument parser.
 const ALIASES: &[(EngineKind, &str, &str)] = &[

@@ -1,5 +1,7 @@
-//! Benchmark prompts, sampled the way `vllm bench serve` v0.11 samples them
-//! (same distributions, not byte-identical prompts: vLLM's RNG is numpy's).
+//! Benchmark prompts: the dataset files perfpipe reads (checked by `inputs`
+//! before anything starts) and the prompts the harnesses send, sampled the
+//! way `vllm bench serve` v0.11 samples them (same distributions, not
+//! byte-identical prompts: vLLM's RNG is numpy's). (pure)
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

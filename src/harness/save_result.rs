@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Latency, RequestRecord, ServingMetrics, percentile_key};
+use super::ramp::RampUp;
+use crate::metrics::{Latency, RequestRecord, ServingMetrics, percentile_key};
 
 /// What the result file says about the benchmark besides its numbers.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +24,7 @@ pub struct ResultMeta {
     /// `--metadata KEY=VALUE` pairs, written after `num_prompts` (a key vLLM
     /// writes later replaces one of the same name).
     pub metadata: Vec<(String, String)>,
-    pub ramp_up: Option<crate::harness::ramp::RampUp>,
+    pub ramp_up: Option<RampUp>,
     /// With a ramp: each whole rate reached, and when.
     pub rps_change_events: Vec<(u32, String)>,
 }
@@ -185,7 +186,7 @@ mod tests {
 
     #[test]
     fn metadata_and_a_ramp_go_where_vllm_writes_them() {
-        use crate::harness::ramp::{RampUp, Strategy};
+        use crate::harness::ramp::Strategy;
         let m = compute(&[], 1.0, &MetricOptions::default());
         let meta = ResultMeta {
             date: "20261121-204244".into(),

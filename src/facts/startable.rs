@@ -3,8 +3,8 @@
 //! (its published numbers still plan, report, verify and import); `run`
 //! refuses it before anything starts. (pure)
 
+use crate::facts::{EngineKind, Runtime};
 use crate::gpu::{GpuType, Vendor};
-use crate::spec::{EngineKind, Runtime};
 
 /// Why perfpipe cannot start an engine, and what the user can do instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! How each engine is started: its argv, with perfpipe's own arguments
 //! (model, host, port) before the step's. (pure)
 
-use crate::spec::EngineKind;
+use crate::facts::EngineKind;
 
 /// The engine's serve command, as a user would type it on the GPU box.
 pub fn serve_argv(
@@ -16,7 +16,7 @@ pub fn serve_argv(
         EngineKind::Vllm | EngineKind::VllmAscend => {
             vec!["vllm", "serve", model, "--host", host, "--port", &port]
         }
-        // perfpipe cannot start MindIE (`engine::startable`); this is the
+        // perfpipe cannot start MindIE (`facts::startable`); this is the
         // vLLM-like form GPUStack's pages print, mapped to MindIE's JSON.
         EngineKind::Mindie => vec!["mindie", "serve", model, "--host", host, "--port", &port],
         EngineKind::Sglang => vec![
@@ -45,7 +45,7 @@ pub fn serve_argv(
 pub fn revision_args(engine: EngineKind, revision: &str) -> Vec<String> {
     match engine {
         EngineKind::Vllm | EngineKind::VllmAscend | EngineKind::Sglang
-            if crate::lock::is_commit(revision) =>
+            if super::is_commit(revision) =>
         {
             vec!["--revision".into(), revision.into()]
         }
