@@ -35,7 +35,7 @@ pub mod cli;
 pub mod clock;
 pub mod dataset;
 pub mod digest;
-pub mod drv;
+
 pub mod engine;
 pub mod exec;
 pub mod exit_code;
@@ -50,6 +50,7 @@ pub mod harness;
 pub mod host;
 pub mod inputs;
 pub mod key;
+pub mod launch;
 pub mod lock;
 pub mod metrics;
 pub mod ops;

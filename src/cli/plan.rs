@@ -7,10 +7,10 @@ use std::time::Duration;
 use super::args::{Common, PlanArgs};
 use super::{CliError, Loaded};
 
-use crate::drv::{LaunchKey, LaunchMaterial};
 use crate::engine::leftovers;
 use crate::exit_code;
 use crate::facts::EngineKind;
+use crate::launch::{LaunchKey, LaunchMaterial};
 use crate::ops::plan::Planned;
 use crate::plan::{Plan, RunStatus};
 use crate::plural::{and_list, count};

@@ -121,7 +121,7 @@ fn apply(command: &mut Command, project: &Project) {
         }
         Command::Realise(a) => {
             // A launch key names no file; a material file is a path.
-            if crate::drv::LaunchKey::parse(&a.launch).is_none() {
+            if crate::launch::LaunchKey::parse(&a.launch).is_none() {
                 let mut launch = PathBuf::from(&a.launch);
                 path(&mut launch);
                 a.launch = launch.display().to_string();

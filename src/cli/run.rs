@@ -6,12 +6,12 @@ use std::time::Duration;
 use super::args::{ContainerArg, ExecutorArg, RunArgs};
 use super::progress::Display;
 use super::{CliError, Stderr};
-use crate::drv::LaunchKey;
 use crate::exec::slurm::{
     self, ContainerMode, JobEvent, Outage, OutageNotice, Slurm, SlurmExec, SlurmOptions,
 };
 use crate::exec::{ExecEvent, ExecOptions};
 use crate::exit_code;
+use crate::launch::LaunchKey;
 use crate::ops::older::RanOlder;
 use crate::ops::run::{Executor, Ran, RunOptions, failure_expected};
 use crate::plural::count;

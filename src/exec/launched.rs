@@ -10,7 +10,6 @@ use tempfile::TempDir;
 
 use super::run::RunContext;
 use super::{ExecError, ExecEvent, failure};
-use crate::drv::LaunchRecord;
 use crate::engine::gpus::GpuLease;
 use crate::engine::health::{NotReady, wait_ready};
 use crate::engine::launch::{self, Placement, container_name};
@@ -19,6 +18,7 @@ use crate::engine::process::{EngineProcess, free_port};
 use crate::external;
 use crate::facts::EngineKind;
 use crate::facts::command::{revision_args, serve_argv};
+use crate::launch::LaunchRecord;
 use crate::plan::PlannedRun;
 use crate::store::FailureKind;
 

@@ -159,7 +159,7 @@ pub enum Error {
     },
     #[error("the launch material cannot be realised")]
     #[diagnostic(help("write it again with this perfpipe: `perfpipe plan EXPERIMENT`"))]
-    Material(#[source] crate::drv::RebuildError),
+    Material(#[source] crate::launch::RebuildError),
     #[error("the store has no {what} (sha256 {sha256}), which launch {launch} reads; nothing ran")]
     #[diagnostic(help(
         "the store keeps the inputs of a launch at `{path}`: `perfpipe plan` or `perfpipe run` of the experiment on a machine that has the file puts it there"

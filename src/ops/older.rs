@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use super::run::RunOptions;
 use super::{Error, LockMode, Shell, load, realise};
-use crate::drv::LaunchOptions;
 use crate::exec::{ExecEvent, ExecSummary};
 use crate::key::RunKey;
+use crate::launch::LaunchOptions;
 use crate::plural::count;
 use crate::spec::Spec;
 

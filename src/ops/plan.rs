@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::realise::write_launches;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
-use crate::drv::{LaunchKey, LaunchMaterial, LaunchOptions};
 use crate::key::material_distance;
+use crate::launch::{LaunchKey, LaunchMaterial, LaunchOptions};
 use crate::plan::{self, Estimate, Plan};
 use crate::store::StoreIndex;
 

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::collections::BTreeSet;
 
 use super::{Error, Loaded};
-use crate::drv::{self, LAUNCH_SCHEMA_VERSION, LaunchKey, LaunchMaterial, LaunchOptions};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 use crate::inputs::ResolvedInputs;
 use crate::key::RunKey;
+use crate::launch::{self, LAUNCH_SCHEMA_VERSION, LaunchKey, LaunchMaterial, LaunchOptions};
 use crate::plan::{self, Plan, PlanOptions};
 use crate::spec::Spec;
 use crate::store::{Store, StoreIndex};
@@ -150,7 +150,7 @@ pub fn write_launches(
     store: &Store,
 ) -> Result<Vec<(LaunchKey, LaunchMaterial)>, Error> {
     let launches = crate::plan::launches(spec, plan, options);
-    for (sha256, file) in drv::input_files(&launches, inputs) {
+    for (sha256, file) in launch::input_files(&launches, inputs) {
         store.put_input(&sha256, &file).map_err(Error::Store)?;
     }
     launches
@@ -180,7 +180,7 @@ pub fn execute(
         }
     }
     let input_dir = store.input_path("");
-    let rebuilt = drv::rebuild(launches, &input_dir).map_err(Error::Material)?;
+    let rebuilt = launch::rebuild(launches, &input_dir).map_err(Error::Material)?;
     let first = &launches[0];
     let index = store
         .index(rebuilt.runs.iter().map(|r| (&r.key, r.canonical.as_str())))
@@ -216,7 +216,7 @@ pub fn execute(
 fn check_input(
     store: &Store,
     launch: &LaunchMaterial,
-    input: drv::InputRef,
+    input: launch::InputRef,
     rehash: bool,
 ) -> Result<(), Error> {
     let path = store.input_path(&input.sha256);

@@ -10,9 +10,9 @@ use super::load::sample_notes;
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
 use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile, realise};
-use crate::drv::{LaunchKey, LaunchOptions};
 use crate::exec::slurm::{self, JobEvent};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
+use crate::launch::{LaunchKey, LaunchOptions};
 
 use crate::facts::Runtime;
 use crate::plan::{Plan, RunStatus};

@@ -2,7 +2,7 @@
 //! need, in the order they run. (pure)
 
 use super::Plan;
-use crate::drv::{
+use crate::launch::{
     EnginePart, HardwarePart, HarnessPart, LAUNCH_SCHEMA_VERSION, LaunchMaterial, LaunchOptions,
     ModelPart, RunPart, Timeouts,
 };

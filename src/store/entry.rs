@@ -16,7 +16,7 @@ pub struct RunResult {
     pub engine_command: Vec<String>,
     /// Which engine launch served the run, and its position in it.
     #[serde(default)]
-    pub engine_launch: Option<crate::drv::LaunchRecord>,
+    pub engine_launch: Option<crate::launch::LaunchRecord>,
     /// GPU and engine readings while the run measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::metrics::telemetry::TelemetrySummary>,

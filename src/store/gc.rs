@@ -48,7 +48,7 @@ pub enum GarbageKind {
     /// Launch material none of whose runs is kept, with when it was last
     /// written or asked for (Unix seconds).
     UnreachedLaunch {
-        material: Box<crate::drv::LaunchMaterial>,
+        material: Box<crate::launch::LaunchMaterial>,
         written: u64,
     },
     /// An input no launch material that stays reads; `what` it is to the

@@ -21,8 +21,11 @@ pub fn samples_dir(root: &Path, key: &RunKey) -> PathBuf {
     entry_dir(root, key).join("samples")
 }
 
-/// Launch material, by launch key: `drv/<launch key>.json`.
-pub fn drv_dir(root: &Path) -> PathBuf {
+/// Launch material, by launch key: `drv/<launch key>.json`. The directory
+/// keeps the name it had before the module was called `launch`: stores
+/// written since then hold their material there, and renaming it would
+/// strand it.
+pub fn launches_dir(root: &Path) -> PathBuf {
     root.join("drv")
 }
 

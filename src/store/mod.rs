@@ -8,7 +8,8 @@
 //!   entries/<k0k1>/<key>/samples/0001/result.json  metrics or failure, with provenance
 //!   entries/<k0k1>/<key>/samples/0001/logs/{engine,harness}.log, requests.jsonl
 //!   entries/<k0k1>/<key>/samples/0002/signature.json  who signed a substituted sample
-//!   drv/<launch key>.json                          launch material (crate::drv), canonical
+//!   drv/<launch key>.json                          launch material (crate::launch), canonical;
+//!                                                  the directory keeps its first name
 //!   inputs/sha256/<sha256>                         input files the launch material names
 //!                                                  (read-only copies)
 //!   locks/<key>.lock                               per-key OS file lock
@@ -31,13 +32,13 @@
 //! redoes it moves the damage to `quarantine/`.
 
 mod check;
-mod drv;
-mod drv_gc;
 mod entry;
 mod files;
 mod gc;
 mod import;
 mod journal;
+mod launch_gc;
+mod launches;
 mod layout;
 mod quarantine;
 mod root;
@@ -48,12 +49,12 @@ mod tmp;
 mod write;
 
 pub use check::{Damage, EntryDir, Finding, Verification};
-pub use drv::{InputFile, LaunchFile};
-pub use drv_gc::LaunchGarbage;
 pub use entry::{FailureKind, Outcome, RunResult, Sample};
 pub use files::{EntryFiles, SampleFiles};
 pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 pub use import::Imported;
+pub use launch_gc::LaunchGarbage;
+pub use launches::{InputFile, LaunchFile};
 pub use root::{MARKER, is_marked};
 pub use signed::SIGNATURE_FILE;
 pub use tmp::{StaleTmp, disk_usage};

@@ -36,6 +36,7 @@ perfpipe deletes here only what it made: key entries, its own temp dirs, quarant
 /// The top-level names a store's layout has (besides [`MARKER`]).
 const LAYOUT: [&str; 8] = [
     "entries",
+    // Launch material (`layout::launches_dir`): on-disk name kept.
     "drv",
     "inputs",
     "quarantine",

@@ -235,7 +235,7 @@ fn a_fifo_in_store_drv_is_listed_as_damage() {
 
 #[test]
 fn realise_refuses_material_the_experiment_parser_would_refuse() {
-    use perfpipe::drv::LaunchMaterial;
+    use perfpipe::launch::LaunchMaterial;
     let env = TestEnv::tiny();
     ran(&env, &with(&["plan", "tiny.kdl", "--write-launches"], SIM));
     let material = crate::common::files_under(&env.path("store/drv")).remove(0);

@@ -364,7 +364,10 @@ mod executor {
     /// The launch material `plan --write-launches` writes for tiny.kdl.
     fn planned_launches(
         env: &crate::common::TestEnv,
-    ) -> Vec<(perfpipe::drv::LaunchKey, perfpipe::drv::LaunchMaterial)> {
+    ) -> Vec<(
+        perfpipe::launch::LaunchKey,
+        perfpipe::launch::LaunchMaterial,
+    )> {
         let planned = env.run(&["plan", "tiny.kdl", "--runtime", "sim", "--write-launches"]);
         assert!(
             planned.status.success(),
@@ -376,7 +379,7 @@ mod executor {
             .map(|e| e.unwrap().path())
             .map(|path| {
                 let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-                let key = perfpipe::drv::LaunchKey::parse(&stem).unwrap();
+                let key = perfpipe::launch::LaunchKey::parse(&stem).unwrap();
                 let material = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
                 (key, material)
             })
@@ -450,8 +453,8 @@ mod executor {
     /// follows the job still measuring them, submitting none.
     #[test]
     fn a_launch_rebuilt_from_a_half_done_launchs_runs_follows_its_job() {
-        use perfpipe::drv::LaunchMaterial;
         use perfpipe::exec::slurm::{SlurmExec, execute};
+        use perfpipe::launch::LaunchMaterial;
 
         let Some(cluster) = Cluster::start() else {
             return;

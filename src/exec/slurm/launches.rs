@@ -12,8 +12,8 @@ use super::options::SlurmOptions;
 use super::script::{self, JobRequest};
 use super::state::Verdict;
 use super::{Error, Slurm};
-use crate::drv::{LaunchKey, LaunchMaterial};
 use crate::exec::{ExecError, ExecSummary, UnstoredFailure};
+use crate::launch::{LaunchKey, LaunchMaterial};
 use crate::store::{Outcome, Store};
 
 /// How launches go to Slurm.

@@ -4,9 +4,9 @@
 
 use super::gc::Collected;
 use super::roots::Roots;
-use crate::drv::LaunchMaterial;
 use crate::fetch::human_bytes;
 use crate::key::{DatasetMaterial, KeyMaterial};
+use crate::launch::LaunchMaterial;
 use crate::plural::{count, noun};
 use crate::store::{Damage, Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal, StaleTmp};
 

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::check::Damage;
-use super::layout::{drv_dir, inputs_dir};
+use super::layout::{inputs_dir, launches_dir};
 use super::write::{sync_dir, write_synced};
 use super::{Error, Store};
-use crate::drv::{LaunchKey, LaunchMaterial};
+use crate::launch::{LaunchKey, LaunchMaterial};
 
 /// A file of `drv/` named by a launch key, read and checked.
 #[derive(Debug, Clone)]
@@ -38,13 +38,13 @@ pub struct InputFile {
 impl Store {
     /// Where the material of `key` is kept.
     pub fn launch_path(&self, key: &LaunchKey) -> PathBuf {
-        drv_dir(&self.root).join(format!("{key}.json"))
+        launches_dir(&self.root).join(format!("{key}.json"))
     }
 
     /// Every launch material file the store holds, by key, sorted.
     pub fn launches(&self) -> Result<Vec<(LaunchKey, PathBuf)>, Error> {
         let mut out = Vec::new();
-        for path in paths_in(&drv_dir(&self.root))? {
+        for path in paths_in(&launches_dir(&self.root))? {
             let key = path
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn damaged_launch_material_is_found_and_written_again() {
-        use crate::drv::*;
+        use crate::launch::*;
         let (_root, store) = store();
         let material = LaunchMaterial {
             schema: LAUNCH_SCHEMA_VERSION,
