@@ -1,28 +1,44 @@
 //! perfpipe: declared, reproducible, cached pipelines for LLM-serving
 //! performance studies.
 //!
+//! The modules form layers, listed highest first: a module uses its own
+//! layer and the layers below, never one above, and no modules form a
+//! cycle. `tests/layers.rs` checks it; docs/architecture.md describes it.
+//!
 //! ```text
-//! command  (arguments, printing, exit codes)   cli         the terminal
-//! operate  (one workflow per command)          ops         calls the stages below
-//! parse    (KDL → typed spec, with spans)      spec        pure
-//! draft    (published study page → experiment) page        pure (`init --from-page`)
-//! lock     (pins → lockfile, keys per run)     lock        pure; lock::resolve asks
-//!                                                          registries and the Hub
-//! fetch    (pinned models and images → here)   fetch       HTTP (the Hub), files, docker
-//! resolve  (dataset files → sha256)            inputs      reads files
-//! plan     (runs, keys, store lookups)         key, plan   pure over a StoreIndex
-//! launch   (one engine launch's material)      drv         pure; kept in the store's drv/
-//! execute  (missing runs only)                 exec        processes, HTTP (engine, harness)
-//! store    (atomic, per-key locks)             store       files
-//! share    (signed samples: push, substitute)  cache       files, HTTP (directory, web
-//!                                                          server, OCI registry)
-//! analyze  (polars: deltas, rankings, diff)    analyze     pure
-//! render   (markdown, JSON, CSV, chart, diff)  report      pure
+//! commands    cli       arguments, printing, exit codes
+//! operations  ops       one workflow per command; calls the layers below
+//! effects     exec      executes missing runs (processes, HTTP); Slurm
+//!             engine    starts, watches, stops engines; sim
+//!             harness   benchmark clients: built-in, vllm bench, guidellm
+//!             fetch     pinned models and images → this machine
+//!             cache     signed samples shared: push, substitute (directory,
+//!                       web server, OCI registry)
+//!             project   the project root, perfpipe.toml, config.toml
+//!             progress  a benchmark's progress counters
+//! analysis    analyze   polars: rankings, deltas, curves         (pure)
+//!             report    markdown, HTML, JSON, CSV, charts        (pure)
+//!             page      published study page → experiment        (pure)
+//! plan        plan      keyed runs against the store; launches   (pure)
+//! store       store     entries, samples, launch material, gc    (files)
+//! material    launch    one engine launch's material; kept in
+//!                       the store's drv/                         (pure)
+//!             signing   ed25519 keys, the signed statement       (pure)
+//! lockfile    lock      pins → lockfile; lock::resolve asks registries
+//! keys        key       key material, run keys, keyed runs       (pure)
+//! inputs      inputs    dataset files and tokenizers → sha256    (reads files)
+//! experiment  spec      KDL → typed experiment, with spans       (pure)
+//! facts       facts     engines, runtimes, serve commands, flags,
+//!                       versions                                 (pure)
+//!             metrics   the metrics model, result blocks         (pure)
+//!             dataset   dataset files and sampled prompts        (pure)
+//! mechanisms  digest, atomic_write, regular_file, filelock, plural,
+//!             clock, rng, secrets, exit_code, tls, host, gpu,
+//!             external, tokenizer, stderr (`eoutln!`)
 //! ```
 //!
-//! Below them all, mechanisms written once that every layer uses: `digest`
-//! (sha256 names), `atomic_write`, `regular_file`, `filelock`, `plural`,
-//! `clock`, `stderr` (`eoutln!`).
+//! `fuzz` (proptest over the KDL front end and the importer) is built for
+//! tests only.
 
 // First: its `eoutln!` is how every module writes to stderr.
 #[macro_use]

@@ -1,4 +1,4 @@
-//! Steps × workloads → runs with keys, and what the store already holds. (pure)
+//! Keyed runs (`key::keyed_runs`) against what the store already holds. (pure)
 
 mod estimate;
 mod launches;
