@@ -34,7 +34,9 @@
 //!             dataset   dataset files and sampled prompts        (pure)
 //! mechanisms  digest, atomic_write, regular_file, filelock, plural,
 //!             clock, rng, secrets, exit_code, tls, host, gpu,
-//!             external, tokenizer, stderr (`eoutln!`)
+//!             external, tokenizer, stderr (`eoutln!`), oci (the one
+//!             client of the OCI distribution API: references, media
+//!             types, the token handshake)
 //! ```
 //!
 //! `fuzz` (proptest over the KDL front end and the importer) is built for
@@ -69,6 +71,7 @@ pub mod key;
 pub mod launch;
 pub mod lock;
 pub mod metrics;
+pub mod oci;
 pub mod ops;
 pub mod page;
 pub mod plan;

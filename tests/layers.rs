@@ -31,6 +31,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "gpu",
             "external",
             "tokenizer",
+            "oci",
         ],
     ),
     ("facts", &["facts", "metrics", "dataset"]),

@@ -12,7 +12,8 @@ use crate::signing::statement::{
     statement_files,
 };
 
-pub const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+/// The manifest type of a sample: an OCI image manifest.
+pub const MANIFEST_TYPE: &str = crate::oci::OCI_MANIFEST;
 pub const ARTIFACT_TYPE: &str = "application/vnd.perfpipe.sample.v1";
 const MATERIAL_TYPE: &str = "application/vnd.perfpipe.key-material.v1+json";
 const RESULT_TYPE: &str = "application/vnd.perfpipe.result.v1+json";

@@ -21,7 +21,7 @@ pub enum Location {
     /// A base URL, without a trailing `/`.
     Http(String),
     /// A registry and repository, as `lock` addresses them.
-    Oci(crate::lock::resolve::ImageRef),
+    Oci(crate::oci::ImageRef),
 }
 
 impl Location {
@@ -32,8 +32,8 @@ impl Location {
             why: why.to_owned(),
         };
         if let Some(rest) = text.strip_prefix("oci://") {
-            let image = crate::lock::resolve::ImageRef::parse(&format!("{rest}:cache"))
-                .map_err(|e| bad(&e))?;
+            let image =
+                crate::oci::ImageRef::parse(&format!("{rest}:cache")).map_err(|e| bad(&e))?;
             if !rest.contains('/') {
                 return Err(bad("an OCI cache is `oci://HOST/REPOSITORY`"));
             }

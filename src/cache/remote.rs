@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION};
 use reqwest::{Method, StatusCode, Url};
 
 use super::Error;
@@ -15,6 +15,8 @@ use super::artifact::{MANIFEST_TYPE, digest_hex};
 use super::credentials::Credential;
 use super::location::Location;
 use crate::key::RunKey;
+use crate::oci::token;
+use crate::tls::transport_error;
 
 /// How long one request may take, its answer included.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -173,33 +175,26 @@ impl Remote {
         let Location::Oci(image) = &self.location else {
             return Ok(response);
         };
-        let challenge = response
-            .headers()
-            .get(WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
+        let challenge = token::challenge(&response);
         if !credentials
             || response.status() != StatusCode::UNAUTHORIZED
-            || !crate::lock::resolve::token::is_bearer(&challenge)
+            || !token::is_bearer(&challenge)
         {
             return Ok(response);
         }
-        let access = if write { "pull,push" } else { "pull" };
-        let scope = format!("repository:{}:{access}", image.repository);
+        let scope = token::scope(&image.repository, write);
         let login = match &self.credential {
             Some(Credential::Basic { username, password }) => {
                 Some((username.clone(), password.clone()))
             }
             _ => None,
         };
-        let realm =
-            crate::lock::resolve::token::realm(&challenge).and_then(|r| Url::parse(&r).ok());
+        let realm = token::realm(&challenge).and_then(|r| Url::parse(&r).ok());
         let login = match realm {
             Some(realm) if self.shows_credentials(&realm, Destination::TokenService)? => login,
             _ => None,
         };
-        let token = crate::lock::resolve::token::bearer(
+        let token = token::bearer(
             &self.client,
             &challenge,
             &image.registry,
@@ -244,7 +239,7 @@ impl Remote {
                 seconds: self.timeout.as_secs(),
             };
         }
-        self.failed(format!("cannot {what}: {}", without_url(e)))
+        self.failed(transport_error(&format!("cannot {what}"), e))
     }
 
     /// The body of `response`, read a chunk at a time and refused once it
@@ -290,11 +285,7 @@ impl Remote {
             }
             Location::Oci(image) => {
                 let prefix = format!("{key}-");
-                let mut url = Some(format!(
-                    "{}/v2/{}/tags/list?n=1000",
-                    image.api_base(),
-                    image.repository
-                ));
+                let mut url = Some(image.tags_url());
                 let mut tags = Vec::new();
                 let mut pages = 0;
                 while let Some(this) = url.take() {
@@ -349,11 +340,7 @@ impl Remote {
                 self.blob_at_most(digest, MAX_LISTING_BYTES).await
             }
             Location::Oci(image) => {
-                let url = format!(
-                    "{}/v2/{}/manifests/{tag}",
-                    image.api_base(),
-                    image.repository
-                );
+                let url = image.manifest_url(tag);
                 let what = format!("get `{tag}`");
                 let response = self.get(&url, Some(MANIFEST_TYPE), &what).await?;
                 let response = self.ok(response, &what).await?;
@@ -376,11 +363,7 @@ impl Remote {
                 self.read(&format!("blobs/sha256/{hex}"), limit).await?
             }
             Location::Oci(image) => {
-                let url = format!(
-                    "{}/v2/{}/blobs/{digest}",
-                    image.api_base(),
-                    image.repository
-                );
+                let url = image.blob_url(digest);
                 let what = format!("get blob {digest}");
                 let response = self.get(&url, None, &what).await?;
                 let response = self.ok(response, &what).await?;
@@ -464,11 +447,7 @@ impl Remote {
                 Ok(dir.join("blobs/sha256").join(hex).is_file())
             }
             Location::Oci(image) => {
-                let url = format!(
-                    "{}/v2/{}/blobs/{digest}",
-                    image.api_base(),
-                    image.repository
-                );
+                let url = image.blob_url(digest);
                 let what = format!("look up {digest}");
                 let response = self.send(Method::HEAD, &url, &what, true, |r| r).await?;
                 match response.status() {
@@ -498,8 +477,7 @@ impl Remote {
                 write_atomic(&dir.join("blobs/sha256").join(hex), bytes).map_err(|e| self.failed(e))
             }
             Location::Oci(image) => {
-                let base = image.api_base();
-                let start = format!("{base}/v2/{}/blobs/uploads/", image.repository);
+                let start = image.uploads_url();
                 let what = "start an upload";
                 let response = self
                     .send(Method::POST, &start, what, true, |request| {
@@ -544,11 +522,7 @@ impl Remote {
                 tag_in_dir(dir, key, tag, &digest, manifest.len()).map_err(|e| self.failed(e))
             }
             Location::Oci(image) => {
-                let url = format!(
-                    "{}/v2/{}/manifests/{tag}",
-                    image.api_base(),
-                    image.repository
-                );
+                let url = image.manifest_url(tag);
                 let body = bytes::Bytes::copy_from_slice(manifest);
                 let what = format!("tag `{tag}`");
                 let response = self
@@ -648,18 +622,6 @@ fn next_page(response: &reqwest::Response) -> Option<String> {
     let target = link.split(';').next()?.trim();
     let target = target.strip_prefix('<')?.strip_suffix('>')?;
     Some(response.url().join(target).ok()?.into())
-}
-
-/// reqwest's message without the URL (the location is named already).
-fn without_url(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut message = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        message = format!("{message}: {s}");
-        source = s.source();
-    }
-    message
 }
 
 #[cfg(test)]

@@ -21,7 +21,8 @@ use sha2::{Digest, Sha256};
 
 use super::cache::{check_blob_name, check_file_name};
 use super::{Check, RemoteFile};
-use crate::lock::resolve::{HubAccess, transport_error};
+use crate::lock::resolve::HubAccess;
+use crate::tls::transport_error;
 
 /// A download fails when it receives fewer than this many bytes in a
 /// [`RATE_WINDOW`] (about 17 KiB/s): the read timeout alone lets a server

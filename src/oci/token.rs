@@ -3,7 +3,25 @@
 //! gives a bearer token for a scope, with the user's login when there is one.
 //! Used by `lock` (pull) and by the result cache (pull, push).
 
-use super::transport_error;
+use reqwest::header::WWW_AUTHENTICATE;
+
+use crate::tls::transport_error;
+
+/// The challenge of an answer (`WWW-Authenticate`), empty when it has none.
+pub fn challenge(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get(WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The scope a token is asked for: `repository:NAME:pull`, with `push` to write.
+pub fn scope(repository: &str, push: bool) -> String {
+    let access = if push { "pull,push" } else { "pull" };
+    format!("repository:{repository}:{access}")
+}
 
 /// The bearer token a `WWW-Authenticate: Bearer realm=…,service=…` challenge
 /// from `registry` asks for, for `scope` (`repository:NAME:pull[,push]`).

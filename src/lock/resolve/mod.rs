@@ -6,8 +6,7 @@
 //! never put in an error, a lockfile or a log.
 
 mod hf;
-mod oci;
-pub mod token;
+mod image;
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -15,7 +14,8 @@ use std::time::Duration;
 
 use super::{Attrs, PinError, PinResolver};
 
-pub use oci::ImageRef;
+use crate::oci::ImageRef;
+use crate::tls::transport_error;
 
 /// The Hub perfpipe asks when `HF_ENDPOINT` is not set.
 pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
@@ -137,7 +137,7 @@ impl PinResolver for Online {
     fn image(&self, reference: &str) -> Result<Attrs, PinError> {
         let image = ImageRef::parse(reference)?;
         self.ask(&image.registry, |c| {
-            c.runtime.block_on(oci::resolve(
+            c.runtime.block_on(image::resolve(
                 &c.client,
                 &image,
                 self.registry_login.as_ref(),
@@ -167,17 +167,4 @@ pub(crate) fn request_error(what: &str, host: &str, e: reqwest::Error) -> PinErr
         message: transport_error(what, e),
         unreachable,
     }
-}
-
-/// `reqwest`'s error without the URL's query (a token endpoint's URL holds none,
-/// but a proxy's might) and with its cause, which says what failed.
-pub(crate) fn transport_error(what: &str, e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut message = format!("{what}: {e}");
-    let mut source = std::error::Error::source(&e);
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    message
 }
