@@ -116,6 +116,27 @@ fn no_modules_reach_each_other_in_a_cycle() {
     assert!(cycles.is_empty(), "module cycles:\n{}", cycles.join("\n"));
 }
 
+#[test]
+fn the_architecture_and_the_crate_docs_name_every_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let architecture = std::fs::read_to_string(root.join("docs/architecture.md"))
+        .expect("docs/architecture.md is readable");
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("src/lib.rs is readable");
+    let table: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .flat_map(|l| l.split(|c: char| !(c.is_alphanumeric() || c == '_')))
+        .collect();
+    let missing: Vec<String> = top_level_modules()
+        .into_iter()
+        .filter(|m| !architecture.contains(&format!("`{m}`")) || !table.contains(&m.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "modules docs/architecture.md or lib.rs's table does not name: {missing:?}"
+    );
+}
+
 /// The modules of the shortest path from `start`'s uses back to `start`
 /// (`start` first, not repeated at the end), if there is one.
 fn shortest_path_back(
