@@ -40,7 +40,7 @@ use args::{Command, RuntimeArg, StoreCommand};
 use crate::exit_code;
 use crate::ops::files::write_file;
 use crate::ops::load::sample_notes;
-use crate::ops::{Loaded, LockMode, Stderr, load, lockfile};
+use crate::ops::{Loaded, Stderr, lockfile};
 use crate::spec::Runtime;
 
 /// Runs perfpipe with the process's arguments; returns the exit code.

@@ -8,16 +8,20 @@ use super::args::{Common, PlanArgs};
 use super::{CliError, Loaded};
 
 use crate::drv::{LaunchKey, LaunchMaterial};
-use crate::engine::leftovers;
 use crate::exit_code;
-use crate::ops::plan::Planned;
+use crate::ops::plan::{PlanOptions, Planned};
 use crate::plan::{Plan, RunStatus};
 use crate::plural::{and_list, count};
 use crate::spec::EngineKind;
 
 pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
-    let common = args.common();
-    let caches = args.substitute.caches(args.offline)?;
+    let options = PlanOptions {
+        selection: args.common(),
+        substitution: args.substitute.options(),
+        offline: args.offline,
+        write_launches: args.write_launches,
+    };
+    let common = &options.selection;
     let Planned {
         loaded,
         plan,
@@ -25,13 +29,9 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
         offers,
         saved_gpu_hours,
         launches: launch_materials,
-    } = crate::ops::plan::plan(
-        &common,
-        caches.as_ref(),
-        args.write_launches,
-        &super::Stderr,
-    )?;
-    out!("{}", render(&loaded, &common, &plan, &offers));
+        leftovers,
+    } = crate::ops::plan::plan(&options, &super::Stderr)?;
+    out!("{}", render(&loaded, common, &plan, &offers));
     out!(
         "{}",
         render_launches(&launch_materials, args.write_launches)
@@ -43,7 +43,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
         );
     }
     // `plan` stops nothing; it says what the next `run` will stop.
-    for found in leftovers::find(&leftovers::dir()) {
+    for found in leftovers {
         let what = super::describe_launch(&found.launch);
         match (&found.launch.container, found.processes) {
             (Some(_), _) => eoutln!(

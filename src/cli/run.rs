@@ -13,7 +13,7 @@ use crate::exec::slurm::{
 use crate::exec::{ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::ops::older::RanOlder;
-use crate::ops::run::{Executor, Ran, RunOptions, failure_expected};
+use crate::ops::run::{Done, Executor, Ran, RunOptions, exec_defaults, failure_expected};
 use crate::plural::count;
 use crate::spec::Spec;
 use crate::store::Outcome;
@@ -25,13 +25,16 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         offline: args.offline,
         report: args.report.clone(),
         exec: exec_options(args)?,
-        caches: args.substitute.caches(args.offline)?,
+        substitution: args.substitute.options(),
         executor: executor(args)?,
     };
     let mut display = Display::new("      ");
-    let outcome = execute(&options, &mut |spec, event| {
-        progress(spec, &mut display, event)
-    });
+    let outcome = crate::ops::run::run(
+        &options,
+        &Stderr,
+        &mut |spec, event| progress(spec, &mut display, event),
+        &mut job_progress,
+    );
     // The bars go before anything else is written.
     drop(display);
     let Ran {
@@ -93,28 +96,6 @@ fn failures(failed: usize, expected: usize) -> String {
         (0, _) => format!("{failed}, unexpectedly"),
         _ => format!("{failed}; {expected} as the experiment expects, {unexpected} unexpectedly"),
     }
-}
-
-/// What `run` did: the experiment's runs, or those of an older lockfile
-/// it no longer matches (the "before" side of a diff).
-enum Done {
-    Ran(Ran),
-    Older(RanOlder),
-}
-
-fn execute(
-    options: &RunOptions,
-    progress: &mut dyn FnMut(&Spec, &ExecEvent),
-) -> Result<Done, CliError> {
-    if let Some(older) = crate::ops::older::run_older(options, &Stderr, progress)? {
-        return Ok(Done::Older(older));
-    }
-    Ok(Done::Ran(crate::ops::run::run(
-        options,
-        &Stderr,
-        progress,
-        &mut job_progress,
-    )?))
 }
 
 /// What running an older lockfile did; its exit code.
@@ -227,22 +208,6 @@ fn job_line(launch: &LaunchKey, event: &JobEvent) -> String {
             measured: false,
         } => format!("launch {launch}: Slurm job {id} failed"),
     }
-}
-
-/// How the executor runs without options (`realise`: the material holds
-/// the timeouts).
-pub(super) fn exec_defaults() -> Result<ExecOptions, CliError> {
-    Ok(ExecOptions {
-        sim_program: std::env::current_exe().map_err(|source| CliError::Write {
-            path: "current executable".into(),
-            source,
-        })?,
-        startup_timeout: None,
-        stall_timeout: Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
-        attempts: 3,
-        fresh_engine: false,
-        jobs: 1,
-    })
 }
 
 /// Shows what the executor tells: lines, and each run's bar.

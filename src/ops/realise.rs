@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use std::collections::BTreeSet;
 
-use super::{Error, Loaded};
+use super::{Error, Loaded, Shell};
 use crate::drv::{self, LAUNCH_SCHEMA_VERSION, LaunchKey, LaunchMaterial, LaunchOptions};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 use crate::inputs::ResolvedInputs;
@@ -29,6 +29,34 @@ pub struct Realised {
     pub summary: ExecSummary,
     /// The runs of the launches, as planned against the store.
     pub plan: Plan,
+}
+
+/// `perfpipe realise`: the one launch `what` names (see [`read`]), executed
+/// from its material alone and committed to the store at `store`; what it
+/// is goes to `shell` before it starts. Returns what realising did, and
+/// the store it committed to.
+pub fn realise(
+    what: &str,
+    store: &Path,
+    shell: &dyn Shell,
+    progress: &mut dyn FnMut(&Spec, &ExecEvent),
+) -> Result<(Realised, Store), Error> {
+    let store = Store::open(store).map_err(Error::Store)?;
+    let material = read(what, &store)?;
+    let exec = super::run::exec_defaults()?;
+    let launch = &material.launch;
+    say!(
+        shell,
+        "perfpipe: realising launch {} (`{}` {} on `{}`, {}, runtime `{}`)",
+        material.key.short(),
+        launch.engine.engine,
+        launch.engine.version,
+        launch.engine.model.id,
+        crate::plural::count(launch.runs.len(), "run", "runs"),
+        launch.runtime,
+    );
+    let realised = execute(std::slice::from_ref(launch), &store, &exec, None, progress)?;
+    Ok((realised, store))
 }
 
 /// Reads the material `what` names: a launch key (its file in `store`), or
