@@ -36,6 +36,7 @@ pub mod clock;
 pub mod digest;
 pub mod drv;
 pub mod engine;
+pub mod error_kind;
 pub mod exec;
 pub mod exit_code;
 pub mod external;

@@ -155,6 +155,8 @@ pub enum Error {
     Store(#[from] crate::store::Error),
 }
 
+use crate::error_kind::ErrorKind;
+
 /// Keys (or samples) asked about at once, per command.
 const CONCURRENCY: usize = 8;
 
@@ -222,8 +224,8 @@ impl Caches {
 }
 
 impl Error {
-    /// 2 for what the user gives (keys, locations), 1 for the environment.
-    pub fn exit_code(&self) -> u8 {
+    /// The user's for what the user gives (keys, locations), else the environment's.
+    pub fn kind(&self) -> ErrorKind {
         match self {
             Self::Key(_)
             | Self::KeyExists { .. }
@@ -236,14 +238,14 @@ impl Error {
             | Self::ReadOnly { .. }
             | Self::NoTrustedKeys
             | Self::NoPushTarget
-            | Self::NoSecretKey => crate::exit_code::USAGE,
+            | Self::NoSecretKey => ErrorKind::Usage,
             Self::Cache { .. }
             | Self::Downgrade { .. }
             | Self::Timeout { .. }
             | Self::EndlessTagList { .. }
-            | Self::Unsignable { .. } => crate::exit_code::RUNS_FAILED,
-            Self::Store(e) if e.is_usage() => crate::exit_code::USAGE,
-            Self::Store(_) => crate::exit_code::RUNS_FAILED,
+            | Self::Unsignable { .. } => ErrorKind::Environment,
+            Self::Store(e) if e.is_usage() => ErrorKind::Usage,
+            Self::Store(_) => ErrorKind::Environment,
         }
     }
 }

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::CliError;
 use super::examples;
 use crate::exit_code;
+use crate::ops::Error;
 use crate::ops::{self, cache::PushOptions, cache::Pushing, cache::Substitution};
 
 #[derive(Debug, Args)]
@@ -95,7 +95,7 @@ pub struct KeygenArgs {
     pub dir: Option<PathBuf>,
 }
 
-pub fn cache(args: &CacheArgs) -> Result<u8, CliError> {
+pub fn cache(args: &CacheArgs) -> Result<u8, Error> {
     match &args.command {
         CacheCommand::Keygen(args) => keygen(args),
         CacheCommand::Push(args) => push(args),
@@ -120,7 +120,7 @@ impl PushArgs {
     }
 }
 
-fn push(args: &PushArgs) -> Result<u8, CliError> {
+fn push(args: &PushArgs) -> Result<u8, Error> {
     let pushed = ops::cache::push(&args.options())?;
     eoutln!(
         "perfpipe: pushed {} to `{}` as `{}` ({} already there{})",
@@ -166,7 +166,7 @@ impl SubstituteArgs {
     }
 }
 
-fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {
+fn keygen(args: &KeygenArgs) -> Result<u8, Error> {
     let pair = ops::cache::keygen(&args.name, args.dir.clone())?;
     outln!("{}", pair.public);
     eoutln!(

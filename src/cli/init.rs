@@ -1,13 +1,13 @@
 //! `perfpipe init --from-page`: the page and where to write, to
 //! [`ops::init`](crate::ops::init); prints what was written.
 
-use super::CliError;
 use super::args::InitArgs;
 use crate::exit_code;
+use crate::ops::Error;
 use crate::ops::init::{self, InitOptions};
 use crate::plural::count;
 
-pub fn init(args: &InitArgs) -> Result<u8, CliError> {
+pub fn init(args: &InitArgs) -> Result<u8, Error> {
     let (out, generated) = init::init(&InitOptions {
         from_page: args.from_page.clone(),
         output: args.output.clone(),

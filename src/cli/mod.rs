@@ -33,10 +33,11 @@ mod verify;
 
 use clap::Parser;
 
-pub use crate::ops::Error as CliError;
+use crate::ops::Error;
 pub use args::Cli;
 use args::{Command, RuntimeArg, StoreCommand};
 
+use crate::error_kind::ErrorKind;
 use crate::exit_code;
 use crate::ops::files::write_file;
 use crate::ops::load::sample_notes;
@@ -60,13 +61,14 @@ pub fn main() -> u8 {
     if !matches!(cli.command, Command::SimEngine { .. })
         && let Err(e) = crate::secrets::check_env()
     {
-        let err = CliError::Secret(e);
+        let err = Error::Secret(e);
+        let code = exit_code_of(&err);
         eoutln!("{:?}", miette::Report::new(err));
-        return exit_code::USAGE;
+        return code;
     }
     let mut command = cli.command;
     if let Err(err) = project::enter(&mut command) {
-        let code = err.exit_code();
+        let code = exit_code_of(&err);
         eoutln!("{:?}", miette::Report::new(err));
         return code;
     }
@@ -96,10 +98,22 @@ pub fn main() -> u8 {
     match result {
         Ok(code) => code,
         Err(err) => {
-            let code = err.exit_code();
+            let code = exit_code_of(&err);
             eoutln!("{:?}", miette::Report::new(err));
             code
         }
+    }
+}
+
+/// The exit code a command that fails with `err` ends with: the one place
+/// a kind of failure becomes a number (`src/exit_code.rs`).
+pub(crate) fn exit_code_of(err: &Error) -> u8 {
+    match err.kind() {
+        ErrorKind::Usage => exit_code::USAGE,
+        ErrorKind::Environment => exit_code::RUNS_FAILED,
+        ErrorKind::LockStale => exit_code::LOCK_STALE,
+        ErrorKind::Interrupted => exit_code::INTERRUPTED,
+        ErrorKind::Internal => exit_code::INTERNAL,
     }
 }
 
@@ -107,7 +121,7 @@ pub fn main() -> u8 {
 /// read, contacted or measured, as far as they need no file: the fuzzing of
 /// command lines (`src/fuzz/cli.rs`) drives them.
 #[cfg(test)]
-pub(crate) fn check_values(cli: &Cli) -> Result<(), CliError> {
+pub(crate) fn check_values(cli: &Cli) -> Result<(), Error> {
     let now = tokio::time::Instant::now();
     match &cli.command {
         Command::Bench(args) => {
@@ -168,5 +182,34 @@ fn raise_open_file_limit() {
             limit.rlim_cur = limit.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_of_failure_ends_with_the_exit_code_the_docs_list() {
+        let usage = Error::Usage {
+            message: "m".into(),
+            hint: "h".into(),
+        };
+        let stale = Error::LockStale {
+            message: "m".into(),
+            hint: "h".into(),
+        };
+        let server = Error::Server {
+            message: "m".into(),
+        };
+        let bug = Error::Runtime {
+            source: std::io::Error::other("no threads"),
+        };
+        let no_target = Error::Cache(crate::cache::Error::NoPushTarget);
+        let codes = [usage, server, stale, Error::Interrupted, bug, no_target]
+            .iter()
+            .map(exit_code_of)
+            .collect::<Vec<_>>();
+        assert_eq!(codes, [2, 1, 3, 130, 101, 2]);
     }
 }

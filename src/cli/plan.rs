@@ -4,8 +4,10 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::args::{Common, PlanArgs};
-use super::{CliError, Loaded};
+use super::Loaded;
+use super::args::PlanArgs;
+use crate::ops::Error;
+use crate::ops::Selection;
 
 use crate::drv::{LaunchKey, LaunchMaterial};
 use crate::exit_code;
@@ -14,9 +16,9 @@ use crate::plan::{Plan, RunStatus};
 use crate::plural::{and_list, count};
 use crate::spec::EngineKind;
 
-pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
+pub fn plan(args: &PlanArgs) -> Result<u8, Error> {
     let options = PlanOptions {
-        selection: args.common(),
+        selection: args.selection(),
         substitution: args.substitute.options(),
         offline: args.offline,
         write_launches: args.write_launches,
@@ -75,7 +77,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
 
 fn render(
     loaded: &Loaded,
-    common: &Common,
+    common: &Selection,
     plan: &Plan,
     offers: &std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
 ) -> String {

@@ -1,12 +1,12 @@
 //! `perfpipe realise LAUNCH`: one engine launch from its material alone.
 
-use super::CliError;
 use super::args::RealiseArgs;
 use crate::exit_code;
+use crate::ops::Error;
 use crate::ops::Stderr;
 use crate::ops::realise::{self, Realised};
 
-pub fn realise(args: &RealiseArgs) -> Result<u8, CliError> {
+pub fn realise(args: &RealiseArgs) -> Result<u8, Error> {
     let mut display = super::progress::Display::new("      ");
     let realised = realise::realise(
         &args.launch,

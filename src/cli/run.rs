@@ -3,24 +3,25 @@
 
 use std::time::Duration;
 
+use super::Stderr;
 use super::args::{ContainerArg, ExecutorArg, RunArgs};
 use super::progress::Display;
-use super::{CliError, Stderr};
 use crate::drv::LaunchKey;
 use crate::exec::slurm::{
     self, ContainerMode, JobEvent, Outage, OutageNotice, Slurm, SlurmExec, SlurmOptions,
 };
 use crate::exec::{ExecEvent, ExecOptions};
 use crate::exit_code;
+use crate::ops::Error;
 use crate::ops::older::RanOlder;
 use crate::ops::run::{Done, Executor, Ran, RunOptions, exec_defaults, failure_expected};
 use crate::plural::count;
 use crate::spec::Spec;
 use crate::store::Outcome;
 
-pub fn run(args: &RunArgs) -> Result<u8, CliError> {
+pub fn run(args: &RunArgs) -> Result<u8, Error> {
     let options = RunOptions {
-        selection: args.common(),
+        selection: args.selection(),
         locked: args.locked,
         offline: args.offline,
         report: args.report.clone(),
@@ -124,7 +125,7 @@ fn ran_older(older: &RanOlder) -> u8 {
 }
 
 /// How the executor runs, from the options.
-pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
+pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, Error> {
     Ok(ExecOptions {
         startup_timeout: args.startup_timeout.map(Duration::from_secs),
         stall_timeout: Duration::from_secs(args.stall_timeout),
@@ -136,7 +137,7 @@ pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
 
 /// Where the launches run; the Slurm options are the command line's over
 /// `[executor.slurm]` (filled in by `project::apply`).
-fn executor(args: &RunArgs) -> Result<Executor, CliError> {
+fn executor(args: &RunArgs) -> Result<Executor, Error> {
     if args.executor == ExecutorArg::Local {
         return Ok(Executor::Local);
     }
