@@ -65,3 +65,4 @@ pub mod spec;
 pub mod store;
 pub mod tls;
 pub mod tokenizer;
+pub mod tokio_runtime;

@@ -156,16 +156,15 @@ pub enum Error {
 }
 
 use crate::error_kind::ErrorKind;
+use crate::tokio_runtime::Io;
 
 /// Keys (or samples) asked about at once, per command.
 const CONCURRENCY: usize = 8;
 
-/// The runtime a cache workflow runs its requests on (commands are not async).
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime builds")
+/// The runtime a cache workflow runs its requests on (commands are not
+/// async): the process's one, which starts here if nothing started it.
+fn runtime(io: &Io) -> tokio::runtime::Handle {
+    io.handle().expect("the runtime starts")
 }
 
 /// The caches a command asks, and those `--offline` leaves out.
@@ -187,6 +186,7 @@ impl Caches {
         offline: bool,
         recall: Recall,
         credentials: &CredentialSources,
+        io: &Io,
     ) -> Result<Configured, Error> {
         let mut remotes = Vec::new();
         let mut skipped_offline = Vec::new();
@@ -217,6 +217,7 @@ impl Caches {
                 remotes,
                 trusted: TrustedKeys::new(keys),
                 recall,
+                io: io.clone(),
             }),
             skipped_offline,
         })

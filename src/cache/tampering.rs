@@ -13,6 +13,7 @@ use super::{Caches, Location, Outcome, Remote, SecretKey, TrustedKeys, push, sha
 use crate::key::RunKey;
 use crate::store::Store;
 use crate::store::testing::{commit, store};
+use crate::tokio_runtime::Io;
 
 const MATERIAL: &str = r#"{"engine":"vllm"}"#;
 
@@ -23,9 +24,9 @@ fn pushed(alice: &SecretKey) -> (tempfile::TempDir, RunKey, std::path::PathBuf) 
     let cache = root.path().join("cache");
     let remote = Remote::new(Location::Dir(cache.clone()));
     let runs = [(key.clone(), MATERIAL.to_owned())];
-    let first = push(&from, &runs, &remote, alice).unwrap();
+    let first = push(&from, &runs, &remote, alice, &Io::new()).unwrap();
     assert_eq!((first.uploaded, first.already), (1, 0));
-    let again = push(&from, &runs, &remote, alice).unwrap();
+    let again = push(&from, &runs, &remote, alice, &Io::new()).unwrap();
     assert_eq!(
         (again.uploaded, again.already),
         (0, 1),
@@ -44,6 +45,7 @@ fn substitute(
         remotes: vec![Remote::new(Location::Dir(cache.to_owned()))],
         trusted: TrustedKeys::new(trusted.iter().map(|k| k.public()).collect()),
         recall: Default::default(),
+        io: Io::new(),
     };
     let done = caches
         .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])
@@ -139,6 +141,7 @@ fn a_sound_sample_is_substituted_with_its_signer_and_rechecked_by_store_verify()
         remotes: vec![Remote::new(Location::Dir(cache.clone()))],
         trusted: TrustedKeys::new(vec![alice.public()]),
         recall: Default::default(),
+        io: Io::new(),
     };
     let done = caches
         .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])
@@ -253,6 +256,7 @@ fn caches(cache: &Path, trusted: &[&SecretKey]) -> Caches {
         remotes: vec![Remote::new(Location::Dir(cache.to_owned()))],
         trusted: TrustedKeys::new(trusted.iter().map(|k| k.public()).collect()),
         recall: Default::default(),
+        io: Io::new(),
     }
 }
 
@@ -377,7 +381,7 @@ fn pushed_with_two_logs(alice: &SecretKey) -> (tempfile::TempDir, RunKey, std::p
         .unwrap();
     let cache = root.path().join("cache");
     let remote = Remote::new(Location::Dir(cache.clone()));
-    push(&from, &runs(&key), &remote, alice).unwrap();
+    push(&from, &runs(&key), &remote, alice, &Io::new()).unwrap();
     (root, key, cache)
 }
 

@@ -11,11 +11,12 @@ use crate::ops::Error;
 use crate::ops::bench::{BenchEvent, BenchOptions, Prompts, ResultFile};
 use crate::ops::{self, Stderr};
 use crate::spec::{Backend, bounds};
+use crate::tokio_runtime::Io;
 
-pub fn bench(args: &BenchArgs) -> Result<u8, Error> {
+pub fn bench(args: &BenchArgs, io: &Io) -> Result<u8, Error> {
     let options = check(args)?;
     let mut display = (!args.vllm.disable_tqdm).then(|| super::progress::Display::new("  "));
-    let measured = ops::bench::measure(&options, &Stderr, &mut |event| {
+    let measured = ops::bench::measure(&options, io, &Stderr, &mut |event| {
         let Some(display) = display.as_mut() else {
             return;
         };

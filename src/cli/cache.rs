@@ -8,6 +8,7 @@ use super::examples;
 use crate::exit_code;
 use crate::ops::Error;
 use crate::ops::{self, cache::PushOptions, cache::Pushing, cache::Substitution};
+use crate::tokio_runtime::Io;
 
 #[derive(Debug, Args)]
 pub struct CacheArgs {
@@ -95,16 +96,16 @@ pub struct KeygenArgs {
     pub dir: Option<PathBuf>,
 }
 
-pub fn cache(args: &CacheArgs) -> Result<u8, Error> {
+pub fn cache(args: &CacheArgs, io: &Io) -> Result<u8, Error> {
     match &args.command {
         CacheCommand::Keygen(args) => keygen(args),
-        CacheCommand::Push(args) => push(args),
+        CacheCommand::Push(args) => push(args, io),
     }
 }
 
 impl PushArgs {
     /// The push the arguments ask for.
-    fn options(&self) -> PushOptions {
+    fn options(&self, io: &Io) -> PushOptions {
         PushOptions {
             to: self.to.clone(),
             secret_key: self.secret_key.clone(),
@@ -116,12 +117,13 @@ impl PushArgs {
             runtime: super::runtime_of(self.runtime.runtime),
             store: self.store.path().to_owned(),
             credentials: self.credentials.clone(),
+            io: io.clone(),
         }
     }
 }
 
-fn push(args: &PushArgs) -> Result<u8, Error> {
-    let pushed = ops::cache::push(&args.options())?;
+fn push(args: &PushArgs, io: &Io) -> Result<u8, Error> {
+    let pushed = ops::cache::push(&args.options(io))?;
     eoutln!(
         "perfpipe: pushed {} to `{}` as `{}` ({} already there{})",
         crate::plural::count(pushed.counts.uploaded, "sample", "samples"),

@@ -43,6 +43,7 @@ use crate::ops::files::write_file;
 use crate::ops::load::sample_notes;
 use crate::ops::{Loaded, Stderr, lockfile};
 use crate::spec::Runtime;
+use crate::tokio_runtime::Io;
 
 /// Runs perfpipe with the process's arguments; returns the exit code.
 pub fn main() -> u8 {
@@ -72,22 +73,25 @@ pub fn main() -> u8 {
         eoutln!("{:?}", miette::Report::new(err));
         return code;
     }
+    // The process's one runtime, passed to the commands that ask the
+    // network, run engines or measure; it starts on their first ask.
+    let io = Io::new();
     let result = match command {
-        Command::Run(args) => run::run(&args),
-        Command::Plan(args) => plan::plan(&args),
+        Command::Run(args) => run::run(&args, &io),
+        Command::Plan(args) => plan::plan(&args, &io),
         Command::Report(args) => report::report(&args),
         Command::Verify(args) => verify::verify(&args),
-        Command::Bench(args) => bench::bench(&args),
+        Command::Bench(args) => bench::bench(&args, &io),
         Command::Import(args) => import::import(&args),
-        Command::Realise(args) => realise::realise(&args),
+        Command::Realise(args) => realise::realise(&args, &io),
         Command::Init(args) => init::init(&args),
-        Command::Lock(args) => lock::lock(&args),
+        Command::Lock(args) => lock::lock(&args, &io),
         Command::Diff(args) => diff::diff(&args),
         Command::Explain(args) => explain::explain(&args),
-        Command::Fetch(args) => fetch::fetch(&args),
+        Command::Fetch(args) => fetch::fetch(&args, &io),
         Command::Completions(args) => completions::completions(&args),
         Command::Man(args) => man::man(&args),
-        Command::Cache(args) => cache::cache(&args),
+        Command::Cache(args) => cache::cache(&args, &io),
         Command::Store(args) => match args.command {
             StoreCommand::Verify(args) => store_verify::verify(&args),
             StoreCommand::Gc(args) => store_gc::gc(&args),

@@ -15,13 +15,15 @@ use crate::ops::plan::{PlanOptions, Planned};
 use crate::plan::{Plan, RunStatus};
 use crate::plural::{and_list, count};
 use crate::spec::EngineKind;
+use crate::tokio_runtime::Io;
 
-pub fn plan(args: &PlanArgs) -> Result<u8, Error> {
+pub fn plan(args: &PlanArgs, io: &Io) -> Result<u8, Error> {
     let options = PlanOptions {
         selection: args.selection(),
         substitution: args.substitute.options(),
         offline: args.offline,
         write_launches: args.write_launches,
+        io: io.clone(),
     };
     let common = &options.selection;
     let Planned {

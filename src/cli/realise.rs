@@ -5,12 +5,14 @@ use crate::exit_code;
 use crate::ops::Error;
 use crate::ops::Stderr;
 use crate::ops::realise::{self, Realised};
+use crate::tokio_runtime::Io;
 
-pub fn realise(args: &RealiseArgs) -> Result<u8, Error> {
+pub fn realise(args: &RealiseArgs, io: &Io) -> Result<u8, Error> {
     let mut display = super::progress::Display::new("      ");
     let realised = realise::realise(
         &args.launch,
         args.store.path(),
+        io,
         &Stderr,
         &mut |spec, event| super::run::progress(spec, &mut display, event),
     );

@@ -18,8 +18,9 @@ use crate::ops::run::{Done, Executor, Ran, RunOptions, exec_defaults, failure_ex
 use crate::plural::count;
 use crate::spec::Spec;
 use crate::store::Outcome;
+use crate::tokio_runtime::Io;
 
-pub fn run(args: &RunArgs) -> Result<u8, Error> {
+pub fn run(args: &RunArgs, io: &Io) -> Result<u8, Error> {
     let options = RunOptions {
         selection: args.selection(),
         locked: args.locked,
@@ -28,6 +29,7 @@ pub fn run(args: &RunArgs) -> Result<u8, Error> {
         exec: exec_options(args)?,
         substitution: args.substitute.options(),
         executor: executor(args)?,
+        io: io.clone(),
     };
     let mut display = Display::new("      ");
     let outcome = crate::ops::run::run(

@@ -10,6 +10,7 @@ use crate::key::RunKey;
 use crate::plural::count;
 use crate::spec::Runtime;
 use crate::store::Store;
+use crate::tokio_runtime::Io;
 
 /// Which stored samples `cache push` sends.
 #[derive(Debug, Clone)]
@@ -33,6 +34,8 @@ pub struct PushOptions {
     pub store: PathBuf,
     /// `[credentials]` of config.toml.
     pub credentials: CredentialSources,
+    /// The process's runtime, which uploads.
+    pub io: Io,
 }
 
 /// What a push did, and where to and as whom.
@@ -58,7 +61,7 @@ pub fn push(options: &PushOptions) -> Result<Pushed, Error> {
     let runs = pushed_runs(options, &store)?;
     let credential = cache::credential_for(&options.credentials, &to).map_err(Error::Cache)?;
     let remote = Remote::new(to).with_credential(credential);
-    let counts = cache::push(&store, &runs, &remote, &secret).map_err(Error::Cache)?;
+    let counts = cache::push(&store, &runs, &remote, &secret, &options.io).map_err(Error::Cache)?;
     Ok(Pushed {
         location: remote.location,
         signer: secret.name,
@@ -120,6 +123,7 @@ pub struct Substitution {
 pub fn caches(
     substitution: &Substitution,
     offline: bool,
+    io: &Io,
     shell: &dyn Shell,
 ) -> Result<Option<Caches>, Error> {
     if substitution.off {
@@ -131,6 +135,7 @@ pub fn caches(
         offline,
         substitution.recall,
         &substitution.credentials,
+        io,
     )
     .map_err(Error::Cache)?;
     if let Some(first) = configured.skipped_offline.first() {

@@ -40,12 +40,14 @@ pub struct PlanOptions {
     pub offline: bool,
     /// Write the missing runs' launch material and inputs to the store.
     pub write_launches: bool,
+    /// The process's runtime, which asks the caches.
+    pub io: crate::tokio_runtime::Io,
 }
 
 /// Loads the experiment without writing its lockfile, plans its runs and
 /// estimates the missing ones from earlier results of their workloads.
 pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> {
-    let caches = super::cache::caches(&options.substitution, options.offline, shell)?;
+    let caches = super::cache::caches(&options.substitution, options.offline, &options.io, shell)?;
     let caches = caches.as_ref();
     let selection = &options.selection;
     let write_material = options.write_launches;

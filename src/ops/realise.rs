@@ -14,6 +14,7 @@ use crate::key::RunKey;
 use crate::plan::{self, Plan, PlanOptions};
 use crate::spec::Spec;
 use crate::store::{Store, StoreIndex};
+use crate::tokio_runtime::Io;
 
 /// Launches as `realise` found them: in the store, or a file named by its key.
 #[derive(Debug)]
@@ -38,6 +39,7 @@ pub struct Realised {
 pub fn realise(
     what: &str,
     store: &Path,
+    io: &Io,
     shell: &dyn Shell,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
 ) -> Result<(Realised, Store), Error> {
@@ -55,7 +57,14 @@ pub fn realise(
         crate::plural::count(launch.runs.len(), "run", "runs"),
         launch.runtime,
     );
-    let realised = execute(std::slice::from_ref(launch), &store, &exec, None, progress)?;
+    let realised = execute(
+        std::slice::from_ref(launch),
+        &store,
+        &exec,
+        io,
+        None,
+        progress,
+    )?;
     Ok((realised, store))
 }
 
@@ -194,11 +203,12 @@ pub fn write_launches(
 /// (`run`: the files the experiment names, whose hashes the material
 /// holds), read instead so that what a run records names them as the user
 /// does. Progress goes to `progress`, with the experiment the launches
-/// rebuild. `exec` gives how to execute; the timeouts come from the material.
+/// rebuild. `exec` gives how to execute (on `io`); the timeouts come from the material.
 pub fn execute(
     launches: &[LaunchMaterial],
     store: &Store,
     exec: &ExecOptions,
+    io: &Io,
     local: Option<&ResolvedInputs>,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
 ) -> Result<Realised, Error> {
@@ -234,6 +244,7 @@ pub fn execute(
         &plan,
         store,
         &options,
+        io,
         &mut |event| progress(&rebuilt.spec, &event),
     )?;
     Ok(Realised { summary, plan })

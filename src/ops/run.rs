@@ -8,6 +8,7 @@ use super::cache::Substitution;
 use super::fetch::{Verbosity, fail_on, fetch_pinned, inputs_used};
 use super::files::check_writable;
 use super::load::sample_notes;
+use super::lockfile::Network;
 use super::older::{RanOlder, run_older};
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
@@ -15,6 +16,7 @@ use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile, realise};
 use crate::drv::{LaunchKey, LaunchOptions};
 use crate::exec::slurm::{self, JobEvent};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
+use crate::tokio_runtime::Io;
 
 use crate::plan::{Plan, RunStatus};
 use crate::plural::count;
@@ -36,6 +38,8 @@ pub struct RunOptions {
     /// Which trusted caches to substitute missing runs from (docs/result-cache.md).
     pub substitution: Substitution,
     pub executor: Executor,
+    /// The process's runtime, which asks caches and the network and runs engines.
+    pub io: Io,
 }
 
 /// Where the launches run.
@@ -109,7 +113,7 @@ pub fn run(
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
     jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<Done, Error> {
-    let caches = super::cache::caches(&options.substitution, options.offline, shell)?;
+    let caches = super::cache::caches(&options.substitution, options.offline, &options.io, shell)?;
     if let Some(older) = run_older(options, shell, progress)? {
         return Ok(Done::Older(older));
     }
@@ -127,7 +131,7 @@ fn run_experiment(
 ) -> Result<Ran, Error> {
     let mode = LockMode::Run {
         locked: options.locked,
-        offline: options.offline,
+        network: Network::new(options.offline, &options.io),
     };
     let common = &options.selection;
     let experiment = &common.experiment;
@@ -174,6 +178,7 @@ fn run_experiment(
                 &used,
                 loaded.runtime,
                 Verbosity::Missing,
+                &options.io,
                 shell,
             )?;
             fail_on(&fetched.failures, experiment, true)?;
@@ -299,7 +304,13 @@ fn execute(
         &loaded.store,
     )?;
     if let Executor::Slurm(slurm) = &options.executor {
-        return Ok(slurm::execute(&launches, &loaded.store, slurm, jobs)?);
+        return Ok(slurm::execute(
+            &launches,
+            &loaded.store,
+            slurm,
+            &options.io,
+            jobs,
+        )?);
     }
     if launches.is_empty() {
         return Ok(exec::execute(
@@ -308,6 +319,7 @@ fn execute(
             plan,
             &loaded.store,
             exec,
+            &options.io,
             &mut |event| progress(&loaded.spec, &event),
         )?);
     }
@@ -317,6 +329,7 @@ fn execute(
         &materials,
         &loaded.store,
         exec,
+        &options.io,
         Some(&loaded.inputs),
         &mut |_, event| progress(&loaded.spec, event),
     )?;
