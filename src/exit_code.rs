@@ -1,4 +1,5 @@
-//! Exit codes of every command (DESIGN.md); scripts rely on them.
+//! Exit codes of every command (DESIGN.md); scripts rely on them. Only
+//! `cli` picks one: a failure's by its `ErrorKind` (`cli::exit_code_of`).
 
 /// Done.
 pub const OK: u8 = 0;

@@ -7,6 +7,7 @@
 //!
 //! ```text
 //! commands    cli       arguments, printing, exit codes
+//!             exit_code the exit codes; only cli turns an ErrorKind into one
 //! operations  ops       one workflow per command; calls the layers below
 //! effects     exec      executes missing runs (processes, HTTP); Slurm
 //!             engine    starts, watches, stops engines; sim
@@ -33,7 +34,8 @@
 //!             metrics   the metrics model, result blocks         (pure)
 //!             dataset   dataset files and sampled prompts        (pure)
 //! mechanisms  digest, atomic_write, regular_file, filelock, plural,
-//!             clock, rng, secrets, exit_code, tls, host, gpu,
+//!             clock, rng, secrets, error_kind (what a script tells
+//!             apart), tokio_runtime (the one runtime), tls, host, gpu,
 //!             external, tokenizer, stderr (`eoutln!`), oci (the one
 //!             client of the OCI distribution API: references, media
 //!             types, the token handshake)
@@ -55,6 +57,7 @@ pub mod dataset;
 pub mod digest;
 
 pub mod engine;
+pub mod error_kind;
 pub mod exec;
 pub mod exit_code;
 pub mod external;
@@ -87,3 +90,4 @@ pub mod spec;
 pub mod store;
 pub mod tls;
 pub mod tokenizer;
+pub mod tokio_runtime;

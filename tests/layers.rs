@@ -17,6 +17,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "mechanisms",
         &[
             "stderr",
+            "error_kind",
+            "tokio_runtime",
             "atomic_write",
             "regular_file",
             "filelock",
@@ -25,7 +27,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "clock",
             "rng",
             "secrets",
-            "exit_code",
             "tls",
             "host",
             "gpu",
@@ -50,7 +51,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("operations", &["ops"]),
-    ("commands", &["cli"]),
+    ("commands", &["cli", "exit_code"]),
 ];
 
 /// Modules compiled only for tests: not layered.

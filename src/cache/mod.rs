@@ -151,15 +151,16 @@ pub enum Error {
     Store(#[from] crate::store::Error),
 }
 
+use crate::error_kind::ErrorKind;
+use crate::tokio_runtime::Io;
+
 /// Keys (or samples) asked about at once, per command.
 const CONCURRENCY: usize = 8;
 
-/// The runtime a cache workflow runs its requests on (commands are not async).
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime builds")
+/// The runtime a cache workflow runs its requests on (commands are not
+/// async): the process's one, which starts here if nothing started it.
+fn runtime(io: &Io) -> tokio::runtime::Handle {
+    io.handle().expect("the runtime starts")
 }
 
 /// The caches a command asks, and those `--offline` leaves out.
@@ -181,6 +182,7 @@ impl Caches {
         offline: bool,
         recall: Recall,
         credentials: &CredentialSources,
+        io: &Io,
     ) -> Result<Configured, Error> {
         let mut remotes = Vec::new();
         let mut skipped_offline = Vec::new();
@@ -211,6 +213,7 @@ impl Caches {
                 remotes,
                 trusted: TrustedKeys::new(keys),
                 recall,
+                io: io.clone(),
             }),
             skipped_offline,
         })
@@ -218,8 +221,8 @@ impl Caches {
 }
 
 impl Error {
-    /// 2 for what the user gives (keys, locations), 1 for the environment.
-    pub fn exit_code(&self) -> u8 {
+    /// The user's for what the user gives (keys, locations), else the environment's.
+    pub fn kind(&self) -> ErrorKind {
         match self {
             Self::Key(_)
             | Self::KeyExists { .. }
@@ -232,14 +235,14 @@ impl Error {
             | Self::ReadOnly { .. }
             | Self::NoTrustedKeys
             | Self::NoPushTarget
-            | Self::NoSecretKey => crate::exit_code::USAGE,
+            | Self::NoSecretKey => ErrorKind::Usage,
             Self::Cache { .. }
             | Self::Downgrade { .. }
             | Self::Timeout { .. }
             | Self::EndlessTagList { .. }
-            | Self::Unsignable { .. } => crate::exit_code::RUNS_FAILED,
-            Self::Store(e) if e.is_usage() => crate::exit_code::USAGE,
-            Self::Store(_) => crate::exit_code::RUNS_FAILED,
+            | Self::Unsignable { .. } => ErrorKind::Environment,
+            Self::Store(e) if e.is_usage() => ErrorKind::Usage,
+            Self::Store(_) => ErrorKind::Environment,
         }
     }
 }

@@ -64,6 +64,7 @@ pub fn push(
     runs: &[(RunKey, String)],
     remote: &Remote,
     secret: &SecretKey,
+    io: &crate::tokio_runtime::Io,
 ) -> Result<Pushed, Error> {
     // Refused before anything is asked, even when nothing would be uploaded.
     if let super::Location::Http(_) = remote.location {
@@ -72,7 +73,7 @@ pub fn push(
         });
     }
     let stored = Stored::default();
-    super::runtime().block_on(async {
+    super::runtime(io).block_on(async {
         futures_util::stream::iter(runs)
             .map(|(key, material)| push_key(store, key, material, remote, secret, &stored))
             .buffer_unordered(UPLOADS)

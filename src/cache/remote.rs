@@ -714,7 +714,7 @@ mod tests {
         });
         let slow = Remote::with_timeout(Location::Http(base), Duration::from_secs(1));
         let key = RunKey::of_bytes(b"{}");
-        let e = super::super::runtime()
+        let e = super::super::runtime(&crate::tokio_runtime::Io::new())
             .block_on(slow.tags(&key))
             .unwrap_err();
         assert!(matches!(e, Error::Timeout { seconds: 1, .. }), "{e}");

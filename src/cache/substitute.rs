@@ -23,6 +23,8 @@ pub struct Caches {
     pub trusted: TrustedKeys,
     /// How long a cache's "none for this key" is believed.
     pub recall: Recall,
+    /// The runtime the requests run on.
+    pub io: crate::tokio_runtime::Io,
 }
 
 /// Samples of a key that a cache offers and the store lacks, each one
@@ -96,7 +98,7 @@ impl Caches {
     /// fetched. One function for `plan` and `run`, so `plan` counts only
     /// what `run` takes.
     pub fn offers(&self, store: &Store, keys: &[RunKey]) -> Offers {
-        let runtime = super::runtime();
+        let runtime = super::runtime(&self.io);
         let lacks = &Lacks::new(store.root(), self.recall);
         runtime.block_on(async {
             let found: Vec<(&RunKey, Asked)> = futures_util::stream::iter(keys)
@@ -185,7 +187,7 @@ impl Caches {
             refused,
             unreachable,
         } = self.offers(store, &keys);
-        let runtime = super::runtime();
+        let runtime = super::runtime(&self.io);
         let mut out = Substituted {
             samples: refused,
             unreachable,

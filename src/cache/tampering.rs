@@ -14,6 +14,7 @@ use crate::key::RunKey;
 use crate::signing::{SecretKey, TrustedKeys, sha256_hex};
 use crate::store::Store;
 use crate::store::testing::{commit, store};
+use crate::tokio_runtime::Io;
 
 const MATERIAL: &str = r#"{"engine":"vllm"}"#;
 
@@ -24,9 +25,9 @@ fn pushed(alice: &SecretKey) -> (tempfile::TempDir, RunKey, std::path::PathBuf) 
     let cache = root.path().join("cache");
     let remote = Remote::new(Location::Dir(cache.clone()));
     let runs = [(key.clone(), MATERIAL.to_owned())];
-    let first = push(&from, &runs, &remote, alice).unwrap();
+    let first = push(&from, &runs, &remote, alice, &Io::new()).unwrap();
     assert_eq!((first.uploaded, first.already), (1, 0));
-    let again = push(&from, &runs, &remote, alice).unwrap();
+    let again = push(&from, &runs, &remote, alice, &Io::new()).unwrap();
     assert_eq!(
         (again.uploaded, again.already),
         (0, 1),
@@ -45,6 +46,7 @@ fn substitute(
         remotes: vec![Remote::new(Location::Dir(cache.to_owned()))],
         trusted: TrustedKeys::new(trusted.iter().map(|k| k.public()).collect()),
         recall: Default::default(),
+        io: Io::new(),
     };
     let done = caches
         .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])
@@ -140,6 +142,7 @@ fn a_sound_sample_is_substituted_with_its_signer_and_rechecked_by_store_verify()
         remotes: vec![Remote::new(Location::Dir(cache.clone()))],
         trusted: TrustedKeys::new(vec![alice.public()]),
         recall: Default::default(),
+        io: Io::new(),
     };
     let done = caches
         .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])
@@ -254,6 +257,7 @@ fn caches(cache: &Path, trusted: &[&SecretKey]) -> Caches {
         remotes: vec![Remote::new(Location::Dir(cache.to_owned()))],
         trusted: TrustedKeys::new(trusted.iter().map(|k| k.public()).collect()),
         recall: Default::default(),
+        io: Io::new(),
     }
 }
 
@@ -378,7 +382,7 @@ fn pushed_with_two_logs(alice: &SecretKey) -> (tempfile::TempDir, RunKey, std::p
         .unwrap();
     let cache = root.path().join("cache");
     let remote = Remote::new(Location::Dir(cache.clone()));
-    push(&from, &runs(&key), &remote, alice).unwrap();
+    push(&from, &runs(&key), &remote, alice, &Io::new()).unwrap();
     (root, key, cache)
 }
 

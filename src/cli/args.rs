@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use super::examples;
 use crate::exec::slurm::options::{BadOption, Checked};
+use crate::ops::Selection;
 use crate::spec::{RequestRate, bounds};
 
 /// Declared, reproducible, cached LLM-serving performance studies.
@@ -215,8 +216,8 @@ pub struct StorePathArgs {
 }
 
 impl StorePathArgs {
-    pub fn common(&self) -> Common {
-        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+    pub fn selection(&self) -> Selection {
+        Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
     }
 }
 
@@ -314,12 +315,9 @@ pub struct RunPolicy {
     pub fresh_engine: bool,
 }
 
-/// What the experiment commands load, assembled from each command's own
-/// options (not a clap type: a command without an option takes its default):
-/// the library's [`crate::ops::Selection`].
-pub use crate::ops::Selection as Common;
-
-impl Common {
+/// What the experiment commands load ([`Selection`]), assembled from each
+/// command's own options (a command without an option takes its default).
+impl Selection {
     /// The declared runs of `experiment`, uncapped, one sample each, on the
     /// experiment's own runtime.
     pub fn of(experiment: &ExperimentArgs, store: &std::path::Path) -> Self {
@@ -881,46 +879,46 @@ pub struct ImportArgs {
 impl ImportArgs {
     /// The experiment as every command loads it: the declared runs, uncapped,
     /// on the experiment's own runtime.
-    pub fn common(&self) -> Common {
-        Common::of(&self.experiment, self.store.path())
+    pub fn selection(&self) -> Selection {
+        Selection::of(&self.experiment, self.store.path())
     }
 }
 
 impl RunArgs {
-    pub fn common(&self) -> Common {
-        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+    pub fn selection(&self) -> Selection {
+        Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
             .with_policy(&self.policy)
     }
 }
 
 impl PlanArgs {
-    pub fn common(&self) -> Common {
-        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+    pub fn selection(&self) -> Selection {
+        Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
             .with_policy(&self.policy)
     }
 }
 
 impl ReportArgs {
-    pub fn common(&self) -> Common {
-        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+    pub fn selection(&self) -> Selection {
+        Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
     }
 }
 
 impl ExplainArgs {
-    pub fn common(&self) -> Common {
-        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+    pub fn selection(&self) -> Selection {
+        Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
     }
 }
 
 impl VerifyArgs {
-    pub fn common(&self) -> Common {
-        Common::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+    pub fn selection(&self) -> Selection {
+        Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
     }
 }
 
 impl LockArgs {
     /// Keys are locked under every runtime, uncapped; the store is not read.
-    pub fn common(&self) -> Common {
-        Common::of(&self.experiment, std::path::Path::new("store"))
+    pub fn selection(&self) -> Selection {
+        Selection::of(&self.experiment, std::path::Path::new("store"))
     }
 }

@@ -4,18 +4,19 @@
 
 use std::time::Duration;
 
-use super::CliError;
 use super::args::{BackendArg, BenchArgs, DatasetArg};
 use crate::exit_code;
 use crate::metrics::{Latency, RequestRecord, render_serving_block};
+use crate::ops::Error;
 use crate::ops::bench::{BenchEvent, BenchOptions, Prompts, ResultFile};
 use crate::ops::{self, Stderr};
 use crate::spec::{Backend, bounds};
+use crate::tokio_runtime::Io;
 
-pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
+pub fn bench(args: &BenchArgs, io: &Io) -> Result<u8, Error> {
     let options = check(args)?;
     let mut display = (!args.vllm.disable_tqdm).then(|| super::progress::Display::new("  "));
-    let measured = ops::bench::measure(&options, &Stderr, &mut |event| {
+    let measured = ops::bench::measure(&options, io, &Stderr, &mut |event| {
         let Some(display) = display.as_mut() else {
             return;
         };
@@ -78,7 +79,7 @@ pub fn bench(args: &BenchArgs) -> Result<u8, CliError> {
 
 /// Every option's value checked against the others, as the library's
 /// options; reads and writes nothing.
-pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, CliError> {
+pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, Error> {
     let percentile_metrics = parse_list(&args.percentile_metrics, "--percentile-metrics", |s| {
         Latency::from_name(s)
     })?;
@@ -97,7 +98,7 @@ pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, CliError> {
     let base_url = match &args.base_url {
         Some(url) => url.clone(),
         None => super::args::parse_base_url(&format!("http://{}:{}", args.host, args.port))
-            .map_err(|message| CliError::Usage {
+            .map_err(|message| Error::Usage {
                 message,
                 hint: "`--host` is a host name or an IP address".into(),
             })?,
@@ -116,7 +117,7 @@ pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, CliError> {
             args.random_input_len,
             args.random_range_ratio,
         )
-        .map_err(|e| CliError::Usage {
+        .map_err(|e| Error::Usage {
             message: e.to_string(),
             hint: "lower `--num-prompts` or `--random-input-len`".into(),
         })?;
@@ -160,9 +161,9 @@ pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, CliError> {
 }
 
 /// Where the prompts come from; a dataset file is named.
-fn prompts(args: &BenchArgs) -> Result<Prompts, CliError> {
+fn prompts(args: &BenchArgs) -> Result<Prompts, Error> {
     let path = |name: &str, example: &str| {
-        args.dataset_path.clone().ok_or_else(|| CliError::Usage {
+        args.dataset_path.clone().ok_or_else(|| Error::Usage {
             message: format!("`--dataset-name {name}` needs `--dataset-path`"),
             hint: format!("e.g. `--dataset-path {example}`"),
         })
@@ -214,11 +215,11 @@ fn parse_list<T>(
     text: &str,
     flag: &str,
     parse: impl Fn(&str) -> Option<T>,
-) -> Result<Vec<T>, CliError> {
+) -> Result<Vec<T>, Error> {
     text.split(',')
         .map(str::trim)
         .map(|item| {
-            parse(item).ok_or_else(|| CliError::Usage {
+            parse(item).ok_or_else(|| Error::Usage {
                 message: format!("invalid value `{item}` in `{flag}`"),
                 hint: match flag {
                     "--percentile-metrics" => "any of `ttft,tpot,itl,e2el`".into(),
@@ -229,8 +230,8 @@ fn parse_list<T>(
         .collect()
 }
 
-fn parse_slo(text: &str) -> Result<(Latency, f64), CliError> {
-    let bad = || CliError::Usage {
+fn parse_slo(text: &str) -> Result<(Latency, f64), Error> {
+    let bad = || Error::Usage {
         message: format!("invalid `--goodput` `{text}`"),
         hint: "write `KEY:MILLISECONDS` with KEY one of `ttft`, `tpot`, `e2el`, e.g. `ttft:500`"
             .into(),

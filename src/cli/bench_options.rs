@@ -4,9 +4,9 @@
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
 
-use super::CliError;
 use super::args::DatasetArg;
 use crate::harness::ramp::{RampUp, Strategy};
+use crate::ops::Error;
 use crate::spec::RequestRate;
 
 #[derive(Debug, Args)]
@@ -75,8 +75,8 @@ impl RampUpArg {
 impl VllmBenchOptions {
     /// The ramp, checked as vLLM checks it; and a rate that never sends
     /// (a start of 0) is refused here rather than mid-benchmark.
-    pub fn ramp(&self, rate: RequestRate) -> Result<Option<RampUp>, CliError> {
-        let usage = |message: &str, hint: &str| CliError::Usage {
+    pub fn ramp(&self, rate: RequestRate) -> Result<Option<RampUp>, Error> {
+        let usage = |message: &str, hint: &str| Error::Usage {
             message: message.into(),
             hint: hint.into(),
         };
@@ -121,11 +121,11 @@ impl VllmBenchOptions {
     }
 
     /// `--metadata` as pairs, split at the first `=` and trimmed, as vLLM does.
-    pub fn metadata(&self) -> Result<Vec<(String, String)>, CliError> {
+    pub fn metadata(&self) -> Result<Vec<(String, String)>, Error> {
         self.metadata
             .iter()
             .map(|item| {
-                let invalid = || CliError::Usage {
+                let invalid = || Error::Usage {
                     message: format!("invalid `--metadata` `{item}`"),
                     hint: "write `KEY=VALUE` with a key that is not empty, e.g. `--metadata tp=1 version=0.11.0`".into(),
                 };
@@ -141,8 +141,8 @@ impl VllmBenchOptions {
 
     /// The sampling parameters given, as body fields; values the server
     /// would refuse (failing every request) are refused first.
-    pub fn sampling(&self) -> Result<Map<String, Value>, CliError> {
-        let bad = |flag: &str, value: String, hint: &str| CliError::Usage {
+    pub fn sampling(&self) -> Result<Map<String, Value>, Error> {
+        let bad = |flag: &str, value: String, hint: &str| Error::Usage {
             message: format!("invalid `{flag}` `{value}`"),
             hint: hint.into(),
         };
@@ -174,12 +174,12 @@ impl VllmBenchOptions {
 }
 
 /// Why `bench` refuses one of vLLM's datasets, if it does.
-pub fn unsupported_dataset(dataset: DatasetArg, options: &VllmBenchOptions) -> Option<CliError> {
+pub fn unsupported_dataset(dataset: DatasetArg, options: &VllmBenchOptions) -> Option<Error> {
     let (name, why) = match dataset {
         DatasetArg::Random | DatasetArg::Sharegpt => return None,
         DatasetArg::Custom if options.custom_skip_chat_template => return None,
         DatasetArg::Custom => {
-            return Some(CliError::Usage {
+            return Some(Error::Usage {
                 message: "`--dataset-name custom` without `--custom-skip-chat-template` is not supported: vLLM wraps each prompt in the model's chat template (Jinja), which perfpipe does not render".into(),
                 hint: "pass `--custom-skip-chat-template` to send the prompts as they are, as vLLM then does".into(),
             });
@@ -209,7 +209,7 @@ pub fn unsupported_dataset(dataset: DatasetArg, options: &VllmBenchOptions) -> O
             "vLLM wraps each prompt in the model's chat template (Jinja), which perfpipe does not render",
         ),
     };
-    Some(CliError::Usage {
+    Some(Error::Usage {
         message: format!("`--dataset-name {name}` is not supported: {why}"),
         hint: "`--dataset-name random`, or `sharegpt` with a local `--dataset-path`".into(),
     })

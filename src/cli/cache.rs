@@ -4,9 +4,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::CliError;
 use super::examples;
 use crate::exit_code;
+use crate::ops::Error;
+use crate::ops::{self, cache::PushOptions, cache::Pushing, cache::Substitution};
+use crate::tokio_runtime::Io;
 
 #[derive(Debug, Args)]
 pub struct CacheArgs {
@@ -94,58 +96,41 @@ pub struct KeygenArgs {
     pub dir: Option<PathBuf>,
 }
 
-pub fn cache(args: &CacheArgs) -> Result<u8, CliError> {
+pub fn cache(args: &CacheArgs, io: &Io) -> Result<u8, Error> {
     match &args.command {
         CacheCommand::Keygen(args) => keygen(args),
-        CacheCommand::Push(args) => push(args),
+        CacheCommand::Push(args) => push(args, io),
     }
 }
 
-fn push(args: &PushArgs) -> Result<u8, CliError> {
-    let to = args.to.as_deref().ok_or(crate::cache::Error::NoPushTarget);
-    let to =
-        crate::cache::Location::parse(to.map_err(CliError::Cache)?).map_err(CliError::Cache)?;
-    let secret_file = args
-        .secret_key
-        .as_deref()
-        .ok_or(crate::cache::Error::NoSecretKey)
-        .map_err(CliError::Cache)?;
-    let secret = crate::cache::read_secret(secret_file).map_err(CliError::Cache)?;
-    let store = crate::store::Store::open(args.store.path()).map_err(CliError::Store)?;
-    let runs = if args.all {
-        store.entries().map_err(CliError::Store)?
-    } else {
-        let mut runs = Vec::new();
-        for experiment in &args.experiments {
-            let experiment = super::args::ExperimentArgs {
-                experiment: experiment.clone(),
-                lockfile: None,
-            };
-            let common =
-                super::args::Common::selecting_runtime(&experiment, &args.store, &args.runtime);
-            let loaded = super::load(&common, super::LockMode::Read)?;
-            runs.extend(
-                loaded
-                    .runs
-                    .iter()
-                    .map(|r| (r.key.clone(), r.canonical.clone())),
-            );
+impl PushArgs {
+    /// The push the arguments ask for.
+    fn options(&self, io: &Io) -> PushOptions {
+        PushOptions {
+            to: self.to.clone(),
+            secret_key: self.secret_key.clone(),
+            pushing: if self.all {
+                Pushing::All
+            } else {
+                Pushing::Experiments(self.experiments.clone())
+            },
+            runtime: super::runtime_of(self.runtime.runtime),
+            store: self.store.path().to_owned(),
+            credentials: self.credentials.clone(),
+            io: io.clone(),
         }
-        runs.sort();
-        runs.dedup();
-        runs
-    };
-    let credential =
-        crate::cache::credential_for(&args.credentials, &to).map_err(CliError::Cache)?;
-    let remote = crate::cache::Remote::new(to).with_credential(credential);
-    let pushed = crate::cache::push(&store, &runs, &remote, &secret).map_err(CliError::Cache)?;
+    }
+}
+
+fn push(args: &PushArgs, io: &Io) -> Result<u8, Error> {
+    let pushed = ops::cache::push(&args.options(io))?;
     eoutln!(
         "perfpipe: pushed {} to `{}` as `{}` ({} already there{})",
-        crate::plural::count(pushed.uploaded, "sample", "samples"),
-        remote.location,
-        secret.name,
-        pushed.already,
-        match pushed.published {
+        crate::plural::count(pushed.counts.uploaded, "sample", "samples"),
+        pushed.location,
+        pushed.signer,
+        pushed.counts.already,
+        match pushed.counts.published {
             0 => String::new(),
             n => format!(", {n} imported left out"),
         }
@@ -154,40 +139,20 @@ fn push(args: &PushArgs) -> Result<u8, CliError> {
 }
 
 impl SubstituteArgs {
-    /// The caches to ask; `None` with `--no-substitute` or none configured.
-    pub fn caches(&self, offline: bool) -> Result<Option<crate::cache::Caches>, CliError> {
-        if self.no_substitute {
-            return Ok(None);
+    /// The substitution the arguments (over config.toml) ask for.
+    pub fn options(&self) -> Substitution {
+        Substitution {
+            substituters: self.substituters.clone(),
+            trusted_keys: self.trusted_keys.clone(),
+            off: self.no_substitute,
+            recall: crate::cache::Recall {
+                negative_ttl: self
+                    .negative_ttl
+                    .unwrap_or(crate::cache::DEFAULT_NEGATIVE_TTL),
+                refresh: self.refresh,
+            },
+            credentials: self.credentials.clone(),
         }
-        let recall = crate::cache::Recall {
-            negative_ttl: self
-                .negative_ttl
-                .unwrap_or(crate::cache::DEFAULT_NEGATIVE_TTL),
-            refresh: self.refresh,
-        };
-        let configured = crate::cache::Caches::configure(
-            &self.substituters,
-            &self.trusted_keys,
-            offline,
-            recall,
-            &self.credentials,
-        )
-        .map_err(CliError::Cache)?;
-        if let Some(first) = configured.skipped_offline.first() {
-            eoutln!(
-                "warning: offline (`--offline` or PERFPIPE_OFFLINE): {} not asked (`{first}`{}); only directory caches are",
-                crate::plural::count(
-                    configured.skipped_offline.len(),
-                    "web or registry cache",
-                    "web or registry caches"
-                ),
-                match configured.skipped_offline.len() {
-                    1 => String::new(),
-                    n => format!(" and {} more", n - 1),
-                }
-            );
-        }
-        Ok(configured.caches)
     }
 
     /// Fills what the command line leaves out from the user's configuration.
@@ -202,16 +167,9 @@ impl SubstituteArgs {
         self.credentials = user.credentials.clone();
     }
 }
-fn keygen(args: &KeygenArgs) -> Result<u8, CliError> {
-    let dir = args
-        .dir
-        .clone()
-        .or_else(|| crate::project::user_config_dir().map(|d| d.join("perfpipe").join("keys")))
-        .ok_or_else(|| CliError::Usage {
-            message: "no home directory to keep the key in".into(),
-            hint: "name a directory with `--dir DIR`".into(),
-        })?;
-    let pair = crate::cache::keygen(&args.name, &dir).map_err(CliError::Cache)?;
+
+fn keygen(args: &KeygenArgs) -> Result<u8, Error> {
+    let pair = ops::cache::keygen(&args.name, args.dir.clone())?;
     outln!("{}", pair.public);
     eoutln!(
         "perfpipe: wrote `{}` (keep it secret) and `{}`; colleagues add the line above to `public-keys` under `[trust]` in their config.toml",

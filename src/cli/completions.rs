@@ -3,11 +3,11 @@
 
 use clap::CommandFactory;
 
-use super::CliError;
 use super::args::{Cli, CompletionsArgs};
 use crate::exit_code;
+use crate::ops::Error;
 
-pub fn completions(args: &CompletionsArgs) -> Result<u8, CliError> {
+pub fn completions(args: &CompletionsArgs) -> Result<u8, Error> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), "perfpipe", &mut script);
     super::output::print_bytes(&script);

@@ -3,11 +3,12 @@
 //! `--fail-on-regression`.
 
 use super::args::{DiffArgs, DiffFormat};
-use super::{CliError, runtime_of};
+use super::runtime_of;
 use crate::exit_code;
+use crate::ops::Error;
 use crate::ops::diff::DiffOptions;
 
-pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
+pub fn diff(args: &DiffArgs) -> Result<u8, Error> {
     let diff = crate::ops::diff::diff(&DiffOptions {
         before: args.before.clone(),
         after: args.after.clone(),

@@ -1,11 +1,14 @@
 //! `perfpipe fetch`: the pinned models and images onto this machine.
 
-use super::args::{Common, FetchArgs};
-use super::{CliError, Stderr, runtime_of};
+use super::args::FetchArgs;
+use super::{Stderr, runtime_of};
 use crate::exit_code;
+use crate::ops::Error;
+use crate::ops::Selection;
+use crate::tokio_runtime::Io;
 
-pub fn fetch(args: &FetchArgs) -> Result<u8, CliError> {
-    let common = Common {
+pub fn fetch(args: &FetchArgs, io: &Io) -> Result<u8, Error> {
+    let common = Selection {
         experiment: args.experiment.clone(),
         runtime: runtime_of(args.runtime),
         store: "store".into(),
@@ -15,6 +18,6 @@ pub fn fetch(args: &FetchArgs) -> Result<u8, CliError> {
         max_prompts: None,
         lockfile: args.lockfile.clone(),
     };
-    crate::ops::fetch::fetch(&common, &Stderr)?;
+    crate::ops::fetch::fetch(&common, io, &Stderr)?;
     Ok(exit_code::OK)
 }

@@ -3,16 +3,17 @@
 
 use std::io::Read;
 
+use super::Stderr;
 use super::args::ImportArgs;
-use super::{CliError, Stderr};
 use crate::exit_code;
+use crate::ops::Error;
 use crate::ops::import::Block;
 
-pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
-    let read = || -> Result<Block, CliError> {
+pub fn import(args: &ImportArgs) -> Result<u8, Error> {
+    let read = || -> Result<Block, Error> {
         let (text, origin) = match &args.from {
             Some(path) => (
-                fs_err::read_to_string(path).map_err(|e| CliError::Usage {
+                fs_err::read_to_string(path).map_err(|e| Error::Usage {
                     message: e.to_string(),
                     hint: "`--from` names a file holding the block".into(),
                 })?,
@@ -22,7 +23,7 @@ pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
                 let mut text = String::new();
                 std::io::stdin()
                     .read_to_string(&mut text)
-                    .map_err(|e| CliError::Usage {
+                    .map_err(|e| Error::Usage {
                         message: format!("cannot read standard input: {e}"),
                         hint: "pipe the block in, or name a file with `--from`".into(),
                     })?;
@@ -35,6 +36,6 @@ pub fn import(args: &ImportArgs) -> Result<u8, CliError> {
             source: args.source.clone(),
         })
     };
-    crate::ops::import::import(&args.common(), &args.step, &args.workload, read, &Stderr)?;
+    crate::ops::import::import(&args.selection(), &args.step, &args.workload, read, &Stderr)?;
     Ok(exit_code::OK)
 }

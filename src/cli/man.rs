@@ -6,10 +6,11 @@ use std::path::Path;
 use clap::CommandFactory;
 
 use super::args::{Cli, ManArgs};
-use super::{CliError, write_file};
+use super::write_file;
 use crate::exit_code;
+use crate::ops::Error;
 
-pub fn man(args: &ManArgs) -> Result<u8, CliError> {
+pub fn man(args: &ManArgs) -> Result<u8, Error> {
     let mut cli = Cli::command().disable_help_subcommand(true);
     // Gives each subcommand its full name (`perfpipe-store-gc`).
     cli.build();
@@ -34,7 +35,7 @@ fn render(command: &clap::Command) -> Vec<u8> {
 }
 
 /// The page of `command` and of each visible subcommand under it, into `dir`.
-fn write_pages(command: &clap::Command, dir: &Path) -> Result<Vec<std::path::PathBuf>, CliError> {
+fn write_pages(command: &clap::Command, dir: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
     let mut written = Vec::new();
     let path = dir.join(clap_mangen::Man::new(command.clone()).get_filename());
     write_file(&path, &render(command))?;

@@ -33,15 +33,17 @@ mod verify;
 
 use clap::Parser;
 
-pub use crate::ops::Error as CliError;
+use crate::ops::Error;
 pub use args::Cli;
 use args::{Command, RuntimeArg, StoreCommand};
 
+use crate::error_kind::ErrorKind;
 use crate::exit_code;
 use crate::facts::Runtime;
 use crate::ops::files::write_file;
 use crate::ops::load::sample_notes;
-use crate::ops::{Loaded, LockMode, Stderr, load, lockfile};
+use crate::ops::{Loaded, Stderr, lockfile};
+use crate::tokio_runtime::Io;
 
 /// Runs perfpipe with the process's arguments; returns the exit code.
 pub fn main() -> u8 {
@@ -60,32 +62,36 @@ pub fn main() -> u8 {
     if !matches!(cli.command, Command::SimEngine { .. })
         && let Err(e) = crate::secrets::check_env()
     {
-        let err = CliError::Secret(e);
-        eoutln!("{:?}", miette::Report::new(err));
-        return exit_code::USAGE;
-    }
-    let mut command = cli.command;
-    if let Err(err) = project::enter(&mut command) {
-        let code = err.exit_code();
+        let err = Error::Secret(e);
+        let code = exit_code_of(&err);
         eoutln!("{:?}", miette::Report::new(err));
         return code;
     }
+    let mut command = cli.command;
+    if let Err(err) = project::enter(&mut command) {
+        let code = exit_code_of(&err);
+        eoutln!("{:?}", miette::Report::new(err));
+        return code;
+    }
+    // The process's one runtime, passed to the commands that ask the
+    // network, run engines or measure; it starts on their first ask.
+    let io = Io::new();
     let result = match command {
-        Command::Run(args) => run::run(&args),
-        Command::Plan(args) => plan::plan(&args),
+        Command::Run(args) => run::run(&args, &io),
+        Command::Plan(args) => plan::plan(&args, &io),
         Command::Report(args) => report::report(&args),
         Command::Verify(args) => verify::verify(&args),
-        Command::Bench(args) => bench::bench(&args),
+        Command::Bench(args) => bench::bench(&args, &io),
         Command::Import(args) => import::import(&args),
-        Command::Realise(args) => realise::realise(&args),
+        Command::Realise(args) => realise::realise(&args, &io),
         Command::Init(args) => init::init(&args),
-        Command::Lock(args) => lock::lock(&args),
+        Command::Lock(args) => lock::lock(&args, &io),
         Command::Diff(args) => diff::diff(&args),
         Command::Explain(args) => explain::explain(&args),
-        Command::Fetch(args) => fetch::fetch(&args),
+        Command::Fetch(args) => fetch::fetch(&args, &io),
         Command::Completions(args) => completions::completions(&args),
         Command::Man(args) => man::man(&args),
-        Command::Cache(args) => cache::cache(&args),
+        Command::Cache(args) => cache::cache(&args, &io),
         Command::Store(args) => match args.command {
             StoreCommand::Verify(args) => store_verify::verify(&args),
             StoreCommand::Gc(args) => store_gc::gc(&args),
@@ -96,10 +102,22 @@ pub fn main() -> u8 {
     match result {
         Ok(code) => code,
         Err(err) => {
-            let code = err.exit_code();
+            let code = exit_code_of(&err);
             eoutln!("{:?}", miette::Report::new(err));
             code
         }
+    }
+}
+
+/// The exit code a command that fails with `err` ends with: the one place
+/// a kind of failure becomes a number (`src/exit_code.rs`).
+pub(crate) fn exit_code_of(err: &Error) -> u8 {
+    match err.kind() {
+        ErrorKind::Usage => exit_code::USAGE,
+        ErrorKind::Environment => exit_code::RUNS_FAILED,
+        ErrorKind::LockStale => exit_code::LOCK_STALE,
+        ErrorKind::Interrupted => exit_code::INTERRUPTED,
+        ErrorKind::Internal => exit_code::INTERNAL,
     }
 }
 
@@ -107,7 +125,7 @@ pub fn main() -> u8 {
 /// read, contacted or measured, as far as they need no file: the fuzzing of
 /// command lines (`src/fuzz/cli.rs`) drives them.
 #[cfg(test)]
-pub(crate) fn check_values(cli: &Cli) -> Result<(), CliError> {
+pub(crate) fn check_values(cli: &Cli) -> Result<(), Error> {
     let now = tokio::time::Instant::now();
     match &cli.command {
         Command::Bench(args) => {
@@ -168,5 +186,34 @@ fn raise_open_file_limit() {
             limit.rlim_cur = limit.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_of_failure_ends_with_the_exit_code_the_docs_list() {
+        let usage = Error::Usage {
+            message: "m".into(),
+            hint: "h".into(),
+        };
+        let stale = Error::LockStale {
+            message: "m".into(),
+            hint: "h".into(),
+        };
+        let server = Error::Server {
+            message: "m".into(),
+        };
+        let bug = Error::Runtime {
+            source: std::io::Error::other("no threads"),
+        };
+        let no_target = Error::Cache(crate::cache::Error::NoPushTarget);
+        let codes = [usage, server, stale, Error::Interrupted, bug, no_target]
+            .iter()
+            .map(exit_code_of)
+            .collect::<Vec<_>>();
+        assert_eq!(codes, [2, 1, 3, 130, 101, 2]);
     }
 }

@@ -4,20 +4,28 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::args::{Common, PlanArgs};
-use super::{CliError, Loaded};
+use super::Loaded;
+use super::args::PlanArgs;
+use crate::ops::Error;
+use crate::ops::Selection;
 
-use crate::engine::leftovers;
 use crate::exit_code;
 use crate::facts::EngineKind;
 use crate::launch::{LaunchKey, LaunchMaterial};
-use crate::ops::plan::Planned;
+use crate::ops::plan::{PlanOptions, Planned};
 use crate::plan::{Plan, RunStatus};
 use crate::plural::{and_list, count};
+use crate::tokio_runtime::Io;
 
-pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
-    let common = args.common();
-    let caches = args.substitute.caches(args.offline)?;
+pub fn plan(args: &PlanArgs, io: &Io) -> Result<u8, Error> {
+    let options = PlanOptions {
+        selection: args.selection(),
+        substitution: args.substitute.options(),
+        offline: args.offline,
+        write_launches: args.write_launches,
+        io: io.clone(),
+    };
+    let common = &options.selection;
     let Planned {
         loaded,
         plan,
@@ -25,13 +33,9 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
         offers,
         saved_gpu_hours,
         launches: launch_materials,
-    } = crate::ops::plan::plan(
-        &common,
-        caches.as_ref(),
-        args.write_launches,
-        &super::Stderr,
-    )?;
-    out!("{}", render(&loaded, &common, &plan, &offers));
+        leftovers,
+    } = crate::ops::plan::plan(&options, &super::Stderr)?;
+    out!("{}", render(&loaded, common, &plan, &offers));
     out!(
         "{}",
         render_launches(&launch_materials, args.write_launches)
@@ -43,7 +47,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
         );
     }
     // `plan` stops nothing; it says what the next `run` will stop.
-    for found in leftovers::find(&leftovers::dir()) {
+    for found in leftovers {
         let what = super::describe_launch(&found.launch);
         match (&found.launch.container, found.processes) {
             (Some(_), _) => eoutln!(
@@ -75,7 +79,7 @@ pub fn plan(args: &PlanArgs) -> Result<u8, CliError> {
 
 fn render(
     loaded: &Loaded,
-    common: &Common,
+    common: &Selection,
     plan: &Plan,
     offers: &std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
 ) -> String {

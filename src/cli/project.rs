@@ -6,7 +6,6 @@
 
 use std::path::PathBuf;
 
-use super::CliError;
 use super::args::{
     Command, ContainerArg, ExperimentArgs, RuntimeArg, RuntimeOpt, SlurmArgs, StoreArg,
     StoreCommand,
@@ -14,13 +13,14 @@ use super::args::{
 use super::cache::CacheCommand;
 use crate::exec::slurm::{ContainerMode, SlurmOptions};
 use crate::facts::Runtime;
+use crate::ops::Error;
 use crate::project::{self, Project};
 
 /// Finds the project around the current directory, rewrites `command`'s
 /// paths relative to its root, fills in its settings and makes the root the
 /// current directory. Commands outside any project (`bench`, `completions`,
 /// `man`) are left as they are.
-pub(super) fn enter(command: &mut Command) -> Result<(), CliError> {
+pub(super) fn enter(command: &mut Command) -> Result<(), Error> {
     if matches!(
         command,
         Command::Bench(_) | Command::Completions(_) | Command::Man(_) | Command::SimEngine { .. }
@@ -28,16 +28,16 @@ pub(super) fn enter(command: &mut Command) -> Result<(), CliError> {
         return Ok(());
     }
     let cwd = std::env::current_dir().map_err(|source| {
-        CliError::Project(project::Error::Read {
+        Error::Project(project::Error::Read {
             path: ".".into(),
             source,
         })
     })?;
-    let project = project::discover(&cwd, project::user_config_dir().as_deref())
-        .map_err(CliError::Project)?;
+    let project =
+        project::discover(&cwd, project::user_config_dir().as_deref()).map_err(Error::Project)?;
     apply(command, &project);
     std::env::set_current_dir(&project.root).map_err(|source| {
-        CliError::Project(project::Error::Read {
+        Error::Project(project::Error::Read {
             path: project.root.display().to_string(),
             source,
         })

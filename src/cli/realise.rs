@@ -1,40 +1,24 @@
 //! `perfpipe realise LAUNCH`: one engine launch from its material alone.
 
-use super::CliError;
 use super::args::RealiseArgs;
 use crate::exit_code;
+use crate::ops::Error;
+use crate::ops::Stderr;
 use crate::ops::realise::{self, Realised};
-use crate::store::Store;
+use crate::tokio_runtime::Io;
 
-pub fn realise(args: &RealiseArgs) -> Result<u8, CliError> {
-    let store = Store::open(args.store.path()).map_err(CliError::Store)?;
-    let material = realise::read(&args.launch, &store)?;
-    let exec = super::run::exec_defaults()?;
-    eoutln!(
-        "perfpipe: realising launch {} (`{}` {} on `{}`, {} run{}, runtime `{}`)",
-        material.key.short(),
-        material.launch.engine.engine,
-        material.launch.engine.version,
-        material.launch.engine.model.id,
-        material.launch.runs.len(),
-        if material.launch.runs.len() == 1 {
-            ""
-        } else {
-            "s"
-        },
-        material.launch.runtime,
-    );
+pub fn realise(args: &RealiseArgs, io: &Io) -> Result<u8, Error> {
     let mut display = super::progress::Display::new("      ");
-    let realised = realise::execute(
-        std::slice::from_ref(&material.launch),
-        &store,
-        &exec,
-        None,
+    let realised = realise::realise(
+        &args.launch,
+        args.store.path(),
+        io,
+        &Stderr,
         &mut |spec, event| super::run::progress(spec, &mut display, event),
     );
     // The bars go before anything else is written.
     drop(display);
-    let Realised { summary, plan } = realised?;
+    let (Realised { summary, plan }, store) = realised?;
     let stored = plan.runs.len() - plan.missing().len();
     eoutln!(
         "perfpipe: ran {} (failed: {}), {stored} already in the store; committed to `{}`",

@@ -1,12 +1,12 @@
 //! `perfpipe report`: the report from the store or the published numbers.
 
-use super::CliError;
 use super::args::{ReportArgs, ReportFormat};
 use crate::exit_code;
+use crate::ops::Error;
 use crate::ops::files::write_text;
 use crate::ops::report::{Format, Rendered};
 
-pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
+pub fn report(args: &ReportArgs) -> Result<u8, Error> {
     let format = match args.format {
         ReportFormat::Md => Format::Md,
         ReportFormat::Html => Format::Html,
@@ -14,7 +14,7 @@ pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
         ReportFormat::Csv => Format::Csv,
     };
     let Rendered { text, to_write } = crate::ops::report::report(
-        &args.common(),
+        &args.selection(),
         args.published,
         format,
         args.out.as_deref(),

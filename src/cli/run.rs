@@ -3,35 +3,41 @@
 
 use std::time::Duration;
 
+use super::Stderr;
 use super::args::{ContainerArg, ExecutorArg, RunArgs};
 use super::progress::Display;
-use super::{CliError, Stderr};
 use crate::exec::slurm::{
     self, ContainerMode, JobEvent, Outage, OutageNotice, Slurm, SlurmExec, SlurmOptions,
 };
 use crate::exec::{ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::launch::LaunchKey;
+use crate::ops::Error;
 use crate::ops::older::RanOlder;
-use crate::ops::run::{Executor, Ran, RunOptions, failure_expected};
+use crate::ops::run::{Done, Executor, Ran, RunOptions, exec_defaults, failure_expected};
 use crate::plural::count;
 use crate::spec::Spec;
 use crate::store::Outcome;
+use crate::tokio_runtime::Io;
 
-pub fn run(args: &RunArgs) -> Result<u8, CliError> {
+pub fn run(args: &RunArgs, io: &Io) -> Result<u8, Error> {
     let options = RunOptions {
-        selection: args.common(),
+        selection: args.selection(),
         locked: args.locked,
         offline: args.offline,
         report: args.report.clone(),
         exec: exec_options(args)?,
-        caches: args.substitute.caches(args.offline)?,
+        substitution: args.substitute.options(),
         executor: executor(args)?,
+        io: io.clone(),
     };
     let mut display = Display::new("      ");
-    let outcome = execute(&options, &mut |spec, event| {
-        progress(spec, &mut display, event)
-    });
+    let outcome = crate::ops::run::run(
+        &options,
+        &Stderr,
+        &mut |spec, event| progress(spec, &mut display, event),
+        &mut job_progress,
+    );
     // The bars go before anything else is written.
     drop(display);
     let Ran {
@@ -95,28 +101,6 @@ fn failures(failed: usize, expected: usize) -> String {
     }
 }
 
-/// What `run` did: the experiment's runs, or those of an older lockfile
-/// it no longer matches (the "before" side of a diff).
-enum Done {
-    Ran(Ran),
-    Older(RanOlder),
-}
-
-fn execute(
-    options: &RunOptions,
-    progress: &mut dyn FnMut(&Spec, &ExecEvent),
-) -> Result<Done, CliError> {
-    if let Some(older) = crate::ops::older::run_older(options, &Stderr, progress)? {
-        return Ok(Done::Older(older));
-    }
-    Ok(Done::Ran(crate::ops::run::run(
-        options,
-        &Stderr,
-        progress,
-        &mut job_progress,
-    )?))
-}
-
 /// What running an older lockfile did; its exit code.
 fn ran_older(older: &RanOlder) -> u8 {
     let summary = &older.summary;
@@ -143,7 +127,7 @@ fn ran_older(older: &RanOlder) -> u8 {
 }
 
 /// How the executor runs, from the options.
-pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
+pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, Error> {
     Ok(ExecOptions {
         startup_timeout: args.startup_timeout.map(Duration::from_secs),
         stall_timeout: Duration::from_secs(args.stall_timeout),
@@ -155,7 +139,7 @@ pub(super) fn exec_options(args: &RunArgs) -> Result<ExecOptions, CliError> {
 
 /// Where the launches run; the Slurm options are the command line's over
 /// `[executor.slurm]` (filled in by `project::apply`).
-fn executor(args: &RunArgs) -> Result<Executor, CliError> {
+fn executor(args: &RunArgs) -> Result<Executor, Error> {
     if args.executor == ExecutorArg::Local {
         return Ok(Executor::Local);
     }
@@ -227,22 +211,6 @@ fn job_line(launch: &LaunchKey, event: &JobEvent) -> String {
             measured: false,
         } => format!("launch {launch}: Slurm job {id} failed"),
     }
-}
-
-/// How the executor runs without options (`realise`: the material holds
-/// the timeouts).
-pub(super) fn exec_defaults() -> Result<ExecOptions, CliError> {
-    Ok(ExecOptions {
-        sim_program: std::env::current_exe().map_err(|source| CliError::Write {
-            path: "current executable".into(),
-            source,
-        })?,
-        startup_timeout: None,
-        stall_timeout: Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
-        attempts: 3,
-        fresh_engine: false,
-        jobs: 1,
-    })
 }
 
 /// Shows what the executor tells: lines, and each run's bar.

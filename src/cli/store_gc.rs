@@ -4,13 +4,13 @@
 //! quarantine and the temp dirs of killed runs, saying what each was and why
 //! it goes; `--dry-run` also says why each entry stays.
 
-use super::CliError;
 use super::args::StoreGcArgs;
 use crate::exit_code;
+use crate::ops::Error;
 use crate::ops::store::gc::GcOptions;
 use crate::ops::store::gc_report::removal_lines;
 
-pub fn gc(args: &StoreGcArgs) -> Result<u8, CliError> {
+pub fn gc(args: &StoreGcArgs) -> Result<u8, Error> {
     let collected = crate::ops::store::gc::gc(
         &GcOptions {
             store: args.store.path().to_owned(),

@@ -2,13 +2,13 @@
 //! files are (`ops::store::paths`), one per line in tab-separated columns
 //! (step, workload, kind, path), for scripts and for reading a failure's log.
 
-use super::CliError;
 use super::args::StorePathArgs;
 use crate::exit_code;
+use crate::ops::Error;
 
-pub fn path(args: &StorePathArgs) -> Result<u8, CliError> {
+pub fn path(args: &StorePathArgs) -> Result<u8, Error> {
     let found = crate::ops::store::paths::run_files(
-        &args.common(),
+        &args.selection(),
         args.step.as_deref(),
         args.workload.as_deref(),
     )?;

@@ -3,11 +3,11 @@
 //! against its name; damage listed with its path (`ops::store::verify`).
 //! Exit 4 on damage.
 
-use super::CliError;
 use super::args::StoreVerifyArgs;
 use crate::exit_code;
+use crate::ops::Error;
 
-pub fn verify(args: &StoreVerifyArgs) -> Result<u8, CliError> {
+pub fn verify(args: &StoreVerifyArgs) -> Result<u8, Error> {
     let check = crate::ops::store::verify::verify_store(args.store.path())?;
     for line in check.listing() {
         outln!("{line}");

@@ -2,14 +2,14 @@
 //! (`ops::verify`); exit 4 when one is outside the tolerance or missing, or
 //! nothing was measured.
 
-use super::CliError;
 use super::args::VerifyArgs;
 use crate::exit_code;
+use crate::ops::Error;
 use crate::ops::verify::{Verdicts, VerifyOptions};
 
-pub fn verify(args: &VerifyArgs) -> Result<u8, CliError> {
+pub fn verify(args: &VerifyArgs) -> Result<u8, Error> {
     let verified = crate::ops::verify::verify(
-        &args.common(),
+        &args.selection(),
         &VerifyOptions {
             tolerance: args.tolerance,
             metrics: args.metrics.clone(),

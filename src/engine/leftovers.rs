@@ -284,10 +284,8 @@ mod tests {
                 .filter(|e| e.as_ref().unwrap().path().is_dir())
                 .count()
         };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let io = crate::tokio_runtime::Io::new();
+        let runtime = io.handle().unwrap();
         // `sleep` in a group of its own stands for an engine.
         #[expect(clippy::disallowed_methods, reason = "a process to reap")]
         let mut sleeper = std::process::Command::new("sleep");

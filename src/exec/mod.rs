@@ -1,6 +1,6 @@
 //! Executes the missing runs of a plan: for each, lock its key, start the
 //! engine, wait until it serves, benchmark it, stop it, commit the sample.
-//! The only tokio runtime of the main process lives here; progress goes to
+//! It runs on the process's one runtime (`crate::tokio_runtime`); progress goes to
 //! a synchronous callback. (effects)
 
 mod failure;
@@ -217,6 +217,7 @@ pub fn execute(
     plan: &Plan,
     store: &Store,
     options: &ExecOptions,
+    io: &crate::tokio_runtime::Io,
     report: &mut dyn FnMut(ExecEvent),
 ) -> Result<ExecSummary, ExecError> {
     check_startable(spec, plan)?;
@@ -228,11 +229,7 @@ pub fn execute(
     }
     // A store that cannot be written fails here, not after a measurement.
     store.prepare_to_write()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(ExecError::Tokio)?;
+    let runtime = io.handle().map_err(ExecError::Tokio)?;
     // What a killed perfpipe left holds GPUs and ports: stopped by every
     // `run`, one with nothing to do too.
     let records = leftovers::dir();

@@ -258,7 +258,7 @@ pub enum Error {
 pub struct Fetcher {
     hub: Hub,
     cache: PathBuf,
-    runtime: tokio::runtime::Runtime,
+    runtime: tokio::runtime::Handle,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -273,13 +273,11 @@ impl std::fmt::Debug for Fetcher {
 impl Fetcher {
     /// The Hub of `HF_ENDPOINT` with `HF_TOKEN`, and the cache of
     /// `HF_HUB_CACHE` / `HF_HOME` (as engines and `huggingface_hub` find it).
-    pub fn from_env() -> Result<Self, Error> {
+    /// Its requests run on `io`, the process's runtime.
+    pub fn from_env(io: &crate::tokio_runtime::Io) -> Result<Self, Error> {
         let cache = crate::tokenizer::hub_cache().ok_or(Error::NoCache)?;
         let hub = Hub::from_env().map_err(Error::Client)?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(Error::Client)?;
+        let runtime = io.handle().map_err(Error::Client)?;
         Ok(Self {
             hub,
             cache,

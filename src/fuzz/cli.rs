@@ -176,7 +176,13 @@ fn command_line(argv: &[String]) -> Result<(), TestCaseError> {
         }
         Ok(cli) => {
             if let Err(e) = check_values(&cli) {
-                prop_assert_eq!(e.exit_code(), crate::exit_code::USAGE, "{:?}: {}", argv, e);
+                prop_assert_eq!(
+                    crate::cli::exit_code_of(&e),
+                    crate::exit_code::USAGE,
+                    "{:?}: {}",
+                    argv,
+                    e
+                );
                 let rendered = format!("{:?}", miette::Report::new(e));
                 prop_assert!(!rendered.is_empty());
             }

@@ -141,6 +141,7 @@ pub enum BenchEvent<'a> {
 /// What it does goes to `shell`, how the benchmark goes to `progress`.
 pub fn measure(
     options: &BenchOptions,
+    io: &crate::tokio_runtime::Io,
     shell: &dyn Shell,
     progress: &mut dyn FnMut(BenchEvent),
 ) -> Result<Measured, Error> {
@@ -161,13 +162,8 @@ pub fn measure(
         None => None,
     };
 
-    // One worker per core this process may use (`taskset` narrows it).
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .map_err(|source| Error::Runtime { source })?;
+    // One worker per core this process may use (`crate::tokio_runtime`).
+    let runtime = io.handle().map_err(|source| Error::Runtime { source })?;
     let base_url = &options.base_url;
     let https = base_url.starts_with("https:");
     let client = runtime.block_on(async { harness::http_client(https) });

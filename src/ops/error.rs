@@ -1,13 +1,14 @@
 //! The errors of the commands' workflows as the user sees them: message,
-//! cause, hint (miette renders them in `cli`), exit code.
+//! cause, hint (miette renders them in `cli`), and the kind of failure
+//! that `cli` makes an exit code.
 
 use miette::Diagnostic;
 
+use crate::error_kind::ErrorKind;
 use crate::exec::ExecError;
-use crate::exit_code;
 use crate::spec::SpecErrors;
 
-/// Every failure of a command's workflow, with the exit code it ends with.
+/// Every failure of a command's workflow, with its [`ErrorKind`].
 #[derive(Debug, thiserror::Error, Diagnostic)]
 pub enum Error {
     #[error(transparent)]
@@ -218,7 +219,8 @@ impl Error {
         }
     }
 
-    pub fn exit_code(&self) -> u8 {
+    /// What went wrong, as far as a script tells it apart (`cli` makes it an exit code).
+    pub fn kind(&self) -> ErrorKind {
         match self {
             Self::ReadExperiment { .. }
             | Self::Spec(_)
@@ -242,27 +244,27 @@ impl Error {
             | Self::BadMaterial { .. }
             | Self::Material(_)
             | Self::MissingInput { .. }
-            | Self::CorruptInput { .. } => exit_code::USAGE,
-            Self::Store(e) if e.is_usage() => exit_code::USAGE,
+            | Self::CorruptInput { .. } => ErrorKind::Usage,
+            Self::Store(e) if e.is_usage() => ErrorKind::Usage,
             // The machine's fault, not perfpipe's: permissions, a read-only or full disk.
             Self::Store(crate::store::Error::Io(_)) | Self::Exec(ExecError::System { .. }) => {
-                exit_code::RUNS_FAILED
+                ErrorKind::Environment
             }
-            Self::FetchSetup(crate::fetch::Error::Client(_)) => exit_code::INTERNAL,
-            Self::FetchSetup(_) => exit_code::USAGE,
-            Self::FetchFailed { .. } => exit_code::RUNS_FAILED,
-            Self::LockStale { .. } => exit_code::LOCK_STALE,
-            Self::Server { .. } | Self::NotWritten { .. } => exit_code::RUNS_FAILED,
+            Self::FetchSetup(crate::fetch::Error::Client(_)) => ErrorKind::Internal,
+            Self::FetchSetup(_) => ErrorKind::Usage,
+            Self::FetchFailed { .. } => ErrorKind::Environment,
+            Self::LockStale { .. } => ErrorKind::LockStale,
+            Self::Server { .. } | Self::NotWritten { .. } => ErrorKind::Environment,
             Self::Exec(
                 ExecError::Dataset { .. }
                 | ExecError::DatasetRead { .. }
                 | ExecError::Schedule { .. },
-            ) => exit_code::USAGE,
-            Self::Interrupted => exit_code::INTERRUPTED,
-            Self::Cache(e) => e.exit_code(),
-            Self::Exec(ExecError::Slurm(e)) => e.exit_code(),
+            ) => ErrorKind::Usage,
+            Self::Interrupted => ErrorKind::Interrupted,
+            Self::Cache(e) => e.kind(),
+            Self::Exec(ExecError::Slurm(e)) => e.kind(),
             Self::Exec(_) | Self::Store(_) | Self::Analysis(_) | Self::Runtime { .. } => {
-                exit_code::INTERNAL
+                ErrorKind::Internal
             }
         }
     }

@@ -2,21 +2,22 @@
 
 use std::collections::BTreeSet;
 
-use super::lockfile::{self, LockMode};
+use super::lockfile::{self, LockMode, Network};
 use super::{Error, Loaded, Selection, Shell, load};
 use crate::facts::Runtime;
 use crate::fetch::{self, Event, Failure, Fetcher, human_bytes};
 use crate::lock::Lockfile;
 use crate::plural::count;
+use crate::tokio_runtime::Io;
 
 /// Fetches every model and image the lockfile of `selection` pins, as
 /// `run --locked` takes the lockfile: present, and matching the experiment.
-pub fn fetch(selection: &Selection, shell: &dyn Shell) -> Result<(), Error> {
+pub fn fetch(selection: &Selection, io: &Io, shell: &dyn Shell) -> Result<(), Error> {
     let loaded = load(
         selection,
         LockMode::Run {
             locked: true,
-            offline: true,
+            network: Network::Offline,
         },
     )?;
     let experiment = &selection.experiment;
@@ -29,7 +30,14 @@ pub fn fetch(selection: &Selection, shell: &dyn Shell) -> Result<(), Error> {
         loaded.lock.path.display(),
         loaded.runtime.name()
     );
-    let fetched = fetch_pinned(lock, &used, loaded.runtime, Verbosity::Everything, shell)?;
+    let fetched = fetch_pinned(
+        lock,
+        &used,
+        loaded.runtime,
+        Verbosity::Everything,
+        io,
+        shell,
+    )?;
     fail_on(&fetched.failures, experiment, false)
 }
 
@@ -82,6 +90,7 @@ pub fn fetch_pinned(
     used: &BTreeSet<String>,
     runtime: Runtime,
     verbosity: Verbosity,
+    io: &Io,
     shell: &dyn Shell,
 ) -> Result<Fetched, Error> {
     let everything = verbosity == Verbosity::Everything;
@@ -114,7 +123,7 @@ pub fn fetch_pinned(
         }
         return Ok(Fetched::default());
     }
-    let fetcher = Fetcher::from_env().map_err(Error::FetchSetup)?;
+    let fetcher = Fetcher::from_env(io).map_err(Error::FetchSetup)?;
     if let Some(mounted) = mounted_hub().filter(|_| runtime == Runtime::Docker)
         && !wants.models.is_empty()
         && mounted != fetcher.cache()

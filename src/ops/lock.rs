@@ -2,23 +2,31 @@
 
 use std::collections::BTreeSet;
 
-use super::lockfile::{self, LockMode, LockState};
+use super::lockfile::{self, LockMode, LockState, Network};
 use super::{Error, Selection, Shell, load};
 use crate::lock::Update;
+use crate::tokio_runtime::Io;
 
 /// Pins the inputs of `selection`'s experiment (re-resolving what `update`
-/// names; asking no network when `offline`) and writes its lockfile when it
+/// names; asking no network when `offline`, else over `io`) and writes its lockfile when it
 /// changed. Returns the lockfile as settled, with the pins that failed.
 pub fn lock(
     selection: &Selection,
     offline: bool,
     update: Update,
+    io: &Io,
     shell: &dyn Shell,
 ) -> Result<LockState, Error> {
     if let Update::Only(names) = &update {
         check_names(selection, names)?;
     }
-    let loaded = load(selection, LockMode::Lock { offline, update })?;
+    let loaded = load(
+        selection,
+        LockMode::Lock {
+            network: Network::new(offline, io),
+            update,
+        },
+    )?;
     let state = &loaded.lock;
     match &state.old {
         Some(_) if state.is_current() && state.legacy.is_some() => {

@@ -9,6 +9,7 @@ use super::load::Selection;
 use crate::facts::Runtime;
 use crate::lock::{self, Lockfile, PinPolicy, PinResolver, Problem, Update};
 use crate::plural::count;
+use crate::tokio_runtime::Io;
 
 /// What a command may do with the lockfile.
 #[derive(Debug, Clone)]
@@ -16,10 +17,28 @@ pub enum LockMode {
     /// Use its pins; never write it, never ask the network.
     Read,
     /// `run`: write it when missing or out of date, pinning new inputs
-    /// (online unless `offline`); with `locked`, refuse any change instead.
-    Run { locked: bool, offline: bool },
+    /// (over `network`, if online); with `locked`, refuse any change instead.
+    Run { locked: bool, network: Network },
     /// `lock`: also fill open pins, and re-resolve what `update` names.
-    Lock { offline: bool, update: Update },
+    Lock { network: Network, update: Update },
+}
+
+/// Whether pins may be asked of the network, and the runtime that asks.
+#[derive(Debug, Clone)]
+pub enum Network {
+    /// `--offline`: ask nothing.
+    Offline,
+    Online(Io),
+}
+
+impl Network {
+    pub fn new(offline: bool, io: &Io) -> Self {
+        if offline {
+            Self::Offline
+        } else {
+            Self::Online(io.clone())
+        }
+    }
 }
 
 /// The lockfile as loaded, and as the experiment now resolves it.
@@ -134,25 +153,28 @@ fn not_a_lockfile(path: &Path, e: lock::Error) -> Error {
 /// How pins are found under `mode` for runs under `runtime`: the policy,
 /// and the network if allowed (set up only when a request is made).
 pub fn pin_policy(mode: &LockMode, runtime: Runtime) -> (PinPolicy, Option<Box<dyn PinResolver>>) {
-    let online = |offline: bool| -> Option<Box<dyn PinResolver>> {
-        (!offline).then(|| Box::new(lock::resolve::Online::from_env()) as Box<dyn PinResolver>)
+    let online = |network: &Network| -> Option<Box<dyn PinResolver>> {
+        match network {
+            Network::Offline => None,
+            Network::Online(io) => Some(Box::new(lock::resolve::Online::from_env(io))),
+        }
     };
     match mode {
         LockMode::Read | LockMode::Run { locked: true, .. } => (PinPolicy::default(), None),
-        LockMode::Run { offline, .. } => (
+        LockMode::Run { network, .. } => (
             PinPolicy {
                 needed_under: Some(runtime),
                 ..PinPolicy::default()
             },
-            online(*offline),
+            online(network),
         ),
-        LockMode::Lock { offline, update } => (
+        LockMode::Lock { network, update } => (
             PinPolicy {
                 fill_unpinned: true,
                 update: update.clone(),
                 needed_under: None,
             },
-            online(*offline),
+            online(network),
         ),
     }
 }

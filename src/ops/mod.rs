@@ -12,6 +12,7 @@ macro_rules! say {
 }
 
 pub mod bench;
+pub mod cache;
 pub mod diff;
 pub mod elsewhere;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod fetch;
 pub mod figures;
 pub mod files;
 pub mod import;
+pub mod init;
 pub mod load;
 pub mod lock;
 pub mod lockfile;

@@ -115,6 +115,7 @@ pub fn run_older(
             std::slice::from_ref(launch),
             &loaded.store,
             &options.exec,
+            &options.io,
             None,
             progress,
         )?;

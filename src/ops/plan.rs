@@ -26,16 +26,31 @@ pub struct Planned {
     /// The engine launches the missing runs need, by key, in the order
     /// they run (`perfpipe realise <key>` runs one).
     pub launches: Vec<(LaunchKey, LaunchMaterial)>,
+    /// What killed perfpipes left, which the next `run` stops (`plan` stops nothing).
+    pub leftovers: Vec<crate::engine::leftovers::Found>,
+}
+
+/// What `plan` is asked to do.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    pub selection: Selection,
+    /// Which trusted caches to ask for missing runs.
+    pub substitution: super::cache::Substitution,
+    /// Ask no network cache.
+    pub offline: bool,
+    /// Write the missing runs' launch material and inputs to the store.
+    pub write_launches: bool,
+    /// The process's runtime, which asks the caches.
+    pub io: crate::tokio_runtime::Io,
 }
 
 /// Loads the experiment without writing its lockfile, plans its runs and
 /// estimates the missing ones from earlier results of their workloads.
-pub fn plan(
-    selection: &Selection,
-    caches: Option<&crate::cache::Caches>,
-    write_material: bool,
-    shell: &dyn Shell,
-) -> Result<Planned, Error> {
+pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> {
+    let caches = super::cache::caches(&options.substitution, options.offline, &options.io, shell)?;
+    let caches = caches.as_ref();
+    let selection = &options.selection;
+    let write_material = options.write_launches;
     let loaded = load(selection, LockMode::Read)?;
     let plan = build_plan(&loaded, selection)?;
     super::elsewhere::say_if_elsewhere(&loaded, selection, "plan", shell);
@@ -99,6 +114,7 @@ pub fn plan(
         offers,
         saved_gpu_hours,
         launches,
+        leftovers: crate::engine::leftovers::find(&crate::engine::leftovers::dir()),
     })
 }
 

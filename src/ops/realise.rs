@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use std::collections::BTreeSet;
 
-use super::{Error, Loaded};
+use super::{Error, Loaded, Shell};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 use crate::inputs::ResolvedInputs;
 use crate::key::RunKey;
@@ -14,6 +14,7 @@ use crate::launch::{self, LAUNCH_SCHEMA_VERSION, LaunchKey, LaunchMaterial, Laun
 use crate::plan::{self, Plan, PlanOptions};
 use crate::spec::Spec;
 use crate::store::{Store, StoreIndex};
+use crate::tokio_runtime::Io;
 
 /// Launches as `realise` found them: in the store, or a file named by its key.
 #[derive(Debug)]
@@ -29,6 +30,42 @@ pub struct Realised {
     pub summary: ExecSummary,
     /// The runs of the launches, as planned against the store.
     pub plan: Plan,
+}
+
+/// `perfpipe realise`: the one launch `what` names (see [`read`]), executed
+/// from its material alone and committed to the store at `store`; what it
+/// is goes to `shell` before it starts. Returns what realising did, and
+/// the store it committed to.
+pub fn realise(
+    what: &str,
+    store: &Path,
+    io: &Io,
+    shell: &dyn Shell,
+    progress: &mut dyn FnMut(&Spec, &ExecEvent),
+) -> Result<(Realised, Store), Error> {
+    let store = Store::open(store).map_err(Error::Store)?;
+    let material = read(what, &store)?;
+    let exec = super::run::exec_defaults()?;
+    let launch = &material.launch;
+    say!(
+        shell,
+        "perfpipe: realising launch {} (`{}` {} on `{}`, {}, runtime `{}`)",
+        material.key.short(),
+        launch.engine.engine,
+        launch.engine.version,
+        launch.engine.model.id,
+        crate::plural::count(launch.runs.len(), "run", "runs"),
+        launch.runtime,
+    );
+    let realised = execute(
+        std::slice::from_ref(launch),
+        &store,
+        &exec,
+        io,
+        None,
+        progress,
+    )?;
+    Ok((realised, store))
 }
 
 /// Reads the material `what` names: a launch key (its file in `store`), or
@@ -166,11 +203,12 @@ pub fn write_launches(
 /// (`run`: the files the experiment names, whose hashes the material
 /// holds), read instead so that what a run records names them as the user
 /// does. Progress goes to `progress`, with the experiment the launches
-/// rebuild. `exec` gives how to execute; the timeouts come from the material.
+/// rebuild. `exec` gives how to execute (on `io`); the timeouts come from the material.
 pub fn execute(
     launches: &[LaunchMaterial],
     store: &Store,
     exec: &ExecOptions,
+    io: &Io,
     local: Option<&ResolvedInputs>,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
 ) -> Result<Realised, Error> {
@@ -206,6 +244,7 @@ pub fn execute(
         &plan,
         store,
         &options,
+        io,
         &mut |event| progress(&rebuilt.spec, &event),
     )?;
     Ok(Realised { summary, plan })

@@ -4,15 +4,19 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use super::cache::Substitution;
 use super::fetch::{Verbosity, fail_on, fetch_pinned, inputs_used};
 use super::files::check_writable;
 use super::load::sample_notes;
+use super::lockfile::Network;
+use super::older::{RanOlder, run_older};
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
 use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile, realise};
 use crate::exec::slurm::{self, JobEvent};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 use crate::launch::{LaunchKey, LaunchOptions};
+use crate::tokio_runtime::Io;
 
 use crate::facts::Runtime;
 use crate::plan::{Plan, RunStatus};
@@ -32,9 +36,11 @@ pub struct RunOptions {
     /// (`<experiment>.max-prompts-N.md` for a capped run).
     pub report: Option<PathBuf>,
     pub exec: ExecOptions,
-    /// Trusted caches to substitute missing runs from (docs/result-cache.md).
-    pub caches: Option<crate::cache::Caches>,
+    /// Which trusted caches to substitute missing runs from (docs/result-cache.md).
+    pub substitution: Substitution,
     pub executor: Executor,
+    /// The process's runtime, which asks caches and the network and runs engines.
+    pub io: Io,
 }
 
 /// Where the launches run.
@@ -71,7 +77,35 @@ pub struct UnexpectedFailure {
     pub now: bool,
 }
 
-/// Executes what is missing of `options.selection` and writes its report.
+/// Attempts per run when its failure has a cause that may pass.
+pub const ATTEMPTS: usize = 3;
+
+/// How the executor runs where no option says otherwise (`realise`: the
+/// material holds the timeouts).
+pub fn exec_defaults() -> Result<ExecOptions, Error> {
+    Ok(ExecOptions {
+        sim_program: std::env::current_exe().map_err(|source| Error::Write {
+            path: "current executable".into(),
+            source,
+        })?,
+        startup_timeout: None,
+        stall_timeout: std::time::Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
+        attempts: ATTEMPTS,
+        fresh_engine: false,
+        jobs: 1,
+    })
+}
+
+/// What `run` did: the experiment's runs, or those of an older lockfile
+/// it no longer matches (the "before" side of a diff).
+#[derive(Debug)]
+pub enum Done {
+    Ran(Ran),
+    Older(RanOlder),
+}
+
+/// `perfpipe run`: the runs of an older lockfile `options` name (see
+/// [`run_older`]), else what is missing of `options.selection`, and its report.
 /// Progress goes to `progress`, with the experiment as it runs; what
 /// becomes of each Slurm job to `jobs`.
 pub fn run(
@@ -79,10 +113,26 @@ pub fn run(
     shell: &dyn Shell,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
     jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
+) -> Result<Done, Error> {
+    let caches = super::cache::caches(&options.substitution, options.offline, &options.io, shell)?;
+    if let Some(older) = run_older(options, shell, progress)? {
+        return Ok(Done::Older(older));
+    }
+    run_experiment(options, caches.as_ref(), shell, progress, jobs).map(Done::Ran)
+}
+
+/// Executes what is missing of `options.selection`, substituting from
+/// `caches` first, and writes its report.
+fn run_experiment(
+    options: &RunOptions,
+    caches: Option<&crate::cache::Caches>,
+    shell: &dyn Shell,
+    progress: &mut dyn FnMut(&Spec, &ExecEvent),
+    jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<Ran, Error> {
     let mode = LockMode::Run {
         locked: options.locked,
-        offline: options.offline,
+        network: Network::new(options.offline, &options.io),
     };
     let common = &options.selection;
     let experiment = &common.experiment;
@@ -129,6 +179,7 @@ pub fn run(
                 &used,
                 loaded.runtime,
                 Verbosity::Missing,
+                &options.io,
                 shell,
             )?;
             fail_on(&fetched.failures, experiment, true)?;
@@ -145,7 +196,7 @@ pub fn run(
     // The lockfile is settled: record how to run each of its runs, for when
     // the experiment has moved on (`run --lockfile` of a copy of it).
     realise::record_lockfile_runs(&loaded)?;
-    if let Some(caches) = &options.caches
+    if let Some(caches) = caches
         && super::substitute::substitute(caches, &loaded.store, &plan, shell)?
     {
         (plan, index) = plan_and_index(&loaded, common)?;
@@ -254,7 +305,13 @@ fn execute(
         &loaded.store,
     )?;
     if let Executor::Slurm(slurm) = &options.executor {
-        return Ok(slurm::execute(&launches, &loaded.store, slurm, jobs)?);
+        return Ok(slurm::execute(
+            &launches,
+            &loaded.store,
+            slurm,
+            &options.io,
+            jobs,
+        )?);
     }
     if launches.is_empty() {
         return Ok(exec::execute(
@@ -263,6 +320,7 @@ fn execute(
             plan,
             &loaded.store,
             exec,
+            &options.io,
             &mut |event| progress(&loaded.spec, &event),
         )?);
     }
@@ -272,6 +330,7 @@ fn execute(
         &materials,
         &loaded.store,
         exec,
+        &options.io,
         Some(&loaded.inputs),
         &mut |_, event| progress(&loaded.spec, event),
     )?;

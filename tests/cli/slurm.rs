@@ -392,6 +392,7 @@ mod executor {
     #[test]
     fn a_studys_launches_run_as_jobs_of_perfpipe_realise_once() {
         use perfpipe::exec::slurm::{SlurmExec, execute};
+        use perfpipe::tokio_runtime::Io;
 
         let Some(cluster) = Cluster::start() else {
             return;
@@ -409,8 +410,10 @@ mod executor {
             jobs: None,
         };
         let mut events = Vec::new();
-        let summary = execute(&launches, &store, &exec, &mut |_, e| events.push(e.clone()))
-            .unwrap_or_else(|e| panic!("{e}: {}", cluster.logs()));
+        let summary = execute(&launches, &store, &exec, &Io::new(), &mut |_, e| {
+            events.push(e.clone())
+        })
+        .unwrap_or_else(|e| panic!("{e}: {}", cluster.logs()));
         let logs = || {
             std::fs::read_dir(env.path("store/logs/slurm"))
                 .into_iter()
@@ -433,7 +436,10 @@ mod executor {
         assert_eq!(submitted, launches.len(), "{events:?}");
 
         let mut again = Vec::new();
-        execute(&launches, &store, &exec, &mut |_, e| again.push(e.clone())).unwrap();
+        execute(&launches, &store, &exec, &Io::new(), &mut |_, e| {
+            again.push(e.clone())
+        })
+        .unwrap();
         assert_eq!(again, [], "a second time submits nothing");
         let planned = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
         let text = String::from_utf8_lossy(&planned.stdout);
@@ -455,6 +461,7 @@ mod executor {
     fn a_launch_rebuilt_from_a_half_done_launchs_runs_follows_its_job() {
         use perfpipe::exec::slurm::{SlurmExec, execute};
         use perfpipe::launch::LaunchMaterial;
+        use perfpipe::tokio_runtime::Io;
 
         let Some(cluster) = Cluster::start() else {
             return;
@@ -505,9 +512,13 @@ mod executor {
             jobs: None,
         };
         let mut events = Vec::new();
-        let summary = execute(&[(rest_key, rest.clone())], &store, &exec, &mut |_, e| {
-            events.push(e.clone())
-        })
+        let summary = execute(
+            &[(rest_key, rest.clone())],
+            &store,
+            &exec,
+            &Io::new(),
+            &mut |_, e| events.push(e.clone()),
+        )
         .unwrap_or_else(|e| panic!("{e}: {}", cluster.logs()));
         assert!(
             matches!(events.first(), Some(JobEvent::Adopted { id, .. }) if *id == left),

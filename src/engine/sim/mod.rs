@@ -110,6 +110,8 @@ pub fn main(argv: &[String]) -> i32 {
         max_seqs: config.max_seqs as usize,
         token_budget: config.token_budget as usize,
     };
+    // A process of its own (`perfpipe sim-engine`, started as an engine is):
+    // its runtime is made here, where that program starts.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

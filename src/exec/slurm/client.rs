@@ -301,10 +301,8 @@ mod tests {
             move |o| told.lock().unwrap().push(o.clone())
         });
         let mut tries = 0;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let io = crate::tokio_runtime::Io::new();
+        let runtime = io.handle().unwrap();
         let result = runtime.block_on(patiently("squeue", retry, backoff, &notice, || {
             tries += 1;
             let outcome = if tries <= failures {

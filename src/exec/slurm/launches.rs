@@ -36,6 +36,7 @@ pub fn execute(
     launches: &[(LaunchKey, LaunchMaterial)],
     store: &Store,
     exec: &SlurmExec,
+    io: &crate::tokio_runtime::Io,
     report: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<ExecSummary, ExecError> {
     exec.options
@@ -62,10 +63,7 @@ pub fn execute(
             )
         })
         .collect();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(ExecError::Tokio)?;
+    let runtime = io.handle().map_err(ExecError::Tokio)?;
     let cancel = runtime
         .block_on(async { crate::exec::watch_signals() })
         .map_err(ExecError::Tokio)?;

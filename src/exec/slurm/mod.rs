@@ -54,18 +54,19 @@ pub enum Error {
 }
 
 impl Error {
-    /// The exit code of a run that ends with this error: a value Slurm
+    /// Whose fault a run that ends with this error is: a value Slurm
     /// would not take is the user's; a Slurm that cannot be asked or
     /// refuses is the environment's, never an internal error.
-    pub fn exit_code(&self) -> u8 {
+    pub fn kind(&self) -> crate::error_kind::ErrorKind {
+        use crate::error_kind::ErrorKind;
         match self {
-            Self::Options(_) => crate::exit_code::USAGE,
-            Self::Interrupted { .. } => crate::exit_code::INTERRUPTED,
+            Self::Options(_) => ErrorKind::Usage,
+            Self::Interrupted { .. } => ErrorKind::Interrupted,
             Self::Command(_)
             | Self::Unreachable { .. }
             | Self::Unreadable { .. }
             | Self::Parse(_)
-            | Self::Logs(_) => crate::exit_code::RUNS_FAILED,
+            | Self::Logs(_) => ErrorKind::Environment,
         }
     }
 }

@@ -54,10 +54,11 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// Resolves pins over HTTP(S), blocking the caller. Its client (TLS, root
-/// certificates) and runtime are made at the first request: a command with
-/// nothing to ask sets up nothing.
+/// Resolves pins over HTTP(S), blocking the caller on the process's
+/// runtime. Its client (TLS, root certificates) is made, and the runtime
+/// started, at the first request: a command with nothing to ask sets up nothing.
 pub struct Online {
+    io: crate::tokio_runtime::Io,
     connection: OnceLock<Result<Connection, String>>,
     hub: HubAccess,
     registry_login: Option<(String, String)>,
@@ -68,7 +69,7 @@ pub struct Online {
 
 struct Connection {
     client: reqwest::Client,
-    runtime: tokio::runtime::Runtime,
+    runtime: tokio::runtime::Handle,
 }
 
 impl std::fmt::Debug for Online {
@@ -84,8 +85,9 @@ impl Online {
     /// Reads the Hub's access ([`HubAccess`]), and `PERFPIPE_REGISTRY_USERNAME`
     /// with `PERFPIPE_REGISTRY_PASSWORD` (sent to a registry's token endpoint,
     /// e.g. `$oauthtoken` and an API key for NGC).
-    pub fn from_env() -> Self {
+    pub fn from_env(io: &crate::tokio_runtime::Io) -> Self {
         Self {
+            io: io.clone(),
             connection: OnceLock::new(),
             hub: HubAccess::from_env(),
             registry_login: env_var("PERFPIPE_REGISTRY_USERNAME")
@@ -100,9 +102,9 @@ impl Online {
                 .timeout(Duration::from_secs(60))
                 .build()
                 .map_err(|e| format!("cannot set up an HTTPS client: {e}"))?;
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
+            let runtime = self
+                .io
+                .handle()
                 .map_err(|e| format!("cannot set up an HTTPS client: {e}"))?;
             Ok(Connection { client, runtime })
         });
