@@ -33,6 +33,7 @@ pub mod cache;
 #[macro_use]
 pub mod cli;
 pub mod clock;
+pub mod cpu;
 pub mod digest;
 pub mod drv;
 pub mod engine;

@@ -93,6 +93,9 @@ pub struct HardwarePart {
     pub gpu: String,
     /// GPUs the machine has.
     pub gpus: u32,
+    /// The CPU of `hardware "cpu"`; absent on GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::spec::CpuDecl>,
 }
 
 /// The benchmark client with every option explicit.
@@ -256,6 +259,7 @@ pub fn launches(spec: &Spec, plan: &Plan, options: &LaunchOptions) -> Vec<Launch
                 hardware: HardwarePart {
                     gpu: spec.hardware.gpu.clone(),
                     gpus: spec.hardware.gpus,
+                    cpu: spec.hardware.cpu.clone(),
                 },
                 harness: harness.clone(),
                 runs: runs

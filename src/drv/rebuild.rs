@@ -193,6 +193,7 @@ pub fn rebuild(launches: &[LaunchMaterial], input_dir: &Path) -> Result<Rebuilt,
         hardware: Hardware {
             gpu: first.hardware.gpu.clone(),
             gpus: first.hardware.gpus,
+            cpu: first.hardware.cpu.clone(),
         },
         model: steps[0].model.clone(),
         runtime: Some(runtime),

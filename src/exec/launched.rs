@@ -300,6 +300,11 @@ impl Launched {
         self.instances.iter().map(|i| i.base_url.clone()).collect()
     }
 
+    /// Each instance's process group (its process and its workers).
+    pub fn process_groups(&self) -> Vec<i32> {
+        self.instances.iter().map(|i| i.process.pid()).collect()
+    }
+
     pub fn has_exited(&mut self) -> bool {
         self.instances
             .iter_mut()

@@ -11,8 +11,19 @@ use crate::spec::{EngineDecl, EngineKind, HarnessKind, Spec};
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The machine's GPUs, refused when they are not what the experiment declares.
+/// The machine's GPUs, refused when they are not what the experiment
+/// declares; on `hardware "cpu"`, its CPU, refused when it is not the one
+/// declared.
 pub async fn discover(spec: &Spec) -> Result<Machine, ExecError> {
+    if let Some(declared) = &spec.hardware.cpu {
+        let cpu = read_cpu().map_err(ExecError::Cpu)?;
+        crate::cpu::check(declared, &cpu).map_err(ExecError::Cpu)?;
+        return Ok(Machine {
+            gpus: Vec::new(),
+            cuda_version: String::new(),
+            cpu: Some(cpu),
+        });
+    }
     let smi = |e: external::Error| ExecError::Gpus(e.into());
     let query = external::read("nvidia-smi", gpus::QUERY, TOOL_TIMEOUT)
         .await
@@ -24,10 +35,22 @@ pub async fn discover(spec: &Spec) -> Result<Machine, ExecError> {
     let machine = Machine {
         gpus,
         cuda_version: gpus::parse_cuda_version(&banner.stdout).unwrap_or_default(),
+        cpu: None,
     };
     let declared = crate::gpu::lookup(&spec.hardware.gpu).expect("the spec names a known GPU");
     gpus::check(&machine, declared, spec.hardware.gpus).map_err(ExecError::Gpus)?;
     Ok(machine)
+}
+
+/// This machine's CPU, from `/proc/cpuinfo` and `/proc/meminfo`.
+fn read_cpu() -> Result<crate::cpu::CpuFacts, crate::cpu::Error> {
+    let read = |path: &str| {
+        std::fs::read_to_string(path).map_err(|e| crate::cpu::Error::Unreadable {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })
+    };
+    crate::cpu::parse(&read("/proc/cpuinfo")?, &read("/proc/meminfo")?)
 }
 
 /// The processes holding memory on this machine's GPUs; none when

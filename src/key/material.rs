@@ -67,6 +67,9 @@ pub struct HardwareMaterial {
     /// Instances measured together (`measure=all`); absent for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<u32>,
+    /// The CPU of `hardware "cpu"`; absent on GPUs, so their keys are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::spec::CpuDecl>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,6 +156,7 @@ impl KeyMaterial {
                 gpu: spec.hardware.gpu.clone(),
                 gpus_per_instance: step.gpus,
                 instances: (step.instances() > 1).then_some(step.instances()),
+                cpu: spec.hardware.cpu.clone(),
             },
             harness: HarnessMaterial {
                 name: harness.kind.name().into(),

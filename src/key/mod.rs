@@ -74,6 +74,7 @@ mod tests {
                 gpu: "nvidia-h100-80gb".into(),
                 gpus_per_instance: 2,
                 instances: None,
+                cpu: None,
             },
             harness: HarnessMaterial {
                 name: "builtin".into(),

@@ -189,7 +189,7 @@ impl From<ExecError> for Error {
     fn from(e: ExecError) -> Self {
         match e {
             ExecError::Interrupted => Self::Interrupted,
-            e @ ExecError::Gpus(_) => Self::Machine(e),
+            e @ (ExecError::Gpus(_) | ExecError::Cpu(_)) => Self::Machine(e),
             ExecError::Unstartable { ref why, .. } => Self::Usage {
                 hint: why.hint.to_owned(),
                 message: e.to_string(),

@@ -80,10 +80,32 @@ impl Objective {
 
 #[derive(Debug, Clone)]
 pub struct Hardware {
-    /// Normalized GPU type, e.g. `nvidia-a100-sxm4-80gb`.
+    /// Normalized GPU type, e.g. `nvidia-a100-sxm4-80gb`; [`CPU_HARDWARE`]
+    /// for a machine measured without GPUs.
     pub gpu: String,
-    /// GPUs on the box.
+    /// GPUs on the box; 0 on CPU hardware.
     pub gpus: u32,
+    /// The CPU of a machine without GPUs (`hardware "cpu" ...`).
+    pub cpu: Option<CpuDecl>,
+}
+
+/// The hardware name of a study measured on CPUs alone.
+pub const CPU_HARDWARE: &str = "cpu";
+
+/// A machine without GPUs, as a study declares it and as `/proc/cpuinfo`
+/// and `/proc/meminfo` must confirm it: what changes a CPU engine's numbers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CpuDecl {
+    /// `/proc/cpuinfo`'s `model name`, e.g. `AMD EPYC 9654 96-Core Processor`.
+    pub model: String,
+    /// Logical CPUs (`processor` entries of `/proc/cpuinfo`).
+    pub cores: u32,
+    /// `MemTotal` in whole GiB, when declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gib: Option<u32>,
+    /// The instruction-set features engines choose kernels by that the CPU
+    /// has (of [`crate::cpu::ENGINE_FEATURES`]), sorted.
+    pub isa: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
