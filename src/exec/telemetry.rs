@@ -77,12 +77,22 @@ fn processes(groups: &[i32]) -> Option<ProcessSample> {
     let stats: Vec<ProcStat> = std::fs::read_dir("/proc")
         .ok()?
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
         .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
         .filter_map(|text| telemetry::parse_proc_stat(&text))
         .collect();
     // SAFETY: sysconf only reads configuration values.
-    let (ticks, page) = unsafe { (libc::sysconf(libc::_SC_CLK_TCK), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let (ticks, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_CLK_TCK),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
     let sample = telemetry::process_sample(
         &stats,
         groups,

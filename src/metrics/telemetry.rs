@@ -315,7 +315,10 @@ mod tests {
         });
         assert_eq!(s.process_samples, 2);
         assert_eq!(s.engine_cpu_seconds, Some(6.5), "the run's increase");
-        assert!(s.gpu_samples == 0 && s.mean_power_w.is_none(), "no GPU numbers invented");
+        assert!(
+            s.gpu_samples == 0 && s.mean_power_w.is_none(),
+            "no GPU numbers invented"
+        );
     }
 
     #[test]

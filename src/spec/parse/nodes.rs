@@ -69,7 +69,9 @@ impl Decoder {
                     self.error(
                         SpecDiagnostic::new(
                             e.span(),
-                            format!("`{feature}` is not an instruction-set feature perfpipe keys on"),
+                            format!(
+                                "`{feature}` is not an instruction-set feature perfpipe keys on"
+                            ),
                             "unknown feature",
                         )
                         .with_help(one_of(crate::cpu::ENGINE_FEATURES.iter().copied())),
@@ -641,7 +643,6 @@ fn load_points(
 mod tests {
     use crate::spec::{Objective, SourceFile, parse};
 
-
     fn parsed(objective: &str) -> Result<Objective, Vec<(String, Option<String>)>> {
         let text = format!(
             r#"experiment "e" {{
@@ -707,7 +708,11 @@ mod tests {
         assert_eq!(cpu.isa, ["avx2", "avx512f"], "in /proc/cpuinfo's order");
         assert_eq!((spec.hardware.gpus, spec.steps[0].gpus), (0, 0));
         assert_eq!(
-            cpu_study(r#"hardware "cpu" model="x" cores=2"#, "step s engine=vllm gpus=1").unwrap_err(),
+            cpu_study(
+                r#"hardware "cpu" model="x" cores=2"#,
+                "step s engine=vllm gpus=1"
+            )
+            .unwrap_err(),
             ["the hardware is `\"cpu\"`: steps use no GPUs"]
         );
         assert_eq!(
@@ -719,7 +724,11 @@ mod tests {
         );
         // A GPU study still needs its steps' GPUs.
         assert_eq!(
-            cpu_study(r#"hardware "nvidia-h100-sxm5-80gb" gpus=1"#, "step s engine=vllm").unwrap_err(),
+            cpu_study(
+                r#"hardware "nvidia-h100-sxm5-80gb" gpus=1"#,
+                "step s engine=vllm"
+            )
+            .unwrap_err(),
             ["`step` needs `gpus=`"]
         );
     }

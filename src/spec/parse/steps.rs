@@ -46,8 +46,12 @@ impl Decoder {
         let gpus = if self.cpu_only {
             if let Some(e) = prop(node, "gpus") {
                 self.error(
-                    SpecDiagnostic::new(e.span(), "the hardware is `\"cpu\"`: steps use no GPUs", "here")
-                        .with_help("remove `gpus=`, or declare a GPU type in `hardware`"),
+                    SpecDiagnostic::new(
+                        e.span(),
+                        "the hardware is `\"cpu\"`: steps use no GPUs",
+                        "here",
+                    )
+                    .with_help("remove `gpus=`, or declare a GPU type in `hardware`"),
                 );
                 return None;
             }
