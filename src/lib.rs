@@ -57,6 +57,7 @@ pub mod plan;
 pub mod plural;
 pub mod progress;
 pub mod project;
+pub mod pyenv;
 pub mod regular_file;
 pub mod report;
 pub mod rng;

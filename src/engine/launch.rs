@@ -21,7 +21,10 @@ pub struct Launch {
 const PASSED_BY_NAME: &[&str] = &["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"];
 
 /// The engine's official image for a version; `image=` on the engine overrides it.
+/// A local version (`0.32.0+cpu`) names a build of its public version, whose
+/// image it gets: a docker tag cannot hold `+`.
 pub fn default_image(engine: EngineKind, version: &str) -> String {
+    let version = crate::pyenv::public_version(version);
     match engine {
         EngineKind::Vllm => format!("vllm/vllm-openai:v{version}"),
         EngineKind::Sglang => format!("lmsysorg/sglang:v{version}-cu129"),
@@ -177,6 +180,11 @@ mod tests {
         assert_eq!(
             default_image(EngineKind::Trtllm, "1.2.0rc1"),
             "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc1"
+        );
+        assert_eq!(
+            default_image(EngineKind::Vllm, "0.32.0+cpu"),
+            "vllm/vllm-openai:v0.32.0",
+            "a docker tag cannot hold `+`"
         );
         let engine = EngineDecl {
             kind: EngineKind::Sglang,

@@ -64,20 +64,27 @@ pub async fn gpu_processes() -> Vec<gpus::GpuProcess> {
 
 /// Under `local`, the engine on PATH must be the declared version.
 pub async fn check_local_version(engine: &EngineDecl) -> Result<(), ExecError> {
-    let (program, args): (&str, &[&str]) = match engine.kind {
-        EngineKind::Vllm | EngineKind::VllmAscend => ("vllm", &["--version"]),
+    let (program, package, args): (&str, &str, &[&str]) = match engine.kind {
+        EngineKind::Vllm | EngineKind::VllmAscend => ("vllm", "vllm", &["--version"]),
         // Never started: `engine::startable` refuses it before anything runs.
         EngineKind::Mindie => return Ok(()),
         EngineKind::Sglang => (
             "python3",
+            "sglang",
             &["-c", "import sglang; print(sglang.__version__)"],
         ),
         EngineKind::Trtllm => (
             "python3",
+            "tensorrt_llm",
             &["-c", "import tensorrt_llm; print(tensorrt_llm.__version__)"],
         ),
     };
-    check_version(engine.kind.display_name(), program, args, &engine.version).await
+    let installed = Installed {
+        program,
+        package,
+        args,
+    };
+    check_version(engine.kind.display_name(), &installed, &engine.version).await
 }
 
 /// An external harness must be the declared version: it is part of every key.
@@ -85,37 +92,60 @@ pub async fn check_harness_version(harness: &HarnessKind) -> Result<(), ExecErro
     match harness {
         HarnessKind::Builtin => Ok(()),
         HarnessKind::VllmBench { version } => {
-            check_version("vllm bench serve", "vllm", &["--version"], version).await
+            let installed = Installed {
+                program: "vllm",
+                package: "vllm",
+                args: &["--version"],
+            };
+            check_version("vllm bench serve", &installed, version).await
         }
         HarnessKind::Guidellm { version } => {
-            check_version("guidellm", "guidellm", &["--version"], version).await
+            let installed = Installed {
+                program: "guidellm",
+                package: "guidellm",
+                args: &["--version"],
+            };
+            check_version("guidellm", &installed, version).await
         }
     }
     .map_err(|e| ExecError::Harness(Box::new(e)))
 }
 
-/// Runs `program args` and compares the last line it prints with `declared`.
+/// A Python program on PATH and the package it belongs to.
+struct Installed<'a> {
+    program: &'a str,
+    package: &'a str,
+    /// What prints its version when the package's metadata cannot be found.
+    args: &'a [&'a str],
+}
+
+/// Compares the installed version with `declared`: read from the package's
+/// metadata in the program's environment (a file read), else from what
+/// `program args` prints (`vllm --version` imports torch: 25-50 s).
 async fn check_version(
     name: &'static str,
-    program: &str,
-    args: &[&str],
+    installed: &Installed<'_>,
     declared: &str,
 ) -> Result<(), ExecError> {
-    let stdout = external::read(program, args, TOOL_TIMEOUT)
-        .await
-        .map_err(|source| ExecError::EngineMissing {
-            engine: name,
-            source,
-        })?;
-    // TensorRT-LLM prints a banner on import and guidellm a label
-    // ("guidellm version: 0.7.2"): the version is the last word printed.
-    let found = stdout.split_whitespace().last().unwrap_or("");
-    let found = found.trim_start_matches('v');
-    if found != declared.trim_start_matches('v') {
+    let found = match crate::pyenv::installed_version(installed.program, installed.package) {
+        Some(found) => found,
+        None => {
+            let stdout = external::read(installed.program, installed.args, TOOL_TIMEOUT)
+                .await
+                .map_err(|source| ExecError::EngineMissing {
+                    engine: name,
+                    source,
+                })?;
+            // TensorRT-LLM prints a banner on import and guidellm a label
+            // ("guidellm version: 0.7.2"): the version is the last word printed.
+            stdout.split_whitespace().last().unwrap_or("").to_owned()
+        }
+    };
+    if !crate::pyenv::versions_match(declared, &found) {
         return Err(ExecError::EngineVersion {
             engine: name,
             declared: declared.to_owned(),
-            found: found.to_owned(),
+            found: found.trim_start_matches('v').to_owned(),
         });
     }
     Ok(())

@@ -121,6 +121,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test writes the model directory a user would have"
+    )]
     fn one_changed_byte_of_the_weights_changes_the_directory_s_hash() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config.json"), "{}").unwrap();
