@@ -171,7 +171,7 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
         };
         let kv = t
             .mean_kv_cache_usage
-            .map_or("-".to_owned(), |u| format!("{:.0}%", u * 100.0));
+            .map_or("-".to_owned(), kv_cache_percent);
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {throttling} | {kv} | {} | {} | {} |",
@@ -183,5 +183,30 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
             num(t.max_waiting, 0),
             num(t.preemptions, 0)
         );
+    }
+}
+
+/// A KV-cache usage (0..1) as a percentage with two significant digits, so
+/// a small one is not "0%": a tiny model on a CPU uses 0.2 % of its cache.
+fn kv_cache_percent(usage: f64) -> String {
+    let percent = usage * 100.0;
+    if percent <= 0.0 || !percent.is_finite() {
+        return format!("{percent:.0}%");
+    }
+    let decimals = (1.0 - percent.log10().floor()).clamp(0.0, 6.0) as usize;
+    format!("{percent:.decimals$}%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_kv_cache_usage_keeps_digits_enough_to_be_non_zero() {
+        let shown: Vec<String> = [0.473, 0.025, 0.002, 0.000_13, 0.0]
+            .into_iter()
+            .map(kv_cache_percent)
+            .collect();
+        assert_eq!(shown, ["47%", "2.5%", "0.20%", "0.013%", "0%"]);
     }
 }
