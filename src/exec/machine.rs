@@ -119,6 +119,40 @@ struct Installed<'a> {
     args: &'a [&'a str],
 }
 
+/// What `program args` printed, asked once per command: the engine and
+/// the `vllm-bench` harness are the same `vllm`, and each ask costs seconds.
+static PRINTED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The version `program args` prints (the last word: TensorRT-LLM prints a
+/// banner on import, guidellm a label, "guidellm version: 0.7.2").
+async fn printed_version(
+    name: &'static str,
+    installed: &Installed<'_>,
+) -> Result<String, ExecError> {
+    let asked = format!("{} {}", installed.program, installed.args.join(" "));
+    let known = PRINTED
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .find(|(a, _)| *a == asked)
+        .map(|(_, v)| v.clone());
+    if let Some(version) = known {
+        return Ok(version);
+    }
+    let stdout = external::read(installed.program, installed.args, TOOL_TIMEOUT)
+        .await
+        .map_err(|source| ExecError::EngineMissing {
+            engine: name,
+            source,
+        })?;
+    let version = stdout.split_whitespace().last().unwrap_or("").to_owned();
+    PRINTED
+        .lock()
+        .expect("not poisoned")
+        .push((asked, version.clone()));
+    Ok(version)
+}
+
 /// Compares the installed version with `declared`: read from the package's
 /// metadata in the program's environment (a file read), else from what
 /// `program args` prints (`vllm --version` imports torch: 25-50 s).
@@ -129,17 +163,7 @@ async fn check_version(
 ) -> Result<(), ExecError> {
     let found = match crate::pyenv::installed_version(installed.program, installed.package) {
         Some(found) => found,
-        None => {
-            let stdout = external::read(installed.program, installed.args, TOOL_TIMEOUT)
-                .await
-                .map_err(|source| ExecError::EngineMissing {
-                    engine: name,
-                    source,
-                })?;
-            // TensorRT-LLM prints a banner on import and guidellm a label
-            // ("guidellm version: 0.7.2"): the version is the last word printed.
-            stdout.split_whitespace().last().unwrap_or("").to_owned()
-        }
+        None => printed_version(name, installed).await?,
     };
     if !crate::pyenv::versions_match(declared, &found) {
         return Err(ExecError::EngineVersion {

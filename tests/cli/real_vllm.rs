@@ -105,7 +105,11 @@ fn a_cpu_study_runs_on_a_real_vllm_and_is_keyed_by_the_model_s_bytes() {
         let provenance = &result["provenance"];
         assert_eq!(provenance["kind"], "measured_on_cpu", "{provenance}");
         assert!(provenance.get("gpu").is_none() && provenance.get("driver").is_none());
-        assert_eq!(result["outcome"]["status"], "ok", "{}", result["outcome"]);
+        assert_eq!(
+            result["outcome"]["status"], "success",
+            "{}",
+            result["outcome"]
+        );
         let lines = telemetry_lines(dir);
         assert!(
             !lines.iter().any(|l| l.get("gpu").is_some()),
