@@ -158,6 +158,14 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
         return;
     }
     out.push_str("\nTelemetry while measuring:\n\n");
+    // Runs on a machine without GPUs: the engine's processes instead of GPUs.
+    if with
+        .iter()
+        .all(|(_, t)| t.gpu_samples == 0 && t.process_samples > 0)
+    {
+        cpu_telemetry(out, &with);
+        return;
+    }
     out.push_str("| Step | Workload | Mean power (W) | Max temp (°C) | Throttling | Mean KV cache | Max running | Max waiting | Preemptions |\n");
     out.push_str("|---|---|---:|---:|---|---:|---:|---:|---:|\n");
     let num = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
@@ -179,6 +187,29 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
             cell_code(&r.workload),
             num(t.mean_power_w, 1),
             num(t.max_temperature_c, 0),
+            num(t.max_running, 0),
+            num(t.max_waiting, 0),
+            num(t.preemptions, 0)
+        );
+    }
+}
+
+/// Telemetry of runs without GPUs: the engine's CPU time and resident memory.
+fn cpu_telemetry(out: &mut String, with: &[(&RunRecord, &TelemetrySummary)]) {
+    out.push_str("| Step | Workload | Engine CPU (s) | Max engine RSS (MiB) | Mean KV cache | Max running | Max waiting | Preemptions |\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|\n");
+    let num = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
+    for (r, t) in with {
+        let kv = t
+            .mean_kv_cache_usage
+            .map_or("-".to_owned(), kv_cache_percent);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {kv} | {} | {} | {} |",
+            cell_code(&r.step),
+            cell_code(&r.workload),
+            num(t.engine_cpu_seconds, 1),
+            num(t.max_engine_rss_mib, 0),
             num(t.max_running, 0),
             num(t.max_waiting, 0),
             num(t.preemptions, 0)

@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use crate::common::real_vllm::{self, ARGS, ENV, RealVllm};
 use crate::common::{TestEnv, exited, live_processes, random_hex, stderr};
 
-/// A study on this machine's CPU: two steps that differ in `--max-num-seqs`,
+/// A study on this machine's CPU: a step per `--max-num-seqs` of `seqs`,
 /// two workloads on each launch, the model `model`.
-fn cpu_study(model: &Path) -> String {
+fn cpu_study(model: &Path, seqs: &[u32]) -> String {
     let cpu = cpu_line();
     let args: Vec<String> = ARGS.iter().map(|a| format!("{a:?}")).collect();
     let env: Vec<String> = ENV.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
-    let step = |name: &str, seqs: u32| {
+    let step = |seqs: u32| {
+        let name = format!("seqs{seqs}");
         format!(
             "    step {name} engine=vllm {{\n        args {} \"--max-num-seqs\" \"{seqs}\"\n        env {}\n        workloads short long\n    }}\n",
             args.join(" "),
@@ -28,11 +29,10 @@ fn cpu_study(model: &Path) -> String {
         "experiment \"tiny-cpu\" {{\n    {cpu}\n    model {:?}\n    runtime local\n    engine vllm version=\"{}+cpu\"\n    \
          harness builtin ignore-eos=#true\n    \
          workload short {{ dataset random input=64 output=64; prompts 32; concurrency 8 }}\n    \
-         workload long {{ dataset random input=512 output=16; prompts 16; concurrency 4 }}\n{}{}}}\n",
+         workload long {{ dataset random input=512 output=16; prompts 16; concurrency 4 }}\n{}}}\n",
         model.display(),
         real_vllm::VERSION,
-        step("seqs4", 4),
-        step("seqs8", 8),
+        seqs.iter().map(|s| step(*s)).collect::<String>(),
     )
 }
 
@@ -86,7 +86,7 @@ fn a_cpu_study_runs_on_a_real_vllm_and_is_keyed_by_the_model_s_bytes() {
     };
     let env = TestEnv::new();
     let model = copy_model(&env, &vllm);
-    env.write("cpu.kdl", &cpu_study(&model));
+    env.write("cpu.kdl", &cpu_study(&model, &[4, 8]));
     let tag = format!("real-vllm-{}", random_hex());
     let out = perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
         .output()
@@ -149,6 +149,13 @@ fn a_cpu_study_runs_on_a_real_vllm_and_is_keyed_by_the_model_s_bytes() {
         "the second run on each engine follows a prefix-cache reset"
     );
 
+    let report = env.read("reports/cpu.md");
+    assert!(
+        report.contains("| Engine CPU (s) | Max engine RSS (MiB) |")
+            && !report.contains("Mean power"),
+        "{report}"
+    );
+
     // Everything is stored: a second run starts nothing.
     let samples = env.samples();
     let again = exited(
@@ -184,12 +191,12 @@ fn a_cpu_study_runs_on_a_real_vllm_and_is_keyed_by_the_model_s_bytes() {
 }
 
 #[test]
-fn perfpipe_killed_while_vllm_starts_leaves_no_vllm_process() {
+fn perfpipe_killed_while_vllm_starts_leaves_no_vllm_process_and_the_next_run_measures() {
     let Some(vllm) = RealVllm::installed() else {
         return;
     };
     let env = TestEnv::new();
-    env.write("cpu.kdl", &cpu_study(&vllm.model));
+    env.write("cpu.kdl", &cpu_study(&vllm.model, &[4]));
     let tag = format!("real-vllm-{}", random_hex());
     let mut child = perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
         .stdout(std::process::Stdio::null())
@@ -217,6 +224,13 @@ fn perfpipe_killed_while_vllm_starts_leaves_no_vllm_process() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The next run measures: nothing of the killed one is in its way.
+    let out = perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
+        .output()
+        .unwrap();
+    exited(out, 0);
+    assert_eq!(env.results().len(), 2);
+    assert_eq!(live_processes(&tag), Vec::<u32>::new());
 }
 
 /// Tagged processes other than perfpipe itself.
