@@ -5,8 +5,10 @@
 # apache2-utils (htpasswd: the bcrypt logins of the authenticated registry),
 # slurm-wlm and munge (the one-node cluster of the Slurm tests), chromium
 # (loads the HTML report headless) and util-linux (setpriv: a root test drops
-# to nobody where permissions must bind).
+# to nobody where permissions must bind). Then scripts/real-vllm.sh: vLLM's
+# CPU build and a tiny model, outside the clone, for the real-engine tests.
 set -euo pipefail
+here="$(dirname "$0")"
 
 missing=()
 [ -x /usr/bin/python3 ] || missing+=(python3)
@@ -17,10 +19,12 @@ command -v htpasswd >/dev/null || missing+=(apache2-utils)
 [ -x /usr/sbin/munged ] || missing+=(munge)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/setpriv ] || missing+=(util-linux)
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "installing ${missing[*]} (Debian packages the tests use)" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "installing ${missing[*]} (Debian packages the tests use)" >&2
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+"$here/real-vllm.sh"

@@ -31,12 +31,15 @@
 //! experiment  spec      KDL → typed experiment, with spans       (pure)
 //! facts       facts     engines, runtimes, serve commands, flags,
 //!                       versions                                 (pure)
+//!             cpu       CPU types: declared, read from /proc     (pure)
 //!             metrics   the metrics model, result blocks         (pure)
 //!             dataset   dataset files and sampled prompts        (pure)
 //! mechanisms  digest, atomic_write, regular_file, filelock, plural,
 //!             clock, rng, secrets, error_kind (what a script tells
 //!             apart), tokio_runtime (the one runtime), tls, host, gpu,
-//!             external, tokenizer, stderr (`eoutln!`), oci (the one
+//!             external, tokenizer, stderr (`eoutln!`), kdl_string
+//!             (the one KDL string writer), pyenv (a Python package's
+//!             version from its metadata), oci (the one
 //!             client of the OCI distribution API: references, media
 //!             types, the token handshake)
 //! ```
@@ -53,9 +56,9 @@ pub mod cache;
 #[macro_use]
 pub mod cli;
 pub mod clock;
+pub mod cpu;
 pub mod dataset;
 pub mod digest;
-
 pub mod engine;
 pub mod error_kind;
 pub mod exec;
@@ -70,6 +73,7 @@ pub mod gpu;
 pub mod harness;
 pub mod host;
 pub mod inputs;
+pub mod kdl_string;
 pub mod key;
 pub mod launch;
 pub mod lock;
@@ -81,6 +85,7 @@ pub mod plan;
 pub mod plural;
 pub mod progress;
 pub mod project;
+pub mod pyenv;
 pub mod regular_file;
 pub mod report;
 pub mod rng;

@@ -23,7 +23,7 @@ pub enum Source {
 impl Source {
     pub fn of(provenance: &Provenance) -> Self {
         match provenance {
-            Provenance::Measured { .. } => Self::Measured,
+            Provenance::Measured { .. } | Provenance::MeasuredOnCpu { .. } => Self::Measured,
             Provenance::Simulated { .. } => Self::Simulated,
             Provenance::Published { .. } => Self::Published,
         }

@@ -98,7 +98,8 @@ pub enum Command {
     #[command(after_long_help = examples::INIT)]
     Init(InitArgs),
     /// Benchmark any OpenAI-compatible server, with `vllm bench serve`'s options and numbers.
-    #[command(after_long_help = examples::BENCH)]
+    // The last of a repeated option wins, as in `vllm bench serve` (argparse).
+    #[command(after_long_help = examples::BENCH, args_override_self = true)]
     Bench(Box<BenchArgs>),
     /// Check the store (`verify`), list a run's files (`path`) and remove what nothing reaches (`gc`).
     #[command(after_long_help = examples::STORE)]
@@ -700,7 +701,8 @@ fn parse_percent(text: &str) -> Result<f64, String> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
-    /// `/v1/completions` requests.
+    /// `/v1/completions` requests (`vllm`: vLLM's own name for them).
+    #[value(alias = "vllm")]
     Openai,
     /// `/v1/chat/completions` requests.
     OpenaiChat,

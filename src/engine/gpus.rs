@@ -22,6 +22,8 @@ pub struct GpuInfo {
 pub struct Machine {
     pub gpus: Vec<GpuInfo>,
     pub cuda_version: String,
+    /// The CPU of a machine measured without GPUs (`hardware "cpu"`).
+    pub cpu: Option<crate::cpu::CpuFacts>,
 }
 
 #[derive(Debug, Error)]
@@ -206,6 +208,7 @@ mod tests {
         let machine = Machine {
             gpus,
             cuda_version: "12.4".into(),
+            cpu: None,
         };
         let a100 = crate::gpu::lookup("nvidia-a100-sxm4-80gb").unwrap();
         assert!(check(&machine, a100, 2).is_ok());

@@ -165,6 +165,11 @@ mod tests {
             default_image(EngineKind::Trtllm, "1.2.0rc1"),
             "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc1"
         );
+        assert_eq!(
+            default_image(EngineKind::Vllm, "0.32.0+cpu"),
+            "vllm/vllm-openai:v0.32.0",
+            "a docker tag cannot hold `+`"
+        );
         let engine = EngineDecl {
             kind: EngineKind::Sglang,
             version: "0.5.5.post1".into(),

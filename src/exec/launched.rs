@@ -168,7 +168,15 @@ impl RunContext<'_> {
                 }
             };
             match ready {
-                Ok(()) => {}
+                Ok(()) => {
+                    let url = &launched.instances[i].base_url;
+                    if let Some(error) =
+                        served_version_mismatch(&self.client, url, engine_decl).await
+                    {
+                        failed = Some((FailureKind::Deterministic, error));
+                        break;
+                    }
+                }
                 Err(NotReady::Exited(status)) => {
                     let (kind, line) = failure::classify(&launched.log_text());
                     failed = Some((
@@ -208,6 +216,35 @@ impl RunContext<'_> {
             gpu_indices: launched.gpu_indices.clone(),
         }))
     }
+}
+
+/// What is wrong when a started vLLM's `/version` is not the declared
+/// version (checked before on PATH from its package's metadata, which a
+/// `PATH` change or another environment's `vllm` could belie). `None` when
+/// it matches, the engine is not vLLM, or it does not answer `/version`.
+async fn served_version_mismatch(
+    client: &reqwest::Client,
+    base_url: &str,
+    engine: &crate::spec::EngineDecl,
+) -> Option<String> {
+    if !engine.kind.is_vllm() {
+        return None;
+    }
+    let response = client
+        .get(format!("{base_url}/version"))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .ok()?;
+    let body: serde_json::Value = response.error_for_status().ok()?.json().await.ok()?;
+    let served = body.get("version")?.as_str()?;
+    (!crate::pyenv::versions_match(&engine.version, served)).then(|| {
+        format!(
+            "{} answers `/version` with `{served}`, but the experiment declares `{}`",
+            engine.kind.display_name(),
+            engine.version
+        )
+    })
 }
 
 impl RunContext<'_> {
@@ -286,6 +323,11 @@ impl Launched {
     /// Where requests go: every instance's URL, to be used round-robin.
     pub fn base_urls(&self) -> Vec<String> {
         self.instances.iter().map(|i| i.base_url.clone()).collect()
+    }
+
+    /// Each instance's process group (its process and its workers).
+    pub fn process_groups(&self) -> Vec<i32> {
+        self.instances.iter().map(|i| i.process.pid()).collect()
     }
 
     pub fn has_exited(&mut self) -> bool {

@@ -12,8 +12,19 @@ use crate::spec::{EngineDecl, HarnessKind, Spec};
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The machine's GPUs, refused when they are not what the experiment declares.
+/// The machine's GPUs, refused when they are not what the experiment
+/// declares; on `hardware "cpu"`, its CPU, refused when it is not the one
+/// declared.
 pub async fn discover(spec: &Spec) -> Result<Machine, ExecError> {
+    if let Some(declared) = &spec.hardware.cpu {
+        let cpu = read_cpu().map_err(ExecError::Cpu)?;
+        crate::cpu::check(declared, &cpu).map_err(ExecError::Cpu)?;
+        return Ok(Machine {
+            gpus: Vec::new(),
+            cuda_version: String::new(),
+            cpu: Some(cpu),
+        });
+    }
     let smi = |e: external::Error| ExecError::Gpus(e.into());
     let query = external::read("nvidia-smi", gpus::QUERY, TOOL_TIMEOUT)
         .await
@@ -25,10 +36,22 @@ pub async fn discover(spec: &Spec) -> Result<Machine, ExecError> {
     let machine = Machine {
         gpus,
         cuda_version: gpus::parse_cuda_version(&banner.stdout).unwrap_or_default(),
+        cpu: None,
     };
     let declared = crate::gpu::lookup(&spec.hardware.gpu).expect("the spec names a known GPU");
     gpus::check(&machine, declared, spec.hardware.gpus).map_err(ExecError::Gpus)?;
     Ok(machine)
+}
+
+/// This machine's CPU, from `/proc/cpuinfo` and `/proc/meminfo`.
+fn read_cpu() -> Result<crate::cpu::CpuFacts, crate::cpu::Error> {
+    let read = |path: &str| {
+        std::fs::read_to_string(path).map_err(|e| crate::cpu::Error::Unreadable {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })
+    };
+    crate::cpu::parse(&read("/proc/cpuinfo")?, &read("/proc/meminfo")?)
 }
 
 /// The processes holding memory on this machine's GPUs; none when
@@ -42,20 +65,27 @@ pub async fn gpu_processes() -> Vec<gpus::GpuProcess> {
 
 /// Under `local`, the engine on PATH must be the declared version.
 pub async fn check_local_version(engine: &EngineDecl) -> Result<(), ExecError> {
-    let (program, args): (&str, &[&str]) = match engine.kind {
-        EngineKind::Vllm | EngineKind::VllmAscend => ("vllm", &["--version"]),
+    let (program, package, args): (&str, &str, &[&str]) = match engine.kind {
+        EngineKind::Vllm | EngineKind::VllmAscend => ("vllm", "vllm", &["--version"]),
         // Never started: `facts::startable` refuses it before anything runs.
         EngineKind::Mindie => return Ok(()),
         EngineKind::Sglang => (
             "python3",
+            "sglang",
             &["-c", "import sglang; print(sglang.__version__)"],
         ),
         EngineKind::Trtllm => (
             "python3",
+            "tensorrt_llm",
             &["-c", "import tensorrt_llm; print(tensorrt_llm.__version__)"],
         ),
     };
-    check_version(engine.kind.display_name(), program, args, &engine.version).await
+    let installed = Installed {
+        program,
+        package,
+        args,
+    };
+    check_version(engine.kind.display_name(), &installed, &engine.version).await
 }
 
 /// An external harness must be the declared version: it is part of every key.
@@ -63,37 +93,84 @@ pub async fn check_harness_version(harness: &HarnessKind) -> Result<(), ExecErro
     match harness {
         HarnessKind::Builtin => Ok(()),
         HarnessKind::VllmBench { version } => {
-            check_version("vllm bench serve", "vllm", &["--version"], version).await
+            let installed = Installed {
+                program: "vllm",
+                package: "vllm",
+                args: &["--version"],
+            };
+            check_version("vllm bench serve", &installed, version).await
         }
         HarnessKind::Guidellm { version } => {
-            check_version("guidellm", "guidellm", &["--version"], version).await
+            let installed = Installed {
+                program: "guidellm",
+                package: "guidellm",
+                args: &["--version"],
+            };
+            check_version("guidellm", &installed, version).await
         }
     }
     .map_err(|e| ExecError::Harness(Box::new(e)))
 }
 
-/// Runs `program args` and compares the last line it prints with `declared`.
-async fn check_version(
+/// A Python program on PATH and the package it belongs to.
+struct Installed<'a> {
+    program: &'a str,
+    package: &'a str,
+    /// What prints its version when the package's metadata cannot be found.
+    args: &'a [&'a str],
+}
+
+/// What `program args` printed, asked once per command: the engine and
+/// the `vllm-bench` harness are the same `vllm`, and each ask costs seconds.
+static PRINTED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The version `program args` prints (the last word: TensorRT-LLM prints a
+/// banner on import, guidellm a label, "guidellm version: 0.7.2").
+async fn printed_version(
     name: &'static str,
-    program: &str,
-    args: &[&str],
-    declared: &str,
-) -> Result<(), ExecError> {
-    let stdout = external::read(program, args, TOOL_TIMEOUT)
+    installed: &Installed<'_>,
+) -> Result<String, ExecError> {
+    let asked = format!("{} {}", installed.program, installed.args.join(" "));
+    let known = PRINTED
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .find(|(a, _)| *a == asked)
+        .map(|(_, v)| v.clone());
+    if let Some(version) = known {
+        return Ok(version);
+    }
+    let stdout = external::read(installed.program, installed.args, TOOL_TIMEOUT)
         .await
         .map_err(|source| ExecError::EngineMissing {
             engine: name,
             source,
         })?;
-    // TensorRT-LLM prints a banner on import and guidellm a label
-    // ("guidellm version: 0.7.2"): the version is the last word printed.
-    let found = stdout.split_whitespace().last().unwrap_or("");
-    let found = found.trim_start_matches('v');
-    if found != declared.trim_start_matches('v') {
+    let version = stdout.split_whitespace().last().unwrap_or("").to_owned();
+    PRINTED
+        .lock()
+        .expect("not poisoned")
+        .push((asked, version.clone()));
+    Ok(version)
+}
+
+/// Compares the installed version with `declared`: read from the package's
+/// metadata in the program's environment (a file read), else from what
+/// `program args` prints (`vllm --version` imports torch: 25-50 s).
+async fn check_version(
+    name: &'static str,
+    installed: &Installed<'_>,
+    declared: &str,
+) -> Result<(), ExecError> {
+    let found = match crate::pyenv::installed_version(installed.program, installed.package) {
+        Some(found) => found,
+        None => printed_version(name, installed).await?,
+    };
+    if !crate::pyenv::versions_match(declared, &found) {
         return Err(ExecError::EngineVersion {
             engine: name,
             declared: declared.to_owned(),
-            found: found.to_owned(),
+            found: found.trim_start_matches('v').to_owned(),
         });
     }
     Ok(())

@@ -125,6 +125,9 @@ pub enum ExecError {
     Interrupted,
     #[error(transparent)]
     Gpus(crate::engine::gpus::Error),
+    /// `hardware "cpu"`: this machine is not the declared one.
+    #[error(transparent)]
+    Cpu(crate::cpu::Error),
     #[error("{engine} is not installed on this machine's PATH: {source}")]
     EngineMissing {
         engine: &'static str,
@@ -194,7 +197,8 @@ pub enum ExecError {
 /// Refuses a plan with a missing run perfpipe cannot start, before anything
 /// starts: the first such step, in declared order.
 pub fn check_startable(spec: &Spec, plan: &Plan) -> Result<(), ExecError> {
-    let gpu = crate::gpu::lookup(&spec.hardware.gpu).expect("the spec names a known GPU");
+    // `None` on CPU hardware, the one name that is no GPU type.
+    let gpu = crate::gpu::lookup(&spec.hardware.gpu);
     for run in plan.missing() {
         let step = spec.step(&run.step).expect("plan runs name declared steps");
         if let Err(why) = crate::facts::startable::startable(step.engine, gpu, plan.options.runtime)

@@ -108,7 +108,18 @@ impl RunContext<'_> {
         };
         let sampler = telemetry::start(
             self.client.clone(),
-            self.machine.as_ref().map(|_| engine.gpu_indices.clone()),
+            // None under `sim` and on CPU hardware: no GPU to sample.
+            self.machine
+                .as_ref()
+                .filter(|m| m.cpu.is_none())
+                .map(|_| engine.gpu_indices.clone()),
+            // A local engine's processes are this machine's; a container's
+            // are not the docker client's.
+            if self.runtime == Runtime::Local {
+                engine.process_groups()
+            } else {
+                Vec::new()
+            },
             engine.base_urls(),
         );
         let measured = match &self.spec.harness.kind {
@@ -154,6 +165,7 @@ impl RunContext<'_> {
         }
         let lines: String = (samples.start.iter().map(|s| line("engine_start", s)))
             .chain(samples.gpu.iter().map(|s| line("gpu", s)))
+            .chain(samples.process.iter().map(|s| line("process", s)))
             .chain(samples.engine.iter().map(|s| line("engine", s)))
             .chain(samples.end.iter().map(|s| line("engine_end", s)))
             .collect();
@@ -475,6 +487,9 @@ impl RunContext<'_> {
         let Some(machine) = &self.machine else {
             return Ok(Vec::new());
         };
+        if n == 0 {
+            return Ok(Vec::new());
+        }
         let mut cancel = self.cancel.clone();
         let mut announced = None;
         loop {
@@ -573,6 +588,16 @@ impl RunContext<'_> {
                 sim_engine_version: SIM_ENGINE_VERSION.into(),
                 started_at,
                 finished_at,
+            },
+            Some(gpus::Machine { cpu: Some(cpu), .. }) => Provenance::MeasuredOnCpu {
+                host: self.host.clone(),
+                perfpipe_version,
+                started_at,
+                finished_at,
+                cpu: cpu.model.clone(),
+                cores: cpu.cores,
+                memory_gib: cpu.memory_gib,
+                isa: cpu.isa.clone(),
             },
             Some(machine) => {
                 let first = gpu_indices

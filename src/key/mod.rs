@@ -67,6 +67,7 @@ mod tests {
             model: ModelMaterial {
                 id: "Qwen/Qwen3-14B".into(),
                 revision: "main".into(),
+                sha256: None,
             },
             serve_args: vec!["--max-num-seqs".into(), "4".into()],
             env: [("VLLM_USE_V1".to_owned(), "1".to_owned())].into(),
@@ -74,6 +75,7 @@ mod tests {
                 gpu: "nvidia-h100-80gb".into(),
                 gpus_per_instance: 2,
                 instances: None,
+                cpu: None,
             },
             harness: HarnessMaterial {
                 name: "builtin".into(),

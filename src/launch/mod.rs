@@ -95,6 +95,9 @@ pub struct HardwarePart {
     pub gpu: String,
     /// GPUs the machine has.
     pub gpus: u32,
+    /// The CPU of `hardware "cpu"`; absent on GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::spec::CpuDecl>,
 }
 
 /// The benchmark client with every option explicit.

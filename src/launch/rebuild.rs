@@ -177,6 +177,18 @@ pub fn rebuild(launches: &[LaunchMaterial], input_dir: &Path) -> Result<Rebuilt,
                     },
                 );
             }
+            // A local model directory is read where it is, as hashed when
+            // the launch was planned (a shared file system under Slurm).
+            if let Some(sha256) = &run.material.model.sha256 {
+                inputs.models.insert(
+                    model.id.clone(),
+                    crate::inputs::ResolvedModel {
+                        path: model.id.clone().into(),
+                        sha256: sha256.clone(),
+                        files: 0,
+                    },
+                );
+            }
             let tokenizer = &run.material.harness.tokenizer;
             inputs.tokenizers.insert(
                 (model.id.clone(), model.revision.clone()),
@@ -194,6 +206,7 @@ pub fn rebuild(launches: &[LaunchMaterial], input_dir: &Path) -> Result<Rebuilt,
         hardware: Hardware {
             gpu: first.hardware.gpu.clone(),
             gpus: first.hardware.gpus,
+            cpu: first.hardware.cpu.clone(),
         },
         model: steps[0].model.clone(),
         runtime: Some(runtime),

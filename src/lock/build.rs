@@ -15,7 +15,8 @@ use crate::spec::{Dataset, HarnessKind, Spec, Step};
 /// Every runtime a written lockfile keys each run under.
 pub const RUNTIMES: [Runtime; 3] = [Runtime::Docker, Runtime::Local, Runtime::Sim];
 
-/// The inputs only the network can pin: every engine's image, every model revision.
+/// The inputs only the network can pin: every engine's image, every Hub
+/// model's revision.
 pub fn pin_requests(spec: &Spec) -> Vec<PinRequest> {
     let mut requests: Vec<PinRequest> = spec
         .engines
@@ -34,7 +35,10 @@ pub fn pin_requests(spec: &Spec) -> Vec<PinRequest> {
         .collect();
     for step in &spec.steps {
         let name = names::model(&step.model);
-        if requests.iter().any(|r| r.name == name) {
+        // A local directory is hashed (`build`), never looked up on the Hub.
+        if requests.iter().any(|r| r.name == name)
+            || crate::inputs::model_dir::is_local(&step.model.id)
+        {
             continue;
         }
         requests.push(PinRequest {
@@ -113,6 +117,22 @@ pub fn build_with_keys(
                 original,
                 locked: Some(attrs([
                     ("file", &found.path.display().to_string()),
+                    ("sha256", &found.sha256),
+                ])),
+            },
+        );
+    }
+    for step in &spec.steps {
+        let Some(found) = inputs.model(&step.model.id) else {
+            continue;
+        };
+        all.insert(
+            names::model(&step.model),
+            Input {
+                name: names::model(&step.model),
+                original: attrs([("path", &step.model.id)]),
+                locked: Some(attrs([
+                    ("files", &found.files.to_string()),
                     ("sha256", &found.sha256),
                 ])),
             },
@@ -286,5 +306,50 @@ mod tests {
             "{sim:?}"
         );
         assert_eq!(sim, moved(&main, &commit, Runtime::Docker));
+    }
+
+    #[test]
+    fn a_local_model_directory_is_hashed_into_the_lockfile_and_keys_never_pinned_on_the_hub() {
+        let spec = parse(&SourceFile {
+            name: "s".into(),
+            text: "experiment e {\n hardware \"cpu\" model=\"c\" cores=2\n model \"/models/tiny\"\n \
+                   engine vllm version=\"0.32.0\"\n runtime local\n \
+                   workload w { dataset random input=8 output=8; prompts 1 }\n step s engine=vllm\n}\n"
+                .into(),
+        })
+        .unwrap();
+        assert_eq!(
+            pin_requests(&spec)
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>(),
+            ["engine.vllm"],
+            "no Hub lookup for a directory"
+        );
+        let with = |sha256: &str| {
+            let mut inputs = ResolvedInputs::default();
+            inputs.models.insert(
+                "/models/tiny".into(),
+                crate::inputs::ResolvedModel {
+                    path: "/models/tiny".into(),
+                    sha256: sha256.into(),
+                    files: 5,
+                },
+            );
+            build(&spec, &spec, Vec::new(), &inputs)
+        };
+        let (one, two) = (with(&"1".repeat(64)), with(&"2".repeat(64)));
+        let model = one.input("model./models/tiny@main").unwrap();
+        assert_eq!(
+            model.locked.as_ref().unwrap().get("sha256"),
+            Some(&"1".repeat(64))
+        );
+        assert_eq!(
+            model.original.get("path").map(String::as_str),
+            Some("/models/tiny")
+        );
+        for runtime in RUNTIMES {
+            assert_eq!(moved(&one, &two, runtime), ["s"], "{runtime:?}");
+        }
     }
 }

@@ -213,7 +213,7 @@ fn string(s: &str) -> Option<(String, &str)> {
                 _ => return None,
             },
             c if c.is_control()
-                || crate::spec::kdl_disallows(c)
+                || crate::kdl_string::kdl_disallows(c)
                 || matches!(c, '\u{2028}' | '\u{2029}') =>
             {
                 return None;

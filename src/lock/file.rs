@@ -6,8 +6,8 @@ use std::fmt::Write;
 use kdl::{KdlDocument, KdlNode};
 
 use super::{Attrs, Error, Input, LOCKFILE_VERSION, LockedRun, Lockfile};
+use crate::kdl_string::quote;
 use crate::key::RunKey;
-use crate::spec::kdl_string::quote;
 
 const HEADER: &str = "// Written by `perfpipe lock`; do not edit. Each input holds what the experiment\n\
 // declares (`original`) and what it resolved to (`locked`); `unpinned` waits for\n\

@@ -18,6 +18,18 @@ pub enum Provenance {
         driver: String,
         cuda_version: String,
     },
+    /// Measured on a machine without GPUs (`hardware "cpu"`): the CPU as
+    /// `/proc/cpuinfo` and `/proc/meminfo` reported it, and no GPU field.
+    MeasuredOnCpu {
+        host: String,
+        perfpipe_version: String,
+        started_at: String,
+        finished_at: String,
+        cpu: String,
+        cores: u32,
+        memory_gib: u32,
+        isa: Vec<String>,
+    },
     /// Produced by the simulated engine: shows the pipeline works, predicts nothing.
     Simulated {
         host: String,
@@ -42,6 +54,9 @@ impl Provenance {
                 cuda_version,
                 ..
             } => format!("{host}: {gpu}, driver {driver}, CUDA {cuda_version}"),
+            Self::MeasuredOnCpu {
+                host, cpu, cores, ..
+            } => format!("{host}: {cpu}, {cores} CPUs, no GPU"),
             Self::Simulated {
                 host,
                 sim_engine_version,

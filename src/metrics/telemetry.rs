@@ -1,5 +1,6 @@
 //! What the machine and the engine did while a run measured: GPU samples
-//! (`nvidia-smi`) and the engine's Prometheus `/metrics`, summarized. (pure)
+//! (`nvidia-smi`), the engine's processes (`/proc`: CPU time and resident
+//! memory) and the engine's Prometheus `/metrics`, summarized. (pure)
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,59 @@ pub struct GpuSample {
     /// `clocks_throttle_reasons.active` as printed (a bit mask, `0x0000000000000000` when none).
     pub throttle_reasons: String,
     pub memory_used_mib: f64,
+}
+
+/// The engine's processes (every process of its process groups) at one
+/// moment, as `/proc/<pid>/stat` reports them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessSample {
+    pub processes: u32,
+    /// User and system CPU time since they started, summed.
+    pub cpu_seconds: f64,
+    /// Resident memory, summed.
+    pub rss_mib: f64,
+}
+
+/// One process as `/proc/<pid>/stat` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pgrp: i32,
+    /// utime + stime, in clock ticks.
+    pub cpu_ticks: u64,
+    /// Resident pages.
+    pub rss_pages: u64,
+}
+
+/// Parses `/proc/<pid>/stat`. The command name (field 2) is in parentheses
+/// and may hold spaces and parentheses: the fields after it are counted
+/// from its last `)`.
+pub fn parse_proc_stat(stat: &str) -> Option<ProcStat> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // After the name: state(3) ppid(4) pgrp(5) ... utime(14) stime(15) ... rss(24).
+    let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+    Some(ProcStat {
+        pgrp: fields.get(2)?.parse().ok()?,
+        cpu_ticks: field(14)? + field(15)?,
+        rss_pages: field(24)?,
+    })
+}
+
+/// The sample of the processes of `stats` in `groups`.
+pub fn process_sample(
+    stats: &[ProcStat],
+    groups: &[i32],
+    ticks_per_second: u64,
+    page_bytes: u64,
+) -> ProcessSample {
+    let ours: Vec<&ProcStat> = stats.iter().filter(|s| groups.contains(&s.pgrp)).collect();
+    ProcessSample {
+        processes: u32::try_from(ours.len()).unwrap_or(u32::MAX),
+        cpu_seconds: ours.iter().map(|s| s.cpu_ticks).sum::<u64>() as f64
+            / ticks_per_second.max(1) as f64,
+        rss_mib: (ours.iter().map(|s| s.rss_pages).sum::<u64>() * page_bytes) as f64
+            / (1024.0 * 1024.0),
+    }
 }
 
 /// One scrape of the engine's gauges, under engine-neutral names.
@@ -41,6 +95,19 @@ pub struct TelemetrySummary {
     pub max_waiting: Option<f64>,
     /// Preemptions during the run (the counter's increase).
     pub preemptions: Option<f64>,
+    /// Samples of the engine's processes (local engines only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub process_samples: usize,
+    /// CPU time the engine's processes used during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_cpu_seconds: Option<f64>,
+    /// The most resident memory the engine's processes held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_engine_rss_mib: Option<f64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The `nvidia-smi` arguments of a telemetry sample.
@@ -110,6 +177,8 @@ pub fn engine_sample(metrics: &BTreeMap<String, f64>) -> EngineSample {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Samples {
     pub gpu: Vec<GpuSample>,
+    /// The engine's processes, from the start of the run to its end.
+    pub process: Vec<ProcessSample>,
     pub engine: Vec<EngineSample>,
     pub start: Option<EngineSample>,
     pub end: Option<EngineSample>,
@@ -120,6 +189,7 @@ pub struct Samples {
 pub fn summarize(samples: &Samples) -> TelemetrySummary {
     let Samples {
         gpu,
+        process,
         engine,
         start,
         end,
@@ -156,6 +226,12 @@ pub fn summarize(samples: &Samples) -> TelemetrySummary {
         max_running: max(engine.iter().filter_map(|e| e.running).collect()),
         max_waiting: max(engine.iter().filter_map(|e| e.waiting).collect()),
         preemptions,
+        process_samples: process.len(),
+        engine_cpu_seconds: match (process.first(), process.last()) {
+            (Some(a), Some(b)) if process.len() > 1 => Some(b.cpu_seconds - a.cpu_seconds),
+            _ => None,
+        },
+        max_engine_rss_mib: max(process.iter().map(|p| p.rss_mib).collect()),
     }
 }
 
@@ -208,6 +284,41 @@ mod tests {
         });
         assert_eq!(s.preemptions, Some(3.0));
         assert_eq!(s.mean_kv_cache_usage, Some(0.5));
+    }
+
+    #[test]
+    fn the_engines_processes_from_proc_stat() {
+        // A name with a space and a parenthesis; pgrp 4242, utime 150, stime 50, rss 1000.
+        let stat = "4243 (python3 (x) y) S 4242 4242 4242 0 -1 4194560 1 0 0 0 150 50 0 0 20 0 3 0 100 400000000 1000 18446744073709551615";
+        let parsed = parse_proc_stat(stat).unwrap();
+        assert_eq!(
+            parsed,
+            ProcStat {
+                pgrp: 4242,
+                cpu_ticks: 200,
+                rss_pages: 1000
+            }
+        );
+        let other = ProcStat { pgrp: 1, ..parsed };
+        let sample = process_sample(&[parsed, parsed, other], &[4242], 100, 4096);
+        assert_eq!(sample.processes, 2, "only the engine's process group");
+        assert_eq!(sample.cpu_seconds, 4.0);
+        assert!((sample.rss_mib - 2.0 * 1000.0 * 4096.0 / 1048576.0).abs() < 1e-9);
+        let later = ProcessSample {
+            cpu_seconds: 10.5,
+            rss_mib: 1.0,
+            ..sample.clone()
+        };
+        let s = summarize(&Samples {
+            process: vec![sample, later],
+            ..Samples::default()
+        });
+        assert_eq!(s.process_samples, 2);
+        assert_eq!(s.engine_cpu_seconds, Some(6.5), "the run's increase");
+        assert!(
+            s.gpu_samples == 0 && s.mean_power_w.is_none(),
+            "no GPU numbers invented"
+        );
     }
 
     #[test]

@@ -44,6 +44,11 @@ pub enum Error {
         "run it where `nvidia-smi` shows the declared GPUs, declare the GPUs this machine has, or use `--runtime sim`"
     ))]
     Machine(#[source] ExecError),
+    #[error("this machine cannot run the experiment as declared")]
+    #[diagnostic(help(
+        "run it on the declared CPU, or declare this machine's: the message above writes its `hardware \"cpu\"` line"
+    ))]
+    CpuMachine(#[source] ExecError),
     #[error("the engine is not the one the experiment declares")]
     #[diagnostic(help(
         "install the declared version, change `version=` in the experiment, or use `--runtime docker`"
@@ -191,6 +196,7 @@ impl From<ExecError> for Error {
         match e {
             ExecError::Interrupted => Self::Interrupted,
             e @ ExecError::Gpus(_) => Self::Machine(e),
+            e @ ExecError::Cpu(_) => Self::CpuMachine(e),
             ExecError::Unstartable { ref why, .. } => Self::Usage {
                 hint: why.hint.to_owned(),
                 message: e.to_string(),
@@ -228,6 +234,7 @@ impl Error {
             | Self::NotAFile(_)
             | Self::Dataset(_)
             | Self::Machine(_)
+            | Self::CpuMachine(_)
             | Self::EngineSetup(_)
             | Self::HarnessSetup(_)
             | Self::Usage { .. }

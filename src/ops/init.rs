@@ -12,7 +12,7 @@ use crate::page::{self, Generated};
 pub struct InitOptions {
     /// The study page (markdown).
     pub from_page: PathBuf,
-    /// Where to write the experiment [default: `experiments/<name>.kdl`].
+    /// Where to write the experiment (default: `experiments/<name>.kdl`).
     pub output: Option<PathBuf>,
     /// Replace an existing file.
     pub force: bool,

@@ -53,6 +53,7 @@ pub fn launches(spec: &Spec, plan: &Plan, options: &LaunchOptions) -> Vec<Launch
                 hardware: HardwarePart {
                     gpu: spec.hardware.gpu.clone(),
                     gpus: spec.hardware.gpus,
+                    cpu: spec.hardware.cpu.clone(),
                 },
                 harness: harness.clone(),
                 runs: runs

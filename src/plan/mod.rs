@@ -162,6 +162,7 @@ mod tests {
         ResolvedInputs {
             datasets: BTreeMap::from([("sharegpt".to_owned(), dataset)]),
             tokenizers: BTreeMap::new(),
+            models: BTreeMap::new(),
         }
     }
 

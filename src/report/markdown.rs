@@ -65,12 +65,14 @@ pub fn markdown(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
         .as_ref()
         .map(|s| format!(" · runtime {}", code(&s.runtime.to_string())))
         .unwrap_or_default();
+    let hardware = match &spec.hardware.cpu {
+        Some(cpu) => format!("{} ({} × {})", code("cpu"), cpu.cores, code(&cpu.model)),
+        None => format!("{} × {}", spec.hardware.gpus, code(&spec.hardware.gpu)),
+    };
     let _ = writeln!(
         out,
-        "Experiment {} · hardware {} × {}{runtime} · numbers: {}\n",
+        "Experiment {} · hardware {hardware}{runtime} · numbers: {}\n",
         code(&spec.name),
-        spec.hardware.gpus,
-        code(&spec.hardware.gpu),
         sources(&analysis.runs)
     );
     if let Some(cap) = analysis.scope.as_ref().and_then(|s| s.max_prompts) {

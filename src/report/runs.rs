@@ -158,6 +158,14 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
         return;
     }
     out.push_str("\nTelemetry while measuring:\n\n");
+    // Runs on a machine without GPUs: the engine's processes instead of GPUs.
+    if with
+        .iter()
+        .all(|(_, t)| t.gpu_samples == 0 && t.process_samples > 0)
+    {
+        cpu_telemetry(out, &with);
+        return;
+    }
     out.push_str("| Step | Workload | Mean power (W) | Max temp (°C) | Throttling | Mean KV cache | Max running | Max waiting | Preemptions |\n");
     out.push_str("|---|---|---:|---:|---|---:|---:|---:|---:|\n");
     let num = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
@@ -171,7 +179,7 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
         };
         let kv = t
             .mean_kv_cache_usage
-            .map_or("-".to_owned(), |u| format!("{:.0}%", u * 100.0));
+            .map_or("-".to_owned(), kv_cache_percent);
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {throttling} | {kv} | {} | {} | {} |",
@@ -183,5 +191,53 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
             num(t.max_waiting, 0),
             num(t.preemptions, 0)
         );
+    }
+}
+
+/// Telemetry of runs without GPUs: the engine's CPU time and resident memory.
+fn cpu_telemetry(out: &mut String, with: &[(&RunRecord, &TelemetrySummary)]) {
+    out.push_str("| Step | Workload | Engine CPU (s) | Max engine RSS (MiB) | Mean KV cache | Max running | Max waiting | Preemptions |\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|\n");
+    let num = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
+    for (r, t) in with {
+        let kv = t
+            .mean_kv_cache_usage
+            .map_or("-".to_owned(), kv_cache_percent);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {kv} | {} | {} | {} |",
+            cell_code(&r.step),
+            cell_code(&r.workload),
+            num(t.engine_cpu_seconds, 1),
+            num(t.max_engine_rss_mib, 0),
+            num(t.max_running, 0),
+            num(t.max_waiting, 0),
+            num(t.preemptions, 0)
+        );
+    }
+}
+
+/// A KV-cache usage (0..1) as a percentage with two significant digits, so
+/// a small one is not "0%": a tiny model on a CPU uses 0.2 % of its cache.
+fn kv_cache_percent(usage: f64) -> String {
+    let percent = usage * 100.0;
+    if percent <= 0.0 || !percent.is_finite() {
+        return format!("{percent:.0}%");
+    }
+    let decimals = (1.0 - percent.log10().floor()).clamp(0.0, 6.0) as usize;
+    format!("{percent:.decimals$}%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_kv_cache_usage_keeps_digits_enough_to_be_non_zero() {
+        let shown: Vec<String> = [0.473, 0.025, 0.002, 0.000_13, 0.0]
+            .into_iter()
+            .map(kv_cache_percent)
+            .collect();
+        assert_eq!(shown, ["47%", "2.5%", "0.20%", "0.013%", "0%"]);
     }
 }

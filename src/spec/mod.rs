@@ -5,7 +5,6 @@
 pub mod bounds;
 mod diag;
 mod excerpt;
-pub mod kdl_string;
 mod model;
 mod parse;
 mod printed;
@@ -13,5 +12,5 @@ mod search;
 
 pub use diag::{SpecDiagnostic, SpecErrors};
 pub use model::*;
-pub use parse::{SourceFile, kdl_disallows, names, parse};
+pub use parse::{SourceFile, names, parse};
 pub use search::{SearchAxis, SearchDecl};

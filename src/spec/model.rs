@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use miette::SourceSpan;
 
+pub use crate::cpu::CpuDecl;
 use crate::facts::{EngineKind, Runtime};
 
 pub use super::printed::{
@@ -82,11 +83,17 @@ impl Objective {
 
 #[derive(Debug, Clone)]
 pub struct Hardware {
-    /// Normalized GPU type, e.g. `nvidia-a100-sxm4-80gb`.
+    /// Normalized GPU type, e.g. `nvidia-a100-sxm4-80gb`; [`CPU_HARDWARE`]
+    /// for a machine measured without GPUs.
     pub gpu: String,
-    /// GPUs on the box.
+    /// GPUs on the box; 0 on CPU hardware.
     pub gpus: u32,
+    /// The CPU of a machine without GPUs (`hardware "cpu" ...`).
+    pub cpu: Option<CpuDecl>,
 }
+
+/// The hardware name of a study measured on CPUs alone.
+pub const CPU_HARDWARE: &str = "cpu";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRef {

@@ -350,6 +350,7 @@ mod tests {
             hardware: HardwarePart {
                 gpu: "g".into(),
                 gpus: 1,
+                cpu: None,
             },
             harness: HarnessPart {
                 name: "builtin".into(),

@@ -147,6 +147,43 @@ fn sampling_options_and_request_ids_go_on_each_request_as_vllm_sends_them() {
 }
 
 #[test]
+fn backend_vllm_is_the_completions_api_and_the_last_of_a_repeated_option_wins() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    // As `vllm bench serve` (argparse) takes them: `--backend vllm` is its
+    // name for the completions API, and a repeated option keeps its last value.
+    let out = bench(
+        &env,
+        port,
+        &[
+            "--backend",
+            "vllm",
+            "--num-prompts",
+            "9",
+            "--num-prompts",
+            "3",
+            "--temperature",
+            "0.5",
+            "--temperature",
+            "0.25",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::common::stderr(&out)
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "the last --num-prompts");
+    assert!(
+        seen.iter()
+            .all(|s| s.body["temperature"] == 0.25 && s.body.get("prompt").is_some())
+    );
+}
+
+#[test]
 fn metadata_and_appended_results_are_written_as_vllm_writes_them() {
     let rt = runtime();
     let (port, _) = capturing_server(&rt);

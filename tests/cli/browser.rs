@@ -233,7 +233,7 @@ fn hostile_experiment(port: u16) -> String {
     let markup = format!(
         r#"Tiny <span style="background-color:red;background-image:url({load}/track)" tabindex="0" autofocus onfocus="document.title='pwned'"> <img src="{load}/img" onerror="document.title='pwned'"> <script>document.title='pwned'</script> [click]({load}/link) ![i]({load}/i.png)"#
     );
-    let q = perfpipe::spec::kdl_string::quote;
+    let q = perfpipe::kdl_string::quote;
     let hostile = q(&markup);
     format!(
         r#"experiment "hostile" {{

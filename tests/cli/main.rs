@@ -35,6 +35,7 @@ mod pages;
 mod progress;
 mod project;
 mod published;
+mod real_vllm;
 mod realise;
 mod reliability;
 mod reports;

@@ -154,6 +154,72 @@ fn a_local_engine_of_another_version_is_refused_before_any_run() {
     );
 }
 
+#[test]
+fn the_engine_version_is_read_from_its_package_metadata_not_its_cli() {
+    // A Python environment whose `vllm` prints 0.11.0 (the stand-in) but
+    // whose installed package says 0.10.2: the metadata is what is read.
+    let env = study("qwen3-235b-a100");
+    let bin = env.path("venv/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let vllm = bin.join("vllm");
+    std::fs::write(
+        &vllm,
+        format!("#!/bin/sh\nexec {FIXTURES}/standins/vllm \"$@\"\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&vllm, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.write(
+        "venv/lib/python3.11/site-packages/vllm-0.10.2+cpu.dist-info/METADATA",
+        "Metadata-Version: 2.1\nName: vllm\nVersion: 0.10.2+cpu\n",
+    );
+    let out = gpu_box(
+        &env,
+        &["run", "qwen3-235b-a100.kdl", "--runtime", "local"],
+        &[],
+    )
+    .env(
+        "PATH",
+        format!("{}:{FIXTURES}/standins:/usr/bin:/bin", bin.display()),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = words(&out);
+    assert!(
+        err.contains(
+            "vLLM on this machine is version `0.10.2+cpu`, but the experiment declares `0.11.0`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cpu_study_on_another_cpu_is_refused_with_this_machines_line() {
+    let env = TestEnv::new();
+    env.write("model/config.json", "{}");
+    env.write(
+        "cpu.kdl",
+        &format!(
+            "experiment e {{\n hardware \"cpu\" model=\"Imaginary CPU 9000\" cores=4096\n model {:?}\n \
+             runtime local\n engine vllm version=\"0.32.0+cpu\"\n \
+             workload w {{ dataset random input=8 output=8; prompts 1 }}\n step s engine=vllm\n}}\n",
+            env.path("model").display()
+        ),
+    );
+    let out = on_gpu_box(&env, &["run", "cpu.kdl"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = words(&out);
+    assert!(
+        err.contains("the experiment declares `hardware \"cpu\" model=\"Imaginary CPU 9000\" cores=4096 isa=\"\"`, but this machine has `hardware \"cpu\" model="),
+        "{err}"
+    );
+    assert!(err.contains("declare this machine's"), "{err}");
+    assert!(
+        !Path::new(&env.path("standin.log")).exists(),
+        "no engine may start"
+    );
+}
+
 /// One step per way an engine or its server misbehaves (the stand-ins'
 /// faults, `tests/fixtures/standins/_log.sh`): each ends within its bound,
 /// recorded as what happened, and the experiment goes on.

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::draft::{Draft, ExpectKind, Step};
 
-pub use crate::spec::kdl_string::quote;
+pub use crate::kdl_string::quote;
 
 /// Strings on one line, each quoted.
 fn strings(items: &[String]) -> String {
@@ -41,7 +41,7 @@ impl Out {
         // Its line breaks are whitespace here; a page's other code points a
         // comment cannot hold are shown as their escapes.
         for word in text.split_whitespace() {
-            let word = &crate::spec::kdl_string::comment_text(word);
+            let word = &crate::kdl_string::comment_text(word);
             if !line.is_empty() && line.len() + 1 + word.len() > width {
                 self.line(indent, &format!("// {line}"));
                 line.clear();

@@ -141,7 +141,7 @@ fn the_page_loads_nothing_and_runs_only_its_own_script() {
 /// An experiment whose `field` holds `hostile`, as perfpipe's own KDL writer
 /// quotes it.
 fn experiment(field: Field, hostile: &str) -> String {
-    let q = crate::spec::kdl_string::quote;
+    let q = crate::kdl_string::quote;
     let text = |f: Field, plain: &str| {
         if f == field { q(hostile) } else { q(plain) }
     };

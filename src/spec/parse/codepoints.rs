@@ -5,25 +5,8 @@
 
 use miette::SourceSpan;
 
+use crate::kdl_string::disallowed;
 use crate::spec::diag::SpecDiagnostic;
-
-/// KDL v2's disallowed literal code points, with a name for each range.
-fn disallowed(c: char, at: usize) -> Option<&'static str> {
-    Some(match c {
-        '\u{0}'..='\u{8}' | '\u{e}'..='\u{1f}' | '\u{7f}' => "a control character",
-        '\u{200e}' | '\u{200f}' => "a directional mark",
-        '\u{202a}'..='\u{202e}' => "a bidirectional embedding or override",
-        '\u{2066}'..='\u{2069}' => "a bidirectional isolate",
-        '\u{feff}' if at > 0 => "a byte order mark",
-        _ => return None,
-    })
-}
-
-/// KDL v2 does not allow `c` anywhere in a file (a BOM only at its start):
-/// a writer of KDL escapes it.
-pub fn kdl_disallows(c: char) -> bool {
-    disallowed(c, 1).is_some()
-}
 
 /// A diagnostic at each code point of `text` that KDL v2 does not allow.
 pub fn check(text: &str) -> Vec<SpecDiagnostic> {

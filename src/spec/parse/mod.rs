@@ -7,8 +7,6 @@
 mod arity;
 mod codepoints;
 
-pub use codepoints::kdl_disallows;
-
 mod limits;
 pub mod names;
 mod nodes;
@@ -202,6 +200,8 @@ struct Decoder {
     metric_set: MetricSet,
     /// Each workload that lists several loads, with the names of its points.
     axes: Vec<(String, Vec<String>)>,
+    /// The hardware is `"cpu"`: steps use no GPUs.
+    cpu_only: bool,
 }
 
 impl Decoder {
@@ -275,6 +275,12 @@ impl Decoder {
         }) {
             self.metric_set = MetricSet::Guidellm;
         }
+        // Steps on a machine without GPUs take no `gpus=`, wherever the
+        // hardware is declared in the file.
+        self.cpu_only = children.iter().any(|c| {
+            c.name().value() == "hardware"
+                && arg(c, 0).and_then(|e| e.value().as_string()) == Some(CPU_HARDWARE)
+        });
 
         let mut title = None;
         let mut hardware = None;

@@ -21,13 +21,16 @@ const VERSION_HELP: &str =
 
 impl Decoder {
     pub(super) fn hardware(&mut self, node: &KdlNode) -> Option<Hardware> {
+        if arg(node, 0).and_then(|e| e.value().as_string()) == Some(CPU_HARDWARE) {
+            return self.cpu_hardware(node);
+        }
         self.props(node, &["gpus"]);
         self.no_children(node);
         let gpu = self.required_string_arg(node, 0, "the GPU type")?;
         let span = arg(node, 0).map(|e| e.span()).unwrap_or(node.span());
         if gpu::lookup(&gpu).is_none() {
-            let help = did_you_mean(&gpu, gpu::NAMES.iter().copied())
-                .unwrap_or_else(|| one_of(gpu::NAMES.iter().copied()));
+            let names = gpu::NAMES.iter().copied().chain([CPU_HARDWARE]);
+            let help = did_you_mean(&gpu, names.clone()).unwrap_or_else(|| one_of(names));
             self.error(
                 SpecDiagnostic::new(span, format!("unknown GPU type `{gpu}`"), "unknown GPU")
                     .with_help(help),
@@ -35,7 +38,64 @@ impl Decoder {
             return None;
         }
         let gpus = self.required_count_prop(node, "gpus", "hardware \"...\" gpus=8")?;
-        Some(Hardware { gpu, gpus })
+        Some(Hardware {
+            gpu,
+            gpus,
+            cpu: None,
+        })
+    }
+
+    /// `hardware "cpu" model="..." cores=N [memory-gib=N] [isa="avx2 ..."]`:
+    /// a machine without GPUs, as `/proc/cpuinfo` describes it.
+    fn cpu_hardware(&mut self, node: &KdlNode) -> Option<Hardware> {
+        const EXAMPLE: &str = "hardware \"cpu\" model=\"AMD EPYC 9654 96-Core Processor\" cores=16 isa=\"avx2 avx512f\"";
+        self.props(node, &["model", "cores", "memory-gib", "isa"]);
+        self.no_children(node);
+        let model = match prop(node, "model") {
+            Some(e) => self.string(e, "model"),
+            None => {
+                self.missing_prop(node, "model", EXAMPLE);
+                None
+            }
+        };
+        let cores = self.required_count_prop(node, "cores", EXAMPLE);
+        let memory_gib = match prop(node, "memory-gib") {
+            Some(e) => Some(self.count(e, "memory-gib")?),
+            None => None,
+        };
+        let mut isa = Vec::new();
+        if let Some(e) = prop(node, "isa") {
+            for feature in self.string(e, "isa")?.split_whitespace() {
+                if !crate::cpu::ENGINE_FEATURES.contains(&feature) {
+                    self.error(
+                        SpecDiagnostic::new(
+                            e.span(),
+                            format!(
+                                "`{feature}` is not an instruction-set feature perfpipe keys on"
+                            ),
+                            "unknown feature",
+                        )
+                        .with_help(one_of(crate::cpu::ENGINE_FEATURES.iter().copied())),
+                    );
+                    return None;
+                }
+                isa.push(feature.to_owned());
+            }
+        }
+        // In the order `/proc/cpuinfo` is read in, so the same CPU written
+        // in another order is the same key.
+        isa.sort_by_key(|f| crate::cpu::ENGINE_FEATURES.iter().position(|k| k == f));
+        isa.dedup();
+        Some(Hardware {
+            gpu: CPU_HARDWARE.to_owned(),
+            gpus: 0,
+            cpu: Some(CpuDecl {
+                model: model?,
+                cores: cores?,
+                memory_gib,
+                isa,
+            }),
+        })
     }
 
     pub(super) fn model(&mut self, node: &KdlNode) -> Option<ModelRef> {
@@ -619,6 +679,58 @@ mod tests {
                 "unknown objective `latensy`".to_owned(),
                 Some("did you mean `latency`?".to_owned())
             )])
+        );
+    }
+
+    fn cpu_study(hardware: &str, step: &str) -> Result<crate::spec::Spec, Vec<String>> {
+        parse(&SourceFile {
+            name: "e.kdl".into(),
+            text: format!(
+                "experiment e {{\n {step}\n model \"/models/tiny\"\n engine vllm version=\"0.32.0+cpu\"\n \
+                 workload w {{ dataset random input=8 output=8; prompts 1 }}\n {hardware}\n}}\n"
+            ),
+        })
+        .map_err(|e| e.errors.iter().map(|e| e.message.clone()).collect())
+    }
+
+    #[test]
+    fn cpu_hardware_declares_the_cpu_and_its_steps_no_gpus() {
+        // The hardware after the steps: the steps still know it is a CPU.
+        let spec = cpu_study(
+            r#"hardware "cpu" model="AMD EPYC" cores=2 memory-gib=23 isa="avx512f avx2""#,
+            "step s engine=vllm",
+        )
+        .unwrap();
+        let cpu = spec.hardware.cpu.clone().unwrap();
+        assert_eq!(
+            (cpu.model.as_str(), cpu.cores, cpu.memory_gib),
+            ("AMD EPYC", 2, Some(23))
+        );
+        assert_eq!(cpu.isa, ["avx2", "avx512f"], "in /proc/cpuinfo's order");
+        assert_eq!((spec.hardware.gpus, spec.steps[0].gpus), (0, 0));
+        assert_eq!(
+            cpu_study(
+                r#"hardware "cpu" model="x" cores=2"#,
+                "step s engine=vllm gpus=1"
+            )
+            .unwrap_err(),
+            ["the hardware is `\"cpu\"`: steps use no GPUs"]
+        );
+        assert_eq!(
+            cpu_study(r#"hardware "cpu" cores=2 isa="avx9""#, "step s engine=vllm").unwrap_err(),
+            [
+                "`hardware` needs `model=`",
+                "`avx9` is not an instruction-set feature perfpipe keys on"
+            ]
+        );
+        // A GPU study still needs its steps' GPUs.
+        assert_eq!(
+            cpu_study(
+                r#"hardware "nvidia-h100-sxm5-80gb" gpus=1"#,
+                "step s engine=vllm"
+            )
+            .unwrap_err(),
+            ["`step` needs `gpus=`"]
         );
     }
 

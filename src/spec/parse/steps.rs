@@ -44,7 +44,22 @@ impl Decoder {
                 .optional_string_prop(node, "revision")
                 .unwrap_or_default(),
         };
-        let gpus = self.required_count_prop(node, "gpus", "step vllm-tp8 engine=vllm gpus=8");
+        let gpus = if self.cpu_only {
+            if let Some(e) = prop(node, "gpus") {
+                self.error(
+                    SpecDiagnostic::new(
+                        e.span(),
+                        "the hardware is `\"cpu\"`: steps use no GPUs",
+                        "here",
+                    )
+                    .with_help("remove `gpus=`, or declare a GPU type in `hardware`"),
+                );
+                return None;
+            }
+            Some(0)
+        } else {
+            self.required_count_prop(node, "gpus", "step vllm-tp8 engine=vllm gpus=8")
+        };
         let replicas = match prop(node, "replicas") {
             Some(e) => self.count(e, "replicas")?,
             None => 1,

@@ -1,7 +1,9 @@
-//! The one writer of KDL strings and comments: every file perfpipe writes in
-//! KDL (lockfiles, `init --from-page` drafts) quotes text here, so what it
-//! writes its own parser reads back as the same text, whatever the text
-//! (a page's title with a NUL or a right-to-left override included).
+//! The one writer of KDL strings and comments, and the code points KDL v2
+//! does not allow in a file (the parser reports them, the writer escapes
+//! them): every file perfpipe writes in KDL (lockfiles, `init --from-page`
+//! drafts) quotes text here, so what it writes its own parser reads back as
+//! the same text, whatever the text (a page's title with a NUL or a
+//! right-to-left override included).
 
 use std::fmt::Write;
 
@@ -48,7 +50,25 @@ pub fn comment_text(text: &str) -> String {
 /// Controls (KDL's other newlines among them: NEL, VT, FF), the line and
 /// paragraph separators, and what KDL v2 does not allow in a file.
 fn needs_escape(c: char) -> bool {
-    c.is_control() || super::kdl_disallows(c) || matches!(c, '\u{2028}' | '\u{2029}')
+    c.is_control() || kdl_disallows(c) || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// KDL v2's disallowed literal code points, with a name for each range.
+pub fn disallowed(c: char, at: usize) -> Option<&'static str> {
+    Some(match c {
+        '\u{0}'..='\u{8}' | '\u{e}'..='\u{1f}' | '\u{7f}' => "a control character",
+        '\u{200e}' | '\u{200f}' => "a directional mark",
+        '\u{202a}'..='\u{202e}' => "a bidirectional embedding or override",
+        '\u{2066}'..='\u{2069}' => "a bidirectional isolate",
+        '\u{feff}' if at > 0 => "a byte order mark",
+        _ => return None,
+    })
+}
+
+/// KDL v2 does not allow `c` anywhere in a file (a BOM only at its start):
+/// a writer of KDL escapes it.
+pub fn kdl_disallows(c: char) -> bool {
+    disallowed(c, 1).is_some()
 }
 
 #[cfg(test)]

@@ -1,0 +1,312 @@
+//! perfpipe against a real vLLM: its CPU build and a tiny random Qwen3,
+//! installed outside the clone by `scripts/real-vllm.sh` (`scripts/test-deps.sh`
+//! runs it). Missing, each test fails unless `PERFPIPE_TEST_SKIP=vllm` (never
+//! under `CI=true`). About 4 minutes together on 2 cores: one shared server
+//! for `bench`, two launches of `run`, and a start cut short.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::real_vllm::{self, ARGS, ENV, RealVllm};
+use crate::common::{TestEnv, exited, live_processes, random_hex, stderr};
+
+/// A study on this machine's CPU: a step per `--max-num-seqs` of `seqs`,
+/// two workloads on each launch, the model `model`.
+fn cpu_study(model: &Path, seqs: &[u32]) -> String {
+    let cpu = cpu_line();
+    let args: Vec<String> = ARGS.iter().map(|a| format!("{a:?}")).collect();
+    let env: Vec<String> = ENV.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    let step = |seqs: u32| {
+        let name = format!("seqs{seqs}");
+        format!(
+            "    step {name} engine=vllm {{\n        args {} \"--max-num-seqs\" \"{seqs}\"\n        env {}\n        workloads short long\n    }}\n",
+            args.join(" "),
+            env.join(" ")
+        )
+    };
+    format!(
+        "experiment \"tiny-cpu\" {{\n    {cpu}\n    model {:?}\n    runtime local\n    engine vllm version=\"{}+cpu\"\n    \
+         harness builtin ignore-eos=#true\n    \
+         workload short {{ dataset random input=64 output=64; prompts 32; concurrency 8 }}\n    \
+         workload long {{ dataset random input=512 output=16; prompts 16; concurrency 4 }}\n{}}}\n",
+        model.display(),
+        real_vllm::VERSION,
+        seqs.iter().map(|s| step(*s)).collect::<String>(),
+    )
+}
+
+/// This machine's `hardware "cpu"` line, as `/proc/cpuinfo` describes it.
+fn cpu_line() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let facts = perfpipe::cpu::parse(&cpuinfo, &meminfo).unwrap();
+    format!(
+        "hardware \"cpu\" model={:?} cores={} isa={:?}",
+        facts.model,
+        facts.cores,
+        facts.isa.join(" ")
+    )
+}
+
+/// The tiny model copied into the project: the test changes its bytes.
+fn copy_model(env: &TestEnv, vllm: &RealVllm) -> std::path::PathBuf {
+    let to = env.path("model");
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(&vllm.model).unwrap().flatten() {
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+    to
+}
+
+/// `perfpipe ARGS` with the environment's `vllm` on PATH and a tag its
+/// children inherit, to find any of them left.
+fn perfpipe(env: &TestEnv, vllm: &RealVllm, tag: &str, args: &[&str]) -> Command {
+    let mut cmd = env.cmd(args);
+    cmd.env("PATH", vllm.path())
+        .env("HOME", env.path("home"))
+        .env("PERFPIPE_TEST_TAG", tag);
+    cmd
+}
+
+fn telemetry_lines(sample: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(sample.join("logs/telemetry.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_cpu_study_runs_on_a_real_vllm_and_is_keyed_by_the_model_s_bytes() {
+    let Some(vllm) = RealVllm::installed() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let model = copy_model(&env, &vllm);
+    env.write("cpu.kdl", &cpu_study(&model, &[4, 8]));
+    let tag = format!("real-vllm-{}", random_hex());
+    let out = perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
+        .output()
+        .unwrap();
+    exited(out, 0);
+    assert_eq!(
+        live_processes(&tag),
+        Vec::<u32>::new(),
+        "no vLLM process is left"
+    );
+
+    let results = env.results();
+    assert_eq!(results.len(), 4, "2 steps × 2 workloads");
+    let mut positions = Vec::new();
+    for (dir, result) in &results {
+        let provenance = &result["provenance"];
+        assert_eq!(provenance["kind"], "measured_on_cpu", "{provenance}");
+        assert!(provenance.get("gpu").is_none() && provenance.get("driver").is_none());
+        assert_eq!(
+            result["outcome"]["status"], "success",
+            "{}",
+            result["outcome"]
+        );
+        let lines = telemetry_lines(dir);
+        assert!(
+            !lines.iter().any(|l| l.get("gpu").is_some()),
+            "no GPU sample: {lines:?}"
+        );
+        // vLLM 0.32 names it `vllm:kv_cache_usage_perc`, not
+        // `vllm:gpu_cache_usage_perc`: read, it is a number.
+        let start = &lines[0]["engine_start"];
+        assert!(start["kv_cache_usage"].is_f64(), "{lines:?}");
+        assert!(start["running"].is_f64() && start["preemptions_total"].is_f64());
+        let processes: Vec<&serde_json::Value> =
+            lines.iter().filter_map(|l| l.get("process")).collect();
+        assert!(
+            processes.len() >= 2,
+            "the engine's processes at start and end"
+        );
+        assert!(
+            processes
+                .iter()
+                .all(|p| p["rss_mib"].as_f64().unwrap() > 100.0)
+        );
+        let launch = &result["engine_launch"];
+        positions.push((
+            launch["position"].as_u64().unwrap(),
+            launch["prefix_cache"].as_str().unwrap().to_owned(),
+        ));
+    }
+    positions.sort();
+    assert_eq!(
+        positions,
+        [
+            (1, "fresh".to_owned()),
+            (1, "fresh".to_owned()),
+            (2, "reset".to_owned()),
+            (2, "reset".to_owned())
+        ],
+        "the second run on each engine follows a prefix-cache reset"
+    );
+
+    let report = env.read("reports/cpu.md");
+    assert!(
+        report.contains("| Engine CPU (s) | Max engine RSS (MiB) |")
+            && !report.contains("Mean power"),
+        "{report}"
+    );
+
+    // Everything is stored: a second run starts nothing.
+    let samples = env.samples();
+    let again = exited(
+        perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
+            .output()
+            .unwrap(),
+        0,
+    );
+    assert!(
+        stderr(&again).contains("4 runs, 4 in the store, 0 to run"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(env.samples(), samples);
+
+    // One byte of the weights: every run is missing.
+    let weights = model.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&weights, bytes).unwrap();
+    let plan = exited(
+        perfpipe(&env, &vllm, &tag, &["plan", "cpu.kdl"])
+            .output()
+            .unwrap(),
+        0,
+    );
+    let plan = crate::common::stdout(&plan);
+    assert!(
+        plan.contains("4 runs: 0 cached, 0 failed, 4 missing"),
+        "{plan}"
+    );
+}
+
+#[test]
+fn perfpipe_killed_while_vllm_starts_leaves_no_vllm_process_and_the_next_run_measures() {
+    let Some(vllm) = RealVllm::installed() else {
+        return;
+    };
+    let env = TestEnv::new();
+    env.write("cpu.kdl", &cpu_study(&vllm.model, &[4]));
+    let tag = format!("real-vllm-{}", random_hex());
+    let mut child = perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let perfpipe_pid = child.id();
+    // Until vLLM's API server has started its engine core: a start well on its way.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while vllm_processes(&tag, perfpipe_pid) < 2 {
+        assert!(Instant::now() < deadline, "vLLM never started");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // SAFETY: kill has no preconditions; the pid is our child's.
+    unsafe { libc::kill(perfpipe_pid as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    // The engine dies with perfpipe (its parent-death signal), and its
+    // engine core with it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !live_processes(&tag).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "vLLM processes outlived perfpipe: {:?}",
+            live_processes(&tag)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The next run measures: nothing of the killed one is in its way.
+    let out = perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
+        .output()
+        .unwrap();
+    exited(out, 0);
+    assert_eq!(env.results().len(), 2);
+    assert_eq!(live_processes(&tag), Vec::<u32>::new());
+}
+
+/// Tagged processes other than perfpipe itself.
+fn vllm_processes(tag: &str, perfpipe: u32) -> usize {
+    live_processes(tag)
+        .into_iter()
+        .filter(|pid| *pid != perfpipe)
+        .count()
+}
+
+#[test]
+fn bench_measures_a_real_vllm_as_vllm_bench_serve_would() {
+    let Some(vllm) = RealVllm::installed() else {
+        return;
+    };
+    let server = real_vllm::shared_server(&vllm);
+    let env = TestEnv::new();
+    let model = server.model.display().to_string();
+    let base_url = server.base_url.as_str();
+    let out = env
+        .cmd(&[
+            "bench",
+            "--base-url",
+            base_url,
+            "--backend",
+            "vllm",
+            "--model",
+            &model,
+            "--tokenizer",
+            &model,
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "128",
+            "--random-output-len",
+            "32",
+            "--num-prompts",
+            "32",
+            "--max-concurrency",
+            "8",
+            "--ignore-eos",
+            "--save-result",
+            "--result-filename",
+            "result.json",
+        ])
+        .output()
+        .unwrap();
+    let out = exited(out, 0);
+    let result: serde_json::Value = serde_json::from_str(&env.read("result.json")).unwrap();
+    assert_eq!(result["completed"], 32, "{}", stderr(&out));
+    assert_eq!(result["failed"], 0);
+    // With ignore_eos the engine generates every token asked for, and says so.
+    assert_eq!(result["total_output_tokens"], 32 * 32);
+
+    // What perfpipe's vLLM code assumes of the server, as 0.32 serves it.
+    let version = real_vllm::get(&format!("{base_url}/version")).unwrap();
+    let version: serde_json::Value = serde_json::from_str(&version.1).unwrap();
+    assert!(
+        perfpipe::pyenv::versions_match(
+            &format!("{}+cpu", real_vllm::VERSION),
+            version["version"].as_str().unwrap()
+        ),
+        "{version}"
+    );
+    let (status, metrics) = real_vllm::get(&format!("{base_url}/metrics")).unwrap();
+    assert_eq!(status, 200);
+    let sample = perfpipe::metrics::telemetry::engine_sample(
+        &perfpipe::metrics::telemetry::parse_prometheus(&metrics),
+    );
+    assert!(
+        sample.running.is_some()
+            && sample.waiting.is_some()
+            && sample.kv_cache_usage.is_some()
+            && sample.preemptions_total.is_some(),
+        "{sample:?}"
+    );
+    let (status, _) = real_vllm::post(&format!("{base_url}/reset_prefix_cache")).unwrap();
+    assert_eq!(status, 200, "dev mode serves the reset");
+}
