@@ -12,8 +12,8 @@ use crate::common::real_vllm::{self, ARGS, ENV, RealVllm};
 use crate::common::{TestEnv, exited, live_processes, random_hex, stderr};
 
 /// A study on this machine's CPU: a step per `--max-num-seqs` of `seqs`,
-/// two workloads on each launch, the model `model`.
-fn cpu_study(model: &Path, seqs: &[u32]) -> String {
+/// two workloads on each launch, the model `model`, measured by `harness`.
+fn cpu_study(model: &Path, seqs: &[u32], harness: &str) -> String {
     let cpu = cpu_line();
     let args: Vec<String> = ARGS.iter().map(|a| format!("{a:?}")).collect();
     let env: Vec<String> = ENV.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
@@ -27,7 +27,7 @@ fn cpu_study(model: &Path, seqs: &[u32]) -> String {
     };
     format!(
         "experiment \"tiny-cpu\" {{\n    {cpu}\n    model {:?}\n    runtime local\n    engine vllm version=\"{}+cpu\"\n    \
-         harness builtin ignore-eos=#true\n    \
+         harness {harness} ignore-eos=#true\n    \
          workload short {{ dataset random input=64 output=64; prompts 32; concurrency 8 }}\n    \
          workload long {{ dataset random input=512 output=16; prompts 16; concurrency 4 }}\n{}}}\n",
         model.display(),
@@ -86,7 +86,7 @@ fn a_cpu_study_runs_on_a_real_vllm_and_is_keyed_by_the_model_s_bytes() {
     };
     let env = TestEnv::new();
     let model = copy_model(&env, &vllm);
-    env.write("cpu.kdl", &cpu_study(&model, &[4, 8]));
+    env.write("cpu.kdl", &cpu_study(&model, &[4, 8], "builtin"));
     let tag = format!("real-vllm-{}", random_hex());
     let out = perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
         .output()
@@ -191,12 +191,14 @@ fn a_cpu_study_runs_on_a_real_vllm_and_is_keyed_by_the_model_s_bytes() {
 }
 
 #[test]
-fn perfpipe_killed_while_vllm_starts_leaves_no_vllm_process_and_the_next_run_measures() {
+fn perfpipe_killed_while_vllm_starts_leaves_no_vllm_process_and_vllm_bench_measures_next() {
     let Some(vllm) = RealVllm::installed() else {
         return;
     };
     let env = TestEnv::new();
-    env.write("cpu.kdl", &cpu_study(&vllm.model, &[4]));
+    // Measured by vLLM's own client from the same environment.
+    let harness = format!("vllm-bench version=\"{}\"", real_vllm::VERSION);
+    env.write("cpu.kdl", &cpu_study(&vllm.model, &[4], &harness));
     let tag = format!("real-vllm-{}", random_hex());
     let mut child = perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
         .stdout(std::process::Stdio::null())
@@ -229,7 +231,23 @@ fn perfpipe_killed_while_vllm_starts_leaves_no_vllm_process_and_the_next_run_mea
         .output()
         .unwrap();
     exited(out, 0);
-    assert_eq!(env.results().len(), 2);
+    let results = env.results();
+    assert_eq!(results.len(), 2);
+    for (dir, result) in &results {
+        assert_eq!(
+            result["outcome"]["status"], "success",
+            "{}",
+            result["outcome"]
+        );
+        let argv: Vec<&str> = result["harness_command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(argv[..3], ["vllm", "bench", "serve"]);
+        assert!(dir.join("logs/vllm-bench-result.json").is_file());
+    }
     assert_eq!(live_processes(&tag), Vec::<u32>::new());
 }
 
