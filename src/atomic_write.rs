@@ -95,6 +95,15 @@ impl AtomicWrite {
 
     /// Writes `bytes` to `path`, whole or not at all.
     pub fn write(self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut pending = self.begin(path)?;
+        pending.file().write_all(bytes)?;
+        pending.commit()
+    }
+
+    /// Starts writing `path` through a temp file beside it: what is written
+    /// to [`Pending::file`] (streamed, hashed on the way) becomes `path` at
+    /// [`Pending::commit`]; dropped uncommitted, the temp file is removed.
+    pub fn begin(self, path: &Path) -> io::Result<Pending> {
         let dir = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
@@ -102,6 +111,13 @@ impl AtomicWrite {
         if self.make_dir {
             fs_err::create_dir_all(dir)?;
         }
+        self.begin_in(path, dir)
+    }
+
+    /// [`AtomicWrite::begin`] with the temp file in `temp_dir` (on the same
+    /// file system), for a directory whose every entry must be whole (a
+    /// store's content, named by its hash).
+    pub fn begin_in(self, path: &Path, temp_dir: &Path) -> io::Result<Pending> {
         let pid_prefix;
         let mut builder = tempfile::Builder::new();
         match self.temp {
@@ -110,12 +126,12 @@ impl AtomicWrite {
                 builder.prefix(prefix);
             }
             Temp::Pid(prefix) => {
-                remove_dead_by_pid(dir, prefix);
+                remove_dead_by_pid(temp_dir, prefix);
                 pid_prefix = format!("{prefix}{}-", std::process::id());
                 builder.prefix(&pid_prefix);
             }
             Temp::Locked(prefix) => {
-                remove_dead_by_lock_once(dir, prefix);
+                remove_dead_by_lock_once(temp_dir, prefix);
                 builder.prefix(prefix);
             }
         }
@@ -123,16 +139,39 @@ impl AtomicWrite {
             use std::os::unix::fs::PermissionsExt;
             builder.permissions(std::fs::Permissions::from_mode(mode));
         }
-        let mut file = builder.tempfile_in(dir)?;
+        let file = builder.tempfile_in(temp_dir)?;
         if matches!(self.temp, Temp::Locked(_)) {
             file.as_file().lock()?;
         }
-        file.write_all(bytes)?;
+        Ok(Pending {
+            file,
+            path: path.to_owned(),
+            synced: self.synced,
+        })
+    }
+}
+
+/// A file being written atomically ([`AtomicWrite::begin`]).
+#[derive(Debug)]
+pub struct Pending {
+    file: tempfile::NamedTempFile,
+    path: PathBuf,
+    synced: bool,
+}
+
+impl Pending {
+    /// The temp file, to write the content to.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        self.file.as_file_mut()
+    }
+
+    /// Renames the temp file into place (fsynced first, if asked).
+    pub fn commit(self) -> io::Result<()> {
         if self.synced {
-            file.as_file().sync_all()?;
+            self.file.as_file().sync_all()?;
         }
         // A lock goes with the file handle, after the rename.
-        file.persist(path).map_err(|e| e.error)?;
+        self.file.persist(&self.path).map_err(|e| e.error)?;
         Ok(())
     }
 }
@@ -308,5 +347,36 @@ mod tests {
             fs_err::read_dir(target.parent().unwrap()).unwrap().count(),
             1
         );
+    }
+
+    #[test]
+    fn a_write_begun_elsewhere_is_placed_on_commit_and_leaves_nothing_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (temps, content) = (dir.path().join("tmp"), dir.path().join("inputs"));
+        fs_err::create_dir_all(&temps).unwrap();
+        fs_err::create_dir_all(&content).unwrap();
+        let begin = |name: &str| {
+            AtomicWrite::new()
+                .temp(Temp::Prefixed("input-"))
+                .mode(0o444)
+                .begin_in(&content.join(name), &temps)
+                .unwrap()
+        };
+        let mut dropped = begin("half");
+        dropped.file().write_all(b"half").unwrap();
+        drop(dropped);
+        let mut whole = begin("whole");
+        whole.file().write_all(b"whole").unwrap();
+        whole.commit().unwrap();
+        let names = |dir: &Path| -> Vec<String> {
+            fs_err::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names(&content), ["whole"]);
+        assert!(names(&temps).is_empty(), "{:?}", names(&temps));
+        let placed = fs_err::metadata(content.join("whole")).unwrap();
+        assert!(placed.permissions().readonly());
     }
 }

@@ -9,8 +9,9 @@ use sha2::{Digest, Sha256};
 
 use super::check::Damage;
 use super::layout::{drv_dir, inputs_dir};
-use super::write::{sync_dir, write_synced};
+use super::write::sync_dir;
 use super::{Error, Store};
+use crate::atomic_write::{AtomicWrite, Temp};
 use crate::drv::{LaunchKey, LaunchMaterial};
 
 /// A file of `drv/` named by a launch key, read and checked.
@@ -151,9 +152,9 @@ impl Store {
         if whole {
             asked_for(&path);
         } else {
-            let tmp = self.tmp_file("drv-")?;
-            write_synced(&tmp, canonical.as_bytes())?;
-            self.place(&tmp, &path)?;
+            self.place(&path, "drv-", |file| {
+                Ok(file.write_all(canonical.as_bytes())?)
+            })?;
         }
         Ok(key)
     }
@@ -168,48 +169,44 @@ impl Store {
             asked_for(&path);
             return Ok(());
         }
-        let tmp = self.tmp_file("input-")?;
-        let copied = copy_hashing(file, &tmp)?;
-        if copied != sha256 {
-            return Err(Error::Io(std::io::Error::other(format!(
-                "`{}` changed while perfpipe read it (its sha256 is now {copied}, not {sha256}); run again",
-                file.display()
-            ))));
-        }
-        self.place(&tmp, &path)
+        self.place(&path, "input-", |copy| {
+            let copied = hash(&mut fs_err::File::open(file)?, copy)?;
+            if copied != sha256 {
+                return Err(Error::Io(std::io::Error::other(format!(
+                    "`{}` changed while perfpipe read it (its sha256 is now {copied}, not {sha256}); run again",
+                    file.display()
+                ))));
+            }
+            Ok(())
+        })
     }
 
-    /// A path in this process's temp dir, for a file to rename into place.
-    fn tmp_file(&self, prefix: &str) -> Result<PathBuf, Error> {
-        let file = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempfile_in(self.process_dir()?.path())?;
-        Ok(file.into_temp_path().keep().map_err(|e| e.error)?)
-    }
-
-    /// Renames `tmp` to `path` (read-only: content-addressed files never change).
-    fn place(&self, tmp: &Path, path: &Path) -> Result<(), Error> {
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(tmp, std::fs::Permissions::from_mode(0o444))?;
+    /// Writes `path` with what `fill` writes, atomically: read-only
+    /// (content-addressed files never change), fsynced, its temp file
+    /// (`<prefix><random>`) in this process's temp dir, so that `drv/` and
+    /// `inputs/` hold only whole files. Nothing is placed when `fill` fails.
+    fn place(
+        &self,
+        path: &Path,
+        prefix: &'static str,
+        fill: impl FnOnce(&mut std::fs::File) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        // First: a store that cannot be written says so at its marker.
+        let process = self.process_dir()?;
         let dir = path.parent().expect("store paths have a parent");
         super::root::check_layout_dirs(&self.root)?;
         fs_err::create_dir_all(dir)?;
-        fs_err::rename(tmp, path)?;
+        let mut pending = AtomicWrite::new()
+            .temp(Temp::Prefixed(prefix))
+            .mode(0o444)
+            .synced()
+            .in_existing_dir()
+            .begin_in(path, process.path())?;
+        fill(pending.file())?;
+        pending.commit()?;
         sync_dir(dir)?;
         Ok(())
     }
-}
-
-/// Copies `from` to `to` (fsynced) and returns the sha256 of what was copied.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the store's input area: a copy into the store's temp dir, fsynced, then renamed"
-)]
-fn copy_hashing(from: &Path, to: &Path) -> std::io::Result<String> {
-    let mut target = fs_err::File::create(to)?;
-    let sha256 = hash(&mut fs_err::File::open(from)?, &mut target)?;
-    target.sync_all()?;
-    Ok(sha256)
 }
 
 /// The sha256 of what `source` holds, written on to `sink` as it is read.
@@ -277,6 +274,18 @@ mod tests {
         let other = "0".repeat(64);
         let err = store.put_input(&other, &file).unwrap_err().to_string();
         assert!(!store.input_path(&other).exists(), "{err}");
+        let process = store.process_dir().unwrap();
+        let temps = fs_err::read_dir(process.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("input-")
+            })
+            .count();
+        assert_eq!(temps, 0, "a refused copy leaves no temp file");
         assert_eq!(store.check_input(&sha).unwrap(), None);
         overwrite(&store.input_path(&sha), b"[2]");
         let actual = hex::encode(Sha256::digest(b"[2]"));
