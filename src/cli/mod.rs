@@ -25,7 +25,7 @@ mod project;
 mod realise;
 mod report;
 mod run;
-mod search;
+mod slo_search;
 mod store_gc;
 mod store_path;
 mod store_verify;
@@ -39,8 +39,8 @@ use args::{Command, RuntimeArg, StoreCommand};
 
 use crate::error_kind::ErrorKind;
 use crate::exit_code;
-use crate::ops::files::write_file;
 use crate::ops::load::sample_notes;
+use crate::ops::user_files::write_file;
 use crate::ops::{Loaded, Stderr, lockfile};
 use crate::spec::Runtime;
 use crate::tokio_runtime::Io;

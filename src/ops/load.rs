@@ -157,7 +157,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         None => declared_runs,
     };
     let mut inputs = inputs;
-    let searches = super::search::expand(
+    let searches = super::slo_search::expand(
         &mut spec,
         runtime,
         &mut inputs,

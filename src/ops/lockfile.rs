@@ -261,7 +261,7 @@ pub fn settle_for_fetch(
 }
 
 pub fn write(state: &LockState) -> Result<(), Error> {
-    super::files::write_text(&state.path, &lock::render(&state.new))
+    super::user_files::write_text(&state.path, &lock::render(&state.new))
 }
 
 /// `  ~ engine.vllm: version 0.11.0 → 0.17.1`, one per changed input, then

@@ -11,31 +11,39 @@ macro_rules! say {
     };
 }
 
+// One operation per command.
 pub mod bench;
 pub mod cache;
 pub mod diff;
-pub mod elsewhere;
-pub mod error;
 pub mod explain;
 pub mod fetch;
-pub mod figures;
-pub mod files;
 pub mod import;
 pub mod init;
-pub mod load;
 pub mod lock;
-pub mod lockfile;
-pub mod older;
 pub mod plan;
 pub mod realise;
-pub mod rendered;
+/// `report`, with the figures it draws and what it loads from the store.
 pub mod report;
+/// `run`, with its mode for an older lockfile.
 pub mod run;
-pub mod search;
+/// `store gc`, `store verify`, `store path`.
 pub mod store;
-pub mod stored;
-pub mod substitute;
 pub mod verify;
+
+// What the operations share.
+pub mod error;
+/// The workspace: what every command loads first (the selection).
+pub mod load;
+/// The workspace: settling the lockfile.
+pub mod lockfile;
+/// The searches of the largest load within an SLO (not a command).
+pub mod slo_search;
+/// The workspace: which runtimes the store holds an experiment's results under.
+pub mod stored_runtimes;
+/// Substituting missing runs from trusted caches (`run`, `plan`).
+pub mod substitute;
+/// Writing the files the user asked for (reports, lockfiles), whole.
+pub mod user_files;
 
 pub use error::{Error, PageReport};
 pub use load::{Loaded, Selection, load};

@@ -53,7 +53,7 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
     let write_material = options.write_launches;
     let loaded = load(selection, LockMode::Read)?;
     let plan = build_plan(&loaded, selection)?;
-    super::elsewhere::say_if_elsewhere(&loaded, selection, "plan", shell);
+    super::stored_runtimes::say_if_elsewhere(&loaded, selection, "plan", shell);
     // What a node needs to run each launch.
     let options = LaunchOptions {
         fresh_engine: selection.fresh_engine,

@@ -2,10 +2,8 @@
 
 mod estimate;
 pub mod search;
-mod stored_runtime;
 
 pub use estimate::{Estimate, estimate, typical_start};
-pub use stored_runtime::{StoredRuntime, stored_runtime};
 
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
