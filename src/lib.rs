@@ -22,7 +22,8 @@
 //!
 //! Below them all, mechanisms written once that every layer uses: `digest`
 //! (sha256 names), `atomic_write`, `regular_file`, `filelock`, `plural`,
-//! `clock`, `stderr` (`eoutln!`).
+//! `clock`, `stderr` (`eoutln!`), `tokio_runtime` (the one runtime, made in
+//! `cli::main`), `error_kind` (what `cli` alone makes an exit code).
 
 // First: its `eoutln!` is how every module writes to stderr.
 #[macro_use]
