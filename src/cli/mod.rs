@@ -39,9 +39,10 @@ use args::{Command, RuntimeArg, StoreCommand};
 
 use crate::error_kind::ErrorKind;
 use crate::exit_code;
-use crate::ops::load::sample_notes;
 use crate::ops::user_files::write_file;
-use crate::ops::{Loaded, Stderr, lockfile};
+use crate::ops::workspace::load::sample_notes;
+use crate::ops::workspace::lockfile;
+use crate::ops::{Loaded, Stderr};
 use crate::spec::Runtime;
 use crate::tokio_runtime::Io;
 

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Error, LockMode, Selection, load, lockfile};
+use super::workspace::lockfile;
+use super::{Error, LockMode, Selection, load};
 use crate::analyze::{self, RunRecord};
 use crate::key::RunKey;
 use crate::lock;

@@ -32,22 +32,18 @@ pub mod verify;
 
 // What the operations share.
 pub mod error;
-/// The workspace: what every command loads first (the selection).
-pub mod load;
-/// The workspace: settling the lockfile.
-pub mod lockfile;
 /// The searches of the largest load within an SLO (not a command).
 pub mod slo_search;
-/// The workspace: which runtimes the store holds an experiment's results under.
-pub mod stored_runtimes;
 /// Substituting missing runs from trusted caches (`run`, `plan`).
 pub mod substitute;
 /// Writing the files the user asked for (reports, lockfiles), whole.
 pub mod user_files;
+/// The selection, the lockfile, which runtimes hold results.
+pub mod workspace;
 
 pub use error::{Error, PageReport};
-pub use load::{Loaded, Selection, load};
-pub use lockfile::{LockMode, LockState};
+pub use workspace::load::{Loaded, Selection, load};
+pub use workspace::lockfile::{LockMode, LockState};
 
 /// Where an operation says what it does, warns, and notes: the user's
 /// terminal (stderr) under the CLI, a log elsewhere.

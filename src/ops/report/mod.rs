@@ -8,8 +8,8 @@ pub mod stored;
 use std::path::{Path, PathBuf};
 
 use super::plan::plan_and_index;
-use super::stored_runtimes::{StoredRuntime, stored_runs, stored_runtime};
 use super::user_files::{write_file, write_text};
+use super::workspace::stored_runtimes::{StoredRuntime, stored_runs, stored_runtime};
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::analyze::{self, Analysis, RunRecord, Scope, Stored};
 use crate::report::chart::{self, ChartData, ChartGroup};

@@ -8,12 +8,12 @@ use std::path::PathBuf;
 
 use super::cache::Substitution;
 use super::fetch::{Verbosity, fail_on, fetch_pinned, inputs_used};
-use super::load::sample_notes;
-use super::lockfile::Network;
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
 use super::user_files::check_writable;
-use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile, realise};
+use super::workspace::load::sample_notes;
+use super::workspace::lockfile::{self, Network};
+use super::{Error, Loaded, LockMode, Selection, Shell, load, realise};
 use crate::drv::{LaunchKey, LaunchOptions};
 use crate::exec::slurm::{self, JobEvent};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Error;
 use super::lockfile::{self, LockMode, LockState};
 use crate::inputs::{self, ResolvedInputs};
+use crate::ops::Error;
 use crate::spec::{self, Runtime, SourceFile, Spec};
 use crate::store::Store;
 
@@ -157,7 +157,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         None => declared_runs,
     };
     let mut inputs = inputs;
-    let searches = super::slo_search::expand(
+    let searches = crate::ops::slo_search::expand(
         &mut spec,
         runtime,
         &mut inputs,

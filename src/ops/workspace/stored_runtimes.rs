@@ -4,8 +4,8 @@
 //! the default runtime without `--runtime`, say when that one has nothing
 //! stored while another has (`run --runtime sim` stored them).
 
-use super::{Loaded, Selection, Shell};
 use crate::key::RunKey;
+use crate::ops::{Loaded, Selection, Shell};
 use crate::plural::count;
 use crate::spec::Runtime;
 
