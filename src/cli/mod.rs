@@ -25,7 +25,7 @@ mod project;
 mod realise;
 mod report;
 mod run;
-mod search;
+mod slo_search;
 mod store_gc;
 mod store_path;
 mod store_verify;
@@ -40,9 +40,10 @@ use args::{Command, RuntimeArg, StoreCommand};
 use crate::error_kind::ErrorKind;
 use crate::exit_code;
 use crate::facts::Runtime;
-use crate::ops::files::write_file;
-use crate::ops::load::sample_notes;
-use crate::ops::{Loaded, Stderr, lockfile};
+use crate::ops::user_files::write_file;
+use crate::ops::workspace::load::sample_notes;
+use crate::ops::workspace::lockfile;
+use crate::ops::{Loaded, Stderr};
 use crate::tokio_runtime::Io;
 
 /// Runs perfpipe with the process's arguments; returns the exit code.

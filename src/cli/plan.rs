@@ -175,7 +175,7 @@ fn render(
         with("missing"),
         launches(plan.launches(common.fresh_engine).len()),
     );
-    out.push_str(&super::search::render(&loaded.searches));
+    out.push_str(&super::slo_search::render(&loaded.searches));
     out
 }
 

@@ -3,8 +3,8 @@
 use super::args::{ReportArgs, ReportFormat};
 use crate::exit_code;
 use crate::ops::Error;
-use crate::ops::files::write_text;
 use crate::ops::report::{Format, Rendered};
+use crate::ops::user_files::write_text;
 
 pub fn report(args: &ReportArgs) -> Result<u8, Error> {
     let format = match args.format {

@@ -13,7 +13,7 @@ use crate::exec::{ExecEvent, ExecOptions};
 use crate::exit_code;
 use crate::launch::LaunchKey;
 use crate::ops::Error;
-use crate::ops::older::RanOlder;
+use crate::ops::run::older::RanOlder;
 use crate::ops::run::{Done, Executor, Ran, RunOptions, exec_defaults, failure_expected};
 use crate::plural::count;
 use crate::spec::Spec;

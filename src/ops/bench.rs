@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::files::{check_writable, check_writable_dir, write_text};
+use super::user_files::{check_writable, check_writable_dir, write_text};
 use super::{Error, Shell};
 use crate::dataset::{self, BenchRequest};
 use crate::harness::prompt_cache::{self, PromptCache};

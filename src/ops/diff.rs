@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Error, LockMode, Selection, load, lockfile};
+use super::workspace::lockfile;
+use super::{Error, LockMode, Selection, load};
 use crate::analyze::{self, RunRecord};
 use crate::facts::Runtime;
 use crate::key::RunKey;
@@ -121,7 +122,7 @@ pub fn diff(args: &DiffOptions) -> Result<LockDiff, Error> {
                 },
                 None => key,
             };
-            let samples = super::stored::samples(&store, key)?;
+            let samples = super::report::stored::samples(&store, key)?;
             Ok(Some(analyze::of_samples(
                 &change.step,
                 &change.workload,
@@ -296,7 +297,7 @@ fn fill_command(
     if matches(file, path, args) {
         command
     } else if args.max_prompts.is_none()
-        && super::older::runnable_from_material(store, lock, runtime)
+        && super::run::older::runnable_from_material(store, lock, runtime)
     {
         // The runs of an older lockfile, from the material the store recorded.
         format!(

@@ -34,7 +34,7 @@ pub fn explain(
         });
     }
     let plan = build_plan(&loaded, selection)?;
-    super::elsewhere::say_if_elsewhere(&loaded, selection, "explain", shell);
+    super::workspace::stored_runtimes::say_if_elsewhere(&loaded, selection, "explain", shell);
     let stored = stored_materials(&loaded.store)?;
     let mut out = String::new();
     for run in plan

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::lockfile::{self, LockMode, Network};
+use super::workspace::lockfile::{self, LockMode, Network};
 use super::{Error, Loaded, Selection, Shell, load};
 use crate::facts::Runtime;
 use crate::fetch::{self, Event, Failure, Fetcher, human_bytes};

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::files::write_file;
+use super::user_files::write_file;
 use super::{Error, PageReport};
 use crate::page::{self, Generated};
 

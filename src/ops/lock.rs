@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::lockfile::{self, LockMode, LockState, Network};
+use super::workspace::lockfile::{self, LockMode, LockState, Network};
 use super::{Error, Selection, Shell, load};
 use crate::lock::Update;
 use crate::tokio_runtime::Io;

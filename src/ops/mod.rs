@@ -11,35 +11,39 @@ macro_rules! say {
     };
 }
 
+// One operation per command.
 pub mod bench;
 pub mod cache;
 pub mod diff;
-pub mod elsewhere;
-pub mod error;
 pub mod explain;
 pub mod fetch;
-pub mod figures;
-pub mod files;
 pub mod import;
 pub mod init;
-pub mod load;
 pub mod lock;
-pub mod lockfile;
-pub mod older;
 pub mod plan;
 pub mod realise;
-pub mod rendered;
+/// `report`, with the figures it draws and what it loads from the store.
 pub mod report;
+/// `run`, with its mode for an older lockfile.
 pub mod run;
-pub mod search;
+/// `store gc`, `store verify`, `store path`.
 pub mod store;
-pub mod stored;
-pub mod substitute;
 pub mod verify;
 
+// What the operations share.
+pub mod error;
+/// The searches of the largest load within an SLO (not a command).
+pub mod slo_search;
+/// Substituting missing runs from trusted caches (`run`, `plan`).
+pub mod substitute;
+/// Writing the files the user asked for (reports, lockfiles), whole.
+pub mod user_files;
+/// The selection, the lockfile, which runtimes hold results.
+pub mod workspace;
+
 pub use error::{Error, PageReport};
-pub use load::{Loaded, Selection, load};
-pub use lockfile::{LockMode, LockState};
+pub use workspace::load::{Loaded, Selection, load};
+pub use workspace::lockfile::{LockMode, LockState};
 
 /// Where an operation says what it does, warns, and notes: the user's
 /// terminal (stderr) under the CLI, a log elsewhere.

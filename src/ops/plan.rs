@@ -53,7 +53,7 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
     let write_material = options.write_launches;
     let loaded = load(selection, LockMode::Read)?;
     let plan = build_plan(&loaded, selection)?;
-    super::elsewhere::say_if_elsewhere(&loaded, selection, "plan", shell);
+    super::workspace::stored_runtimes::say_if_elsewhere(&loaded, selection, "plan", shell);
     // What a node needs to run each launch.
     let options = LaunchOptions {
         fresh_engine: selection.fresh_engine,
@@ -155,7 +155,7 @@ pub fn plan_and_index(loaded: &Loaded, selection: &Selection) -> Result<(Plan, S
     let plan = plan::build(
         loaded.runs.clone(),
         &index,
-        super::load::plan_options(selection, loaded.runtime),
+        super::workspace::load::plan_options(selection, loaded.runtime),
     );
     Ok((plan, index))
 }

@@ -3,11 +3,9 @@
 mod estimate;
 mod launches;
 pub mod search;
-mod stored_runtime;
 
 pub use estimate::{Estimate, estimate, typical_start};
 pub use launches::launches;
-pub use stored_runtime::{StoredRuntime, stored_runtime};
 
 use crate::facts::Runtime;
 use crate::key::{KeyMaterial, KeyedRun, RunKey};

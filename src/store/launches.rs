@@ -191,10 +191,11 @@ impl Store {
         prefix: &'static str,
         fill: impl FnOnce(&mut std::fs::File) -> Result<(), Error>,
     ) -> Result<(), Error> {
+        // First: a store that cannot be written says so at its marker.
+        let process = self.process_dir()?;
         let dir = path.parent().expect("store paths have a parent");
         super::root::check_layout_dirs(&self.root)?;
         fs_err::create_dir_all(dir)?;
-        let process = self.process_dir()?;
         let mut pending = AtomicWrite::new()
             .temp(Temp::Prefixed(prefix))
             .mode(0o444)

@@ -2,6 +2,7 @@
 //! value, each keyed and cached on its own.
 
 use crate::common::{TestEnv, stderr, stdout};
+use crate::perfpipe_snapshot;
 
 /// The simulated engine's load-dependent timing: a request's TTFT is
 /// 2 ms + 20 ms per request in flight when it arrived.
@@ -48,6 +49,8 @@ fn three_configurations_by_five_loads_run_once_and_plan_lists_every_point() {
         .collect();
     assert_eq!(listed, expected, "{}", stdout(&plan));
     assert!(stdout(&plan).contains("15 runs: 0 cached, 0 failed, 15 missing"));
+    // The whole table's shape: a row per point, the launches, the estimate.
+    perfpipe_snapshot!("plan_of_a_load_grid", plan);
 
     let first = run_timed(&env, "load.kdl", LOAD_TIMING);
     assert!(

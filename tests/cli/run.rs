@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::{TestEnv, live_processes, stderr, stdout};
+use crate::perfpipe_snapshot;
 
 /// `(step, workload)` of every run the executor started, from its progress lines.
 fn started(output: &std::process::Output) -> Vec<String> {
@@ -75,6 +76,8 @@ fn runs_every_run_once_then_finds_them_cached() {
         "{}",
         stdout(&plan)
     );
+    // The whole table's shape: its columns, each run's status and detail.
+    perfpipe_snapshot!("plan_after_a_run", plan);
 
     // The experiment's runtime, `docker`, has nothing stored: `plan` and
     // `explain` say where the runs are.

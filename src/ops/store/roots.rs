@@ -7,7 +7,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::key::RunKey;
-use crate::ops::{Error, LockMode, Selection, load, lockfile};
+use crate::ops::workspace::lockfile;
+use crate::ops::{Error, LockMode, Selection, load};
 
 /// What reaches the entries to keep.
 #[derive(Debug)]

@@ -3,11 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Error;
-use super::Shell;
 use super::load::Selection;
 use crate::facts::Runtime;
 use crate::lock::{self, Lockfile, PinPolicy, PinResolver, Problem, Update};
+use crate::ops::{Error, Shell};
 use crate::plural::count;
 use crate::tokio_runtime::Io;
 
@@ -261,7 +260,7 @@ pub fn settle_for_fetch(
 }
 
 pub fn write(state: &LockState) -> Result<(), Error> {
-    super::files::write_text(&state.path, &lock::render(&state.new))
+    crate::ops::user_files::write_text(&state.path, &lock::render(&state.new))
 }
 
 /// `  ~ engine.vllm: version 0.11.0 → 0.17.1`, one per changed input, then

@@ -1,11 +1,12 @@
-//! Which runtimes the store holds an experiment's results under: `report`
-//! reports the one it holds, and `plan` and `explain`, which plan the
-//! default runtime without `--runtime`, say when that one has nothing stored
-//! while another has (`run --runtime sim` stored them).
+//! Which runtimes the store holds an experiment's results under, written
+//! once: `report` reports the one it holds ([`stored_runtime`]: measured
+//! runtimes before the simulation), and `plan` and `explain`, which plan
+//! the default runtime without `--runtime`, say when that one has nothing
+//! stored while another has (`run --runtime sim` stored them).
 
-use super::{Loaded, Selection, Shell};
 use crate::facts::Runtime;
 use crate::key::RunKey;
+use crate::ops::{Loaded, Selection, Shell};
 use crate::plural::count;
 
 /// The keys of `loaded`'s runs under `runtime`. Those of another runtime
@@ -62,5 +63,49 @@ pub fn say_if_elsewhere(loaded: &Loaded, selection: &Selection, command: &str, s
             selection.experiment.display(),
             runtime.name()
         );
+    }
+}
+
+/// What the store's results say about the runtime to report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredRuntime {
+    /// The one runtime to report (measured if any has results, else `sim`).
+    One(Runtime),
+    /// Results under both measured runtimes: the user must choose.
+    Ambiguous(Vec<Runtime>),
+    /// No result under any runtime.
+    None,
+}
+
+/// `with_results`: the runtimes under which the store holds a result of
+/// some run of the experiment.
+pub fn stored_runtime(with_results: &[Runtime]) -> StoredRuntime {
+    let measured: Vec<Runtime> = [Runtime::Docker, Runtime::Local]
+        .into_iter()
+        .filter(|r| with_results.contains(r))
+        .collect();
+    match measured[..] {
+        [one] => StoredRuntime::One(one),
+        [] if with_results.contains(&Runtime::Sim) => StoredRuntime::One(Runtime::Sim),
+        [] => StoredRuntime::None,
+        _ => StoredRuntime::Ambiguous(measured),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Runtime::{Docker, Local, Sim};
+
+    #[test]
+    fn measured_results_come_before_simulated_and_two_measured_runtimes_are_ambiguous() {
+        assert_eq!(stored_runtime(&[Sim]), StoredRuntime::One(Sim));
+        assert_eq!(stored_runtime(&[Sim, Local]), StoredRuntime::One(Local));
+        assert_eq!(stored_runtime(&[Docker, Sim]), StoredRuntime::One(Docker));
+        assert_eq!(
+            stored_runtime(&[Docker, Local, Sim]),
+            StoredRuntime::Ambiguous(vec![Docker, Local])
+        );
+        assert_eq!(stored_runtime(&[]), StoredRuntime::None);
     }
 }

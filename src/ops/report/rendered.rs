@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::Error;
-use super::files::write_file;
+use crate::ops::Error;
+use crate::ops::user_files::write_file;
 
 /// The record beside a report.
 #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -1,22 +1,24 @@
 //! `perfpipe run`: settle the lockfile, fetch what the missing runs need,
 //! execute them, and write the report.
 
+pub mod older;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use super::cache::Substitution;
 use super::fetch::{Verbosity, fail_on, fetch_pinned, inputs_used};
-use super::files::check_writable;
-use super::load::sample_notes;
-use super::lockfile::Network;
-use super::older::{RanOlder, run_older};
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
-use super::{Error, Loaded, LockMode, Selection, Shell, load, lockfile, realise};
+use super::user_files::check_writable;
+use super::workspace::load::sample_notes;
+use super::workspace::lockfile::{self, Network};
+use super::{Error, Loaded, LockMode, Selection, Shell, load, realise};
 use crate::exec::slurm::{self, JobEvent};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
 use crate::launch::{LaunchKey, LaunchOptions};
 use crate::tokio_runtime::Io;
+use older::{RanOlder, run_older};
 
 use crate::facts::Runtime;
 use crate::plan::{Plan, RunStatus};
@@ -216,17 +218,17 @@ fn run_experiment(
     for note in sample_notes(&loaded) {
         say!(shell, "{note}");
     }
-    if let Some(note) = super::search::note(&loaded.searches) {
+    if let Some(note) = super::slo_search::note(&loaded.searches) {
         say!(shell, "{note}");
     }
     let first = execute(&loaded, &plan, options, progress, jobs)?;
     // A search's next probe is known once its last one is stored.
-    let super::search::Probed {
+    let super::slo_search::Probed {
         mut loaded,
         plan,
         summary,
         ran,
-    } = super::search::run_probes(
+    } = super::slo_search::run_probes(
         (loaded, plan),
         |l: &Loaded| &l.searches,
         first,
@@ -237,13 +239,13 @@ fn run_experiment(
         },
         |loaded, plan| execute(loaded, plan, options, progress, jobs),
     )?;
-    super::search::mark_ran(&mut loaded.searches, &ran);
+    super::slo_search::mark_ran(&mut loaded.searches, &ran);
 
     // With nothing run, what the plan read is the report's to show.
     if !ran.is_empty() {
         index = plan_and_index(&loaded, common)?.1;
     }
-    let mut stored = super::stored::load(&plan, &index)?;
+    let mut stored = super::report::stored::load(&plan, &index)?;
     let records = crate::analyze::from_store(&plan, &stored);
     // The runs this `run` ran, to tell its failures from stored ones.
     let ran: BTreeSet<String> = plan.missing().iter().map(|r| r.key.to_string()).collect();

@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Error;
 use super::lockfile::{self, LockMode, LockState};
 use crate::facts::Runtime;
 use crate::inputs::{self, ResolvedInputs};
+use crate::ops::Error;
 use crate::spec::{self, SourceFile, Spec};
 use crate::store::Store;
 
@@ -158,7 +158,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         None => declared_runs,
     };
     let mut inputs = inputs;
-    let searches = super::search::expand(
+    let searches = crate::ops::slo_search::expand(
         &mut spec,
         runtime,
         &mut inputs,

@@ -6,11 +6,11 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::run::RunOptions;
-use super::{Error, LockMode, Shell, load, realise};
+use super::RunOptions;
 use crate::exec::{ExecEvent, ExecSummary};
 use crate::key::RunKey;
 use crate::launch::LaunchOptions;
+use crate::ops::{Error, LockMode, Shell, load, realise};
 use crate::plural::count;
 use crate::spec::Spec;
 

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use super::files::write_file;
-use super::{Error, Loaded};
 use crate::analyze::curves;
 use crate::analyze::{Analysis, Stored};
+use crate::ops::user_files::write_file;
+use crate::ops::{Error, Loaded};
 use crate::report::ChartFile;
 use crate::report::figures::{Figure, figures};
 use crate::report::{chart, plot};

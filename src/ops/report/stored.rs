@@ -2,9 +2,9 @@
 //! the plan read: each sample's signer, and the request journals, each read
 //! once (an SLO's attainment and the charts' distributions share them).
 
-use super::Error;
 use crate::analyze::{RunRecord, Stored, StoredSample, curves};
 use crate::key::RunKey;
+use crate::ops::Error;
 use crate::plan::Plan;
 use crate::store::{Sample, Store, StoreIndex};
 

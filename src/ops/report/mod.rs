@@ -1,15 +1,18 @@
 //! `perfpipe report`: the report from the store or the published numbers,
 //! and the markdown report with its chart that `run` writes too.
 
+pub mod figures;
+pub mod rendered;
+pub mod stored;
+
 use std::path::{Path, PathBuf};
 
-use super::files::{write_file, write_text};
 use super::plan::plan_and_index;
-use super::rendered;
+use super::user_files::{write_file, write_text};
+use super::workspace::stored_runtimes::{StoredRuntime, stored_runs, stored_runtime};
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::analyze::{self, Analysis, RunRecord, Scope, Stored};
 use crate::facts::Runtime;
-use crate::plan::StoredRuntime;
 use crate::report::chart::{self, ChartData, ChartGroup};
 use crate::spec::Objective;
 
@@ -58,7 +61,7 @@ pub fn report(
             }
         }
         let (plan, index) = plan_and_index(&loaded, common)?;
-        stored = super::stored::load(&plan, &index)?;
+        stored = stored::load(&plan, &index)?;
         analyze::from_store(&plan, &stored)
     };
     let mut analysis = analyze(&loaded, records)?;
@@ -84,7 +87,7 @@ pub fn report(
 }
 
 /// Without `--runtime`, the runtime whose results the store has (see
-/// [`crate::plan::stored_runtime`]), said on stderr.
+/// [`stored_runtime`]), said on stderr.
 fn runtime_with_results(
     loaded: &Loaded,
     common: &Selection,
@@ -93,11 +96,11 @@ fn runtime_with_results(
     let experiment = &common.experiment;
     // A presence test per runtime; the runtime chosen is read and checked
     // in full after.
-    let with_results: Vec<Runtime> = super::elsewhere::stored_runs(loaded, common)
+    let with_results: Vec<Runtime> = stored_runs(loaded, common)
         .into_iter()
         .map(|(runtime, _)| runtime)
         .collect();
-    match crate::plan::stored_runtime(&with_results) {
+    match stored_runtime(&with_results) {
         StoredRuntime::One(runtime) => {
             say!(
                 shell,
@@ -168,7 +171,7 @@ pub fn write_markdown(
         loaded.spec,
         path.display()
     );
-    let journals = super::stored::charted_journal_paths(stored, &analysis.runs);
+    let journals = stored::charted_journal_paths(stored, &analysis.runs);
     let digest = rendered::digest(&shown, &journals);
     if let Some(text) = rendered::unchanged(path, &digest) {
         return Ok(text);
@@ -209,10 +212,10 @@ fn charts(
     stored: &mut Stored,
     report: Option<&Path>,
 ) -> Result<crate::report::Charts, Error> {
-    let figures = super::figures::of(loaded, analysis, stored)?;
+    let figures = figures::of(loaded, analysis, stored)?;
     Ok(crate::report::Charts {
         conclusion: write_chart(loaded, analysis, report)?,
-        figures: super::figures::files(&figures, report)?,
+        figures: figures::files(&figures, report)?,
     })
 }
 
@@ -260,7 +263,7 @@ fn write_chart(
     if let Some(report) = report {
         let svg = report.with_extension("svg");
         let png = report.with_extension("png");
-        if !super::figures::drawn_of(&chart::digest(&data), &svg, &png) {
+        if !figures::drawn_of(&chart::digest(&data), &svg, &png) {
             // The SVG last: a chart killed between the two is drawn again.
             write_file(&png, &chart::png(&data))?;
             write_file(&svg, svg_text.as_bytes())?;
