@@ -134,8 +134,6 @@ pub enum Error {
         "perfpipe keeps secrets (variables named `HF_TOKEN`, `*_TOKEN`, `TOKEN_*`, `*_API_KEY`, `*PASSWORD*`, `*SECRET*`) out of everything it writes; give a real secret, unset the variable, or keep the secret out of the experiment (key material is stored as written)"
     ))]
     Secret(crate::secrets::Error),
-    #[error("analysis failed")]
-    Analysis(#[source] polars::error::PolarsError),
     #[error("cannot read the launch material `{path}`")]
     #[diagnostic(help(
         "`perfpipe plan` and `perfpipe run` write each launch's material to `<store>/drv/<launch key>.json`; `--store DIR` names the store"
@@ -261,9 +259,7 @@ impl Error {
             Self::Interrupted => exit_code::INTERRUPTED,
             Self::Cache(e) => e.exit_code(),
             Self::Exec(ExecError::Slurm(e)) => e.exit_code(),
-            Self::Exec(_) | Self::Store(_) | Self::Analysis(_) | Self::Runtime { .. } => {
-                exit_code::INTERNAL
-            }
+            Self::Exec(_) | Self::Store(_) | Self::Runtime { .. } => exit_code::INTERNAL,
         }
     }
 }
