@@ -9,6 +9,12 @@ use std::marker::PhantomData;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
 
+/// The sha256 of `bytes` as 64 lowercase hex characters: what a
+/// [`Digest`] holds, and what a signed statement and a chart name files by.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
 /// What a [`Digest`] names: a marker type, for its type's name and messages.
 pub trait Kind {
     /// The name of its type, as `Debug` shows it (`RunKey`).
@@ -27,7 +33,7 @@ pub struct Digest<K> {
 impl<K: Kind> Digest<K> {
     /// The digest of `bytes`.
     pub fn of_bytes(bytes: &[u8]) -> Self {
-        Self::new(hex::encode(Sha256::digest(bytes)))
+        Self::new(sha256_hex(bytes))
     }
 
     /// Accepts only what a digest looks like, so it can name a store path.

@@ -17,7 +17,7 @@
 //!                       web server, OCI registry)
 //!             project   the project root, perfpipe.toml, config.toml
 //!             progress  a benchmark's progress counters
-//! analysis    analyze   polars: rankings, deltas, curves         (pure)
+//! analysis    analyze   rankings, deltas, curves, distributions  (pure)
 //!             report    markdown, HTML, JSON, CSV, charts        (pure)
 //!             page      published study page → experiment        (pure)
 //! plan        plan      keyed runs against the store; launches   (pure)

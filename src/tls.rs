@@ -1,7 +1,8 @@
 //! The TLS crypto provider every HTTP client needs before it is built:
 //! rustls with ring (reqwest's default, aws-lc, would add a C build); the
-//! client builder of the registries, the Hub and the result cache, and the
-//! one message of a request that failed on its way.
+//! client builder of the registries, the Hub and the result cache, the one
+//! bounded read of an answer's body, and the one message of a request that
+//! failed on its way.
 
 /// Installs it once per process; later calls do nothing.
 pub fn ensure_provider() {
@@ -28,4 +29,31 @@ pub fn transport_error(what: &str, e: reqwest::Error) -> String {
         source = cause.source();
     }
     message
+}
+
+/// Why an answer's body was not read whole.
+#[derive(Debug)]
+pub enum BodyError {
+    /// It is longer than the limit: by its `Content-Length`, or as read.
+    TooLong,
+    Transport(reqwest::Error),
+}
+
+/// The body of `response`, read a chunk at a time and refused once it is
+/// longer than `limit` bytes: an answer that never ends is stopped there.
+pub async fn body_at_most(
+    mut response: reqwest::Response,
+    limit: u64,
+) -> Result<Vec<u8>, BodyError> {
+    if response.content_length().is_some_and(|len| len > limit) {
+        return Err(BodyError::TooLong);
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Transport)? {
+        if (bytes.len() + chunk.len()) as u64 > limit {
+            return Err(BodyError::TooLong);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }

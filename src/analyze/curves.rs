@@ -1,4 +1,4 @@
-//! The numbers behind a study's curves, computed with polars: latency
+//! The numbers behind a study's curves: latency
 //! against throughput along each load axis (one line per configuration), the
 //! frontier of throughput per GPU against throughput per user, and the TTFT
 //! and ITL distributions of the per-request journals. (pure)
@@ -9,8 +9,6 @@
 //! that load. A workload equal to no other is a family of one point.
 
 use std::collections::BTreeMap;
-
-use polars::prelude::*;
 
 use super::stored::{Stored, samples_of};
 use super::{RunRecord, Source, mean_latency_ms};
@@ -221,56 +219,44 @@ pub fn journals(runs: &[RunRecord], stored: &Stored) -> Journals {
 }
 
 /// Every curve of `runs` (and of `journals`, for the distributions).
-pub fn curves(spec: &Spec, runs: &[RunRecord], journals: &Journals) -> PolarsResult<Curves> {
-    let frame = points_frame(spec, runs)?;
+pub fn curves(spec: &Spec, runs: &[RunRecord], journals: &Journals) -> Curves {
+    let points = run_points(spec, runs);
     let mut families = Vec::new();
     for (workloads, axis) in load_families(spec) {
-        let in_family = workloads.iter().fold(lit(false), |acc, w| {
-            acc.or(col("workload").eq(lit(w.as_str())))
+        let mut rows: Vec<(&RunPoint, f64)> = points
+            .iter()
+            .filter_map(|p| {
+                let position = workloads.iter().position(|w| w == p.workload)?;
+                let load = spec
+                    .workload(p.workload)
+                    .map_or(f64::NAN, |w| load_of(w, axis, position));
+                Some((p, load))
+            })
+            .collect();
+        // Stable: a step's runs at the same load keep their order.
+        rows.sort_by(|(a, a_load), (b, b_load)| {
+            a.step_order
+                .cmp(&b.step_order)
+                .then_with(|| super::by_value(*a_load, *b_load))
         });
-        let rows = frame
-            .clone()
-            .lazy()
-            .filter(in_family)
-            .with_column(load_expr(spec, &workloads, axis).alias("load"))
-            .sort(
-                ["step_order", "load"],
-                SortMultipleOptions::default().with_maintain_order(true),
-            )
-            .collect()?;
         let mut curves: Vec<LoadCurve> = Vec::new();
-        let step = rows.column("step")?.str()?.clone();
-        let workload = rows.column("workload")?.str()?.clone();
-        let f = |name: &str| -> PolarsResult<Vec<f64>> {
-            let c = rows.column(name)?.f64()?.clone();
-            Ok((0..c.len()).map(|i| c.get(i).unwrap_or(f64::NAN)).collect())
-        };
-        let (load, tps, ttft, tpot, e2el, gpus) = (
-            f("load")?,
-            f("tps")?,
-            f("ttft")?,
-            f("tpot")?,
-            f("e2el")?,
-            f("gpus")?,
-        );
-        for i in 0..rows.height() {
-            let name = step.get(i).unwrap_or_default();
+        for (p, load) in rows {
             let point = CurvePoint {
-                workload: workload.get(i).unwrap_or_default().to_owned(),
-                load: load[i],
-                tps: tps[i],
-                ttft_ms: ttft[i],
-                tpot_ms: tpot[i],
-                e2el_ms: e2el[i],
-                per_gpu: tps[i] / gpus[i],
-                per_user: 1000.0 / tpot[i],
+                workload: p.workload.to_owned(),
+                load,
+                tps: p.tps,
+                ttft_ms: p.ttft,
+                tpot_ms: p.tpot,
+                e2el_ms: p.e2el,
+                per_gpu: p.tps / p.gpus,
+                per_user: 1000.0 / p.tpot,
                 on_frontier: false,
             };
             match curves.last_mut() {
-                Some(curve) if curve.step == name => curve.points.push(point),
+                Some(curve) if curve.step == p.step => curve.points.push(point),
                 _ => curves.push(LoadCurve {
-                    step: name.to_owned(),
-                    label: label(spec, name),
+                    step: p.step.to_owned(),
+                    label: label(spec, p.step),
                     points: vec![point],
                 }),
             }
@@ -293,53 +279,53 @@ pub fn curves(spec: &Spec, runs: &[RunRecord], journals: &Journals) -> PolarsRes
             });
         }
     }
-    Ok(Curves {
+    Curves {
         families,
         distributions: distributions(spec, journals),
-    })
+    }
 }
 
-/// One row per run with a throughput: step (and its declared position),
-/// workload, throughput of all replicas, mean TTFT, TPOT and end-to-end
-/// latency (NaN where unknown), and the configuration's GPUs.
-fn points_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
+/// A run with a throughput, as a curve shows it (means under the harness's
+/// definitions; NaN where unknown).
+struct RunPoint<'a> {
+    step: &'a str,
+    /// The step's declared position.
+    step_order: usize,
+    workload: &'a str,
+    /// Throughput of all replicas.
+    tps: f64,
+    ttft: f64,
+    tpot: f64,
+    e2el: f64,
+    /// The configuration's GPUs (at least 1).
+    gpus: f64,
+}
+
+/// One point per run with a throughput (tens: one per step and workload).
+fn run_points<'a>(spec: &Spec, runs: &'a [RunRecord]) -> Vec<RunPoint<'a>> {
     let set = spec.harness.kind.metric_set();
-    let ok: Vec<&RunRecord> = runs
-        .iter()
-        .filter(|r| r.failure.is_none() && r.metrics.contains_key(set.tps()))
-        .collect();
     let get = |r: &RunRecord, name: &str| r.metrics.get(name).copied().unwrap_or(f64::NAN);
     let step_order = |s: &str| {
         spec.steps
             .iter()
             .position(|x| x.name.value == s)
-            .unwrap_or(usize::MAX) as u32
+            .unwrap_or(usize::MAX)
     };
     let factor = |s: &str| spec.step(s).map_or(1, |s| s.report_factor());
     let gpus = |s: &str| spec.step(s).map_or(1, |s| (s.gpus * s.replicas).max(1));
-    df!(
-        "step" => ok.iter().map(|r| r.step.clone()).collect::<Vec<_>>(),
-        "step_order" => ok.iter().map(|r| step_order(&r.step)).collect::<Vec<_>>(),
-        "workload" => ok.iter().map(|r| r.workload.clone()).collect::<Vec<_>>(),
-        "tps" => ok.iter().map(|r| get(r, set.tps()) * f64::from(factor(&r.step))).collect::<Vec<_>>(),
-        "ttft" => ok.iter().map(|r| get(r, set.ttft())).collect::<Vec<_>>(),
-        "tpot" => ok.iter().map(|r| get(r, set.tpot())).collect::<Vec<_>>(),
-        "e2el" => ok.iter().map(|r| mean_latency_ms(&r.metrics, set).unwrap_or(f64::NAN)).collect::<Vec<_>>(),
-        "gpus" => ok.iter().map(|r| f64::from(gpus(&r.step))).collect::<Vec<_>>(),
-    )
-}
-
-/// The load of each workload on `axis`, as a polars expression over `workload`.
-fn load_expr(spec: &Spec, workloads: &[String], axis: LoadAxis) -> Expr {
-    workloads
-        .iter()
-        .enumerate()
-        .fold(lit(f64::NAN), |acc, (i, w)| {
-            let value = spec.workload(w).map_or(f64::NAN, |w| load_of(w, axis, i));
-            when(col("workload").eq(lit(w.as_str())))
-                .then(lit(value))
-                .otherwise(acc)
+    runs.iter()
+        .filter(|r| r.failure.is_none() && r.metrics.contains_key(set.tps()))
+        .map(|r| RunPoint {
+            step: &r.step,
+            step_order: step_order(&r.step),
+            workload: &r.workload,
+            tps: get(r, set.tps()) * f64::from(factor(&r.step)),
+            ttft: get(r, set.ttft()),
+            tpot: get(r, set.tpot()),
+            e2el: mean_latency_ms(&r.metrics, set).unwrap_or(f64::NAN),
+            gpus: f64::from(gpus(&r.step)),
         })
+        .collect()
 }
 
 fn load_of(workload: &Workload, axis: LoadAxis, position: usize) -> f64 {

@@ -1,12 +1,9 @@
 //! Before and after of the same runs (two lockfiles): the change of each
-//! metric, computed with polars, and whether it is more than noise: the
-//! spread of the samples where both sides have several, else the metric's
-//! noise floor. (pure)
+//! metric, and whether it is more than noise: the spread of the samples
+//! where both sides have several, else the metric's noise floor. (pure)
 
-use polars::prelude::*;
-
-use super::within_noise;
 use super::{NoiseFloors, RunRecord};
+use super::{percent_change, within_noise};
 
 /// One metric of one run under two lockfiles.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -82,27 +79,17 @@ pub fn deltas(
     pairs: &[(RunRecord, RunRecord)],
     metrics: &[String],
     floors: &NoiseFloors,
-) -> PolarsResult<Vec<Delta>> {
-    let mut rows: Vec<(&RunRecord, &RunRecord, &str, f64, f64)> = Vec::new();
-    for (before, after) in pairs {
-        for metric in metrics {
-            if let (Some(b), Some(a)) = (before.metrics.get(metric), after.metrics.get(metric)) {
-                rows.push((before, after, metric, *b, *a));
-            }
-        }
-    }
-    let frame = df!(
-        "before" => rows.iter().map(|r| r.3).collect::<Vec<_>>(),
-        "after" => rows.iter().map(|r| r.4).collect::<Vec<_>>(),
-    )?
-    .lazy()
-    .with_column(((col("after") - col("before")) / col("before") * lit(100.0)).alias("delta_pct"))
-    .collect()?;
-    let pct = frame.column("delta_pct")?.f64()?;
-    Ok(rows
+) -> Vec<Delta> {
+    pairs
         .iter()
-        .zip(pct.iter())
-        .map(|(&(before, after, metric, b, a), pct)| {
+        .flat_map(|(before, after)| {
+            metrics.iter().filter_map(move |metric| {
+                let (b, a) = (before.metrics.get(metric)?, after.metrics.get(metric)?);
+                Some((before, after, metric.as_str(), *b, *a))
+            })
+        })
+        .map(|(before, after, metric, b, a)| {
+            let pct = percent_change(b, a);
             let sd = |r: &RunRecord| r.sd.get(metric).copied();
             let noise = match (sd(before), sd(after)) {
                 (Some(sd_b), Some(sd_a)) => within_noise(
@@ -115,7 +102,6 @@ pub fn deltas(
                 ),
                 _ => None,
             };
-            let pct = pct.unwrap_or(f64::NAN);
             // No noise estimate: the floor decides.
             let floor = noise.is_none().then(|| floors.of(metric));
             let noise = noise.or(floor.map(|floor| pct.abs() <= floor));
@@ -143,7 +129,7 @@ pub fn deltas(
                 noise_floor_pct: floor,
             }
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
@@ -193,8 +179,7 @@ mod tests {
             &[(record(1000.0, 20.0, None, 1), record(1100.0, 22.0, None, 1))],
             &metrics,
             &NoiseFloors::default(),
-        )
-        .unwrap();
+        );
         assert_eq!(one.len(), 2, "a metric neither side has is left out");
         assert!((one[0].delta_pct - 10.0).abs() < 1e-9);
         assert_eq!(
@@ -217,8 +202,7 @@ mod tests {
             )],
             &metrics,
             &NoiseFloors::default(),
-        )
-        .unwrap();
+        );
         assert_eq!(noisy[0].verdict, DeltaVerdict::WithinNoise);
         assert_eq!(noisy[0].before_sd, Some(40.0));
         assert_eq!(noisy[1].verdict, DeltaVerdict::Unchanged);
@@ -234,9 +218,7 @@ mod tests {
         };
         let metrics = ["mean_ttft_ms".to_owned()];
         let judged = |after: f64, floors: &NoiseFloors| {
-            deltas(&[(ttft(100.0), ttft(after))], &metrics, floors)
-                .unwrap()
-                .remove(0)
+            deltas(&[(ttft(100.0), ttft(after))], &metrics, floors).remove(0)
         };
         // +18.8% under TTFT's default floor of 20%: noise, no regression.
         let within = judged(118.8, &NoiseFloors::default());

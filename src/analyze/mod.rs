@@ -1,5 +1,5 @@
 //! Records of runs → rankings per comparison and the baseline-vs-optimized
-//! table, computed with polars. (pure)
+//! table. (pure)
 
 mod checks;
 pub mod curves;
@@ -11,8 +11,6 @@ mod records;
 pub mod search;
 mod stored;
 mod summary;
-
-use polars::prelude::*;
 
 pub use checks::{Check, Verdict, checks};
 pub use diff::{Delta, DeltaVerdict, deltas, higher_is_better};
@@ -134,7 +132,7 @@ pub struct ConclusionRow {
 }
 
 /// Ranks every comparison and builds the conclusion table.
-pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Result<Analysis, PolarsError> {
+pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Analysis {
     for run in &mut runs {
         if let Some(w) = spec.workload(&run.workload) {
             run.load = RunLoad::of(w);
@@ -143,7 +141,7 @@ pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Result<Analysis, Polars
             run.point = SweepPoint::of(step);
         }
     }
-    let frame = runs_frame(spec, &runs)?;
+    let rows = ranked_rows(spec, &runs);
     let comparisons = spec
         .comparisons
         .iter()
@@ -153,7 +151,7 @@ pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Result<Analysis, Polars
                 .collect();
             rank(
                 spec,
-                &frame,
+                &rows,
                 &runs,
                 &c.title,
                 &c.baseline,
@@ -161,11 +159,11 @@ pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Result<Analysis, Polars
                 &c.workload,
             )
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let conclusion = match &spec.conclusion {
-        Some(c) => conclusion(spec, &frame, &c.baseline, &c.optimized)?,
-        None => None,
-    };
+        .collect::<Vec<_>>();
+    let conclusion = spec
+        .conclusion
+        .as_ref()
+        .and_then(|c| conclusion(spec, &rows, &c.baseline, &c.optimized));
     let summary = summary(spec, &comparisons, conclusion.as_ref());
     let from_store = runs.iter().any(|r| r.key.is_some());
     let checks = if from_store {
@@ -180,7 +178,7 @@ pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Result<Analysis, Polars
                 || !p.sentences.is_empty()
                 || !p.deltas.is_empty())
     });
-    Ok(Analysis {
+    Analysis {
         comparisons,
         conclusion,
         summary,
@@ -189,79 +187,102 @@ pub fn analyze(spec: &Spec, mut runs: Vec<RunRecord>) -> Result<Analysis, Polars
         scope: None,
         page,
         searches: Vec::new(),
-    })
+    }
 }
 
-/// One row per successful run: step, workload, workload order, replicas, TPS,
-/// TPOT, mean latency (under the definitions of the experiment's harness;
-/// NaN where unknown).
-fn runs_frame(spec: &Spec, runs: &[RunRecord]) -> PolarsResult<DataFrame> {
+/// A successful run's numbers as a comparison ranks them (under the
+/// definitions of the experiment's harness; NaN where unknown).
+struct Row<'a> {
+    step: &'a str,
+    workload: &'a str,
+    /// The workload's declared position.
+    order: usize,
+    replicas: u32,
+    gpus: u32,
+    tps: f64,
+    tps_sd: f64,
+    n: u32,
+    tpot: f64,
+    latency: f64,
+    latency_sd: f64,
+}
+
+impl Row<'_> {
+    /// Throughput of all replicas.
+    fn aggregate(&self) -> f64 {
+        self.tps * f64::from(self.replicas)
+    }
+
+    /// The number a comparison ranks by: the aggregate throughput, or the mean latency.
+    fn objective(&self, objective: Objective) -> f64 {
+        match objective {
+            Objective::Throughput => self.aggregate(),
+            Objective::Latency => self.latency,
+        }
+    }
+}
+
+/// One row per run with the number the objective ranks by (tens of rows:
+/// one per step and workload).
+fn ranked_rows<'a>(spec: &Spec, runs: &'a [RunRecord]) -> Vec<Row<'a>> {
     let set = spec.harness.kind.metric_set();
     let (tps, tpot) = (set.tps(), set.tpot());
-    // A run is ranked when it has the number the objective ranks by.
-    let ok: Vec<&RunRecord> = runs
-        .iter()
-        .filter(|r| match spec.objective {
-            Objective::Throughput => r.metrics.contains_key(tps),
-            Objective::Latency => mean_latency_ms(&r.metrics, set).is_some(),
-        })
-        .collect();
     let order = |w: &str| {
         spec.workloads
             .iter()
             .position(|x| x.name.value == w)
-            .unwrap_or(usize::MAX) as u32
+            .unwrap_or(usize::MAX)
     };
     let replicas = |s: &str| spec.step(s).map_or(1, |s| s.report_factor());
     let gpus = |s: &str| spec.step(s).map_or(1, |s| s.gpus * s.replicas);
-    df!(
-        "step" => ok.iter().map(|r| r.step.clone()).collect::<Vec<_>>(),
-        "workload" => ok.iter().map(|r| r.workload.clone()).collect::<Vec<_>>(),
-        "order" => ok.iter().map(|r| order(&r.workload)).collect::<Vec<_>>(),
-        "replicas" => ok.iter().map(|r| replicas(&r.step)).collect::<Vec<_>>(),
-        "gpus" => ok.iter().map(|r| gpus(&r.step)).collect::<Vec<_>>(),
-        "tps" => ok.iter().map(|r| r.metrics.get(tps).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
-        "tps_sd" => ok.iter().map(|r| r.sd.get(tps).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
-        "n" => ok.iter().map(|r| r.samples as u32).collect::<Vec<_>>(),
-        "tpot" => ok.iter().map(|r| r.metrics.get(tpot).copied().unwrap_or(f64::NAN)).collect::<Vec<_>>(),
-        "latency" => ok.iter().map(|r| mean_latency_ms(&r.metrics, set).unwrap_or(f64::NAN)).collect::<Vec<_>>(),
-        "latency_sd" => ok.iter().map(|r| latency::mean_latency_sd(&r.sd, set).unwrap_or(f64::NAN)).collect::<Vec<_>>(),
-    )
+    runs.iter()
+        .filter(|r| match spec.objective {
+            Objective::Throughput => r.metrics.contains_key(tps),
+            Objective::Latency => mean_latency_ms(&r.metrics, set).is_some(),
+        })
+        .map(|r| Row {
+            step: &r.step,
+            workload: &r.workload,
+            order: order(&r.workload),
+            replicas: replicas(&r.step),
+            gpus: gpus(&r.step),
+            tps: r.metrics.get(tps).copied().unwrap_or(f64::NAN),
+            tps_sd: r.sd.get(tps).copied().unwrap_or(f64::NAN),
+            n: r.samples as u32,
+            tpot: r.metrics.get(tpot).copied().unwrap_or(f64::NAN),
+            latency: mean_latency_ms(&r.metrics, set).unwrap_or(f64::NAN),
+            latency_sd: latency::mean_latency_sd(&r.sd, set).unwrap_or(f64::NAN),
+        })
+        .collect()
+}
+
+/// Orders two numbers, an unknown one (NaN) above every other.
+fn by_value(a: f64, b: f64) -> std::cmp::Ordering {
+    a.partial_cmp(&b)
+        .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
 }
 
 fn rank(
     spec: &Spec,
-    frame: &DataFrame,
+    rows: &[Row],
     runs: &[RunRecord],
     title: &str,
     baseline: &str,
     steps: &[&str],
     workload: &str,
-) -> PolarsResult<ComparisonResult> {
-    let in_comparison = steps
+) -> ComparisonResult {
+    let mut ranked: Vec<&Row> = rows
         .iter()
-        .fold(lit(false), |acc, s| acc.or(col("step").eq(lit(*s))));
-    let ranked = frame
-        .clone()
-        .lazy()
-        .filter(col("workload").eq(lit(workload)).and(in_comparison))
-        .with_column((col("tps") * col("replicas").cast(DataType::Float64)).alias("aggregate"))
-        .sort(
-            [objective_column(spec.objective)],
-            SortMultipleOptions::default()
-                .with_order_descending(spec.objective == Objective::Throughput)
-                .with_maintain_order(true),
-        )
-        .collect()?;
-    let step_col = ranked.column("step")?.str()?.clone();
-    let replicas = ranked.column("replicas")?.u32()?.clone();
-    let gpus = ranked.column("gpus")?.u32()?.clone();
-    let tps = ranked.column("tps")?.f64()?.clone();
-    let tps_sd = ranked.column("tps_sd")?.f64()?.clone();
-    let n = ranked.column("n")?.u32()?.clone();
-    let tpot = ranked.column("tpot")?.f64()?.clone();
-    let latency = ranked.column("latency")?.f64()?.clone();
-    let latency_sd = ranked.column("latency_sd")?.f64()?.clone();
+        .filter(|r| r.workload == workload && steps.contains(&r.step))
+        .collect();
+    // Stable: rows that tie keep the order of the runs.
+    ranked.sort_by(|a, b| {
+        let order = by_value(a.objective(spec.objective), b.objective(spec.objective));
+        match spec.objective {
+            Objective::Throughput => order.reverse(),
+            Objective::Latency => order,
+        }
+    });
     let engines: Vec<&str> = steps
         .iter()
         .filter_map(|s| spec.step(s).map(|s| s.engine.display_name()))
@@ -278,22 +299,20 @@ fn rank(
         }
         _ => step.to_owned(),
     };
-    let ranking: Vec<Ranked> = (0..ranked.height())
-        .map(|i| {
-            let step = step_col.get(i).unwrap_or_default().to_owned();
-            Ranked {
-                label: label(&step),
-                is_baseline: step == baseline,
-                step,
-                replicas: replicas.get(i).unwrap_or(1),
-                gpus: gpus.get(i).unwrap_or(1),
-                tps: tps.get(i).unwrap_or(f64::NAN),
-                tps_sd: tps_sd.get(i).filter(|v| !v.is_nan()),
-                n: n.get(i).unwrap_or(1),
-                tpot_ms: tpot.get(i).unwrap_or(f64::NAN),
-                latency_ms: latency.get(i).filter(|v| !v.is_nan()),
-                latency_sd: latency_sd.get(i).filter(|v| !v.is_nan()),
-            }
+    let ranking: Vec<Ranked> = ranked
+        .iter()
+        .map(|row| Ranked {
+            label: label(row.step),
+            is_baseline: row.step == baseline,
+            step: row.step.to_owned(),
+            replicas: row.replicas,
+            gpus: row.gpus,
+            tps: row.tps,
+            tps_sd: known(row.tps_sd),
+            n: row.n,
+            tpot_ms: row.tpot,
+            latency_ms: known(row.latency),
+            latency_sd: known(row.latency_sd),
         })
         .collect();
     let mut failed = Vec::new();
@@ -313,146 +332,84 @@ fn rank(
             _ => missing.push(step.to_string()),
         }
     }
-    Ok(ComparisonResult {
+    ComparisonResult {
         title: title.to_owned(),
         workload: workload.to_owned(),
         ranking,
         failed,
         missing,
-    })
+    }
 }
 
+/// The baseline beside the optimized step on each workload both ran, in
+/// declared order; `None` when they share none.
 fn conclusion(
     spec: &Spec,
-    frame: &DataFrame,
+    rows: &[Row],
     baseline: &str,
     optimized: &str,
-) -> PolarsResult<Option<ConclusionTable>> {
-    let side = |step: &str, suffix: &str| {
-        frame
-            .clone()
-            .lazy()
-            .filter(col("step").eq(lit(step)))
-            .select([
-                col("workload"),
-                col("order"),
-                (col("tps") * col("replicas").cast(DataType::Float64))
-                    .alias(format!("aggregate{suffix}")),
-                col("tps").alias(format!("tps{suffix}")),
-                (col("tps_sd") * col("replicas").cast(DataType::Float64))
-                    .alias(format!("sd{suffix}")),
-                col("n").alias(format!("n{suffix}")),
-                col("tpot").alias(format!("tpot{suffix}")),
-                col("latency").alias(format!("latency{suffix}")),
-                col("latency_sd").alias(format!("latency_sd{suffix}")),
-            ])
-    };
-    let joined = side(baseline, "_base")
-        .join(
-            side(optimized, "_opt").select([
-                col("workload"),
-                col("aggregate_opt"),
-                col("tps_opt"),
-                col("sd_opt"),
-                col("n_opt"),
-                col("tpot_opt"),
-                col("latency_opt"),
-                col("latency_sd_opt"),
-            ]),
-            [col("workload")],
-            [col("workload")],
-            JoinArgs::new(JoinType::Inner),
-        )
-        .with_column(
-            ((col("aggregate_opt") - col("aggregate_base")) / col("aggregate_base") * lit(100.0))
-                .alias("delta"),
-        )
-        .sort(["order"], SortMultipleOptions::default())
-        .collect()?;
-    if joined.height() == 0 {
-        return Ok(None);
-    }
-    let get = |name: &str| -> PolarsResult<Vec<f64>> {
-        let values = joined.column(name)?.f64()?.clone();
-        Ok((0..values.len())
-            .map(|i| values.get(i).unwrap_or(f64::NAN))
-            .collect())
-    };
-    let names = joined.column("workload")?.str()?.clone();
-    let counts = |name: &str| -> PolarsResult<Vec<u32>> {
-        let values = joined.column(name)?.u32()?.clone();
-        Ok((0..values.len())
-            .map(|i| values.get(i).unwrap_or(1))
-            .collect())
-    };
-    let (base_n, opt_n) = (counts("n_base")?, counts("n_opt")?);
-    let (base_sd, opt_sd) = (get("sd_base")?, get("sd_opt")?);
-    let (base_agg, opt_agg) = (get("aggregate_base")?, get("aggregate_opt")?);
-    let (base_lat, opt_lat) = (get("latency_base")?, get("latency_opt")?);
-    let (base_lat_sd, opt_lat_sd) = (get("latency_sd_base")?, get("latency_sd_opt")?);
-    let workloads: Vec<String> = (0..names.len())
-        .map(|i| names.get(i).unwrap_or_default().to_owned())
+) -> Option<ConclusionTable> {
+    let mut pairs: Vec<(&Row, &Row)> = rows
+        .iter()
+        .filter(|base| base.step == baseline)
+        .flat_map(|base| {
+            rows.iter()
+                .filter(move |opt| opt.step == optimized && opt.workload == base.workload)
+                .map(move |opt| (base, opt))
+        })
         .collect();
-    let (base_tps, base_tpot, opt_tps, opt_tpot, delta) = (
-        get("tps_base")?,
-        get("tpot_base")?,
-        get("tps_opt")?,
-        get("tpot_opt")?,
-        get("delta")?,
-    );
-    let rows = workloads
+    if pairs.is_empty() {
+        return None;
+    }
+    pairs.sort_by_key(|(base, _)| base.order);
+    let rows = pairs
         .into_iter()
-        .enumerate()
-        .map(|(i, workload)| ConclusionRow {
-            workload,
-            base_tps: base_tps[i],
-            base_tpot_ms: base_tpot[i],
-            opt_tps: opt_tps[i],
-            opt_tpot_ms: opt_tpot[i],
-            base_latency_ms: known(base_lat[i]),
-            opt_latency_ms: known(opt_lat[i]),
-            delta_pct: delta[i],
-            base_n: base_n[i],
-            opt_n: opt_n[i],
-            within_noise: match spec.objective {
-                Objective::Throughput => within_noise(
-                    base_agg[i],
-                    base_sd[i],
-                    base_n[i],
-                    opt_agg[i],
-                    opt_sd[i],
-                    opt_n[i],
-                ),
-                Objective::Latency => within_noise(
-                    base_lat[i],
-                    base_lat_sd[i],
-                    base_n[i],
-                    opt_lat[i],
-                    opt_lat_sd[i],
-                    opt_n[i],
-                ),
-            },
+        .map(|(base, opt)| {
+            let (base_agg, opt_agg) = (base.aggregate(), opt.aggregate());
+            let spread = |row: &Row| row.tps_sd * f64::from(row.replicas);
+            ConclusionRow {
+                workload: base.workload.to_owned(),
+                base_tps: base.tps,
+                base_tpot_ms: base.tpot,
+                opt_tps: opt.tps,
+                opt_tpot_ms: opt.tpot,
+                base_latency_ms: known(base.latency),
+                opt_latency_ms: known(opt.latency),
+                delta_pct: percent_change(base_agg, opt_agg),
+                base_n: base.n,
+                opt_n: opt.n,
+                within_noise: match spec.objective {
+                    Objective::Throughput => {
+                        within_noise(base_agg, spread(base), base.n, opt_agg, spread(opt), opt.n)
+                    }
+                    Objective::Latency => within_noise(
+                        base.latency,
+                        base.latency_sd,
+                        base.n,
+                        opt.latency,
+                        opt.latency_sd,
+                        opt.n,
+                    ),
+                },
+            }
         })
         .collect();
     let replicas = |s: &str| spec.step(s).map_or(1, |s| s.report_factor());
-    Ok(Some(ConclusionTable {
+    Some(ConclusionTable {
         baseline: baseline.to_owned(),
         optimized: optimized.to_owned(),
         baseline_replicas: replicas(baseline),
         optimized_replicas: replicas(optimized),
         rows,
-    }))
+    })
 }
 
-/// The column a comparison ranks by: the aggregate throughput, or the mean latency.
-fn objective_column(objective: Objective) -> &'static str {
-    match objective {
-        Objective::Throughput => "aggregate",
-        Objective::Latency => "latency",
-    }
+/// (after − before) / before, in %.
+pub(crate) fn percent_change(before: f64, after: f64) -> f64 {
+    (after - before) / before * 100.0
 }
 
-/// A number, unless the frame marks it unknown (NaN).
+/// A number, unless it is unknown (NaN).
 fn known(value: f64) -> Option<f64> {
     (!value.is_nan()).then_some(value)
 }

@@ -5,11 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::digest::sha256_hex;
 use crate::key::RunKey;
 use crate::signing::keys::TrustedKeys;
 use crate::signing::statement::{
-    RESULT_PATH, Refusal, SampleFiles, Signed, file_list, log_path, sample_digest, sha256_hex,
-    statement_files,
+    RESULT_PATH, Refusal, SampleFiles, Signed, file_list, log_path, sample_digest, statement_files,
 };
 
 /// The manifest type of a sample: an OCI image manifest.

@@ -63,7 +63,7 @@ impl Lacks {
     }
 
     fn path(&self, location: &Location, key: &RunKey) -> PathBuf {
-        let hash = crate::signing::sha256_hex(location.to_string().as_bytes());
+        let hash = crate::digest::sha256_hex(location.to_string().as_bytes());
         self.dir.join(&hash[..16]).join(key.as_str())
     }
 

@@ -16,7 +16,7 @@ use super::credentials::Credential;
 use super::location::Location;
 use crate::key::RunKey;
 use crate::oci::token;
-use crate::tls::transport_error;
+use crate::tls::{BodyError, transport_error};
 
 /// How long one request may take, its answer included.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -242,32 +242,19 @@ impl Remote {
         self.failed(transport_error(&format!("cannot {what}"), e))
     }
 
-    /// The body of `response`, read a chunk at a time and refused once it
-    /// is longer than `limit`: an answer that never ends is stopped there.
+    /// The body of `response`, refused once it is longer than `limit`.
     async fn body(
         &self,
-        mut response: reqwest::Response,
+        response: reqwest::Response,
         limit: Limit,
         what: &str,
     ) -> Result<Vec<u8>, Error> {
-        if response
-            .content_length()
-            .is_some_and(|len| len > limit.bytes)
-        {
-            return Err(self.too_long(what, limit));
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
+        crate::tls::body_at_most(response, limit.bytes)
             .await
-            .map_err(|e| self.transport(e, what))?
-        {
-            if (bytes.len() + chunk.len()) as u64 > limit.bytes {
-                return Err(self.too_long(what, limit));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        Ok(bytes)
+            .map_err(|e| match e {
+                BodyError::TooLong => self.too_long(what, limit),
+                BodyError::Transport(e) => self.transport(e, what),
+            })
     }
 
     fn too_long(&self, what: &str, limit: Limit) -> Error {
@@ -517,7 +504,7 @@ impl Remote {
     ) -> Result<(), Error> {
         match &self.location {
             Location::Dir(dir) => {
-                let digest = format!("sha256:{}", crate::signing::sha256_hex(manifest));
+                let digest = format!("sha256:{}", crate::digest::sha256_hex(manifest));
                 self.put_blob(&digest, manifest).await?;
                 tag_in_dir(dir, key, tag, &digest, manifest.len()).map_err(|e| self.failed(e))
             }

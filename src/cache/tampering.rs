@@ -10,8 +10,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{Caches, Location, Outcome, Remote, push};
+use crate::digest::sha256_hex;
 use crate::key::RunKey;
-use crate::signing::{SecretKey, TrustedKeys, sha256_hex};
+use crate::signing::{SecretKey, TrustedKeys};
 use crate::store::Store;
 use crate::store::testing::{commit, store};
 use crate::tokio_runtime::Io;

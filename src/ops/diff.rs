@@ -160,7 +160,7 @@ pub fn diff(args: &DiffOptions) -> Result<LockDiff, Error> {
             pairs.push((b, a));
         }
     }
-    let deltas = analyze::deltas(&pairs, &metrics, &floors).map_err(Error::Analysis)?;
+    let deltas = analyze::deltas(&pairs, &metrics, &floors);
     let diff = LockDiff {
         before: args.before.display().to_string(),
         after: args.after.display().to_string(),

@@ -140,8 +140,6 @@ pub enum Error {
         "perfpipe keeps secrets (variables named `HF_TOKEN`, `*_TOKEN`, `TOKEN_*`, `*_API_KEY`, `*PASSWORD*`, `*SECRET*`) out of everything it writes; give a real secret, unset the variable, or keep the secret out of the experiment (key material is stored as written)"
     ))]
     Secret(crate::secrets::Error),
-    #[error("analysis failed")]
-    Analysis(#[source] polars::error::PolarsError),
     #[error("cannot read the launch material `{path}`")]
     #[diagnostic(help(
         "`perfpipe plan` and `perfpipe run` write each launch's material to `<store>/drv/<launch key>.json`; `--store DIR` names the store"
@@ -270,9 +268,7 @@ impl Error {
             Self::Interrupted => ErrorKind::Interrupted,
             Self::Cache(e) => e.kind(),
             Self::Exec(ExecError::Slurm(e)) => e.kind(),
-            Self::Exec(_) | Self::Store(_) | Self::Analysis(_) | Self::Runtime { .. } => {
-                ErrorKind::Internal
-            }
+            Self::Exec(_) | Self::Store(_) | Self::Runtime { .. } => ErrorKind::Internal,
         }
     }
 }

@@ -64,10 +64,9 @@ pub fn digest(data: &ChartData) -> String {
 
 /// The digest of any drawing's data (see [`digest`]).
 pub(super) fn digest_of(data: &impl std::fmt::Debug) -> String {
-    use sha2::{Digest, Sha256};
     // `{:?}` writes every f64 exactly (shortest round-trip form).
     let text = format!("perfpipe {} {data:?}", env!("CARGO_PKG_VERSION"));
-    hex::encode(Sha256::digest(text.as_bytes()))
+    crate::digest::sha256_hex(text.as_bytes())
 }
 
 /// Something drawn with plotters into either backend: the bar chart here,

@@ -907,8 +907,7 @@ mod tests {
             text: text.into(),
         })
         .unwrap();
-        let analysis =
-            crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec)).unwrap();
+        let analysis = crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec));
         let report = markdown(&spec, &analysis, &Charts::default());
         assert!(
             report.contains("```bash\nvllm serve o/m -tp 8\n```"),

@@ -9,4 +9,4 @@ pub mod keys;
 pub mod statement;
 
 pub use keys::{KeyError, PublicKey, SecretKey, TrustedKeys};
-pub use statement::{Refusal, STATEMENT_VERSION, SampleFiles, Signed, sample_digest, sha256_hex};
+pub use statement::{Refusal, STATEMENT_VERSION, SampleFiles, Signed, sample_digest};

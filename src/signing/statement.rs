@@ -16,9 +16,9 @@
 //! reading and every name can be a file in any store. (pure)
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::keys::{PublicKey, SecretKey, TrustedKeys};
+use crate::digest::sha256_hex;
 use crate::key::RunKey;
 
 pub const STATEMENT_VERSION: &str = "perfpipe-sample-2";
@@ -40,10 +40,6 @@ pub struct SampleFiles {
     pub result: Vec<u8>,
     /// `logs/<name>` and its bytes.
     pub logs: Vec<(String, Vec<u8>)>,
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// The path of the log `name` in a sample (and its layer's title in a cache).

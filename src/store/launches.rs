@@ -264,7 +264,7 @@ mod tests {
         let (root, store) = store();
         let file = root.path().join("data.json");
         overwrite(&file, b"[]");
-        let sha = hex::encode(Sha256::digest(b"[]"));
+        let sha = crate::digest::sha256_hex(b"[]");
         store.put_input(&sha, &file).unwrap();
         assert_eq!(std::fs::read(store.input_path(&sha)).unwrap(), b"[]");
         // Present: not read again.
@@ -288,7 +288,7 @@ mod tests {
         assert_eq!(temps, 0, "a refused copy leaves no temp file");
         assert_eq!(store.check_input(&sha).unwrap(), None);
         overwrite(&store.input_path(&sha), b"[2]");
-        let actual = hex::encode(Sha256::digest(b"[2]"));
+        let actual = crate::digest::sha256_hex(b"[2]");
         assert_eq!(
             store.check_input(&sha).unwrap(),
             Some(Damage::InputMismatch(actual))

@@ -7,7 +7,6 @@ mod find;
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use thiserror::Error;
 use tokenizers::PostProcessor as _;
 
@@ -135,7 +134,7 @@ impl Tokenizer {
         })?;
         Ok(Self::HuggingFace {
             inner: Box::new(inner),
-            id: format!("sha256:{}", hex::encode(Sha256::digest(&bytes))),
+            id: format!("sha256:{}", crate::digest::sha256_hex(&bytes)),
             path: path.to_owned(),
         })
     }

@@ -294,3 +294,31 @@ fn a_project_file_error_names_the_key_and_line_but_quotes_no_value() {
     );
     assert_secret_absent(&[], &[out], "hunter2");
 }
+
+#[test]
+fn a_token_answer_longer_than_a_token_is_not_read_past_its_limit() {
+    let registry = FakeRegistry::start(
+        None,
+        Misbehaviour {
+            huge_token: true,
+            ..Default::default()
+        },
+    );
+    let bob = substituting(&registry, NOBODY);
+    let plan = online(&bob, &["plan", "tiny.kdl", "--runtime", "sim"]);
+    let err = words(&plan);
+    assert!(
+        err.contains(
+            "the token endpoint's answer is longer than the 1048576 bytes perfpipe reads of a token"
+        ),
+        "{err}"
+    );
+    assert!(
+        authorizations(&registry)
+            .iter()
+            .flatten()
+            .all(|a| !a.starts_with("Bearer ")),
+        "no token was taken from the answer"
+    );
+    assert_eq!(plan.status.code(), Some(0), "{err}");
+}

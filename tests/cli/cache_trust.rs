@@ -50,7 +50,7 @@ fn rewrite_manifest(cache: &Path, list: &Path, change: impl FnOnce(&mut Value)) 
     let mut manifest = read_json(&blob(cache, &digest));
     change(&mut manifest);
     let bytes = serde_json::to_vec(&manifest).unwrap();
-    let digest = format!("sha256:{}", perfpipe::signing::sha256_hex(&bytes));
+    let digest = format!("sha256:{}", perfpipe::digest::sha256_hex(&bytes));
     std::fs::write(blob(cache, &digest), &bytes).unwrap();
     tags[&tag] = digest.into();
     std::fs::write(list, tags.to_string()).unwrap();

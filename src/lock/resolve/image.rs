@@ -4,7 +4,6 @@
 
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use sha2::{Digest, Sha256};
 
 use super::request_error;
 use crate::lock::{Attrs, PinError};
@@ -94,7 +93,7 @@ async fn answered(
         .bytes()
         .await
         .map_err(|e| transport_error(what, e))?;
-    let digest = format!("sha256:{}", hex::encode(Sha256::digest(&body)));
+    let digest = format!("sha256:{}", crate::digest::sha256_hex(&body));
     if announced.as_ref().is_some_and(|a| *a != digest) {
         return Err(format!(
             "{} sent a manifest for `{}` whose sha256 is not the Docker-Content-Digest it announced",

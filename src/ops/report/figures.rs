@@ -16,8 +16,7 @@ use crate::report::{chart, plot};
 pub fn of(loaded: &Loaded, analysis: &Analysis, stored: &mut Stored) -> Result<Vec<Figure>, Error> {
     super::stored::read_charted_journals(stored, &analysis.runs)?;
     let journals = curves::journals(&analysis.runs, stored);
-    let curves =
-        curves::curves(&loaded.spec, &analysis.runs, &journals).map_err(Error::Analysis)?;
+    let curves = curves::curves(&loaded.spec, &analysis.runs, &journals);
     Ok(figures(&loaded.spec, analysis, &curves))
 }
 

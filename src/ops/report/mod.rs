@@ -64,7 +64,7 @@ pub fn report(
         stored = stored::load(&plan, &index)?;
         analyze::from_store(&plan, &stored)
     };
-    let mut analysis = analyze(&loaded, records)?;
+    let mut analysis = analyze(&loaded, records);
     if !published {
         analysis.scope = Some(scope(&loaded, common));
     }
@@ -150,10 +150,10 @@ pub fn scope(loaded: &Loaded, common: &Selection) -> Scope {
     }
 }
 
-pub fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Result<Analysis, Error> {
-    let mut analysis = analyze::analyze(&loaded.spec, records).map_err(Error::Analysis)?;
+pub fn analyze(loaded: &Loaded, records: Vec<RunRecord>) -> Analysis {
+    let mut analysis = analyze::analyze(&loaded.spec, records);
     analysis.searches = analyze::search::ranked(&loaded.searches);
-    Ok(analysis)
+    analysis
 }
 
 /// Writes the markdown report at `path` with its charts beside it, and the

@@ -266,7 +266,7 @@ fn run_experiment(
             now: now(r),
         })
         .collect();
-    let mut analysis = analyze(&loaded, records)?;
+    let mut analysis = analyze(&loaded, records);
     analysis.scope = Some(scope(&loaded, common));
     let path = report_path;
     let text = write_markdown(&loaded, &analysis, &mut stored, &path, true).map_err(|e| {

@@ -75,7 +75,7 @@ fn outline(figures: &[Figure]) -> String {
 #[test]
 fn a_study_without_a_conclusion_gets_latency_frontier_and_distribution_charts() {
     let spec = spec("", VLLM);
-    let analysis = analyze(&spec, from_expectations(&spec)).unwrap();
+    let analysis = analyze(&spec, from_expectations(&spec));
     assert!(analysis.conclusion.is_none());
     let mut journals = Journals::new();
     let record = RequestRecord {
@@ -85,7 +85,7 @@ fn a_study_without_a_conclusion_gets_latency_frontier_and_distribution_charts() 
         ..RequestRecord::default()
     };
     journals.insert(("vllm".into(), "c4".into()), RequestTimes::of(&[record]));
-    let curves = curves(&spec, &analysis.runs, &journals).unwrap();
+    let curves = curves(&spec, &analysis.runs, &journals);
     let figures = figures(&spec, &analysis, &curves);
     let ids: Vec<&str> = figures.iter().map(|f| f.id.as_str()).collect();
     // "long prompt" has one point: no line, no frontier.
@@ -103,7 +103,7 @@ fn every_chart_says_when_its_numbers_are_capped_imported_or_guidellms() {
             "time_per_output_token_ms_mean",
         ],
     );
-    let mut analysis = analyze(&spec, from_expectations(&spec)).unwrap();
+    let mut analysis = analyze(&spec, from_expectations(&spec));
     for r in &mut analysis.runs {
         r.key = Some("k".into());
     }
@@ -111,7 +111,7 @@ fn every_chart_says_when_its_numbers_are_capped_imported_or_guidellms() {
         runtime: "docker".into(),
         max_prompts: Some(10),
     });
-    let curves = curves(&spec, &analysis.runs, &Journals::new()).unwrap();
+    let curves = curves(&spec, &analysis.runs, &Journals::new());
     let figures = figures(&spec, &analysis, &curves);
     assert!(!figures.is_empty());
     for f in &figures {

@@ -73,7 +73,7 @@ fn structure(html: &str) -> String {
 
 fn page() -> String {
     let spec = spec();
-    let analysis = analyze(&spec, from_expectations(&spec)).unwrap();
+    let analysis = analyze(&spec, from_expectations(&spec));
     let charts = Charts {
         conclusion: Some(chart("conclusion", "page.png")),
         figures: vec![chart("frontier-chat", "page.frontier-chat.png")],
@@ -216,7 +216,7 @@ fn hostile_page(field: Field, hostile: &str) -> Option<String> {
         text: experiment(field, hostile),
     })
     .ok()?;
-    let analysis = analyze(&spec, from_expectations(&spec)).ok()?;
+    let analysis = analyze(&spec, from_expectations(&spec));
     let data = crate::report::chart::ChartData {
         title: hostile.into(),
         y_title: hostile.into(),

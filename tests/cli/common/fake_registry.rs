@@ -30,7 +30,14 @@ pub struct Misbehaviour {
     pub endless_blobs: bool,
     /// Manifests declare every blob this many bytes long.
     pub declared_size: Option<u64>,
+    /// A request without a bearer token is answered 401, naming the token
+    /// endpoint `/token`, whose answer is a token of [`HUGE_TOKEN_BYTES`]
+    /// streamed without a `Content-Length`.
+    pub huge_token: bool,
 }
+
+/// The length of the token `huge_token` answers: far more than a token.
+pub const HUGE_TOKEN_BYTES: usize = 32 << 20;
 
 /// One request the registry received.
 #[derive(Debug, Clone)]
@@ -95,6 +102,12 @@ async fn answer(State(state): State<Arc<Shared>>, request: Request) -> Response 
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
     state.seen.lock().unwrap().push(Seen {
         method: method.to_string(),
         path: uri.to_string(),
@@ -115,6 +128,20 @@ async fn answer(State(state): State<Arc<Shared>>, request: Request) -> Response 
             authorization.unwrap_or_default()
         );
         return (StatusCode::INTERNAL_SERVER_ERROR, body).into_response();
+    }
+    if bad.huge_token {
+        if uri.path() == "/token" {
+            return huge_token();
+        }
+        if !authorization.is_some_and(|a| a.starts_with("Bearer ")) {
+            let challenge = format!("Bearer realm=\"http://{host}/token\",service=\"fake\"");
+            let mut response = StatusCode::UNAUTHORIZED.into_response();
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_str(&challenge).unwrap(),
+            );
+            return response;
+        }
     }
     let Some(rest) = uri.path().strip_prefix(&format!("/v2/{REPOSITORY}/")) else {
         return StatusCode::NOT_FOUND.into_response();
@@ -141,6 +168,18 @@ async fn answer(State(state): State<Arc<Shared>>, request: Request) -> Response 
         (&Method::PUT, _) => StatusCode::CREATED.into_response(),
         _ => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// `{"token":"aaa…"}`, [`HUGE_TOKEN_BYTES`] long, a chunk at a time (no
+/// `Content-Length`: only reading it tells its length).
+fn huge_token() -> Response {
+    use futures_util::{StreamExt as _, stream};
+    const CHUNK: usize = 64 << 10;
+    let start =
+        stream::once(async { Ok::<_, std::convert::Infallible>(b"{\"token\":\"".to_vec()) });
+    let token = stream::repeat_with(|| Ok(vec![b'a'; CHUNK])).take(HUGE_TOKEN_BYTES / CHUNK);
+    let end = stream::once(async { Ok(b"\"}".to_vec()) });
+    Body::from_stream(start.chain(token).chain(end)).into_response()
 }
 
 impl Shared {
