@@ -10,6 +10,8 @@
 //! `perfpipe init --from-page` is [`init`]; the CLI only writes the file.
 
 mod command;
+#[cfg(test)]
+mod fidelity;
 mod markdown;
 mod model;
 mod read;

@@ -590,6 +590,9 @@ pub struct PrintedSection {
     pub result: Option<String>,
     /// The newer pages' "Summary:" sentence.
     pub summary: Option<String>,
+    /// The steps the sentence names, in its order (`first=` and `second=`):
+    /// its numbers are theirs, whatever their rank.
+    pub summary_steps: Option<(String, String)>,
     /// The section's own delta (`+26.8%/GPU`).
     pub delta: Option<Quantity>,
 }

@@ -9,8 +9,9 @@
 //!   is faster by 0.00s (1.00x faster). TTFT = 42.05 ms vs 41.88 ms,
 //!   increased by 0.17 ms (1.00x slower); TPOT = ..."
 //!
-//! The sentence compares the section's two best configurations: its
-//! candidates, or with one candidate, the baseline and it. (pure)
+//! The sentence compares the two configurations it names (`first=` and
+//! `second=`, which `init` binds to the labels it prints), never the two a
+//! ranking would pick. (pure)
 
 use super::PageFinding;
 use super::cells::{Cell, Side, change_text, reproduce_change};
@@ -201,13 +202,14 @@ fn number_slots(text: &str) -> Vec<(std::ops::Range<usize>, PrintedNumber)> {
     slots
 }
 
-/// The sentence's numbers, in order, from the blocks of its two configurations.
-fn values(
-    spec: &Spec,
-    records: &[RunRecord],
-    decl: &Comparison,
-    result: &ComparisonResult,
-) -> Option<Vec<Value>> {
+/// The two configurations the sentence compares, in its order: those it
+/// names (`first=`, `second=`); an experiment that does not say (written by
+/// hand) means the section's two best, its candidates or with one
+/// candidate, the baseline and it.
+fn compared<'a>(decl: &'a Comparison, result: &'a ComparisonResult) -> Option<(&'a str, &'a str)> {
+    if let Some((a, b)) = &decl.printed.summary_steps {
+        return Some((a, b));
+    }
     let steps: Vec<&str> = if decl.candidates.len() >= 2 {
         result
             .ranking
@@ -218,7 +220,17 @@ fn values(
     } else {
         result.ranking.iter().map(|r| r.step.as_str()).collect()
     };
-    let (a, b) = (steps.first()?, steps.get(1)?);
+    Some((steps.first()?, steps.get(1)?))
+}
+
+/// The sentence's numbers, in order, from the blocks of its two configurations.
+fn values(
+    spec: &Spec,
+    records: &[RunRecord],
+    decl: &Comparison,
+    result: &ComparisonResult,
+) -> Option<Vec<Value>> {
+    let (a, b) = compared(decl, result)?;
     let set = spec.harness.kind.metric_set();
     let metrics = |step: &str| {
         records

@@ -44,6 +44,9 @@ pub struct Group {
     pub notes: Vec<String>,
     /// The section's sentences as printed ("Result: …", "Summary: …").
     pub printed: Vec<String>,
+    /// Each configuration's label as printed (its heading, `#### vLLM`) and
+    /// the step that runs it: what a "Summary:" sentence names.
+    pub labels: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -86,6 +89,8 @@ pub struct Compare {
     /// The section's printed "Result:" line and "Summary:" sentence.
     pub result: Option<String>,
     pub summary: Option<String>,
+    /// The steps the sentence names, in its order.
+    pub summary_steps: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -313,6 +318,12 @@ impl<'p> Builder<'p> {
                     .notes
                     .iter()
                     .map(|n| format!("\"{}\" (line {})", n.value, n.line))
+                    .chain(section.unplaced.iter().map(|n| {
+                        format!(
+                            "TODO: line {}: \"{}\" in a benchmark result is neither a block nor a caption above one; left out",
+                            n.line, n.value
+                        )
+                    }))
                     .collect(),
                 printed: section.notes.iter().map(|n| n.value.clone()).collect(),
                 ..Default::default()
@@ -473,6 +484,12 @@ impl<'p> Builder<'p> {
                 None => self.step_for(&serve, None, &label_words, group, other_cases, config.role),
             };
             self.note(step, &command, role);
+            if !label_words.is_empty() {
+                let name = self.draft.steps[step].name.clone();
+                self.draft.groups[group]
+                    .labels
+                    .push((label_words.clone(), name));
+            }
             if plain.is_empty() {
                 let w = self.draft.workloads[default_workload].name.clone();
                 add_workload(&mut self.draft.steps[step], &w);
@@ -540,6 +557,8 @@ impl<'p> Builder<'p> {
                 }
                 let step = self.step_for(&s, None, label, group, other_cases, None);
                 self.note(step, &format!("{command}, block \"# {label}\""), role);
+                let name = self.draft.steps[step].name.clone();
+                self.draft.groups[group].labels.push((label.clone(), name));
                 if literal {
                     self.draft.steps[step].comments.push(format!(
                         "TODO: the page labels a block \"# {label}\" under this script without saying which flags it sets; the script's flags are used"
@@ -1132,8 +1151,7 @@ impl<'p> Builder<'p> {
                     options.into_iter().find(|b| {
                         let others: Vec<String> =
                             members.iter().filter(|m| *m != b).cloned().collect();
-                        self.gain(b, &others, &workload)
-                            .is_some_and(|g| format_delta(g, delta) == *delta)
+                        self.gives(b, &others, &workload, delta)
                     })
                 });
             let from_best = by_printed.is_none() && swept.is_none() && gi > 0 && !self.guidellm;
@@ -1193,6 +1211,10 @@ impl<'p> Builder<'p> {
                     .iter()
                     .find_map(|n| n.strip_prefix(prefix).map(|t| t.trim().to_owned()))
             };
+            let summary = printed("Summary:");
+            let summary_steps = summary
+                .as_deref()
+                .and_then(|s| sentence_steps(s, &group.labels));
             self.draft.compares.push(Compare {
                 title,
                 comments,
@@ -1200,7 +1222,8 @@ impl<'p> Builder<'p> {
                 workload,
                 candidates,
                 result: printed("Result:"),
-                summary: printed("Summary:"),
+                summary,
+                summary_steps,
             });
         }
         let mut comments = Vec::new();
@@ -1280,10 +1303,18 @@ impl<'p> Builder<'p> {
                 }
                 _ => false,
             };
+            let per_gpu = compare.is_some_and(|c| {
+                let marked = cells.iter().flatten().any(|l| says_per_device(l))
+                    || [&c.result, &c.summary]
+                        .into_iter()
+                        .flatten()
+                        .any(|t| says_per_device(t));
+                marked || self.read_per_gpu(c, row_delta.as_deref())
+            });
             let dash = cells.iter().flatten().all(|l| l == "-");
             let threshold = compare
                 .filter(|_| dash && !self.draft.latency)
-                .and_then(|c| self.gain(&c.baseline, &c.candidates, &c.workload))
+                .and_then(|c| self.gain_as(&c.baseline, &c.candidates, &c.workload, per_gpu))
                 .filter(|g| *g > 0.0 && *g < 1.0)
                 .map(|g| format!("{:.1}", (g * 10.0).ceil() / 10.0));
             let header: Vec<String> = page
@@ -1301,10 +1332,17 @@ impl<'p> Builder<'p> {
                         .unwrap_or(usize::MAX),
                 )
                 .copied();
+            // The baseline can stay the best: the Optimized column then shows
+            // its numbers (with a `+0.00%` or "1.00x faster" beside them).
+            let numbers = |x: &String| {
+                cell_lines(x)
+                    .iter()
+                    .map(|l| without_change(l))
+                    .collect::<Vec<_>>()
+            };
             let optimized = match (column("Optimized"), column("Baseline"), raw, compare) {
                 (Some(o), Some(b), Some(cells), Some(c))
-                    if cells.get(o).map(|x| cell_lines(x))
-                        == cells.get(b).map(|x| cell_lines(x)) =>
+                    if cells.get(o).map(numbers) == cells.get(b).map(numbers) =>
                 {
                     Some(c.baseline.clone())
                 }
@@ -1314,12 +1352,14 @@ impl<'p> Builder<'p> {
             // that one's (the page credits the candidate its "Result:" names).
             let optimized = optimized.or_else(|| {
                 let (c, delta) = compare.zip(row_delta.as_ref())?;
-                let gives = |m: &[String]| {
-                    self.gain(&c.baseline, m, &c.workload)
-                        .is_some_and(|g| format_delta(g, delta) == *delta)
-                };
+                let gives = |m: &[String]| self.gives(&c.baseline, m, &c.workload, delta);
                 if self.draft.latency || credits_conclusion || gives(&c.candidates) {
                     return None;
+                }
+                // `+0.00%` that no candidate gains: the baseline stayed the best.
+                let zero = delta.trim_start_matches(['+', '-']).trim_end_matches('%');
+                if zero.parse::<f64>().is_ok_and(|z| z == 0.0) {
+                    return Some(c.baseline.clone());
                 }
                 let mut giving = c.candidates.iter().filter(|m| gives(&[(*m).clone()]));
                 match (giving.next(), giving.next()) {
@@ -1327,9 +1367,6 @@ impl<'p> Builder<'p> {
                     _ => None,
                 }
             });
-            // The lab weighs configurations on different GPU counts per GPU
-            // (TP2's "+26.8%" is per GPU): so does the row.
-            let per_gpu = compare.is_some_and(|c| self.per_gpu(&c.baseline, &c.candidates));
             summary.push(SummaryRow {
                 title: title.clone(),
                 optimized,
@@ -1366,9 +1403,9 @@ impl<'p> Builder<'p> {
             .map(|s| s.gpus * s.replicas)
     }
 
-    /// Whether configurations run on different GPU counts, which the lab
-    /// then weighs per GPU (TP2's "+26.8%" is per GPU).
-    fn per_gpu(&self, baseline: &str, candidates: &[String]) -> bool {
+    /// Whether configurations run on different GPU counts (where a gain
+    /// may be weighed per GPU, TP2's "+26.8%").
+    fn counts_differ(&self, baseline: &str, candidates: &[String]) -> bool {
         let base = self.gpus_of_instance(baseline);
         !self.draft.latency
             && candidates.iter().any(|m| {
@@ -1377,10 +1414,46 @@ impl<'p> Builder<'p> {
             })
     }
 
+    /// Whether the best of `candidates` gains the printed `delta` over
+    /// `baseline`: in total throughput, or per GPU where their GPU counts
+    /// differ.
+    fn gives(&self, baseline: &str, candidates: &[String], workload: &str, delta: &str) -> bool {
+        let per_gpu = self.counts_differ(baseline, candidates);
+        [false, per_gpu].into_iter().any(|p| {
+            self.gain_as(baseline, candidates, workload, p)
+                .is_some_and(|g| format_delta(g, delta) == delta)
+        })
+    }
+
+    /// Whether a summary row that does not say it is per GPU is read per
+    /// GPU: only where its configurations run on different GPU counts and its
+    /// printed value (`delta`, or "-": no gain) holds per GPU but not for
+    /// the total throughput, which is what a delta is unless the page says.
+    fn read_per_gpu(&self, c: &Compare, delta: Option<&str>) -> bool {
+        if !self.counts_differ(&c.baseline, &c.candidates) {
+            return false;
+        }
+        let holds = |per_gpu| {
+            let gain = self.gain_as(&c.baseline, &c.candidates, &c.workload, per_gpu);
+            match (gain, delta) {
+                (Some(g), Some(d)) => format_delta(g, d) == d,
+                // "-": no gain beyond run-to-run noise.
+                (Some(g), None) => g < 1.0,
+                (None, _) => false,
+            }
+        };
+        !holds(false) && holds(true)
+    }
+
     /// The best candidate's gain over `baseline` in %: of all replicas'
-    /// throughput, per GPU where the GPU counts differ.
-    fn gain(&self, baseline: &str, candidates: &[String], workload: &str) -> Option<f64> {
-        let per_gpu = self.per_gpu(baseline, candidates);
+    /// throughput, per GPU where `per_gpu`.
+    fn gain_as(
+        &self,
+        baseline: &str,
+        candidates: &[String],
+        workload: &str,
+        per_gpu: bool,
+    ) -> Option<f64> {
         let total = |m: &str| {
             let step = self
                 .draft
@@ -1414,7 +1487,7 @@ impl<'p> Builder<'p> {
             .map(|(m, _)| m)
             .collect();
         let per_gpu = on.split_first().is_some_and(|(first, rest)| {
-            self.per_gpu(
+            self.counts_differ(
                 first,
                 &rest.iter().map(|m| (*m).clone()).collect::<Vec<_>>(),
             )
@@ -1531,6 +1604,43 @@ fn cases(page: &Page) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The two configurations a "Summary:" sentence names (its first two
+/// distinct backquoted labels), as the steps of `labels` (label, step) whose
+/// label they are, case and backquotes aside; `None` where one is no label.
+fn sentence_steps(sentence: &str, labels: &[(String, String)]) -> Option<(String, String)> {
+    let key = |s: &str| s.trim().trim_matches('`').trim().to_lowercase();
+    let mut named: Vec<String> = Vec::new();
+    for quoted in sentence.split('`').skip(1).step_by(2) {
+        let k = key(quoted);
+        if !named.contains(&k) {
+            named.push(k);
+        }
+    }
+    let step = |k: &String| {
+        labels
+            .iter()
+            .find(|(label, _)| key(label) == *k)
+            .map(|(_, step)| step.clone())
+    };
+    Some((step(named.first()?)?, step(named.get(1)?)?))
+}
+
+/// Whether a page's text says its number is per device: `/GPU`, "per
+/// GPU", "scaled to the same GPU count" (or NPU).
+fn says_per_device(text: &str) -> bool {
+    let t = text.to_lowercase();
+    [
+        "/gpu",
+        "/npu",
+        "per gpu",
+        "per npu",
+        "same gpu count",
+        "same npu count",
+    ]
+    .iter()
+    .any(|m| t.contains(m))
 }
 
 fn strip_bold(cell: &str) -> String {
@@ -1734,6 +1844,15 @@ fn cell_lines(cell: &str) -> Vec<String> {
         })
         .filter(|l| !l.is_empty())
         .collect()
+}
+
+/// A cell's line without the change printed beside its number:
+/// "Total TPS: 9632.01 (+0.00%)" → "Total TPS: 9632.01".
+fn without_change(line: &str) -> String {
+    match line.split_once(" (") {
+        Some((number, rest)) if rest.ends_with(')') => number.trim().to_owned(),
+        _ => line.trim().to_owned(),
+    }
 }
 
 /// `gain` printed as `like` is printed ("+47.1%": sign, same decimals).

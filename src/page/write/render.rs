@@ -173,7 +173,12 @@ pub fn render(d: &Draft) -> String {
             o.line(2, &format!("result {}", quote(r)));
         }
         if let Some(s) = &c.summary {
-            o.line(2, &format!("summary {}", quote(s)));
+            let named = c
+                .summary_steps
+                .as_ref()
+                .map(|(a, b)| format!(" first={a} second={b}"))
+                .unwrap_or_default();
+            o.line(2, &format!("summary {}{named}", quote(s)));
         }
         o.line(1, "}");
     }

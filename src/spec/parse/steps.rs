@@ -250,7 +250,12 @@ impl Decoder {
         let mut candidates = Vec::new();
         let mut printed = PrintedSection::default();
         for child in self.children(node, &["candidate", "result", "summary", "delta"]) {
-            self.no_props(child);
+            let named = if child.name().value() == "summary" {
+                &["first", "second"][..]
+            } else {
+                &[]
+            };
+            self.props(child, named);
             self.no_children(child);
             match child.name().value() {
                 "candidate" => {
@@ -265,7 +270,14 @@ impl Decoder {
                 }
                 "summary" => {
                     printed.summary =
-                        self.required_string_arg(child, 0, "the page's Summary sentence")
+                        self.required_string_arg(child, 0, "the page's Summary sentence");
+                    // The configurations the sentence names, first and second.
+                    let named = |p: &mut Self, name| {
+                        prop(child, name).and_then(|e| p.reference(e, RefKind::Step))
+                    };
+                    let first = named(self, "first");
+                    let second = named(self, "second");
+                    printed.summary_steps = first.zip(second);
                 }
                 _ => printed.delta = self.printed_change(child),
             }
