@@ -14,6 +14,8 @@ mod command;
 mod fidelity;
 mod markdown;
 mod model;
+#[cfg(test)]
+mod mutate;
 mod read;
 mod results;
 mod write;
