@@ -318,3 +318,52 @@ fn a_caption_inside_a_fence_is_read_and_an_unplaceable_line_is_a_todo() {
     assert_eq!(step.expectations.len(), 1, "{kdl}");
     assert_eq!(step.expectations[0].workload, "long", "{kdl}");
 }
+
+/// Class 7: nothing is dropped silently: a conclusion row no workload is
+/// is reprinted as printed, each number marked ⚠ with the reason, and each
+/// listed (what `verify` counts).
+#[test]
+fn a_conclusion_row_that_binds_to_nothing_is_reprinted_and_flagged() {
+    let sections = format!(
+        "### 1. Choosing the Inference Engine\n\n{}\n",
+        config("vLLM", "vllm serve Qwen/Qwen3-8B", &block(1000.0, 100.0)),
+    );
+    let rows = [
+        conclusion_row("ShareGPT", (1000.0, 100.0), (1000.0, 100.0), "+0.0%"),
+        conclusion_row("Tiny Prompt", (50.0, 10.0), (60.0, 9.0), "+20.0%"),
+    ];
+    let page = page(
+        "A single NVIDIA A100 SXM GPU.",
+        "vllm serve Qwen/Qwen3-8B",
+        &sections,
+        &rows.join("\n"),
+        &options("| Engine Selection | - |"),
+    );
+    let (kdl, page) = reproduce(&page);
+    assert!(
+        kdl.contains("case unbound=\"Tiny Prompt\" reason="),
+        "{kdl}"
+    );
+    let conclusion = page.conclusion.expect("the page's conclusion");
+    let cases: Vec<&str> = conclusion.rows.iter().map(|r| r.case.as_str()).collect();
+    assert_eq!(cases, ["ShareGPT", "Tiny Prompt"]);
+    assert_eq!(
+        conclusion.rows[1].baseline,
+        [
+            "Total TPS: 50.00 ⚠ not reproduced",
+            "Mean TPOT(ms): 10.00 ⚠ not reproduced"
+        ]
+    );
+    let flagged: Vec<&str> = page
+        .findings
+        .iter()
+        .filter(|f| f.place.starts_with("Conclusion, Tiny Prompt"))
+        .map(|f| f.printed.as_str())
+        .collect();
+    assert_eq!(
+        flagged,
+        ["50.00", "10.00", "60.00", "9.00"],
+        "{:?}",
+        places(&page.findings)
+    );
+}

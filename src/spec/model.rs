@@ -618,7 +618,11 @@ pub struct PrintedConclusion {
 /// One row of a printed conclusion table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrintedCase {
+    /// Empty for a row no workload of the experiment is (`unbound`).
     pub workload: String,
+    /// A row bound to no workload (`case unbound="<label>" reason="<why>"`):
+    /// the page's label and why; reprinted as printed, each number marked.
+    pub unbound: Option<(String, String)>,
     pub baseline: PrintedCell,
     pub optimized: PrintedCell,
 }

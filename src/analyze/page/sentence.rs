@@ -94,7 +94,7 @@ pub(super) fn reproduce(
         at = range.end;
         let text = &printed[range.clone()];
         let computed = number.format(values[i].value);
-        if computed == text || values[i].consistent_with(number, &slots) {
+        if computed == text || values[i].consistent_with(number, &slots, &values) {
             out.push_str(text);
             continue;
         }
@@ -133,16 +133,24 @@ enum Derived {
 
 impl Value {
     /// Whether the printed number, within its rounding, is one the
-    /// sentence's own printed inputs give.
+    /// sentence's inputs give as the page rounds them: the inputs as the
+    /// blocks give them, printed in the sentence's digits (so a wrong input
+    /// is flagged once, never again in what derives from it).
     fn consistent_with(
         &self,
         printed: &PrintedNumber,
         slots: &[(std::ops::Range<usize>, PrintedNumber)],
+        values: &[Value],
     ) -> bool {
         let Some((how, a, b)) = self.derived else {
             return false;
         };
-        let (a, b) = (Interval::of(&slots[a].1), Interval::of(&slots[b].1));
+        let rounded = |i: usize| {
+            let number = &slots[i].1;
+            PrintedNumber::parse(&number.format(values[i].value))
+                .map_or_else(|| Interval::of(number), |n| Interval::of(&n))
+        };
+        let (a, b) = (rounded(a), rounded(b));
         let given = match how {
             // |x − y| over x in a, y in b.
             Derived::Difference => Interval {

@@ -100,9 +100,20 @@ pub struct Conclusion {
     pub optimized: String,
     /// The recommended command, one word a string, as printed.
     pub command: Vec<String>,
-    /// The table's header and each case (workload, baseline lines, optimized lines), as printed.
+    /// The table's header and each case, as printed.
     pub table: Vec<String>,
-    pub cases: Vec<(String, Vec<String>, Vec<String>)>,
+    pub cases: Vec<Case>,
+}
+
+/// A row of the conclusion table.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Case {
+    /// The workload it measures; empty where none of the page's is.
+    pub workload: String,
+    /// Where no workload is: the row's label as printed and why.
+    pub unbound: Option<(String, String)>,
+    pub baseline: Vec<String>,
+    pub optimized: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -894,13 +905,20 @@ impl<'p> Builder<'p> {
                 continue;
             }
             let case = strip_bold(&cells[0]);
-            let Some(w) = self.draft.workloads.iter().position(|w| w.title == case) else {
+            let Some(w) = self
+                .draft
+                .workloads
+                .iter()
+                .position(|w| w.title == case || workloads::case_matches(&case, w))
+            else {
                 comments.push(format!(
                     "TODO: the conclusion's case \"{case}\" (line {}) is no workload of the page's benchmark commands",
                     row.line
                 ));
                 continue;
             };
+            // The workload is titled as the row prints it.
+            self.draft.workloads[w].title = case.clone();
             for (side, cell) in [(baseline, &cells[1]), (optimized, &cells[2])] {
                 let tps = cell_number(cell, "Total TPS:");
                 if let Some((_, Some(replicas))) = &tps
@@ -919,15 +937,30 @@ impl<'p> Builder<'p> {
         let mut printed_cases = Vec::new();
         for row in table.value.iter().skip(1) {
             let case = row.value.first().map(|c| strip_bold(c)).unwrap_or_default();
-            if let Some(w) = self.draft.workloads.iter().find(|w| w.title == case)
-                && row.value.len() >= 3
-            {
-                printed_cases.push((
-                    w.name.clone(),
-                    cell_lines(&row.value[1]),
-                    cell_lines(&row.value[2]),
-                ));
+            if row.value.len() < 3 {
+                continue;
             }
+            // A row no workload is, reprinted as printed and marked: nothing
+            // of the page is dropped.
+            let (workload, unbound) = match self.draft.workloads.iter().find(|w| w.title == case) {
+                Some(w) => (w.name.clone(), None),
+                None => (
+                    String::new(),
+                    Some((
+                        case.clone(),
+                        format!(
+                            "the row (line {}) is no workload of the page's benchmark commands or profiles",
+                            row.line
+                        ),
+                    )),
+                ),
+            };
+            printed_cases.push(Case {
+                workload,
+                unbound,
+                baseline: cell_lines(&row.value[1]),
+                optimized: cell_lines(&row.value[2]),
+            });
         }
         self.draft.conclusion = Some(Conclusion {
             comments,

@@ -179,7 +179,7 @@ fn case_name(case: &str) -> &str {
     case.split([':', '(']).next().unwrap_or(case).trim()
 }
 
-fn case_matches(case: &str, w: &Workload) -> bool {
+pub fn case_matches(case: &str, w: &Workload) -> bool {
     let c = case_name(case).to_lowercase();
     if let Some(p) = &w.profile {
         let p = p.to_lowercase();

@@ -327,9 +327,18 @@ impl Decoder {
 
     /// `case <workload> { baseline "<line>"...; optimized "<line>"... }`.
     fn printed_case(&mut self, node: &KdlNode) -> Option<PrintedCase> {
-        self.no_props(node);
+        self.props(node, &["unbound", "reason"]);
+        let text = |p: &mut Self, name: &str| {
+            prop(node, name).and_then(|e| p.string(e, "the page's text"))
+        };
+        let unbound = text(self, "unbound").map(|label| {
+            let reason = text(self, "reason")
+                .unwrap_or_else(|| "no workload of the experiment is this row's".to_owned());
+            (label, reason)
+        });
         let workload = match arg(node, 0) {
             Some(e) => self.reference(e, RefKind::Workload),
+            None if unbound.is_some() => Some(String::new()),
             None => {
                 self.missing_arg(node, "the case's workload");
                 None
@@ -368,6 +377,7 @@ impl Decoder {
         }
         Some(PrintedCase {
             workload: workload?,
+            unbound,
             baseline,
             optimized,
         })
