@@ -367,3 +367,48 @@ fn a_conclusion_row_that_binds_to_nothing_is_reprinted_and_flagged() {
         places(&page.findings)
     );
 }
+
+/// Class 8: the summary table is the page's: a row no section compares is
+/// reprinted as printed, its number marked ⚠ as not reproduced, never
+/// replaced or dropped.
+#[test]
+fn a_summary_row_no_section_compares_is_reprinted_and_flagged() {
+    let sections = format!(
+        "### 1. Choosing the Inference Engine\n\n{}{}\n",
+        config("vLLM", "vllm serve Qwen/Qwen3-8B", &block(1000.0, 100.0)),
+        config(
+            "SGLang",
+            "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B",
+            &block(800.0, 120.0)
+        ),
+    );
+    let page = page(
+        "A single NVIDIA A100 SXM GPU.",
+        "vllm serve Qwen/Qwen3-8B",
+        &sections,
+        "",
+        &options(
+            "| Engine Selection | - |\n| Speculative Decoding | <span style=\"background-color:lightgreen;\">+12.0%</span> |",
+        ),
+    );
+    let (kdl, page) = reproduce(&page);
+    assert!(kdl.contains("summary \"Speculative Decoding\""), "{kdl}");
+    let summary = page.summary.expect("the page's summary");
+    let rows: Vec<Vec<String>> = summary.rows.iter().map(|r| r.concat()).collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["Engine Selection".to_owned(), "-".to_owned()],
+            vec![
+                "Speculative Decoding".to_owned(),
+                "+12.0% ⚠ not reproduced".to_owned()
+            ],
+        ]
+    );
+    assert_eq!(
+        places(&page.findings),
+        [
+            "Summary, Speculative Decoding: not reproduced: no section of the page compares the configurations this row names"
+        ]
+    );
+}

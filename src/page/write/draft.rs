@@ -1263,7 +1263,7 @@ impl<'p> Builder<'p> {
         for (line, r) in &summary_rows {
             if !used_rows.contains(r) {
                 comments.push(format!(
-                    "TODO: the summary's row \"{r}\" (line {line}) matches no section that compares configurations"
+                    "TODO: the summary's row \"{r}\" (line {line}) matches no section that compares configurations; it is reprinted as printed"
                 ));
             }
         }
@@ -1303,9 +1303,8 @@ impl<'p> Builder<'p> {
             .unwrap_or_default();
         let mut summary = Vec::new();
         for ((_, title), cells) in summary_rows.iter().zip(&table_rows) {
-            if !used_rows.contains(title) {
-                continue;
-            }
+            // A row no section compares is the page's too: reprinted as
+            // printed (its numbers marked as not reproduced), never dropped.
             let cells: Vec<Vec<String>> = cells
                 .iter()
                 .enumerate()
