@@ -180,6 +180,49 @@ struct Builder<'p> {
     ascend: bool,
 }
 
+/// The page's "Summary of Optimization Options" as printed.
+struct SummaryTable<'p> {
+    /// The column holding a row's title: "Group" where the page has one.
+    title_column: usize,
+    /// Each row's title and line.
+    titles: Vec<(usize, String)>,
+    /// Each row's cells.
+    rows: Vec<&'p Vec<String>>,
+}
+
+impl<'p> SummaryTable<'p> {
+    fn of(page: &'p Page) -> Self {
+        // The column holding a row's title: "Group" where the page has one.
+        let title_column = page
+            .summary
+            .as_ref()
+            .and_then(|t| t.value.first())
+            .and_then(|h| h.value.iter().position(|c| strip_bold(c) == "Group"))
+            .unwrap_or(0);
+        let titles: Vec<(usize, String)> = page
+            .summary
+            .as_ref()
+            .map(|t| {
+                t.value
+                    .iter()
+                    .skip(1)
+                    .filter_map(|r| r.value.get(title_column).map(|c| (r.line, strip_bold(c))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rows: Vec<&Vec<String>> = page
+            .summary
+            .as_ref()
+            .map(|t| t.value.iter().skip(1).map(|r| &r.value).collect())
+            .unwrap_or_default();
+        Self {
+            title_column,
+            titles,
+            rows,
+        }
+    }
+}
+
 pub fn draft(page: &Page) -> Draft {
     let mut b = Builder {
         page,
@@ -1090,31 +1133,20 @@ impl<'p> Builder<'p> {
         }
     }
 
+    /// One `compare` per section that compares configurations, then the
+    /// report: the page's summary rows, each bound to its section's.
     fn compares_and_report(&mut self) {
+        let table = SummaryTable::of(self.page);
+        let used_rows = self.compares(&table);
+        self.report(&table, &used_rows);
+    }
+
+    /// A `compare` per section, titled by the summary row it matches; the
+    /// rows matched.
+    fn compares(&mut self, table: &SummaryTable<'p>) -> Vec<String> {
         let page = self.page;
-        // The column holding a row's title: "Group" where the page has one.
-        let title_column = page
-            .summary
-            .as_ref()
-            .and_then(|t| t.value.first())
-            .and_then(|h| h.value.iter().position(|c| strip_bold(c) == "Group"))
-            .unwrap_or(0);
-        let summary_rows: Vec<(usize, String)> = page
-            .summary
-            .as_ref()
-            .map(|t| {
-                t.value
-                    .iter()
-                    .skip(1)
-                    .filter_map(|r| r.value.get(title_column).map(|c| (r.line, strip_bold(c))))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let table_rows: Vec<&Vec<String>> = page
-            .summary
-            .as_ref()
-            .map(|t| t.value.iter().skip(1).map(|r| &r.value).collect())
-            .unwrap_or_default();
+        let (summary_rows, table_rows, title_column) =
+            (&table.titles, &table.rows, table.title_column);
         let mut used_rows = Vec::new();
         let first = self
             .draft
@@ -1159,7 +1191,7 @@ impl<'p> Builder<'p> {
                     })
                     .map(|s| s.name.clone())
             });
-            let row = best_row(&group.title, &summary_rows, &used_rows);
+            let row = best_row(&group.title, summary_rows, &used_rows);
             // The delta the summary prints for this section, if it prints one.
             let printed = row.as_ref().and_then(|(_, r)| {
                 let i = summary_rows.iter().position(|(_, t)| t == r)?;
@@ -1263,8 +1295,17 @@ impl<'p> Builder<'p> {
                 summary_steps,
             });
         }
+        used_rows
+    }
+
+    /// The report: the page's summary rows as printed, each bound to the
+    /// comparison of its section (or reprinted where none is).
+    fn report(&mut self, table: &SummaryTable<'p>, used_rows: &[String]) {
+        let page = self.page;
+        let (summary_rows, table_rows, title_column) =
+            (&table.titles, &table.rows, table.title_column);
         let mut comments = Vec::new();
-        for (line, r) in &summary_rows {
+        for (line, r) in summary_rows.iter() {
             if !used_rows.contains(r) {
                 comments.push(format!(
                     "TODO: the summary's row \"{r}\" (line {line}) matches no section that compares configurations; it is reprinted as printed"
@@ -1306,7 +1347,7 @@ impl<'p> Builder<'p> {
             })
             .unwrap_or_default();
         let mut summary = Vec::new();
-        for ((_, title), cells) in summary_rows.iter().zip(&table_rows) {
+        for ((_, title), cells) in summary_rows.iter().zip(table_rows.iter()) {
             // A row no section compares is the page's too: reprinted as
             // printed (its numbers marked as not reproduced), never dropped.
             let cells: Vec<Vec<String>> = cells
