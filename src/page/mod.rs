@@ -10,8 +10,12 @@
 //! `perfpipe init --from-page` is [`init`]; the CLI only writes the file.
 
 mod command;
+#[cfg(test)]
+mod fidelity;
 mod markdown;
 mod model;
+#[cfg(test)]
+mod mutate;
 mod read;
 mod results;
 mod write;

@@ -66,6 +66,8 @@ pub struct Section {
     pub configs: Vec<Config>,
     /// The section's own sentences: "Result: …", "- Summary: …", other remarks.
     pub notes: Vec<At<String>>,
+    /// Lines of its result blocks that are neither a block nor a caption.
+    pub unplaced: Vec<At<String>>,
 }
 
 /// One measured configuration of a section.

@@ -218,7 +218,12 @@ pub fn read(text: &str) -> Result<Page, PageError> {
                     next = Next::Nothing;
                 }
                 (Part::Results, Next::Results) => {
-                    let found = outcomes(&text, line)?;
+                    let (found, unplaced) = outcomes(&text, line)?;
+                    if let Some(section) = page.sections.last_mut() {
+                        section
+                            .unplaced
+                            .extend(unplaced.into_iter().map(|(l, t)| At::new(l, t)));
+                    }
                     let Some(config) = page.sections.last_mut().and_then(|s| s.configs.last_mut())
                     else {
                         return Err(PageError::Unexpected {

@@ -7,8 +7,14 @@ use super::PageError;
 use super::model::Outcome;
 use crate::metrics::parse_block;
 
-/// The outcomes of the code block whose first line is page line `first`.
-pub fn outcomes(text: &str, first: usize) -> Result<Vec<Outcome>, PageError> {
+/// A line of a result's code block that is neither a block, a comment nor
+/// a caption above one (prose after the last block): its page line and text.
+pub type Unplaced = (usize, String);
+
+/// The outcomes of the code block whose first line is page line `first`,
+/// and the lines it cannot place. A line above a block, `# …` or not, is
+/// its caption (`4k random input + 1k generation`).
+pub fn outcomes(text: &str, first: usize) -> Result<(Vec<Outcome>, Vec<Unplaced>), PageError> {
     let lines: Vec<&str> = text.lines().collect();
     let is_header = |l: &str| l.starts_with('=') && l.contains("Serving Benchmark Result");
     if !lines.iter().any(|l| is_header(l.trim())) {
@@ -18,15 +24,17 @@ pub fn outcomes(text: &str, first: usize) -> Result<Vec<Outcome>, PageError> {
             .filter(|l| !l.is_empty())
             .collect();
         if error.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
-        return Ok(vec![Outcome::Failure {
+        let failure = Outcome::Failure {
             line: first,
             label: None,
             error: error.join(" "),
-        }]);
+        };
+        return Ok((vec![failure], Vec::new()));
     }
     let mut out = Vec::new();
+    let mut unplaced = Vec::new();
     let mut label: Option<String> = None;
     let mut i = 0;
     while i < lines.len() {
@@ -61,17 +69,17 @@ pub fn outcomes(text: &str, first: usize) -> Result<Vec<Outcome>, PageError> {
             i = end + 1;
             continue;
         }
+        let block_below = lines[i + 1..].iter().any(|l| is_header(l.trim()));
         if let Some(comment) = l.strip_prefix('#') {
             label = Some(comment.trim().to_owned());
+        } else if !l.is_empty() && block_below {
+            label = Some(l.to_owned());
         } else if !l.is_empty() {
-            return Err(PageError::Unexpected {
-                line: first + i,
-                what: format!("`{l}` in a benchmark result, outside any block"),
-            });
+            unplaced.push((first + i, l.to_owned()));
         }
         i += 1;
     }
-    Ok(out)
+    Ok((out, unplaced))
 }
 
 #[cfg(test)]
@@ -90,7 +98,7 @@ Total Token throughput (tok/s):          4430.00
     #[test]
     fn each_block_takes_the_comment_above_it_and_its_line() {
         let text = format!("# random 32K input\n{BLOCK}\n# random 4K input\n{BLOCK}");
-        let out = outcomes(&text, 10).unwrap();
+        let (out, _) = outcomes(&text, 10).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].label(), Some("random 32K input"));
         assert_eq!(out[0].line(), 11);
@@ -104,7 +112,7 @@ Total Token throughput (tok/s):          4430.00
 
     #[test]
     fn a_result_without_a_block_is_the_failure_it_prints() {
-        let out = outcomes("# RuntimeError: Unsupported SM version\n", 5).unwrap();
+        let (out, _) = outcomes("# RuntimeError: Unsupported SM version\n", 5).unwrap();
         assert_eq!(
             out,
             vec![Outcome::Failure {
@@ -113,6 +121,19 @@ Total Token throughput (tok/s):          4430.00
                 error: "RuntimeError: Unsupported SM version".into()
             }]
         );
+    }
+
+    /// Class 6: a line of prose inside the fence above a block is its
+    /// caption; one no block follows is returned, placed nowhere, and the
+    /// reading goes on.
+    #[test]
+    fn a_caption_inside_the_fence_labels_the_block_below_it() {
+        let text = format!("4k random input + 1k generation\n{BLOCK}\nwe stopped here\n");
+        let (out, unplaced) = outcomes(&text, 10).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].label(), Some("4k random input + 1k generation"));
+        assert_eq!(out[0].line(), 11);
+        assert_eq!(unplaced, vec![(19, "we stopped here".to_owned())]);
     }
 
     #[test]

@@ -507,6 +507,9 @@ pub struct PrintedSection {
     pub result: Option<String>,
     /// The newer pages' "Summary:" sentence.
     pub summary: Option<String>,
+    /// The steps the sentence names, in its order (`first=` and `second=`):
+    /// its numbers are theirs, whatever their rank.
+    pub summary_steps: Option<(String, String)>,
     /// The section's own delta (`+26.8%/GPU`).
     pub delta: Option<Quantity>,
 }
@@ -532,7 +535,11 @@ pub struct PrintedConclusion {
 /// One row of a printed conclusion table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrintedCase {
+    /// Empty for a row no workload of the experiment is (`unbound`).
     pub workload: String,
+    /// A row bound to no workload (`case unbound="<label>" reason="<why>"`):
+    /// the page's label and why; reprinted as printed, each number marked.
+    pub unbound: Option<(String, String)>,
     pub baseline: PrintedCell,
     pub optimized: PrintedCell,
 }

@@ -40,6 +40,9 @@ pub(super) fn reproduce(
         .cases
         .iter()
         .map(|case| {
+            if let Some((title, reason)) = &case.unbound {
+                return unbound_row(title, reason, case, findings);
+            }
             let title = spec.workload_title(&case.workload).to_owned();
             let side = |step: &str| Side {
                 spec,
@@ -84,6 +87,38 @@ pub(super) fn reproduce(
         command,
         rows,
     })
+}
+
+/// A row bound to no workload: every line as printed, each number marked
+/// and listed with `reason` (nothing of the page is dropped).
+fn unbound_row(
+    title: &str,
+    reason: &str,
+    case: &crate::spec::PrintedCase,
+    findings: &mut Vec<PageFinding>,
+) -> PageRow {
+    let mut side = |which: &str, lines: &[PrintedLine]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|line| {
+                let Some((number, _, _)) = line.number() else {
+                    return line.text.clone();
+                };
+                findings.push(PageFinding {
+                    place: format!("Conclusion, {title}, {which}"),
+                    printed: number.format(number.value),
+                    computed: "-".to_owned(),
+                    note: format!("not reproduced: {reason}"),
+                });
+                format!("{} ⚠ not reproduced", line.text)
+            })
+            .collect()
+    };
+    PageRow {
+        case: title.to_owned(),
+        baseline: side("baseline", &case.baseline),
+        optimized: side("optimized", &case.optimized),
+    }
 }
 
 /// One line of a conclusion cell: `Total TPS: 5770.24 (+47.1%)`.

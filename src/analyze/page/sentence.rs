@@ -9,8 +9,9 @@
 //!   is faster by 0.00s (1.00x faster). TTFT = 42.05 ms vs 41.88 ms,
 //!   increased by 0.17 ms (1.00x slower); TPOT = ..."
 //!
-//! The sentence compares the section's two best configurations: its
-//! candidates, or with one candidate, the baseline and it. (pure)
+//! The sentence compares the two configurations it names (`first=` and
+//! `second=`, which `init` binds to the labels it prints), never the two a
+//! ranking would pick. (pure)
 
 use super::PageFinding;
 use super::cells::{Cell, Side, change_text, reproduce_change};
@@ -93,7 +94,7 @@ pub(super) fn reproduce(
         at = range.end;
         let text = &printed[range.clone()];
         let computed = number.format(values[i].value);
-        if computed == text || values[i].consistent_with(number, &slots) {
+        if computed == text || values[i].consistent_with(number, &slots, &values) {
             out.push_str(text);
             continue;
         }
@@ -132,16 +133,24 @@ enum Derived {
 
 impl Value {
     /// Whether the printed number, within its rounding, is one the
-    /// sentence's own printed inputs give.
+    /// sentence's inputs give as the page rounds them: the inputs as the
+    /// blocks give them, printed in the sentence's digits (so a wrong input
+    /// is flagged once, never again in what derives from it).
     fn consistent_with(
         &self,
         printed: &PrintedNumber,
         slots: &[(std::ops::Range<usize>, PrintedNumber)],
+        values: &[Value],
     ) -> bool {
         let Some((how, a, b)) = self.derived else {
             return false;
         };
-        let (a, b) = (Interval::of(&slots[a].1), Interval::of(&slots[b].1));
+        let rounded = |i: usize| {
+            let number = &slots[i].1;
+            PrintedNumber::parse(&number.format(values[i].value))
+                .map_or_else(|| Interval::of(number), |n| Interval::of(&n))
+        };
+        let (a, b) = (rounded(a), rounded(b));
         let given = match how {
             // |x − y| over x in a, y in b.
             Derived::Difference => Interval {
@@ -201,13 +210,14 @@ fn number_slots(text: &str) -> Vec<(std::ops::Range<usize>, PrintedNumber)> {
     slots
 }
 
-/// The sentence's numbers, in order, from the blocks of its two configurations.
-fn values(
-    spec: &Spec,
-    records: &[RunRecord],
-    decl: &Comparison,
-    result: &ComparisonResult,
-) -> Option<Vec<Value>> {
+/// The two configurations the sentence compares, in its order: those it
+/// names (`first=`, `second=`); an experiment that does not say (written by
+/// hand) means the section's two best, its candidates or with one
+/// candidate, the baseline and it.
+fn compared<'a>(decl: &'a Comparison, result: &'a ComparisonResult) -> Option<(&'a str, &'a str)> {
+    if let Some((a, b)) = &decl.printed.summary_steps {
+        return Some((a, b));
+    }
     let steps: Vec<&str> = if decl.candidates.len() >= 2 {
         result
             .ranking
@@ -218,7 +228,17 @@ fn values(
     } else {
         result.ranking.iter().map(|r| r.step.as_str()).collect()
     };
-    let (a, b) = (steps.first()?, steps.get(1)?);
+    Some((steps.first()?, steps.get(1)?))
+}
+
+/// The sentence's numbers, in order, from the blocks of its two configurations.
+fn values(
+    spec: &Spec,
+    records: &[RunRecord],
+    decl: &Comparison,
+    result: &ComparisonResult,
+) -> Option<Vec<Value>> {
+    let (a, b) = compared(decl, result)?;
     let set = spec.harness.kind.metric_set();
     let metrics = |step: &str| {
         records

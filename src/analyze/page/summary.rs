@@ -162,6 +162,9 @@ impl RowCtx<'_> {
                 _ => printed.next(),
             })
             .collect();
+        if self.comparison.is_none() && self.decl.credits == Credit::Comparison {
+            return self.unbound_cells(kinds, &cells, findings);
+        }
         let column = |kind: Column| kinds.iter().position(|k| *k == kind).and_then(|i| cells[i]);
         let baseline_cell = column(Column::Baseline);
         let optimized_cell = column(Column::Optimized);
@@ -241,6 +244,39 @@ impl RowCtx<'_> {
                 (Column::Case | Column::Other, Some(lines)) => {
                     lines.iter().map(|l| l.text.clone()).collect()
                 }
+            })
+            .collect()
+    }
+
+    /// A row no comparison is (no section compares what it names): its
+    /// cells as printed, each number or change marked and listed.
+    fn unbound_cells(
+        &self,
+        kinds: &[Column],
+        cells: &[Option<&Vec<PrintedLine>>],
+        findings: &mut Vec<PageFinding>,
+    ) -> Vec<Vec<String>> {
+        kinds
+            .iter()
+            .zip(cells)
+            .map(|(kind, cell)| match (kind, cell) {
+                (Column::Title, _) => vec![self.decl.title.clone()],
+                (_, None) => vec!["-".to_owned()],
+                (_, Some(lines)) => lines
+                    .iter()
+                    .map(|l| {
+                        if l.quantity.is_none() && l.change().is_none() {
+                            return l.text.clone();
+                        }
+                        findings.push(PageFinding {
+                            place: self.place.clone(),
+                            printed: l.text.clone(),
+                            computed: "-".to_owned(),
+                            note: "not reproduced: no section of the page compares the configurations this row names".to_owned(),
+                        });
+                        format!("{} ⚠ not reproduced", l.text)
+                    })
+                    .collect(),
             })
             .collect()
     }

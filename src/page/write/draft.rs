@@ -5,6 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use super::cells::{
+    cell_lines, cell_number, delta_decimals, format_delta, printed_delta, says_per_device,
+    strip_bold, without_change,
+};
 use super::hardware;
 use super::workloads::{self, Workload, slug};
 use crate::metrics::{MetricSet, ParsedBlock};
@@ -44,6 +48,9 @@ pub struct Group {
     pub notes: Vec<String>,
     /// The section's sentences as printed ("Result: …", "Summary: …").
     pub printed: Vec<String>,
+    /// Each configuration's label as printed (its heading, `#### vLLM`) and
+    /// the step that runs it: what a "Summary:" sentence names.
+    pub labels: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -86,6 +93,8 @@ pub struct Compare {
     /// The section's printed "Result:" line and "Summary:" sentence.
     pub result: Option<String>,
     pub summary: Option<String>,
+    /// The steps the sentence names, in its order.
+    pub summary_steps: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -95,9 +104,20 @@ pub struct Conclusion {
     pub optimized: String,
     /// The recommended command, one word a string, as printed.
     pub command: Vec<String>,
-    /// The table's header and each case (workload, baseline lines, optimized lines), as printed.
+    /// The table's header and each case, as printed.
     pub table: Vec<String>,
-    pub cases: Vec<(String, Vec<String>, Vec<String>)>,
+    pub cases: Vec<Case>,
+}
+
+/// A row of the conclusion table.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Case {
+    /// The workload it measures; empty where none of the page's is.
+    pub workload: String,
+    /// Where no workload is: the row's label as printed and why.
+    pub unbound: Option<(String, String)>,
+    pub baseline: Vec<String>,
+    pub optimized: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -158,6 +178,49 @@ struct Builder<'p> {
     role_outcome: bool,
     guidellm: bool,
     ascend: bool,
+}
+
+/// The page's "Summary of Optimization Options" as printed.
+struct SummaryTable<'p> {
+    /// The column holding a row's title: "Group" where the page has one.
+    title_column: usize,
+    /// Each row's title and line.
+    titles: Vec<(usize, String)>,
+    /// Each row's cells.
+    rows: Vec<&'p Vec<String>>,
+}
+
+impl<'p> SummaryTable<'p> {
+    fn of(page: &'p Page) -> Self {
+        // The column holding a row's title: "Group" where the page has one.
+        let title_column = page
+            .summary
+            .as_ref()
+            .and_then(|t| t.value.first())
+            .and_then(|h| h.value.iter().position(|c| strip_bold(c) == "Group"))
+            .unwrap_or(0);
+        let titles: Vec<(usize, String)> = page
+            .summary
+            .as_ref()
+            .map(|t| {
+                t.value
+                    .iter()
+                    .skip(1)
+                    .filter_map(|r| r.value.get(title_column).map(|c| (r.line, strip_bold(c))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rows: Vec<&Vec<String>> = page
+            .summary
+            .as_ref()
+            .map(|t| t.value.iter().skip(1).map(|r| &r.value).collect())
+            .unwrap_or_default();
+        Self {
+            title_column,
+            titles,
+            rows,
+        }
+    }
 }
 
 pub fn draft(page: &Page) -> Draft {
@@ -313,6 +376,12 @@ impl<'p> Builder<'p> {
                     .notes
                     .iter()
                     .map(|n| format!("\"{}\" (line {})", n.value, n.line))
+                    .chain(section.unplaced.iter().map(|n| {
+                        format!(
+                            "TODO: line {}: \"{}\" in a benchmark result is neither a block nor a caption above one; left out",
+                            n.line, n.value
+                        )
+                    }))
                     .collect(),
                 printed: section.notes.iter().map(|n| n.value.clone()).collect(),
                 ..Default::default()
@@ -473,6 +542,12 @@ impl<'p> Builder<'p> {
                 None => self.step_for(&serve, None, &label_words, group, other_cases, config.role),
             };
             self.note(step, &command, role);
+            if !label_words.is_empty() {
+                let name = self.draft.steps[step].name.clone();
+                self.draft.groups[group]
+                    .labels
+                    .push((label_words.clone(), name));
+            }
             if plain.is_empty() {
                 let w = self.draft.workloads[default_workload].name.clone();
                 add_workload(&mut self.draft.steps[step], &w);
@@ -540,6 +615,8 @@ impl<'p> Builder<'p> {
                 }
                 let step = self.step_for(&s, None, label, group, other_cases, None);
                 self.note(step, &format!("{command}, block \"# {label}\""), role);
+                let name = self.draft.steps[step].name.clone();
+                self.draft.groups[group].labels.push((label.clone(), name));
                 if literal {
                     self.draft.steps[step].comments.push(format!(
                         "TODO: the page labels a block \"# {label}\" under this script without saying which flags it sets; the script's flags are used"
@@ -875,13 +952,20 @@ impl<'p> Builder<'p> {
                 continue;
             }
             let case = strip_bold(&cells[0]);
-            let Some(w) = self.draft.workloads.iter().position(|w| w.title == case) else {
+            let Some(w) = self
+                .draft
+                .workloads
+                .iter()
+                .position(|w| w.title == case || workloads::case_matches(&case, w))
+            else {
                 comments.push(format!(
                     "TODO: the conclusion's case \"{case}\" (line {}) is no workload of the page's benchmark commands",
                     row.line
                 ));
                 continue;
             };
+            // The workload is titled as the row prints it.
+            self.draft.workloads[w].title = case.clone();
             for (side, cell) in [(baseline, &cells[1]), (optimized, &cells[2])] {
                 let tps = cell_number(cell, "Total TPS:");
                 if let Some((_, Some(replicas))) = &tps
@@ -900,15 +984,30 @@ impl<'p> Builder<'p> {
         let mut printed_cases = Vec::new();
         for row in table.value.iter().skip(1) {
             let case = row.value.first().map(|c| strip_bold(c)).unwrap_or_default();
-            if let Some(w) = self.draft.workloads.iter().find(|w| w.title == case)
-                && row.value.len() >= 3
-            {
-                printed_cases.push((
-                    w.name.clone(),
-                    cell_lines(&row.value[1]),
-                    cell_lines(&row.value[2]),
-                ));
+            if row.value.len() < 3 {
+                continue;
             }
+            // A row no workload is, reprinted as printed and marked: nothing
+            // of the page is dropped.
+            let (workload, unbound) = match self.draft.workloads.iter().find(|w| w.title == case) {
+                Some(w) => (w.name.clone(), None),
+                None => (
+                    String::new(),
+                    Some((
+                        case.clone(),
+                        format!(
+                            "the row (line {}) is no workload of the page's benchmark commands or profiles",
+                            row.line
+                        ),
+                    )),
+                ),
+            };
+            printed_cases.push(Case {
+                workload,
+                unbound,
+                baseline: cell_lines(&row.value[1]),
+                optimized: cell_lines(&row.value[2]),
+            });
         }
         self.draft.conclusion = Some(Conclusion {
             comments,
@@ -1034,31 +1133,20 @@ impl<'p> Builder<'p> {
         }
     }
 
+    /// One `compare` per section that compares configurations, then the
+    /// report: the page's summary rows, each bound to its section's.
     fn compares_and_report(&mut self) {
+        let table = SummaryTable::of(self.page);
+        let used_rows = self.compares(&table);
+        self.report(&table, &used_rows);
+    }
+
+    /// A `compare` per section, titled by the summary row it matches; the
+    /// rows matched.
+    fn compares(&mut self, table: &SummaryTable<'p>) -> Vec<String> {
         let page = self.page;
-        // The column holding a row's title: "Group" where the page has one.
-        let title_column = page
-            .summary
-            .as_ref()
-            .and_then(|t| t.value.first())
-            .and_then(|h| h.value.iter().position(|c| strip_bold(c) == "Group"))
-            .unwrap_or(0);
-        let summary_rows: Vec<(usize, String)> = page
-            .summary
-            .as_ref()
-            .map(|t| {
-                t.value
-                    .iter()
-                    .skip(1)
-                    .filter_map(|r| r.value.get(title_column).map(|c| (r.line, strip_bold(c))))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let table_rows: Vec<&Vec<String>> = page
-            .summary
-            .as_ref()
-            .map(|t| t.value.iter().skip(1).map(|r| &r.value).collect())
-            .unwrap_or_default();
+        let (summary_rows, table_rows, title_column) =
+            (&table.titles, &table.rows, table.title_column);
         let mut used_rows = Vec::new();
         let first = self
             .draft
@@ -1103,7 +1191,7 @@ impl<'p> Builder<'p> {
                     })
                     .map(|s| s.name.clone())
             });
-            let row = best_row(&group.title, &summary_rows, &used_rows);
+            let row = best_row(&group.title, summary_rows, &used_rows);
             // The delta the summary prints for this section, if it prints one.
             let printed = row.as_ref().and_then(|(_, r)| {
                 let i = summary_rows.iter().position(|(_, t)| t == r)?;
@@ -1132,8 +1220,7 @@ impl<'p> Builder<'p> {
                     options.into_iter().find(|b| {
                         let others: Vec<String> =
                             members.iter().filter(|m| *m != b).cloned().collect();
-                        self.gain(b, &others, &workload)
-                            .is_some_and(|g| format_delta(g, delta) == *delta)
+                        self.gives(b, &others, &workload, delta)
                     })
                 });
             let from_best = by_printed.is_none() && swept.is_none() && gi > 0 && !self.guidellm;
@@ -1193,6 +1280,10 @@ impl<'p> Builder<'p> {
                     .iter()
                     .find_map(|n| n.strip_prefix(prefix).map(|t| t.trim().to_owned()))
             };
+            let summary = printed("Summary:");
+            let summary_steps = summary
+                .as_deref()
+                .and_then(|s| sentence_steps(s, &group.labels));
             self.draft.compares.push(Compare {
                 title,
                 comments,
@@ -1200,14 +1291,24 @@ impl<'p> Builder<'p> {
                 workload,
                 candidates,
                 result: printed("Result:"),
-                summary: printed("Summary:"),
+                summary,
+                summary_steps,
             });
         }
+        used_rows
+    }
+
+    /// The report: the page's summary rows as printed, each bound to the
+    /// comparison of its section (or reprinted where none is).
+    fn report(&mut self, table: &SummaryTable<'p>, used_rows: &[String]) {
+        let page = self.page;
+        let (summary_rows, table_rows, title_column) =
+            (&table.titles, &table.rows, table.title_column);
         let mut comments = Vec::new();
-        for (line, r) in &summary_rows {
+        for (line, r) in summary_rows.iter() {
             if !used_rows.contains(r) {
                 comments.push(format!(
-                    "TODO: the summary's row \"{r}\" (line {line}) matches no section that compares configurations"
+                    "TODO: the summary's row \"{r}\" (line {line}) matches no section that compares configurations; it is reprinted as printed"
                 ));
             }
         }
@@ -1246,10 +1347,9 @@ impl<'p> Builder<'p> {
             })
             .unwrap_or_default();
         let mut summary = Vec::new();
-        for ((_, title), cells) in summary_rows.iter().zip(&table_rows) {
-            if !used_rows.contains(title) {
-                continue;
-            }
+        for ((_, title), cells) in summary_rows.iter().zip(table_rows.iter()) {
+            // A row no section compares is the page's too: reprinted as
+            // printed (its numbers marked as not reproduced), never dropped.
             let cells: Vec<Vec<String>> = cells
                 .iter()
                 .enumerate()
@@ -1280,10 +1380,18 @@ impl<'p> Builder<'p> {
                 }
                 _ => false,
             };
+            let per_gpu = compare.is_some_and(|c| {
+                let marked = cells.iter().flatten().any(|l| says_per_device(l))
+                    || [&c.result, &c.summary]
+                        .into_iter()
+                        .flatten()
+                        .any(|t| says_per_device(t));
+                marked || self.read_per_gpu(c, row_delta.as_deref())
+            });
             let dash = cells.iter().flatten().all(|l| l == "-");
             let threshold = compare
                 .filter(|_| dash && !self.draft.latency)
-                .and_then(|c| self.gain(&c.baseline, &c.candidates, &c.workload))
+                .and_then(|c| self.gain_as(&c.baseline, &c.candidates, &c.workload, per_gpu))
                 .filter(|g| *g > 0.0 && *g < 1.0)
                 .map(|g| format!("{:.1}", (g * 10.0).ceil() / 10.0));
             let header: Vec<String> = page
@@ -1301,10 +1409,17 @@ impl<'p> Builder<'p> {
                         .unwrap_or(usize::MAX),
                 )
                 .copied();
+            // The baseline can stay the best: the Optimized column then shows
+            // its numbers (with a `+0.00%` or "1.00x faster" beside them).
+            let numbers = |x: &String| {
+                cell_lines(x)
+                    .iter()
+                    .map(|l| without_change(l))
+                    .collect::<Vec<_>>()
+            };
             let optimized = match (column("Optimized"), column("Baseline"), raw, compare) {
                 (Some(o), Some(b), Some(cells), Some(c))
-                    if cells.get(o).map(|x| cell_lines(x))
-                        == cells.get(b).map(|x| cell_lines(x)) =>
+                    if cells.get(o).map(numbers) == cells.get(b).map(numbers) =>
                 {
                     Some(c.baseline.clone())
                 }
@@ -1314,12 +1429,14 @@ impl<'p> Builder<'p> {
             // that one's (the page credits the candidate its "Result:" names).
             let optimized = optimized.or_else(|| {
                 let (c, delta) = compare.zip(row_delta.as_ref())?;
-                let gives = |m: &[String]| {
-                    self.gain(&c.baseline, m, &c.workload)
-                        .is_some_and(|g| format_delta(g, delta) == *delta)
-                };
+                let gives = |m: &[String]| self.gives(&c.baseline, m, &c.workload, delta);
                 if self.draft.latency || credits_conclusion || gives(&c.candidates) {
                     return None;
+                }
+                // `+0.00%` that no candidate gains: the baseline stayed the best.
+                let zero = delta.trim_start_matches(['+', '-']).trim_end_matches('%');
+                if zero.parse::<f64>().is_ok_and(|z| z == 0.0) {
+                    return Some(c.baseline.clone());
                 }
                 let mut giving = c.candidates.iter().filter(|m| gives(&[(*m).clone()]));
                 match (giving.next(), giving.next()) {
@@ -1327,9 +1444,6 @@ impl<'p> Builder<'p> {
                     _ => None,
                 }
             });
-            // The lab weighs configurations on different GPU counts per GPU
-            // (TP2's "+26.8%" is per GPU): so does the row.
-            let per_gpu = compare.is_some_and(|c| self.per_gpu(&c.baseline, &c.candidates));
             summary.push(SummaryRow {
                 title: title.clone(),
                 optimized,
@@ -1366,9 +1480,9 @@ impl<'p> Builder<'p> {
             .map(|s| s.gpus * s.replicas)
     }
 
-    /// Whether configurations run on different GPU counts, which the lab
-    /// then weighs per GPU (TP2's "+26.8%" is per GPU).
-    fn per_gpu(&self, baseline: &str, candidates: &[String]) -> bool {
+    /// Whether configurations run on different GPU counts (where a gain
+    /// may be weighed per GPU, TP2's "+26.8%").
+    fn counts_differ(&self, baseline: &str, candidates: &[String]) -> bool {
         let base = self.gpus_of_instance(baseline);
         !self.draft.latency
             && candidates.iter().any(|m| {
@@ -1377,10 +1491,46 @@ impl<'p> Builder<'p> {
             })
     }
 
+    /// Whether the best of `candidates` gains the printed `delta` over
+    /// `baseline`: in total throughput, or per GPU where their GPU counts
+    /// differ.
+    fn gives(&self, baseline: &str, candidates: &[String], workload: &str, delta: &str) -> bool {
+        let per_gpu = self.counts_differ(baseline, candidates);
+        [false, per_gpu].into_iter().any(|p| {
+            self.gain_as(baseline, candidates, workload, p)
+                .is_some_and(|g| format_delta(g, delta) == delta)
+        })
+    }
+
+    /// Whether a summary row that does not say it is per GPU is read per
+    /// GPU: only where its configurations run on different GPU counts and its
+    /// printed value (`delta`, or "-": no gain) holds per GPU but not for
+    /// the total throughput, which is what a delta is unless the page says.
+    fn read_per_gpu(&self, c: &Compare, delta: Option<&str>) -> bool {
+        if !self.counts_differ(&c.baseline, &c.candidates) {
+            return false;
+        }
+        let holds = |per_gpu| {
+            let gain = self.gain_as(&c.baseline, &c.candidates, &c.workload, per_gpu);
+            match (gain, delta) {
+                (Some(g), Some(d)) => format_delta(g, d) == d,
+                // "-": no gain beyond run-to-run noise.
+                (Some(g), None) => g < 1.0,
+                (None, _) => false,
+            }
+        };
+        !holds(false) && holds(true)
+    }
+
     /// The best candidate's gain over `baseline` in %: of all replicas'
-    /// throughput, per GPU where the GPU counts differ.
-    fn gain(&self, baseline: &str, candidates: &[String], workload: &str) -> Option<f64> {
-        let per_gpu = self.per_gpu(baseline, candidates);
+    /// throughput, per GPU where `per_gpu`.
+    fn gain_as(
+        &self,
+        baseline: &str,
+        candidates: &[String],
+        workload: &str,
+        per_gpu: bool,
+    ) -> Option<f64> {
         let total = |m: &str| {
             let step = self
                 .draft
@@ -1414,7 +1564,7 @@ impl<'p> Builder<'p> {
             .map(|(m, _)| m)
             .collect();
         let per_gpu = on.split_first().is_some_and(|(first, rest)| {
-            self.per_gpu(
+            self.counts_differ(
                 first,
                 &rest.iter().map(|m| (*m).clone()).collect::<Vec<_>>(),
             )
@@ -1533,8 +1683,25 @@ fn cases(page: &Page) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn strip_bold(cell: &str) -> String {
-    cell.trim().trim_matches('*').trim().to_owned()
+/// The two configurations a "Summary:" sentence names (its first two
+/// distinct backquoted labels), as the steps of `labels` (label, step) whose
+/// label they are, case and backquotes aside; `None` where one is no label.
+fn sentence_steps(sentence: &str, labels: &[(String, String)]) -> Option<(String, String)> {
+    let key = |s: &str| s.trim().trim_matches('`').trim().to_lowercase();
+    let mut named: Vec<String> = Vec::new();
+    for quoted in sentence.split('`').skip(1).step_by(2) {
+        let k = key(quoted);
+        if !named.contains(&k) {
+            named.push(k);
+        }
+    }
+    let step = |k: &String| {
+        labels
+            .iter()
+            .find(|(label, _)| key(label) == *k)
+            .map(|(_, step)| step.clone())
+    };
+    Some((step(named.first()?)?, step(named.get(1)?)?))
 }
 
 fn page_model(page: &Page) -> String {
@@ -1715,79 +1882,6 @@ fn strip_engine_words(title: &str) -> String {
     }
 }
 
-/// A cell's lines as printed: split at `<br>`, HTML tags left out.
-fn cell_lines(cell: &str) -> Vec<String> {
-    cell.split("<br>")
-        .map(|line| {
-            let mut text = String::new();
-            let mut in_tag = false;
-            for c in line.chars() {
-                match c {
-                    '<' => in_tag = true,
-                    '>' if in_tag => in_tag = false,
-                    c if !in_tag => text.push(c),
-                    _ => {}
-                }
-            }
-            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            strip_bold(&text)
-        })
-        .filter(|l| !l.is_empty())
-        .collect()
-}
-
-/// `gain` printed as `like` is printed ("+47.1%": sign, same decimals).
-fn format_delta(gain: f64, like: &str) -> String {
-    let decimals = like
-        .trim_end_matches('%')
-        .split_once('.')
-        .map_or(0, |(_, f)| f.len());
-    let sign = if gain >= 0.0 { "+" } else { "" };
-    format!("{sign}{gain:.decimals$}%")
-}
-
-/// The first delta a text prints: "(+47.1%)" or "+47.1%" → "+47.1%".
-fn printed_delta(text: &str) -> Option<String> {
-    let start = text.find(['+', '-'])?;
-    let rest = &text[start..];
-    let end = rest.find('%')?;
-    let delta = &rest[..=end];
-    delta[1..end].parse::<f64>().ok()?;
-    Some(delta.to_owned())
-}
-
-/// "Total TPS: 7081.34x2 <span…>" → ("7081.34", Some(2)).
-fn cell_number(cell: &str, label: &str) -> Option<(String, Option<u32>)> {
-    let rest = cell.split(label).nth(1)?.trim_start();
-    let number: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',')
-        .collect();
-    let number = number.replace(',', "");
-    number.parse::<f64>().ok()?;
-    let after = &rest[rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
-        .unwrap_or(rest.len())..];
-    let replicas = after.strip_prefix('x').and_then(|r| {
-        r.chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .ok()
-    });
-    Some((number, replicas))
-}
-
-/// The decimals of the first delta a cell prints: "(+47.1%)" → 1, "(1.23x faster)" → 2.
-fn delta_decimals(cell: &str) -> Option<usize> {
-    let start = cell.find('(')?;
-    let inner = &cell[start + 1..];
-    let end = inner.find(['%', 'x'])?;
-    let number = inner[..end].trim_start_matches(['+', '-']);
-    number.parse::<f64>().ok()?;
-    Some(number.split_once('.').map_or(0, |(_, f)| f.len()))
-}
-
 /// The summary row a section is about: the most words in common.
 fn best_row(title: &str, rows: &[(usize, String)], used: &[String]) -> Option<(usize, String)> {
     const SKIP: &[&str] = &[
@@ -1821,34 +1915,6 @@ fn best_row(title: &str, rows: &[(usize, String)], used: &[String]) -> Option<(u
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn conclusion_cells() {
-        assert_eq!(
-            cell_number("Total TPS: 7081.34x2 <span>(+134.8%)</span>", "Total TPS:"),
-            Some(("7081.34".into(), Some(2)))
-        );
-        assert_eq!(
-            cell_number(
-                "Total TPS: 3922.41<br>Mean TPOT(ms): 114.34",
-                "Mean TPOT(ms):"
-            ),
-            Some(("114.34".into(), None))
-        );
-        assert_eq!(delta_decimals("x <span>(+47.1%)</span>"), Some(1));
-        assert_eq!(
-            cell_lines(
-                "Total TPS: 5770.24 <span style=\"background-color:lightgreen;\">(+47.1%)</span><br>Mean TPOT(ms): 260.46"
-            ),
-            ["Total TPS: 5770.24 (+47.1%)", "Mean TPOT(ms): 260.46"]
-        );
-        assert_eq!(
-            printed_delta("<span>+47.1%</span>").as_deref(),
-            Some("+47.1%")
-        );
-        assert_eq!(printed_delta("-"), None);
-        assert_eq!(delta_decimals("x <span>(1.23x faster)</span>"), Some(2));
-    }
 
     #[test]
     fn flags_come_off_and_gpus_add_up() {

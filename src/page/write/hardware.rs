@@ -31,16 +31,51 @@ pub fn short(text: &str) -> Option<&'static str> {
         })
 }
 
-/// "8 × NVIDIA H200 SXM GPUs on a single node." → 8; "A single … GPU." → 1.
+/// "8 × NVIDIA H200 SXM GPUs on a single node." → 8; "A single … GPU." → 1;
+/// the count after the model too: "NVIDIA A100x4", "NVIDIA H100 × 8",
+/// "four NVIDIA A100 GPUs".
 pub fn count(text: &str) -> Option<u32> {
+    const WORDS: [&str; 8] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight",
+    ];
     let lower = text.to_lowercase();
-    if lower.starts_with("a single") || lower.starts_with("one ") {
+    if lower.starts_with("a single") {
         return Some(1);
     }
-    let first = lower.split_whitespace().next()?;
-    let n = first.trim_end_matches(['x', '×']).parse().ok()?;
-    let second = lower.split_whitespace().nth(1).unwrap_or("");
-    (first.ends_with(['x', '×']) || second == "×" || second == "x").then_some(n)
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '.')
+        .filter(|w| !w.is_empty())
+        .collect();
+    if let Some(n) = words
+        .first()
+        .and_then(|w| WORDS.iter().position(|n| n == w))
+    {
+        return u32::try_from(n + 1).ok();
+    }
+    let times = |w: &str| w == "x" || w == "×";
+    let number = |w: &str| w.parse::<u32>().ok().filter(|n| (1..=64).contains(n));
+    for (i, w) in words.iter().enumerate() {
+        // "8x", "8×" or "8 ×" before the model.
+        if let Some(n) = w.strip_suffix(['x', '×']).and_then(number) {
+            return Some(n);
+        }
+        if let Some(n) = number(w).filter(|_| words.get(i + 1).is_some_and(|x| times(x))) {
+            return Some(n);
+        }
+        // "a100x4", "x8", "× 8" after it.
+        if let Some((model, n)) = w.rsplit_once(['x', '×'])
+            && (model.is_empty() || model.ends_with(|c: char| c.is_ascii_digit()))
+            && let Some(n) = number(n)
+        {
+            return Some(n);
+        }
+        if times(w)
+            && let Some(n) = words.get(i + 1).and_then(|n| number(n))
+        {
+            return Some(n);
+        }
+    }
+    None
 }
 
 /// "Optimizing Qwen3-14B Throughput on NVIDIA A100 GPUs" → "qwen3-14b".
@@ -60,6 +95,13 @@ mod tests {
         assert_eq!(count("8 × NVIDIA H200 SXM GPUs on a single node."), Some(8));
         assert_eq!(count("NVIDIA H200"), None);
         assert_eq!(count("NVIDIA H100 80GB HBM3"), None);
+        // The count after the model, or in words.
+        assert_eq!(count("NVIDIA A100x4"), Some(4));
+        assert_eq!(count("NVIDIA A100 SXM x8"), Some(8));
+        assert_eq!(count("NVIDIA H100 × 8, NVLink."), Some(8));
+        assert_eq!(count("Four NVIDIA A100 GPUs."), Some(4));
+        assert_eq!(count("8x NVIDIA H100"), Some(8));
+        assert_eq!(count("One NVIDIA H100."), Some(1));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! [`draft`] makes every decision (names, workloads, steps, comparisons);
 //! [`render`] only prints them.
 
+mod cells;
 mod draft;
 mod hardware;
 mod render;

@@ -173,7 +173,12 @@ pub fn render(d: &Draft) -> String {
             o.line(2, &format!("result {}", quote(r)));
         }
         if let Some(s) = &c.summary {
-            o.line(2, &format!("summary {}", quote(s)));
+            let named = c
+                .summary_steps
+                .as_ref()
+                .map(|(a, b)| format!(" first={a} second={b}"))
+                .unwrap_or_default();
+            o.line(2, &format!("summary {}{named}", quote(s)));
         }
         o.line(1, "}");
     }
@@ -200,10 +205,16 @@ pub fn render(d: &Draft) -> String {
             if !c.table.is_empty() {
                 o.line(2, &format!("table {}", strings(&c.table)));
             }
-            for (w, baseline, optimized) in &c.cases {
-                o.line(2, &format!("case {w} {{"));
-                o.line(3, &format!("baseline {}", strings(baseline)));
-                o.line(3, &format!("optimized {}", strings(optimized)));
+            for case in &c.cases {
+                let what = match &case.unbound {
+                    Some((label, reason)) => {
+                        format!("unbound={} reason={}", quote(label), quote(reason))
+                    }
+                    None => case.workload.clone(),
+                };
+                o.line(2, &format!("case {what} {{"));
+                o.line(3, &format!("baseline {}", strings(&case.baseline)));
+                o.line(3, &format!("optimized {}", strings(&case.optimized)));
                 o.line(2, "}");
             }
             o.line(1, "}");

@@ -172,8 +172,15 @@ pub fn from_page(page: &Page, cases: &[String]) -> Vec<Workload> {
     list
 }
 
-fn case_matches(case: &str, w: &Workload) -> bool {
-    let c = case.to_lowercase();
+/// A conclusion case's name without the description a page may print
+/// beside it: "Small Context (2K in / 256 out)" → "Small Context",
+/// "Mixed: chat and RAG (the target)" → "Mixed".
+fn case_name(case: &str) -> &str {
+    case.split([':', '(']).next().unwrap_or(case).trim()
+}
+
+pub fn case_matches(case: &str, w: &Workload) -> bool {
+    let c = case_name(case).to_lowercase();
     if let Some(p) = &w.profile {
         let p = p.to_lowercase();
         return c == p
@@ -186,7 +193,7 @@ fn case_matches(case: &str, w: &Workload) -> bool {
             || w.concurrency
                 .is_some_and(|n| c == format!("sharegpt bs={n}"));
     }
-    c == w.title.to_lowercase()
+    c == w.title.to_lowercase() || case.eq_ignore_ascii_case(&w.title)
 }
 
 /// "Very long prompt: 32000 input tokens, 100 output tokens" → ("Very long", 32000, 100).
@@ -231,18 +238,11 @@ pub fn slug(text: &str) -> String {
 /// configuration (`# --max-num-batched-tokens 4096`).
 pub fn for_label(list: &mut Vec<Workload>, label: &str, completed: Option<u64>) -> Option<usize> {
     let lower = label.to_lowercase();
-    if let Some(rest) = lower.strip_prefix("random ")
-        && let Some(size) = rest.strip_suffix(" input")
-    {
-        let (digits, k) = match size.strip_suffix('k') {
-            Some(d) => (d, true),
-            None => (size, false),
-        };
-        let n: u64 = digits.parse().ok()?;
+    if let Some((input, output)) = random_sizes(&lower) {
         return list.iter().position(|w| {
             !w.sharegpt
-                && w.input
-                    .is_some_and(|i| i == n || (k && (i == n * 1000 || i == n * 1024)))
+                && w.input.is_some_and(|i| input.is(i))
+                && output.is_none_or(|o| w.output.is_some_and(|n| o.is(n)))
         });
     }
     let bs = lower
@@ -273,6 +273,66 @@ pub fn for_label(list: &mut Vec<Workload>, label: &str, completed: Option<u64>) 
         ..base
     });
     Some(list.len() - 1)
+}
+
+/// A token count as a label prints it: `128`, `1024`, `4K`, `16k`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Size {
+    n: u64,
+    /// Written with `k`/`K`: thousands, as 1000 or 1024.
+    k: bool,
+}
+
+impl Size {
+    fn parse(word: &str) -> Option<Self> {
+        let (digits, k) = match word.strip_suffix(['k', 'K']) {
+            Some(d) => (d, true),
+            None => (word, false),
+        };
+        Some(Self {
+            n: digits.parse().ok()?,
+            k,
+        })
+    }
+
+    /// Whether `tokens` is this size: `64` is 64 tokens, `64K` is 64000 or
+    /// 65536, never 64.
+    fn is(self, tokens: u64) -> bool {
+        if self.k {
+            tokens == self.n * 1000 || tokens == self.n * 1024
+        } else {
+            tokens == self.n
+        }
+    }
+}
+
+/// A random workload's label → its input size and, where it says, its
+/// output size: `random 32K input`, `4k random input + 1k generation`,
+/// `random 2048 input, 128 output`.
+fn random_sizes(label: &str) -> Option<(Size, Option<Size>)> {
+    let words: Vec<&str> = label
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '+' | '/' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if !words.contains(&"random") {
+        return None;
+    }
+    // The size before a word (`32k input`), or after `random` (`random 32k input`).
+    let before = |names: &[&str]| {
+        words.iter().enumerate().find_map(|(i, w)| {
+            if !names.contains(w) || i == 0 {
+                return None;
+            }
+            Size::parse(words[i - 1]).or_else(|| {
+                (words[i - 1] == "random")
+                    .then(|| i.checked_sub(2).and_then(|j| Size::parse(words[j])))
+                    .flatten()
+            })
+        })
+    };
+    let input = before(&["input", "prompt", "in"])?;
+    let output = before(&["output", "generation", "out", "generated"]);
+    Some((input, output))
 }
 
 /// The workload of a profile named `name` ("ShareGPT", "Throughput
@@ -332,5 +392,76 @@ mod tests {
         assert_eq!(list[2].name, "sharegpt-bs4");
         assert_eq!(list[2].prompts, Some(100));
         assert_eq!(for_label(&mut list, "BS=4", None), Some(2));
+    }
+
+    /// Class 4: a conclusion row labelled with a profile's name and a
+    /// description is that profile's, whatever the profile.
+    #[test]
+    fn a_case_with_a_description_is_its_profiles() {
+        use crate::page::model::{At, Profile};
+        let profile = |name: &str, input: &str| {
+            At::new(
+                1,
+                Profile {
+                    name: name.into(),
+                    fields: vec![
+                        ("dataset_name".into(), "Random".into()),
+                        ("dataset_input_tokens".into(), input.into()),
+                        ("dataset_output_tokens".into(), "256".into()),
+                    ],
+                },
+            )
+        };
+        let page = Page {
+            profiles: vec![profile("Mixed", "1000"), profile("Small Context", "2048")],
+            ..Page::default()
+        };
+        let cases = [
+            "Small Context (2K in / 256 out)".to_owned(),
+            "Mixed: chat and retrieval (the target)".to_owned(),
+        ];
+        let list = from_page(&page, &cases);
+        let titles: Vec<(&str, &str)> = list
+            .iter()
+            .map(|w| (w.name.as_str(), w.title.as_str()))
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                ("small-context", cases[0].as_str()),
+                ("mixed", cases[1].as_str())
+            ]
+        );
+        assert_eq!(for_profile(&list, "Mixed"), Some(1));
+    }
+
+    /// Class 5: `64K` is a size (64000 or 65536 tokens), never 64 tokens;
+    /// `64` is 64; a caption names its output size too.
+    #[test]
+    fn sizes_with_k_are_thousands_and_plain_sizes_are_tokens() {
+        let random = |name: &str, input, output| Workload {
+            name: name.into(),
+            input: Some(input),
+            output: Some(output),
+            ..Workload::default()
+        };
+        let mut list = vec![
+            random("short", 64, 4),
+            random("long", 64000, 100),
+            random("long-1k", 4096, 1024),
+            random("long-200", 4096, 200),
+        ];
+        assert_eq!(for_label(&mut list, "random 64K input", None), Some(1));
+        assert_eq!(for_label(&mut list, "random 64k input", None), Some(1));
+        assert_eq!(for_label(&mut list, "random 64 input", None), Some(0));
+        assert_eq!(for_label(&mut list, "random 1024 input", None), None);
+        assert_eq!(
+            for_label(&mut list, "4k random input + 1k generation", None),
+            Some(2)
+        );
+        assert_eq!(
+            for_label(&mut list, "random 4096 input, 200 output", None),
+            Some(3)
+        );
     }
 }

@@ -266,7 +266,12 @@ impl Decoder {
         let mut candidates = Vec::new();
         let mut printed = PrintedSection::default();
         for child in self.children(node, &["candidate", "result", "summary", "delta"]) {
-            self.no_props(child);
+            let named = if child.name().value() == "summary" {
+                &["first", "second"][..]
+            } else {
+                &[]
+            };
+            self.props(child, named);
             self.no_children(child);
             match child.name().value() {
                 "candidate" => {
@@ -281,7 +286,14 @@ impl Decoder {
                 }
                 "summary" => {
                     printed.summary =
-                        self.required_string_arg(child, 0, "the page's Summary sentence")
+                        self.required_string_arg(child, 0, "the page's Summary sentence");
+                    // The configurations the sentence names, first and second.
+                    let named = |p: &mut Self, name| {
+                        prop(child, name).and_then(|e| p.reference(e, RefKind::Step))
+                    };
+                    let first = named(self, "first");
+                    let second = named(self, "second");
+                    printed.summary_steps = first.zip(second);
                 }
                 _ => printed.delta = self.printed_change(child),
             }
@@ -331,9 +343,18 @@ impl Decoder {
 
     /// `case <workload> { baseline "<line>"...; optimized "<line>"... }`.
     fn printed_case(&mut self, node: &KdlNode) -> Option<PrintedCase> {
-        self.no_props(node);
+        self.props(node, &["unbound", "reason"]);
+        let text = |p: &mut Self, name: &str| {
+            prop(node, name).and_then(|e| p.string(e, "the page's text"))
+        };
+        let unbound = text(self, "unbound").map(|label| {
+            let reason = text(self, "reason")
+                .unwrap_or_else(|| "no workload of the experiment is this row's".to_owned());
+            (label, reason)
+        });
         let workload = match arg(node, 0) {
             Some(e) => self.reference(e, RefKind::Workload),
+            None if unbound.is_some() => Some(String::new()),
             None => {
                 self.missing_arg(node, "the case's workload");
                 None
@@ -372,6 +393,7 @@ impl Decoder {
         }
         Some(PrintedCase {
             workload: workload?,
+            unbound,
             baseline,
             optimized,
         })

@@ -1,0 +1,367 @@
+//! The page mutator: changes a publisher could make to each of the 19
+//! published pages, pure and seeded. One that keeps what the page means
+//! must give the same experiment (up to names and order) and no ⚠ the page
+//! did not have; one that changes a printed number beyond its rounding must
+//! give exactly one new ⚠, at that number.
+//!
+//! A short run is part of `cargo test` (one mutant per page and kind); a
+//! long one is `PERFPIPE_PAGE_MUTANTS=30 cargo test --lib page::mutate`
+//! (mutants per page and kind, each from its own seed).
+
+use std::path::Path;
+
+use crate::rng::Rng;
+use crate::spec::ExpectedOutcome;
+
+/// Mutants per page and kind when `PERFPIPE_PAGE_MUTANTS` does not say.
+const DEFAULT_MUTANTS: u64 = 1;
+
+fn mutants() -> u64 {
+    std::env::var("PERFPIPE_PAGE_MUTANTS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(DEFAULT_MUTANTS)
+}
+
+/// The 19 published pages: name and text.
+fn corpus() -> Vec<(String, String)> {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/published/gpustack-perf-lab");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(p).unwrap())
+        })
+        .collect()
+}
+
+/// What a page gives, up to names and order: every expectation's numbers
+/// (sorted), and each ⚠ as (what the page printed, what its numbers give).
+#[derive(Debug, PartialEq)]
+struct Reading {
+    expectations: Vec<Vec<(String, String)>>,
+    failures: usize,
+    flags: Vec<(String, String)>,
+}
+
+fn reading(page: &str) -> Result<Reading, String> {
+    let generated = super::init(page).map_err(|e| e.to_string())?;
+    let spec = crate::spec::parse(&crate::spec::SourceFile {
+        name: "e.kdl".into(),
+        text: generated.kdl.clone(),
+    })
+    .map_err(|e| format!("{:?}", miette::Report::new(e)))?;
+    let mut expectations = Vec::new();
+    let mut failures = 0;
+    for e in spec.steps.iter().flat_map(|s| &s.expectations) {
+        match &e.outcome {
+            ExpectedOutcome::Metrics(m) => {
+                let mut numbers: Vec<(String, String)> =
+                    m.iter().map(|m| (m.name.clone(), m.text.clone())).collect();
+                numbers.sort();
+                expectations.push(numbers);
+            }
+            ExpectedOutcome::Failure(_) => failures += 1,
+        }
+    }
+    expectations.sort();
+    let analysis = crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec))
+        .map_err(|e| e.to_string())?;
+    let mut flags: Vec<(String, String)> = analysis
+        .page
+        .map(|p| p.findings)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| (f.printed, f.computed))
+        .collect();
+    flags.sort();
+    Ok(Reading {
+        expectations,
+        failures,
+        flags,
+    })
+}
+
+/// A mutation: the page changed, or `None` where it has nothing to change.
+type Mutation = fn(&str, &mut Rng) -> Option<String>;
+
+/// One of `items`, chosen by `rng`.
+fn pick<'a, T>(items: &'a [T], rng: &mut Rng) -> Option<&'a T> {
+    if items.is_empty() {
+        return None;
+    }
+    let i = rng.range(0, items.len() as u64 - 1);
+    items.get(usize::try_from(i).ok()?)
+}
+
+/// Lines of `page` for which `f` gives a replacement; one of them replaced.
+fn replace_a_line(page: &str, rng: &mut Rng, f: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let lines: Vec<&str> = page.split('\n').collect();
+    let candidates: Vec<usize> = (0..lines.len())
+        .filter(|&i| f(lines[i]).is_some())
+        .collect();
+    let &i = pick(&candidates, rng)?;
+    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    out[i] = f(lines[i])?;
+    Some(out.join("\n"))
+}
+
+/// `# random 4K input` written `4k` or in tokens (`4000`).
+fn size_spelling(page: &str, rng: &mut Rng) -> Option<String> {
+    let thousands = rng.range(0, 1) == 0;
+    replace_a_line(page, rng, |l| {
+        let (indent, rest) = l.split_at(l.len() - l.trim_start().len());
+        let size = rest.strip_prefix("# random ")?.strip_suffix(" input")?;
+        let n = size.strip_suffix('K')?;
+        n.parse::<u64>().ok()?;
+        let written = if thousands {
+            format!("{n}000")
+        } else {
+            format!("{n}k")
+        };
+        Some(format!("{indent}# random {written} input"))
+    })
+}
+
+/// A block's `# label` written as a caption line, without the `#`.
+fn caption_in_fence(page: &str, rng: &mut Rng) -> Option<String> {
+    replace_a_line(page, rng, |l| {
+        let (indent, rest) = l.split_at(l.len() - l.trim_start().len());
+        let label = rest.strip_prefix("# random ")?;
+        Some(format!("{indent}random {label}"))
+    })
+}
+
+/// The GPU count written after the model (`NVIDIA H200 SXM x8`) or in words.
+fn gpu_count_spelling(page: &str, rng: &mut Rng) -> Option<String> {
+    const WORDS: [&str; 8] = [
+        "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight",
+    ];
+    let words = rng.range(0, 1) == 0;
+    replace_a_line(page, rng, |l| {
+        let (n, rest) = l.split_once(" × ")?;
+        let n: usize = n.parse().ok()?;
+        let (model, after) = rest.split_once(" GPUs")?;
+        Some(if words {
+            format!("{} {model} GPUs{after}", WORDS.get(n.checked_sub(1)?)?)
+        } else {
+            format!("{model} x{n}{after}")
+        })
+    })
+}
+
+/// A conclusion row's label with a parenthesised description.
+fn case_description(page: &str, rng: &mut Rng) -> Option<String> {
+    replace_a_line(page, rng, |l| {
+        let rest = l.strip_prefix("| **")?;
+        let (case, after) = rest.split_once("**")?;
+        Some(format!("| **{case} (as measured)**{after}"))
+    })
+}
+
+/// Meaning-breaking: one Mean TPOT a conclusion cell prints, 10% off (far
+/// beyond its rounding); the changed text.
+fn break_a_conclusion_number(page: &str, rng: &mut Rng) -> Option<(String, String)> {
+    let label = "Mean TPOT(ms): ";
+    let lines: Vec<&str> = page.split('\n').collect();
+    let mut places = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if !l.starts_with("| **") {
+            continue;
+        }
+        for (at, _) in l.match_indices(label) {
+            places.push((i, at + label.len()));
+        }
+    }
+    let &(i, at) = pick(&places, rng)?;
+    let line = lines[i];
+    let end = line[at..]
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or(line.len(), |e| at + e);
+    let old = &line[at..end];
+    let decimals = old.split_once('.').map_or(0, |(_, f)| f.len());
+    let value: f64 = old.parse().ok()?;
+    let new = format!("{:.decimals$}", value * 1.1);
+    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    out[i] = format!("{}{new}{}", &line[..at], &line[end..]);
+    Some((out.join("\n"), new))
+}
+
+/// A configuration's heading that a "Summary:" sentence names, renamed in
+/// both (the engine's name kept: on the newer pages it says the engine).
+fn rename_a_configuration(page: &str, rng: &mut Rng) -> Option<String> {
+    let named: Vec<&str> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("- Summary: "))
+        .flat_map(|s| s.split('`').skip(1).step_by(2))
+        .filter(|label| page.contains(&format!("\n#### {label}\n")))
+        .collect();
+    let label = *pick(&named, rng)?;
+    let renamed = format!("{label} setup");
+    Some(
+        page.replace(&format!("\n#### {label}\n"), &format!("\n#### {renamed}\n"))
+            .replace(&format!("`{label}`"), &format!("`{renamed}`")),
+    )
+}
+
+/// Meaning-breaking: one number of a "Summary:" sentence 10% off; the
+/// changed text.
+fn break_a_sentence_number(page: &str, rng: &mut Rng) -> Option<(String, String)> {
+    let lines: Vec<&str> = page.split('\n').collect();
+    let mut places = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let Some(sentence) = l.strip_prefix("- Summary: ") else {
+            continue;
+        };
+        let at = l.len() - sentence.len();
+        let mut quoted = false;
+        let bytes = sentence.as_bytes();
+        let mut j = 0;
+        while j < bytes.len() {
+            if bytes[j] == b'`' {
+                quoted = !quoted;
+            }
+            let starts = bytes[j].is_ascii_digit()
+                && (j == 0 || !(bytes[j - 1].is_ascii_alphanumeric() || bytes[j - 1] == b','));
+            if !quoted && starts {
+                let end = (j..bytes.len())
+                    .find(|&e| !(bytes[e].is_ascii_digit() || bytes[e] == b'.'))
+                    .unwrap_or(bytes.len());
+                let end = if bytes[end - 1] == b'.' { end - 1 } else { end };
+                // Numbers with a thousands comma are left alone.
+                if bytes.get(end) != Some(&b',')
+                    || !bytes.get(end + 1).is_some_and(u8::is_ascii_digit)
+                {
+                    places.push((i, at + j, at + end));
+                }
+                j = end;
+                continue;
+            }
+            j += 1;
+        }
+    }
+    let &(i, start, end) = pick(&places, rng)?;
+    let line = lines[i];
+    let old = &line[start..end];
+    let decimals = old.split_once('.').map_or(0, |(_, f)| f.len());
+    let value: f64 = old.parse().ok()?;
+    let new = format!("{:.decimals$}", value * 1.1 + 1.0);
+    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    out[i] = format!("{}{new}{}", &line[..start], &line[end..]);
+    Some((out.join("\n"), new))
+}
+
+type Breaking = fn(&str, &mut Rng) -> Option<(String, String)>;
+
+const BREAKING: [(&str, Breaking); 2] = [
+    ("conclusion number", break_a_conclusion_number),
+    ("sentence number", break_a_sentence_number),
+];
+
+const PRESERVING: [(&str, Mutation); 5] = [
+    ("size spelling", size_spelling),
+    ("caption in a fence", caption_in_fence),
+    ("GPU count spelling", gpu_count_spelling),
+    ("case description", case_description),
+    ("configuration renamed", rename_a_configuration),
+];
+
+/// Flags of `after` that `before` lacks (multiset difference).
+fn new_flags(before: &Reading, after: &Reading) -> Vec<(String, String)> {
+    let mut left = before.flags.clone();
+    let mut new = Vec::new();
+    for f in &after.flags {
+        match left.iter().position(|l| l == f) {
+            Some(i) => {
+                left.remove(i);
+            }
+            None => new.push(f.clone()),
+        }
+    }
+    new
+}
+
+#[test]
+fn a_meaning_preserving_mutant_reads_as_its_page() {
+    let mut failures = Vec::new();
+    let mut counts = std::collections::BTreeMap::new();
+    for (name, page) in corpus() {
+        let original = reading(&page).unwrap();
+        for (kind, mutate) in PRESERVING {
+            for seed in 0..mutants() {
+                let mut rng = Rng::new(seed);
+                let Some(mutant) = mutate(&page, &mut rng) else {
+                    continue;
+                };
+                *counts.entry(kind).or_insert(0) += 1;
+                match reading(&mutant) {
+                    Err(e) => failures.push(format!("{name}, {kind}, seed {seed}: {e}")),
+                    Ok(r) => {
+                        if r.expectations != original.expectations
+                            || r.failures != original.failures
+                        {
+                            failures
+                                .push(format!("{name}, {kind}, seed {seed}: another experiment"));
+                        }
+                        let new = new_flags(&original, &r);
+                        if !new.is_empty() {
+                            failures.push(format!("{name}, {kind}, seed {seed}: new ⚠ {new:?}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eoutln!("page mutants, meaning-preserving: {counts:?}");
+    assert!(counts.len() == PRESERVING.len(), "{counts:?}");
+    assert!(failures.is_empty(), "{counts:?}: {failures:#?}");
+}
+
+#[test]
+fn a_meaning_breaking_mutant_gives_one_new_flag_at_the_changed_number() {
+    let mut failures = Vec::new();
+    let mut counts = std::collections::BTreeMap::new();
+    for (name, page) in corpus() {
+        let original = reading(&page).unwrap();
+        for ((kind, mutate), seed) in BREAKING
+            .iter()
+            .flat_map(|k| (0..mutants()).map(move |s| (k, s)))
+        {
+            let mut rng = Rng::new(seed);
+            let Some((mutant, changed)) = mutate(&page, &mut rng) else {
+                continue;
+            };
+            *counts.entry(*kind).or_insert(0) += 1;
+            let r = match reading(&mutant) {
+                Ok(r) => r,
+                Err(e) => {
+                    failures.push(format!("{name}, {kind}, seed {seed}: {e}"));
+                    continue;
+                }
+            };
+            let new = new_flags(&original, &r);
+            let gone = new_flags(&r, &original);
+            // A number already flagged (no block shows it) stays flagged once.
+            let ok = match (new.as_slice(), gone.as_slice()) {
+                ([(printed, _)], []) => printed.contains(&changed),
+                ([(printed, _)], [_]) => printed.contains(&changed),
+                _ => false,
+            };
+            if !ok {
+                failures.push(format!(
+                    "{name}, {kind}, seed {seed}: changed to {changed}: new {new:?}, gone {gone:?}"
+                ));
+            }
+        }
+    }
+    eoutln!("page mutants, meaning-breaking: {counts:?}");
+    assert!(counts.len() == BREAKING.len(), "{counts:?}");
+    assert!(failures.is_empty(), "{counts:?}: {failures:#?}");
+}
