@@ -41,7 +41,7 @@ use crate::error_kind::ErrorKind;
 use crate::exit_code;
 use crate::facts::Runtime;
 use crate::ops::user_files::write_file;
-use crate::ops::workspace::load::sample_notes;
+use crate::ops::workspace::load::input_notes;
 use crate::ops::workspace::lockfile;
 use crate::ops::{Loaded, Stderr};
 use crate::tokio_runtime::Io;

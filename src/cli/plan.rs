@@ -110,7 +110,7 @@ fn render(
             super::lockfile::pin_summary(&lock.new)
         ),
     };
-    for note in super::sample_notes(loaded) {
+    for note in super::input_notes(loaded) {
         let _ = writeln!(out, "{note}");
     }
     let step_w = plan

@@ -8,7 +8,7 @@ pub mod model_dir;
 pub use hash_cache::HashCache;
 pub use model_dir::ResolvedModel;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -53,6 +53,10 @@ pub struct ResolvedInputs {
     pub tokenizers: BTreeMap<(String, String), ResolvedTokenizer>,
     /// Local model directories, by model id (their path).
     pub models: BTreeMap<String, ResolvedModel>,
+    /// Local model directories this machine does not have (a published
+    /// page's `/workspace/…`, a cluster path seen from a laptop): their runs
+    /// are keyed by the path alone, and `run` refuses to start them.
+    pub absent_models: BTreeSet<String>,
 }
 
 impl ResolvedInputs {
@@ -146,9 +150,18 @@ pub fn resolve(spec: &Spec, root: &Path, cache: &mut HashCache) -> Result<Resolv
         tokenizers.insert(model, resolved);
     }
     let mut models = BTreeMap::new();
+    let mut absent_models = BTreeSet::new();
     for step in &spec.steps {
         let id = &step.model.id;
-        if model_dir::is_local(id) && !models.contains_key(id) {
+        if !model_dir::is_local(id) || models.contains_key(id) || absent_models.contains(id) {
+            continue;
+        }
+        // Absent is not an error until an engine needs it: `plan`, `report`
+        // and `lock` work where the weights are not (the page's machine, a
+        // cluster's storage), keying by the path.
+        if model_dir::is_absent(Path::new(id)) {
+            absent_models.insert(id.clone());
+        } else {
             models.insert(id.clone(), model_dir::resolve(Path::new(id), cache)?);
         }
     }
@@ -225,6 +238,7 @@ pub fn resolve(spec: &Spec, root: &Path, cache: &mut HashCache) -> Result<Resolv
         datasets,
         tokenizers,
         models,
+        absent_models,
     })
 }
 

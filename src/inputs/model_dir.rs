@@ -28,6 +28,13 @@ pub fn is_local(id: &str) -> bool {
     id.starts_with('/')
 }
 
+/// Whether nothing is at `dir` (a link to nothing included): the directory
+/// is on another machine. Anything else there is read, and refused if it is
+/// not a readable directory.
+pub fn is_absent(dir: &Path) -> bool {
+    matches!(std::fs::metadata(dir), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// Hashes every file under the model directory `dir`. Names starting with
 /// `.` (a `.cache`, an editor's or a tool's marker) are not the model's and
 /// are skipped; links are followed, as the engine follows them.
@@ -119,6 +126,24 @@ fn sha256_file(path: &Path) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test makes what a machine could have at the path"
+    )]
+    fn only_nothing_at_the_path_is_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(is_absent(&dir.path().join("DeepSeek-R1")));
+        std::os::unix::fs::symlink(dir.path().join("gone"), dir.path().join("link")).unwrap();
+        assert!(is_absent(&dir.path().join("link")), "a link to nothing");
+        assert!(!is_absent(dir.path()));
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        assert!(
+            !is_absent(&dir.path().join("file")),
+            "a file is there, and refused as a model directory"
+        );
+    }
 
     #[test]
     #[expect(

@@ -159,8 +159,7 @@ pub(super) fn experiment(page: &str) -> (String, Spec) {
 /// The page reproduced from its own numbers, as `report --published` shows it.
 pub(super) fn reproduce(page: &str) -> (String, PageReproduction) {
     let (kdl, spec) = experiment(page);
-    let analysis =
-        crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec)).unwrap();
+    let analysis = crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec));
     (kdl, analysis.page.expect("a page's experiment"))
 }
 

@@ -72,8 +72,7 @@ fn reading(page: &str) -> Result<Reading, String> {
         }
     }
     expectations.sort();
-    let analysis = crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec))
-        .map_err(|e| e.to_string())?;
+    let analysis = crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec));
     let mut flags: Vec<(String, String)> = analysis
         .page
         .map(|p| p.findings)

@@ -161,6 +161,7 @@ mod tests {
             datasets: BTreeMap::from([("sharegpt".to_owned(), dataset)]),
             tokenizers: BTreeMap::new(),
             models: BTreeMap::new(),
+            absent_models: Default::default(),
         }
     }
 

@@ -1105,3 +1105,32 @@ fn sigterm_stops_the_containers_of_every_launch_in_flight() {
     assert_eq!(running(), 0, "a container was left running");
     assert_eq!(crate::common::live_processes(&tag), Vec::<u32>::new());
 }
+
+/// A local model directory this machine lacks (a page's `/workspace/…`, a
+/// cluster's storage seen from a laptop): the study plans, keyed by the
+/// path alone, and says so; `run` refuses before anything starts, naming
+/// the directory, as the engine could not load it.
+#[test]
+fn a_model_directory_this_machine_lacks_plans_with_a_note_and_run_refuses_it() {
+    let env = TestEnv::tiny();
+    let absent = "/nonexistent-perfpipe-test/Qwen3-14B";
+    let text = env
+        .read("tiny.kdl")
+        .replace("model \"Qwen/Qwen3-14B\"", &format!("model \"{absent}\""));
+    env.write("tiny.kdl", &text);
+    let plan = crate::common::exited(env.run(&["plan", "tiny.kdl"]), 0);
+    let plan_text = crate::common::stdout(&plan);
+    assert!(
+        plan_text.contains(&format!(
+            "note: model directory `{absent}` is not on this machine"
+        )),
+        "{plan_text}"
+    );
+    let run = crate::common::exited(env.run(&["run", "tiny.kdl", "--runtime", "docker"]), 2);
+    assert!(
+        words(&run).contains(&format!("cannot read model directory `{absent}`")),
+        "{}",
+        stderr(&run)
+    );
+    assert!(env.samples().is_empty(), "nothing was measured");
+}

@@ -11,7 +11,7 @@ use super::fetch::{Verbosity, fail_on, fetch_pinned, inputs_used};
 use super::plan::plan_and_index;
 use super::report::{analyze, scope, write_markdown};
 use super::user_files::check_writable;
-use super::workspace::load::sample_notes;
+use super::workspace::load::input_notes;
 use super::workspace::lockfile::{self, Network};
 use super::{Error, Loaded, LockMode, Selection, Shell, load, realise};
 use crate::exec::slurm::{self, JobEvent};
@@ -215,7 +215,7 @@ fn run_experiment(
         plan.missing().len(),
         plan.options.runtime.name()
     );
-    for note in sample_notes(&loaded) {
+    for note in input_notes(&loaded) {
         say!(shell, "{note}");
     }
     if let Some(note) = super::slo_search::note(&loaded.searches) {
@@ -287,6 +287,28 @@ fn run_experiment(
 /// Executes the missing runs of `plan` as `realise` does: from the material
 /// of their launches, written to the store first with their inputs. With
 /// nothing missing, the executor still stops what killed perfpipes left.
+/// An engine reads a local model directory, and a run's key holds its
+/// files' sha256: a run to measure needs the directory here (the simulated
+/// engine reads no weights).
+fn model_directories_are_here(loaded: &Loaded, plan: &Plan) -> Result<(), Error> {
+    if plan.options.runtime == Runtime::Sim {
+        return Ok(());
+    }
+    let absent = plan
+        .missing()
+        .into_iter()
+        .filter_map(|run| loaded.spec.step(&run.step))
+        .map(|step| &step.model.id)
+        .find(|id| loaded.inputs.absent_models.contains(*id));
+    match absent {
+        Some(path) => Err(Error::Inputs(crate::inputs::Error::ModelRead {
+            path: path.clone(),
+            source: std::io::ErrorKind::NotFound.into(),
+        })),
+        None => Ok(()),
+    }
+}
+
 fn execute(
     loaded: &Loaded,
     plan: &Plan,
@@ -294,6 +316,7 @@ fn execute(
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
     jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<ExecSummary, Error> {
+    model_directories_are_here(loaded, plan)?;
     let exec = &options.exec;
     let launches = realise::write_launches(
         &loaded.spec,

@@ -248,9 +248,10 @@ fn tokenizers_of(
     as_pinned
 }
 
-/// Says which workloads measure the shipped sample instead of the declared dataset.
-pub fn sample_notes(loaded: &Loaded) -> Vec<String> {
-    loaded
+/// Says which workloads measure the shipped sample instead of the declared
+/// dataset, and which local model directories this machine does not have.
+pub fn input_notes(loaded: &Loaded) -> Vec<String> {
+    let samples = loaded
         .inputs
         .datasets
         .iter()
@@ -260,6 +261,11 @@ pub fn sample_notes(loaded: &Loaded) -> Vec<String> {
                 "note: workload `{workload}` uses the sample dataset `{}` (the declared file is absent)",
                 d.path.display()
             )
-        })
-        .collect()
+        });
+    let models = loaded.inputs.absent_models.iter().map(|path| {
+        format!(
+            "note: model directory `{path}` is not on this machine: its runs are keyed by the path alone (where the directory is, its files' sha256 is in each key)"
+        )
+    });
+    samples.chain(models).collect()
 }
