@@ -1,8 +1,9 @@
 //! perfpipe against a real vLLM: its CPU build and a tiny random Qwen3,
-//! installed outside the clone by `scripts/real-vllm.sh` (`scripts/test-deps.sh`
-//! runs it). Missing, each test fails unless `PERFPIPE_TEST_SKIP=vllm` (never
-//! under `CI=true`). About 4 minutes together on 2 cores: one shared server
-//! for `bench`, two launches of `run`, and a start cut short.
+//! installed outside the clone by `scripts/real-vllm.sh`, and guidellm 0.5.3
+//! by `scripts/real-guidellm.sh` (`scripts/test-deps.sh` runs both). Missing,
+//! each test fails unless `PERFPIPE_TEST_SKIP=vllm` (never under `CI=true`).
+//! About 2.5 minutes together on 2 cores: one shared server for `bench`,
+//! three launches of `run`, and a start cut short.
 
 use std::path::Path;
 use std::process::Command;
