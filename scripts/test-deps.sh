@@ -6,7 +6,8 @@
 # slurm-wlm and munge (the one-node cluster of the Slurm tests), chromium
 # (loads the HTML report headless) and util-linux (setpriv: a root test drops
 # to nobody where permissions must bind). Then scripts/real-vllm.sh: vLLM's
-# CPU build and a tiny model, outside the clone, for the real-engine tests.
+# CPU build and a tiny model, outside the clone, for the real-engine tests,
+# and scripts/real-guidellm.sh: guidellm 0.5.3 beside them.
 set -euo pipefail
 here="$(dirname "$0")"
 
@@ -28,3 +29,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 "$here/real-vllm.sh"
+"$here/real-guidellm.sh"

@@ -9,7 +9,8 @@
 //!   options (`--profile constant --rate R --max-requests N ...`). It has no
 //!   option for the cap of a rate profile: guidellm caps requests in flight at
 //!   its setting `max_concurrency` (512 by default), so the cap goes in the
-//!   environment as `GUIDELLM__MAX_CONCURRENCY`.
+//!   environment as `GUIDELLM__MAX_CONCURRENCY`. Met a real guidellm 0.5.3
+//!   against a real vLLM (tests/cli/real_vllm.rs).
 //! - 0.7 and later: `guidellm run` with `kind=...` specifications, the cap as
 //!   the profile's `max_concurrency` (its setting's default is 10240 there).
 //!
@@ -201,6 +202,10 @@ fn benchmark_cli(
         put("--rate", rate);
     }
     put("--max-requests", workload.prompts.to_string());
+    // Every request's record in the report, not guidellm's default sample of
+    // 10 (its help says all are kept by default; its code keeps 10): the
+    // records are what its aggregates can be checked against.
+    put("--sample-requests", workload.prompts.to_string());
     put("--random-seed", seed(workload).to_string());
     put(
         "--output-path",
@@ -302,7 +307,7 @@ mod tests {
             &lab_profile(),
             Path::new("/s/logs"),
         );
-        insta::assert_snapshot!(a.argv.join(" "), @r#"guidellm benchmark run --target http://127.0.0.1:8000 --model Qwen/Qwen3.5-9B --backend openai_http --request-type chat_completions --request-formatter-kwargs {"extras":{"body":{"temperature":0.0}}} --processor Qwen/Qwen3.5-9B --data /s/logs/sharegpt-benchmark-runner.jsonl --profile constant --rate 8 --max-requests 1000 --random-seed 0 --output-path /s/logs/guidellm-benchmarks.json --disable-console-interactive"#);
+        insta::assert_snapshot!(a.argv.join(" "), @r#"guidellm benchmark run --target http://127.0.0.1:8000 --model Qwen/Qwen3.5-9B --backend openai_http --request-type chat_completions --request-formatter-kwargs {"extras":{"body":{"temperature":0.0}}} --processor Qwen/Qwen3.5-9B --data /s/logs/sharegpt-benchmark-runner.jsonl --profile constant --rate 8 --max-requests 1000 --sample-requests 1000 --random-seed 0 --output-path /s/logs/guidellm-benchmarks.json --disable-console-interactive"#);
         assert_eq!(
             a.env,
             BTreeMap::from([("GUIDELLM__MAX_CONCURRENCY".into(), "512".into())])

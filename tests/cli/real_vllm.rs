@@ -1,8 +1,9 @@
 //! perfpipe against a real vLLM: its CPU build and a tiny random Qwen3,
-//! installed outside the clone by `scripts/real-vllm.sh` (`scripts/test-deps.sh`
-//! runs it). Missing, each test fails unless `PERFPIPE_TEST_SKIP=vllm` (never
-//! under `CI=true`). About 4 minutes together on 2 cores: one shared server
-//! for `bench`, two launches of `run`, and a start cut short.
+//! installed outside the clone by `scripts/real-vllm.sh`, and guidellm 0.5.3
+//! by `scripts/real-guidellm.sh` (`scripts/test-deps.sh` runs both). Missing,
+//! each test fails unless `PERFPIPE_TEST_SKIP=vllm` (never under `CI=true`).
+//! About 2.5 minutes together on 2 cores: one shared server for `bench`,
+//! three launches of `run`, and a start cut short.
 
 use std::path::Path;
 use std::process::Command;
@@ -327,4 +328,151 @@ fn bench_measures_a_real_vllm_as_vllm_bench_serve_would() {
     );
     let (status, _) = real_vllm::post(&format!("{base_url}/reset_prefix_cache")).unwrap();
     assert_eq!(status, 200, "dev mode serves the reset");
+}
+
+#[test]
+fn a_cpu_study_measured_by_a_real_guidellm_0_5_3_agrees_with_its_own_records() {
+    let Some(vllm) = RealVllm::installed() else {
+        return;
+    };
+    let Some(guidellm) = real_vllm::guidellm_bin() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let harness = format!("guidellm version=\"{}\"", real_vllm::GUIDELLM_VERSION);
+    env.write("cpu.kdl", &cpu_study(&vllm.model, &[8], &harness));
+    let tag = format!("real-guidellm-{}", random_hex());
+    let path = format!("{}:{}", guidellm.display(), vllm.path());
+    let out = perfpipe(&env, &vllm, &tag, &["run", "cpu.kdl"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    exited(out, 0);
+    assert_eq!(live_processes(&tag), Vec::<u32>::new());
+
+    let results = env.results();
+    assert_eq!(results.len(), 2, "one step × 2 workloads");
+    let mut asked = Vec::new();
+    for (dir, result) in &results {
+        let outcome = &result["outcome"];
+        assert_eq!(outcome["status"], "success", "{outcome}");
+        let argv: Vec<&str> = result["harness_command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(argv[..3], ["guidellm", "benchmark", "run"]);
+        // The study's workloads: short (64 in, 64 out, 32 prompts) and
+        // long (512 in, 16 out, 16 prompts).
+        let (prompts, output_len) = if argv.contains(&"prompt_tokens=64,output_tokens=64") {
+            (32, 64)
+        } else {
+            assert!(
+                argv.contains(&"prompt_tokens=512,output_tokens=16"),
+                "{argv:?}"
+            );
+            (16, 16)
+        };
+        asked.push(prompts);
+        let stored = &outcome["metrics"];
+        assert_eq!(stored["guidellm_version"], real_vllm::GUIDELLM_VERSION);
+        let report: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("logs/guidellm-benchmarks.json")).unwrap(),
+        )
+        .unwrap();
+        check_against_records(&report["benchmarks"][0], stored, prompts, output_len);
+    }
+    asked.sort();
+    assert_eq!(asked, [16, 32]);
+}
+
+/// guidellm's aggregates, as perfpipe stored them, recomputed from the
+/// report's per-request records: every request asked for made and recorded,
+/// the successful count those in guidellm's measured window (0.5.3 counts
+/// only requests that overlap it, and one may fall outside), the means the
+/// records' means (TPOT weighted by output tokens and ITL by the gaps between
+/// them, as guidellm's distributions are), within 1e-6 relative.
+fn check_against_records(
+    benchmark: &serde_json::Value,
+    stored: &serde_json::Value,
+    prompts: u64,
+    output_len: u64,
+) {
+    let made = &benchmark["scheduler_metrics"]["requests_made"];
+    assert_eq!(made["total"], prompts, "{made}");
+    assert_eq!(made["successful"], prompts, "{made}");
+    let records = benchmark["requests"]["successful"].as_array().unwrap();
+    assert_eq!(
+        records.len() as u64,
+        prompts,
+        "every request's record is kept"
+    );
+    let number = |r: &serde_json::Value, key: &str| r[key].as_f64().unwrap();
+    let window = &benchmark["scheduler_metrics"];
+    let (start, end) = (
+        number(window, "measure_start_time"),
+        number(window, "measure_end_time"),
+    );
+    let measured: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| {
+            number(r, "request_end_time") >= start && number(r, "request_start_time") <= end
+        })
+        .collect();
+    assert_eq!(
+        stored["request_totals"]["successful"],
+        measured.len(),
+        "guidellm's count is its window's records"
+    );
+    assert_eq!(stored["request_totals"]["errored"], 0);
+    assert!(
+        measured.len() as u64 >= prompts - 1,
+        "{} of {prompts}",
+        measured.len()
+    );
+    for r in &measured {
+        // ignore_eos: the engine generates every token asked for.
+        assert_eq!(number(r, "output_tokens"), output_len as f64);
+    }
+    let weighted = |key: &str, weight: &dyn Fn(&serde_json::Value) -> f64| {
+        let total: f64 = measured.iter().map(|r| weight(r)).sum();
+        measured
+            .iter()
+            .map(|r| number(r, key) * weight(r))
+            .sum::<f64>()
+            / total
+    };
+    let each = |_: &serde_json::Value| 1.0;
+    let latency = measured
+        .iter()
+        .map(|r| number(r, "request_end_time") - number(r, "request_start_time"))
+        .sum::<f64>()
+        / measured.len() as f64;
+    let recomputed = [
+        ("request_latency", latency),
+        (
+            "time_to_first_token_ms",
+            weighted("time_to_first_token_ms", &each),
+        ),
+        ("prompt_token_count", weighted("prompt_tokens", &each)),
+        ("output_token_count", weighted("output_tokens", &each)),
+        (
+            "time_per_output_token_ms",
+            weighted("time_per_output_token_ms", &|r| number(r, "output_tokens")),
+        ),
+        (
+            "inter_token_latency_ms",
+            weighted("inter_token_latency_ms", &|r| {
+                number(r, "output_tokens") - 1.0
+            }),
+        ),
+    ];
+    for (metric, value) in recomputed {
+        let mean = stored["successful"][metric]["mean"].as_f64().unwrap();
+        assert!(
+            (mean - value).abs() <= 1e-6 * value.abs().max(1e-9),
+            "{metric}: guidellm's mean {mean}, its records' {value}"
+        );
+    }
 }

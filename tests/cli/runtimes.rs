@@ -778,7 +778,7 @@ fn guidellm_runs_a_rate_workload_in_the_cli_of_its_version() {
     let call = log.lines().find(|l| l.starts_with("guidellm\t")).unwrap();
     let call = call.replace(env.dir.path().to_str().unwrap(), "[TEMP]");
     insta::with_settings!({ filters => vec![(r"http://127\.0\.0\.1:\d+", "[URL]"), (r"entries/../[0-9a-f]{64}|tmp/proc-[0-9]+-[A-Za-z0-9]+/sample-[A-Za-z0-9]+", "[SAMPLE]")] }, {
-        insta::assert_snapshot!(call.replace('\t', " "), @r#"guidellm CUDA_VISIBLE_DEVICES= GUIDELLM__MAX_CONCURRENCY=512 benchmark run --target [URL] --model Qwen/Qwen3-14B --backend openai_http --request-type chat_completions --request-formatter-kwargs {"extras":{"body":{"temperature":0.0}}} --processor Qwen/Qwen3-14B --data [TEMP]/store/[SAMPLE]/logs/sharegpt-benchmark-runner.jsonl --profile constant --rate 20 --max-requests 10 --random-seed 0 --output-path [TEMP]/store/[SAMPLE]/logs/guidellm-benchmarks.json --disable-console-interactive"#);
+        insta::assert_snapshot!(call.replace('\t', " "), @r#"guidellm CUDA_VISIBLE_DEVICES= GUIDELLM__MAX_CONCURRENCY=512 benchmark run --target [URL] --model Qwen/Qwen3-14B --backend openai_http --request-type chat_completions --request-formatter-kwargs {"extras":{"body":{"temperature":0.0}}} --processor Qwen/Qwen3-14B --data [TEMP]/store/[SAMPLE]/logs/sharegpt-benchmark-runner.jsonl --profile constant --rate 20 --max-requests 10 --sample-requests 10 --random-seed 0 --output-path [TEMP]/store/[SAMPLE]/logs/guidellm-benchmarks.json --disable-console-interactive"#);
     });
 
     let results = env.results();

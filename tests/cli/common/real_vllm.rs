@@ -39,11 +39,7 @@ impl RealVllm {
     /// The installation, or `None` after [`super::cannot_test`] (which fails
     /// the test unless `PERFPIPE_TEST_SKIP=vllm` and not `CI=true`).
     pub fn installed() -> Option<Self> {
-        let cache = match std::env::var_os("PERFPIPE_TEST_CACHE") {
-            Some(dir) => PathBuf::from(dir),
-            None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/perfpipe-test"),
-        };
+        let cache = cache();
         let venv = cache.join(format!("vllm-{VERSION}"));
         let model = cache.join("qwen3-tiny");
         let ready = venv.join(".perfpipe-installed").is_file()
@@ -68,6 +64,37 @@ impl RealVllm {
     /// PATH with the environment's `vllm` first.
     pub fn path(&self) -> String {
         format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display())
+    }
+}
+
+/// The guidellm version `scripts/real-guidellm.sh` installs (the lab's pages').
+pub const GUIDELLM_VERSION: &str = "0.5.3";
+
+/// The `bin` of guidellm's own environment, with `guidellm` in it, or `None`
+/// after [`super::cannot_test`] (as [`RealVllm::installed`]).
+pub fn guidellm_bin() -> Option<PathBuf> {
+    let venv = cache().join(format!("guidellm-{GUIDELLM_VERSION}"));
+    let ready = venv.join(".perfpipe-installed").is_file() && venv.join("bin/guidellm").is_file();
+    if !ready {
+        super::cannot_test(
+            "vllm",
+            &format!(
+                "guidellm {GUIDELLM_VERSION} is not installed in `{}` (scripts/real-guidellm.sh installs it)",
+                venv.display()
+            ),
+        );
+        return None;
+    }
+    Some(venv.join("bin"))
+}
+
+/// Where `scripts/real-vllm.sh` and `scripts/real-guidellm.sh` install.
+fn cache() -> PathBuf {
+    match std::env::var_os("PERFPIPE_TEST_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/perfpipe-test")
+        }
     }
 }
 
