@@ -14,30 +14,9 @@ venv="$cache/guidellm-$GUIDELLM_VERSION"
 marker="$venv/.perfpipe-installed"
 stamp="guidellm==$GUIDELLM_VERSION"
 
-find_python() {
-    local candidate
-    for candidate in python3.12 python3.11 python3.10 python3; do
-        if command -v "$candidate" >/dev/null &&
-            "$candidate" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))' 2>/dev/null; then
-            command -v "$candidate"
-            return
-        fi
-    done
-    echo "real-guidellm: no Python 3.10-3.13 found (guidellm $GUIDELLM_VERSION needs one)" >&2
-    exit 1
-}
-
-find_uv() {
-    if command -v uv >/dev/null; then
-        command -v uv
-        return
-    fi
-    if [ ! -x "$cache/uv/bin/uv" ]; then
-        "$(find_python)" -m venv "$cache/uv"
-        "$cache/uv/bin/pip" install -q uv
-    fi
-    echo "$cache/uv/bin/uv"
-}
+who=real-guidellm
+# shellcheck source=scripts/python-env.sh
+. "$(dirname "$0")/python-env.sh"
 
 install_guidellm() {
     local uv
