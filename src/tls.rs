@@ -93,3 +93,20 @@ pub async fn answer_within(
             BodyError::Transport(e) => transport_error(what, e),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Limit;
+
+    #[test]
+    fn a_refused_answer_is_named_with_the_limit_and_what_it_bounds() {
+        let limit = Limit {
+            bytes: 4 << 20,
+            of: "perfpipe reads of a manifest",
+        };
+        assert_eq!(
+            limit.exceeded_by("the manifest it sent"),
+            "the manifest it sent is longer than the 4194304 bytes perfpipe reads of a manifest"
+        );
+    }
+}
