@@ -31,6 +31,26 @@ pub fn transport_error(what: &str, e: reqwest::Error) -> String {
     message
 }
 
+/// The most bytes read of one kind of answer, and what bounds it, for the
+/// message that refuses a longer one.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    pub bytes: u64,
+    /// What the bound is, after the byte count: "perfpipe reads of a manifest".
+    pub of: &'static str,
+}
+
+impl Limit {
+    /// `{answer} is longer than the {bytes} bytes {of}`: `answer` says which
+    /// answer ("the token endpoint's answer"); the caller says from where.
+    pub fn exceeded_by(&self, answer: &str) -> String {
+        format!(
+            "{answer} is longer than the {} bytes {}",
+            self.bytes, self.of
+        )
+    }
+}
+
 /// Why an answer's body was not read whole.
 #[derive(Debug)]
 pub enum BodyError {
@@ -56,4 +76,37 @@ pub async fn body_at_most(
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes)
+}
+
+/// The body of `response` within `limit`, or the message that says why not:
+/// `{what}: {answer} is longer than …` or the transport error after `what`.
+pub async fn answer_within(
+    response: reqwest::Response,
+    limit: Limit,
+    what: &str,
+    answer: &str,
+) -> Result<Vec<u8>, String> {
+    body_at_most(response, limit.bytes)
+        .await
+        .map_err(|e| match e {
+            BodyError::TooLong => format!("{what}: {}", limit.exceeded_by(answer)),
+            BodyError::Transport(e) => transport_error(what, e),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Limit;
+
+    #[test]
+    fn a_refused_answer_is_named_with_the_limit_and_what_it_bounds() {
+        let limit = Limit {
+            bytes: 4 << 20,
+            of: "perfpipe reads of a manifest",
+        };
+        assert_eq!(
+            limit.exceeded_by("the manifest it sent"),
+            "the manifest it sent is longer than the 4194304 bytes perfpipe reads of a manifest"
+        );
+    }
 }

@@ -16,7 +16,7 @@ use super::credentials::Credential;
 use super::location::Location;
 use crate::key::RunKey;
 use crate::oci::token;
-use crate::tls::{BodyError, transport_error};
+use crate::tls::{BodyError, Limit, transport_error};
 
 /// How long one request may take, its answer included.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -24,13 +24,6 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// Pages of a registry's tag list read at most (of up to 1000 tags each):
 /// one that always names a next page is stopped here (docs/result-cache.md).
 const MAX_TAG_PAGES: usize = 1000;
-
-/// The most bytes read of an answer, and why, for the message that stops it.
-#[derive(Debug, Clone, Copy)]
-struct Limit {
-    bytes: u64,
-    of: &'static str,
-}
 
 /// A tag list (a page, or `keys/<key>.json`) or a manifest: 4 MiB, as
 /// registries bound manifests.
@@ -43,13 +36,11 @@ const MAX_LISTING_BYTES: Limit = Limit {
 /// are shown).
 const ERROR_BODY_BYTES: usize = 4 << 10;
 
-impl Limit {
-    /// A blob's size, as its manifest declares it.
-    fn declared(bytes: u64) -> Self {
-        Self {
-            bytes,
-            of: "its manifest declares",
-        }
+/// A blob's size, as its manifest declares it.
+fn declared(bytes: u64) -> Limit {
+    Limit {
+        bytes,
+        of: "its manifest declares",
     }
 }
 
@@ -258,10 +249,7 @@ impl Remote {
     }
 
     fn too_long(&self, what: &str, limit: Limit) -> Error {
-        self.failed(format!(
-            "cannot {what}: it is longer than the {} bytes {}",
-            limit.bytes, limit.of
-        ))
+        self.failed(format!("cannot {what}: {}", limit.exceeded_by("it")))
     }
 
     /// The tags of `key`'s samples; none when the cache has no sample of it.
@@ -339,7 +327,7 @@ impl Remote {
     /// The bytes of the blob `digest`, which its manifest declares `size`
     /// bytes long: no more is read (the caller checks the digest).
     pub async fn blob(&self, digest: &str, size: u64) -> Result<Vec<u8>, Error> {
-        self.blob_at_most(digest, Limit::declared(size)).await
+        self.blob_at_most(digest, declared(size)).await
     }
 
     /// The bytes of the blob `digest`, refused past `limit`.

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::process::EngineProcess;
+use crate::harness::client::MAX_MODEL_LIST;
 
 #[derive(Debug)]
 pub enum NotReady {
@@ -145,7 +146,10 @@ async fn listed(
         .send()
         .await
         .ok()?;
-    let body = response.json::<serde_json::Value>().await.ok()?;
+    let body = crate::tls::body_at_most(response, MAX_MODEL_LIST.bytes)
+        .await
+        .ok()?;
+    let body: serde_json::Value = serde_json::from_slice(&body).ok()?;
     let models = body["data"].as_array()?;
     Some(
         models

@@ -218,6 +218,10 @@ impl RunContext<'_> {
     }
 }
 
+/// The most bytes of an engine's `/version` read (`{"version": "0.11.0"}`):
+/// a longer answer, or one without end, is stopped here and counts as none.
+const MAX_VERSION_BYTES: u64 = 64 << 10;
+
 /// What is wrong when a started vLLM's `/version` is not the declared
 /// version (checked before on PATH from its package's metadata, which a
 /// `PATH` change or another environment's `vllm` could belie). `None` when
@@ -236,7 +240,11 @@ async fn served_version_mismatch(
         .send()
         .await
         .ok()?;
-    let body: serde_json::Value = response.error_for_status().ok()?.json().await.ok()?;
+    let response = response.error_for_status().ok()?;
+    let body = crate::tls::body_at_most(response, MAX_VERSION_BYTES)
+        .await
+        .ok()?;
+    let body: serde_json::Value = serde_json::from_slice(&body).ok()?;
     let served = body.get("version")?.as_str()?;
     (!crate::pyenv::versions_match(&engine.version, served)).then(|| {
         format!(

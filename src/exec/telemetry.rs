@@ -13,6 +13,11 @@ use crate::metrics::telemetry::{self, EngineSample, ProcStat, ProcessSample, Sam
 
 const PERIOD: Duration = Duration::from_secs(1);
 
+/// The most bytes of an engine's `/metrics` read: vLLM's are some 100 KiB
+/// (more with many LoRA adapters); a longer answer, or one without end, is
+/// stopped here and the instance left out of that sample.
+const MAX_METRICS_BYTES: u64 = 16 << 20;
+
 /// A sampler running beside a benchmark.
 pub struct Sampler {
     stop: watch::Sender<bool>,
@@ -107,17 +112,21 @@ fn processes(groups: &[i32]) -> Option<ProcessSample> {
 async fn scrape(client: &reqwest::Client, base_urls: &[String]) -> Option<EngineSample> {
     let mut scraped = std::collections::BTreeMap::new();
     for url in base_urls {
-        let text = async {
-            client
+        let body = async {
+            let response = client
                 .get(format!("{url}/metrics"))
                 .timeout(PERIOD)
                 .send()
-                .await?
-                .text()
                 .await
+                .ok()?;
+            crate::tls::body_at_most(response, MAX_METRICS_BYTES)
+                .await
+                .ok()
         };
-        if let Ok(text) = text.await {
-            for (k, v) in telemetry::parse_prometheus(&text) {
+        // An instance that does not answer, or answers past the limit, is
+        // left out of this sample.
+        if let Some(body) = body.await {
+            for (k, v) in telemetry::parse_prometheus(&String::from_utf8_lossy(&body)) {
                 *scraped.entry(k).or_insert(0.0) += v;
             }
         }

@@ -21,8 +21,8 @@ use sha2::{Digest, Sha256};
 
 use super::cache::{check_blob_name, check_file_name};
 use super::{Check, RemoteFile};
-use crate::lock::resolve::HubAccess;
-use crate::tls::transport_error;
+use crate::lock::resolve::{HubAccess, MAX_HUB_ANSWER};
+use crate::tls::{answer_within, transport_error};
 
 /// A download fails when it receives fewer than this many bytes in a
 /// [`RATE_WINDOW`] (about 17 KiB/s): the read timeout alone lets a server
@@ -156,10 +156,9 @@ impl Hub {
             }
             s => return Err(format!("{endpoint} answered {s} for `{repo}`")),
         }
-        let info: Info = response
-            .json()
-            .await
-            .map_err(|e| transport_error(&what, e))?;
+        let body = answer_within(response, MAX_HUB_ANSWER, &what, "its listing").await?;
+        let info: Info = serde_json::from_slice(&body)
+            .map_err(|e| format!("{what}: its listing is not the Hub's JSON: {e}"))?;
         if info
             .sha
             .as_deref()

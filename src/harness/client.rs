@@ -55,6 +55,15 @@ pub fn http_client(https: bool) -> reqwest::Client {
     builder.build().expect("a plain HTTP client builds")
 }
 
+/// The most bytes read of a server's `/v1/models` (by `bench` and by an
+/// engine's readiness check): a list of models, a few hundred bytes each,
+/// and of a gateway's thousands; a longer answer, or one without end, is
+/// stopped here.
+pub const MAX_MODEL_LIST: crate::tls::Limit = crate::tls::Limit {
+    bytes: 4 << 20,
+    of: "perfpipe reads of a model list",
+};
+
 /// What a redirect answer says, naming where it points: perfpipe measures
 /// the server it was given, never another one behind a redirect.
 pub fn redirected(status: StatusCode, headers: &HeaderMap) -> Option<String> {

@@ -5,11 +5,14 @@
 
 use reqwest::header::WWW_AUTHENTICATE;
 
-use crate::tls::{BodyError, body_at_most, transport_error};
+use crate::tls::{Limit, answer_within, transport_error};
 
 /// The most bytes of a token endpoint's answer read: a token and its expiry
 /// take a few KiB; a longer answer, or one without end, is stopped here.
-const MAX_TOKEN_BYTES: u64 = 1 << 20;
+const MAX_TOKEN: Limit = Limit {
+    bytes: 1 << 20,
+    of: "perfpipe reads of a token",
+};
 
 /// The challenge of an answer (`WWW-Authenticate`), empty when it has none.
 pub fn challenge(response: &reqwest::Response) -> String {
@@ -68,14 +71,7 @@ pub async fn bearer(
             response.status()
         ));
     }
-    let body = body_at_most(response, MAX_TOKEN_BYTES)
-        .await
-        .map_err(|e| match e {
-            BodyError::TooLong => format!(
-                "{what}: the token endpoint's answer is longer than the {MAX_TOKEN_BYTES} bytes perfpipe reads of a token"
-            ),
-            BodyError::Transport(e) => transport_error(&what, e),
-        })?;
+    let body = answer_within(response, MAX_TOKEN, &what, "the token endpoint's answer").await?;
     let body: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| format!("{what}: the token endpoint's answer is not JSON: {e}"))?;
     body["token"]

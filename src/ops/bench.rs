@@ -454,10 +454,15 @@ async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String,
             hint: "name the server itself with `--base-url`: perfpipe follows no redirect".into(),
         });
     }
-    let body: serde_json::Value = response
-        .json()
+    let limit = harness::client::MAX_MODEL_LIST;
+    let body = crate::tls::body_at_most(response, limit.bytes)
         .await
-        .map_err(|e| unreachable(e.to_string()))?;
+        .map_err(|e| match e {
+            crate::tls::BodyError::TooLong => unreachable(limit.exceeded_by("its answer")),
+            crate::tls::BodyError::Transport(e) => unreachable(e.to_string()),
+        })?;
+    let body: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| unreachable(format!("its answer is not JSON: {e}")))?;
     body.pointer("/data/0/id")
         .and_then(|v| v.as_str())
         // Named in the result file and the output: the server's text.

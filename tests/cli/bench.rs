@@ -130,6 +130,26 @@ fn an_unreachable_server_is_an_error_with_a_hint() {
 }
 
 #[test]
+fn a_model_list_longer_than_a_model_list_is_not_read_past_its_limit() {
+    use axum::routing::get;
+    let rt = crate::common::runtime();
+    let app = axum::Router::new().route(
+        "/v1/models",
+        get(|| async { crate::common::huge_body(b"{\"data\":[{\"id\":\"", 64 << 20) }),
+    );
+    let port = crate::common::serve(&rt, app);
+    let out = TestEnv::new().run(&["bench", "--port", &port.to_string(), "--num-prompts", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = crate::common::words(&out);
+    assert!(
+        err.contains(&format!(
+            "cannot list the models of `http://127.0.0.1:{port}`: its answer is longer than the 4194304 bytes perfpipe reads of a model list"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_refused_request_counts_as_failed_not_dropped() {
     let server = Server::start();
     let out = TestEnv::new().run(&[

@@ -15,7 +15,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::common::{
-    FIXTURES, TestEnv, assert_secret_absent, files_under, random_hex, runtime, serve, stderr, words,
+    FIXTURES, TestEnv, assert_secret_absent, files_under, huge_body, random_hex, runtime, serve,
+    stderr, words,
 };
 
 /// The commit the experiments pin Qwen/Qwen3-14B at.
@@ -91,6 +92,8 @@ enum Fault {
     CorruptLfs,
     /// Lists the LFS file at 10^18 bytes.
     HugeListing,
+    /// Sends a listing of 64 MiB, without a `Content-Length`.
+    LongListing,
     /// Sends the LFS file one byte every 20 s the first time it is asked.
     TrickleOnce,
 }
@@ -192,6 +195,9 @@ async fn listing(
         Some("blobs=true"),
         "sizes need ?blobs=true"
     );
+    if hub.fault == Fault::LongListing {
+        return huge_body(b"{\"sha\":\"", 64 << 20);
+    }
     let siblings: Vec<serde_json::Value> = hub
         .files
         .iter()
@@ -499,6 +505,25 @@ fn a_corrupted_download_fails_naming_the_file_and_leaves_nothing_in_the_snapshot
         2,
         "a mismatch is not downloaded again"
     );
+}
+
+#[test]
+fn a_listing_longer_than_a_hub_answer_is_not_read_past_its_limit_and_nothing_is_downloaded() {
+    let rt = runtime();
+    let (hub, endpoint) = Hub::start(&rt, vec![weights(), config()], Fault::LongListing);
+    let env = locked_project(COMMIT);
+    let out = with_hub(&env, &hub, &endpoint, &["fetch", "hub.kdl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = words(&out);
+    assert!(
+        text.contains(&format!(
+            "cannot ask {endpoint} for the files of `{REPO}`: its listing is longer than the 16777216 bytes perfpipe reads of a Hub API answer"
+        )),
+        "{text}"
+    );
+    assert_eq!(hub.downloads(), Vec::<String>::new());
 }
 
 #[test]

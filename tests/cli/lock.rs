@@ -19,8 +19,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::common::{
-    FIXTURES, TestEnv, assert_secret_absent, contains, files_under, free_port, random_hex, runtime,
-    serve, stderr, stdout, words,
+    FIXTURES, TestEnv, assert_secret_absent, contains, files_under, free_port, huge_body,
+    random_hex, runtime, serve, stderr, stdout, words,
 };
 
 const SERVICE: &str = "perfpipe-test-registry";
@@ -1099,4 +1099,81 @@ fn sim_asks_no_network_and_an_unreachable_network_is_said_once() {
             "{attempt}: {err}"
         );
     }
+}
+
+/// Far past the most `lock` reads of a manifest (4 MiB) and of a Hub
+/// answer (16 MiB): a reader without a limit takes it all.
+const HUGE_ANSWER_BYTES: usize = 64 << 20;
+
+#[test]
+fn a_manifest_longer_than_a_manifest_is_not_read_past_its_limit_and_its_engine_stays_unpinned() {
+    let rt = runtime();
+    // Every manifest is answered without end in sight, and without a
+    // `Content-Length` that would give it away before reading.
+    let app = axum::Router::new().route(
+        "/v2/{*rest}",
+        get(|| async { huge_body(b"{\"schemaVersion\":2,\"x\":\"", HUGE_ANSWER_BYTES) }),
+    );
+    let host = format!("127.0.0.1:{}", serve(&rt, app));
+    let env = TestEnv::new();
+    env.write(
+        "huge.kdl",
+        &format!(
+            r#"experiment "huge" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=2
+    model "Qwen/Qwen3-14B" revision="{COMMIT}"
+    runtime docker
+    engine vllm version="0.11.0" image="{host}/vllm/vllm-openai:v1"
+    harness builtin backend="openai-chat"
+
+    workload short {{
+        dataset random input=16 output=4 seed=1
+        prompts 8
+    }}
+
+    step vllm engine=vllm gpus=1
+}}
+"#
+        ),
+    );
+    let out = env
+        .cmd(&["lock", "huge.kdl"])
+        .env_remove("PERFPIPE_OFFLINE")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = words(&out);
+    assert!(
+        text.contains(&format!(
+            "cannot ask {host} for `vllm/vllm-openai`: the manifest it sent is longer than the 4194304 bytes perfpipe reads of a manifest"
+        )),
+        "{text}"
+    );
+    let lock = lockfile(&env, "lockfiles/huge.lock");
+    assert_eq!(locked(&lock, "engine.vllm"), None);
+}
+
+#[test]
+fn a_hub_answer_longer_than_a_hub_answer_is_not_read_past_its_limit_and_the_model_stays_unpinned() {
+    let rt = runtime();
+    let app = axum::Router::new().route(
+        "/api/models/{org}/{name}/revision/{revision}",
+        get(|| async { huge_body(b"{\"sha\":\"", HUGE_ANSWER_BYTES) }),
+    );
+    let endpoint = format!("http://127.0.0.1:{}", serve(&rt, app));
+    let env = TestEnv::new();
+    env.write("hub.kdl", &hub_experiment(r#"model "Qwen/Qwen3-14B""#));
+    let out = hub_cmd(&env, &endpoint, &["lock", "hub.kdl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = words(&out);
+    assert!(
+        text.contains(&format!(
+            "cannot pin model.Qwen/Qwen3-14B@main: cannot ask {endpoint} for `Qwen/Qwen3-14B`: its answer is longer than the 16777216 bytes perfpipe reads of a Hub API answer"
+        )),
+        "{text}"
+    );
+    let lock = lockfile(&env, "lockfiles/hub.lock");
+    assert_eq!(locked(&lock, "model.Qwen/Qwen3-14B@main"), None);
 }

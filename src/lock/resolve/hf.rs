@@ -5,9 +5,10 @@
 use reqwest::StatusCode;
 use reqwest::header::AUTHORIZATION;
 
-use super::request_error;
+use super::{MAX_HUB_ANSWER, request_error};
 use crate::facts::is_commit;
 use crate::lock::{Attrs, PinError};
+use crate::tls::{BodyError, body_at_most};
 
 pub async fn resolve(
     client: &reqwest::Client,
@@ -46,10 +47,16 @@ pub async fn resolve(
         }
         s => return Err(format!("{endpoint} answered {s} for `{repo}`").into()),
     }
-    let info: serde_json::Value = response
-        .json()
+    let body = body_at_most(response, MAX_HUB_ANSWER.bytes)
         .await
-        .map_err(|e| request_error(&what, endpoint, e))?;
+        .map_err(|e| match e {
+            BodyError::TooLong => {
+                format!("{what}: {}", MAX_HUB_ANSWER.exceeded_by("its answer")).into()
+            }
+            BodyError::Transport(e) => request_error(&what, endpoint, e),
+        })?;
+    let info: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| format!("{what}: its answer is not JSON: {e}"))?;
     match info["sha"].as_str() {
         Some(sha) if is_commit(sha) => {
             Ok(Attrs::from([("revision".into(), sha.to_ascii_lowercase())]))

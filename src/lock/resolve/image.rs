@@ -8,7 +8,15 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use super::request_error;
 use crate::lock::{Attrs, PinError};
 use crate::oci::{INDEX_TYPES, ImageRef, MANIFEST_TYPES, token};
-use crate::tls::transport_error;
+use crate::tls::{Limit, answer_within, transport_error};
+
+/// The most bytes of a manifest or an index read: registries refuse
+/// manifests past 4 MiB (distribution's default), and a longer answer, or
+/// one without end, is stopped here.
+const MAX_MANIFEST: Limit = Limit {
+    bytes: 4 << 20,
+    of: "perfpipe reads of a manifest",
+};
 
 /// `{image: <registry>/<repo>@<digest>}`, plus `index=<digest>` when the tag
 /// names an index and `image` is its linux/amd64 manifest.
@@ -89,10 +97,7 @@ async fn answered(
     };
     let announced = header("docker-content-digest");
     let content_type = header(CONTENT_TYPE.as_str()).unwrap_or_default();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| transport_error(what, e))?;
+    let body = answer_within(response, MAX_MANIFEST, what, "the manifest it sent").await?;
     let digest = format!("sha256:{}", crate::digest::sha256_hex(&body));
     if announced.as_ref().is_some_and(|a| *a != digest) {
         return Err(format!(

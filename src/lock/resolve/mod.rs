@@ -20,6 +20,14 @@ use crate::tls::transport_error;
 /// The Hub perfpipe asks when `HF_ENDPOINT` is not set.
 pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
 
+/// The most bytes of a Hub API answer read (a model's info, or its file
+/// listing): it lists every file of the model, some 250 bytes each, so 16 MiB
+/// holds some 60,000; a longer answer, or one without end, is stopped here.
+pub const MAX_HUB_ANSWER: crate::tls::Limit = crate::tls::Limit {
+    bytes: 16 << 20,
+    of: "perfpipe reads of a Hub API answer",
+};
+
 /// Where the Hub answers and the token it is shown: `HF_ENDPOINT` and
 /// `HF_TOKEN` (or the older `HUGGING_FACE_HUB_TOKEN`), as huggingface_hub reads them.
 #[derive(Clone)]

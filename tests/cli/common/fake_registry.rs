@@ -170,16 +170,9 @@ async fn answer(State(state): State<Arc<Shared>>, request: Request) -> Response 
     }
 }
 
-/// `{"token":"aaa…"}`, [`HUGE_TOKEN_BYTES`] long, a chunk at a time (no
-/// `Content-Length`: only reading it tells its length).
+/// `{"token":"aaa…`, [`HUGE_TOKEN_BYTES`] long, without a `Content-Length`.
 fn huge_token() -> Response {
-    use futures_util::{StreamExt as _, stream};
-    const CHUNK: usize = 64 << 10;
-    let start =
-        stream::once(async { Ok::<_, std::convert::Infallible>(b"{\"token\":\"".to_vec()) });
-    let token = stream::repeat_with(|| Ok(vec![b'a'; CHUNK])).take(HUGE_TOKEN_BYTES / CHUNK);
-    let end = stream::once(async { Ok(b"\"}".to_vec()) });
-    Body::from_stream(start.chain(token).chain(end)).into_response()
+    super::huge_body(b"{\"token\":\"", HUGE_TOKEN_BYTES)
 }
 
 impl Shared {

@@ -231,6 +231,19 @@ pub fn serve(rt: &tokio::runtime::Runtime, app: axum::Router) -> u16 {
     port
 }
 
+/// An answer of `start` then `b'a'`s, `bytes` long in all, a chunk at a
+/// time and without a `Content-Length`: only reading it tells its length.
+/// `start` opens a JSON string (`{"token":"`), which the answer never
+/// closes: a reader that took it whole would find no JSON either.
+pub fn huge_body(start: &'static [u8], bytes: usize) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    use futures_util::{StreamExt as _, stream};
+    const CHUNK: usize = 64 << 10;
+    let start = stream::once(async move { Ok::<_, std::convert::Infallible>(start.to_vec()) });
+    let rest = stream::repeat_with(|| Ok(vec![b'a'; CHUNK])).take(bytes / CHUNK);
+    axum::body::Body::from_stream(start.chain(rest)).into_response()
+}
+
 /// A fresh random string, for secrets each test makes up.
 pub fn random_hex() -> String {
     let a = std::collections::hash_map::RandomState::new()
