@@ -13,7 +13,7 @@ use super::hardware;
 use super::workloads::{self, Workload, slug};
 use crate::metrics::{MetricSet, ParsedBlock};
 use crate::page::command::{Serving, engine_named, flags, serving};
-use crate::page::model::{Config, Outcome, Page, Role};
+use crate::page::model::{At, Config, Outcome, Page, Role};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Draft {
@@ -421,6 +421,53 @@ impl<'p> Builder<'p> {
                             b.model, serve.model
                         ));
                     }
+                }
+            }
+            for warning in &section.warnings {
+                self.warned_failures(warning);
+            }
+        }
+    }
+
+    /// A section's warning that sizes above some bound fail (`inputs above
+    /// 32K run out of memory`): each configuration it names (all of the
+    /// section's where it names none) fails on each such workload it has no
+    /// result of, with the warning's words as the error. A sweep's failure
+    /// would need its point, which the warning does not give.
+    fn warned_failures(&mut self, warning: &At<String>) {
+        let Some(failing) = workloads::FailingInputs::of(&warning.value) else {
+            return;
+        };
+        let group = self.draft.groups.last().expect("the section's group");
+        let lower = warning.value.to_lowercase();
+        let named: Vec<String> = group
+            .labels
+            .iter()
+            .filter(|(label, _)| names_label(&lower, label))
+            .map(|(_, step)| step.clone())
+            .collect();
+        let steps: Vec<usize> = group
+            .steps
+            .iter()
+            .copied()
+            .filter(|&s| {
+                let step = &self.draft.steps[s];
+                step.vary.is_none() && (named.is_empty() || named.contains(&step.name))
+            })
+            .collect();
+        let failing: Vec<usize> = (0..self.draft.workloads.len())
+            .filter(|&w| failing.include(&self.draft.workloads[w]))
+            .collect();
+        let failure = Outcome::Failure {
+            line: warning.line,
+            label: None,
+            error: warning.value.clone(),
+        };
+        for step in steps {
+            for &w in &failing {
+                let name = &self.draft.workloads[w].name;
+                if !self.draft.steps[step].workloads.contains(name) {
+                    self.expect(step, w, None, &failure);
                 }
             }
         }
@@ -1686,6 +1733,22 @@ fn cases(page: &Page) -> Vec<String> {
 /// The two configurations a "Summary:" sentence names (its first two
 /// distinct backquoted labels), as the steps of `labels` (label, step) whose
 /// label they are, case and backquotes aside; `None` where one is no label.
+/// Whether a warning (lowercase) names a configuration by its label as
+/// printed, as a whole word (`SGLang`, not the `vLLM` of `vLLM-Ascend`).
+fn names_label(warning: &str, label: &str) -> bool {
+    let label = label.trim().trim_matches('`').to_lowercase();
+    !label.is_empty()
+        && warning.match_indices(&label).any(|(i, _)| {
+            let word = |c: char| c.is_alphanumeric() || c == '-';
+            let before = warning[..i].chars().next_back().is_none_or(|c| !word(c));
+            let after = warning[i + label.len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| !word(c));
+            before && after
+        })
+}
+
 fn sentence_steps(sentence: &str, labels: &[(String, String)]) -> Option<(String, String)> {
     let key = |s: &str| s.trim().trim_matches('`').trim().to_lowercase();
     let mut named: Vec<String> = Vec::new();
