@@ -1195,11 +1195,13 @@ impl<'p> Builder<'p> {
         let (summary_rows, table_rows, title_column) =
             (&table.titles, &table.rows, table.title_column);
         let mut used_rows = Vec::new();
-        let first = self
-            .draft
-            .steps
-            .first()
-            .map(|s| s.name.clone())
+        // The page's baseline: the one "Other Benchmark Cases" runs as its
+        // baseline where it has one (wherever the sections print it), else
+        // the first configuration.
+        let mut first = self
+            .baseline_step
+            .or((!self.draft.steps.is_empty()).then_some(0))
+            .map(|s| self.draft.steps[s].name.clone())
             .unwrap_or_default();
         let mut earlier: Vec<(String, String)> = Vec::new();
         for (gi, group) in self.draft.groups.clone().iter().enumerate() {
@@ -1252,18 +1254,25 @@ impl<'p> Builder<'p> {
             // The baseline whose comparison gives the printed delta: the
             // page's (the first configuration, or the best so far), else one
             // of the configurations measured before.
+            // In the first section, the page's baseline, else whichever of
+            // its configurations gives the printed delta (a page may print
+            // the baseline second); it is the page's baseline from then on.
             let by_printed = printed
                 .as_ref()
-                .filter(|_| !self.draft.latency && gi > 0)
+                .filter(|_| !self.draft.latency)
                 .and_then(|delta| {
                     let mut options = vec![first.clone()];
-                    options.extend(self.best(&earlier, &workload));
-                    options.extend(
-                        earlier
-                            .iter()
-                            .filter(|(_, w)| *w == workload)
-                            .map(|(m, _)| m.clone()),
-                    );
+                    if gi == 0 {
+                        options.extend(members.iter().filter(|m| **m != first).cloned());
+                    } else {
+                        options.extend(self.best(&earlier, &workload));
+                        options.extend(
+                            earlier
+                                .iter()
+                                .filter(|(_, w)| *w == workload)
+                                .map(|(m, _)| m.clone()),
+                        );
+                    }
                     options.into_iter().find(|b| {
                         let others: Vec<String> =
                             members.iter().filter(|m| *m != b).cloned().collect();
@@ -1277,7 +1286,11 @@ impl<'p> Builder<'p> {
                 tuned
             } else if gi == 0 || self.guidellm {
                 if gi == 0 {
-                    members[0].clone()
+                    if members.contains(&first) {
+                        first.clone()
+                    } else {
+                        members[0].clone()
+                    }
                 } else {
                     first.clone()
                 }
@@ -1285,6 +1298,11 @@ impl<'p> Builder<'p> {
                 self.best(&earlier, &workload)
                     .unwrap_or_else(|| first.clone())
             };
+            // The first section's baseline, where it is the page's, needs no word.
+            let by_printed = by_printed.filter(|b| gi > 0 || *b != first);
+            if gi == 0 && self.baseline_step.is_none() {
+                first = baseline.clone();
+            }
             let candidates: Vec<String> = members
                 .iter()
                 .filter(|m| **m != baseline)
