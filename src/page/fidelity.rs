@@ -456,3 +456,34 @@ fn a_warning_that_sizes_above_a_bound_fail_is_an_expected_failure() {
         .collect();
     assert_eq!(failures, [("sglang", "long")], "{kdl}");
 }
+
+/// The baseline is the page's, not the first configuration printed: an
+/// engine selection that prints the default engine second is compared
+/// against the configuration that gives the summary's printed gain.
+#[test]
+fn the_engine_selection_baseline_is_not_the_first_printed() {
+    let sections = format!(
+        "### 1. Choosing the Inference Engine\n\n{}{}\n",
+        config(
+            "SGLang",
+            "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B",
+            &block(1250.0, 90.0)
+        ),
+        config("vLLM", "vllm serve Qwen/Qwen3-8B", &block(1000.0, 100.0)),
+    );
+    let page = page(
+        "A single NVIDIA A100 SXM GPU.",
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B",
+        &sections,
+        "",
+        &options(
+            "| Engine Selection | <span style=\"background-color:lightgreen;\">+25.0%</span> |",
+        ),
+    );
+    let (kdl, page) = reproduce(&page);
+    assert!(
+        kdl.contains("compare \"Engine Selection\" baseline=vllm "),
+        "{kdl}"
+    );
+    assert!(page.findings.is_empty(), "{:?}", places(&page.findings));
+}
