@@ -411,3 +411,79 @@ fn a_summary_row_no_section_compares_is_reprinted_and_flagged() {
         ]
     );
 }
+
+/// Also seen: a warning admonition that names failing configurations
+/// (sizes above a bound run out of memory) is `expect-failure` for the
+/// runs it names and the page prints no result of; the others keep theirs.
+#[test]
+fn a_warning_that_sizes_above_a_bound_fail_is_an_expected_failure() {
+    let both = format!(
+        "{}\n\n# random 4000 input, 200 output\n{}",
+        block(1000.0, 100.0),
+        block(500.0, 120.0)
+    );
+    let warning = "SGLang runs out of memory (OOM) on inputs above 2K tokens.";
+    let sections = format!(
+        "### 1. Choosing the Inference Engine\n\n{}{}\n!!! warning \"Out of memory\"\n    {warning}\n\n",
+        config("vLLM", "vllm serve Qwen/Qwen3-8B", &both),
+        config(
+            "SGLang",
+            "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B",
+            &block(800.0, 120.0)
+        ),
+    );
+    let page = page(
+        "A single NVIDIA A100 SXM GPU.",
+        "vllm serve Qwen/Qwen3-8B",
+        &sections,
+        "",
+        &options("| Engine Selection | - |"),
+    );
+    let (kdl, spec) = experiment(&page);
+    assert!(
+        kdl.contains(&format!("expect-failure long \"{warning}\"")),
+        "{kdl}"
+    );
+    let failures: Vec<(&str, &str)> = spec
+        .steps
+        .iter()
+        .flat_map(|s| {
+            s.expectations
+                .iter()
+                .filter(|e| matches!(e.outcome, crate::spec::ExpectedOutcome::Failure(_)))
+                .map(|e| (s.name.value.as_str(), e.workload.as_str()))
+        })
+        .collect();
+    assert_eq!(failures, [("sglang", "long")], "{kdl}");
+}
+
+/// The baseline is the page's, not the first configuration printed: an
+/// engine selection that prints the default engine second is compared
+/// against the configuration that gives the summary's printed gain.
+#[test]
+fn the_engine_selection_baseline_is_not_the_first_printed() {
+    let sections = format!(
+        "### 1. Choosing the Inference Engine\n\n{}{}\n",
+        config(
+            "SGLang",
+            "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B",
+            &block(1250.0, 90.0)
+        ),
+        config("vLLM", "vllm serve Qwen/Qwen3-8B", &block(1000.0, 100.0)),
+    );
+    let page = page(
+        "A single NVIDIA A100 SXM GPU.",
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B",
+        &sections,
+        "",
+        &options(
+            "| Engine Selection | <span style=\"background-color:lightgreen;\">+25.0%</span> |",
+        ),
+    );
+    let (kdl, page) = reproduce(&page);
+    assert!(
+        kdl.contains("compare \"Engine Selection\" baseline=vllm "),
+        "{kdl}"
+    );
+    assert!(page.findings.is_empty(), "{:?}", places(&page.findings));
+}

@@ -66,6 +66,8 @@ pub struct Section {
     pub configs: Vec<Config>,
     /// The section's own sentences: "Result: …", "- Summary: …", other remarks.
     pub notes: Vec<At<String>>,
+    /// The bodies of its warning admonitions (`!!! warning`), one a string.
+    pub warnings: Vec<At<String>>,
     /// Lines of its result blocks that are neither a block nor a caption.
     pub unplaced: Vec<At<String>>,
 }

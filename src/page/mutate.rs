@@ -257,19 +257,197 @@ fn break_a_sentence_number(page: &str, rng: &mut Rng) -> Option<(String, String)
     Some((out.join("\n"), new))
 }
 
+/// The lines of the sections under "Experiment Results" whose
+/// configurations can trade places: (first line, end) of each section,
+/// "Other Benchmark Cases" (whose `####` headings name workloads) aside.
+fn result_sections(lines: &[&str]) -> Vec<(usize, usize)> {
+    let Some(start) = lines.iter().position(|l| *l == "## Experiment Results") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut open: Option<usize> = None;
+    for (i, l) in lines.iter().enumerate().skip(start + 1) {
+        let heading = l.starts_with("### ") || l.starts_with("## ");
+        if !heading {
+            continue;
+        }
+        if let Some(s) = open.take() {
+            out.push((s, i));
+        }
+        let lower = l.to_lowercase();
+        if l.starts_with("## ") || lower.contains("summary of optimization") {
+            break;
+        }
+        if !lower.contains("other benchmark cases") {
+            open = Some(i + 1);
+        }
+    }
+    out
+}
+
+/// A section's configurations as line spans (start, end): each runs from
+/// the end of the one before (blank lines skipped) to the end of its
+/// "Benchmark result" admonition.
+fn configuration_spans(lines: &[&str], (start, end): (usize, usize)) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut from = start;
+    let mut i = start;
+    while i < end {
+        let l = lines[i].trim_start();
+        if l.starts_with("??? ") && l.to_lowercase().contains("benchmark result") {
+            let mut j = i + 1;
+            while j < end && (lines[j].trim().is_empty() || lines[j].starts_with("    ")) {
+                j += 1;
+            }
+            // Trailing blank lines belong to what follows.
+            let mut last = j;
+            while last > i + 1 && lines[last - 1].trim().is_empty() {
+                last -= 1;
+            }
+            while from < i && lines[from].trim().is_empty() {
+                from += 1;
+            }
+            spans.push((from, last));
+            from = last;
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    spans
+}
+
+/// Two neighbouring configurations of a section trade places (their
+/// headings, scripts and results with them; the section's sentences stay).
+fn reorder_configurations(page: &str, rng: &mut Rng) -> Option<String> {
+    let lines: Vec<&str> = page.split('\n').collect();
+    let pairs: Vec<((usize, usize), (usize, usize))> = result_sections(&lines)
+        .into_iter()
+        .flat_map(|s| {
+            let spans = configuration_spans(&lines, s);
+            spans.windows(2).map(|w| (w[0], w[1])).collect::<Vec<_>>()
+        })
+        .collect();
+    let &((a0, a1), (b0, b1)) = pick(&pairs, rng)?;
+    let mut out: Vec<&str> = lines[..a0].to_vec();
+    out.extend(&lines[b0..b1]);
+    out.extend(&lines[a1..b0]);
+    out.extend(&lines[a0..a1]);
+    out.extend(&lines[b1..]);
+    Some(out.join("\n"))
+}
+
+/// The profile the sections run on (`- Profile: \`ShareGPT\``) renamed
+/// everywhere the page names it as a profile; its dataset stays ShareGPT.
+fn rename_the_profile(page: &str, rng: &mut Rng) -> Option<String> {
+    let mut names: Vec<&str> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("- Profile: `")?.strip_suffix('`'))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let name = *pick(&names, rng)?;
+    let renamed = format!(
+        "Conversation{}",
+        name.strip_prefix("ShareGPT").unwrap_or(" A")
+    );
+    let lines: Vec<String> = page
+        .split('\n')
+        .map(|l| {
+            // The dataset a profile reads is no profile's name.
+            if l.contains("dataset_name:") || l.contains("_V3_") {
+                return l.to_owned();
+            }
+            let mut out = String::new();
+            let mut rest = l;
+            while let Some(i) = rest.find(name) {
+                let after = &rest[i + name.len()..];
+                let before = rest[..i].chars().next_back();
+                let whole = before.is_none_or(|c| !c.is_alphanumeric())
+                    && after
+                        .chars()
+                        .next()
+                        .is_none_or(|c| !c.is_alphanumeric() && c != '_');
+                out.push_str(&rest[..i]);
+                out.push_str(if whole { &renamed } else { name });
+                rest = after;
+            }
+            out.push_str(rest);
+            out
+        })
+        .collect();
+    Some(lines.join("\n"))
+}
+
+/// The table of "Summary of Optimization Options": its body rows' line numbers.
+fn summary_rows(lines: &[&str]) -> Vec<usize> {
+    let Some(h) = lines
+        .iter()
+        .position(|l| l.starts_with("### Summary of Optimization Options"))
+    else {
+        return Vec::new();
+    };
+    let table: Vec<usize> = (h + 1..lines.len())
+        .skip_while(|&i| lines[i].trim().is_empty())
+        .take_while(|&i| lines[i].starts_with('|'))
+        .collect();
+    table.into_iter().skip(2).collect()
+}
+
+/// Meaning-breaking: one number of the summary table's first numeric cell
+/// of a row (its delta, or the optimized side's Total TPS) 10% off; the
+/// changed text.
+fn break_a_summary_number(page: &str, rng: &mut Rng) -> Option<(String, String)> {
+    let lines: Vec<&str> = page.split('\n').collect();
+    let mut places = Vec::new();
+    for i in summary_rows(&lines) {
+        let l = lines[i];
+        // The option's name is the first cell; its first number after is the row's own.
+        let Some(cells) = l.get(1..).and_then(|c| c.split_once('|')) else {
+            continue;
+        };
+        let at = 1 + cells.0.len() + 1;
+        let Some(j) = l[at..].find(|c: char| c.is_ascii_digit()) else {
+            continue;
+        };
+        let start = at + j;
+        let end = l[start..]
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .map_or(l.len(), |e| start + e);
+        let end = if l[..end].ends_with('.') {
+            end - 1
+        } else {
+            end
+        };
+        places.push((i, start, end));
+    }
+    let &(i, start, end) = pick(&places, rng)?;
+    let line = lines[i];
+    let old = &line[start..end];
+    let decimals = old.split_once('.').map_or(0, |(_, f)| f.len());
+    let value: f64 = old.parse().ok()?;
+    let new = format!("{:.decimals$}", value * 1.1 + 1.0);
+    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    out[i] = format!("{}{new}{}", &line[..start], &line[end..]);
+    Some((out.join("\n"), new))
+}
+
 type Breaking = fn(&str, &mut Rng) -> Option<(String, String)>;
 
-const BREAKING: [(&str, Breaking); 2] = [
+const BREAKING: [(&str, Breaking); 3] = [
     ("conclusion number", break_a_conclusion_number),
     ("sentence number", break_a_sentence_number),
+    ("summary number", break_a_summary_number),
 ];
 
-const PRESERVING: [(&str, Mutation); 5] = [
+const PRESERVING: [(&str, Mutation); 7] = [
     ("size spelling", size_spelling),
     ("caption in a fence", caption_in_fence),
     ("GPU count spelling", gpu_count_spelling),
     ("case description", case_description),
     ("configuration renamed", rename_a_configuration),
+    ("configurations reordered", reorder_configurations),
+    ("profile renamed", rename_the_profile),
 ];
 
 /// Flags of `after` that `before` lacks (multiset difference).

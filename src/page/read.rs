@@ -33,6 +33,28 @@ enum Next {
     Recommended,
 }
 
+/// Whether a text opens a warning admonition (`!!! warning`, `??? danger
+/// "Out of memory"`): what it says may name configurations that fail.
+fn is_warning(text: &str) -> bool {
+    let first = text.lines().next().unwrap_or("").trim();
+    let Some(rest) = ["!!! ", "???+ ", "??? "]
+        .iter()
+        .find_map(|p| first.strip_prefix(p))
+    else {
+        return false;
+    };
+    let kind = rest.split_whitespace().next().unwrap_or("").to_lowercase();
+    [
+        "warning",
+        "danger",
+        "failure",
+        "caution",
+        "attention",
+        "bug",
+    ]
+    .contains(&kind.as_str())
+}
+
 /// Reads a page; an element it cannot place is an error naming its line.
 pub fn read(text: &str) -> Result<Page, PageError> {
     let mut page = Page::default();
@@ -42,10 +64,13 @@ pub fn read(text: &str) -> Result<Page, PageError> {
     let mut profile: Option<String> = None;
     let mut profile_name: Option<At<String>> = None;
     let mut title_seen = false;
+    // A warning admonition whose title was read and whose body comes next.
+    let mut warning: Option<usize> = None;
     for Located { line, element } in elements(text) {
         match element {
             Element::Heading { level, text } => {
                 next = Next::Nothing;
+                warning = None;
                 if level == 1 && !title_seen {
                     page.title = At::new(line, text);
                     title_seen = true;
@@ -119,6 +144,20 @@ pub fn read(text: &str) -> Result<Page, PageError> {
                 }
                 Part::Conclusion if text.to_lowercase().contains("serving command") => {
                     next = Next::Recommended;
+                }
+                Part::Results | Part::Summary if warning.is_some() || is_warning(&text) => {
+                    // A warning's title line, then its body (in this text or the next).
+                    let body = match warning.take() {
+                        Some(_) => text.as_str(),
+                        None => text.split_once('\n').map_or("", |(_, b)| b),
+                    };
+                    let body = body.split_whitespace().collect::<Vec<_>>().join(" ");
+                    if body.is_empty() {
+                        warning = Some(line);
+                    } else if let Some(section) = page.sections.last_mut() {
+                        section.notes.push(At::new(line, body.clone()));
+                        section.warnings.push(At::new(line, body));
+                    }
                 }
                 Part::Results | Part::Summary => {
                     let section_lines: Vec<&str> = text.lines().collect();

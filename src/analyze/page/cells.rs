@@ -132,6 +132,27 @@ fn input(cell: Cell, per_gpu: bool) -> Option<Interval> {
     })
 }
 
+/// What a line's block gives, at the line's rounding: where the line's
+/// number is another than its block's, the change is checked against this.
+fn of_block(cell: Cell, per_gpu: bool) -> Option<Interval> {
+    let (number, replicas, _) = cell.line.number()?;
+    if replicas.is_some() {
+        return None;
+    }
+    let value = cell.side.value(metric_of(cell.line)?)?;
+    let at_rounding = PrintedNumber { value, ..*number };
+    input_of(&at_rounding, per_gpu, cell)
+}
+
+fn input_of(number: &PrintedNumber, per_gpu: bool, cell: Cell) -> Option<Interval> {
+    let all = Interval::of(number);
+    Some(if per_gpu {
+        all.scale(1.0 / f64::from(cell.side.gpus()))
+    } else {
+        all
+    })
+}
+
 /// A printed delta or ratio of `new` against `base`, checked against their
 /// printed numbers: printed again when they give it within their rounding,
 /// else what they give, marked, with a finding. A delta compares per GPU where
@@ -155,6 +176,13 @@ pub(super) fn reproduce_change(
     };
     let consistency = check(b, n);
     if consistency.consistent {
+        return as_printed;
+    }
+    // A printed number that is not its block's is flagged where it is
+    // printed; a change its blocks give is then no second misprint.
+    if let (Some(b), Some(n)) = (of_block(base, per_gpu), of_block(new, per_gpu))
+        && check(b, n).consistent
+    {
         return as_printed;
     }
     let mid = consistency.given.mid();

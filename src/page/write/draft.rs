@@ -13,7 +13,7 @@ use super::hardware;
 use super::workloads::{self, Workload, slug};
 use crate::metrics::{MetricSet, ParsedBlock};
 use crate::page::command::{Serving, engine_named, flags, serving};
-use crate::page::model::{Config, Outcome, Page, Role};
+use crate::page::model::{At, Config, Outcome, Page, Role};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Draft {
@@ -421,6 +421,53 @@ impl<'p> Builder<'p> {
                             b.model, serve.model
                         ));
                     }
+                }
+            }
+            for warning in &section.warnings {
+                self.warned_failures(warning);
+            }
+        }
+    }
+
+    /// A section's warning that sizes above some bound fail (`inputs above
+    /// 32K run out of memory`): each configuration it names (all of the
+    /// section's where it names none) fails on each such workload it has no
+    /// result of, with the warning's words as the error. A sweep's failure
+    /// would need its point, which the warning does not give.
+    fn warned_failures(&mut self, warning: &At<String>) {
+        let Some(failing) = workloads::FailingInputs::of(&warning.value) else {
+            return;
+        };
+        let group = self.draft.groups.last().expect("the section's group");
+        let lower = warning.value.to_lowercase();
+        let named: Vec<String> = group
+            .labels
+            .iter()
+            .filter(|(label, _)| names_label(&lower, label))
+            .map(|(_, step)| step.clone())
+            .collect();
+        let steps: Vec<usize> = group
+            .steps
+            .iter()
+            .copied()
+            .filter(|&s| {
+                let step = &self.draft.steps[s];
+                step.vary.is_none() && (named.is_empty() || named.contains(&step.name))
+            })
+            .collect();
+        let failing: Vec<usize> = (0..self.draft.workloads.len())
+            .filter(|&w| failing.include(&self.draft.workloads[w]))
+            .collect();
+        let failure = Outcome::Failure {
+            line: warning.line,
+            label: None,
+            error: warning.value.clone(),
+        };
+        for step in steps {
+            for &w in &failing {
+                let name = &self.draft.workloads[w].name;
+                if !self.draft.steps[step].workloads.contains(name) {
+                    self.expect(step, w, None, &failure);
                 }
             }
         }
@@ -1148,11 +1195,13 @@ impl<'p> Builder<'p> {
         let (summary_rows, table_rows, title_column) =
             (&table.titles, &table.rows, table.title_column);
         let mut used_rows = Vec::new();
-        let first = self
-            .draft
-            .steps
-            .first()
-            .map(|s| s.name.clone())
+        // The page's baseline: the one "Other Benchmark Cases" runs as its
+        // baseline where it has one (wherever the sections print it), else
+        // the first configuration.
+        let mut first = self
+            .baseline_step
+            .or((!self.draft.steps.is_empty()).then_some(0))
+            .map(|s| self.draft.steps[s].name.clone())
             .unwrap_or_default();
         let mut earlier: Vec<(String, String)> = Vec::new();
         for (gi, group) in self.draft.groups.clone().iter().enumerate() {
@@ -1205,18 +1254,25 @@ impl<'p> Builder<'p> {
             // The baseline whose comparison gives the printed delta: the
             // page's (the first configuration, or the best so far), else one
             // of the configurations measured before.
+            // In the first section, the page's baseline, else whichever of
+            // its configurations gives the printed delta (a page may print
+            // the baseline second); it is the page's baseline from then on.
             let by_printed = printed
                 .as_ref()
-                .filter(|_| !self.draft.latency && gi > 0)
+                .filter(|_| !self.draft.latency)
                 .and_then(|delta| {
                     let mut options = vec![first.clone()];
-                    options.extend(self.best(&earlier, &workload));
-                    options.extend(
-                        earlier
-                            .iter()
-                            .filter(|(_, w)| *w == workload)
-                            .map(|(m, _)| m.clone()),
-                    );
+                    if gi == 0 {
+                        options.extend(members.iter().filter(|m| **m != first).cloned());
+                    } else {
+                        options.extend(self.best(&earlier, &workload));
+                        options.extend(
+                            earlier
+                                .iter()
+                                .filter(|(_, w)| *w == workload)
+                                .map(|(m, _)| m.clone()),
+                        );
+                    }
                     options.into_iter().find(|b| {
                         let others: Vec<String> =
                             members.iter().filter(|m| *m != b).cloned().collect();
@@ -1230,7 +1286,11 @@ impl<'p> Builder<'p> {
                 tuned
             } else if gi == 0 || self.guidellm {
                 if gi == 0 {
-                    members[0].clone()
+                    if members.contains(&first) {
+                        first.clone()
+                    } else {
+                        members[0].clone()
+                    }
                 } else {
                     first.clone()
                 }
@@ -1238,6 +1298,11 @@ impl<'p> Builder<'p> {
                 self.best(&earlier, &workload)
                     .unwrap_or_else(|| first.clone())
             };
+            // The first section's baseline, where it is the page's, needs no word.
+            let by_printed = by_printed.filter(|b| gi > 0 || *b != first);
+            if gi == 0 && self.baseline_step.is_none() {
+                first = baseline.clone();
+            }
             let candidates: Vec<String> = members
                 .iter()
                 .filter(|m| **m != baseline)
@@ -1686,6 +1751,22 @@ fn cases(page: &Page) -> Vec<String> {
 /// The two configurations a "Summary:" sentence names (its first two
 /// distinct backquoted labels), as the steps of `labels` (label, step) whose
 /// label they are, case and backquotes aside; `None` where one is no label.
+/// Whether a warning (lowercase) names a configuration by its label as
+/// printed, as a whole word (`SGLang`, not the `vLLM` of `vLLM-Ascend`).
+fn names_label(warning: &str, label: &str) -> bool {
+    let label = label.trim().trim_matches('`').to_lowercase();
+    !label.is_empty()
+        && warning.match_indices(&label).any(|(i, _)| {
+            let word = |c: char| c.is_alphanumeric() || c == '-';
+            let before = warning[..i].chars().next_back().is_none_or(|c| !word(c));
+            let after = warning[i + label.len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| !word(c));
+            before && after
+        })
+}
+
 fn sentence_steps(sentence: &str, labels: &[(String, String)]) -> Option<(String, String)> {
     let key = |s: &str| s.trim().trim_matches('`').trim().to_lowercase();
     let mut named: Vec<String> = Vec::new();

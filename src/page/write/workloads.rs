@@ -306,6 +306,102 @@ impl Size {
     }
 }
 
+/// The input sizes a warning says fail: `inputs above 32K run out of
+/// memory`, `fails at 16k tokens or more`. A warning that says nothing
+/// fails, or names no bound, names none.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FailingInputs {
+    bound: Size,
+    /// `or more`, `at least`: the bound itself fails too.
+    inclusive: bool,
+}
+
+impl FailingInputs {
+    pub fn of(warning: &str) -> Option<Self> {
+        let lower = warning.to_lowercase();
+        let fails = [
+            "out of memory",
+            "oom",
+            "fail",
+            "crash",
+            "error",
+            "cannot run",
+        ]
+        .iter()
+        .any(|w| lower.contains(w));
+        if !fails {
+            return None;
+        }
+        let words: Vec<&str> = lower
+            .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':' | '(' | ')'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        const ABOVE: [&[&str]; 9] = [
+            &["above"],
+            &["over"],
+            &["beyond"],
+            &["exceeding"],
+            &["larger", "than"],
+            &["longer", "than"],
+            &["more", "than"],
+            &["greater", "than"],
+            &[">"],
+        ];
+        const FROM: [&[&str]; 2] = [&["at", "least"], &[">="]];
+        const AND_UP: [&[&str]; 4] = [
+            &["or", "more"],
+            &["and", "above"],
+            &["or", "longer"],
+            &["or", "larger"],
+        ];
+        let at = |i: usize, phrase: &[&str]| words[i..].starts_with(phrase);
+        for i in 0..words.len() {
+            for (phrases, inclusive) in [(&ABOVE[..], false), (&FROM[..], true)] {
+                if let Some(p) = phrases.iter().find(|p| at(i, p))
+                    && let Some(bound) = words.get(i + p.len()).and_then(|w| Size::parse(w))
+                {
+                    return Some(Self { bound, inclusive });
+                }
+            }
+            if let Some(bound) = Size::parse(words[i]) {
+                let next = words.get(i + 1).copied();
+                // `16k tokens or more`: the unit may sit between.
+                let j = if matches!(next, Some("tokens" | "token")) {
+                    i + 2
+                } else {
+                    i + 1
+                };
+                if AND_UP.iter().any(|p| j <= words.len() && at(j, p)) {
+                    return Some(Self {
+                        bound,
+                        inclusive: true,
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether the workload's input size is one the warning says fails.
+    /// `32K` is 32000 or 32768: above it is above both, at least it is at
+    /// least the smaller.
+    pub fn include(self, w: &Workload) -> bool {
+        let Some(input) = w.input.filter(|_| !w.sharegpt) else {
+            return false;
+        };
+        let (low, high) = if self.bound.k {
+            (self.bound.n * 1000, self.bound.n * 1024)
+        } else {
+            (self.bound.n, self.bound.n)
+        };
+        if self.inclusive {
+            input >= low
+        } else {
+            input > high
+        }
+    }
+}
+
 /// A random workload's label → its input size and, where it says, its
 /// output size: `random 32K input`, `4k random input + 1k generation`,
 /// `random 2048 input, 128 output`.
@@ -437,6 +533,35 @@ mod tests {
 
     /// Class 5: `64K` is a size (64000 or 65536 tokens), never 64 tokens;
     /// `64` is 64; a caption names its output size too.
+    #[test]
+    fn a_warning_names_the_input_sizes_that_fail() {
+        let random = |input| Workload {
+            input: Some(input),
+            ..Workload::default()
+        };
+        let above = FailingInputs::of("Inputs above 32K run out of memory (OOM).").unwrap();
+        assert!(above.include(&random(65536)));
+        assert!(!above.include(&random(32768)));
+        assert!(!above.include(&random(32000)));
+        let from = FailingInputs::of("SGLang fails with 16k tokens or more").unwrap();
+        assert!(from.include(&random(16000)));
+        assert!(!from.include(&random(8192)));
+        let sharegpt = Workload {
+            sharegpt: true,
+            ..random(65536)
+        };
+        assert!(!above.include(&sharegpt));
+        // A warning that says nothing fails, or names no bound, names none.
+        assert_eq!(
+            FailingInputs::of("Results above 32K vary from run to run."),
+            None
+        );
+        assert_eq!(
+            FailingInputs::of("FP8 runs out of memory on this GPU."),
+            None
+        );
+    }
+
     #[test]
     fn sizes_with_k_are_thousands_and_plain_sizes_are_tokens() {
         let random = |name: &str, input, output| Workload {
