@@ -22,12 +22,50 @@ pub fn open(path: &Path) -> io::Result<std::fs::File> {
 /// A directory owned by this process for its life: it holds `owner.lock`
 /// inside, locked. The OS releases the lock when the process dies (kill -9,
 /// power loss), so a directory whose lock can be taken belongs to a dead
-/// process; no clock and no pid checks. Removed when dropped.
+/// process; no clock and no pid checks. Removed when dropped, by
+/// [`remove_owned`], while its lock is still held.
 #[derive(Debug)]
 pub struct OwnedDir {
-    // Dropped first: the directory goes while its lock is still held.
-    dir: tempfile::TempDir,
+    dir: std::path::PathBuf,
     _owner: std::fs::File,
+}
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        // Runs before the fields drop: the lock is held throughout.
+        let _ = remove_owned(&self.dir);
+    }
+}
+
+/// Deletes an owned directory, its `owner.lock` last and then the directory:
+/// a deletion cut short (kill -9 of the owner on its way out, or of a
+/// cleaner) leaves the lock file, so the next cleaner still knows the
+/// directory for perfpipe's and finishes it. (A directory without its lock
+/// file is one only ever empty: see [`owner`].) What is already gone is fine.
+pub fn remove_owned(dir: &Path) -> io::Result<()> {
+    let gone = |result: io::Result<()>| match result {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    };
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        entries => entries?,
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_name() == OWNER {
+            continue;
+        }
+        let path = entry.path();
+        // Not followed: a link inside is removed as a link.
+        gone(if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        })?;
+    }
+    gone(std::fs::remove_file(dir.join(OWNER)))?;
+    gone(std::fs::remove_dir(dir))
 }
 
 /// The lock file inside an [`OwnedDir`].
@@ -53,14 +91,16 @@ impl OwnedDir {
         order.lock()?;
         let dir = tempfile::Builder::new()
             .prefix(&format!("{prefix}{}-", std::process::id()))
-            .tempdir_in(parent)?;
-        let owner = open(&dir.path().join(OWNER))?;
+            .tempdir_in(parent)?
+            // Deleted by `Drop for OwnedDir`, its lock file last.
+            .keep();
+        let owner = open(&dir.join(OWNER))?;
         owner.lock()?;
         Ok(Self { dir, _owner: owner })
     }
 
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        &self.dir
     }
 }
 
@@ -77,5 +117,37 @@ pub fn owner(dir: &Path) -> io::Result<Owner> {
         Ok(()) => Ok(Owner::Dead(Some(file))),
         Err(std::fs::TryLockError::WouldBlock) => Ok(Owner::Alive),
         Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deletion cut short keeps the lock file: simulated by removing the
+    /// rest as `remove_owned` does first, the directory is still claimable
+    /// as a dead owner's, and a second call finishes it.
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test lays out what a dead process left"
+    )]
+    fn an_owned_dir_loses_its_lock_file_last() {
+        let parent = tempfile::tempdir().unwrap();
+        let made = OwnedDir::create(parent.path(), &parent.path().join("order"), "proc-").unwrap();
+        let dir = made.path().to_owned();
+        std::fs::create_dir_all(dir.join("sample-x/logs")).unwrap();
+        std::fs::write(dir.join("sample-x/logs/engine.log"), "loading").unwrap();
+        assert!(matches!(owner(&dir).unwrap(), Owner::Alive));
+        drop(made);
+        assert!(!dir.exists(), "dropped, it is gone");
+
+        // A dead owner's directory, half deleted: its lock file is there.
+        std::fs::create_dir_all(dir.join("sample-y")).unwrap();
+        std::fs::write(dir.join(OWNER), "").unwrap();
+        assert!(matches!(owner(&dir).unwrap(), Owner::Dead(Some(_))));
+        remove_owned(&dir).unwrap();
+        assert!(!dir.exists());
+        remove_owned(&dir).unwrap();
     }
 }

@@ -191,7 +191,7 @@ pub async fn reap(root: &Path) -> Vec<Stopped> {
             }
             stopped.push(Stopped { launch, processes });
         }
-        let _ = fs_err::remove_dir_all(&dir);
+        let _ = filelock::remove_owned(&dir);
     }
     stopped
 }

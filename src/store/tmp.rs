@@ -112,7 +112,7 @@ impl Store {
             if remove {
                 match claim {
                     // Its owner's lock file proves it is a process directory.
-                    Some(_lock) => remove_all(&path)?,
+                    Some(_lock) => filelock::remove_owned(&path)?,
                     // Only ever an empty one, so nothing but it is removed.
                     None => remove_empty_dir(&path)?,
                 }
