@@ -1,8 +1,8 @@
 //! Searches of the largest load within an SLO, against the store: each
-//! configuration's stored probes are replayed through its [`Search`], and the
+//! configuration's stored probes are replayed through its [`Search`](crate::plan::search::Search), and the
 //! experiment gets the points it has probed and the one it probes next, as
 //! ordinary runs (`chat@c=8`) that every command plans, runs and reports.
-//! `run` then probes until no search needs another run ([`run_probes`]).
+//! `run` then probes until no search needs another run ([`run_probes`](crate::ops::slo_search::run_probes)).
 
 use std::collections::BTreeSet;
 

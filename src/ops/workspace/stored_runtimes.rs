@@ -1,5 +1,5 @@
 //! Which runtimes the store holds an experiment's results under, written
-//! once: `report` reports the one it holds ([`stored_runtime`]: measured
+//! once: `report` reports the one it holds ([`stored_runtime`](crate::ops::workspace::stored_runtimes::stored_runtime): measured
 //! runtimes before the simulation), and `plan` and `explain`, which plan
 //! the default runtime without `--runtime`, say when that one has nothing
 //! stored while another has (`run --runtime sim` stored them).
