@@ -20,8 +20,9 @@ use sha2::{Digest, Sha256};
 use crate::dataset::BenchRequest;
 use crate::tokenizer::Tokenizer;
 
-/// Bump when the random prompts' construction changes.
-const GENERATOR_VERSION: u32 = 1;
+/// Bump when the random prompts' construction changes (2: vLLM 0.32's,
+/// numpy's generator).
+const GENERATOR_VERSION: u32 = 2;
 
 /// Where prompts are kept, if anywhere.
 #[derive(Debug, Clone, Default)]
