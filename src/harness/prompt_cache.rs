@@ -1,7 +1,7 @@
 //! Random prompts kept from one benchmark to the next: building them costs
-//! each prompt a decode, an encode and a decode with the model's tokenizer
-//! (as vLLM builds them), and a rerun with the same settings gets the same
-//! prompts byte for byte.
+//! each prompt a decode and a re-encode with the model's tokenizer, or
+//! several (as vLLM builds them), and a rerun with the same settings gets the
+//! same prompts byte for byte.
 //!
 //! The cache is in the user's cache directory (`$XDG_CACHE_HOME/perfpipe/prompts`,
 //! else `~/.cache/perfpipe/prompts`), not in a store: `perfpipe bench` runs

@@ -3,7 +3,8 @@
 //! by `scripts/real-guidellm.sh` (`scripts/test-deps.sh` runs both). Missing,
 //! each test fails unless `PERFPIPE_TEST_SKIP=vllm` (never under `CI=true`).
 //! About 2.5 minutes together on 2 cores: one shared server for `bench`,
-//! three launches of `run`, and a start cut short.
+//! three launches of `run`, a start cut short, and vLLM's own client
+//! against a recording server (no engine) for the random prompts.
 
 use std::path::Path;
 use std::process::Command;
