@@ -35,7 +35,8 @@
 //!             metrics   the metrics model, result blocks         (pure)
 //!             dataset   dataset files and sampled prompts        (pure)
 //! mechanisms  digest, atomic_write, regular_file, filelock, plural,
-//!             clock, rng, secrets, error_kind (what a script tells
+//!             clock, rng, numpy_random (numpy's default_rng, as
+//!             vLLM's random prompts draw), secrets, error_kind (what a script tells
 //!             apart), tokio_runtime (the one runtime), tls, host, gpu,
 //!             external, tokenizer, stderr (`eoutln!`), kdl_string
 //!             (the one KDL string writer), pyenv (a Python package's
@@ -78,6 +79,7 @@ pub mod key;
 pub mod launch;
 pub mod lock;
 pub mod metrics;
+pub mod numpy_random;
 pub mod oci;
 pub mod ops;
 pub mod page;

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "plural",
             "clock",
             "rng",
+            "numpy_random",
             "secrets",
             "tls",
             "host",

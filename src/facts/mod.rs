@@ -29,7 +29,9 @@ pub const SIM_ENGINE_VERSION: &str = "1";
 ///   measured window. Later, the stream client's own pool made that exact
 ///   (one connection per stream, where a race could open a few more) with
 ///   the same bytes sent: a fix of 3's intent, not a new version.
-pub const BUILTIN_HARNESS_VERSION: &str = "3";
+/// - 4: random prompts are vLLM 0.32's token for token (numpy's PCG64, the
+///   special ids left out, the decode/re-encode loop drawing ids).
+pub const BUILTIN_HARNESS_VERSION: &str = "4";
 
 /// A full git commit sha, as the Hub names revisions.
 pub fn is_commit(revision: &str) -> bool {

@@ -1,7 +1,7 @@
 //! Random prompts kept from one benchmark to the next: building them costs
-//! each prompt a decode, an encode and a decode with the model's tokenizer
-//! (as vLLM builds them), and a rerun with the same settings gets the same
-//! prompts byte for byte.
+//! each prompt a decode and a re-encode with the model's tokenizer, or
+//! several (as vLLM builds them), and a rerun with the same settings gets the
+//! same prompts byte for byte.
 //!
 //! The cache is in the user's cache directory (`$XDG_CACHE_HOME/perfpipe/prompts`,
 //! else `~/.cache/perfpipe/prompts`), not in a store: `perfpipe bench` runs
@@ -20,8 +20,9 @@ use sha2::{Digest, Sha256};
 use crate::dataset::BenchRequest;
 use crate::tokenizer::Tokenizer;
 
-/// Bump when the random prompts' construction changes.
-const GENERATOR_VERSION: u32 = 1;
+/// Bump when the random prompts' construction changes (2: vLLM 0.32's,
+/// numpy's generator).
+const GENERATOR_VERSION: u32 = 2;
 
 /// Where prompts are kept, if anywhere.
 #[derive(Debug, Clone, Default)]

@@ -178,6 +178,26 @@ impl Tokenizer {
         }
     }
 
+    /// The special tokens' ids, ascending, as Python's
+    /// `tokenizer.all_special_ids` lists them for a `tokenizer.json` whose
+    /// added tokens flag the special ones (`<|endoftext|>` and the chat
+    /// markers of Qwen's; `<unk>`, `<s>` and `</s>` of Llama 2's).
+    pub fn special_ids(&self) -> Vec<u32> {
+        match self {
+            Self::Whitespace => Vec::new(),
+            Self::HuggingFace { inner, .. } => {
+                let mut ids: Vec<u32> = inner
+                    .get_added_tokens_decoder()
+                    .into_iter()
+                    .filter(|(_, token)| token.special)
+                    .map(|(id, _)| id)
+                    .collect();
+                ids.sort_unstable();
+                ids
+            }
+        }
+    }
+
     /// Special tokens the tokenizer adds to one sequence (`num_special_tokens_to_add()`).
     pub fn special_tokens_to_add(&self) -> u32 {
         match self {
@@ -278,6 +298,7 @@ mod tests {
         let t = fixture();
         assert_eq!(t.vocab_size(), 1024);
         assert_eq!(t.special_tokens_to_add(), 0);
+        assert_eq!(t.special_ids(), [0], "<|endoftext|>");
         let ids = t.encode("the engine serves tokens", false);
         assert_eq!(t.decode(&ids), "the engine serves tokens");
         assert!(t.id().starts_with("sha256:") && t.id().len() == 71);

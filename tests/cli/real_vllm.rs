@@ -3,7 +3,8 @@
 //! by `scripts/real-guidellm.sh` (`scripts/test-deps.sh` runs both). Missing,
 //! each test fails unless `PERFPIPE_TEST_SKIP=vllm` (never under `CI=true`).
 //! About 2.5 minutes together on 2 cores: one shared server for `bench`,
-//! three launches of `run`, and a start cut short.
+//! three launches of `run`, a start cut short, and vLLM's own client
+//! against a recording server (no engine) for the random prompts.
 
 use std::path::Path;
 use std::process::Command;
@@ -475,4 +476,161 @@ fn check_against_records(
             "{metric}: guidellm's mean {mean}, its records' {value}"
         );
     }
+}
+
+/// An OpenAI-compatible server that records every `/v1/completions` body
+/// and answers it with two chunks and its `completion_tokens` (no
+/// `prompt_tokens`: vLLM 0.32 would take the server's count over its own,
+/// and each client's own count is what is compared). Everything else,
+/// `/tokenize` included, is 404: vLLM then skips its prompt re-alignment.
+fn recording_server(
+    rt: &tokio::runtime::Runtime,
+    model: &str,
+) -> (
+    u16,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
+    use axum::routing::{get, post};
+    use serde_json::json;
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>> = Default::default();
+    let record = seen.clone();
+    let models = json!({"object": "list", "data": [{"id": model, "object": "model"}]});
+    let app = axum::Router::new()
+        .route(
+            "/v1/models",
+            get(move || async move { axum::Json(models) }),
+        )
+        .route(
+            "/v1/completions",
+            post(move |body: String| {
+                let record = record.clone();
+                async move {
+                    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+                    let tokens = body["max_tokens"].clone();
+                    record.lock().unwrap().push(body);
+                    let chunk = |text: &str| {
+                        let data = json!({"id": "cmpl-0", "object": "text_completion", "created": 1,
+                            "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": null}]});
+                        format!("data: {data}\n\n")
+                    };
+                    let usage = json!({"id": "cmpl-0", "object": "text_completion", "created": 1,
+                        "choices": [], "usage": {"completion_tokens": tokens}});
+                    (
+                        [("content-type", "text/event-stream")],
+                        format!(
+                            "{}{}data: {usage}\n\ndata: [DONE]\n\n",
+                            chunk(" a"),
+                            chunk(" b")
+                        ),
+                    )
+                }
+            }),
+        );
+    (crate::common::serve(rt, app), seen)
+}
+
+/// `(prompt, max_tokens)` of each recorded body, sorted: the multiset a
+/// client sent, whatever order its concurrent requests arrived in.
+fn sent(bodies: &[serde_json::Value]) -> Vec<(String, u64)> {
+    let mut sent: Vec<(String, u64)> = bodies
+        .iter()
+        .map(|b| {
+            (
+                b["prompt"].as_str().unwrap().to_owned(),
+                b["max_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    sent.sort();
+    sent
+}
+
+#[test]
+fn bench_sends_the_random_prompts_vllm_bench_serve_0_32_sends() {
+    let Some(vllm) = RealVllm::installed() else {
+        return;
+    };
+    let rt = crate::common::runtime();
+    let model = vllm.model.display().to_string();
+    let (port, seen) = recording_server(&rt, &model);
+    let base_url = format!("http://127.0.0.1:{port}");
+    let env = TestEnv::new();
+    // A range ratio, a seed other than the default and a vocabulary with
+    // a special id inside it (<|endoftext|> is 0): every draw of vLLM's.
+    let workload = [
+        "--base-url",
+        &base_url,
+        "--backend",
+        "openai",
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        &model,
+        "--tokenizer",
+        &model,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "96",
+        "--random-output-len",
+        "16",
+        "--random-range-ratio",
+        "0.5",
+        "--num-prompts",
+        "48",
+        "--seed",
+        "11",
+        "--max-concurrency",
+        "4",
+        "--save-result",
+        "--result-dir",
+    ];
+
+    let vllm_out = Command::new(vllm.bin.join("vllm"))
+        .args(["bench", "serve"])
+        .args(workload)
+        .args([env.path("vllm").to_str().unwrap(), "--result-filename"])
+        .args(["result.json", "--disable-tqdm"])
+        .env("PATH", vllm.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    let vllm_out = exited(vllm_out, 0);
+    // 0.32 sends no initial test request unless `--ready-check-timeout-sec`.
+    let by_vllm = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(by_vllm.len(), 48, "{}", stderr(&vllm_out));
+
+    let ours = env
+        .cmd(&["bench"])
+        .args(workload)
+        .args([env.path("ours").to_str().unwrap(), "--result-filename"])
+        .args(["result.json"])
+        .output()
+        .unwrap();
+    let ours = exited(ours, 0);
+    let by_perfpipe = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(by_perfpipe.len(), 48, "{}", stderr(&ours));
+
+    let (theirs, mine) = (sent(&by_vllm), sent(&by_perfpipe));
+    let differ = theirs.iter().zip(&mine).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        differ,
+        0,
+        "{differ} of 48 requests differ; first of vLLM's: {:?}",
+        theirs.iter().zip(&mine).find(|(a, b)| a != b)
+    );
+
+    let result = |dir: &str| -> serde_json::Value {
+        serde_json::from_str(&env.read(&format!("{dir}/result.json"))).unwrap()
+    };
+    let (theirs, mine) = (result("vllm"), result("ours"));
+    assert_eq!(theirs["completed"], 48, "{theirs}");
+    assert_eq!(
+        mine["total_input_tokens"], theirs["total_input_tokens"],
+        "the same prompts, counted alike"
+    );
+    eprintln!(
+        "48 random prompts, seed 11: {} input tokens in both",
+        theirs["total_input_tokens"]
+    );
 }
