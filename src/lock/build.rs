@@ -16,7 +16,7 @@ use crate::spec::{Dataset, HarnessKind, Spec, Step};
 pub const RUNTIMES: [Runtime; 3] = [Runtime::Docker, Runtime::Local, Runtime::Sim];
 
 /// The inputs only the network can pin: every engine's image (none on
-/// `hardware "cpu"`, where no image runs: see [`local_engines`]), every Hub
+/// `hardware "cpu"`, where no image runs: the lockfile records its version alone), every Hub
 /// model's revision.
 pub fn pin_requests(spec: &Spec) -> Vec<PinRequest> {
     let mut requests: Vec<PinRequest> = spec
