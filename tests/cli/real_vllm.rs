@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::real_vllm::{self, ARGS, ENV, RealVllm};
-use crate::common::{TestEnv, exited, live_processes, random_hex, stderr};
+use crate::common::{TestEnv, exited, live_processes, random_hex, stderr, words};
 
 /// A study on this machine's CPU: a step per `--max-num-seqs` of `seqs`,
 /// two workloads on each launch, the model `model`, measured by `harness`.
@@ -626,5 +626,20 @@ fn fetch_installs_the_declared_guidellm_into_an_environment_run_uses() {
             "benchmark",
             "run"
         ]
+    );
+
+    // An environment holding other packages than the lockfile records is
+    // not the one it pins: refused as a stale lockfile, naming the package.
+    let other = lockfile.replace(" guidellm==0.5.3 ", " guidellm==0.5.2 ");
+    assert_ne!(other, lockfile);
+    env.write("lockfiles/sim.lock", &other);
+    let refused = words(&exited(perfpipe(&["fetch", "sim.kdl"]), 3));
+    assert!(
+        refused.contains("holds other packages than `lockfiles/sim.lock` records for harness.env: guidellm 0.5.2 → 0.5.3"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("perfpipe lock --update harness.env"),
+        "{refused}"
     );
 }
