@@ -642,4 +642,29 @@ fn fetch_installs_the_declared_guidellm_into_an_environment_run_uses() {
         refused.contains("perfpipe lock --update harness.env"),
         "{refused}"
     );
+
+    // `run` makes a missing environment itself, as the lockfile records it
+    // (every package pinned), offline from uv's cache (the tests' `run` is
+    // `--offline`), before any engine starts.
+    env.write("lockfiles/sim.lock", &lockfile);
+    std::fs::rename(&envs, env.path("envs-moved")).unwrap();
+    let ran = exited(perfpipe(&["run", "sim.kdl", "--max-prompts", "4"]), 0);
+    let said = stderr(&ran);
+    let installing = said
+        .lines()
+        .position(|l| l.starts_with("perfpipe: installing guidellm==0.5.3 into"))
+        .unwrap_or_else(|| panic!("{said}"));
+    let line = said.lines().nth(installing).unwrap();
+    assert!(
+        line.contains("packages as the lockfile records them, offline (from its cache)"),
+        "{line}"
+    );
+    let started = said.lines().position(|l| l.starts_with("[1/1]")).unwrap();
+    assert!(
+        installing < started,
+        "installed before the engine started: {said}"
+    );
+    assert!(prefix.join("bin/guidellm").is_file(), "at the same address");
+    assert_eq!(env.read("lockfiles/sim.lock"), lockfile);
+    assert_eq!(env.results().len(), 2);
 }
