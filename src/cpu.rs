@@ -25,7 +25,8 @@ pub const ENGINE_FEATURES: &[&str] = &[
 pub struct CpuDecl {
     /// `/proc/cpuinfo`'s `model name`, e.g. `AMD EPYC 9654 96-Core Processor`.
     pub model: String,
-    /// Logical CPUs (`processor` entries of `/proc/cpuinfo`).
+    /// Logical CPUs (`processor` entries of `/proc/cpuinfo`), or fewer
+    /// where a cgroup's `cpu.max` limits the process ([`limit_cores`]).
     pub cores: u32,
     /// `MemTotal` in whole GiB, when declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,6 +97,55 @@ pub fn parse(cpuinfo: &str, meminfo: &str) -> Result<CpuFacts, Error> {
     })
 }
 
+/// The CPUs a cgroup v2 `cpu.max` allows (`"200000 100000"`: a quota of
+/// 200 ms per 100 ms period, 2 CPUs; a fraction rounds up, as the process
+/// can use part of another CPU), or `None` when it sets no limit (`max`).
+pub fn cpu_max_cores(cpu_max: &str) -> Option<u32> {
+    let mut fields = cpu_max.split_whitespace();
+    let quota: u64 = fields.next()?.parse().ok()?;
+    let period: u64 = fields.next().map_or(Some(100_000), |p| p.parse().ok())?;
+    if period == 0 {
+        return None;
+    }
+    u32::try_from(quota.div_ceil(period).max(1)).ok()
+}
+
+/// The process's cgroup v2 path (`/proc/self/cgroup`'s `0::<path>` line),
+/// and each of its ancestors up to the root, deepest first: any of them may
+/// limit the CPUs.
+pub fn cgroup_v2_paths(proc_self_cgroup: &str) -> Vec<String> {
+    let Some(path) = proc_self_cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::trim)
+    else {
+        return Vec::new();
+    };
+    let mut out = vec![path.to_owned()];
+    let mut at = path;
+    while let Some((parent, _)) = at.rsplit_once('/') {
+        at = parent;
+        out.push(if parent.is_empty() {
+            "/".into()
+        } else {
+            parent.to_owned()
+        });
+    }
+    out.dedup();
+    out
+}
+
+/// The logical CPUs this process may use: `/proc/cpuinfo`'s count, or less
+/// where a cgroup's `cpu.max` (each of `cpu_max`, any level) limits it, as
+/// in a container with `--cpus`.
+pub fn limit_cores(facts: CpuFacts, cpu_max: &[String]) -> CpuFacts {
+    let limit = cpu_max.iter().filter_map(|t| cpu_max_cores(t)).min();
+    CpuFacts {
+        cores: limit.map_or(facts.cores, |l| l.min(facts.cores)),
+        ..facts
+    }
+}
+
 /// The machine must be the one declared: the same CPU model, logical CPUs
 /// and engine features (all of them: a feature the study does not name
 /// would change which kernels run), and the memory where it is declared.
@@ -140,6 +190,60 @@ fn describe(model: &str, cores: u32, memory: &str, isa: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cgroup_cpu_limit_is_the_cores_a_container_has() {
+        assert_eq!(cpu_max_cores("max 100000"), None);
+        assert_eq!(cpu_max_cores("200000 100000"), Some(2));
+        assert_eq!(
+            cpu_max_cores("150000 100000\n"),
+            Some(2),
+            "a part of a CPU is one"
+        );
+        assert_eq!(cpu_max_cores("50000 100000"), Some(1));
+        assert_eq!(
+            cpu_max_cores("400000"),
+            Some(4),
+            "the period defaults to 100 ms"
+        );
+        assert_eq!(cpu_max_cores("1 0"), None);
+        assert_eq!(cpu_max_cores(""), None);
+        assert_eq!(
+            cgroup_v2_paths("1:cpu:/\n0::/system.slice/docker-1.scope\n"),
+            ["/system.slice/docker-1.scope", "/system.slice", "/"]
+        );
+        assert_eq!(cgroup_v2_paths("0::/\n"), ["/"]);
+        assert!(
+            cgroup_v2_paths("4:memory:/x\n").is_empty(),
+            "cgroup v1 only"
+        );
+        let facts = CpuFacts {
+            model: "m".into(),
+            cores: 16,
+            memory_gib: 64,
+            isa: Vec::new(),
+        };
+        let limited = |texts: &[&str]| {
+            let texts: Vec<String> = texts.iter().map(|t| (*t).to_owned()).collect();
+            limit_cores(facts.clone(), &texts).cores
+        };
+        assert_eq!(limited(&[]), 16);
+        assert_eq!(
+            limited(&["max 100000", "400000 100000"]),
+            4,
+            "an ancestor limits"
+        );
+        assert_eq!(
+            limited(&["800000 100000", "200000 100000"]),
+            2,
+            "the tightest"
+        );
+        assert_eq!(
+            limited(&["3200000 100000"]),
+            16,
+            "never more than there are"
+        );
+    }
 
     const CPUINFO: &str = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx avx2 avx512f avx512dq avx512_bf16 avx512_vnni\n\nprocessor\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx avx2 avx512f avx512dq avx512_bf16 avx512_vnni\n";
     const MEMINFO: &str = "MemTotal:       24684092 kB\nMemFree:  1 kB\n";

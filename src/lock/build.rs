@@ -15,12 +15,14 @@ use crate::spec::{Dataset, HarnessKind, Spec, Step};
 /// Every runtime a written lockfile keys each run under.
 pub const RUNTIMES: [Runtime; 3] = [Runtime::Docker, Runtime::Local, Runtime::Sim];
 
-/// The inputs only the network can pin: every engine's image, every Hub
+/// The inputs only the network can pin: every engine's image (none on
+/// `hardware "cpu"`, where no image runs: the lockfile records its version alone), every Hub
 /// model's revision.
 pub fn pin_requests(spec: &Spec) -> Vec<PinRequest> {
     let mut requests: Vec<PinRequest> = spec
         .engines
         .iter()
+        .filter(|_| runs_images(spec))
         .map(|e| {
             let image = e
                 .image
@@ -51,6 +53,26 @@ pub fn pin_requests(spec: &Spec) -> Vec<PinRequest> {
         });
     }
     requests
+}
+
+/// Whether any run of `spec` can run an engine's image: not on CPU
+/// hardware, where perfpipe starts only the engine installed on the machine
+/// (`facts::startable`).
+fn runs_images(spec: &Spec) -> bool {
+    spec.hardware.cpu.is_none()
+}
+
+/// The engines of a study that runs no image, as the lockfile records them:
+/// the declared version, which the engine on the machine must be.
+fn local_engines(spec: &Spec) -> impl Iterator<Item = Input> + '_ {
+    spec.engines
+        .iter()
+        .filter(|_| !runs_images(spec))
+        .map(|e| Input {
+            name: names::engine(e.kind),
+            original: attrs([("version", &e.version)]),
+            locked: Some(attrs([("version", &e.version)])),
+        })
 }
 
 /// The experiment as it runs: images by digest, models at their commit.
@@ -98,7 +120,11 @@ pub fn build_with_keys(
     runtimes: &[Runtime],
     known: Option<(Runtime, &[KeyedRun])>,
 ) -> Lockfile {
-    let mut all: BTreeMap<String, Input> = pins.into_iter().map(|i| (i.name.clone(), i)).collect();
+    let mut all: BTreeMap<String, Input> = pins
+        .into_iter()
+        .chain(local_engines(spec))
+        .map(|i| (i.name.clone(), i))
+        .collect();
     for workload in &spec.workloads {
         let Dataset::ShareGpt { path, sample, .. } = &workload.dataset else {
             continue;
@@ -204,14 +230,19 @@ pub fn build_with_keys(
 }
 
 /// The lockfile's names of the inputs a run of `workload` in `step` uses, in
-/// a fixed order (engine, model, dataset, harness, tokenizer); `spec` and
+/// a fixed order (engine, model, dataset, harness, its environment,
+/// tokenizer); `spec` and
 /// `step` as declared, as the lockfile names them.
 pub fn uses(spec: &Spec, step: &Step, workload: &str) -> Vec<String> {
     let mut uses = vec![names::engine(step.engine), names::model(&step.model)];
     if let Some(Dataset::ShareGpt { path, .. }) = spec.workload(workload).map(|w| &w.dataset) {
         uses.push(names::dataset(path));
     }
-    uses.extend([names::HARNESS.to_owned(), names::tokenizer(&step.model)]);
+    uses.push(names::HARNESS.to_owned());
+    if super::HarnessRequirement::of(&spec.harness.kind).is_some() {
+        uses.push(names::HARNESS_ENV.to_owned());
+    }
+    uses.push(names::tokenizer(&step.model));
     uses
 }
 
@@ -323,8 +354,8 @@ mod tests {
                 .iter()
                 .map(|r| r.name.as_str())
                 .collect::<Vec<_>>(),
-            ["engine.vllm"],
-            "no Hub lookup for a directory"
+            Vec::<&str>::new(),
+            "no Hub lookup for a directory, no image on CPU hardware"
         );
         let with = |sha256: &str| {
             let mut inputs = ResolvedInputs::default();
@@ -339,6 +370,19 @@ mod tests {
             build(&spec, &spec, Vec::new(), &inputs)
         };
         let (one, two) = (with(&"1".repeat(64)), with(&"2".repeat(64)));
+        let engine = one.input("engine.vllm").unwrap();
+        assert_eq!(
+            (
+                engine
+                    .original
+                    .keys()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+                &engine.locked
+            ),
+            (vec!["version"], &Some(attrs([("version", "0.32.0")]))),
+            "the local engine's version, no image"
+        );
         let model = one.input("model./models/tiny@main").unwrap();
         assert_eq!(
             model.locked.as_ref().unwrap().get("sha256"),

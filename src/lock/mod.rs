@@ -6,6 +6,8 @@
 //!   input "model.<id>@<rev>"      revision → commit sha
 //!   input "dataset.<path>"        sha256 of the file
 //!   input "harness"               name and version
+//!   input "harness.env"           an external harness's requirement → its
+//!                                 environment's address and packages
 //!   input "tokenizer.<id>@<rev>"  sha256 of `tokenizer.json` (or `whitespace-v1`)
 //!   run "<step>" "<workload>"     its key under each runtime, and the inputs it uses
 //! ```
@@ -19,6 +21,7 @@ mod build;
 mod changes;
 mod fast_read;
 mod file;
+mod harness_env;
 mod pins;
 pub mod resolve;
 mod signature;
@@ -26,6 +29,9 @@ mod signature;
 pub use build::{RUNTIMES, apply_pins, build, build_with_keys, pin_requests, uses};
 pub use changes::{InputChange, input_changes, run_key_changes};
 pub use file::{parse, render};
+pub use harness_env::{
+    HarnessRequirement, env_input, locked_attrs, packages_text, recorded_requirements,
+};
 pub use pins::{
     PinError, PinPolicy, PinRequest, PinResolver, PinTarget, Problem, Update, resolve_pins,
 };
@@ -133,6 +139,8 @@ pub mod names {
         format!("dataset.{path}")
     }
     pub const HARNESS: &str = "harness";
+    /// The environment an external harness runs from.
+    pub const HARNESS_ENV: &str = "harness.env";
     pub fn tokenizer(model: &ModelRef) -> String {
         format!("tokenizer.{}@{}", model.id, model.revision)
     }

@@ -130,6 +130,12 @@ pub enum Error {
     #[error("cannot fetch {inputs}")]
     #[diagnostic(help("{hint}"))]
     FetchFailed { inputs: String, hint: String },
+    #[error("{error}")]
+    #[diagnostic(help("{hint}"))]
+    HarnessEnv {
+        error: crate::fetch::harness_env::Error,
+        hint: String,
+    },
     #[error("cannot start the async runtime")]
     Runtime {
         #[source]
@@ -187,6 +193,15 @@ pub enum Error {
         launch: String,
         path: String,
     },
+}
+
+impl From<crate::fetch::harness_env::Error> for Error {
+    fn from(error: crate::fetch::harness_env::Error) -> Self {
+        Self::HarnessEnv {
+            hint: error.hint(),
+            error,
+        }
+    }
 }
 
 impl From<ExecError> for Error {
@@ -258,6 +273,8 @@ impl Error {
             Self::FetchSetup(crate::fetch::Error::Client(_)) => ErrorKind::Internal,
             Self::FetchSetup(_) => ErrorKind::Usage,
             Self::FetchFailed { .. } => ErrorKind::Environment,
+            Self::HarnessEnv { error, .. } if error.is_usage() => ErrorKind::Usage,
+            Self::HarnessEnv { .. } => ErrorKind::Environment,
             Self::LockStale { .. } => ErrorKind::LockStale,
             Self::Server { .. } | Self::NotWritten { .. } => ErrorKind::Environment,
             Self::Exec(

@@ -38,7 +38,124 @@ pub fn fetch(selection: &Selection, io: &Io, shell: &dyn Shell) -> Result<(), Er
         io,
         shell,
     )?;
-    fail_on(&fetched.failures, experiment, false)
+    fail_on(&fetched.failures, experiment, false)?;
+    harness_environment(&loaded, false, true, Verbosity::Everything, io, shell)?;
+    Ok(())
+}
+
+/// The environment perfpipe made for the experiment's external harness,
+/// made now when missing (from the installer's cache only when `offline`),
+/// holding exactly the packages the lockfile records where it records them.
+/// Where the lockfile has no such record yet, it is written (when `record`;
+/// `run --locked` only says so). `None`: the built-in harness, or
+/// `PERFPIPE_HARNESS_FROM=path` (the program on PATH runs).
+pub fn harness_environment(
+    loaded: &Loaded,
+    offline: bool,
+    record: bool,
+    verbosity: Verbosity,
+    io: &Io,
+    shell: &dyn Shell,
+) -> Result<Option<std::path::PathBuf>, Error> {
+    use crate::fetch::harness_env;
+    use crate::lock::names::HARNESS_ENV;
+    let Some(wanted) = crate::lock::HarnessRequirement::of(&loaded.spec.harness.kind) else {
+        return Ok(None);
+    };
+    if harness_env::from_path() {
+        if verbosity == Verbosity::Everything {
+            say!(
+                shell,
+                "  {HARNESS_ENV}: not fetched: PERFPIPE_HARNESS_FROM=path runs the `{}` on PATH",
+                wanted.program
+            );
+        }
+        return Ok(None);
+    }
+    let state = &loaded.lock;
+    let locked = state.new.input(HARNESS_ENV).and_then(|i| i.locked.clone());
+    let pinned = locked
+        .as_ref()
+        .map(crate::lock::recorded_requirements)
+        .unwrap_or_default();
+    let (env, made) = harness_env::ensure(&wanted, &pinned, offline, io, &mut |line| {
+        say!(shell, "{line}")
+    })?;
+    if !made && verbosity == Verbosity::Everything {
+        say!(
+            shell,
+            "  {HARNESS_ENV}: present: {} in `{}` ({} packages)",
+            wanted.requirement(),
+            env.prefix.display(),
+            env.packages.len()
+        );
+    }
+    let found = env.locked();
+    match locked {
+        Some(locked) if locked.get("packages") != found.get("packages") => {
+            return Err(Error::LockStale {
+                message: format!(
+                    "the environment `{}` holds other packages than `{}` records for {HARNESS_ENV}: {}",
+                    env.prefix.display(),
+                    state.path.display(),
+                    package_differences(&locked, &found)
+                ),
+                hint: format!(
+                    "`perfpipe lock --update {HARNESS_ENV} EXPERIMENT` records this environment; or move it away, and `perfpipe fetch EXPERIMENT` installs the lockfile's packages"
+                ),
+            });
+        }
+        Some(_) => {}
+        None if record => {
+            let mut lock = state.new.clone();
+            if let Some(input) = lock.inputs.iter_mut().find(|i| i.name == HARNESS_ENV) {
+                input.locked = Some(found);
+            }
+            crate::ops::user_files::write_text(&state.path, &crate::lock::render(&lock))?;
+            say!(
+                shell,
+                "perfpipe: recorded {HARNESS_ENV} in `{}`: {} ({} packages)",
+                state.path.display(),
+                env.address,
+                env.packages.len()
+            );
+        }
+        None => say!(
+            shell,
+            "note: `{}` records no {HARNESS_ENV} (`--locked`); `perfpipe fetch` records the one this run uses",
+            state.path.display()
+        ),
+    }
+    Ok(Some(env.prefix))
+}
+
+/// `httpx 0.27.0 → 0.28.1, rich (none) → 14.0.0`: what differs between
+/// two records' packages. (pure)
+fn package_differences(recorded: &crate::lock::Attrs, found: &crate::lock::Attrs) -> String {
+    let split = |a: &crate::lock::Attrs| -> std::collections::BTreeMap<String, String> {
+        crate::lock::recorded_requirements(a)
+            .into_iter()
+            .filter_map(|r| {
+                r.split_once("==")
+                    .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            })
+            .collect()
+    };
+    let (before, after) = (split(recorded), split(found));
+    let names: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let none = "(none)".to_owned();
+    names
+        .into_iter()
+        .filter(|n| before.get(*n) != after.get(*n))
+        .map(|n| {
+            format!(
+                "{n} {} → {}",
+                before.get(n).unwrap_or(&none),
+                after.get(n).unwrap_or(&none)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The lockfile's names of what `runs` (step, workload) use. A search's

@@ -54,7 +54,15 @@ pub fn lock(
     }
     lockfile::report_problems(state, shell);
     say!(shell, "perfpipe: {}", lockfile::pin_summary(&state.new));
-    if offline && state.new.unpinned().next().is_some() {
+    let env = crate::lock::names::HARNESS_ENV;
+    if state.new.unpinned().any(|i| i.name == env) {
+        say!(
+            shell,
+            "perfpipe: {env} is pinned where the benchmark client is installed: `perfpipe fetch {}` installs it and records it",
+            selection.experiment.display()
+        );
+    }
+    if offline && state.new.unpinned().any(|i| i.name != env) {
         say!(
             shell,
             "perfpipe: offline, so images and model revisions not pinned before stay unpinned; \

@@ -807,3 +807,106 @@ fn a_lockfile_written_where_the_tokenizer_was_cached_runs_locked_on_a_fresh_mach
         "--locked writes nothing"
     );
 }
+
+/// A study measured by guidellm 0.5.3 on the simulated engine: its client
+/// is an input perfpipe installs.
+const GUIDELLM_STUDY: &str = r#"experiment "guidellm-env" {
+    hardware "nvidia-h100-sxm5-80gb" gpus=1
+    model "Qwen/Qwen3-8B"
+    runtime sim
+    engine vllm version="0.11.0"
+    harness guidellm version="0.5.3"
+    workload w { dataset random input=64 output=16; prompts 4; concurrency 2 }
+    step vllm engine=vllm gpus=1
+}
+"#;
+
+/// `perfpipe ARGS` of the guidellm study, installing its client where
+/// `home`'s cache is, with the Python `python`.
+fn guidellm_env(env: &TestEnv, python: &str, args: &[&str]) -> Command {
+    let mut cmd = env.cmd(args);
+    cmd.env_remove("PERFPIPE_HARNESS_FROM")
+        .env("HOME", env.path("home"))
+        .env("PATH", "/usr/bin:/bin")
+        .env("PERFPIPE_PYTHON", python)
+        .env("PERFPIPE_UV", "/nonexistent/uv");
+    cmd
+}
+
+#[test]
+fn a_missing_python_stops_fetch_and_run_before_anything_starts() {
+    let env = TestEnv::new();
+    env.write("g.kdl", GUIDELLM_STUDY);
+    crate::common::exited(env.run(&["lock", "g.kdl"]), 0);
+    for args in [&["fetch", "g.kdl"][..], &["run", "g.kdl"]] {
+        let out = guidellm_env(&env, "/nonexistent/python3", args)
+            .output()
+            .unwrap();
+        let out = crate::common::exited(out, 2);
+        let text = words(&out);
+        assert!(
+            text.contains(
+                "cannot run the Python perfpipe makes the `guidellm==0.5.3` environment with (`/nonexistent/python3`)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("PERFPIPE_PYTHON"), "the hint: {text}");
+        assert!(!text.contains("[1/1]"), "no run started: {text}");
+        if args[0] == "fetch" {
+            insta::assert_snapshot!("fetch_without_python", stderr(&out));
+        }
+    }
+    assert!(
+        !env.path("home/.cache/perfpipe/envs").exists(),
+        "nothing made"
+    );
+    assert!(env.samples().is_empty());
+}
+
+/// pip against an index nothing serves: said as the index out of reach,
+/// exit 1, and nothing left behind but perfpipe's own bookkeeping.
+#[test]
+fn an_index_out_of_reach_is_named_and_leaves_no_environment() {
+    let python = "/usr/bin/python3";
+    if !Path::new(python).is_file() {
+        crate::common::cannot_test("python", "no /usr/bin/python3");
+        return;
+    }
+    let env = TestEnv::new();
+    env.write("g.kdl", GUIDELLM_STUDY);
+    crate::common::exited(env.run(&["lock", "g.kdl"]), 0);
+    let out = guidellm_env(&env, python, &["fetch", "g.kdl"])
+        .env("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+        .env("PIP_RETRIES", "1")
+        .env("PIP_TIMEOUT", "2")
+        .output()
+        .unwrap();
+    let text = words(&crate::common::exited(out, 1));
+    assert!(
+        text.contains("installing guidellm==0.5.3 into")
+            && text.contains("with pip (uv is not on PATH)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cannot reach the package index to install `guidellm==0.5.3` with pip"),
+        "{text}"
+    );
+    assert!(text.contains("PIP_INDEX_URL"), "the hint: {text}");
+    let envs = env.path("home/.cache/perfpipe/envs");
+    let left: Vec<PathBuf> = files_under(&envs)
+        .into_iter()
+        .filter(|f| !f.starts_with(envs.join(".building")))
+        .collect();
+    assert!(left.is_empty(), "no environment: {left:?}");
+    let building: Vec<String> = std::fs::read_dir(envs.join(".building"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(building.is_empty(), "nothing half-made: {building:?}");
+    assert!(
+        !env.read("lockfiles/g.lock").contains("locked env="),
+        "nothing recorded"
+    );
+}

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::real_vllm::{self, ARGS, ENV, RealVllm};
-use crate::common::{TestEnv, exited, live_processes, random_hex, stderr};
+use crate::common::{TestEnv, exited, live_processes, random_hex, stderr, words};
 
 /// A study on this machine's CPU: a step per `--max-num-seqs` of `seqs`,
 /// two workloads on each launch, the model `model`, measured by `harness`.
@@ -67,7 +67,9 @@ fn copy_model(env: &TestEnv, vllm: &RealVllm) -> std::path::PathBuf {
 /// children inherit, to find any of them left.
 fn perfpipe(env: &TestEnv, vllm: &RealVllm, tag: &str, args: &[&str]) -> Command {
     let mut cmd = env.cmd(args);
-    cmd.env("PATH", vllm.path())
+    // These tests choose the clients installed beside the engine.
+    cmd.env("PERFPIPE_HARNESS_FROM", "path")
+        .env("PATH", vllm.path())
         .env("HOME", env.path("home"))
         .env("PERFPIPE_TEST_TAG", tag);
     cmd
@@ -633,4 +635,194 @@ fn bench_sends_the_random_prompts_vllm_bench_serve_0_32_sends() {
         "48 random prompts, seed 11: {} input tokens in both",
         theirs["total_input_tokens"]
     );
+}
+
+/// guidellm 0.5.3 as perfpipe provides it: `fetch` installs it from the
+/// package index (uv's cache, shared with `scripts/real-guidellm.sh`, so it
+/// takes seconds and no network) into an environment under the user's
+/// cache directory, addressed by what defines it, and records it in the
+/// lockfile; a second `fetch` finds it; `run` measures through it with no
+/// guidellm on PATH.
+#[test]
+fn fetch_installs_the_declared_guidellm_into_an_environment_run_uses() {
+    let Some(vllm) = RealVllm::installed() else {
+        return;
+    };
+    let Some(guidellm) = real_vllm::guidellm_bin() else {
+        return;
+    };
+    let Some((uv, uv_cache)) = real_vllm::uv() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let model = copy_model(&env, &vllm);
+    env.write(
+        "sim.kdl",
+        &format!(
+            "experiment \"guidellm-env\" {{\n    hardware \"nvidia-h100-sxm5-80gb\" gpus=1\n    \
+             model {:?}\n    runtime sim\n    engine vllm version=\"0.11.0\"\n    \
+             harness guidellm version=\"{}\" backend=\"openai\"\n    \
+             workload w {{ dataset random input=64 output=16; prompts 8; concurrency 4 }}\n    \
+             step vllm engine=vllm gpus=1\n}}\n",
+            model.display(),
+            real_vllm::GUIDELLM_VERSION
+        ),
+    );
+    // Completions: the simulated engine refuses the list of content parts
+    // real guidellm sends to the chat endpoint (422).
+    // The interpreter the test's guidellm was made with, by its real path
+    // (not a pyenv shim, which needs the user's HOME).
+    let python = std::fs::canonicalize(guidellm.join("python")).unwrap();
+    let home = env.path("home");
+    let path = "/usr/local/bin:/usr/bin:/bin";
+    for dir in std::env::split_paths(path) {
+        assert!(!dir.join("guidellm").exists(), "no guidellm on PATH");
+    }
+    let perfpipe = |args: &[&str]| {
+        let mut cmd = env.cmd(args);
+        cmd.env_remove("PERFPIPE_HARNESS_FROM")
+            .env("PATH", path)
+            .env("HOME", &home)
+            .env("PERFPIPE_PYTHON", &python)
+            .env("PERFPIPE_UV", &uv)
+            .env("UV_CACHE_DIR", &uv_cache)
+            .env("UV_OFFLINE", "1");
+        cmd.output().unwrap()
+    };
+    exited(perfpipe(&["lock", "sim.kdl"]), 0);
+    let lockfile = env.read("lockfiles/sim.lock");
+    assert!(
+        lockfile.contains(
+            "input \"harness.env\" {\n    original requirement=\"guidellm==0.5.3\"\n    unpinned\n}"
+        ),
+        "`lock` installs nothing: {lockfile}"
+    );
+
+    let fetched = exited(perfpipe(&["fetch", "sim.kdl"]), 0);
+    let said = stderr(&fetched);
+    assert!(
+        said.contains("perfpipe: installing guidellm==0.5.3 into"),
+        "{said}"
+    );
+    let envs = home.join(".cache/perfpipe/envs");
+    let made: Vec<String> = std::fs::read_dir(&envs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    assert_eq!(made.len(), 1, "{made:?}");
+    let address = &made[0];
+    assert!(address.ends_with("-guidellm-0.5.3"), "{address}");
+    let prefix = envs.join(address);
+    assert!(prefix.join("bin/guidellm").is_file());
+    assert_eq!(
+        std::fs::read_dir(envs.join(".building"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_type().unwrap().is_dir())
+            .count(),
+        0,
+        "nothing half-made is left"
+    );
+    let lockfile = env.read("lockfiles/sim.lock");
+    let record = lockfile
+        .lines()
+        .skip_while(|l| *l != "input \"harness.env\" {")
+        .nth(2)
+        .unwrap()
+        .to_owned();
+    assert!(
+        record.starts_with(&format!("    locked env=\"{address}\" packages=\"")),
+        "{record}"
+    );
+    assert!(record.contains(" guidellm==0.5.3 "), "{record}");
+    assert!(record.contains(" python=\"3."), "{record}");
+
+    let again = exited(perfpipe(&["fetch", "sim.kdl"]), 0);
+    let said = stderr(&again);
+    assert!(!said.contains("installing"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "harness.env: present: guidellm==0.5.3 in `{}`",
+            prefix.display()
+        )),
+        "{said}"
+    );
+    assert_eq!(
+        env.read("lockfiles/sim.lock"),
+        lockfile,
+        "a second fetch changes nothing"
+    );
+
+    let ran = exited(perfpipe(&["run", "sim.kdl", "--locked"]), 0);
+    assert!(!stderr(&ran).contains("installing"), "{}", stderr(&ran));
+    let results = env.results();
+    assert_eq!(results.len(), 1);
+    let (_, result) = &results[0];
+    assert_eq!(
+        result["outcome"]["status"], "success",
+        "{}",
+        result["outcome"]
+    );
+    assert_eq!(
+        result["outcome"]["metrics"]["guidellm_version"],
+        real_vllm::GUIDELLM_VERSION
+    );
+    let argv: Vec<&str> = result["harness_command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let bin = prefix.join("bin");
+    assert_eq!(
+        argv[..4],
+        [
+            bin.join("python").to_str().unwrap(),
+            bin.join("guidellm").to_str().unwrap(),
+            "benchmark",
+            "run"
+        ]
+    );
+
+    // An environment holding other packages than the lockfile records is
+    // not the one it pins: refused as a stale lockfile, naming the package.
+    let other = lockfile.replace(" guidellm==0.5.3 ", " guidellm==0.5.2 ");
+    assert_ne!(other, lockfile);
+    env.write("lockfiles/sim.lock", &other);
+    let refused = words(&exited(perfpipe(&["fetch", "sim.kdl"]), 3));
+    assert!(
+        refused.contains("holds other packages than `lockfiles/sim.lock` records for harness.env: guidellm 0.5.2 → 0.5.3"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("perfpipe lock --update harness.env"),
+        "{refused}"
+    );
+
+    // `run` makes a missing environment itself, as the lockfile records it
+    // (every package pinned), offline from uv's cache (the tests' `run` is
+    // `--offline`), before any engine starts.
+    env.write("lockfiles/sim.lock", &lockfile);
+    std::fs::rename(&envs, env.path("envs-moved")).unwrap();
+    let ran = exited(perfpipe(&["run", "sim.kdl", "--max-prompts", "4"]), 0);
+    let said = stderr(&ran);
+    let installing = said
+        .lines()
+        .position(|l| l.starts_with("perfpipe: installing guidellm==0.5.3 into"))
+        .unwrap_or_else(|| panic!("{said}"));
+    let line = said.lines().nth(installing).unwrap();
+    assert!(
+        line.contains("packages as the lockfile records them, offline (from its cache)"),
+        "{line}"
+    );
+    let started = said.lines().position(|l| l.starts_with("[1/1]")).unwrap();
+    assert!(
+        installing < started,
+        "installed before the engine started: {said}"
+    );
+    assert!(prefix.join("bin/guidellm").is_file(), "at the same address");
+    assert_eq!(env.read("lockfiles/sim.lock"), lockfile);
+    assert_eq!(env.results().len(), 2);
 }

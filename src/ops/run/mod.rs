@@ -95,6 +95,7 @@ pub fn exec_defaults() -> Result<ExecOptions, Error> {
         attempts: ATTEMPTS,
         fresh_engine: false,
         jobs: 1,
+        harness_env: None,
     })
 }
 
@@ -195,6 +196,21 @@ fn run_experiment(
             lockfile::settle_for_run(&loaded.lock, options.locked, experiment, shell)?;
         }
     }
+    // The external harness runs from perfpipe's environment, made now when
+    // missing, before any engine starts.
+    let harness_env = if plan.missing().is_empty() {
+        None
+    } else {
+        super::fetch::harness_environment(
+            &loaded,
+            options.offline,
+            !options.locked,
+            Verbosity::Missing,
+            &options.io,
+            shell,
+        )?
+    };
+    let harness_env = harness_env.as_deref();
     // The lockfile is settled: record how to run each of its runs, for when
     // the experiment has moved on (`run --lockfile` of a copy of it).
     realise::record_lockfile_runs(&loaded)?;
@@ -221,7 +237,7 @@ fn run_experiment(
     if let Some(note) = super::slo_search::note(&loaded.searches) {
         say!(shell, "{note}");
     }
-    let first = execute(&loaded, &plan, options, progress, jobs)?;
+    let first = execute(&loaded, &plan, options, harness_env, progress, jobs)?;
     // A search's next probe is known once its last one is stored.
     let super::slo_search::Probed {
         mut loaded,
@@ -237,7 +253,7 @@ fn run_experiment(
             let plan = plan_and_index(&loaded, common)?.0;
             Ok((loaded, plan))
         },
-        |loaded, plan| execute(loaded, plan, options, progress, jobs),
+        |loaded, plan| execute(loaded, plan, options, harness_env, progress, jobs),
     )?;
     super::slo_search::mark_ran(&mut loaded.searches, &ran);
 
@@ -313,11 +329,15 @@ fn execute(
     loaded: &Loaded,
     plan: &Plan,
     options: &RunOptions,
+    harness_env: Option<&std::path::Path>,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
     jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<ExecSummary, Error> {
     model_directories_are_here(loaded, plan)?;
-    let exec = &options.exec;
+    let exec = &ExecOptions {
+        harness_env: harness_env.map(ToOwned::to_owned),
+        ..options.exec.clone()
+    };
     let launches = realise::write_launches(
         &loaded.spec,
         plan,

@@ -96,6 +96,8 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         &policy,
         resolver.as_deref(),
     );
+    let mut pins = pins;
+    pins.extend(harness_env_pin(&declared, old.as_ref(), &mode));
     let mut spec = crate::lock::apply_pins(&declared, &pins);
     let store = Store::open(&common.store).map_err(Error::Store)?;
     // What is written into a lockfile is read from the files themselves.
@@ -187,6 +189,34 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
             legacy,
             keyed_for,
         },
+    })
+}
+
+/// The `harness.env` input: kept as the old lockfile pins it; `lock`
+/// pins it from the environment on this machine when that is made (it
+/// installs nothing: `fetch` and `run` do).
+fn harness_env_pin(
+    declared: &Spec,
+    old: Option<&crate::lock::Lockfile>,
+    mode: &LockMode,
+) -> Option<crate::lock::Input> {
+    use crate::lock::{Update, names::HARNESS_ENV};
+    let (asks, renew) = match mode {
+        LockMode::Lock { update, .. } => (
+            true,
+            match update {
+                Update::Nothing => false,
+                Update::All => true,
+                Update::Only(names) => names.contains(HARNESS_ENV),
+            },
+        ),
+        _ => (false, false),
+    };
+    crate::lock::env_input(declared, old, renew, |wanted| {
+        let io = crate::tokio_runtime::Io::new();
+        asks.then(|| crate::fetch::harness_env::find(wanted, &io).ok().flatten())
+            .flatten()
+            .map(|env| env.locked())
     })
 }
 

@@ -77,6 +77,9 @@ impl TestEnv {
             // GPU locks and launch records of this project only: what one
             // test leaves is not another's to reap.
             .env("PERFPIPE_GPU_LOCKS", self.path("gpu-locks"))
+            // External clients are the stand-ins on PATH; the environments
+            // perfpipe makes are tested against a real guidellm (real_vllm.rs).
+            .env("PERFPIPE_HARNESS_FROM", "path")
             .env("COLUMNS", "100");
         cmd
     }

@@ -88,6 +88,30 @@ pub fn guidellm_bin() -> Option<PathBuf> {
     Some(venv.join("bin"))
 }
 
+/// The `uv` `scripts/python-env.sh` finds (the one it installed into the
+/// test cache, else one on PATH) and the cache it filled (`UV_CACHE_DIR`,
+/// else the user's), or `None` after [`super::cannot_test`].
+pub fn uv() -> Option<(PathBuf, PathBuf)> {
+    let installed = cache().join("uv/bin/uv");
+    let on_path = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("uv"))
+            .find(|u| u.is_file())
+    });
+    let Some(uv) = installed.is_file().then_some(installed).or(on_path) else {
+        super::cannot_test(
+            "vllm",
+            "no `uv` in the test cache or on PATH (scripts/real-guidellm.sh installs one)",
+        );
+        return None;
+    };
+    let uv_cache = match std::env::var_os("UV_CACHE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/uv"),
+    };
+    Some((uv, uv_cache))
+}
+
 /// Where `scripts/real-vllm.sh` and `scripts/real-guidellm.sh` install.
 fn cache() -> PathBuf {
     match std::env::var_os("PERFPIPE_TEST_CACHE") {
