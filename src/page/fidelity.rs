@@ -288,6 +288,60 @@ fn the_baseline_can_be_the_winner_of_a_summary_row() {
     }
 }
 
+/// A summary row is bound to the configuration most of its printed numbers
+/// are, not by comparing its cells' text: a row that prints the baseline
+/// against itself (`+0.00%`) with one misprinted number is still the
+/// baseline's, and only that number is flagged.
+#[test]
+fn a_summary_row_is_the_configuration_most_of_its_numbers_are() {
+    let sections = format!(
+        "### 1. Choosing the Inference Engine\n\n{}\n### 2. Chunked Prefill\n\n{}\n",
+        config("vLLM", "vllm serve Qwen/Qwen3-8B", &block(1000.0, 100.0)),
+        config(
+            "Chunked",
+            "vllm serve Qwen/Qwen3-8B --enable-chunked-prefill",
+            &block(900.0, 110.0)
+        ),
+    );
+    let green = |t: &str| format!("<span style=\"background-color:lightgreen;\">{t}</span>");
+    let table = |optimized: &str| {
+        format!(
+            "| Benchmark Cases | Optimized | Baseline |\n|---|---|---|\n| Chunked Prefill | Total TPS: {optimized} {}<br>Mean TPOT(ms): 100.00 | Total TPS: 1000.00<br>Mean TPOT(ms): 100.00 |",
+            green("(+0.00%)")
+        )
+    };
+    let page = |optimized| {
+        page(
+            "A single NVIDIA A100 SXM GPU.",
+            "vllm serve Qwen/Qwen3-8B",
+            &sections,
+            "",
+            &table(optimized),
+        )
+    };
+    let (kdl, _) = reproduce(&page("1000.00"));
+    assert!(
+        kdl.contains("summary \"Chunked Prefill\" optimized=vllm"),
+        "{kdl}"
+    );
+    let (kdl, reproduced) = reproduce(&page("1100.00"));
+    assert!(
+        kdl.contains("summary \"Chunked Prefill\" optimized=vllm"),
+        "{kdl}"
+    );
+    let flagged: Vec<&str> = reproduced
+        .findings
+        .iter()
+        .map(|f| f.printed.as_str())
+        .collect();
+    assert_eq!(
+        flagged,
+        ["Total TPS: 1100.00"],
+        "{:?}",
+        places(&reproduced.findings)
+    );
+}
+
 /// Class 6: a caption line inside a result's fence (no `#`) is the block's
 /// caption; a line that cannot be placed becomes a TODO quoting it, and
 /// `init` goes on.

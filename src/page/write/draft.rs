@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 
 use super::cells::{
     cell_lines, cell_number, delta_decimals, format_delta, printed_delta, says_per_device,
-    strip_bold, without_change,
+    strip_bold,
 };
 use super::hardware;
 use super::workloads::{self, Workload, slug};
 use crate::metrics::{MetricSet, ParsedBlock};
 use crate::page::command::{Serving, engine_named, flags, serving};
 use crate::page::model::{At, Config, Outcome, Page, Role};
+use crate::spec::{CellMetric, PrintedLine, Quantity};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Draft {
@@ -1476,17 +1477,16 @@ impl<'p> Builder<'p> {
                 .copied();
             // The baseline can stay the best: the Optimized column then shows
             // its numbers (with a `+0.00%` or "1.00x faster" beside them).
-            let numbers = |x: &String| {
-                cell_lines(x)
-                    .iter()
-                    .map(|l| without_change(l))
-                    .collect::<Vec<_>>()
-            };
-            let optimized = match (column("Optimized"), column("Baseline"), raw, compare) {
-                (Some(o), Some(b), Some(cells), Some(c))
-                    if cells.get(o).map(numbers) == cells.get(b).map(numbers) =>
-                {
-                    Some(c.baseline.clone())
+            let optimized = match (column("Optimized"), raw, compare) {
+                (Some(o), Some(cells), Some(c)) => {
+                    let printed: Vec<PrintedLine> = cells
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| *i == o || column("Comparison") == Some(*i))
+                        .flat_map(|(_, cell)| cell_lines(cell))
+                        .map(|l| PrintedLine::parse(&l))
+                        .collect();
+                    self.shown_in_row(c, &printed)
                 }
                 _ => None,
             };
@@ -1666,7 +1666,8 @@ impl<'p> Builder<'p> {
         best.map(|(m, _)| m)
     }
 
-    fn score(&self, instance: &str, workload: &str) -> Option<f64> {
+    /// The numbers of `instance`'s block on `workload`, as printed there.
+    fn block_of(&self, instance: &str, workload: &str) -> Option<&[(String, String)]> {
         for s in &self.draft.steps {
             for e in &s.expects {
                 let name = match &e.at {
@@ -1679,27 +1680,112 @@ impl<'p> Builder<'p> {
                 let ExpectKind::Metrics(m) = &e.kind else {
                     return None;
                 };
-                let get = |k: &str| {
-                    m.iter()
-                        .find(|(n, _)| n == k)
-                        .and_then(|(_, v)| v.parse::<f64>().ok())
-                };
-                return if self.draft.latency {
-                    get("request_latency_mean")
-                        .or_else(|| get("mean_e2el_ms").map(|v| v / 1000.0))
-                        .or_else(|| {
-                            let ttft = get("mean_ttft_ms")?;
-                            let tpot = get("mean_tpot_ms")?;
-                            let out = get("total_output_tokens")?;
-                            let n = get("completed")?;
-                            Some((ttft + tpot * (out / n - 1.0)) / 1000.0)
-                        })
-                } else {
-                    get("total_token_throughput").or_else(|| get("tokens_per_second_mean"))
-                };
+                return Some(m);
             }
         }
         None
+    }
+
+    /// What a study weighs configurations by: mean latency in seconds on a
+    /// latency study, else total throughput.
+    fn score(&self, instance: &str, workload: &str) -> Option<f64> {
+        let metric = if self.draft.latency {
+            CellMetric::MeanLatency
+        } else {
+            CellMetric::TotalTps
+        };
+        self.block_number(instance, workload, metric)
+    }
+
+    /// `instance`'s number for `metric` on `workload`, from its block
+    /// (mean latency in seconds).
+    fn block_number(&self, instance: &str, workload: &str, metric: CellMetric) -> Option<f64> {
+        let m = self.block_of(instance, workload)?;
+        let get = |k: &str| {
+            m.iter()
+                .find(|(n, _)| n == k)
+                .and_then(|(_, v)| v.parse::<f64>().ok())
+        };
+        match metric {
+            CellMetric::MeanLatency => get("request_latency_mean")
+                .or_else(|| get("mean_e2el_ms").map(|v| v / 1000.0))
+                .or_else(|| {
+                    let ttft = get("mean_ttft_ms")?;
+                    let tpot = get("mean_tpot_ms")?;
+                    let out = get("total_output_tokens")?;
+                    let n = get("completed")?;
+                    Some((ttft + tpot * (out / n - 1.0)) / 1000.0)
+                }),
+            CellMetric::TotalTps => {
+                get("total_token_throughput").or_else(|| get("tokens_per_second_mean"))
+            }
+            CellMetric::MeanTpot => {
+                get("mean_tpot_ms").or_else(|| get("time_per_output_token_ms_mean"))
+            }
+        }
+    }
+
+    /// How many of a summary row's printed numbers `member`'s block gives at
+    /// their rounding: the numbers its Optimized column shows, and each
+    /// change against `baseline`.
+    fn numbers_given(&self, member: &str, baseline: &str, workload: &str, row: &[PrintedLine]) -> usize {
+        let latency = self.draft.latency;
+        let value = |m: &str, metric| self.block_number(m, workload, metric);
+        row.iter()
+            .filter(|line| {
+                let metric = match (&line.label, line.number()) {
+                    (Some(label), _) => CellMetric::from_label(label),
+                    (None, Some((_, _, "s" | "s/req"))) => Some(CellMetric::MeanLatency),
+                    _ if latency => Some(CellMetric::MeanLatency),
+                    _ => Some(CellMetric::TotalTps),
+                };
+                let Some(metric) = metric else {
+                    return false;
+                };
+                let number_given = line.number().is_some_and(|(n, _, _)| {
+                    value(member, metric).is_some_and(|v| n.format(v) == n.format(n.value))
+                });
+                let change_given = match (line.change(), value(member, metric), value(baseline, metric)) {
+                    (Some(Quantity::Delta { pct, .. }), Some(m), Some(b)) => {
+                        let gain = if metric == CellMetric::TotalTps { m / b } else { b / m };
+                        pct.format((gain - 1.0) * 100.0) == pct.format(pct.value)
+                    }
+                    (Some(Quantity::Ratio { ratio, slower }), Some(m), Some(b)) => {
+                        let faster = if metric == CellMetric::TotalTps { m / b } else { b / m };
+                        let r = if *slower { 1.0 / faster } else { faster };
+                        ratio.format(r) == ratio.format(ratio.value)
+                    }
+                    _ => false,
+                };
+                number_given || change_given
+            })
+            .count()
+    }
+
+    /// The configuration a summary row's Optimized column shows, where it
+    /// is not the best candidate: of the baseline and the candidates, the
+    /// one whose block gives more of the row's printed numbers than any
+    /// other's (the baseline when it stayed the best: "2.62s | 2.62s |
+    /// 1.00x faster"). Bound by what most numbers say, so one misprinted
+    /// number is flagged where it is printed and moves nothing.
+    fn shown_in_row(&self, c: &Compare, row: &[PrintedLine]) -> Option<String> {
+        let members: Vec<&String> = std::iter::once(&c.baseline).chain(&c.candidates).collect();
+        let given: Vec<usize> = members
+            .iter()
+            .map(|m| self.numbers_given(m, &c.baseline, &c.workload, row))
+            .collect();
+        let most = *given.iter().max()?;
+        let mut ahead = members.iter().zip(&given).filter(|(_, g)| **g == most);
+        let (winner, _) = ahead.next()?;
+        if most == 0 || ahead.next().is_some() {
+            return None;
+        }
+        let on: Vec<(String, String)> = c
+            .candidates
+            .iter()
+            .map(|m| (m.clone(), c.workload.clone()))
+            .collect();
+        (self.best(&on, &c.workload).as_ref() != Some(*winner)).then(|| (*winner).clone())
     }
 
     /// The box: the GPUs the page states, else the most any step uses.
