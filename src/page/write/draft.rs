@@ -1495,12 +1495,20 @@ impl<'p> Builder<'p> {
             let optimized = optimized.or_else(|| {
                 let (c, delta) = compare.zip(row_delta.as_ref())?;
                 let gives = |m: &[String]| self.gives(&c.baseline, m, &c.workload, delta);
-                if self.draft.latency || credits_conclusion || gives(&c.candidates) {
+                // `+0.00%` that no candidate gains: the baseline stayed the best
+                // (a latency study's gain is a speed-up, which `gives` does not weigh).
+                let zero = delta.trim_start_matches(['+', '-']).trim_end_matches('%');
+                let zero = zero.parse::<f64>().is_ok_and(|z| z == 0.0);
+                if credits_conclusion {
                     return None;
                 }
-                // `+0.00%` that no candidate gains: the baseline stayed the best.
-                let zero = delta.trim_start_matches(['+', '-']).trim_end_matches('%');
-                if zero.parse::<f64>().is_ok_and(|z| z == 0.0) {
+                if self.draft.latency {
+                    return zero.then(|| c.baseline.clone());
+                }
+                if gives(&c.candidates) {
+                    return None;
+                }
+                if zero {
                     return Some(c.baseline.clone());
                 }
                 let mut giving = c.candidates.iter().filter(|m| gives(&[(*m).clone()]));
