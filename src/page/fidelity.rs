@@ -599,9 +599,17 @@ fn profiles_page() -> String {
         format!(
             "#### {case}\n\n- Baseline Backend Parameters:\n{}\n{}\n- Optimized Backend Parameters:\n{}\n{}\n",
             admonition_less_params("--max-model-len=32768"),
-            admonition("Baseline benchmark result", "", &profile_block(base.0, base.1)),
+            admonition(
+                "Baseline benchmark result",
+                "",
+                &profile_block(base.0, base.1)
+            ),
             admonition_less_params("--max-model-len=32768\n--enable-prefix-caching"),
-            admonition("Optimized benchmark result", "", &profile_block(opt.0, opt.1)),
+            admonition(
+                "Optimized benchmark result",
+                "",
+                &profile_block(opt.0, opt.1)
+            ),
         )
     };
     format!(

@@ -1736,7 +1736,13 @@ impl<'p> Builder<'p> {
     /// How many of a summary row's printed numbers `member`'s block gives at
     /// their rounding: the numbers its Optimized column shows, and each
     /// change against `baseline`.
-    fn numbers_given(&self, member: &str, baseline: &str, workload: &str, row: &[PrintedLine]) -> usize {
+    fn numbers_given(
+        &self,
+        member: &str,
+        baseline: &str,
+        workload: &str,
+        row: &[PrintedLine],
+    ) -> usize {
         let latency = self.draft.latency;
         let value = |m: &str, metric| self.block_number(m, workload, metric);
         row.iter()
@@ -1753,13 +1759,25 @@ impl<'p> Builder<'p> {
                 let number_given = line.number().is_some_and(|(n, _, _)| {
                     value(member, metric).is_some_and(|v| n.format(v) == n.format(n.value))
                 });
-                let change_given = match (line.change(), value(member, metric), value(baseline, metric)) {
+                let change_given = match (
+                    line.change(),
+                    value(member, metric),
+                    value(baseline, metric),
+                ) {
                     (Some(Quantity::Delta { pct, .. }), Some(m), Some(b)) => {
-                        let gain = if metric == CellMetric::TotalTps { m / b } else { b / m };
+                        let gain = if metric == CellMetric::TotalTps {
+                            m / b
+                        } else {
+                            b / m
+                        };
                         pct.format((gain - 1.0) * 100.0) == pct.format(pct.value)
                     }
                     (Some(Quantity::Ratio { ratio, slower }), Some(m), Some(b)) => {
-                        let faster = if metric == CellMetric::TotalTps { m / b } else { b / m };
+                        let faster = if metric == CellMetric::TotalTps {
+                            m / b
+                        } else {
+                            b / m
+                        };
                         let r = if *slower { 1.0 / faster } else { faster };
                         ratio.format(r) == ratio.format(ratio.value)
                     }
