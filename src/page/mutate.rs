@@ -5,7 +5,7 @@
 //! give exactly one new ⚠, at that number.
 //!
 //! A short run is part of `cargo test` (one mutant per page and kind); a
-//! long one is `PERFPIPE_PAGE_MUTANTS=30 cargo test --lib page::mutate`
+//! long one is `PERFPIPE_PAGE_MUTANTS=20 cargo test --lib page::mutate`
 //! (mutants per page and kind, each from its own seed).
 
 use std::path::Path;
