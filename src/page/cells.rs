@@ -124,6 +124,8 @@ mod tests {
         );
         assert_eq!(printed_delta("-"), None);
         assert_eq!(delta_decimals("x <span>(1.23x faster)</span>"), Some(2));
+        assert_eq!(format_delta(47.06, "+47.1%"), "+47.1%");
+        assert_eq!(format_delta(-0.4, "-0.4%"), "-0.4%");
     }
 
     #[test]
