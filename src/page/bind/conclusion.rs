@@ -99,7 +99,6 @@ impl Builder<'_> {
             }
         }
         // Replicas ("7081.34x2") and numbers only the table shows.
-        let guidellm = self.guidellm;
         for row in table.value.iter().skip(1) {
             let cells = &row.value;
             if cells.len() < 3 {
@@ -127,7 +126,7 @@ impl Builder<'_> {
                 {
                     self.draft.steps[side].replicas = *replicas;
                 }
-                self.conclusion_numbers(side, w, cell, row.line, guidellm);
+                self.conclusion_numbers(side, w, cell, row.line);
             }
         }
         let header = table
@@ -204,19 +203,9 @@ impl Builder<'_> {
 
     /// The conclusion cell's numbers for a step on a workload: an
     /// expectation where no block shows them, a TODO where a block differs.
-    pub(super) fn conclusion_numbers(
-        &mut self,
-        step: usize,
-        w: usize,
-        cell: &str,
-        line: usize,
-        guidellm: bool,
-    ) {
-        let (tps_name, tpot_name) = if guidellm {
-            ("tokens_per_second_mean", "time_per_output_token_ms_mean")
-        } else {
-            ("total_token_throughput", "mean_tpot_ms")
-        };
+    pub(super) fn conclusion_numbers(&mut self, step: usize, w: usize, cell: &str, line: usize) {
+        let set = self.metric_set();
+        let (tps_name, tpot_name) = (set.tps(), set.tpot());
         let mut shown = Vec::new();
         if let Some((tps, _)) = cell_number(cell, "Total TPS:") {
             shown.push((tps_name.to_owned(), tps));

@@ -9,6 +9,14 @@ use crate::page::cells::{cell_number, strip_bold};
 use crate::page::command::{Serving, engine_named, flags, serving};
 use crate::page::model::{At, Config, Outcome, Page, Role};
 
+/// Where the page prints an outcome: in a section, or as a side of "Other
+/// Benchmark Cases".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PrintedIn {
+    Section,
+    OtherCases,
+}
+
 impl Builder<'_> {
     /// The experiment's model: the first configuration's.
     pub(super) fn base_model(&self) -> String {
@@ -139,7 +147,7 @@ impl Builder<'_> {
             for &w in &failing {
                 let name = &self.draft.workloads[w].name;
                 if !self.draft.steps[step].workloads.contains(name) {
-                    self.expect(step, w, None, &failure);
+                    self.expect(step, w, None, &failure, PrintedIn::Section);
                 }
             }
         }
@@ -274,11 +282,14 @@ impl Builder<'_> {
                     .comments
                     .push("TODO: the page prints no result for this configuration".into());
             }
-            self.role_outcome = config.role.is_some();
+            let printed_in = if config.role.is_some() {
+                PrintedIn::OtherCases
+            } else {
+                PrintedIn::Section
+            };
             for (w, outcome) in plain {
-                self.expect(step, w, None, outcome);
+                self.expect(step, w, None, outcome, printed_in);
             }
-            self.role_outcome = false;
             if let Some(r) = config.role {
                 self.mark_role(step, r);
             }
@@ -317,7 +328,7 @@ impl Builder<'_> {
             self.note(step, &command, role);
             for ((label, w, outcome), (_, f)) in variants.iter().zip(&sets) {
                 let at = f[0].1.clone();
-                self.expect(step, *w, at, outcome);
+                self.expect(step, *w, at, outcome, PrintedIn::Section);
                 let _ = label;
             }
         } else {
@@ -341,7 +352,7 @@ impl Builder<'_> {
                         "TODO: the page labels a block \"# {label}\" under this script without saying which flags it sets; the script's flags are used"
                     ));
                 }
-                self.expect(step, *w, None, outcome);
+                self.expect(step, *w, None, outcome, PrintedIn::Section);
             }
         }
     }
@@ -370,11 +381,7 @@ impl Builder<'_> {
             return None;
         }
         let table = self.page.conclusion.as_ref()?;
-        let metric = if self.guidellm {
-            "tokens_per_second_mean"
-        } else {
-            "total_token_throughput"
-        };
+        let metric = self.metric_set().tps();
         for row in table.value.iter().skip(1) {
             let case = strip_bold(row.value.first()?);
             let Some(w) = self.draft.workloads.iter().find(|w| w.title == case) else {
@@ -517,13 +524,16 @@ impl Builder<'_> {
         i
     }
 
-    /// One outcome as an expectation of a step on a workload.
+    /// One outcome as an expectation of a step on a workload; where the
+    /// run already has another result, the one `printed_in` "Other
+    /// Benchmark Cases" (what the conclusion prints) is kept, else the first.
     pub(super) fn expect(
         &mut self,
         step: usize,
         workload: usize,
         at: Option<String>,
         outcome: &Outcome,
+        printed_in: PrintedIn,
     ) {
         let w = self.draft.workloads[workload].name.clone();
         let (kind, label, line) = match outcome {
@@ -553,7 +563,7 @@ impl Builder<'_> {
             None => format!("page line {line}"),
         }];
         if let Some(have) = s.expects.iter_mut().find(|e| e.workload == w && e.at == at) {
-            if have.kind != kind && self.role_outcome {
+            if have.kind != kind && printed_in == PrintedIn::OtherCases {
                 // "Other Benchmark Cases" is what the conclusion prints.
                 let first = have.comments.first().cloned().unwrap_or_default();
                 have.comments = comments;

@@ -18,6 +18,7 @@ pub(super) mod workloads;
 
 use std::collections::BTreeMap;
 
+use crate::metrics::MetricSet;
 use crate::page::model::Page;
 use workloads::{Workload, slug};
 
@@ -180,8 +181,6 @@ pub(super) struct Builder<'p> {
     ids: BTreeMap<Identity, usize>,
     baseline_step: Option<usize>,
     optimized_step: Option<usize>,
-    /// Whether the outcome being added is of an "Other Benchmark Cases" side.
-    role_outcome: bool,
     guidellm: bool,
     ascend: bool,
 }
@@ -193,7 +192,6 @@ pub fn draft(page: &Page) -> Draft {
         ids: BTreeMap::new(),
         baseline_step: None,
         optimized_step: None,
-        role_outcome: false,
         guidellm: !page.profiles.is_empty(),
         ascend: false,
     };
@@ -211,6 +209,18 @@ pub fn draft(page: &Page) -> Draft {
         g.steps.dedup();
     }
     draft
+}
+
+impl Builder<'_> {
+    /// Whose definitions the page's blocks follow: guidellm's where the
+    /// page runs benchmark profiles, else `vllm bench serve`'s.
+    fn metric_set(&self) -> MetricSet {
+        if self.guidellm {
+            MetricSet::Guidellm
+        } else {
+            MetricSet::Vllm
+        }
+    }
 }
 
 /// The step's instances: its name, or a sweep's `<name>-<value>`s.
