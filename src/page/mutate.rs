@@ -566,7 +566,7 @@ fn sentence_for_another_pair(page: &str, rng: &mut Rng) -> Option<String> {
         let slots = numbers_outside_names(sentence);
         // Each compared metric prints four numbers: the two, their
         // difference, and its share of the second (%) or their ratio.
-        if slots.is_empty() || slots.len() % 4 != 0 {
+        if slots.is_empty() || !slots.len().is_multiple_of(4) {
             return None;
         }
         let text = |(s, e): (usize, usize)| &sentence[s..e];
