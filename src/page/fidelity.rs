@@ -288,6 +288,60 @@ fn the_baseline_can_be_the_winner_of_a_summary_row() {
     }
 }
 
+/// A summary row is bound to the configuration most of its printed numbers
+/// are, not by comparing its cells' text: a row that prints the baseline
+/// against itself (`+0.00%`) with one misprinted number is still the
+/// baseline's, and only that number is flagged.
+#[test]
+fn a_summary_row_is_the_configuration_most_of_its_numbers_are() {
+    let sections = format!(
+        "### 1. Choosing the Inference Engine\n\n{}\n### 2. Chunked Prefill\n\n{}\n",
+        config("vLLM", "vllm serve Qwen/Qwen3-8B", &block(1000.0, 100.0)),
+        config(
+            "Chunked",
+            "vllm serve Qwen/Qwen3-8B --enable-chunked-prefill",
+            &block(900.0, 110.0)
+        ),
+    );
+    let green = |t: &str| format!("<span style=\"background-color:lightgreen;\">{t}</span>");
+    let table = |optimized: &str| {
+        format!(
+            "| Benchmark Cases | Optimized | Baseline |\n|---|---|---|\n| Chunked Prefill | Total TPS: {optimized} {}<br>Mean TPOT(ms): 100.00 | Total TPS: 1000.00<br>Mean TPOT(ms): 100.00 |",
+            green("(+0.00%)")
+        )
+    };
+    let page = |optimized| {
+        page(
+            "A single NVIDIA A100 SXM GPU.",
+            "vllm serve Qwen/Qwen3-8B",
+            &sections,
+            "",
+            &table(optimized),
+        )
+    };
+    let (kdl, _) = reproduce(&page("1000.00"));
+    assert!(
+        kdl.contains("summary \"Chunked Prefill\" optimized=vllm"),
+        "{kdl}"
+    );
+    let (kdl, reproduced) = reproduce(&page("1100.00"));
+    assert!(
+        kdl.contains("summary \"Chunked Prefill\" optimized=vllm"),
+        "{kdl}"
+    );
+    let flagged: Vec<&str> = reproduced
+        .findings
+        .iter()
+        .map(|f| f.printed.as_str())
+        .collect();
+    assert_eq!(
+        flagged,
+        ["Total TPS: 1100.00"],
+        "{:?}",
+        places(&reproduced.findings)
+    );
+}
+
 /// Class 6: a caption line inside a result's fence (no `#`) is the block's
 /// caption; a line that cannot be placed becomes a TODO quoting it, and
 /// `init` goes on.
@@ -484,6 +538,214 @@ fn the_engine_selection_baseline_is_not_the_first_printed() {
     assert!(
         kdl.contains("compare \"Engine Selection\" baseline=vllm "),
         "{kdl}"
+    );
+    assert!(page.findings.is_empty(), "{:?}", places(&page.findings));
+}
+
+/// A result block of the newer pages (GPUStack's guidellm runner), its
+/// other numbers derived from the two the tests compare.
+fn profile_block(tps: f64, tpot: f64) -> String {
+    format!(
+        "============ Serving Benchmark Result ============
+Successful requests:                     1000
+Maximum request concurrency:             512
+Benchmark duration (s):                  100.00
+Total input tokens:                      200000
+Total generated tokens:                  200000
+Request throughput (req/s):              10.00
+Output token throughput (tok/s):         {out:.2}
+Peak output token throughput (tok/s):    4000.00
+Peak concurrent requests:                512.00
+Total Token throughput (tok/s):          {tps:.2}
+----------------------Latency---------------------
+Mean Latency(s):                          30.00
+Median Latency(s):                        27.00
+P95 Latency(s):                           60.00
+P99 Latency(s):                           65.00
+---------------Time to First Token----------------
+Mean TTFT (ms):                          1000.00
+Median TTFT (ms):                        900.00
+P95 TTFT (ms):                           2500.00
+P99 TTFT (ms):                           3000.00
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          {tpot:.2}
+Median TPOT (ms):                        {tpot:.2}
+P95 TPOT (ms):                           {p99:.2}
+P99 TPOT (ms):                           {p99:.2}
+---------------Inter-token Latency----------------
+Mean ITL (ms):                           {tpot:.2}
+Median ITL (ms):                         {tpot:.2}
+P95 ITL (ms):                            {p99:.2}
+P99 ITL (ms):                            {p99:.2}
+==================================================",
+        out = tps / 2.0,
+        p99 = tpot * 2.0,
+    )
+}
+
+/// A newer-era page (benchmark profiles, "Profile:" lines) of
+/// `Qwen/Qwen3-8B`: its sections run on the profile `Mixed` (ShareGPT
+/// data, but not named so) and its conclusion labels carry descriptions.
+fn profiles_page() -> String {
+    let green = |t: &str| format!("<span style=\"background-color:lightgreen;\">{t}</span>");
+    let configuration = |label: &str, flags: &str, tps: f64, tpot: f64| {
+        let params = admonition_less_params(flags);
+        format!(
+            "{label}\n- Profile: `Mixed`\n{params}\n{}\n",
+            admonition("Benchmark result", "", &profile_block(tps, tpot))
+        )
+    };
+    let other = |case: &str, base: (f64, f64), opt: (f64, f64)| {
+        format!(
+            "#### {case}\n\n- Baseline Backend Parameters:\n{}\n{}\n- Optimized Backend Parameters:\n{}\n{}\n",
+            admonition_less_params("--max-model-len=32768"),
+            admonition(
+                "Baseline benchmark result",
+                "",
+                &profile_block(base.0, base.1)
+            ),
+            admonition_less_params("--max-model-len=32768\n--enable-prefix-caching"),
+            admonition(
+                "Optimized benchmark result",
+                "",
+                &profile_block(opt.0, opt.1)
+            ),
+        )
+    };
+    format!(
+        "# Optimizing Qwen3-8B Throughput
+
+## Conclusion
+
+Recommended configuration for optimizing throughput of Qwen3-8B on NVIDIA H100:
+
+???+ tip \"Serving Command\"
+    ```bash
+    vllm serve Qwen/Qwen3-8B \\
+        --max-model-len=32768 \\
+        --enable-prefix-caching
+    ```
+
+Comparison of benchmark results before and after optimization:
+
+| Benchmark Case | baseline (vLLM without any optimizations) | Optimized |
+|----------|-------------------------------------------|-----------|
+| **Mixed: chat and code (the target)** | Total TPS: 1000.00<br>Mean TPOT(ms): 100.00 | Total TPS: 1200.00 {}<br>Mean TPOT(ms): 90.00 |
+| **Small Context (2K in / 256 out)** | Total TPS: 3000.00<br>Mean TPOT(ms): 20.00 | Total TPS: 3300.00 {}<br>Mean TPOT(ms): 18.00 |
+
+## Experimental Setup
+
+### Model
+
+- Qwen/Qwen3-8B
+
+### Hardware
+
+NVIDIA H100
+
+### Engine Version
+
+- vLLM v0.17.1
+
+### Benchmark Method
+
+GPUStack's benchmark implementation is built on top of guidellm.
+
+#### Benchmark Profiles
+
+##### Mixed
+
+```yaml
+dataset_name: ShareGPT
+request_rate: 1000
+total_requests: 1000
+```
+
+##### Small Context
+
+```yaml
+dataset_name: Random
+dataset_input_tokens: 2000
+dataset_output_tokens: 256
+dataset_seed: 42
+request_rate: 1000
+total_requests: 1000
+```
+
+## Experiment Results
+
+### Baseline of the Inference Engine
+
+{}
+### Prefix Cache
+
+{}
+### Summary of Optimization Options
+
+| Benchmark Cases | Optimized | Baseline |
+| --- | --- | --- |
+| Prefix Cache | Total TPS: 1200.00 {}<br>Mean TPOT(ms): 90.00 | Total TPS: 1000.00<br>Mean TPOT(ms): 100.00 |
+
+### Other Benchmark Cases
+
+{}
+{}",
+        green("(+20.00%)"),
+        green("(+10.00%)"),
+        configuration("#### vLLM\n", "--max-model-len=32768", 1000.0, 100.0),
+        configuration("", "--max-model-len=32768\n--enable-prefix-caching", 1200.0, 90.0),
+        green("(+20.00%)"),
+        other("Mixed", (1000.0, 100.0), (1200.0, 90.0)),
+        other("Small Context", (3000.0, 20.0), (3300.0, 18.0)),
+    )
+}
+
+/// "- Backend Parameters:" and its flags in a bash fence, as the newer pages print them.
+fn admonition_less_params(flags: &str) -> String {
+    let mut out = "- Backend Parameters:\n  ```bash\n".to_owned();
+    for f in flags.lines() {
+        out.push_str(&format!("  {f}\n"));
+    }
+    out.push_str("  ```\n");
+    out
+}
+
+/// Class 4: the studied workload is whatever the sections ran: sections on
+/// the named profile `Mixed` bind the conclusion's `Mixed: … (the target)`
+/// row to their blocks, and a label with a description (`Small Context (2K
+/// in / 256 out)`) is its profile's row; no row is dropped, each title is
+/// kept as printed, and nothing is flagged.
+#[test]
+fn sections_on_a_named_profile_and_described_labels_bind_their_rows() {
+    let text = profiles_page();
+    let (kdl, spec) = experiment(&text);
+    assert!(!kdl.contains("unbound"), "{kdl}");
+    let conclusion = spec.conclusion.as_ref().expect("a conclusion");
+    let cases: Vec<&str> = conclusion
+        .printed
+        .cases
+        .iter()
+        .map(|c| c.workload.as_str())
+        .collect();
+    let sections = spec.comparisons[0].workload.clone();
+    assert_eq!(cases.len(), 2, "{kdl}");
+    assert_eq!(cases[0], sections, "{kdl}");
+    assert_ne!(cases[1], sections, "{kdl}");
+    let (_, page) = reproduce(&text);
+    let rows: Vec<&str> = page
+        .conclusion
+        .as_ref()
+        .expect("the page's conclusion")
+        .rows
+        .iter()
+        .map(|r| r.case.as_str())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "Mixed: chat and code (the target)",
+            "Small Context (2K in / 256 out)"
+        ]
     );
     assert!(page.findings.is_empty(), "{:?}", places(&page.findings));
 }

@@ -1,14 +1,22 @@
 //! A published study page (markdown, as the GPUStack performance lab
 //! publishes it) → the experiment a careful user writes. (pure)
 //!
+//! A pipeline, each stage pure:
+//!
 //! ```text
-//! markdown  (page → elements with lines, pulldown-cmark)   markdown.rs
-//! read      (elements → typed page)                        read.rs, results.rs, command.rs
-//! write     (page → experiment KDL, deterministic)         write/
+//! markdown  page → elements with lines (pulldown-cmark)          markdown.rs
+//! read      elements → typed page                                read.rs, results.rs, command.rs, model.rs
+//! cells     the page's printed numbers: table cells, deltas     cells.rs (spec::printed keeps them in the experiment)
+//! bind      numbers → the configurations, workloads, sections    bind/
+//!           and cases that printed them (every decision)
+//! write     the bound page → experiment KDL, deterministic       write/
+//! check     every printed number computed again from the blocks  analyze::page (report --published)
 //! ```
 //!
 //! `perfpipe init --from-page` is [`init`]; the CLI only writes the file.
 
+mod bind;
+mod cells;
 mod command;
 #[cfg(test)]
 mod fidelity;

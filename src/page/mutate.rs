@@ -5,7 +5,7 @@
 //! give exactly one new ⚠, at that number.
 //!
 //! A short run is part of `cargo test` (one mutant per page and kind); a
-//! long one is `PERFPIPE_PAGE_MUTANTS=30 cargo test --lib page::mutate`
+//! long one is `PERFPIPE_PAGE_MUTANTS=20 cargo test --lib page::mutate`
 //! (mutants per page and kind, each from its own seed).
 
 use std::path::Path;
@@ -432,6 +432,185 @@ fn break_a_summary_number(page: &str, rng: &mut Rng) -> Option<(String, String)>
     Some((out.join("\n"), new))
 }
 
+/// The titles of the summary rows whose section's best candidate does not
+/// beat its baseline (by the page's own blocks): where the page could as
+/// well have printed the baseline against itself.
+fn rows_the_baseline_wins(page: &str) -> Vec<String> {
+    let Ok(generated) = super::init(page) else {
+        return Vec::new();
+    };
+    let Ok(spec) = crate::spec::parse(&crate::spec::SourceFile {
+        name: "e.kdl".into(),
+        text: generated.kdl,
+    }) else {
+        return Vec::new();
+    };
+    crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec))
+        .summary
+        .into_iter()
+        .filter(|r| r.data.as_ref().is_some_and(|g| g.pct <= 0.0))
+        .map(|r| r.title)
+        .collect()
+}
+
+/// The cells of a table row, without the outer bars.
+fn row_cells(line: &str) -> Vec<String> {
+    let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.split('|').map(|c| c.trim().to_owned()).collect()
+}
+
+fn green(text: &str) -> String {
+    format!("<span style=\"background-color:lightgreen;\">{text}</span>")
+}
+
+/// The decimals of the first delta a table prints (`+47.1%`: 1), else 2.
+fn delta_decimals(lines: &[&str], rows: &[usize]) -> usize {
+    rows.iter()
+        .flat_map(|&i| lines[i].split(['+', '-']).skip(1))
+        .find_map(|rest| {
+            let number = rest.split('%').next()?;
+            number.parse::<f64>().ok()?;
+            Some(number.split_once('.').map_or(0, |(_, f)| f.len()))
+        })
+        .unwrap_or(2)
+}
+
+/// The baseline made the best of a section: a summary row whose section's
+/// candidates do not beat the baseline printed as the baseline against
+/// itself (`+0.00%`; in the Optimized/Baseline layout the baseline's
+/// numbers with `(+0.00%)` or "1.00x faster"), as a page does when the
+/// option was tried and the baseline stayed.
+fn baseline_made_best(page: &str, rng: &mut Rng) -> Option<String> {
+    let lines: Vec<&str> = page.split('\n').collect();
+    let rows = summary_rows(&lines);
+    let header = row_cells(lines[rows.first()?.checked_sub(2)?]);
+    let column = |name: &str| header.iter().position(|h| h.to_lowercase().contains(name));
+    let title = column("group").unwrap_or(0);
+    let decimals = delta_decimals(&lines, &rows);
+    let zero = format!("+{:.decimals$}%", 0.0);
+    let winners = rows_the_baseline_wins(page);
+    let rewritten: Vec<(usize, String)> = rows
+        .iter()
+        .filter_map(|&i| {
+            let mut cells = row_cells(lines[i]);
+            if !winners.contains(cells.get(title)?) {
+                return None;
+            }
+            if let Some(c) = column("improvement") {
+                *cells.get_mut(c)? = green(&zero);
+            } else {
+                let (o, b) = (column("optimized")?, column("baseline")?);
+                let mut shown = cells.get(b)?.clone();
+                match column("comparison") {
+                    Some(c) => *cells.get_mut(c)? = green("(1.00x faster)"),
+                    None => {
+                        let first = shown.find("<br>").unwrap_or(shown.len());
+                        shown.insert_str(first, &format!(" {}", green(&format!("({zero})"))));
+                    }
+                }
+                *cells.get_mut(o)? = shown;
+            }
+            let line = format!("| {} |", cells.join(" | "));
+            (line != lines[i]).then_some((i, line))
+        })
+        .collect();
+    let (i, line) = pick(&rewritten, rng)?;
+    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    out[*i] = line.clone();
+    Some(out.join("\n"))
+}
+
+/// The numbers of a text outside its backquoted names: (start, end) of each.
+fn numbers_outside_names(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut quoted = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c == b'`' {
+            quoted = !quoted;
+        }
+        let starts = c.is_ascii_digit() && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric());
+        if quoted || !starts {
+            i += 1;
+            continue;
+        }
+        let mut end = i;
+        while end < bytes.len()
+            && (bytes[end].is_ascii_digit()
+                || ((bytes[end] == b'.' || bytes[end] == b',')
+                    && bytes.get(end + 1).is_some_and(u8::is_ascii_digit)))
+        {
+            end += 1;
+        }
+        out.push((i, end));
+        i = end;
+    }
+    out
+}
+
+/// A "Summary:" sentence rewritten to compare the section's other pair
+/// (its two configurations the other way round: "`SGLang` Total TPS =
+/// 4995.66, `vLLM` Total TPS = 9632.01. `SGLang` is slower by 4,636.35
+/// tok/s (48.1%); …"), each share of the second recomputed from the
+/// numbers (the blocks' own, as printed) and rounded as the page rounded it.
+fn sentence_for_another_pair(page: &str, rng: &mut Rng) -> Option<String> {
+    replace_a_line(page, rng, |l| {
+        let sentence = l.strip_prefix("- Summary: ")?;
+        let names: Vec<&str> = sentence.split('`').skip(1).step_by(2).collect();
+        let (a, b) = (*names.first()?, *names.get(1)?);
+        if names.iter().any(|n| *n != a && *n != b) || a == b {
+            return None;
+        }
+        let slots = numbers_outside_names(sentence);
+        // Each compared metric prints four numbers: the two, their
+        // difference, and its share of the second (%) or their ratio.
+        if slots.is_empty() || !slots.len().is_multiple_of(4) {
+            return None;
+        }
+        let text = |(s, e): (usize, usize)| &sentence[s..e];
+        let value = |slot| text(slot).replace(',', "").parse::<f64>().ok();
+        let mut replacement: Vec<String> = slots.iter().map(|&s| text(s).to_owned()).collect();
+        for group in (0..slots.len()).step_by(4) {
+            let (x, y) = (value(slots[group])?, value(slots[group + 1])?);
+            replacement.swap(group, group + 1);
+            let share = slots[group + 3];
+            if sentence[share.1..].starts_with('%') {
+                let decimals = text(share).split_once('.').map_or(0, |(_, f)| f.len());
+                replacement[group + 3] = format!("{:.decimals$}", (x - y).abs() / x * 100.0);
+            }
+        }
+        let mut numbers_done = String::new();
+        let mut at = 0;
+        for (slot, new) in slots.iter().zip(&replacement) {
+            numbers_done.push_str(&sentence[at..slot.0]);
+            numbers_done.push_str(new);
+            at = slot.1;
+        }
+        numbers_done.push_str(&sentence[at..]);
+        // The names and the words of direction swap with the order.
+        let swapped: String = numbers_done
+            .split('`')
+            .enumerate()
+            .map(|(i, part)| match (i % 2, part) {
+                (1, n) if n == a => b.to_owned(),
+                (1, n) if n == b => a.to_owned(),
+                (1, n) => n.to_owned(),
+                (_, words) => words
+                    .replace("faster", "\u{0}")
+                    .replace("slower", "faster")
+                    .replace('\u{0}', "slower")
+                    .replace("reduced", "\u{0}")
+                    .replace("increased", "reduced")
+                    .replace('\u{0}', "increased"),
+            })
+            .collect::<Vec<_>>()
+            .join("`");
+        (swapped != sentence).then(|| format!("- Summary: {swapped}"))
+    })
+}
+
 type Breaking = fn(&str, &mut Rng) -> Option<(String, String)>;
 
 const BREAKING: [(&str, Breaking); 3] = [
@@ -440,7 +619,7 @@ const BREAKING: [(&str, Breaking); 3] = [
     ("summary number", break_a_summary_number),
 ];
 
-const PRESERVING: [(&str, Mutation); 7] = [
+const PRESERVING: [(&str, Mutation); 9] = [
     ("size spelling", size_spelling),
     ("caption in a fence", caption_in_fence),
     ("GPU count spelling", gpu_count_spelling),
@@ -448,6 +627,8 @@ const PRESERVING: [(&str, Mutation); 7] = [
     ("configuration renamed", rename_a_configuration),
     ("configurations reordered", reorder_configurations),
     ("profile renamed", rename_the_profile),
+    ("baseline made best", baseline_made_best),
+    ("sentence for another pair", sentence_for_another_pair),
 ];
 
 /// Flags of `after` that `before` lacks (multiset difference).

@@ -1,14 +1,10 @@
 //! The typed page → the experiment's KDL text, deterministic (the same page
 //! gives the same bytes) and in the style of the hand-written experiments.
 //!
-//! [`draft`] makes every decision (names, workloads, steps, comparisons);
-//! [`render`] only prints them.
+//! [`super::bind`] makes every decision (names, workloads, steps,
+//! comparisons); [`render`] only prints them.
 
-mod cells;
-mod draft;
-mod hardware;
 mod render;
-mod workloads;
 
 use super::model::Page;
 
@@ -33,7 +29,7 @@ impl Generated {
 
 /// The experiment for `page`.
 pub fn write(page: &Page) -> Generated {
-    let draft = draft::draft(page);
+    let draft = super::bind::draft(page);
     let kdl = render::render(&draft);
     Generated {
         name: draft.name.clone(),

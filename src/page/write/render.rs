@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::draft::{Draft, ExpectKind, Step};
+use crate::page::bind::workloads::Workload;
+use crate::page::bind::{Draft, ExpectKind, Step};
 
 pub use crate::kdl_string::quote;
 
@@ -120,7 +121,7 @@ pub fn render(d: &Draft) -> String {
             );
         }
         o.line(1, &format!("workload {} {{", w.name));
-        for l in w.body() {
+        for l in workload_body(w) {
             o.line(2, &l);
         }
         o.line(1, "}");
@@ -336,4 +337,37 @@ fn step(o: &mut Out, s: &Step) {
         }
     }
     o.line(1, "}");
+}
+
+const SHAREGPT: &str = r#"dataset sharegpt path="datasets/ShareGPT_V3_unfiltered_cleaned_split.json" sample="datasets/sharegpt-sample.json""#;
+
+/// A workload's children, one a line.
+fn workload_body(w: &Workload) -> Vec<String> {
+    let mut out = vec![format!("title {}", quote(&w.title))];
+    if w.sharegpt {
+        let conversion = if w.guidellm {
+            r#" conversion="benchmark-runner""#
+        } else {
+            ""
+        };
+        out.push(format!("{SHAREGPT}{conversion}"));
+    } else {
+        let seed = w.seed.map(|s| format!(" seed={s}")).unwrap_or_default();
+        out.push(format!(
+            "dataset random input={} output={}{seed}",
+            w.input.unwrap_or(0),
+            w.output.unwrap_or(0)
+        ));
+    }
+    out.push(format!("prompts {}", w.prompts.unwrap_or(1000)));
+    if let Some(rate) = &w.rate {
+        out.push(format!("rate {rate}"));
+    }
+    if w.guidellm {
+        out.push("arrival constant".into());
+    }
+    if let Some(c) = w.concurrency {
+        out.push(format!("concurrency {c}"));
+    }
+    out
 }

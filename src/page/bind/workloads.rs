@@ -3,8 +3,6 @@
 
 use crate::page::model::Page;
 
-const SHAREGPT: &str = r#"dataset sharegpt path="datasets/ShareGPT_V3_unfiltered_cleaned_split.json" sample="datasets/sharegpt-sample.json""#;
-
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Workload {
     pub name: String,
@@ -23,39 +21,6 @@ pub struct Workload {
     pub profile: Option<String>,
     /// Where the prompts were read from when no command states them.
     pub prompts_from_blocks: bool,
-}
-
-impl Workload {
-    /// The workload's children, one a line.
-    pub fn body(&self) -> Vec<String> {
-        let mut out = vec![format!("title {}", super::render::quote(&self.title))];
-        if self.sharegpt {
-            let conversion = if self.guidellm {
-                r#" conversion="benchmark-runner""#
-            } else {
-                ""
-            };
-            out.push(format!("{SHAREGPT}{conversion}"));
-        } else {
-            let seed = self.seed.map(|s| format!(" seed={s}")).unwrap_or_default();
-            out.push(format!(
-                "dataset random input={} output={}{seed}",
-                self.input.unwrap_or(0),
-                self.output.unwrap_or(0)
-            ));
-        }
-        out.push(format!("prompts {}", self.prompts.unwrap_or(1000)));
-        if let Some(rate) = &self.rate {
-            out.push(format!("rate {rate}"));
-        }
-        if self.guidellm {
-            out.push("arrival constant".into());
-        }
-        if let Some(c) = self.concurrency {
-            out.push(format!("concurrency {c}"));
-        }
-        out
-    }
 }
 
 /// The workloads of a page, in the order of its conclusion table.
