@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
 # Measures the built-in load generator itself (issue "built-in load generator"):
-#   1. ceiling: 256 and 1000 concurrent streams against a server that emits
-#      tokens as fast as it can (one core for the server, one for the client);
-#   2. accuracy: 512 streams opened at once against a server that holds TTFT at
-#      200 ms and the gap between tokens at 20 ms, measured by perfpipe and by a
-#      bare hyper client (examples/bare_client.rs) in the same run, side by side;
-#   3. memory: peak RSS of 12,000 requests at 1000 streams;
+#   1. ceiling: 256 and 1000 concurrent streams (ISL 128, OSL 1024,
+#      `/v1/completions`) against a neutral fast server (examples/fast_server.rs:
+#      one thread, one SSE chunk per token, zero delays), `perfpipe bench` and
+#      a bare hyper client (examples/bare_client.rs) one after the other against
+#      the same server; each case prints their output tok/s and the ratio;
+#      then 256 streams with each event an HTTP chunk of its own;
+#   2. accuracy: the same server holding TTFT at 200 ms and the gap between
+#      tokens at 20 ms (OSL 256, three waves of requests) at 64 and 512
+#      streams: each client's mean TTFT and the difference; then the simulated
+#      engine's stamping server (probe=1) at 512 streams, which splits the
+#      TTFT's error into the way there and the way back;
+#   3. memory: peak RSS of 12,000 requests at 1000 streams (target < 200 MiB);
 #   4. connections: at `--max-concurrency 64`, the most connections the server
 #      had established at once (one per stream: at most c);
 #   5. prompts: 12,000 random 128-token prompts built through a BPE tokenizer
 #      on every core, cold (an empty prompt cache) then warm (target: cold
 #      under 1 s on 2 cores): the shipped test BPE, and a model's
 #      tokenizer.json if PERFPIPE_BENCH_TOKENIZER names one.
-# Every case prints the time to build its prompts, the client's peak RSS and the most connections the
-# server side held at once (sampled with `ss` every 20 ms).
+# Every perfpipe case prints the time to build its prompts, the client's peak
+# RSS and the most connections the server side held at once (sampled with
+# `ss` every 20 ms). Server and client are pinned to a core each when
+# `taskset` exists; on a shared machine, repeat (PERFPIPE_BENCH_REPEAT=3 runs
+# each comparison three times, the clients alternating).
 # Usage: scripts/bench-harness.sh   (builds the `perf` profile first;
 #        PERFPIPE_BENCH_PROFILE=release builds and measures `--release`;
 #        PERFPIPE_BENCH_TOKENIZER=path/to/tokenizer.json adds that tokenizer)
@@ -21,11 +30,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/perfpipe-target}"
 profile="${PERFPIPE_BENCH_PROFILE:-perf}"
-cargo build --locked --profile "$profile" -q --bin perfpipe --example bare_client
+cargo build --locked --profile "$profile" -q --bin perfpipe --example bare_client --example fast_server
 dir="$CARGO_TARGET_DIR/$profile"
 [ "$profile" = dev ] && dir="$CARGO_TARGET_DIR/debug"
 bin="$dir/perfpipe"
 bare="$dir/examples/bare_client"
+fast="$dir/examples/fast_server"
+repeat="${PERFPIPE_BENCH_REPEAT:-1}"
 out=$(mktemp -d)
 # One core for the server, one for the client (taskset execs, so $! is the server).
 pin=(); command -v taskset >/dev/null && pin=(taskset -c)
@@ -36,6 +47,13 @@ serve() { # serve PORT TIMING
     server=$!
     for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.1; done
     echo "server on port $1 did not start" >&2; exit 1
+}
+
+serve_fast() { # serve_fast PORT TTFT_MS ITL_MS [--chunk-per-event]
+    "${pin[@]}" ${pin:+1} "$fast" "$@" >"$out/fast-$1.log" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.1; done
+    echo "fast server on port $1 did not start" >&2; exit 1
 }
 
 # The most connections established to PORT at once, sampled until PID ends.
@@ -69,12 +87,60 @@ bare() { # bare NAME PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN: the yard
     cat "$out/$1.log"
 }
 
+# compare NAME PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN: perfpipe
+# bench and the bare client against the same server, one after the other
+# (PERFPIPE_BENCH_REPEAT times); output tok/s, their ratio, mean TTFT and the
+# difference, so that a client slower or later than the yardstick shows here.
+compare() {
+    local name=$1 port=$2 n=$3 c=$4 isl=$5 osl=$6 i
+    for i in $(seq "$repeat"); do
+        echo "== $name ($i of $repeat): perfpipe bench, then the bare client"
+        "${pin[@]}" ${pin:+0} "$bin" bench --base-url "http://127.0.0.1:$port" --endpoint /v1/completions \
+            --backend openai --model bench-model --ignore-eos --percentile-metrics ttft,tpot,itl,e2el \
+            --metric-percentiles 50,99 --num-prompts "$n" --max-concurrency "$c" --random-input-len "$isl" \
+            --random-output-len "$osl" --disable-tqdm >"$out/$name-$i.log" 2>&1 || true
+        "${pin[@]}" ${pin:+0} "$bare" "$port" "$n" "$c" "$isl" "$osl" 0 --completions >"$out/$name-$i-bare.log" 2>&1 || true
+        grep -E "peak RSS|Failed|warning" "$out/$name-$i.log" || true
+        cat "$out/$name-$i-bare.log"
+        awk -v name="$name" '
+            FNR == NR && /^Output token throughput/ { p_tps = $NF }
+            FNR == NR && /^Mean TTFT/ { p_ttft = $NF }
+            FNR != NR && /^bare client/ {
+                for (f = 1; f <= NF; f++) {
+                    if ($f == "output") b_tps = $(f - 1)
+                    if ($f == "mean") b_ttft = $(f + 1)
+                }
+            }
+            END {
+                if (p_tps == "" || b_tps == "" || b_tps == 0) { print name ": a client did not finish (see its log)"; exit }
+                printf "%s: perfpipe %.0f tok/s, bare %.0f tok/s: %.2fx; mean TTFT perfpipe %.2f ms, bare %.2f ms: %+.2f ms\n",
+                    name, p_tps, b_tps, p_tps / b_tps, p_ttft, b_ttft, p_ttft - b_ttft
+            }' "$out/$name-$i.log" "$out/$name-$i-bare.log"
+    done
+}
+
+# The ceiling: a server one core can keep far ahead of a client's.
+serve_fast 18774 0 0
+compare ceiling-256 18774 2048 256 128 1024
+compare ceiling-1000 18774 2000 1000 128 1024
+# Memory: peak RSS at 1000 streams for 12,000 requests (target < 200 MiB).
+run memory-1000x12000 18774 --num-prompts 12000 --max-concurrency 1000 \
+    --random-input-len 128 --random-output-len 1024
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+# Each event an HTTP chunk of its own, as engines' servers frame them: a
+# frame per token through hyper, for both clients.
+serve_fast 18776 0 0 --chunk-per-event
+compare ceiling-256-chunk-per-event 18776 1024 256 128 1024
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+
+# Accuracy: the first token 200 ms after the request, 20 ms between tokens.
+serve_fast 18775 200 20
+compare ttft-64 18775 192 64 128 256
+compare ttft-512 18775 1536 512 128 256
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+
 # The server writes all events that are ready at once (64 KiB at most), as a busy server does.
 serve 18771 fixed:ttft_ms=0,itl_ms=0
-run ceiling-256 18771 --num-prompts 2048 --max-concurrency 256 --random-input-len 128 --random-output-len 1024
-run ceiling-1000 18771 --num-prompts 2000 --max-concurrency 1000 --random-input-len 128 --random-output-len 1024
-# Memory: peak RSS at 1000 streams for 12,000 requests (target < 300 MiB).
-run memory-1000x12000 18771 --num-prompts 12000 --max-concurrency 1000 --random-input-len 128 --random-output-len 1024
 
 prompts() { # prompts NAME TOKENIZER: the client unpinned, so on every core
     for pass in cold warm; do

@@ -144,13 +144,32 @@ pub async fn send(
     // What vLLM's client counts when the server sends no usage.
     let mut text = String::new();
     let mut outcome: Option<Result<(), String>> = None;
+    // One timer for the whole stream, armed at the earliest moment it could
+    // stall and armed again when that comes: a timer per read (put in
+    // tokio's timer wheel, then taken out) was a twentieth of the client's
+    // time against a server sending each event as a chunk of its own.
+    // Deadlines only move later, except that an event begun must end within
+    // the stall timeout, which is never earlier than the deadline armed
+    // before it began.
+    let deadline = |alive: Instant, unfinished_since: Option<Instant>| {
+        let heard = liveness.deadline(req.target, alive);
+        unfinished_since.map_or(heard, |since| {
+            heard.min(crate::clock::deadline(since, stall))
+        })
+    };
+    let mut stall_timer = std::pin::pin!(tokio::time::sleep_until(deadline(alive, None)));
     while outcome.is_none() {
-        let next = liveness.within(req.target, alive, body.next());
-        let read = match unfinished_since {
-            Some(since) => tokio::time::timeout_at(since + stall, next)
-                .await
-                .unwrap_or(None),
-            None => next.await,
+        let read = tokio::select! {
+            biased;
+            read = body.next() => Some(read),
+            () = &mut stall_timer => {
+                let at = deadline(alive, unfinished_since);
+                if at > Instant::now() {
+                    stall_timer.as_mut().reset(at);
+                    continue;
+                }
+                None
+            }
         };
         let read = match read {
             Some(Some(Ok(bytes))) => bytes,
@@ -169,7 +188,6 @@ pub async fn send(
             );
         }
         let now = Instant::now();
-        let now_ns = crate::clock::monotonic_ns();
         let events_before = events;
         let fed = parser.feed(&read, |data| {
             events += 1;
@@ -228,7 +246,7 @@ pub async fn send(
         if heard {
             alive = now;
             since_event = 0;
-            liveness.heard(req.target);
+            liveness.heard_at(req.target, now);
         } else {
             since_event += read.len() as u64;
         }
@@ -238,6 +256,9 @@ pub async fn send(
             (true, false) => unfinished_since.or(Some(now)),
         };
         if let Some(probe) = parser.take_probe() {
+            // Only against perfpipe's stamping server: the clock of its stamps.
+            let now_ns =
+                crate::clock::monotonic_ns().saturating_sub(now.elapsed().as_nanos() as u64);
             record
                 .client_delays
                 .push(now_ns.saturating_sub(probe.written_ns) as f64 / 1e9);

@@ -54,16 +54,40 @@ impl SseParser {
         mut on_event: impl FnMut(&[u8]),
     ) -> Result<(), EventTooLarge> {
         let mut rest = bytes;
+        // An event of one data line, whole in this read (the usual chunk),
+        // is handed on from the read itself, not copied first.
+        let mut one_line: Option<&[u8]> = None;
         while let Some(end) = memchr::memchr(b'\n', rest) {
             let (line, tail) = rest.split_at(end);
             rest = &tail[1..];
-            if self.partial.is_empty() {
-                self.line(line, &mut on_event)?;
-            } else {
+            if !self.partial.is_empty() {
                 let mut whole = std::mem::take(&mut self.partial);
                 whole.extend_from_slice(line);
                 self.line(&whole, &mut on_event)?;
+                continue;
             }
+            let bare = line.strip_suffix(b"\r").unwrap_or(line);
+            match (one_line, bare.strip_prefix(b"data:")) {
+                (Some(data), _) if bare.is_empty() => {
+                    on_event(data);
+                    one_line = None;
+                    continue;
+                }
+                (None, Some(value)) if !self.has_data => {
+                    self.bound(bare.len())?;
+                    one_line = Some(value.strip_prefix(b" ").unwrap_or(value));
+                    continue;
+                }
+                _ => {}
+            }
+            // Anything else between: the event's data is kept as it is read.
+            if let Some(data) = one_line.take() {
+                self.keep_data(data);
+            }
+            self.line(line, &mut on_event)?;
+        }
+        if let Some(data) = one_line {
+            self.keep_data(data);
         }
         self.bound(self.pending_bytes() + rest.len())?;
         self.partial.extend_from_slice(rest);
@@ -77,6 +101,12 @@ impl SseParser {
             }),
             false => Ok(()),
         }
+    }
+
+    /// The first data line of the event being read.
+    fn keep_data(&mut self, value: &[u8]) {
+        self.data.extend_from_slice(value);
+        self.has_data = true;
     }
 
     fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(&[u8])) -> Result<(), EventTooLarge> {
@@ -154,6 +184,15 @@ mod tests {
         assert_eq!(events(&bytes), expected);
         let (a, b) = stream.split_at(9);
         assert_eq!(events(&[a, b]), expected);
+        // Every split point: an event ends in the read, in the next, or is
+        // handed on from the read itself.
+        for at in 0..stream.len() {
+            let (a, b) = stream.split_at(at);
+            assert_eq!(events(&[a, b]), expected, "split at {at}");
+        }
+        // Comments and other fields between an event's lines.
+        let mixed = b"data: a\n: note\ndata: b\nid: 7\n\ndata: c\n\n";
+        assert_eq!(events(&[mixed]), ["a\nb", "c"]);
     }
 
     #[test]

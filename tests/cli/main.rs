@@ -11,6 +11,7 @@
 mod bad_values;
 mod bench;
 mod bench_options;
+mod bench_timing;
 mod browser;
 mod cache;
 mod cache_credentials;
