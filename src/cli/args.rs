@@ -800,9 +800,10 @@ pub struct BenchArgs {
     /// all the tokens it asks for.
     #[arg(long)]
     pub ignore_eos: bool,
-    /// Sampling temperature (finite, at least 0).
-    #[arg(long, default_value_t = 0.0, value_parser = bounded(bounds::temperature))]
-    pub temperature: f64,
+    /// Sampling temperature (finite, at least 0) [default: none sent, the
+    /// server's, as vLLM 0.32; `--temperature 0` is v0.11's greedy default].
+    #[arg(long, value_parser = bounded(bounds::temperature))]
+    pub temperature: Option<f64>,
     /// Comma-separated: any of `ttft,tpot,itl,e2el`.
     #[arg(long, default_value = "ttft,tpot,itl")]
     pub percentile_metrics: String,
