@@ -733,7 +733,9 @@ pub enum DatasetArg {
     SpecBench,
 }
 
-/// Options named as `vllm bench serve` names them; defaults are v0.11's.
+/// Options named as `vllm bench serve` names them; defaults are v0.11's,
+/// but for what the request bodies hold (0.32's: no `--temperature`,
+/// `ignore_eos` for random prompts).
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Server URL (e.g. `http://127.0.0.1:8000`); overrides `--host` and `--port`.

@@ -443,3 +443,52 @@ fn failed(mut record: RequestRecord, error: String) -> RequestRecord {
     record.error = Some(crate::secrets::redact(&error).into_owned());
     record
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(backend: Backend, temperature: Option<f64>) -> RequestSettings {
+        RequestSettings {
+            urls: vec!["http://127.0.0.1:1/v1/completions".into()],
+            backend,
+            model: "m".into(),
+            temperature,
+            ignore_eos: false,
+            tokenizer: std::sync::Arc::new(Tokenizer::Whitespace),
+            extra_body: [("top_p".to_owned(), json!(0.9))].into_iter().collect(),
+            request_id_prefix: None,
+        }
+    }
+
+    fn request(exact_output: bool) -> BenchRequest {
+        BenchRequest {
+            prompt: "hi there".into(),
+            prompt_len: 2,
+            output_len: 7,
+            exact_output,
+        }
+    }
+
+    /// The bodies of vLLM 0.32's `endpoint_request_func.py`, for the same
+    /// options: temperature and `ignore_eos` only when asked.
+    #[test]
+    fn bodies_are_vllm_0_32s() {
+        let completions = request_body(&settings(Backend::Openai, None), &request(false));
+        assert_eq!(
+            completions,
+            json!({"model": "m", "prompt": "hi there", "repetition_penalty": 1.0,
+                "max_tokens": 7, "logprobs": null, "stream": true,
+                "stream_options": {"include_usage": true}, "top_p": 0.9})
+        );
+        let chat = request_body(&settings(Backend::OpenaiChat, Some(0.0)), &request(true));
+        assert_eq!(
+            chat,
+            json!({"model": "m",
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi there"}]}],
+                "max_completion_tokens": 7, "stream": true,
+                "stream_options": {"include_usage": true},
+                "temperature": 0.0, "ignore_eos": true, "top_p": 0.9})
+        );
+    }
+}

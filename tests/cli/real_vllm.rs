@@ -645,7 +645,10 @@ fn bench_sends_the_random_prompts_vllm_bench_serve_0_32_sends() {
         "the same prompts, counted alike"
     );
     let total = theirs["total_input_tokens"].as_u64().unwrap();
-    assert!(total > counted_by_server, "{total}: the server's counts taken");
+    assert!(
+        total > counted_by_server,
+        "{total}: the server's counts taken"
+    );
     eprintln!(
         "48 random prompts, seed 11: {} input tokens in both, {} of them the server's",
         total, counted_by_server
