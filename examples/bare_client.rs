@@ -61,7 +61,7 @@ async fn main() -> ExitCode {
         urls: vec![format!("http://127.0.0.1:{port}{path}")],
         backend,
         model: "bench-model".into(),
-        temperature: 0.0,
+        temperature: Some(0.0),
         ignore_eos: true,
         tokenizer,
         extra_body: Default::default(),

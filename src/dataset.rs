@@ -19,7 +19,8 @@ pub struct BenchRequest {
     pub prompt_len: u64,
     pub output_len: u32,
     /// Asks for exactly `output_len` tokens (`ignore_eos`), as guidellm asks
-    /// when its data gives an output token count (benchmark-runner's ShareGPT).
+    /// when its data gives an output token count (benchmark-runner's ShareGPT)
+    /// and vLLM 0.32 asks of its random prompts.
     pub exact_output: bool,
 }
 
@@ -129,7 +130,9 @@ fn random_on(
                 prompt,
                 prompt_len: tokens.len() as u64,
                 output_len: output_lens[i] as u32,
-                exact_output: false,
+                // `vllm bench serve` 0.32 asks random prompts for exactly
+                // their output length (`ignore_eos`) on OpenAI backends.
+                exact_output: true,
             }
         })
         .collect()

@@ -733,7 +733,9 @@ pub enum DatasetArg {
     SpecBench,
 }
 
-/// Options named as `vllm bench serve` names them; defaults are v0.11's.
+/// Options named as `vllm bench serve` names them; defaults are v0.11's,
+/// but for what the request bodies hold (0.32's: no `--temperature`,
+/// `ignore_eos` for random prompts).
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Server URL (e.g. `http://127.0.0.1:8000`); overrides `--host` and `--port`.
@@ -800,9 +802,10 @@ pub struct BenchArgs {
     /// all the tokens it asks for.
     #[arg(long)]
     pub ignore_eos: bool,
-    /// Sampling temperature (finite, at least 0).
-    #[arg(long, default_value_t = 0.0, value_parser = bounded(bounds::temperature))]
-    pub temperature: f64,
+    /// Sampling temperature (finite, at least 0) [default: none sent, the
+    /// server's, as vLLM 0.32; `--temperature 0` is v0.11's greedy default].
+    #[arg(long, value_parser = bounded(bounds::temperature))]
+    pub temperature: Option<f64>,
     /// Comma-separated: any of `ttft,tpot,itl,e2el`.
     #[arg(long, default_value = "ttft,tpot,itl")]
     pub percentile_metrics: String,

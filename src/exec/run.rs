@@ -254,7 +254,8 @@ impl RunContext<'_> {
                 .collect(),
             backend: self.spec.harness.backend,
             model: step.model.id.clone(),
-            temperature: self.spec.harness.temperature,
+            // A study's temperature is always explicit (0 by default).
+            temperature: Some(self.spec.harness.temperature),
             ignore_eos: self.spec.harness.ignore_eos,
             tokenizer: self.tokenizer(&step.model).await?,
             extra_body: Default::default(),

@@ -31,7 +31,11 @@ pub const SIM_ENGINE_VERSION: &str = "1";
 ///   the same bytes sent: a fix of 3's intent, not a new version.
 /// - 4: random prompts are vLLM 0.32's token for token (numpy's PCG64, the
 ///   special ids left out, the decode/re-encode loop drawing ids).
-pub const BUILTIN_HARNESS_VERSION: &str = "4";
+/// - 5: request bodies are vLLM 0.32's (`repetition_penalty` and `logprobs`
+///   in completions, a chat prompt as a text part, `ignore_eos` only when
+///   true and always for random prompts); input tokens are the server's
+///   `usage.prompt_tokens` when it sends them.
+pub const BUILTIN_HARNESS_VERSION: &str = "5";
 
 /// A full git commit sha, as the Hub names revisions.
 pub fn is_commit(revision: &str) -> bool {

@@ -18,6 +18,7 @@ type Key = LazyLock<Finder<'static>>;
 static CHOICES: Key = LazyLock::new(|| Finder::new("\"choices\""));
 static USAGE: Key = LazyLock::new(|| Finder::new("\"usage\""));
 static COMPLETION_TOKENS: Key = LazyLock::new(|| Finder::new("\"completion_tokens\""));
+static PROMPT_TOKENS: Key = LazyLock::new(|| Finder::new("\"prompt_tokens\""));
 static ERROR: Key = LazyLock::new(|| Finder::new("\"error\""));
 static CONTENT: Key = LazyLock::new(|| Finder::new("\"content\""));
 static TEXT: Key = LazyLock::new(|| Finder::new("\"text\""));
@@ -69,11 +70,22 @@ fn has_choices(data: &[u8]) -> bool {
 }
 
 fn usage_tokens(data: &[u8]) -> Option<u64> {
+    usage_count(data, &COMPLETION_TOKENS)
+}
+
+/// The server's count of the prompt's tokens (`usage.prompt_tokens`), which
+/// vLLM 0.32's client reports as the request's input tokens over its own.
+pub fn prompt_tokens(data: &[u8]) -> Option<u64> {
+    usage_count(data, &PROMPT_TOKENS)
+}
+
+/// A count in the chunk's `usage` object.
+fn usage_count(data: &[u8], name: &Finder) -> Option<u64> {
     let usage = field(data, &USAGE)?;
     if !usage.starts_with(b"{") {
         return None;
     }
-    let value = field(usage, &COMPLETION_TOKENS)?;
+    let value = field(usage, name)?;
     let digits = value.iter().take_while(|b| b.is_ascii_digit()).count();
     std::str::from_utf8(&value[..digits]).ok()?.parse().ok()
 }
@@ -155,6 +167,18 @@ mod tests {
             })
         );
         assert_eq!(c("[DONE]"), Some(Chunk::Done));
+    }
+
+    #[test]
+    fn prompt_tokens_are_the_usage_objects() {
+        let usage = br#"{"choices":[],"usage":{"prompt_tokens":12,"total_tokens":212,"completion_tokens":200}}"#;
+        assert_eq!(prompt_tokens(usage), Some(12));
+        let spaced = br#"{"id": "1", "choices": [ ], "usage": {"completion_tokens": 7, "prompt_tokens": 3}}"#;
+        assert_eq!(prompt_tokens(spaced), Some(3));
+        let without = br#"{"choices":[],"usage":{"completion_tokens":4}}"#;
+        assert_eq!(prompt_tokens(without), None);
+        let null = br#"{"choices":[{"text":"prompt_tokens"}],"usage":null}"#;
+        assert_eq!(prompt_tokens(null), None);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! One streamed request, timed as `vllm bench serve` v0.11 times it.
+//! One streamed request, timed as `vllm bench serve` v0.11 times it, with
+//! the body vLLM 0.32's client sends (`endpoint_request_func.py`).
 
 use futures_util::StreamExt;
 use http_body_util::BodyDataStream;
@@ -25,7 +26,9 @@ pub struct RequestSettings {
     pub urls: Vec<String>,
     pub backend: Backend,
     pub model: String,
-    pub temperature: f64,
+    /// None: no `temperature` in the body, the server's default (vLLM 0.32
+    /// sends one only when `--temperature` is given).
+    pub temperature: Option<f64>,
     pub ignore_eos: bool,
     /// Counts a response's streamed text when the server sends no usage.
     pub tokenizer: std::sync::Arc<Tokenizer>,
@@ -204,6 +207,9 @@ pub async fn send(
             match chunk::classify(data) {
                 Some(Chunk::Done) => outcome = Some(Ok(())),
                 Some(Chunk::Choices { completion_tokens }) => {
+                    if completion_tokens.is_some() {
+                        record.prompt_len = chunk::prompt_tokens(data).unwrap_or(record.prompt_len);
+                    }
                     if first {
                         record.ttft = (now - start).as_secs_f64();
                         first = false;
@@ -216,6 +222,8 @@ pub async fn send(
                 }
                 Some(Chunk::Usage { completion_tokens }) => {
                     record.output_tokens = completion_tokens.unwrap_or(record.output_tokens);
+                    // vLLM 0.32 counts a prompt as the server does when it says.
+                    record.prompt_len = chunk::prompt_tokens(data).unwrap_or(record.prompt_len);
                     last = now;
                 }
                 Some(Chunk::Error) => {
@@ -401,26 +409,37 @@ fn request_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
 }
 
 fn base_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
-    match settings.backend {
+    let mut body = match settings.backend {
+        // vLLM 0.32 sends a chat prompt as one text part.
         Backend::OpenaiChat => json!({
             "model": settings.model,
-            "messages": [{"role": "user", "content": req.prompt}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": req.prompt}]}],
             "max_completion_tokens": req.output_len,
-            "temperature": settings.temperature,
             "stream": true,
             "stream_options": {"include_usage": true},
-            "ignore_eos": settings.ignore_eos || req.exact_output,
         }),
+        // `repetition_penalty` and `logprobs` (`--logprobs`, which perfpipe
+        // does not take) are in every completions body of vLLM 0.32's.
         Backend::Openai => json!({
             "model": settings.model,
             "prompt": req.prompt,
+            "repetition_penalty": 1.0,
             "max_tokens": req.output_len,
-            "temperature": settings.temperature,
+            "logprobs": null,
             "stream": true,
             "stream_options": {"include_usage": true},
-            "ignore_eos": settings.ignore_eos || req.exact_output,
         }),
+    };
+    if let Value::Object(fields) = &mut body {
+        // vLLM 0.32 sets these only when asked: a server's defaults stand.
+        if let Some(temperature) = settings.temperature {
+            fields.insert("temperature".into(), json!(temperature));
+        }
+        if settings.ignore_eos || req.exact_output {
+            fields.insert("ignore_eos".into(), json!(true));
+        }
     }
+    body
 }
 
 /// An error with its causes: hyper's own text ("error reading a body from
@@ -444,4 +463,53 @@ fn failed(mut record: RequestRecord, error: String) -> RequestRecord {
     record.success = false;
     record.error = Some(crate::secrets::redact(&error).into_owned());
     record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(backend: Backend, temperature: Option<f64>) -> RequestSettings {
+        RequestSettings {
+            urls: vec!["http://127.0.0.1:1/v1/completions".into()],
+            backend,
+            model: "m".into(),
+            temperature,
+            ignore_eos: false,
+            tokenizer: std::sync::Arc::new(Tokenizer::Whitespace),
+            extra_body: [("top_p".to_owned(), json!(0.9))].into_iter().collect(),
+            request_id_prefix: None,
+        }
+    }
+
+    fn request(exact_output: bool) -> BenchRequest {
+        BenchRequest {
+            prompt: "hi there".into(),
+            prompt_len: 2,
+            output_len: 7,
+            exact_output,
+        }
+    }
+
+    /// The bodies of vLLM 0.32's `endpoint_request_func.py`, for the same
+    /// options: temperature and `ignore_eos` only when asked.
+    #[test]
+    fn bodies_are_vllm_0_32s() {
+        let completions = request_body(&settings(Backend::Openai, None), &request(false));
+        assert_eq!(
+            completions,
+            json!({"model": "m", "prompt": "hi there", "repetition_penalty": 1.0,
+                "max_tokens": 7, "logprobs": null, "stream": true,
+                "stream_options": {"include_usage": true}, "top_p": 0.9})
+        );
+        let chat = request_body(&settings(Backend::OpenaiChat, Some(0.0)), &request(true));
+        assert_eq!(
+            chat,
+            json!({"model": "m",
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi there"}]}],
+                "max_completion_tokens": 7, "stream": true,
+                "stream_options": {"include_usage": true},
+                "temperature": 0.0, "ignore_eos": true, "top_p": 0.9})
+        );
+    }
 }

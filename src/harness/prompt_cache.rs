@@ -21,8 +21,8 @@ use crate::dataset::BenchRequest;
 use crate::tokenizer::Tokenizer;
 
 /// Bump when the random prompts' construction changes (2: vLLM 0.32's,
-/// numpy's generator).
-const GENERATOR_VERSION: u32 = 2;
+/// numpy's generator; 3: each asks for exactly its output length).
+const GENERATOR_VERSION: u32 = 3;
 
 /// Where prompts are kept, if anywhere.
 #[derive(Debug, Clone, Default)]

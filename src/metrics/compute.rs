@@ -15,7 +15,8 @@ pub struct RequestRecord {
     /// The engine instance it went to (replicas measured together).
     #[serde(default)]
     pub instance: u32,
-    /// Prompt tokens as the client counted them (vLLM's `prompt_len`).
+    /// Prompt tokens: the server's `usage.prompt_tokens` when it sends it,
+    /// else as the client counted them (vLLM 0.32's `prompt_len`).
     pub prompt_len: u64,
     /// Output tokens: the server's usage, or when it sends none (or 0) the
     /// streamed text counted with the tokenizer, as vLLM's client does.

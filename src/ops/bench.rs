@@ -46,7 +46,8 @@ pub struct BenchOptions {
     /// Requests sent before the benchmark and not measured.
     pub warmups: u32,
     pub ignore_eos: bool,
-    pub temperature: f64,
+    /// None: no `temperature` in the bodies (vLLM 0.32's default).
+    pub temperature: Option<f64>,
     /// Sampling parameters set on every request's body.
     pub extra_body: serde_json::Map<String, serde_json::Value>,
     /// Request `i` carries `x-request-id: {prefix}{i}`; none: vLLM's

@@ -1027,8 +1027,9 @@ fn a_gated_model_is_refused_without_hf_token_or_with_a_wrong_one_and_pinned_with
 /// The repository's experiments lock, afresh, to the very bytes committed in
 /// `lockfiles/`: no key moved when rate workloads (arrival process, cap,
 /// ShareGPT conversion) entered the key; the built-in harness's version 3
-/// (connections reused) moved every built-in run's key once, and version 4
-/// (vLLM 0.32's random prompts) once more.
+/// (connections reused) moved every built-in run's key once, version 4
+/// (vLLM 0.32's random prompts) once more, and version 5 (vLLM 0.32's
+/// request bodies and input token counts) once more.
 #[test]
 fn the_repositorys_experiments_lock_to_their_committed_keys() {
     let env = TestEnv::new();
@@ -1049,7 +1050,7 @@ fn the_repositorys_experiments_lock_to_their_committed_keys() {
     }
     assert!(
         env.read("lockfiles/qwen3-14b-a100.lock").contains(
-            r#"key sim="a7f5bd571dc977d80766fb7427c357578eb1ad7433761e1e4bdc2a1baec5f829""#
+            r#"key sim="bda193971e45a6642a1eb21d8ccab9cf70229b1e6b8d73b741f007a68926cb1d""#
         )
     );
 }

@@ -481,10 +481,12 @@ fn check_against_records(
 }
 
 /// An OpenAI-compatible server that records every `/v1/completions` body
-/// and answers it with two chunks and its `completion_tokens` (no
-/// `prompt_tokens`: vLLM 0.32 would take the server's count over its own,
-/// and each client's own count is what is compared). Everything else,
-/// `/tokenize` included, is 404: vLLM then skips its prompt re-alignment.
+/// and answers it with two chunks and its `completion_tokens`, and
+/// `prompt_tokens` ([`server_count`]) only when `max_tokens` is even: a
+/// client's total input tokens then adds its own count of some prompts to
+/// the server's of the others, both as vLLM 0.32 counts them. Everything
+/// else, `/tokenize` included, is 404: vLLM then skips its prompt
+/// re-alignment.
 fn recording_server(
     rt: &tokio::runtime::Runtime,
     model: &str,
@@ -509,14 +511,18 @@ fn recording_server(
                 async move {
                     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
                     let tokens = body["max_tokens"].clone();
-                    record.lock().unwrap().push(body);
                     let chunk = |text: &str| {
                         let data = json!({"id": "cmpl-0", "object": "text_completion", "created": 1,
                             "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": null}]});
                         format!("data: {data}\n\n")
                     };
+                    let mut usage = json!({"completion_tokens": tokens});
+                    if let Some(count) = server_count(&body) {
+                        usage["prompt_tokens"] = count.into();
+                    }
+                    record.lock().unwrap().push(body);
                     let usage = json!({"id": "cmpl-0", "object": "text_completion", "created": 1,
-                        "choices": [], "usage": {"completion_tokens": tokens}});
+                        "choices": [], "usage": usage});
                     (
                         [("content-type", "text/event-stream")],
                         format!(
@@ -531,19 +537,21 @@ fn recording_server(
     (crate::common::serve(rt, app), seen)
 }
 
-/// `(prompt, max_tokens)` of each recorded body, sorted: the multiset a
-/// client sent, whatever order its concurrent requests arrived in.
-fn sent(bodies: &[serde_json::Value]) -> Vec<(String, u64)> {
-    let mut sent: Vec<(String, u64)> = bodies
-        .iter()
-        .map(|b| {
-            (
-                b["prompt"].as_str().unwrap().to_owned(),
-                b["max_tokens"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    sent.sort();
+/// The recording server's `usage.prompt_tokens` of a body: none when its
+/// `max_tokens` is odd, else 10000 and the prompt's bytes, a count no
+/// client's own could be (the prompts here are under 200 tokens).
+fn server_count(body: &serde_json::Value) -> Option<u64> {
+    let prompt = body["prompt"].as_str()?;
+    (body["max_tokens"].as_u64()? % 2 == 0).then(|| 10_000 + prompt.len() as u64)
+}
+
+/// The recorded bodies, whole, sorted by prompt and `max_tokens`: the
+/// multiset a client sent, whatever order its concurrent requests arrived
+/// in. No field is left out: both clients name the model as `--model`
+/// gives it, and the request id travels in a header, not the body.
+fn sent(bodies: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let mut sent = bodies.to_vec();
+    sent.sort_by_key(|b| (b["prompt"].to_string(), b["max_tokens"].as_u64()));
     sent
 }
 
@@ -613,27 +621,39 @@ fn bench_sends_the_random_prompts_vllm_bench_serve_0_32_sends() {
     let by_perfpipe = std::mem::take(&mut *seen.lock().unwrap());
     assert_eq!(by_perfpipe.len(), 48, "{}", stderr(&ours));
 
+    // The whole bodies, compared as JSON values (the order of their keys
+    // aside): prompts, lengths, sampling fields and flags alike.
     let (theirs, mine) = (sent(&by_vllm), sent(&by_perfpipe));
     let differ = theirs.iter().zip(&mine).filter(|(a, b)| a != b).count();
     assert_eq!(
         differ,
         0,
-        "{differ} of 48 requests differ; first of vLLM's: {:?}",
+        "{differ} of 48 request bodies differ; first (vLLM's, perfpipe's): {:?}",
         theirs.iter().zip(&mine).find(|(a, b)| a != b)
     );
+    let counted_by_server: u64 = theirs.iter().filter_map(server_count).sum();
+    assert!(counted_by_server > 0, "some max_tokens are even");
 
     let result = |dir: &str| -> serde_json::Value {
         serde_json::from_str(&env.read(&format!("{dir}/result.json"))).unwrap()
     };
     let (theirs, mine) = (result("vllm"), result("ours"));
     assert_eq!(theirs["completed"], 48, "{theirs}");
+    // The server's count where it gives one, the client's own elsewhere:
+    // equal totals need both, since the server's counts are 10000 more
+    // than any a client makes.
     assert_eq!(
         mine["total_input_tokens"], theirs["total_input_tokens"],
         "the same prompts, counted alike"
     );
+    let total = theirs["total_input_tokens"].as_u64().unwrap();
+    assert!(
+        total > counted_by_server,
+        "{total}: the server's counts taken"
+    );
     eprintln!(
-        "48 random prompts, seed 11: {} input tokens in both",
-        theirs["total_input_tokens"]
+        "48 random prompts, seed 11: {} input tokens in both, {} of them the server's",
+        total, counted_by_server
     );
 }
 

@@ -188,7 +188,31 @@ struct CompletionRequest {
 
 #[derive(Deserialize)]
 struct ChatMessage {
-    content: String,
+    content: ChatContent,
+}
+
+/// A message's text, or its parts (vLLM's client sends `[{"type": "text",
+/// "text": ...}]`); parts other than text carry none.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ChatContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+#[derive(Deserialize)]
+struct ContentPart {
+    #[serde(default)]
+    text: String,
+}
+
+impl ChatContent {
+    fn text(&self) -> String {
+        match self {
+            ChatContent::Text(text) => text.clone(),
+            ChatContent::Parts(parts) => parts.iter().map(|p| p.text.as_str()).collect(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -229,7 +253,7 @@ async fn chat_completions(
     State(state): State<Arc<AppState>>,
     Json(req): Json<ChatRequest>,
 ) -> Response {
-    let prompt: Vec<&str> = req.messages.iter().map(|m| m.content.as_str()).collect();
+    let prompt: Vec<String> = req.messages.iter().map(|m| m.content.text()).collect();
     let usage = req.stream_options.is_some_and(|o| o.include_usage);
     let max_tokens = req.max_completion_tokens.or(req.max_tokens);
     generate(
