@@ -192,8 +192,8 @@ mod tests {
         let keys = keys(STUDY);
         let run = |s: &str, w: &str| keys[&(s.to_owned(), w.to_owned())].to_string();
         // Changing these on purpose means bumping KEY_SCHEMA_VERSION (see its history).
-        insta::assert_snapshot!(run("vllm-tp8", "sharegpt"), @"3d1e023e78cedade55905c73bf9e4b762b416045a4fc8efdb8b3dcff5340fc9f");
-        insta::assert_snapshot!(run("vllm-tp8", "long"), @"734416753ad789dce99792ab9d3d20ec0f4725c8a98102992819e59d71d9dcf4");
+        insta::assert_snapshot!(run("vllm-tp8", "sharegpt"), @"a6f6a764b192cb96f789839eee92b22709434a02908e5dff60aed48d4778a444");
+        insta::assert_snapshot!(run("vllm-tp8", "long"), @"4ffe0abcfbab12c1349b5d2949aefcff70a53ab685db46376f35386cfd9eae2e");
     }
 
     #[test]
@@ -218,7 +218,7 @@ mod tests {
         );
         // Golden, as `golden_key_of_the_235b_baseline`: the keys of existing
         // experiments did not move when arrivals and conversions entered.
-        insta::assert_snapshot!(run(STUDY).to_string(), @"734416753ad789dce99792ab9d3d20ec0f4725c8a98102992819e59d71d9dcf4");
+        insta::assert_snapshot!(run(STUDY).to_string(), @"4ffe0abcfbab12c1349b5d2949aefcff70a53ab685db46376f35386cfd9eae2e");
 
         let sharegpt = |conversion: &str| {
             keys(&STUDY.replace(
@@ -242,7 +242,7 @@ mod tests {
             .into_iter()
             .find(|r| r.step == "vllm-fp8-tp4-mbt-4096")
             .unwrap();
-        insta::assert_snapshot!(run.canonical, @r#"{"engine":{"name":"vllm","version":"0.11.0"},"env":{},"hardware":{"gpu":"nvidia-a100-sxm4-80gb","gpus_per_instance":4},"harness":{"backend":"openai-chat","endpoint":"/v1/chat/completions","ignore_eos":false,"metric_percentiles":"99","name":"builtin","percentile_metrics":"ttft,tpot,itl,e2el","temperature":0.0,"tokenizer":"whitespace-v1","version":"4"},"model":{"id":"Qwen/Qwen3-235B-A22B-Instruct-2507-FP8","revision":"main"},"runtime":{"name":"sim","sim_engine_version":"1"},"schema":1,"serve_args":["--max-num-batched-tokens","4096","--tensor-parallel-size","4"],"workload":{"dataset":{"kind":"sharegpt","output_len":null,"seed":0,"sha256":"0000000000000000000000000000000000000000000000000000000000000000"},"max_concurrency":null,"num_prompts":1000,"request_rate":"inf"}}"#);
+        insta::assert_snapshot!(run.canonical, @r#"{"engine":{"name":"vllm","version":"0.11.0"},"env":{},"hardware":{"gpu":"nvidia-a100-sxm4-80gb","gpus_per_instance":4},"harness":{"backend":"openai-chat","endpoint":"/v1/chat/completions","ignore_eos":false,"metric_percentiles":"99","name":"builtin","percentile_metrics":"ttft,tpot,itl,e2el","temperature":0.0,"tokenizer":"whitespace-v1","version":"5"},"model":{"id":"Qwen/Qwen3-235B-A22B-Instruct-2507-FP8","revision":"main"},"runtime":{"name":"sim","sim_engine_version":"1"},"schema":1,"serve_args":["--max-num-batched-tokens","4096","--tensor-parallel-size","4"],"workload":{"dataset":{"kind":"sharegpt","output_len":null,"seed":0,"sha256":"0000000000000000000000000000000000000000000000000000000000000000"},"max_concurrency":null,"num_prompts":1000,"request_rate":"inf"}}"#);
         assert_eq!(RunKey::of_canonical(&run.canonical), run.key);
     }
 
