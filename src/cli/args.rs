@@ -802,8 +802,9 @@ pub struct BenchArgs {
     /// all the tokens it asks for.
     #[arg(long)]
     pub ignore_eos: bool,
-    /// Sampling temperature (finite, at least 0) [default: none sent, the
-    /// server's, as vLLM 0.32; `--temperature 0` is v0.11's greedy default].
+    /// Sampling temperature (finite, at least 0). Without it none is sent
+    /// and the server's default applies, as with `vllm bench serve` 0.32;
+    /// `--temperature 0` is greedy, as vLLM v0.11's client sent.
     #[arg(long, value_parser = bounded(bounds::temperature))]
     pub temperature: Option<f64>,
     /// Comma-separated: any of `ttft,tpot,itl,e2el`.

@@ -233,9 +233,9 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
     temp dir store/tmp/proc-[PID] ([SIZE])
       left by a perfpipe that was killed
     entry [KEY]: vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
-      kept: reached by `lockfiles/gone.lock`
-    entry [KEY]: vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
       kept: reached by `experiments/keep.kdl`, `lockfiles/keep.lock`
+    entry [KEY]: vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
+      kept: reached by `lockfiles/gone.lock`
 
     ----- stderr -----
     perfpipe: kept 2 entries reached by 1 experiment and 2 lockfiles (1 by a lockfile only)
@@ -256,11 +256,11 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
       left by a perfpipe that was killed
     entry [KEY]: vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
       kept: reached by `experiments/keep.kdl`, `lockfiles/keep.lock`
-    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
-      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
     launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · docker · --max-num-seqs 4 · 1 run
       kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
     launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · local · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
       kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
 
     ----- stderr -----
@@ -405,10 +405,10 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
     store_snapshot!(both, @r"
     exit_code: 0
     ----- stdout -----
-    entry [KEY]: vllm 0.17.1 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
-      kept: reached by `experiments/up.kdl`, `lockfiles/up.lock`
     entry [KEY]: vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
       kept: reached by `before.lock`
+    entry [KEY]: vllm 0.17.1 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
+      kept: reached by `experiments/up.kdl`, `lockfiles/up.lock`
 
     ----- stderr -----
     perfpipe: kept 2 entries reached by 1 experiment and 2 lockfiles (1 by a lockfile only)
@@ -441,9 +441,9 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
       kept: reached by `experiments/up.kdl`, `lockfiles/up.lock`
     launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · docker · --max-num-seqs 4 · 1 run
       kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
-    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
-      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
     launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · local · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
       kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
 
     ----- stderr -----
@@ -473,9 +473,9 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
       kept: reached by no experiment in `experiments/` and no lockfile in the project, but committed less than 7 days ago (`--all` removes it)
     launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · docker · --max-num-seqs 4 · 1 run
       kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
-    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
-      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
     launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · local · --max-num-seqs 4 · 1 run
+      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
+    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
       kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
 
     ----- stderr -----

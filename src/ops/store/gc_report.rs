@@ -46,37 +46,64 @@ impl Collected {
         out
     }
 
+    /// Each group in the order of what its items are (engine, model,
+    /// runtime, flags, workload), then of their keys: a listing that reads
+    /// alike whatever the keys hash to.
     fn why_kept(&self) -> Vec<String> {
         let roots = &self.roots;
-        let mut out = Vec::new();
-        for key in &self.kept {
-            let by: Vec<String> = roots.keys[key]
-                .iter()
-                .map(|p| format!("`{}`", p.display()))
-                .collect();
-            out.push(format!(
-                "entry {key}: {}\n  kept: reached by {}",
-                self.materials
+        let mut entries: Vec<(String, String)> = self
+            .kept
+            .iter()
+            .map(|key| {
+                let by: Vec<String> = roots.keys[key]
+                    .iter()
+                    .map(|p| format!("`{}`", p.display()))
+                    .collect();
+                let summary = self
+                    .materials
                     .get(key)
-                    .map_or("?".into(), |m| entry_summary(m)),
-                by.join(", ")
-            ));
-        }
-        for item in &self.young {
-            if let GarbageKind::Unreached { material, .. } = &item.kind {
-                out.push(format!(
-                    "entry {}: {}\n  kept: {}, but committed less than {KEEP_DAYS} days ago (`--all` removes it)",
-                    item.key.as_ref().map_or("?", |k| k.as_str()),
-                    entry_summary(material),
-                    roots.unreached(),
-                ));
-            }
-        }
-        for item in &self.young_launch_files {
-            out.push(format!(
-                "{}, but written or used less than {KEEP_DAYS} days ago (`--all` removes it)",
-                describe(item, roots.unreached()).replacen("\n  ", "\n  kept: ", 1),
-            ));
+                    .map_or("?".into(), |m| entry_summary(m));
+                let by = by.join(", ");
+                let line = format!("entry {key}: {summary}\n  kept: reached by {by}");
+                (format!("{summary}\n{by}"), line)
+            })
+            .collect();
+        let mut young: Vec<(String, String)> = self
+            .young
+            .iter()
+            .filter_map(|item| match &item.kind {
+                GarbageKind::Unreached { material, .. } => {
+                    let summary = entry_summary(material);
+                    let line = format!(
+                        "entry {}: {summary}\n  kept: {}, but committed less than {KEEP_DAYS} days ago (`--all` removes it)",
+                        item.key.as_ref().map_or("?", |k| k.as_str()),
+                        roots.unreached(),
+                    );
+                    Some((summary, line))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut launches: Vec<(String, String)> = self
+            .young_launch_files
+            .iter()
+            .map(|item| {
+                let described = describe(item, roots.unreached());
+                let what = described
+                    .split_once("): ")
+                    .map_or(described.as_str(), |(_, what)| what)
+                    .to_owned();
+                let line = format!(
+                    "{}, but written or used less than {KEEP_DAYS} days ago (`--all` removes it)",
+                    described.replacen("\n  ", "\n  kept: ", 1),
+                );
+                (what, line)
+            })
+            .collect();
+        let mut out = Vec::new();
+        for group in [&mut entries, &mut young, &mut launches] {
+            group.sort();
+            out.extend(group.drain(..).map(|(_, line)| line));
         }
         out
     }
