@@ -570,3 +570,43 @@ fn random_prompts_come_from_the_prompt_cache_and_keep_their_keys() {
     assert_eq!(cold, uncached, "the cache changes neither keys nor prompts");
     assert!(!cold.is_empty());
 }
+
+/// A run's prompts are built while its engine starts, not once it is ready
+/// (12,000 random prompts take seconds the GPUs would wait): the simulated
+/// engine here keeps loading until the prompt cache holds the prompts, so
+/// prompts built after it is ready would never come.
+#[test]
+fn prompts_are_built_while_the_engine_starts() {
+    let env = TestEnv::new();
+    env.write(
+        "study.kdl",
+        r#"experiment "early-prompts" {
+    hardware "nvidia-h100-sxm5-80gb" gpus=1
+    model "Qwen/Qwen3-8B"
+    engine vllm version="0.11.0"
+    workload short { dataset random input=16 output=4 seed=3; prompts 4; }
+    step vllm engine=vllm gpus=1
+}"#,
+    );
+    let cache = env.path("cache");
+    let out = env
+        .cmd(&[
+            "run",
+            "study.kdl",
+            "--runtime",
+            "sim",
+            "--startup-timeout",
+            "30",
+        ])
+        .env("XDG_CACHE_HOME", &cache)
+        .env("PERFPIPE_SIM_LOAD_UNTIL", cache.join("perfpipe/prompts"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ran 1 (failed: 0)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(env.results().len(), 1);
+}

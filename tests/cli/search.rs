@@ -187,3 +187,56 @@ fn the_report_gives_the_bracket_per_configuration_best_first() {
     | `vllm` | `strict` | concurrency 1..=8 | `ttft_ms<=250` at 99% | 2 | 3 | 5 | 5 |
     ");
 }
+
+#[test]
+fn the_probes_of_a_configuration_run_on_one_engine_launch_one_after_another() {
+    let env = search_study();
+    // Two configurations, each searched: 1 passes, 8 fails, then 4, 6, 5.
+    let kdl = env.read("search.kdl").replace(
+        "    step vllm engine=vllm gpus=1",
+        "    step vllm engine=vllm gpus=1\n    step seqs engine=vllm gpus=1 {\n        args \"--max-num-seqs\" \"64\"\n    }",
+    );
+    env.write("search.kdl", &kdl);
+    let out = run(&env, "search.kdl");
+    let err = stderr(&out);
+    assert!(err.contains("ran 10 (failed: 0)"), "{err}");
+    // One launch per configuration, not one per probe.
+    assert_eq!(err.matches("engine ready after").count(), 2, "{err}");
+    // Progress counts the probes of both searches together, each
+    // configuration's in a row: at most 2 × 5 (from, to, then up to three
+    // bisections of 1..=8).
+    let started: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .map(|l| l.split(" (").next().unwrap())
+        .collect();
+    insta::assert_snapshot!(started.join("\n"), @r"
+    [1/≤10] `vllm` × `chat@c=1`
+    [2/≤10] `vllm` × `chat@c=8`
+    [3/≤10] `vllm` × `chat@c=4`
+    [4/≤10] `vllm` × `chat@c=6`
+    [5/≤10] `vllm` × `chat@c=5`
+    [6/≤10] `seqs` × `chat@c=1`
+    [7/≤10] `seqs` × `chat@c=8`
+    [8/≤10] `seqs` × `chat@c=4`
+    [9/≤10] `seqs` × `chat@c=6`
+    [10/10] `seqs` × `chat@c=5`
+    ");
+    // Each result records its launch: the probes of a step share one, in order.
+    let mut launches: Vec<(String, u64)> = Vec::new();
+    for sample in env.samples() {
+        let (key, id) = sample.split_once('/').unwrap();
+        let path = format!("store/entries/{}/{key}/samples/{id}/result.json", &key[..2]);
+        let result: Value = serde_json::from_str(&env.read(&path)).unwrap();
+        let launch = &result["engine_launch"];
+        launches.push((
+            launch["id"].as_str().unwrap().to_owned(),
+            launch["position"].as_u64().unwrap(),
+        ));
+    }
+    launches.sort();
+    let ids: std::collections::BTreeSet<&str> = launches.iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{launches:?}");
+    let positions: Vec<u64> = launches.iter().map(|l| l.1).collect();
+    assert_eq!(positions, [1, 2, 3, 4, 5, 1, 2, 3, 4, 5], "{launches:?}");
+}

@@ -221,24 +221,37 @@ fn run_experiment(
     if let Some(note) = super::slo_search::note(&loaded.searches) {
         say!(shell, "{note}");
     }
-    let first = execute(&loaded, &plan, options, progress, jobs)?;
-    // A search's next probe is known once its last one is stored.
-    let super::slo_search::Probed {
-        mut loaded,
-        plan,
-        summary,
-        ran,
-    } = super::slo_search::run_probes(
+    // A search's next probe is known once its last one is stored; its
+    // configuration's engine serves them all.
+    let at_once = match &options.executor {
+        Executor::Local => options.exec.jobs,
+        // Each launch is its own job.
+        Executor::Slurm(_) => usize::MAX,
+    };
+    let mut kept = exec::Kept::default();
+    let probed = super::slo_search::run_probes(
         (loaded, plan),
         |l: &Loaded| &l.searches,
-        first,
+        at_once,
         || {
             let loaded = load(common, mode.clone())?;
             let plan = plan_and_index(&loaded, common)?.0;
             Ok((loaded, plan))
         },
-        |loaded, plan| execute(loaded, plan, options, progress, jobs),
-    )?;
+        |loaded, plan, at_most| {
+            kept.at_most = Some(at_most);
+            execute(loaded, plan, options, &mut kept, progress, jobs)
+        },
+    );
+    // Stopped on errors too: a container outlives its client.
+    let stopped = kept.stop(&options.io);
+    let super::slo_search::Probed {
+        mut loaded,
+        plan,
+        summary,
+        ran,
+    } = probed?;
+    stopped?;
     super::slo_search::mark_ran(&mut loaded.searches, &ran);
 
     // With nothing run, what the plan read is the report's to show.
@@ -313,6 +326,7 @@ fn execute(
     loaded: &Loaded,
     plan: &Plan,
     options: &RunOptions,
+    kept: &mut exec::Kept,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
     jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<ExecSummary, Error> {
@@ -346,6 +360,7 @@ fn execute(
             &loaded.store,
             exec,
             &options.io,
+            Some(kept),
             &mut |event| progress(&loaded.spec, &event),
         )?);
     }
@@ -357,6 +372,7 @@ fn execute(
         exec,
         &options.io,
         Some(&loaded.inputs),
+        Some(kept),
         &mut |_, event| progress(&loaded.spec, event),
     )?;
     Ok(realised.summary)
