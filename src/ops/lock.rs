@@ -20,6 +20,7 @@ pub fn lock(
     if let Update::Only(names) = &update {
         check_names(selection, names)?;
     }
+    let update_asked = update != Update::Nothing;
     let loaded = load(
         selection,
         LockMode::Lock {
@@ -54,6 +55,12 @@ pub fn lock(
     }
     lockfile::report_problems(state, shell);
     say!(shell, "perfpipe: {}", lockfile::pin_summary(&state.new));
+    if offline && update_asked {
+        say!(
+            shell,
+            "perfpipe: offline, so `--update` refreshed no pin: the lockfile keeps those it had"
+        );
+    }
     if offline && state.new.unpinned().next().is_some() {
         say!(
             shell,
