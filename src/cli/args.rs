@@ -300,6 +300,15 @@ pub struct CapArg {
     pub max_prompts: Option<u32>,
 }
 
+/// Which steps' runs a command works on.
+#[derive(Debug, Args)]
+pub struct StepsArg {
+    /// Only the runs of this step (repeatable; `*` matches any characters,
+    /// `?` one: `--step 'vllm-seqs*'` takes a sweep's steps).
+    #[arg(long = "step", value_name = "NAME")]
+    pub steps: Vec<String>,
+}
+
 /// What running means: how many samples, whether failures run again, how
 /// engines are shared (for `run`, and for `plan`, which says what `run` does).
 #[derive(Debug, Args)]
@@ -351,6 +360,13 @@ impl Selection {
         }
     }
 
+    fn with_steps(self, steps: &StepsArg) -> Self {
+        Self {
+            steps: steps.steps.clone(),
+            ..self
+        }
+    }
+
     fn with_policy(self, policy: &RunPolicy) -> Self {
         Self {
             samples: policy.samples,
@@ -365,6 +381,8 @@ impl Selection {
 pub struct RunArgs {
     #[command(flatten)]
     pub experiment: ExperimentArgs,
+    #[command(flatten)]
+    pub steps: StepsArg,
     #[command(flatten)]
     pub runtime: RuntimeOpt,
     #[command(flatten)]
@@ -486,6 +504,8 @@ pub struct ExplainArgs {
     /// Only this step's runs.
     pub step: Option<String>,
     #[command(flatten)]
+    pub steps: StepsArg,
+    #[command(flatten)]
     pub runtime: RuntimeOpt,
     #[command(flatten)]
     pub store: StoreArg,
@@ -564,6 +584,8 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub experiment: ExperimentArgs,
     #[command(flatten)]
+    pub steps: StepsArg,
+    #[command(flatten)]
     pub runtime: RuntimeOpt,
     #[command(flatten)]
     pub store: StoreArg,
@@ -586,6 +608,8 @@ pub struct PlanArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub experiment: ExperimentArgs,
+    #[command(flatten)]
+    pub steps: StepsArg,
     #[command(flatten)]
     pub runtime: RuntimeOpt,
     #[command(flatten)]
@@ -890,6 +914,7 @@ impl RunArgs {
     pub fn selection(&self) -> Selection {
         Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
             .with_policy(&self.policy)
+            .with_steps(&self.steps)
     }
 }
 
@@ -897,18 +922,21 @@ impl PlanArgs {
     pub fn selection(&self) -> Selection {
         Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
             .with_policy(&self.policy)
+            .with_steps(&self.steps)
     }
 }
 
 impl ReportArgs {
     pub fn selection(&self) -> Selection {
         Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+            .with_steps(&self.steps)
     }
 }
 
 impl ExplainArgs {
     pub fn selection(&self) -> Selection {
         Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+            .with_steps(&self.steps)
     }
 }
 

@@ -254,14 +254,26 @@ fn run_experiment(
     stopped?;
     super::slo_search::mark_ran(&mut loaded.searches, &ran);
 
+    // The runs this `run` ran, to tell its failures from stored ones.
+    let ran_keys: BTreeSet<String> = plan.missing().iter().map(|r| r.key.to_string()).collect();
+    // The report is the whole experiment's, whichever steps `--step` ran.
+    let whole = Selection {
+        steps: Vec::new(),
+        ..common.clone()
+    };
+    let common = &whole;
+    let plan = if options.selection.steps.is_empty() {
+        plan
+    } else {
+        plan_and_index(&loaded, common)?.0
+    };
     // With nothing run, what the plan read is the report's to show.
     if !ran.is_empty() {
         index = plan_and_index(&loaded, common)?.1;
     }
+    let ran = ran_keys;
     let mut stored = super::report::stored::load(&plan, &index)?;
     let records = crate::analyze::from_store(&plan, &stored);
-    // The runs this `run` ran, to tell its failures from stored ones.
-    let ran: BTreeSet<String> = plan.missing().iter().map(|r| r.key.to_string()).collect();
     let now = |r: &crate::analyze::RunRecord| r.key.as_ref().is_some_and(|k| ran.contains(k));
     let expected = |r: &crate::analyze::RunRecord| {
         r.failure
