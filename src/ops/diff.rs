@@ -352,9 +352,8 @@ fn stored_choice(
         StoredRuntime::None => Ok((
             Runtime::Docker,
             args.max_prompts,
-            format!(
-                "perfpipe: the store holds no result of these lockfiles' runs under any runtime yet; comparing their keys under runtime `docker` (`--runtime` chooses)"
-            ),
+            "perfpipe: the store holds no result of these lockfiles' runs under any runtime yet; comparing their keys under runtime `docker` (`--runtime` chooses)"
+                .to_owned(),
         )),
     }
 }
