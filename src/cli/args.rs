@@ -296,7 +296,7 @@ pub struct RuntimeOpt {
 pub struct CapArg {
     /// Cap every workload at N prompts, for a quick smoke test of a study.
     /// A capped workload is another workload: its runs have their own keys.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_prompts: Option<u32>,
 }
 
@@ -404,14 +404,14 @@ pub struct RunArgs {
     /// Seconds any engine may take to become ready, overriding each engine's
     /// `startup-timeout=` and default (vLLM and SGLang 1200, TensorRT-LLM 2400);
     /// at most 604800 (a week).
-    #[arg(long, value_name = "SECS", value_parser = timeout_secs())]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = timeout_secs())]
     pub startup_timeout: Option<u64>,
     /// Seconds without an event from the engine, to this request or any
     /// other, before a waiting request fails (a stream that stalls, a request
     /// never answered); at most 604800 (a week). The built-in harness only;
     /// not part of any key.
     #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
-          value_parser = timeout_secs())]
+          allow_negative_numbers = true, value_parser = timeout_secs())]
     pub stall_timeout: u64,
     /// Fail (exit 3) instead of writing the lockfile when it is missing or
     /// does not match the experiment, as in CI.
@@ -542,7 +542,7 @@ pub struct DiffArgs {
     pub noise_floor: Vec<(String, f64)>,
     /// Compare the runs capped with `run --max-prompts N` (found through the
     /// experiment's file, in `experiments/` or here).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_prompts: Option<u32>,
 }
 
@@ -659,8 +659,19 @@ pub struct VerifyArgs {
 }
 
 /// Seconds of a timeout: 1 to a week.
-fn timeout_secs() -> clap::builder::RangedU64ValueParser<u64> {
-    clap::value_parser!(u64).range(1..=bounds::MAX_TIMEOUT_SECS)
+/// Whole seconds from 1 to a week: any number outside says the bound
+/// (`1e9`, `-5` and `2.5` too, not clap's "invalid digit").
+fn timeout_secs() -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    |text| {
+        let most = bounds::MAX_TIMEOUT_SECS;
+        let refused =
+            || format!("`{text}` is not a whole number of seconds in 1..={most} (a week)");
+        let number = text.trim().parse::<f64>().map_err(|_| refused())?;
+        if number.fract() != 0.0 || !(1.0..=most as f64).contains(&number) {
+            return Err(refused());
+        }
+        Ok(number as u64)
+    }
 }
 
 /// A count of prompts or warm-ups: `min` to [`bounds::MAX_PROMPTS`].
@@ -858,7 +869,7 @@ pub struct BenchArgs {
     /// Seconds without an event from the server, to this request or any
     /// other, before a waiting request fails; at most 604800 (a week).
     #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
-          value_parser = timeout_secs())]
+          allow_negative_numbers = true, value_parser = timeout_secs())]
     pub stall_timeout: u64,
     #[command(flatten)]
     pub vllm: super::bench_options::VllmBenchOptions,

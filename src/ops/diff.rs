@@ -242,6 +242,7 @@ fn declared_prompts(file: &Path) -> Result<BTreeSet<u32>, Error> {
     let text = fs_err::read_to_string(file).map_err(|source| Error::ReadExperiment {
         path: file.display().to_string(),
         source,
+        hint: super::error::experiment_hint(file),
     })?;
     let spec = crate::spec::parse(&crate::spec::SourceFile {
         name: file.display().to_string(),

@@ -159,7 +159,9 @@ pub fn note(searches: &[SearchResult]) -> Option<String> {
     );
     match open {
         _ if searches.is_empty() => None,
-        0 => Some(format!("perfpipe: {what}, each over")),
+        0 => Some(format!(
+            "perfpipe: {what}; none needs another probe (the store holds every probe each takes)"
+        )),
         _ => Some(format!(
             "perfpipe: {what}, {open} still probing: each next probe is known once the last one ends"
         )),

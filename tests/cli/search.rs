@@ -74,6 +74,11 @@ fn the_search_finds_the_brute_force_bracket_with_fewer_probes_and_a_rerun_runs_n
     let again = run(&env, "search.kdl");
     assert_eq!(env.samples().len(), 5, "a second run runs nothing");
     assert!(
+        stderr(&again).contains("perfpipe: 1 search of the largest load within an SLO; none needs another probe (the store holds every probe each takes)\n"),
+        "{}",
+        stderr(&again)
+    );
+    assert!(
         stderr(&again).contains("ran 0 (failed: 0)"),
         "{}",
         stderr(&again)
@@ -239,4 +244,22 @@ fn the_probes_of_a_configuration_run_on_one_engine_launch_one_after_another() {
     assert_eq!(ids.len(), 2, "{launches:?}");
     let positions: Vec<u64> = launches.iter().map(|l| l.1).collect();
     assert_eq!(positions, [1, 2, 3, 4, 5, 1, 2, 3, 4, 5], "{launches:?}");
+}
+
+/// A concurrency past the workload's prompts measures no more load: `plan`
+/// (and `run`) say so, once per workload.
+#[test]
+fn a_concurrency_past_the_prompts_is_noted() {
+    let env = search_study();
+    let kdl = env.read("search.kdl").replace(
+        "search concurrency from=1 to=8",
+        "search concurrency from=1 to=256",
+    );
+    env.write("search.kdl", &kdl);
+    let plan = env.run(&["plan", "search.kdl"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    // `plan` prints its notes with the plan.
+    let text = crate::common::stdout(&plan);
+    let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("note:")).collect();
+    insta::assert_snapshot!(notes.join("\n"), @"note: workload `chat` reaches concurrency 256 but sends 8 prompts: no more than that are ever in flight, so a concurrency above 8 measures the same load (`prompts` sends more)");
 }

@@ -131,6 +131,7 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     let text = fs_err::read_to_string(path).map_err(|source| Error::ReadExperiment {
         path: path.display().to_string(),
         source,
+        hint: crate::ops::error::experiment_hint(path),
     })?;
     let source = SourceFile {
         name: path.display().to_string(),
@@ -328,7 +329,47 @@ pub fn input_notes(loaded: &Loaded) -> Vec<String> {
             "note: model directory `{path}` is not on this machine: its runs are keyed by the path alone (where the directory is, its files' sha256 is in each key)"
         )
     });
-    samples.chain(models).collect()
+    samples
+        .chain(models)
+        .chain(concurrency_past_prompts(&loaded.uncapped))
+        .collect()
+}
+
+/// A note per workload whose concurrency (or searched concurrency) exceeds
+/// its prompts: no more requests than it sends are ever in flight, so every
+/// load above measures the same load.
+fn concurrency_past_prompts(spec: &Spec) -> Vec<String> {
+    let mut notes: Vec<(String, String)> = Vec::new();
+    for workload in &spec.workloads {
+        let searched = workload
+            .search
+            .as_ref()
+            .filter(|s| s.axis == crate::spec::SearchAxis::Concurrency)
+            .map(|s| s.to);
+        let most = workload
+            .concurrency
+            .map(f64::from)
+            .into_iter()
+            .chain(searched)
+            .reduce(f64::max);
+        let name = workload.declared_name();
+        match most {
+            Some(most)
+                if most > f64::from(workload.prompts) && !notes.iter().any(|(n, _)| n == name) =>
+            {
+                notes.push((
+                    name.to_owned(),
+                    format!(
+                        "note: workload `{name}` reaches concurrency {most} but sends {}: no more than that are ever in flight, so a concurrency above {} measures the same load (`prompts` sends more)",
+                        crate::plural::count(workload.prompts as usize, "prompt", "prompts"),
+                        workload.prompts
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+    notes.into_iter().map(|(_, note)| note).collect()
 }
 
 #[cfg(test)]
