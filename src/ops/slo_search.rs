@@ -202,6 +202,12 @@ pub fn run_probes<L>(
             .collect();
         let chosen = choose(&untried, probing, at_once);
         if chosen.is_empty() {
+            if tried.is_empty() {
+                // Nothing to run: the executor still stops what killed
+                // perfpipes left.
+                let none = execute(&last.0, &last.1, 0)?;
+                summary.failed += none.failed;
+            }
             break;
         }
         let probes_after: usize = searches(&last.0)
