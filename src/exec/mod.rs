@@ -234,6 +234,10 @@ pub struct Kept {
     /// The most runs all executions together may start, where it is more
     /// than the runs the plans know (a search's later probes).
     pub at_most: Option<usize>,
+    /// Whether this execution's engines are kept for the next: only when
+    /// it runs the configurations the next one runs more of (else an
+    /// engine kept would hold GPUs another launch of it needs).
+    pub keep: bool,
 }
 
 impl Kept {
@@ -298,7 +302,7 @@ pub fn execute(
     report: &mut dyn FnMut(ExecEvent),
 ) -> Result<ExecSummary, ExecError> {
     let mut own = Kept::default();
-    let keep = kept.is_some() && !options.fresh_engine;
+    let keep = kept.as_ref().is_some_and(|k| k.keep) && !options.fresh_engine;
     let kept = kept.unwrap_or(&mut own);
     check_startable(spec, plan)?;
     let missing = plan.missing();

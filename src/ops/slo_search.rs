@@ -179,14 +179,14 @@ pub fn note(searches: &[SearchResult]) -> Option<String> {
 /// when nothing is missing that was not run already (a run whose result was
 /// not stored is not run again: that would loop).
 ///
-/// `execute` gets the plan to run and the most runs all executions may
-/// start, for progress.
+/// `execute` gets the plan to run, the most runs all executions may
+/// start (for progress), and whether to keep its engines for the next.
 pub fn run_probes<L>(
     first: (L, Plan),
     searches: impl Fn(&L) -> &[SearchResult],
     at_once: usize,
     mut reload: impl FnMut() -> Result<(L, Plan), Error>,
-    mut execute: impl FnMut(&L, &Plan, usize) -> Result<ExecSummary, Error>,
+    mut execute: impl FnMut(&L, &Plan, usize, bool) -> Result<ExecSummary, Error>,
 ) -> Result<Probed<L>, Error> {
     let mut last = first;
     let mut tried: BTreeSet<RunKey> = BTreeSet::new();
@@ -205,7 +205,7 @@ pub fn run_probes<L>(
             if tried.is_empty() {
                 // Nothing to run: the executor still stops what killed
                 // perfpipes left.
-                let none = execute(&last.0, &last.1, 0)?;
+                let none = execute(&last.0, &last.1, 0, false)?;
                 summary.failed += none.failed;
             }
             break;
@@ -228,7 +228,8 @@ pub fn run_probes<L>(
                 .iter()
                 .map(|r| (r.step.clone(), r.workload.clone())),
         );
-        let more = execute(&last.0, &now, at_most)?;
+        // While a search probes, its configuration's engine serves the next execution.
+        let more = execute(&last.0, &now, at_most, probing)?;
         summary.succeeded += more.succeeded;
         summary.failed += more.failed;
         summary.unstored.extend(more.unstored);

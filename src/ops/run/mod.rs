@@ -238,8 +238,9 @@ fn run_experiment(
             let plan = plan_and_index(&loaded, common)?.0;
             Ok((loaded, plan))
         },
-        |loaded, plan, at_most| {
+        |loaded, plan, at_most, keep| {
             kept.at_most = Some(at_most);
+            kept.keep = keep;
             execute(loaded, plan, options, &mut kept, progress, jobs)
         },
     );
