@@ -26,6 +26,9 @@ pub struct SearchResult {
     pub bracket: Option<Bracket>,
     /// How many of the probes came from the store rather than this command's runs.
     pub cached: usize,
+    /// The most probes still to run, the next one included.
+    #[serde(skip)]
+    pub most_left: usize,
 }
 
 /// One probe: a run of the point `workload` at `load`.
@@ -71,6 +74,7 @@ impl SearchResult {
             next: progress.next,
             bracket: progress.bracket,
             cached,
+            most_left: progress.most_left,
         }
     }
 

@@ -296,8 +296,17 @@ pub struct RuntimeOpt {
 pub struct CapArg {
     /// Cap every workload at N prompts, for a quick smoke test of a study.
     /// A capped workload is another workload: its runs have their own keys.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_prompts: Option<u32>,
+}
+
+/// Which steps' runs a command works on.
+#[derive(Debug, Args)]
+pub struct StepsArg {
+    /// Only the runs of this step (repeatable; `*` matches any characters,
+    /// `?` one: `--step 'vllm-seqs*'` takes a sweep's steps).
+    #[arg(long = "step", value_name = "NAME")]
+    pub steps: Vec<String>,
 }
 
 /// What running means: how many samples, whether failures run again, how
@@ -351,6 +360,13 @@ impl Selection {
         }
     }
 
+    fn with_steps(self, steps: &StepsArg) -> Self {
+        Self {
+            steps: steps.steps.clone(),
+            ..self
+        }
+    }
+
     fn with_policy(self, policy: &RunPolicy) -> Self {
         Self {
             samples: policy.samples,
@@ -365,6 +381,8 @@ impl Selection {
 pub struct RunArgs {
     #[command(flatten)]
     pub experiment: ExperimentArgs,
+    #[command(flatten)]
+    pub steps: StepsArg,
     #[command(flatten)]
     pub runtime: RuntimeOpt,
     #[command(flatten)]
@@ -386,14 +404,14 @@ pub struct RunArgs {
     /// Seconds any engine may take to become ready, overriding each engine's
     /// `startup-timeout=` and default (vLLM and SGLang 1200, TensorRT-LLM 2400);
     /// at most 604800 (a week).
-    #[arg(long, value_name = "SECS", value_parser = timeout_secs())]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = timeout_secs())]
     pub startup_timeout: Option<u64>,
     /// Seconds without an event from the engine, to this request or any
     /// other, before a waiting request fails (a stream that stalls, a request
     /// never answered); at most 604800 (a week). The built-in harness only;
     /// not part of any key.
     #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
-          value_parser = timeout_secs())]
+          allow_negative_numbers = true, value_parser = timeout_secs())]
     pub stall_timeout: u64,
     /// Fail (exit 3) instead of writing the lockfile when it is missing or
     /// does not match the experiment, as in CI.
@@ -486,6 +504,8 @@ pub struct ExplainArgs {
     /// Only this step's runs.
     pub step: Option<String>,
     #[command(flatten)]
+    pub steps: StepsArg,
+    #[command(flatten)]
     pub runtime: RuntimeOpt,
     #[command(flatten)]
     pub store: StoreArg,
@@ -522,7 +542,7 @@ pub struct DiffArgs {
     pub noise_floor: Vec<(String, f64)>,
     /// Compare the runs capped with `run --max-prompts N` (found through the
     /// experiment's file, in `experiments/` or here).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_prompts: Option<u32>,
 }
 
@@ -564,6 +584,8 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub experiment: ExperimentArgs,
     #[command(flatten)]
+    pub steps: StepsArg,
+    #[command(flatten)]
     pub runtime: RuntimeOpt,
     #[command(flatten)]
     pub store: StoreArg,
@@ -586,6 +608,8 @@ pub struct PlanArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub experiment: ExperimentArgs,
+    #[command(flatten)]
+    pub steps: StepsArg,
     #[command(flatten)]
     pub runtime: RuntimeOpt,
     #[command(flatten)]
@@ -635,8 +659,19 @@ pub struct VerifyArgs {
 }
 
 /// Seconds of a timeout: 1 to a week.
-fn timeout_secs() -> clap::builder::RangedU64ValueParser<u64> {
-    clap::value_parser!(u64).range(1..=bounds::MAX_TIMEOUT_SECS)
+/// Whole seconds from 1 to a week: any number outside says the bound
+/// (`1e9`, `-5` and `2.5` too, not clap's "invalid digit").
+fn timeout_secs() -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    |text| {
+        let most = bounds::MAX_TIMEOUT_SECS;
+        let refused =
+            || format!("`{text}` is not a whole number of seconds in 1..={most} (a week)");
+        let number = text.trim().parse::<f64>().map_err(|_| refused())?;
+        if number.fract() != 0.0 || !(1.0..=most as f64).contains(&number) {
+            return Err(refused());
+        }
+        Ok(number as u64)
+    }
 }
 
 /// A count of prompts or warm-ups: `min` to [`bounds::MAX_PROMPTS`].
@@ -838,7 +873,7 @@ pub struct BenchArgs {
     /// Seconds without an event from the server, to this request or any
     /// other, before a waiting request fails; at most 604800 (a week).
     #[arg(long, value_name = "SECS", default_value_t = crate::harness::DEFAULT_STALL_TIMEOUT_SECS,
-          value_parser = timeout_secs())]
+          allow_negative_numbers = true, value_parser = timeout_secs())]
     pub stall_timeout: u64,
     #[command(flatten)]
     pub vllm: super::bench_options::VllmBenchOptions,
@@ -894,6 +929,7 @@ impl RunArgs {
     pub fn selection(&self) -> Selection {
         Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
             .with_policy(&self.policy)
+            .with_steps(&self.steps)
     }
 }
 
@@ -901,18 +937,21 @@ impl PlanArgs {
     pub fn selection(&self) -> Selection {
         Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
             .with_policy(&self.policy)
+            .with_steps(&self.steps)
     }
 }
 
 impl ReportArgs {
     pub fn selection(&self) -> Selection {
         Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+            .with_steps(&self.steps)
     }
 }
 
 impl ExplainArgs {
     pub fn selection(&self) -> Selection {
         Selection::selecting(&self.experiment, &self.store, &self.runtime, &self.cap)
+            .with_steps(&self.steps)
     }
 }
 

@@ -18,6 +18,9 @@ pub fn diff(args: &DiffArgs) -> Result<u8, Error> {
         noise_floor: args.noise_floor.clone(),
         max_prompts: args.max_prompts,
     })?;
+    if let Some(chosen) = &diff.chosen {
+        eoutln!("{chosen}");
+    }
     out!(
         "{}",
         match args.format {

@@ -17,6 +17,7 @@ pub fn fetch(args: &FetchArgs, io: &Io) -> Result<u8, Error> {
         fresh_engine: false,
         max_prompts: None,
         lockfile: args.lockfile.clone(),
+        steps: Vec::new(),
     };
     crate::ops::fetch::fetch(&common, io, &Stderr)?;
     Ok(exit_code::OK)

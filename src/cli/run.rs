@@ -216,9 +216,16 @@ fn job_line(launch: &LaunchKey, event: &JobEvent) -> String {
 /// Shows what the executor tells: lines, and each run's bar.
 pub(super) fn progress(spec: &Spec, display: &mut Display, event: &ExecEvent) {
     match event {
-        ExecEvent::Started { index, total, run } => {
+        ExecEvent::Started {
+            index,
+            total,
+            bounded,
+            run,
+        } => {
+            // A search's later probes are unknown: its total is a bound.
+            let most = if *bounded { "≤" } else { "" };
             let prefix = format!(
-                "[{}/{total}] `{}` × `{}`",
+                "[{}/{most}{total}] `{}` × `{}`",
                 index + 1,
                 run.step,
                 run.workload

@@ -51,9 +51,13 @@ pub struct ExecOptions {
 
 /// What the executor tells its caller as it goes.
 pub enum ExecEvent<'a> {
+    /// The `index`-th run this command starts (counted across its
+    /// executions, see [`Kept`]), of `total`, or of at most `total` when
+    /// `bounded` (a search's probes after the next are unknown).
     Started {
         index: usize,
         total: usize,
+        bounded: bool,
         run: &'a PlannedRun,
     },
     /// Another process committed this key while we waited for its lock.
@@ -217,7 +221,79 @@ pub fn check_startable(spec: &Spec, plan: &Plan) -> Result<(), ExecError> {
     Ok(())
 }
 
+/// What a command keeps from one execution of an experiment to the next:
+/// the engines of the configurations it may run more of (a search's next
+/// probe is known only once the last one ends, and a real engine takes
+/// minutes to start), the record of them that a later perfpipe reads should
+/// this one be killed, and the runs started so far, so that progress counts
+/// across executions. [`Kept::stop`] stops its engines; dropped, it kills them.
+#[derive(Default)]
+pub struct Kept {
+    /// Engines serving, by the configuration they serve ([`engine_identity`]).
+    /// Declared before the registry: dropped first, each forgets its record.
+    engines: Vec<(String, launched::Launched)>,
+    registry: Option<Registry>,
+    started: usize,
+    /// The most runs all executions together may start, where it is more
+    /// than the runs the plans know (a search's later probes).
+    pub at_most: Option<usize>,
+    /// Whether this execution's engines are kept for the next: only when
+    /// it runs the configurations the next one runs more of (else an
+    /// engine kept would hold GPUs another launch of it needs).
+    pub keep: bool,
+}
+
+impl Kept {
+    /// Stops every engine kept.
+    pub fn stop(&mut self, io: &crate::tokio_runtime::Io) -> Result<(), ExecError> {
+        if self.engines.is_empty() {
+            return Ok(());
+        }
+        let runtime = io.handle().map_err(ExecError::Tokio)?;
+        runtime.block_on(stop_engines(std::mem::take(&mut self.engines)));
+        Ok(())
+    }
+}
+
+/// Stops `engines`, all at once.
+async fn stop_engines(engines: Vec<(String, launched::Launched)>) {
+    futures_util::future::join_all(engines.into_iter().map(|(_, mut engine)| async move {
+        engine.stop().await;
+    }))
+    .await;
+}
+
+/// What makes two launches one engine: everything of the step's that
+/// starts it (runs of two steps declared alike share none: each step is
+/// its own configuration in the report).
+fn engine_identity(spec: &Spec, step: &str) -> String {
+    let step = spec.step(step).expect("plan runs name declared steps");
+    let engine = spec
+        .engine(step.engine)
+        .expect("steps name declared engines");
+    format!(
+        "{}\0{:?}\0{:?}\0{:?}\0{:?}\0{:?}\0{}\0{}\0{:?}",
+        step.name.value,
+        step.engine,
+        engine.version,
+        engine.image,
+        step.model,
+        step.args,
+        step.gpus,
+        step.instances(),
+        step.env
+    )
+}
+
 /// Runs every missing run of `plan` until its key holds the samples the plan asks for.
+/// With `kept`, an engine it kept for a configuration serves that
+/// configuration's runs, and the engines of this execution are kept for the
+/// next (unless every run gets its own engine); without, each is stopped
+/// once its runs are done.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the experiment, where it runs, and what it keeps"
+)]
 pub fn execute(
     spec: &Spec,
     inputs: &ResolvedInputs,
@@ -225,8 +301,12 @@ pub fn execute(
     store: &Store,
     options: &ExecOptions,
     io: &crate::tokio_runtime::Io,
+    kept: Option<&mut Kept>,
     report: &mut dyn FnMut(ExecEvent),
 ) -> Result<ExecSummary, ExecError> {
+    let mut own = Kept::default();
+    let keep = kept.as_ref().is_some_and(|k| k.keep) && !options.fresh_engine;
+    let kept = kept.unwrap_or(&mut own);
     check_startable(spec, plan)?;
     let missing = plan.missing();
     let summary = ExecSummary::default();
@@ -241,13 +321,27 @@ pub fn execute(
     // `run`, one with nothing to do too.
     let records = leftovers::dir();
     runtime.block_on(reap_leftovers(&records, report));
+    // An engine kept for a configuration this execution does not run
+    // frees its GPUs for those it does.
+    let identities: Vec<String> = plan
+        .launches(options.fresh_engine)
+        .iter()
+        .map(|group| engine_identity(spec, &group[0].step))
+        .collect();
+    let (serving, idle) = std::mem::take(&mut kept.engines)
+        .into_iter()
+        .partition(|(identity, _)| identities.contains(identity));
+    kept.engines = serving;
+    runtime.block_on(stop_engines(idle));
     if missing.is_empty() {
         return Ok(summary);
     }
     let cancel = runtime
         .block_on(async { watch_signals() })
         .map_err(ExecError::Tokio)?;
-    let launches = Registry::open(&records).map_err(ExecError::LaunchRecords)?;
+    if kept.registry.is_none() {
+        kept.registry = Some(Registry::open(&records).map_err(ExecError::LaunchRecords)?);
+    }
     let machine = match plan.options.runtime {
         Runtime::Sim => None,
         Runtime::Local | Runtime::Docker => Some(runtime.block_on(machine::discover(spec))?),
@@ -278,17 +372,20 @@ pub fn execute(
         host: crate::host::name(),
         runtime: plan.options.runtime,
         machine,
-        launches,
+        launches: kept.registry.as_ref().expect("opened above"),
         tokenizers: Default::default(),
     };
     // Launches run `jobs` at a time; each waits for its GPUs, so two never share one.
+    let total = kept.started + missing.len();
     let shared = Shared {
-        index: Cell::new(0),
-        total: missing.len(),
+        index: Cell::new(kept.started),
+        total: kept.at_most.unwrap_or(total).max(total),
+        bounded: kept.at_most.is_some_and(|most| most > total),
         summary: RefCell::new(summary),
         report: RefCell::new(report),
     };
     let launches = plan.launches(options.fresh_engine);
+    let engines = RefCell::new(std::mem::take(&mut kept.engines));
     // The first error starts no further launch, but those in flight end by
     // themselves: dropped, they would leave their containers running (on
     // Ctrl-C or SIGTERM each sees the signal and stops its engines).
@@ -296,15 +393,24 @@ pub fn execute(
     runtime.block_on(futures_util::stream::iter(launches).for_each_concurrent(
         options.jobs.max(1),
         |group| {
-            let (ctx, shared, failed) = (&ctx, &shared, &failed);
+            let (ctx, shared, failed, engines) = (&ctx, &shared, &failed, &engines);
             async move {
                 if failed.borrow().is_some() {
                     return;
                 }
-                let mut engine: Option<launched::Launched> = None;
+                let identity = engine_identity(spec, &group[0].step);
+                let mut engine: Option<launched::Launched> = {
+                    let mut engines = engines.borrow_mut();
+                    let at = engines.iter().position(|(i, _)| *i == identity);
+                    at.map(|at| engines.remove(at).1)
+                };
                 let result = run_launch(ctx, plan, &group, &mut engine, shared).await;
-                if let Some(mut engine) = engine.take() {
-                    engine.stop().await;
+                match engine.take() {
+                    Some(engine) if keep && result.is_ok() => {
+                        engines.borrow_mut().push((identity, engine));
+                    }
+                    Some(mut engine) => engine.stop().await,
+                    None => {}
                 }
                 if let Err(e) = result {
                     failed.borrow_mut().get_or_insert(e);
@@ -312,6 +418,8 @@ pub fn execute(
             }
         },
     ));
+    kept.engines = engines.into_inner();
+    kept.started = shared.index.get();
     if let Some(e) = failed.into_inner() {
         return Err(e);
     }
@@ -362,6 +470,7 @@ async fn run_launch(
             report(ExecEvent::Started {
                 index: shared.index.replace(shared.index.get() + 1),
                 total: shared.total,
+                bounded: shared.bounded,
                 run,
             });
             let lock = match lock {
@@ -417,6 +526,8 @@ async fn measure(
         report(ExecEvent::AlreadyDone { run });
         return Ok(());
     }
+    // Built while the engine starts where it does, then kept for every sample.
+    let mut prepared: Option<run::Prepared> = None;
     while still_missing()? {
         let started = std::time::Instant::now();
         let mut attempt = 0;
@@ -436,7 +547,25 @@ async fn measure(
                 dead.stop().await;
             }
             if engine.is_none() {
-                match ctx.start(run, report).await? {
+                let prepare = async {
+                    match prepared.take() {
+                        Some(ready) => Ok(ready),
+                        None => ctx.prepare(run).await,
+                    }
+                };
+                let (started, ready) = tokio::join!(ctx.start(run, report), prepare);
+                let started = started?;
+                match ready {
+                    Ok(ready) => prepared = Some(ready),
+                    Err(e) => {
+                        // A started engine is the caller's to stop.
+                        if let Ok(up) = started {
+                            *engine = Some(up);
+                        }
+                        return Err(e);
+                    }
+                }
+                match started {
                     Ok(started) => *engine = Some(started),
                     Err(failed) if failed.kind == FailureKind::Deterministic => {
                         *start_failed = Some(failed);
@@ -455,8 +584,12 @@ async fn measure(
                     }
                 }
             }
+            if prepared.is_none() {
+                prepared = Some(ctx.prepare(run).await?);
+            }
+            let ready = prepared.as_ref().expect("built above");
             let running = engine.as_mut().expect("started above");
-            match ctx.bench(running, run, report).await? {
+            match ctx.bench(running, run, ready, report).await? {
                 run::Attempt::Done(result, pending) => {
                     pending.commit(ctx.store, &run.key, &run.canonical, &result, lock)?;
                     break result;
@@ -497,6 +630,8 @@ async fn measure(
 struct Shared<'a, 'r> {
     index: Cell<usize>,
     total: usize,
+    /// `total` is a bound.
+    bounded: bool,
     summary: RefCell<ExecSummary>,
     report: RefCell<&'a mut (dyn FnMut(ExecEvent) + 'r)>,
 }

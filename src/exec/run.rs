@@ -41,7 +41,7 @@ pub struct RunContext<'a> {
     pub cancel: watch::Receiver<bool>,
     pub host: String,
     /// Where this process records the engines it starts.
-    pub launches: crate::engine::leftovers::Registry,
+    pub launches: &'a crate::engine::leftovers::Registry,
     /// Tokenizers loaded so far, by (model, revision).
     pub tokenizers: Mutex<HashMap<(String, String), Arc<Tokenizer>>>,
 }
@@ -54,7 +54,45 @@ pub enum Attempt {
     Transient(RunResult),
 }
 
+/// What a run sends, built before its benchmark: while its engine starts,
+/// when it does (12,000 random prompts take seconds of CPU, which GPUs
+/// would wait for), and once for all its samples.
+#[derive(Default)]
+pub struct Prepared {
+    /// The built-in harness's requests.
+    requests: Vec<BenchRequest>,
+    /// guidellm's ShareGPT conversion, written for it to read.
+    converted: Option<Vec<BenchRequest>>,
+}
+
 impl RunContext<'_> {
+    /// Builds what `run` sends, as its harness needs it.
+    pub async fn prepare(&self, run: &PlannedRun) -> Result<Prepared, ExecError> {
+        let step = self
+            .spec
+            .step(&run.step)
+            .expect("plan runs name declared steps");
+        let workload = self
+            .spec
+            .workload(&run.workload)
+            .expect("plan runs name declared workloads");
+        Ok(match &self.spec.harness.kind {
+            HarnessKind::Builtin => Prepared {
+                requests: self.requests(workload, &step.model, false).await?,
+                converted: None,
+            },
+            HarnessKind::Guidellm { .. }
+                if matches!(workload.dataset, Dataset::ShareGpt { .. }) =>
+            {
+                Prepared {
+                    requests: Vec::new(),
+                    converted: Some(self.requests(workload, &step.model, true).await?),
+                }
+            }
+            HarnessKind::VllmBench { .. } | HarnessKind::Guidellm { .. } => Prepared::default(),
+        })
+    }
+
     /// Waits for the key's lock, or for a signal.
     pub async fn lock(&self, run: &PlannedRun) -> Result<KeyLock, ExecError> {
         let store = self.store.clone();
@@ -74,6 +112,7 @@ impl RunContext<'_> {
         &self,
         engine: &mut Launched,
         run: &PlannedRun,
+        prepared: &Prepared,
         report: &mut dyn FnMut(ExecEvent),
     ) -> Result<Attempt, ExecError> {
         let step = self
@@ -88,24 +127,17 @@ impl RunContext<'_> {
         let pending = self.store.begin_sample()?;
         let started_at = crate::clock::unix_now();
         let mut harness_command = Vec::new();
-        // Prompts are built before sampling starts: telemetry covers the benchmark only.
-        let requests = match &self.spec.harness.kind {
-            HarnessKind::Builtin => self.requests(workload, &step.model, false).await?,
-            HarnessKind::Guidellm { .. }
-                if matches!(workload.dataset, Dataset::ShareGpt { .. }) =>
-            {
-                // benchmark-runner's file, which guidellm reads in order.
-                let converted = self.requests(workload, &step.model, true).await?;
-                pending
-                    .write_log(
-                        guidellm::CONVERTED_SHAREGPT_FILE,
-                        guidellm::converted_sharegpt(&converted),
-                    )
-                    .map_err(crate::store::Error::Io)?;
-                Vec::new()
-            }
-            HarnessKind::VllmBench { .. } | HarnessKind::Guidellm { .. } => Vec::new(),
-        };
+        // The prompts were built before sampling starts: telemetry covers the benchmark only.
+        let requests = prepared.requests.clone();
+        if let Some(converted) = &prepared.converted {
+            // benchmark-runner's file, which guidellm reads in order.
+            pending
+                .write_log(
+                    guidellm::CONVERTED_SHAREGPT_FILE,
+                    guidellm::converted_sharegpt(converted),
+                )
+                .map_err(crate::store::Error::Io)?;
+        }
         let sampler = telemetry::start(
             self.client.clone(),
             // None under `sim` and on CPU hardware: no GPU to sample.

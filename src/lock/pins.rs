@@ -94,10 +94,15 @@ pub struct Problem {
     pub message: String,
     /// The host that could not be reached, when that is why.
     pub unreachable: Option<String>,
+    /// The input keeps the pin the lockfile had (`--update` could not
+    /// refresh it); else it stays unpinned.
+    pub kept: bool,
 }
 
 /// Keeps every pin whose declaration is unchanged, resolves the rest with
-/// `resolver` (`None`: offline, they stay unpinned).
+/// `resolver` (`None`: offline, they stay unpinned). A pin `--update` asks
+/// to refresh that cannot be (offline, or the resolver fails) is kept as
+/// the lockfile had it: an update that cannot happen changes nothing.
 pub fn resolve_pins(
     requests: &[PinRequest],
     old: Option<&Lockfile>,
@@ -116,6 +121,7 @@ pub fn resolve_pins(
                 Update::All => true,
                 Update::Only(names) => names.contains(&request.name),
             };
+            let had = kept.and_then(|i| i.locked.clone());
             let locked = match kept {
                 Some(i) if !update && (i.locked.is_some() || !policy.fill_unpinned) => {
                     i.locked.clone()
@@ -129,21 +135,24 @@ pub fn resolve_pins(
                     }),
                 ) {
                     (Some(pin), _) => Some(pin),
-                    (None, None) => None,
+                    (None, None) => had,
                     (None, Some(resolver)) => {
                         let resolved = match &request.target {
                             PinTarget::Image(reference) => resolver.image(reference),
                             PinTarget::Model { repo, revision } => resolver.model(repo, revision),
                         };
-                        resolved
-                            .map_err(|e| {
+                        match resolved {
+                            Ok(pin) => Some(pin),
+                            Err(e) => {
                                 problems.push(Problem {
                                     input: request.name.clone(),
                                     message: e.message,
                                     unreachable: e.unreachable,
-                                })
-                            })
-                            .ok()
+                                    kept: had.is_some(),
+                                });
+                                had
+                            }
+                        }
                     }
                 },
             };
@@ -288,6 +297,43 @@ mod tests {
             inputs[0].locked.as_ref().unwrap()["image"],
             "v:1@sha256:new"
         );
+    }
+
+    #[test]
+    fn an_update_that_cannot_refresh_a_pin_keeps_it() {
+        let fake = Fake {
+            asked: RefCell::default(),
+        };
+        let old = old(vec![pinned(
+            "engine.vllm",
+            "broken:1",
+            Some("v@sha256:old"),
+        )]);
+        let update = PinPolicy {
+            fill_unpinned: true,
+            update: Update::All,
+            needed_under: None,
+        };
+        let requests = [image("engine.vllm", "broken:1")];
+        let (inputs, problems) = resolve_pins(&requests, Some(&old), &update, Some(&fake));
+        assert_eq!(inputs[0].locked.as_ref().unwrap()["image"], "v@sha256:old");
+        assert!(problems[0].kept, "{problems:?}");
+        let (inputs, problems) = resolve_pins(&requests, Some(&old), &update, None);
+        assert_eq!(
+            inputs[0].locked.as_ref().unwrap()["image"],
+            "v@sha256:old",
+            "offline"
+        );
+        assert!(problems.is_empty());
+        // A changed declaration's old pin is no pin of it.
+        let (inputs, problems) = resolve_pins(
+            &[image("engine.vllm", "broken:2")],
+            Some(&old),
+            &update,
+            Some(&fake),
+        );
+        assert_eq!(inputs[0].locked, None);
+        assert!(!problems[0].kept);
     }
 
     #[test]

@@ -37,9 +37,21 @@ pub fn diff(args: &DiffOptions) -> Result<LockDiff, Error> {
         })
     };
     let (before, after) = (read(&args.before)?, read(&args.after)?);
-    let runtime = args.runtime.unwrap_or(Runtime::Docker);
     let store = Store::open(&args.store).map_err(Error::Store)?;
     let experiment = find_experiment(&after.experiment, &args.after);
+    let (runtime, max_prompts, chosen) = match args.runtime {
+        Some(runtime) => (runtime, args.max_prompts, None),
+        None => {
+            let (runtime, cap, said) =
+                stored_choice(&store, [&before, &after], experiment.as_ref(), args)?;
+            (runtime, cap, Some(said))
+        }
+    };
+    let args = &DiffOptions {
+        runtime: Some(runtime),
+        max_prompts,
+        ..args.clone()
+    };
     let capped = match args.max_prompts {
         Some(cap) => Some(capped_runs(
             &store,
@@ -167,6 +179,7 @@ pub fn diff(args: &DiffOptions) -> Result<LockDiff, Error> {
         experiment: after.experiment.clone(),
         runtime: runtime.name().into(),
         max_prompts: args.max_prompts,
+        chosen,
         inputs,
         unchanged_inputs: after
             .inputs
@@ -224,6 +237,128 @@ fn find_experiment(name: &str, lockfile: &Path) -> Option<PathBuf> {
     })
 }
 
+/// The prompts the workloads of the experiment in `file` declare.
+fn declared_prompts(file: &Path) -> Result<BTreeSet<u32>, Error> {
+    let text = fs_err::read_to_string(file).map_err(|source| Error::ReadExperiment {
+        path: file.display().to_string(),
+        source,
+        hint: super::error::experiment_hint(file),
+    })?;
+    let spec = crate::spec::parse(&crate::spec::SourceFile {
+        name: file.display().to_string(),
+        text,
+    })
+    .map_err(|e| Error::Spec(Box::new(e)))?;
+    Ok(spec.workloads.iter().map(|w| w.prompts).collect())
+}
+
+/// Without `--runtime`: the runtime whose results the store holds of the
+/// two lockfiles' runs (measured before simulated, as `report` chooses;
+/// docker when it holds none) and, without `--max-prompts` when it holds
+/// only capped results, the cap of the most; and the line that says which.
+fn stored_choice(
+    store: &Store,
+    locks: [&lock::Lockfile; 2],
+    experiment: Option<&PathBuf>,
+    args: &DiffOptions,
+) -> Result<(Runtime, Option<u32>, String), Error> {
+    use super::workspace::stored_runtimes::{StoredRuntime, best_cap, stored_caps, stored_runtime};
+    let keys = |runtime: Runtime| -> BTreeSet<RunKey> {
+        locks
+            .iter()
+            .flat_map(|l| l.runs.iter().filter_map(|r| r.key(runtime).cloned()))
+            .collect()
+    };
+    let ambiguous = |runtimes: Vec<Runtime>| Error::Usage {
+        message: format!(
+            "the store holds results of these lockfiles' runs under both {}",
+            runtimes
+                .iter()
+                .map(|r| format!("`{}`", r.name()))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
+        hint: "name the runtime to compare: `--runtime docker` or `--runtime local`".into(),
+    };
+    let runtimes = [Runtime::Docker, Runtime::Local, Runtime::Sim];
+    let capped_note = |cap: Option<u32>| {
+        cap.map(|n| {
+            format!(
+                ", capped at {} (`--max-prompts {n}`)",
+                crate::plural::count(n as usize, "prompt", "prompts")
+            )
+        })
+        .unwrap_or_default()
+    };
+    // With `--max-prompts`, the runtimes of its capped results; else of full-size ones.
+    let with_results: Vec<Runtime> = match (args.max_prompts, experiment) {
+        (Some(cap), Some(file)) => {
+            let declared = declared_prompts(file)?;
+            let mut with = Vec::new();
+            for runtime in runtimes {
+                let caps = stored_caps(store, &keys(runtime), &declared).map_err(Error::Store)?;
+                if caps.contains_key(&cap) {
+                    with.push(runtime);
+                }
+            }
+            with
+        }
+        (Some(_), None) => Vec::new(),
+        (None, _) => runtimes
+            .into_iter()
+            .filter(|r| keys(*r).iter().any(|k| store.has_samples(k)))
+            .collect(),
+    };
+    match stored_runtime(&with_results) {
+        StoredRuntime::One(runtime) => {
+            return Ok((
+                runtime,
+                args.max_prompts,
+                format!(
+                    "perfpipe: comparing the results under runtime `{}`{}, the one the store holds results of (`--runtime` chooses)",
+                    runtime.name(),
+                    capped_note(args.max_prompts)
+                ),
+            ));
+        }
+        StoredRuntime::Ambiguous(runtimes) => return Err(ambiguous(runtimes)),
+        StoredRuntime::None => {}
+    }
+    // Only capped results: those of the cap with the most.
+    let mut capped = Vec::new();
+    if let (None, Some(file)) = (args.max_prompts, experiment) {
+        let declared = declared_prompts(file)?;
+        for runtime in runtimes {
+            let caps = stored_caps(store, &keys(runtime), &declared).map_err(Error::Store)?;
+            if let Some((cap, _)) = best_cap(&caps) {
+                capped.push((runtime, cap));
+            }
+        }
+    }
+    let with_capped: Vec<Runtime> = capped.iter().map(|c| c.0).collect();
+    match stored_runtime(&with_capped) {
+        StoredRuntime::One(runtime) => {
+            let cap = capped.iter().find(|c| c.0 == runtime).map_or(0, |c| c.1);
+            Ok((
+                runtime,
+                Some(cap),
+                format!(
+                    "perfpipe: the store holds no full-size result of these lockfiles' runs; comparing the runs capped at {} under runtime `{}` (`--max-prompts {cap}`; `--runtime` and `--max-prompts` choose)",
+                    crate::plural::count(cap as usize, "prompt", "prompts"),
+                    runtime.name(),
+                ),
+            ))
+        }
+        StoredRuntime::Ambiguous(runtimes) => Err(ambiguous(runtimes)),
+        StoredRuntime::None => Ok((
+            Runtime::Docker,
+            args.max_prompts,
+            "perfpipe: the store holds no result of these lockfiles' runs under any runtime yet; comparing their keys under runtime `docker` (`--runtime` chooses)"
+                .to_owned(),
+        )),
+    }
+}
+
 /// Every stored run capped at `cap` prompts, by the key of the declared run
 /// it caps: its key material with the prompts of a workload of `experiment`.
 fn capped_runs(
@@ -240,16 +375,7 @@ fn capped_runs(
             hint: "run `perfpipe diff` in the experiment's project directory".into(),
         });
     };
-    let text = fs_err::read_to_string(file).map_err(|source| Error::ReadExperiment {
-        path: file.display().to_string(),
-        source,
-    })?;
-    let spec = crate::spec::parse(&crate::spec::SourceFile {
-        name: file.display().to_string(),
-        text,
-    })
-    .map_err(|e| Error::Spec(Box::new(e)))?;
-    let declared: BTreeSet<u32> = spec.workloads.iter().map(|w| w.prompts).collect();
+    let declared = declared_prompts(file)?;
     let mut out = BTreeMap::new();
     for (key, text) in store.entries().map_err(Error::Store)? {
         let Ok(material) = serde_json::from_str::<Value>(&text) else {

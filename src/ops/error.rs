@@ -15,20 +15,20 @@ pub enum Error {
     #[diagnostic(transparent)]
     Project(crate::project::Error),
     #[error("cannot read the experiment `{path}`")]
-    #[diagnostic(help(
-        "experiments live under `experiments/`, e.g. `perfpipe run experiments/qwen3-14b-a100.kdl`"
-    ))]
+    #[diagnostic(help("{hint}"))]
     ReadExperiment {
         path: String,
         #[source]
         source: std::io::Error,
+        /// Where the experiments are (see [`experiment_hint`]).
+        hint: String,
     },
     #[error(transparent)]
     #[diagnostic(transparent)]
     Spec(Box<SpecErrors>),
     #[error("an input of the experiment is missing")]
     #[diagnostic(help(
-        "paths are relative to the directory perfpipe runs in; a `sharegpt` dataset may name a `sample=` file to use when the real one is absent"
+        "the experiment's paths are relative to the project root (the directory holding `perfpipe.toml`, else `experiments/`), wherever perfpipe is typed; a `sharegpt` dataset may name a `sample=` file to use when the real one is absent"
     ))]
     Inputs(#[source] crate::inputs::Error),
     #[error("an input of the experiment is not a file")]
@@ -303,4 +303,43 @@ pub struct PageReport {
     pub src: miette::NamedSource<String>,
     #[label("here")]
     pub span: miette::SourceSpan,
+}
+
+/// What to say of an experiment file `path` that cannot be read (perfpipe
+/// works at the project root, `path` made relative to it): a file that
+/// exists when a leading directory of `path` is dropped (typed from inside
+/// `experiments/`, `experiments/x.kdl` is `experiments/experiments/x.kdl`),
+/// else the experiments the project has.
+pub fn experiment_hint(path: &std::path::Path) -> String {
+    let parts: Vec<_> = path.components().collect();
+    for skip in 1..parts.len() {
+        let shorter: std::path::PathBuf = parts[skip..].iter().collect();
+        if shorter.is_file() {
+            // The directory it was typed in, and the file meant from there.
+            let typed_in: std::path::PathBuf = parts[..skip].iter().collect();
+            let meant = shorter.strip_prefix(&typed_in).unwrap_or(&shorter);
+            return format!(
+                "a path on the command line is relative to the directory it is typed in, so this one is the project's `{}`; did you mean `{}` (the project's `{}`)?",
+                path.display(),
+                meant.display(),
+                shorter.display()
+            );
+        }
+    }
+    let mut here: Vec<String> = fs_err::read_dir("experiments")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "kdl"))
+        .map(|p| p.display().to_string())
+        .collect();
+    here.sort();
+    match here.as_slice() {
+        [] => {
+            "this project has no experiment under `experiments/` yet (`perfpipe init` writes one)"
+                .into()
+        }
+        some => format!("the project's experiments: {}", some.join(", ")),
+    }
 }

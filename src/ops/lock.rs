@@ -20,6 +20,7 @@ pub fn lock(
     if let Update::Only(names) = &update {
         check_names(selection, names)?;
     }
+    let update_asked = update != Update::Nothing;
     let loaded = load(
         selection,
         LockMode::Lock {
@@ -60,6 +61,12 @@ pub fn lock(
             shell,
             "perfpipe: {env} is pinned where the benchmark client is installed: `perfpipe fetch {}` installs it and records it",
             selection.experiment.display()
+        );
+    }
+    if offline && update_asked {
+        say!(
+            shell,
+            "perfpipe: offline, so `--update` refreshed no pin: the lockfile keeps those it had"
         );
     }
     if offline && state.new.unpinned().any(|i| i.name != env) {

@@ -152,8 +152,12 @@ pub fn plan_and_index(loaded: &Loaded, selection: &Selection) -> Result<(Plan, S
         .store
         .index(loaded.runs.iter().map(|r| (&r.key, r.canonical.as_str())))
         .map_err(Error::Store)?;
+    let runs = (loaded.runs.iter())
+        .filter(|r| selection.wants_step(&r.step))
+        .cloned()
+        .collect();
     let plan = plan::build(
-        loaded.runs.clone(),
+        runs,
         &index,
         super::workspace::load::plan_options(selection, loaded.runtime),
     );

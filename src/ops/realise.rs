@@ -63,6 +63,7 @@ pub fn realise(
         &exec,
         io,
         None,
+        None,
         progress,
     )?;
     Ok((realised, store))
@@ -203,13 +204,16 @@ pub fn write_launches(
 /// (`run`: the files the experiment names, whose hashes the material
 /// holds), read instead so that what a run records names them as the user
 /// does. Progress goes to `progress`, with the experiment the launches
-/// rebuild. `exec` gives how to execute (on `io`); the timeouts come from the material.
+/// rebuild. `exec` gives how to execute (on `io`); the timeouts come from
+/// the material. With `kept`, engines serve from one execution to the next
+/// ([`exec::Kept`]).
 pub fn execute(
     launches: &[LaunchMaterial],
     store: &Store,
     exec: &ExecOptions,
     io: &Io,
     local: Option<&ResolvedInputs>,
+    kept: Option<&mut exec::Kept>,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
 ) -> Result<Realised, Error> {
     for launch in launches {
@@ -245,6 +249,7 @@ pub fn execute(
         store,
         &options,
         io,
+        kept,
         &mut |event| progress(&rebuilt.spec, &event),
     )?;
     Ok(Realised { summary, plan })

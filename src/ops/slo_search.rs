@@ -14,7 +14,7 @@ use crate::facts::Runtime;
 use crate::inputs::ResolvedInputs;
 use crate::key::{KeyMaterial, RunKey};
 use crate::plan::search::{Domain, Search};
-use crate::plan::{Plan, PlanOptions, RunStatus};
+use crate::plan::{Plan, PlanOptions, PlannedRun, RunStatus};
 use crate::spec::{SearchAxis, Spec, Workload};
 use crate::store::{Sample, Store};
 
@@ -159,39 +159,83 @@ pub fn note(searches: &[SearchResult]) -> Option<String> {
     );
     match open {
         _ if searches.is_empty() => None,
-        0 => Some(format!("perfpipe: {what}, each over")),
+        0 => Some(format!(
+            "perfpipe: {what}; none needs another probe (the store holds every probe each takes)"
+        )),
         _ => Some(format!(
             "perfpipe: {what}, {open} still probing: each next probe is known once the last one ends"
         )),
     }
 }
 
-/// After `run`'s first execution: while a search needs another probe,
-/// reload the experiment (the store now holds the last probes, so each
-/// search plans its next one) and execute what is missing. Stops when
-/// nothing is missing, or when a run this command already executed is
-/// missing again (its result was not stored: running it again would loop).
+/// `run`'s executions: the missing runs of `first`, a configuration (step)
+/// at a time while a search still probes, so that its probes run one after
+/// another on one engine launch as the runs of a step do (`execute` keeps
+/// the engine from one execution to the next; a search's next probe is
+/// known only once its last one is stored, and a real engine takes
+/// minutes to start). Up to `at_once` configurations run together (each on
+/// its own GPUs). After each execution with a search still probing, the
+/// experiment is reloaded: each search then plans its next probe. Stops
+/// when nothing is missing that was not run already (a run whose result was
+/// not stored is not run again: that would loop).
+///
+/// `execute` gets the plan to run, the most runs all executions may
+/// start (for progress), and whether to keep its engines for the next.
 pub fn run_probes<L>(
-    mut last: (L, Plan),
+    first: (L, Plan),
     searches: impl Fn(&L) -> &[SearchResult],
-    mut summary: ExecSummary,
+    at_once: usize,
     mut reload: impl FnMut() -> Result<(L, Plan), Error>,
-    mut execute: impl FnMut(&L, &Plan) -> Result<ExecSummary, Error>,
+    mut execute: impl FnMut(&L, &Plan, usize, bool) -> Result<ExecSummary, Error>,
 ) -> Result<Probed<L>, Error> {
-    let mut keys: BTreeSet<RunKey> = last.1.missing().iter().map(|r| r.key.clone()).collect();
-    let mut ran = executed(&last.1, &keys);
-    while searches(&last.0).iter().any(|s| s.next.is_some()) {
-        last = reload()?;
-        let missing = last.1.missing();
-        if missing.is_empty() || missing.iter().any(|r| keys.contains(&r.key)) {
+    let mut last = first;
+    let mut tried: BTreeSet<RunKey> = BTreeSet::new();
+    let mut ran = BTreeSet::new();
+    let mut summary = ExecSummary::default();
+    loop {
+        let probing = searches(&last.0).iter().any(|s| s.next.is_some());
+        let untried: Vec<&PlannedRun> = last
+            .1
+            .missing()
+            .into_iter()
+            .filter(|r| !tried.contains(&r.key))
+            .collect();
+        let chosen = choose(&untried, probing, at_once);
+        if chosen.is_empty() {
+            if tried.is_empty() {
+                // Nothing to run: the executor still stops what killed
+                // perfpipes left.
+                let none = execute(&last.0, &last.1, 0, false)?;
+                summary.failed += none.failed;
+            }
             break;
         }
-        keys.extend(missing.iter().map(|r| r.key.clone()));
-        ran.extend(executed(&last.1, &keys));
-        let more = execute(&last.0, &last.1)?;
+        let probes_after: usize = searches(&last.0)
+            .iter()
+            .map(|s| s.most_left.saturating_sub(1))
+            .sum();
+        let at_most = tried.len() + untried.len() + probes_after;
+        let now = Plan {
+            runs: (last.1.runs.iter())
+                .filter(|r| chosen.contains(&r.key))
+                .cloned()
+                .collect(),
+            options: last.1.options,
+        };
+        tried.extend(chosen);
+        ran.extend(
+            now.runs
+                .iter()
+                .map(|r| (r.step.clone(), r.workload.clone())),
+        );
+        // While a search probes, its configuration's engine serves the next execution.
+        let more = execute(&last.0, &now, at_most, probing)?;
         summary.succeeded += more.succeeded;
         summary.failed += more.failed;
         summary.unstored.extend(more.unstored);
+        if probing {
+            last = reload()?;
+        }
     }
     let (loaded, plan) = last;
     Ok(Probed {
@@ -202,6 +246,23 @@ pub fn run_probes<L>(
     })
 }
 
+/// The keys of the runs of `untried` to execute now: every one, or, while
+/// a search probes, those of the first `at_once` steps that have any.
+fn choose(untried: &[&PlannedRun], probing: bool, at_once: usize) -> BTreeSet<RunKey> {
+    let mut steps: Vec<&str> = Vec::new();
+    for run in untried {
+        if !steps.contains(&run.step.as_str()) {
+            steps.push(&run.step);
+        }
+    }
+    steps.truncate(if probing { at_once.max(1) } else { steps.len() });
+    untried
+        .iter()
+        .filter(|r| steps.contains(&r.step.as_str()))
+        .map(|r| r.key.clone())
+        .collect()
+}
+
 /// What [`run_probes`] leaves: the last reload, every execution's summary
 /// added up, and the runs executed by (step, workload).
 pub struct Probed<L> {
@@ -209,13 +270,4 @@ pub struct Probed<L> {
     pub plan: Plan,
     pub summary: ExecSummary,
     pub ran: BTreeSet<(String, String)>,
-}
-
-/// The (step, workload) of every run of `plan` whose key is in `keys`.
-fn executed(plan: &Plan, keys: &BTreeSet<RunKey>) -> BTreeSet<(String, String)> {
-    plan.runs
-        .iter()
-        .filter(|r| keys.contains(&r.key))
-        .map(|r| (r.step.clone(), r.workload.clone()))
-        .collect()
 }

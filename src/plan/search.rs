@@ -106,6 +106,59 @@ impl Search {
         }
     }
 
+    /// The most probes the search may still take, whatever they find (the
+    /// next one included): what a run that probes until the end counts on.
+    pub fn most_probes_left(&self) -> usize {
+        let Step::Probe(next) = self.next() else {
+            return 0;
+        };
+        // Either outcome of the next probe, then the larger of the halves
+        // the bisection keeps.
+        let on_pass = {
+            let mut passed = self.clone();
+            passed.record(next, true);
+            passed
+        };
+        let on_fail = {
+            let mut failed = self.clone();
+            failed.record(next, false);
+            failed
+        };
+        1 + on_pass.bisections_left().max(on_fail.bisections_left())
+    }
+
+    /// The most probes left when the next probe's outcome is recorded: the
+    /// first two probes (`from`, `to`) decide whether a bisection follows,
+    /// which halves the bracket until the domain allows no narrower one.
+    fn bisections_left(&self) -> usize {
+        match (self.passing, self.failing) {
+            (None, None) => self.most_probes_left(),
+            (None, Some(_)) => 0,
+            (Some(lo), None) if lo < self.to => self.most_probes_left(),
+            (Some(_), None) => 0,
+            (Some(mut lo), Some(mut hi)) => {
+                let mut probes = 0;
+                loop {
+                    match self.domain {
+                        Domain::Integer if hi - lo <= 1.0 => return probes,
+                        Domain::Integer => {
+                            let mid = ((lo + hi) / 2.0).floor();
+                            // The larger half is the longer search.
+                            if mid - lo >= hi - mid {
+                                hi = mid;
+                            } else {
+                                lo = mid;
+                            }
+                        }
+                        Domain::Real { precision } if hi - lo <= precision => return probes,
+                        Domain::Real { .. } => hi = (lo + hi) / 2.0,
+                    }
+                    probes += 1;
+                }
+            }
+        }
+    }
+
     /// Runs the whole search against `oracle` (tests, and plans over loads
     /// whose results are all known).
     pub fn run(mut self, mut oracle: impl FnMut(f64) -> bool) -> Bracket {
@@ -150,12 +203,19 @@ pub struct Progress {
     pub probes: Vec<(f64, bool)>,
     pub next: Option<f64>,
     pub bracket: Option<Bracket>,
+    /// The most probes still to run, the next one included.
+    pub most_left: usize,
 }
 
 impl Search {
     /// [`Search::known_prefix`], and the bracket when no probe is missing.
     pub fn progress(self, known: impl FnMut(f64) -> Option<bool>) -> Progress {
         let (probes, next) = self.clone().known_prefix(known);
+        let mut now = self.clone();
+        for (load, passed) in &probes {
+            now.record(*load, *passed);
+        }
+        let most_left = now.most_probes_left();
         let bracket = next.is_none().then(|| {
             self.run(|load| {
                 probes
@@ -168,6 +228,7 @@ impl Search {
             probes,
             next,
             bracket,
+            most_left,
         }
     }
 }
@@ -187,6 +248,34 @@ mod tests {
                 .map(|r| r.0)
                 .reduce(f64::min),
             probes: results.len(),
+        }
+    }
+
+    #[test]
+    fn no_search_takes_more_probes_than_it_said_it_might() {
+        let domains = [
+            (1.0, 256.0, Domain::Integer),
+            (1.0, 8.0, Domain::Integer),
+            (3.0, 3.0, Domain::Integer),
+            (0.5, 40.0, Domain::Real { precision: 0.25 }),
+        ];
+        for (from, to, domain) in domains {
+            let start = Search::new(from, to, domain);
+            let mut worst = 0;
+            for threshold in (-10..=310).map(|t| from + (to - from) * f64::from(t) / 300.0) {
+                let mut search = start.clone();
+                let said = search.most_probes_left();
+                let mut taken = 0;
+                while let Step::Probe(load) = search.next() {
+                    assert!(search.most_probes_left() <= said - taken);
+                    search.record(load, load <= threshold);
+                    taken += 1;
+                }
+                assert_eq!(search.most_probes_left(), 0);
+                worst = worst.max(taken);
+            }
+            // The bound is the worst case, not more.
+            assert_eq!(start.most_probes_left(), worst, "{from}..={to}");
         }
     }
 

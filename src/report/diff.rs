@@ -17,6 +17,9 @@ pub struct LockDiff {
     pub runtime: String,
     /// The `--max-prompts` cap of the runs compared.
     pub max_prompts: Option<u32>,
+    /// Without `--runtime`: which results were chosen, and why (said on stderr).
+    #[serde(skip)]
+    pub chosen: Option<String>,
     pub inputs: Vec<InputDiff>,
     pub unchanged_inputs: Vec<String>,
     pub runs: Vec<RunDiff>,

@@ -118,6 +118,31 @@ fn timeouts_past_a_week_are_refused() {
     );
 }
 
+/// A number out of bounds says the bound, whatever its form: `1e9` was
+/// "invalid digit found in string", and `-5` got clap's tip "use '-- -5'".
+#[test]
+fn a_count_or_timeout_out_of_bounds_says_the_bound() {
+    let env = TestEnv::new();
+    experiment(&env, "\"inf\"", "60");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "e.kdl", "--runtime", "sim"];
+        args.extend(extra);
+        words(&refused(&env, &args))
+    };
+    for value in ["1e9", "-5", "2.5"] {
+        let said = run(&["--startup-timeout", value]);
+        assert!(
+            said.contains(&format!(
+                "`{value}` is not a whole number of seconds in 1..=604800 (a week)"
+            )),
+            "{said}"
+        );
+    }
+    let said = run(&["--max-prompts", "-5"]);
+    assert!(said.contains("-5 is not in 1..=4294967295"), "{said}");
+    assert!(!said.contains("'-- -5'"), "{said}");
+}
+
 #[test]
 fn counts_no_memory_holds_are_refused() {
     let env = TestEnv::new();

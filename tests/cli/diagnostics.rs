@@ -135,6 +135,22 @@ fn missing_experiment_file() {
     perfpipe_snapshot!("missing_file", env.run(&["plan", "nope.kdl"]));
 }
 
+/// Typed from inside `experiments/`, `experiments/x.kdl` is
+/// `experiments/experiments/x.kdl`: the hint names the file meant, not an
+/// example the project does not have.
+#[test]
+fn an_experiment_path_typed_from_inside_experiments_names_the_file_meant() {
+    let env = TestEnv::new();
+    env.write("experiments/x.kdl", VALID);
+    let out = env
+        .cmd(&["plan", "experiments/x.kdl"])
+        .current_dir(env.path("experiments"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    insta::assert_snapshot!(crate::common::words(&out), @"× cannot read the experiment `experiments/experiments/x.kdl` failed to open file `experiments/experiments/x.kdl`: No such file or directory (os error 2) a path on the command line is relative to the directory it is typed in, so this one is the project's `experiments/experiments/x.kdl`; did you mean `x.kdl` (the project's `experiments/x.kdl`)?");
+}
+
 #[test]
 fn missing_dataset() {
     let env = TestEnv::new();

@@ -439,13 +439,22 @@ fn an_engine_upgrade_changes_exactly_its_runs_and_diff_shows_what_it_did() {
     let gate = |threshold: &str| docker(&["--fail-on-regression", threshold]);
     let both = gate("5");
     assert_eq!(both.status.code(), Some(4), "{}", render(&both));
-    insta::assert_snapshot!(String::from_utf8_lossy(&both.stderr), @"perfpipe: 2 regressions beyond 5%: vllm × short total_token_throughput -10.0%; vllm × shorter mean_tpot_ms +7.4%");
+    insta::assert_snapshot!(String::from_utf8_lossy(&both.stderr), @r"
+    perfpipe: comparing the results under runtime `docker`, the one the store holds results of (`--runtime` chooses)
+    perfpipe: 2 regressions beyond 5%: vllm × short total_token_throughput -10.0%; vllm × shorter mean_tpot_ms +7.4%
+    ");
     let one = gate("8");
     assert_eq!(one.status.code(), Some(4), "{}", render(&one));
-    insta::assert_snapshot!(String::from_utf8_lossy(&one.stderr), @"perfpipe: 1 regression beyond 8%: vllm × short total_token_throughput -10.0%");
+    insta::assert_snapshot!(String::from_utf8_lossy(&one.stderr), @r"
+    perfpipe: comparing the results under runtime `docker`, the one the store holds results of (`--runtime` chooses)
+    perfpipe: 1 regression beyond 8%: vllm × short total_token_throughput -10.0%
+    ");
     let none = gate("10");
     assert_eq!(none.status.code(), Some(0), "{}", render(&none));
-    assert_eq!(String::from_utf8_lossy(&none.stderr), "");
+    assert_eq!(
+        String::from_utf8_lossy(&none.stderr),
+        "perfpipe: comparing the results under runtime `docker`, the one the store holds results of (`--runtime` chooses)\n"
+    );
 }
 
 /// An experiment or another program's `.lock` named where a lockfile
@@ -606,7 +615,10 @@ fn with_one_sample_the_regression_gate_applies_each_metrics_noise_floor() {
 
     let beyond = gate(&["--noise-floor", "mean_ttft_ms=15"]);
     assert_eq!(beyond.status.code(), Some(4), "{}", render(&beyond));
-    insta::assert_snapshot!(String::from_utf8_lossy(&beyond.stderr), @"perfpipe: 1 regression beyond 5%: vllm × short mean_ttft_ms +18.8% (n=1: no noise estimate, floor 15% applied)");
+    insta::assert_snapshot!(String::from_utf8_lossy(&beyond.stderr), @r"
+    perfpipe: comparing the results under runtime `docker`, the one the store holds results of (`--runtime` chooses)
+    perfpipe: 1 regression beyond 5%: vllm × short mean_ttft_ms +18.8% (n=1: no noise estimate, floor 15% applied)
+    ");
 
     let unknown = gate(&["--noise-floor", "mean_ttf_ms=15"]);
     assert_eq!(unknown.status.code(), Some(2), "{}", render(&unknown));
@@ -678,6 +690,18 @@ fn diff_compares_capped_runs_and_suggests_only_commands_that_work() {
         other_cap.contains("`lockfiles/cap.lock`: no result yet: `perfpipe run experiments/cap.kdl --lockfile lockfiles/cap.lock --locked --runtime sim --max-prompts 2`"),
         "{other_cap}"
     );
+
+    // Without `--runtime` and `--max-prompts`: the results the store holds
+    // (sim, capped at 3), said on stderr.
+    let chosen = ok(&env, &["diff", "before.lock", "lockfiles/cap.lock"]);
+    let shown = String::from_utf8_lossy(&chosen.stdout);
+    assert!(
+        shown.contains("runs capped at 3 prompts (`--max-prompts 3`)")
+            && shown.contains("| vllm | short | total_token_throughput | ")
+            && !shown.contains("Not compared"),
+        "{shown}"
+    );
+    insta::assert_snapshot!(String::from_utf8_lossy(&chosen.stderr), @"perfpipe: the store holds no full-size result of these lockfiles' runs; comparing the runs capped at 3 prompts under runtime `sim` (`--max-prompts 3`; `--runtime` and `--max-prompts` choose)");
 
     let full = diff(&[]);
     let not_compared = &full[full.find("Not compared").unwrap()..];

@@ -1179,3 +1179,45 @@ fn a_hub_answer_longer_than_a_hub_answer_is_not_read_past_its_limit_and_the_mode
     let lock = lockfile(&env, "lockfiles/hub.lock");
     assert_eq!(locked(&lock, "model.Qwen/Qwen3-14B@main"), None);
 }
+
+/// A `lock --update` that cannot reach the Hub, or is offline, keeps the
+/// pins it cannot refresh and says so: the file is unchanged (it rewrote
+/// them unpinned, moving every key that used them).
+#[test]
+fn an_update_that_cannot_refresh_its_pins_keeps_them_and_the_file() {
+    let rt = runtime();
+    let (hub, endpoint) = Hub::start(&rt);
+    let env = TestEnv::new();
+    env.write("hub.kdl", &hub_experiment(r#"model "Qwen/Qwen3-14B""#));
+    let pinned = hub_cmd(&env, &endpoint, &["lock", "hub.kdl"])
+        .env("HF_TOKEN", &hub.token)
+        .output()
+        .unwrap();
+    assert_eq!(pinned.status.code(), Some(0), "{}", stderr(&pinned));
+    let text = env.read("lockfiles/hub.lock");
+    assert!(text.contains(QWEN_MAIN), "{text}");
+
+    let gone = format!("http://127.0.0.1:{}", crate::common::free_port());
+    let unreachable = hub_cmd(&env, &gone, &["lock", "hub.kdl", "--update"])
+        .output()
+        .unwrap();
+    let err = stderr(&unreachable);
+    assert_eq!(unreachable.status.code(), Some(1), "{err}");
+    assert_eq!(env.read("lockfiles/hub.lock"), text);
+    assert!(
+        err.contains("perfpipe: `lockfiles/hub.lock` unchanged")
+            && err.contains(&format!(
+                "warning: cannot reach {gone}, so model.Qwen/Qwen3-14B@main keeps the pin the lockfile had (`perfpipe lock --update` refreshes them where it is reachable)"
+            )),
+        "{err}"
+    );
+
+    let offline = env.run(&["lock", "hub.kdl", "--update", "--offline"]);
+    let err = stderr(&offline);
+    assert_eq!(offline.status.code(), Some(0), "{err}");
+    assert_eq!(env.read("lockfiles/hub.lock"), text);
+    assert!(
+        err.contains("offline, so `--update` refreshed no pin: the lockfile keeps those it had"),
+        "{err}"
+    );
+}

@@ -425,3 +425,52 @@ fn capped_runs_report_apart_and_report_finds_the_runtime_with_results() {
     let named = env.run(&["report", "cap.kdl", "--runtime", "local"]);
     assert!(stdout(&named).contains("runtime `local`"));
 }
+
+/// After only a capped run, plain `report` shows the capped results and says
+/// so (it said the store held nothing); `plan` and `explain`, which plan what
+/// `run` would run, say where they are and how to see them.
+#[test]
+fn only_capped_results_are_shown_by_report_and_named_by_plan_and_explain() {
+    let env = TestEnv::new();
+    env.write(
+        "cap.kdl",
+        r#"experiment "cap" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload short { dataset random input=32 output=4 seed=1; prompts 10; }
+    step vllm engine=vllm gpus=1
+}"#,
+    );
+    stdout(&env.run(&["run", "cap.kdl", "--runtime", "sim", "--max-prompts", "3"]));
+    let report = env.run(&["report", "cap.kdl"]);
+    assert_eq!(
+        report.status.code(),
+        Some(0),
+        "{}",
+        crate::common::stderr(&report)
+    );
+    assert!(
+        stdout(&report).contains("(`--max-prompts 3`)")
+            && stdout(&report).contains("| `vllm` | `short` | `"),
+        "{}",
+        stdout(&report)
+    );
+    insta::assert_snapshot!(crate::common::stderr(&report), @"perfpipe: the store holds no full-size result of this experiment; reporting the 1 run capped at 3 prompts under runtime `sim` (`--max-prompts 3`; `--runtime` and `--max-prompts` choose)");
+    for command in ["plan", "explain"] {
+        let out = env.run(&[command, "cap.kdl"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            crate::common::stderr(&out)
+        );
+        assert!(
+            crate::common::stderr(&out).contains(&format!(
+                "perfpipe: the store holds no full-size run of this experiment, but 1 run capped at 3 prompts under runtime `sim`\n  help: `perfpipe {command} cap.kdl --runtime sim --max-prompts 3` shows those"
+            )),
+            "{}",
+            crate::common::stderr(&out)
+        );
+    }
+}

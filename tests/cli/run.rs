@@ -570,3 +570,123 @@ fn random_prompts_come_from_the_prompt_cache_and_keep_their_keys() {
     assert_eq!(cold, uncached, "the cache changes neither keys nor prompts");
     assert!(!cold.is_empty());
 }
+
+/// A run's prompts are built while its engine starts, not once it is ready
+/// (12,000 random prompts take seconds the GPUs would wait): the simulated
+/// engine here keeps loading until the prompt cache holds the prompts, so
+/// prompts built after it is ready would never come.
+#[test]
+fn prompts_are_built_while_the_engine_starts() {
+    let env = TestEnv::new();
+    env.write(
+        "study.kdl",
+        r#"experiment "early-prompts" {
+    hardware "nvidia-h100-sxm5-80gb" gpus=1
+    model "Qwen/Qwen3-8B"
+    engine vllm version="0.11.0"
+    workload short { dataset random input=16 output=4 seed=3; prompts 4; }
+    step vllm engine=vllm gpus=1
+}"#,
+    );
+    let cache = env.path("cache");
+    let out = env
+        .cmd(&[
+            "run",
+            "study.kdl",
+            "--runtime",
+            "sim",
+            "--startup-timeout",
+            "30",
+        ])
+        .env("XDG_CACHE_HOME", &cache)
+        .env("PERFPIPE_SIM_LOAD_UNTIL", cache.join("perfpipe/prompts"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ran 1 (failed: 0)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(env.results().len(), 1);
+}
+
+/// `--step NAME` (repeatable, globs) selects the steps `run`, `plan`,
+/// `report` and `explain` work on; `run`'s written report stays the whole
+/// experiment's, and a name that matches no step is refused with the steps.
+#[test]
+fn step_selects_the_steps_run_plan_report_and_explain_work_on() {
+    let env = TestEnv::new();
+    env.write(
+        "steps.kdl",
+        r#"experiment "steps" {
+    hardware "nvidia-h100-sxm5-80gb" gpus=1
+    model "Qwen/Qwen3-8B"
+    engine vllm version="0.11.0"
+    workload short { dataset random input=16 output=4 seed=3; prompts 4; }
+    step base engine=vllm gpus=1
+    step seqs-8 engine=vllm gpus=1 { args "--max-num-seqs" "8"; }
+    step seqs-64 engine=vllm gpus=1 { args "--max-num-seqs" "64"; }
+}"#,
+    );
+    let sim = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--runtime", "sim"]);
+        let out = env.run(&all);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        out
+    };
+    let steps_of = |text: &str| -> Vec<&str> {
+        ["`base`", "`seqs-8`", "`seqs-64`"]
+            .into_iter()
+            .filter(|s| text.contains(s))
+            .collect()
+    };
+
+    let plan = sim(&["plan", "steps.kdl", "--step", "seqs-*"]);
+    assert!(
+        stdout(&plan).contains("2 runs: 0 cached, 0 failed, 2 missing; 2 to run"),
+        "{}",
+        stdout(&plan)
+    );
+    let run = sim(&["run", "steps.kdl", "--step", "seqs-?", "--step", "base"]);
+    assert_eq!(started(&run).len(), 2, "{}", stderr(&run));
+    assert_eq!(env.results().len(), 2);
+    // The written report is the whole experiment's: seqs-64 is missing there.
+    assert_eq!(
+        steps_of(&env.read("reports/steps.md")),
+        ["`base`", "`seqs-8`", "`seqs-64`"]
+    );
+
+    let report = sim(&["report", "steps.kdl", "--step", "seqs-8"]);
+    assert_eq!(
+        steps_of(&stdout(&report)),
+        ["`seqs-8`"],
+        "{}",
+        stdout(&report)
+    );
+    let explain = sim(&[
+        "explain",
+        "steps.kdl",
+        "--step",
+        "base",
+        "--step",
+        "seqs-64",
+    ]);
+    assert_eq!(
+        steps_of(&stdout(&explain)),
+        ["`base`", "`seqs-64`"],
+        "{}",
+        stdout(&explain)
+    );
+
+    let unknown = env.run(&["plan", "steps.kdl", "--step", "seqs-1*"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+    assert!(
+        crate::common::words(&unknown).contains(
+            "`--step seqs-1*` names no step of the experiment its steps: base, seqs-8, seqs-64 (`*` matches any characters, `?` one)"
+        ),
+        "{}",
+        crate::common::words(&unknown)
+    );
+}

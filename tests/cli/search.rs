@@ -74,6 +74,11 @@ fn the_search_finds_the_brute_force_bracket_with_fewer_probes_and_a_rerun_runs_n
     let again = run(&env, "search.kdl");
     assert_eq!(env.samples().len(), 5, "a second run runs nothing");
     assert!(
+        stderr(&again).contains("perfpipe: 1 search of the largest load within an SLO; none needs another probe (the store holds every probe each takes)\n"),
+        "{}",
+        stderr(&again)
+    );
+    assert!(
         stderr(&again).contains("ran 0 (failed: 0)"),
         "{}",
         stderr(&again)
@@ -186,4 +191,75 @@ fn the_report_gives_the_bracket_per_configuration_best_first() {
     | `vllm` | `chat` | concurrency 1..=8 | `ttft_ms<=450` at 99% | 4 | 5 | 5 | 5 |
     | `vllm` | `strict` | concurrency 1..=8 | `ttft_ms<=250` at 99% | 2 | 3 | 5 | 5 |
     ");
+}
+
+#[test]
+fn the_probes_of_a_configuration_run_on_one_engine_launch_one_after_another() {
+    let env = search_study();
+    // Two configurations, each searched: 1 passes, 8 fails, then 4, 6, 5.
+    let kdl = env.read("search.kdl").replace(
+        "    step vllm engine=vllm gpus=1",
+        "    step vllm engine=vllm gpus=1\n    step seqs engine=vllm gpus=1 {\n        args \"--max-num-seqs\" \"64\"\n    }",
+    );
+    env.write("search.kdl", &kdl);
+    let out = run(&env, "search.kdl");
+    let err = stderr(&out);
+    assert!(err.contains("ran 10 (failed: 0)"), "{err}");
+    // One launch per configuration, not one per probe.
+    assert_eq!(err.matches("engine ready after").count(), 2, "{err}");
+    // Progress counts the probes of both searches together, each
+    // configuration's in a row: at most 2 × 5 (from, to, then up to three
+    // bisections of 1..=8).
+    let started: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .map(|l| l.split(" (").next().unwrap())
+        .collect();
+    insta::assert_snapshot!(started.join("\n"), @r"
+    [1/≤10] `vllm` × `chat@c=1`
+    [2/≤10] `vllm` × `chat@c=8`
+    [3/≤10] `vllm` × `chat@c=4`
+    [4/≤10] `vllm` × `chat@c=6`
+    [5/≤10] `vllm` × `chat@c=5`
+    [6/≤10] `seqs` × `chat@c=1`
+    [7/≤10] `seqs` × `chat@c=8`
+    [8/≤10] `seqs` × `chat@c=4`
+    [9/≤10] `seqs` × `chat@c=6`
+    [10/10] `seqs` × `chat@c=5`
+    ");
+    // Each result records its launch: the probes of a step share one, in order.
+    let mut launches: Vec<(String, u64)> = Vec::new();
+    for sample in env.samples() {
+        let (key, id) = sample.split_once('/').unwrap();
+        let path = format!("store/entries/{}/{key}/samples/{id}/result.json", &key[..2]);
+        let result: Value = serde_json::from_str(&env.read(&path)).unwrap();
+        let launch = &result["engine_launch"];
+        launches.push((
+            launch["id"].as_str().unwrap().to_owned(),
+            launch["position"].as_u64().unwrap(),
+        ));
+    }
+    launches.sort();
+    let ids: std::collections::BTreeSet<&str> = launches.iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{launches:?}");
+    let positions: Vec<u64> = launches.iter().map(|l| l.1).collect();
+    assert_eq!(positions, [1, 2, 3, 4, 5, 1, 2, 3, 4, 5], "{launches:?}");
+}
+
+/// A concurrency past the workload's prompts measures no more load: `plan`
+/// (and `run`) say so, once per workload.
+#[test]
+fn a_concurrency_past_the_prompts_is_noted() {
+    let env = search_study();
+    let kdl = env.read("search.kdl").replace(
+        "search concurrency from=1 to=8",
+        "search concurrency from=1 to=256",
+    );
+    env.write("search.kdl", &kdl);
+    let plan = env.run(&["plan", "search.kdl"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    // `plan` prints its notes with the plan.
+    let text = crate::common::stdout(&plan);
+    let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("note:")).collect();
+    insta::assert_snapshot!(notes.join("\n"), @"note: workload `chat` reaches concurrency 256 but sends 8 prompts: no more than that are ever in flight, so a concurrency above 8 measures the same load (`prompts` sends more)");
 }

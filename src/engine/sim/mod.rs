@@ -39,6 +39,10 @@ pub const TIMING_ENV: &str = "PERFPIPE_SIM_TIMING";
 /// under a fixed timing): a test of what a slow start shows sets it.
 pub const LOAD_ENV: &str = "PERFPIPE_SIM_LOAD_MS";
 
+/// Loading the weights also lasts until this path exists: a test of what
+/// happens while an engine starts waits on it, not on a time.
+pub const LOAD_UNTIL_ENV: &str = "PERFPIPE_SIM_LOAD_UNTIL";
+
 fn parse_fixed_timing(spec: &str) -> Option<server::TokenSource> {
     let mut ttft = None;
     let mut itl = None;
@@ -133,6 +137,11 @@ pub fn main(argv: &[String]) -> i32 {
         if load > 0 {
             eoutln!("INFO perfpipe-sim: loading weights");
             tokio::time::sleep(Duration::from_millis(load)).await;
+        }
+        if let Some(until) = std::env::var_os(LOAD_UNTIL_ENV) {
+            while !std::path::Path::new(&until).exists() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         }
         if let Some(error) = support::startup_error(&config, gpu) {
             eoutln!("ERROR perfpipe-sim: engine failed to start");

@@ -9,10 +9,9 @@ use std::path::{Path, PathBuf};
 
 use super::plan::plan_and_index;
 use super::user_files::{write_file, write_text};
-use super::workspace::stored_runtimes::{StoredRuntime, stored_runs, stored_runtime};
+use super::workspace::stored_runtimes::choose_stored;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::analyze::{self, Analysis, RunRecord, Scope, Stored};
-use crate::facts::Runtime;
 use crate::report::chart::{self, ChartData, ChartGroup};
 use crate::spec::Objective;
 
@@ -47,26 +46,26 @@ pub fn report(
     out: Option<&Path>,
     shell: &dyn Shell,
 ) -> Result<Rendered, Error> {
-    let common = selection;
-    let mut loaded = load(common, LockMode::Read)?;
+    let mut common = selection.clone();
+    let mut loaded = load(&common, LockMode::Read)?;
     let mut stored = Stored::new();
     let records = if published {
         analyze::from_expectations(&loaded.spec)
     } else {
-        if common.runtime.is_none() {
-            let runtime = runtime_with_results(&loaded, common, shell)?;
-            if runtime != loaded.runtime {
-                loaded.runs = crate::key::keyed_runs(&loaded.spec, runtime, &loaded.inputs);
-                loaded.runtime = runtime;
+        if let Some(chosen) = choose_stored(&loaded, &common, "report", shell)? {
+            if (Some(loaded.runtime), None) != (chosen.runtime, chosen.max_prompts) {
+                loaded = load(&chosen, LockMode::Read)?;
             }
+            common = chosen;
         }
+        let common = &common;
         let (plan, index) = plan_and_index(&loaded, common)?;
         stored = stored::load(&plan, &index)?;
         analyze::from_store(&plan, &stored)
     };
     let mut analysis = analyze(&loaded, records);
     if !published {
-        analysis.scope = Some(scope(&loaded, common));
+        analysis.scope = Some(scope(&loaded, &common));
     }
     let text = match format {
         // A written report gets its chart beside it; printed alone, there is none to link.
@@ -84,62 +83,6 @@ pub fn report(
     };
     let to_write = out.filter(|_| format != Format::Md).map(Path::to_owned);
     Ok(Rendered { text, to_write })
-}
-
-/// Without `--runtime`, the runtime whose results the store has (see
-/// [`stored_runtime`]), said on stderr.
-fn runtime_with_results(
-    loaded: &Loaded,
-    common: &Selection,
-    shell: &dyn Shell,
-) -> Result<Runtime, Error> {
-    let experiment = &common.experiment;
-    // A presence test per runtime; the runtime chosen is read and checked
-    // in full after.
-    let with_results: Vec<Runtime> = stored_runs(loaded, common)
-        .into_iter()
-        .map(|(runtime, _)| runtime)
-        .collect();
-    match stored_runtime(&with_results) {
-        StoredRuntime::One(runtime) => {
-            say!(
-                shell,
-                "perfpipe: reporting the results under runtime `{}`, the one the store holds results of (`--runtime` chooses)",
-                runtime.name()
-            );
-            Ok(runtime)
-        }
-        StoredRuntime::Ambiguous(runtimes) => {
-            let names: Vec<String> = runtimes.iter().map(|r| format!("`{}`", r.name())).collect();
-            Err(Error::Usage {
-                message: format!(
-                    "the store holds results of `{}` under both {}",
-                    experiment.display(),
-                    names.join(" and ")
-                ),
-                hint: format!(
-                    "name the runtime to report: {}",
-                    runtimes
-                        .iter()
-                        .map(|r| format!(
-                            "`perfpipe report {} --runtime {}`",
-                            experiment.display(),
-                            r.name()
-                        ))
-                        .collect::<Vec<_>>()
-                        .join(" or ")
-                ),
-            })
-        }
-        StoredRuntime::None => {
-            say!(
-                shell,
-                "perfpipe: the store holds no result of this experiment under any runtime yet; reporting runtime `{}`",
-                loaded.runtime.name()
-            );
-            Ok(loaded.runtime)
-        }
-    }
 }
 
 /// Whose results a report from the store shows: for its title block.

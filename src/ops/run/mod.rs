@@ -237,34 +237,68 @@ fn run_experiment(
     if let Some(note) = super::slo_search::note(&loaded.searches) {
         say!(shell, "{note}");
     }
-    let first = execute(&loaded, &plan, options, harness_env, progress, jobs)?;
-    // A search's next probe is known once its last one is stored.
-    let super::slo_search::Probed {
-        mut loaded,
-        plan,
-        summary,
-        ran,
-    } = super::slo_search::run_probes(
+    // A search's next probe is known once its last one is stored; its
+    // configuration's engine serves them all.
+    let at_once = match &options.executor {
+        Executor::Local => options.exec.jobs,
+        // Each launch is its own job.
+        Executor::Slurm(_) => usize::MAX,
+    };
+    let mut kept = exec::Kept::default();
+    let probed = super::slo_search::run_probes(
         (loaded, plan),
         |l: &Loaded| &l.searches,
-        first,
+        at_once,
         || {
             let loaded = load(common, mode.clone())?;
             let plan = plan_and_index(&loaded, common)?.0;
             Ok((loaded, plan))
         },
-        |loaded, plan| execute(loaded, plan, options, harness_env, progress, jobs),
-    )?;
+        |loaded, plan, at_most, keep| {
+            kept.at_most = Some(at_most);
+            kept.keep = keep;
+            execute(
+                loaded,
+                plan,
+                options,
+                harness_env,
+                &mut kept,
+                progress,
+                jobs,
+            )
+        },
+    );
+    // Stopped on errors too: a container outlives its client.
+    let stopped = kept.stop(&options.io);
+    let super::slo_search::Probed {
+        mut loaded,
+        plan,
+        summary,
+        ran,
+    } = probed?;
+    stopped?;
     super::slo_search::mark_ran(&mut loaded.searches, &ran);
 
+    // The runs this `run` ran, to tell its failures from stored ones.
+    let ran_keys: BTreeSet<String> = plan.missing().iter().map(|r| r.key.to_string()).collect();
+    // The report is the whole experiment's, whichever steps `--step` ran.
+    let whole = Selection {
+        steps: Vec::new(),
+        ..common.clone()
+    };
+    let common = &whole;
+    let plan = if options.selection.steps.is_empty() {
+        plan
+    } else {
+        plan_and_index(&loaded, common)?.0
+    };
     // With nothing run, what the plan read is the report's to show.
     if !ran.is_empty() {
         index = plan_and_index(&loaded, common)?.1;
     }
+    let ran = ran_keys;
     let mut stored = super::report::stored::load(&plan, &index)?;
     let records = crate::analyze::from_store(&plan, &stored);
-    // The runs this `run` ran, to tell its failures from stored ones.
-    let ran: BTreeSet<String> = plan.missing().iter().map(|r| r.key.to_string()).collect();
     let now = |r: &crate::analyze::RunRecord| r.key.as_ref().is_some_and(|k| ran.contains(k));
     let expected = |r: &crate::analyze::RunRecord| {
         r.failure
@@ -330,6 +364,7 @@ fn execute(
     plan: &Plan,
     options: &RunOptions,
     harness_env: Option<&std::path::Path>,
+    kept: &mut exec::Kept,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
     jobs: &mut dyn FnMut(&LaunchKey, &JobEvent),
 ) -> Result<ExecSummary, Error> {
@@ -366,6 +401,7 @@ fn execute(
             &loaded.store,
             exec,
             &options.io,
+            Some(kept),
             &mut |event| progress(&loaded.spec, &event),
         )?);
     }
@@ -377,6 +413,7 @@ fn execute(
         exec,
         &options.io,
         Some(&loaded.inputs),
+        Some(kept),
         &mut |_, event| progress(&loaded.spec, event),
     )?;
     Ok(realised.summary)

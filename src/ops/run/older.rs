@@ -117,6 +117,7 @@ pub fn run_older(
             &options.exec,
             &options.io,
             None,
+            None,
             progress,
         )?;
         summary.succeeded += realised.summary.succeeded;

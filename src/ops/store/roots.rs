@@ -48,6 +48,7 @@ pub fn roots(named: &[PathBuf], store: &Path) -> Result<Roots, Error> {
         let experiments = files("experiments", "kdl").map_err(|source| Error::ReadExperiment {
             path: "experiments/".into(),
             source,
+            hint: "gc reads every experiment under `experiments/` for the runs it keeps".into(),
         })?;
         (experiments, project_lockfiles(Path::new("."), store)?)
     } else {

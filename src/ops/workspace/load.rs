@@ -22,6 +22,9 @@ pub struct Selection {
     pub fresh_engine: bool,
     pub max_prompts: Option<u32>,
     pub lockfile: Option<PathBuf>,
+    /// `--step NAME` (repeatable; `*` and `?` match any run of characters
+    /// and any one): only the runs of the steps these name. Empty: every step.
+    pub steps: Vec<String>,
 }
 
 impl Selection {
@@ -38,8 +41,65 @@ impl Selection {
             fresh_engine: false,
             max_prompts: None,
             lockfile,
+            steps: Vec::new(),
         }
     }
+
+    /// Whether the runs of step `name` are selected (`--step`).
+    pub fn wants_step(&self, name: &str) -> bool {
+        self.steps.is_empty() || self.steps.iter().any(|glob| glob_matches(glob, name))
+    }
+
+    /// Refuses a `--step` that names no step of `spec`.
+    fn check_steps(&self, spec: &Spec) -> Result<(), Error> {
+        let names: Vec<&str> = spec.steps.iter().map(|s| s.name.value.as_str()).collect();
+        match self
+            .steps
+            .iter()
+            .find(|glob| !names.iter().any(|name| glob_matches(glob, name)))
+        {
+            None => Ok(()),
+            Some(glob) => Err(Error::Usage {
+                message: format!("`--step {glob}` names no step of the experiment"),
+                hint: format!(
+                    "its steps: {} (`*` matches any characters, `?` one)",
+                    names.join(", ")
+                ),
+            }),
+        }
+    }
+}
+
+/// Whether `name` matches the glob `pattern`: `*` any run of characters
+/// (none too), `?` any one, every other character itself.
+fn glob_matches(pattern: &str, name: &str) -> bool {
+    let (pattern, name): (Vec<char>, Vec<char>) =
+        (pattern.chars().collect(), name.chars().collect());
+    // The classic backtracking match: on a mismatch, the last `*` takes one
+    // more character.
+    let (mut p, mut n) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                star = Some((p, n));
+                p += 1;
+            }
+            Some(&c) if c == '?' || c == name[n] => {
+                p += 1;
+                n += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    p = sp + 1;
+                    n = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
 }
 
 /// What every command loads first.
@@ -71,12 +131,14 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     let text = fs_err::read_to_string(path).map_err(|source| Error::ReadExperiment {
         path: path.display().to_string(),
         source,
+        hint: crate::ops::error::experiment_hint(path),
     })?;
     let source = SourceFile {
         name: path.display().to_string(),
         text,
     };
     let declared = spec::parse(&source).map_err(|e| Error::Spec(Box::new(e)))?;
+    common.check_steps(&declared)?;
     let lock_path = lockfile::lockfile_path(common);
     let (old, legacy) = match lockfile::read(&lock_path)? {
         Some(old) => (Some(old), None),
@@ -297,5 +359,72 @@ pub fn input_notes(loaded: &Loaded) -> Vec<String> {
             "note: model directory `{path}` is not on this machine: its runs are keyed by the path alone (where the directory is, its files' sha256 is in each key)"
         )
     });
-    samples.chain(models).collect()
+    samples
+        .chain(models)
+        .chain(concurrency_past_prompts(&loaded.uncapped))
+        .collect()
+}
+
+/// A note per workload whose concurrency (or searched concurrency) exceeds
+/// its prompts: no more requests than it sends are ever in flight, so every
+/// load above measures the same load.
+fn concurrency_past_prompts(spec: &Spec) -> Vec<String> {
+    let mut notes: Vec<(String, String)> = Vec::new();
+    for workload in &spec.workloads {
+        let searched = workload
+            .search
+            .as_ref()
+            .filter(|s| s.axis == crate::spec::SearchAxis::Concurrency)
+            .map(|s| s.to);
+        let most = workload
+            .concurrency
+            .map(f64::from)
+            .into_iter()
+            .chain(searched)
+            .reduce(f64::max);
+        let name = workload.declared_name();
+        match most {
+            Some(most)
+                if most > f64::from(workload.prompts) && !notes.iter().any(|(n, _)| n == name) =>
+            {
+                notes.push((
+                    name.to_owned(),
+                    format!(
+                        "note: workload `{name}` reaches concurrency {most} but sends {}: no more than that are ever in flight, so a concurrency above {} measures the same load (`prompts` sends more)",
+                        crate::plural::count(workload.prompts as usize, "prompt", "prompts"),
+                        workload.prompts
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+    notes.into_iter().map(|(_, note)| note).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_matches;
+
+    #[test]
+    fn step_globs_match_any_run_of_characters_or_one() {
+        for (glob, name) in [
+            ("vllm", "vllm"),
+            ("vllm*", "vllm-seqs@--max-num-seqs=8"),
+            ("*seqs*", "vllm-seqs@--max-num-seqs=8"),
+            ("v?lm", "vllm"),
+            ("*", ""),
+            ("a*b*c", "aXbYbc"),
+        ] {
+            assert!(glob_matches(glob, name), "{glob} {name}");
+        }
+        for (glob, name) in [
+            ("vllm", "vllm-seqs"),
+            ("v?lm", "vlm"),
+            ("a*b", "ab-c"),
+            ("", "x"),
+        ] {
+            assert!(!glob_matches(glob, name), "{glob} {name}");
+        }
+    }
 }

@@ -318,6 +318,12 @@ pub fn report_problems(state: &LockState, shell: &dyn Shell) {
     let mut unreachable: Vec<(&str, &str, Vec<&str>)> = Vec::new();
     for p in &state.problems {
         match &p.unreachable {
+            None if p.kept => say!(
+                shell,
+                "warning: cannot refresh the pin of {}, so it keeps the one the lockfile had: {}",
+                p.input,
+                p.message
+            ),
             None => say!(shell, "warning: cannot pin {}: {}", p.input, p.message),
             Some(host) => match unreachable.iter_mut().find(|(h, ..)| h == host) {
                 Some((.., inputs)) => inputs.push(&p.input),
@@ -326,11 +332,25 @@ pub fn report_problems(state: &LockState, shell: &dyn Shell) {
         }
     }
     for (host, message, inputs) in unreachable {
-        say!(
-            shell,
-            "warning: cannot reach {host}, so {} stay{} unpinned (`perfpipe lock` pins them where it is reachable; `--offline` asks no network)\n  {message}",
-            inputs.join(", "),
-            if inputs.len() == 1 { "s" } else { "" },
-        );
+        let (kept, open): (Vec<&str>, Vec<&str>) = inputs
+            .iter()
+            .partition(|input| state.problems.iter().any(|p| p.kept && p.input == **input));
+        if !open.is_empty() {
+            say!(
+                shell,
+                "warning: cannot reach {host}, so {} stay{} unpinned (`perfpipe lock` pins them where it is reachable; `--offline` asks no network)\n  {message}",
+                open.join(", "),
+                if open.len() == 1 { "s" } else { "" },
+            );
+        }
+        if !kept.is_empty() {
+            say!(
+                shell,
+                "warning: cannot reach {host}, so {} keep{} the pin{} the lockfile had (`perfpipe lock --update` refreshes them where it is reachable)\n  {message}",
+                kept.join(", "),
+                if kept.len() == 1 { "s" } else { "" },
+                if kept.len() == 1 { "" } else { "s" },
+            );
+        }
     }
 }

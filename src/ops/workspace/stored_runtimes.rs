@@ -4,10 +4,13 @@
 //! the default runtime without `--runtime`, say when that one has nothing
 //! stored while another has (`run --runtime sim` stored them).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::facts::Runtime;
 use crate::key::RunKey;
-use crate::ops::{Loaded, Selection, Shell};
+use crate::ops::{Error, Loaded, Selection, Shell};
 use crate::plural::count;
+use crate::store::Store;
 
 /// The keys of `loaded`'s runs under `runtime`. Those of another runtime
 /// than the loaded one come from a current lockfile (uncapped runs only)
@@ -48,21 +51,199 @@ pub fn stored_runs(loaded: &Loaded, selection: &Selection) -> Vec<(Runtime, usiz
 
 /// Without `--runtime`, when the store holds nothing of `loaded`'s runtime
 /// but runs of the experiment under another, says so and how to see them
-/// with `command` (`plan`, `explain`).
+/// with `command` (`plan`, `explain`); without `--max-prompts`, when it
+/// holds no full-size run of the experiment at all but capped ones, says
+/// that and how to see them.
 pub fn say_if_elsewhere(loaded: &Loaded, selection: &Selection, command: &str, shell: &dyn Shell) {
-    if selection.runtime.is_some() || loaded.runs.iter().any(|r| loaded.store.has_samples(&r.key)) {
+    if loaded.runs.iter().any(|r| loaded.store.has_samples(&r.key)) {
         return;
     }
-    for (runtime, stored) in stored_runs(loaded, selection) {
+    let experiment = selection.experiment.display();
+    let elsewhere = stored_runs(loaded, selection);
+    if selection.runtime.is_none() {
+        for (runtime, stored) in &elsewhere {
+            say!(
+                shell,
+                "perfpipe: the store holds no run of this experiment under runtime `{}`, but {} under `{}`\n  help: `perfpipe {command} {experiment} --runtime {}` shows those",
+                loaded.runtime.name(),
+                count(*stored, "run", "runs"),
+                runtime.name(),
+                runtime.name()
+            );
+        }
+    }
+    if !elsewhere.is_empty() || selection.max_prompts.is_some() {
+        return;
+    }
+    // A failure to read the store is for the command to meet, not its note.
+    let Ok(capped) = stored_capped(loaded, selection) else {
+        return;
+    };
+    for (runtime, cap, stored) in capped {
+        if selection.runtime.is_some_and(|r| r != runtime) {
+            continue;
+        }
         say!(
             shell,
-            "perfpipe: the store holds no run of this experiment under runtime `{}`, but {} under `{}`\n  help: `perfpipe {command} {} --runtime {}` shows those",
-            loaded.runtime.name(),
+            "perfpipe: the store holds no full-size run of this experiment, but {} capped at {} under runtime `{}`\n  help: `perfpipe {command} {experiment} --runtime {} --max-prompts {cap}` shows those",
             count(stored, "run", "runs"),
+            count(cap as usize, "prompt", "prompts"),
             runtime.name(),
-            selection.experiment.display(),
             runtime.name()
         );
+    }
+}
+
+/// Of `keys` (full-size runs), how many the store holds capped results of,
+/// by cap: a stored entry whose key material, with a workload's declared
+/// prompts (`declared`) in place of its fewer ones, is the key of one of `keys`.
+pub fn stored_caps(
+    store: &Store,
+    keys: &BTreeSet<RunKey>,
+    declared: &BTreeSet<u32>,
+) -> Result<BTreeMap<u32, usize>, crate::store::Error> {
+    let mut caps = BTreeMap::new();
+    for (key, text) in store.entries()? {
+        let Ok(material) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let Some(prompts) = crate::key::num_prompts(&material) else {
+            continue;
+        };
+        let caps_one = declared
+            .iter()
+            .filter(|&&d| d > prompts)
+            .any(|&d| keys.contains(&crate::key::key_with_prompts(&material, d)));
+        if caps_one && store.has_samples(&key) {
+            *caps.entry(prompts).or_insert(0) += 1;
+        }
+    }
+    Ok(caps)
+}
+
+/// The cap of the most results (the larger of two with as many).
+pub fn best_cap(caps: &BTreeMap<u32, usize>) -> Option<(u32, usize)> {
+    caps.iter()
+        .max_by_key(|(cap, n)| (**n, **cap))
+        .map(|(cap, n)| (*cap, *n))
+}
+
+/// Under each runtime whose full-size runs of `loaded` the store holds
+/// capped results of: the cap of the most, and how many.
+pub fn stored_capped(
+    loaded: &Loaded,
+    selection: &Selection,
+) -> Result<Vec<(Runtime, u32, usize)>, Error> {
+    let uncapped = Selection {
+        max_prompts: None,
+        ..selection.clone()
+    };
+    let declared: BTreeSet<u32> = loaded
+        .uncapped
+        .workloads
+        .iter()
+        .map(|w| w.prompts)
+        .collect();
+    let mut out = Vec::new();
+    for runtime in [Runtime::Docker, Runtime::Local, Runtime::Sim] {
+        let keys: BTreeSet<RunKey> = keys_under(loaded, &uncapped, runtime).into_iter().collect();
+        let caps = stored_caps(&loaded.store, &keys, &declared).map_err(Error::Store)?;
+        if let Some((cap, n)) = best_cap(&caps) {
+            out.push((runtime, cap, n));
+        }
+    }
+    Ok(out)
+}
+
+/// Without `--runtime` (and `--max-prompts`), which results of `loaded` a
+/// command about stored results (`report`, `explain`) shows: the runtime
+/// the store holds results under (see [`stored_runtime`]) and, when it holds
+/// only capped ones, their cap; said on stderr. `None`: those `selection`
+/// names. Two measured runtimes with results are for the user to choose.
+pub fn choose_stored(
+    loaded: &Loaded,
+    selection: &Selection,
+    command: &str,
+    shell: &dyn Shell,
+) -> Result<Option<Selection>, Error> {
+    // `reporting`, `explaining`.
+    let doing = format!("{}ing", command.trim_end_matches('e'));
+    if selection.runtime.is_some() {
+        return Ok(None);
+    }
+    let experiment = &selection.experiment;
+    let with_results: Vec<Runtime> = stored_runs(loaded, selection)
+        .into_iter()
+        .map(|(runtime, _)| runtime)
+        .collect();
+    let ambiguous = |runtimes: Vec<Runtime>| {
+        let names: Vec<String> = runtimes.iter().map(|r| format!("`{}`", r.name())).collect();
+        Error::Usage {
+            message: format!(
+                "the store holds results of `{}` under both {}",
+                experiment.display(),
+                names.join(" and ")
+            ),
+            hint: format!(
+                "name the runtime to {command}: {}",
+                runtimes
+                    .iter()
+                    .map(|r| format!(
+                        "`perfpipe {command} {} --runtime {}`",
+                        experiment.display(),
+                        r.name()
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        }
+    };
+    let chosen = |runtime: Runtime, max_prompts: Option<u32>| Selection {
+        runtime: Some(runtime),
+        max_prompts,
+        ..selection.clone()
+    };
+    match stored_runtime(&with_results) {
+        StoredRuntime::One(runtime) => {
+            say!(
+                shell,
+                "perfpipe: {doing} the results under runtime `{}`, the one the store holds results of (`--runtime` chooses)",
+                runtime.name()
+            );
+            return Ok(Some(chosen(runtime, selection.max_prompts)));
+        }
+        StoredRuntime::Ambiguous(runtimes) => return Err(ambiguous(runtimes)),
+        StoredRuntime::None => {}
+    }
+    let capped = match selection.max_prompts {
+        Some(_) => Vec::new(),
+        None => stored_capped(loaded, selection)?,
+    };
+    let runtimes: Vec<Runtime> = capped.iter().map(|c| c.0).collect();
+    match stored_runtime(&runtimes) {
+        StoredRuntime::One(runtime) => {
+            let (_, cap, stored) = capped
+                .into_iter()
+                .find(|c| c.0 == runtime)
+                .expect("a runtime of `capped`");
+            say!(
+                shell,
+                "perfpipe: the store holds no full-size result of this experiment; {doing} the {} capped at {} under runtime `{}` (`--max-prompts {cap}`; `--runtime` and `--max-prompts` choose)",
+                count(stored, "run", "runs"),
+                count(cap as usize, "prompt", "prompts"),
+                runtime.name()
+            );
+            Ok(Some(chosen(runtime, Some(cap))))
+        }
+        StoredRuntime::Ambiguous(runtimes) => Err(ambiguous(runtimes)),
+        StoredRuntime::None => {
+            say!(
+                shell,
+                "perfpipe: the store holds no result of this experiment under any runtime yet; {doing} runtime `{}`",
+                loaded.runtime.name()
+            );
+            Ok(None)
+        }
     }
 }
 

@@ -422,7 +422,29 @@ impl Decoder {
     /// each a positive number of milliseconds.
     pub(super) fn slo(&mut self, node: &KdlNode) -> Option<Slo> {
         const NAMES: [&str; 4] = ["ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"];
-        self.props(node, &NAMES);
+        // `p99_ttft_ms=300`: a percentile is the share of requests that must
+        // meet an objective, which `attainment=` states.
+        let mut allowed = NAMES.to_vec();
+        for e in node.entries() {
+            let Some(name) = e.name().map(|n| n.value()) else {
+                continue;
+            };
+            let Some(objective) = percentile_objective(name).filter(|o| NAMES.contains(o)) else {
+                continue;
+            };
+            allowed.push(name);
+            self.error(
+                SpecDiagnostic::new(
+                    e.span(),
+                    format!("`{name}` is a percentile, not an objective"),
+                    "here",
+                )
+                .with_help(format!(
+                    "an SLO bounds each request: write `{objective}=…`; the share of requests that must meet it (99 for a p99) is `attainment=` of the workload's `search` (99 by default), and reports give each run's attainment"
+                )),
+            );
+        }
+        self.props(node, &allowed);
         self.no_children(node);
         let mut objectives = Vec::new();
         for (name, latency) in NAMES.iter().zip(Latency::ALL) {
@@ -640,8 +662,20 @@ fn load_points(
     points
 }
 
+/// The objective a percentile name qualifies (`p99_ttft_ms`, `p99.9_itl_ms`):
+/// what follows `p`, a number and `_`.
+fn percentile_objective(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix('p')?;
+    let (number, objective) = rest.split_once('_')?;
+    let is_number = !number.is_empty()
+        && number.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && number.starts_with(|c: char| c.is_ascii_digit());
+    is_number.then_some(objective)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::percentile_objective;
     use crate::spec::{Objective, SourceFile, parse};
 
     fn parsed(objective: &str) -> Result<Objective, Vec<(String, Option<String>)>> {
@@ -732,6 +766,32 @@ mod tests {
             .unwrap_err(),
             ["`step` needs `gpus=`"]
         );
+    }
+
+    #[test]
+    fn a_percentile_in_an_slo_points_to_attainment() {
+        let errors = parse(&SourceFile {
+            name: "e.kdl".into(),
+            text: "experiment e {\n hardware \"nvidia-a100-sxm4-80gb\" gpus=1\n model \"m/m\"\n \
+                   engine vllm version=\"0.11.0\"\n slo p99_ttft_ms=300\n \
+                   workload a { dataset random input=8 output=8; prompts 1 }\n \
+                   step s engine=vllm gpus=1\n}\n"
+                .into(),
+        })
+        .unwrap_err();
+        let said: Vec<(&str, Option<&str>)> = errors
+            .errors
+            .iter()
+            .map(|e| (e.message.as_str(), e.help.as_deref()))
+            .collect();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert_eq!(said[0].0, "`p99_ttft_ms` is a percentile, not an objective");
+        assert!(
+            said[0].1.unwrap().contains("`ttft_ms=…`")
+                && said[0].1.unwrap().contains("`attainment=`")
+        );
+        assert_eq!(percentile_objective("p99.9_itl_ms"), Some("itl_ms"));
+        assert_eq!(percentile_objective("pX_itl_ms"), None);
     }
 
     #[test]
