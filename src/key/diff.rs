@@ -167,4 +167,24 @@ mod tests {
             ]
         );
     }
+
+    /// The distance counts the changes, so the nearest stored run is the
+    /// one with the fewest: same material 0, one flag added 1, another
+    /// configuration's argv 3.
+    #[test]
+    fn the_distance_is_the_number_of_changed_fields() {
+        let argv = |args: &[&str]| json!({"engine": {"name": "vllm"}, "serve_args": args});
+        let base = argv(&["--max-num-seqs", "4", "-tp", "8"]);
+        let one_flag = argv(&[
+            "--enable-expert-parallel",
+            "--max-num-seqs",
+            "4",
+            "-tp",
+            "8",
+        ]);
+        let other = argv(&["--kv-cache-dtype", "fp8", "--max-num-seqs", "8", "-tp", "8"]);
+        assert_eq!(material_distance(&base, &base), 0);
+        assert_eq!(material_distance(&base, &one_flag), 1);
+        assert_eq!(material_distance(&other, &one_flag), 3);
+    }
 }
