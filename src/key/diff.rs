@@ -187,4 +187,20 @@ mod tests {
         assert_eq!(material_distance(&base, &one_flag), 1);
         assert_eq!(material_distance(&other, &one_flag), 3);
     }
+
+    /// Only the serve argv is read flag by flag: any other list is one
+    /// field, under its own path, shown as its words.
+    #[test]
+    fn other_lists_are_one_field_under_their_own_path() {
+        let before = json!({"workload": {"stop": ["--a", "1"]}});
+        let after = json!({"workload": {"stop": ["--a", "2"]}});
+        assert_eq!(
+            material_changes(&before, &after),
+            [FieldChange {
+                path: "workload.stop".into(),
+                before: Some("--a 1".into()),
+                after: Some("--a 2".into()),
+            }]
+        );
+    }
 }
