@@ -186,6 +186,10 @@ mod tests {
         assert_eq!(material_distance(&base, &base), 0);
         assert_eq!(material_distance(&base, &one_flag), 1);
         assert_eq!(material_distance(&other, &one_flag), 3);
+        // A lone `-` (standard input, as some flags take) is a value, not a flag.
+        let dash = argv(&["--chat-template", "-"]);
+        let plus = argv(&["--chat-template", "+"]);
+        assert_eq!(material_distance(&dash, &plus), 1);
     }
 
     /// Only the serve argv is read flag by flag: any other list is one
