@@ -66,8 +66,9 @@ pub struct Prepared {
 }
 
 impl RunContext<'_> {
-    /// Builds what `run` sends, as its harness needs it.
-    pub async fn prepare(&self, run: &PlannedRun) -> Result<Prepared, ExecError> {
+    /// The step and the workload a planned run names, which the plan took
+    /// from this spec.
+    fn declared(&self, run: &PlannedRun) -> (&Step, &Workload) {
         let step = self
             .spec
             .step(&run.step)
@@ -76,6 +77,12 @@ impl RunContext<'_> {
             .spec
             .workload(&run.workload)
             .expect("plan runs name declared workloads");
+        (step, workload)
+    }
+
+    /// Builds what `run` sends, as its harness needs it.
+    pub async fn prepare(&self, run: &PlannedRun) -> Result<Prepared, ExecError> {
+        let (step, workload) = self.declared(run);
         Ok(match &self.spec.harness.kind {
             HarnessKind::Builtin => Prepared {
                 requests: self.requests(workload, &step.model, false).await?,
@@ -115,14 +122,7 @@ impl RunContext<'_> {
         prepared: &Prepared,
         report: &mut dyn FnMut(ExecEvent),
     ) -> Result<Attempt, ExecError> {
-        let step = self
-            .spec
-            .step(&run.step)
-            .expect("plan runs name declared steps");
-        let workload = self
-            .spec
-            .workload(&run.workload)
-            .expect("plan runs name declared workloads");
+        let (step, workload) = self.declared(run);
         let launch = engine.next_run(&self.client).await;
         let pending = self.store.begin_sample()?;
         let started_at = crate::clock::unix_now();
