@@ -51,9 +51,7 @@ async fn main() -> ExitCode {
     let tokenizer = Arc::new(Tokenizer::Whitespace);
     let prompts = dataset::random(
         &tokenizer,
-        *input as u32,
-        *output as u32,
-        0.0,
+        dataset::Shape::unprefixed(*input as u32, *output as u32, 0.0),
         seed,
         *n as u32,
     );
@@ -66,6 +64,8 @@ async fn main() -> ExitCode {
         tokenizer,
         extra_body: Default::default(),
         request_id_prefix: None,
+        logprobs: None,
+        headers: Default::default(),
     };
     let bodies: Arc<Vec<Bytes>> = Arc::new(
         prompts

@@ -42,8 +42,8 @@ pub enum DatasetError {
     TooFewFirstTurns { found: usize, wanted: u32 },
 }
 
-/// `random` as `vllm bench serve` 0.32 samples it (`RandomDataset`, without
-/// a prefix), prompt for prompt and token for token: from
+/// `random` as `vllm bench serve` 0.32 samples it (`RandomDataset`),
+/// prompt for prompt and token for token: from
 /// `np.random.default_rng(seed)`, input lengths drawn from
 /// `[⌊L'(1−r)⌋, ⌈L'(1+r)⌉]` with `L'` = L minus the special tokens the
 /// tokenizer adds, then output lengths from `[max(1, ⌊O(1−r)⌋), ⌈O(1+r)⌉]`,
@@ -52,38 +52,53 @@ pub enum DatasetError {
 /// vocabulary without the special ids, ascending (the order Python's set
 /// gives them). Then vLLM's loop: decode, re-encode, and truncate or extend
 /// with drawn ids until the count is right, at most 10 times, so a prompt
-/// can come out longer or shorter than drawn. The prompts are built on
-/// every core this process may use.
-pub fn random(
-    tokenizer: &Tokenizer,
-    input_len: u32,
-    output_len: u32,
-    range_ratio: f64,
-    seed: u64,
-    n: u32,
-) -> Vec<BenchRequest> {
+/// can come out longer or shorter than drawn. With `prefix_len` (vLLM's
+/// `--random-prefix-len`), `prefix_len` indices into `allowed` are drawn
+/// next, once, and put through the same loop; every prompt is that prefix
+/// and then its own ids, `prefix_len` + its length long. The prompts are
+/// built on every core this process may use.
+pub fn random(tokenizer: &Tokenizer, shape: Shape, seed: u64, n: u32) -> Vec<BenchRequest> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    random_on(
-        tokenizer,
-        input_len,
-        output_len,
-        range_ratio,
-        seed,
-        n,
-        workers,
-    )
+    random_on(tokenizer, shape, seed, n, workers)
+}
+
+/// The lengths of [`random`]'s prompts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    /// Tokens drawn once that begin every prompt.
+    pub prefix_len: u32,
+    pub input_len: u32,
+    pub output_len: u32,
+    /// Lengths are drawn from `[L(1-r), L(1+r)]`.
+    pub range_ratio: f64,
+}
+
+impl Shape {
+    /// Prompts of `input_len` tokens, without a prefix.
+    pub fn unprefixed(input_len: u32, output_len: u32, range_ratio: f64) -> Self {
+        Self {
+            prefix_len: 0,
+            input_len,
+            output_len,
+            range_ratio,
+        }
+    }
 }
 
 /// [`random`] on `workers` threads.
 fn random_on(
     tokenizer: &Tokenizer,
-    input_len: u32,
-    output_len: u32,
-    range_ratio: f64,
+    shape: Shape,
     seed: u64,
     n: u32,
     workers: usize,
 ) -> Vec<BenchRequest> {
+    let Shape {
+        prefix_len,
+        input_len,
+        output_len,
+        range_ratio,
+    } = shape;
     let mut rng = Generator::default_rng(seed);
     let count = n as usize;
     // vLLM's `get_sampling_params`, with Python's float arithmetic.
@@ -105,6 +120,7 @@ fn random_on(
     } else {
         allowed
     };
+    let prefix = random_prefix(tokenizer, &allowed, prefix_len as usize, vocab, &mut rng);
 
     // The decode/re-encode loop draws more ids only for a prompt that comes
     // out short, from the one generator, in prompt order. Every prompt runs
@@ -112,20 +128,24 @@ fn random_on(
     // that must draw then go on one after the other, in order: the same
     // prompts, byte for byte, as built one after the other.
     let tokenizer = tokenizer.for_batch();
+    let target = |i: usize| prefix_len as usize + input_lens[i] as usize;
     let first_pass = |i: usize| {
         let len = allowed.len() as u64;
-        let ids: Vec<u32> = (0..input_lens[i])
-            .map(|j| allowed[((offsets[i] + i as u64 + j) % len) as usize])
+        let ids: Vec<u32> = prefix
+            .iter()
+            .copied()
+            .chain(
+                (0..input_lens[i]).map(|j| allowed[((offsets[i] + i as u64 + j) % len) as usize]),
+            )
             .collect();
-        fit(&tokenizer, ids, input_lens[i] as usize, FIT_TRIES, None)
+        fit(&tokenizer, ids, target(i), FIT_TRIES, None)
     };
     in_parallel(count, workers, &first_pass)
         .into_iter()
         .enumerate()
         .map(|(i, fitted)| {
-            let (prompt, tokens) = fitted.unwrap_or_else(|short| {
-                short.resume(&tokenizer, input_lens[i] as usize, vocab, &mut rng)
-            });
+            let (prompt, tokens) =
+                fitted.unwrap_or_else(|short| short.resume(&tokenizer, target(i), vocab, &mut rng));
             BenchRequest {
                 prompt,
                 prompt_len: tokens.len() as u64,
@@ -136,6 +156,29 @@ fn random_on(
             }
         })
         .collect()
+}
+
+/// vLLM's `RandomDataset.get_prefix`: `len` ids of `allowed` drawn by index,
+/// through the decode/re-encode loop (drawing from `[0, vocab)` when short);
+/// none drawn for a length of 0.
+fn random_prefix(
+    tokenizer: &Tokenizer,
+    allowed: &[u32],
+    len: usize,
+    vocab: u64,
+    rng: &mut Generator,
+) -> Vec<u32> {
+    if len == 0 {
+        return Vec::new();
+    }
+    let ids = rng
+        .integers(0, allowed.len() as u64, len)
+        .into_iter()
+        .map(|i| allowed[i as usize])
+        .collect();
+    fit(tokenizer, ids, len, FIT_TRIES, Some((vocab, rng)))
+        .expect("with a generator, the loop ends with a prompt")
+        .1
 }
 
 /// How often vLLM's `gen_prompt_decode_to_target_len` re-encodes before it
@@ -446,6 +489,10 @@ pub fn benchmark_runner_conversion(
 mod tests {
     use super::*;
 
+    fn shape(input_len: u32, output_len: u32, range_ratio: f64) -> Shape {
+        Shape::unprefixed(input_len, output_len, range_ratio)
+    }
+
     fn bpe() -> Tokenizer {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -457,12 +504,15 @@ mod tests {
     #[test]
     fn random_prompts_built_in_parallel_are_those_built_one_after_the_other() {
         let bpe = bpe();
-        let sequential = random_on(&bpe, 64, 8, 0.5, 7, 37, 1);
+        let sequential = random_on(&bpe, shape(64, 8, 0.5), 7, 37, 1);
         assert_eq!(sequential.len(), 37);
         for workers in [2, 3, 8, 64] {
-            assert_eq!(random_on(&bpe, 64, 8, 0.5, 7, 37, workers), sequential);
+            assert_eq!(
+                random_on(&bpe, shape(64, 8, 0.5), 7, 37, workers),
+                sequential
+            );
         }
-        assert!(random_on(&bpe, 64, 8, 0.5, 7, 0, 3).is_empty());
+        assert!(random_on(&bpe, shape(64, 8, 0.5), 7, 0, 3).is_empty());
     }
 
     /// sha256 of the prompts `vllm bench serve` 0.32 builds (`RandomDataset`)
@@ -478,12 +528,72 @@ mod tests {
     ///     d.update(r.expected_output_len.to_bytes(4, "little"))
     /// print(sum(r.prompt_len for r in ...), d.hexdigest())
     /// ```
+    /// As [`GOLDEN`], with `prefix_len=P` passed to `sample` (vLLM's
+    /// `--random-prefix-len`); the third's prefix re-encodes 2 tokens
+    /// longer, so it goes through the loop's draws.
+    #[test]
+    fn random_prompts_with_a_prefix_are_vllm_0_32_s_token_for_token() {
+        use sha2::{Digest, Sha256};
+        let bpe = bpe();
+        let golden = [
+            (
+                64,
+                8,
+                0.5,
+                7,
+                37,
+                16,
+                3123,
+                "16994ea59631f751dd67708f52ed9a7b644c209bfdf9a3a81fcf821edcd805a2",
+            ),
+            (
+                128,
+                32,
+                0.5,
+                3,
+                300,
+                50,
+                53292,
+                "b0d8b67108c99279589fdcb7986e02824d362798c1c411d65dda3dafe2cb73ce",
+            ),
+            (
+                4,
+                2,
+                0.0,
+                0,
+                6,
+                3,
+                42,
+                "e8fc0bf2975277c7583afdd7033cc8984b393d798531f3bdc5d06f99f8ef92ff",
+            ),
+        ];
+        for (input, output, ratio, seed, n, prefix, tokens, sha256) in golden {
+            let shape = Shape {
+                prefix_len: prefix,
+                ..shape(input, output, ratio)
+            };
+            let prompts = random_on(&bpe, shape, seed, n, 2);
+            let mut digest = Sha256::new();
+            for r in &prompts {
+                digest.update(r.prompt.as_bytes());
+                digest.update(r.prompt_len.to_le_bytes());
+                digest.update(r.output_len.to_le_bytes());
+            }
+            let total: u64 = prompts.iter().map(|r| r.prompt_len).sum();
+            assert_eq!(
+                (total, hex::encode(digest.finalize())),
+                (tokens, sha256.to_owned()),
+                "{n} prompts of {prefix} + {input} tokens, ratio {ratio}, seed {seed}"
+            );
+        }
+    }
+
     #[test]
     fn random_prompts_are_vllm_0_32_s_token_for_token() {
         use sha2::{Digest, Sha256};
         let bpe = bpe();
         for (input, output, ratio, seed, n, tokens, sha256) in GOLDEN {
-            let prompts = random_on(&bpe, input, output, ratio, seed, n, 2);
+            let prompts = random_on(&bpe, shape(input, output, ratio), seed, n, 2);
             let mut digest = Sha256::new();
             for r in &prompts {
                 digest.update(r.prompt.as_bytes());
@@ -558,11 +668,11 @@ mod tests {
     #[test]
     fn random_lengths_are_exact_without_range_and_seeded() {
         let ws = Tokenizer::Whitespace;
-        let a = random(&ws, 128, 4, 0.0, 42, 10);
+        let a = random(&ws, Shape::unprefixed(128, 4, 0.0), 42, 10);
         assert!(a.iter().all(|r| r.prompt_len == 128 && r.output_len == 4));
-        assert_eq!(a, random(&ws, 128, 4, 0.0, 42, 10));
-        assert_ne!(a, random(&ws, 128, 4, 0.0, 43, 10));
-        let ranged = random(&ws, 100, 10, 0.5, 1, 200);
+        assert_eq!(a, random(&ws, Shape::unprefixed(128, 4, 0.0), 42, 10));
+        assert_ne!(a, random(&ws, Shape::unprefixed(128, 4, 0.0), 43, 10));
+        let ranged = random(&ws, Shape::unprefixed(100, 10, 0.5), 1, 200);
         assert!(
             ranged
                 .iter()
@@ -747,9 +857,9 @@ mod tests {
     #[test]
     fn random_prompts_go_through_the_bpe_tokenizer_like_vllms() {
         let t = bpe();
-        let reqs = random(&t, 400, 20, 0.2, 42, 50);
-        assert_eq!(reqs, random(&t, 400, 20, 0.2, 42, 50));
-        assert_ne!(reqs, random(&t, 400, 20, 0.2, 7, 50));
+        let reqs = random(&t, Shape::unprefixed(400, 20, 0.2), 42, 50);
+        assert_eq!(reqs, random(&t, Shape::unprefixed(400, 20, 0.2), 42, 50));
+        assert_ne!(reqs, random(&t, Shape::unprefixed(400, 20, 0.2), 7, 50));
         // Re-encoding can leave a prompt a few tokens off its drawn length
         // (in [320, 480]) after vLLM's 10 tries.
         assert!(
@@ -760,7 +870,13 @@ mod tests {
         assert!(reqs.iter().all(|r| !r.prompt.is_empty()));
         assert_ne!(
             reqs[0].prompt,
-            random(&Tokenizer::Whitespace, 400, 20, 0.2, 42, 50)[0].prompt
+            random(
+                &Tokenizer::Whitespace,
+                Shape::unprefixed(400, 20, 0.2),
+                42,
+                50
+            )[0]
+            .prompt
         );
     }
 }

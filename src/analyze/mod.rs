@@ -6,6 +6,7 @@ pub mod curves;
 mod diff;
 mod latency;
 mod noise;
+mod outranked;
 pub mod page;
 mod records;
 pub mod search;
@@ -16,6 +17,7 @@ pub use checks::{Check, Verdict, checks};
 pub use diff::{Delta, DeltaVerdict, deltas, higher_is_better};
 pub use latency::mean_latency_ms;
 pub use noise::{NoiseFloors, default_floor};
+pub use outranked::{Noise, Outranked, outranked};
 pub use records::{
     RunLoad, RunRecord, SloResult, Source, SweepPoint, from_expectations, from_store, of_samples,
 };

@@ -118,7 +118,10 @@ pub enum Command {
     /// or print `perfpipe.1`; generated from the same definitions as `--help`.
     #[command(after_long_help = examples::MAN)]
     Man(ManArgs),
-    /// The simulated engine, as `--runtime sim` starts it (internal).
+    /// The simulated engine, as `--runtime sim` starts it; a server to try
+    /// `bench` against without a GPU (docs/metrics.md): `PERFPIPE_SIM_GPU`
+    /// names the GPU type, `PERFPIPE_SIM_LOAD_MS` the load time,
+    /// `PERFPIPE_SIM_TIMING` a fixed schedule.
     #[command(hide = true)]
     SimEngine {
         /// The real engine's argv, e.g. `vllm serve MODEL --port 8000 -tp 8`.
@@ -736,9 +739,11 @@ fn parse_percent(text: &str) -> Result<f64, String> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
-    /// `/v1/completions` requests (`vllm`: vLLM's own name for them).
-    #[value(alias = "vllm")]
+    /// `/v1/completions` requests.
     Openai,
+    /// `/v1/completions` requests, as `openai`; the result file names its
+    /// backend `vllm`, as vLLM's does.
+    Vllm,
     /// `/v1/chat/completions` requests.
     OpenaiChat,
 }
@@ -849,7 +854,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "99")]
     pub metric_percentiles: String,
     /// SLOs as `KEY:MILLISECONDS` (`ttft`, `tpot`, `e2el`); a request is good when it meets all.
-    #[arg(long, num_args = 1..)]
+    // `Set`: a repeated option keeps its last values, as argparse's `nargs`.
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Set)]
     pub goodput: Vec<String>,
     /// Write the result JSON (vLLM's keys).
     #[arg(long)]

@@ -91,10 +91,12 @@ pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, Error> {
         .iter()
         .map(|g| parse_slo(g))
         .collect::<Result<Vec<_>, _>>()?;
-    let (backend, default_endpoint) = match args.backend {
-        BackendArg::Openai => (Backend::Openai, "/v1/completions"),
-        BackendArg::OpenaiChat => (Backend::OpenaiChat, "/v1/chat/completions"),
+    let (backend, backend_name) = match args.backend {
+        BackendArg::Openai => (Backend::Openai, "openai"),
+        BackendArg::Vllm => (Backend::Openai, "vllm"),
+        BackendArg::OpenaiChat => (Backend::OpenaiChat, "openai-chat"),
     };
+    let default_endpoint = backend.default_endpoint();
     let base_url = match &args.base_url {
         Some(url) => url.clone(),
         None => super::args::parse_base_url(&format!("http://{}:{}", args.host, args.port))
@@ -108,13 +110,15 @@ pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, Error> {
         .clone()
         .unwrap_or_else(|| default_endpoint.to_owned());
     if let Some(refused) = super::bench_options::unsupported_dataset(args.dataset_name, &args.vllm)
+        .or_else(|| args.vllm.unsupported_batch())
     {
         return Err(refused);
     }
     if args.dataset_name == DatasetArg::Random {
         bounds::random_prompt_tokens(
             args.num_prompts,
-            args.random_input_len,
+            args.random_input_len
+                .saturating_add(args.vllm.random_prefix_len),
             args.random_range_ratio,
         )
         .map_err(|e| Error::Usage {
@@ -124,13 +128,21 @@ pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, Error> {
     }
     let ramp = args.vllm.ramp(args.request_rate)?;
     let metadata = args.vllm.metadata()?;
-    let extra_body = args.vllm.sampling()?;
+    // vLLM's `{**sampling_params, **extra_body}`: `--extra-body` wins.
+    let mut extra_body = args.vllm.sampling()?;
+    extra_body.extend(args.vllm.extra_body()?);
     let save = args.save_result || args.save_detailed || args.vllm.append_result;
     Ok(BenchOptions {
         base_url,
         endpoint,
         backend,
+        backend_name,
         model: args.model.clone(),
+        served_model_name: args.vllm.served_model_name.clone(),
+        headers: args.vllm.headers()?,
+        logprobs: args.vllm.logprobs()?,
+        ready_check: args.vllm.ready_check(),
+        insecure: args.vllm.insecure,
         tokenizer: args.tokenizer.clone(),
         prompts: prompts(args)?,
         num_prompts: args.num_prompts,
@@ -178,11 +190,12 @@ fn prompts(args: &BenchArgs) -> Result<Prompts, Error> {
             output_len: args.vllm.custom_output_len,
         },
         // The others are refused by `unsupported_dataset`.
-        _ => Prompts::Random {
+        _ => Prompts::Random(crate::dataset::Shape {
+            prefix_len: args.vllm.random_prefix_len,
             input_len: args.random_input_len,
             output_len: args.random_output_len,
             range_ratio: args.random_range_ratio,
-        },
+        }),
     })
 }
 

@@ -22,7 +22,8 @@ pub struct VllmBenchOptions {
     #[arg(long, value_name = "RPS")]
     pub ramp_up_end_rps: Option<u32>,
     /// `KEY=VALUE` pairs written as top-level keys of the result JSON.
-    #[arg(long, value_name = "KEY=VALUE", num_args = 0..)]
+    // `Set`: a repeated option keeps its last values, as argparse's `nargs`.
+    #[arg(long, value_name = "KEY=VALUE", num_args = 0.., action = clap::ArgAction::Set)]
     pub metadata: Vec<String>,
     /// Append the result JSON to the result file, a line each, instead of
     /// replacing it (implies `--save-result`).
@@ -55,6 +56,48 @@ pub struct VllmBenchOptions {
     /// renders no chat template).
     #[arg(long)]
     pub custom_skip_chat_template: bool,
+    /// The model name the requests carry (with `--model`, which then names
+    /// the tokenizer and the result file's `model_id`), as vLLM sends it;
+    /// without `--model` the server's first model is both.
+    #[arg(long, value_name = "NAME")]
+    pub served_model_name: Option<String>,
+    /// Random tokens, drawn once, that begin every random prompt, before its
+    /// `--random-input-len` tokens (vLLM's `RandomDataset` prefix).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub random_prefix_len: u32,
+    /// Before the benchmark, send the first prompt every 5 s until it
+    /// succeeds, for at most SECS seconds, and stop if it never does; 0 or
+    /// less: no check, as vLLM 0.32.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub ready_check_timeout_sec: i64,
+    /// A JSON object whose fields are set on every request's body last
+    /// (over the sampling options), as vLLM's `payload.update`.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// `KEY=VALUE` headers sent with every request (and the `/v1/models`
+    /// lookup); `x-request-id` is still each request's id.
+    #[arg(long, value_name = "KEY=VALUE", num_args = 0.., action = clap::ArgAction::Set)]
+    pub header: Vec<String>,
+    /// Only 1, vLLM's default: vLLM batches random prompts into one request
+    /// only for its embeddings benchmarks, which perfpipe does not run.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub random_batch_size: i64,
+    /// Accepted for vLLM's command lines: vLLM reads it only when it loads
+    /// a Hugging Face dataset; requests are streamed either way, as vLLM's are.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Log-probabilities asked per output token (`logprobs` of each
+    /// completions body; -1 for all); vLLM sends none in chat bodies.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub logprobs: Option<i64>,
+    /// Accept any certificate from an `https` server (self-signed ones).
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -170,6 +213,76 @@ impl VllmBenchOptions {
             body.insert("min_p".into(), json!(p));
         }
         Ok(body)
+    }
+}
+
+impl VllmBenchOptions {
+    /// `--header` as a header map, split at the first `=` and trimmed, as
+    /// vLLM does (a repeated key keeps its last value).
+    pub fn headers(&self) -> Result<hyper::header::HeaderMap, Error> {
+        let mut headers = hyper::header::HeaderMap::new();
+        for item in &self.header {
+            let invalid = |why: &str| Error::Usage {
+                message: format!("invalid `--header` `{item}`: {why}"),
+                hint: "write `KEY=VALUE`, e.g. `--header x-tenant=lab`".into(),
+            };
+            let (key, value) = item.split_once('=').ok_or_else(|| invalid("no `=`"))?;
+            let name = hyper::header::HeaderName::from_bytes(key.trim().as_bytes())
+                .map_err(|_| invalid("not a header name"))?;
+            let value = hyper::header::HeaderValue::from_str(value.trim())
+                .map_err(|_| invalid("not a header value"))?;
+            headers.insert(name, value);
+        }
+        Ok(headers)
+    }
+
+    /// `--extra-body`'s fields; `null` or `{}` is none, as vLLM takes them.
+    pub fn extra_body(&self) -> Result<Map<String, Value>, Error> {
+        let Some(text) = &self.extra_body else {
+            return Ok(Map::new());
+        };
+        let invalid = |why: String| {
+            Error::Usage {
+            message: format!("invalid `--extra-body`: {why}"),
+            hint: "a JSON object, e.g. `--extra-body '{\"chat_template_kwargs\": {\"enable_thinking\": false}}'`".into(),
+        }
+        };
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(fields)) => Ok(fields),
+            Ok(Value::Null) => Ok(Map::new()),
+            Ok(other) => Err(invalid(format!("`{other}` is not a JSON object"))),
+            Err(e) => Err(invalid(e.to_string())),
+        }
+    }
+
+    /// `--logprobs`, refused where vLLM's server would refuse every request.
+    pub fn logprobs(&self) -> Result<Option<i64>, Error> {
+        match self.logprobs {
+            Some(n) if n < -1 => Err(Error::Usage {
+                message: format!("invalid `--logprobs` `{n}`"),
+                hint: "0 or more log-probabilities per token, or -1 for all of them".into(),
+            }),
+            n => Ok(n),
+        }
+    }
+
+    /// How long the ready check may take; none: no check (0 or less, as vLLM).
+    pub fn ready_check(&self) -> Option<std::time::Duration> {
+        u64::try_from(self.ready_check_timeout_sec)
+            .ok()
+            .filter(|s| *s > 0)
+            .map(std::time::Duration::from_secs)
+    }
+
+    /// Why a `--random-batch-size` is refused, if it is.
+    pub fn unsupported_batch(&self) -> Option<Error> {
+        (self.random_batch_size != 1).then(|| Error::Usage {
+            message: format!(
+                "`--random-batch-size {}` is not supported: vLLM batches random prompts into one request only for its embeddings benchmarks (`--backend openai-embeddings`), and perfpipe measures generation",
+                self.random_batch_size
+            ),
+            hint: "leave it out (1, vLLM's default): one prompt per request".into(),
+        })
     }
 }
 

@@ -72,7 +72,10 @@ Examples:
       --dataset-name random --random-input-len 4000 --random-output-len 200 \\
       --num-prompts 500 --seed 42 --save-result
   perfpipe bench --port 8000 --dataset-name sharegpt \\
-      --dataset-path ShareGPT_V3_unfiltered_cleaned_split.json --request-rate 10";
+      --dataset-path ShareGPT_V3_unfiltered_cleaned_split.json --request-rate 10
+Without a GPU, against perfpipe's simulated engine (docs/metrics.md, \"Trying `bench` without a GPU\"):
+  PERFPIPE_SIM_GPU=nvidia-h100-sxm5-80gb perfpipe sim-engine vllm serve Qwen/Qwen3-14B --port 8000 &
+  perfpipe bench --port 8000 --model Qwen/Qwen3-14B --num-prompts 200";
 
 pub const STORE: &str = "\
 Examples:

@@ -12,6 +12,7 @@ mod bench_options;
 mod cache;
 mod completions;
 mod diff;
+mod error_report;
 mod examples;
 mod explain;
 mod fetch;
@@ -48,6 +49,7 @@ use crate::tokio_runtime::Io;
 
 /// Runs perfpipe with the process's arguments; returns the exit code.
 pub fn main() -> u8 {
+    error_report::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -366,8 +366,9 @@ pub fn execute(
         inputs,
         store,
         options,
-        client: runtime.block_on(async { crate::harness::http_client(false) }),
-        streams: runtime.block_on(async { crate::harness::StreamClient::new(false) }),
+        client: runtime.block_on(async { crate::harness::http_client(crate::harness::Tls::Plain) }),
+        streams: runtime
+            .block_on(async { crate::harness::StreamClient::new(crate::harness::Tls::Plain) }),
         cancel,
         host: crate::host::name(),
         runtime: plan.options.runtime,

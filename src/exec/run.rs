@@ -292,6 +292,8 @@ impl RunContext<'_> {
             tokenizer: self.tokenizer(&step.model).await?,
             extra_body: Default::default(),
             request_id_prefix: None,
+            logprobs: None,
+            headers: Default::default(),
         };
         let options = MetricOptions::default();
         let load = Load {
@@ -697,9 +699,7 @@ impl RunContext<'_> {
             } => Ok(harness::prompt_cache::random(
                 &harness::prompt_cache::PromptCache::user(),
                 &tokenizer,
-                input_len,
-                output_len,
-                range_ratio,
+                crate::dataset::Shape::unprefixed(input_len, output_len, range_ratio),
                 seed,
                 n,
             )

@@ -9,6 +9,7 @@
 pub mod command;
 mod engine;
 pub mod flags;
+pub mod releases;
 pub mod startable;
 
 pub use engine::{EngineKind, Runtime, default_image};

@@ -38,22 +38,47 @@ pub struct RequestSettings {
     /// Request `i` carries the header `x-request-id: {prefix}{i}`, as
     /// vLLM's `--request-id-prefix` names requests.
     pub request_id_prefix: Option<String>,
+    /// `logprobs` of a completions body (vLLM's `--logprobs`; none: `null`).
+    pub logprobs: Option<i64>,
+    /// Headers every request carries (vLLM's `--header`), under its
+    /// `x-request-id`.
+    pub headers: std::sync::Arc<HeaderMap>,
+}
+
+/// How a benchmark's clients speak TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tls {
+    /// Plain HTTP: no root certificates are loaded (engines perfpipe starts
+    /// answer plain HTTP on loopback).
+    Plain,
+    /// `https`, certificates verified against the system's roots.
+    Verified,
+    /// `https`, any certificate accepted (`bench --insecure`).
+    Unverified,
+}
+
+impl Tls {
+    pub fn of(https: bool, insecure: bool) -> Self {
+        match (https, insecure) {
+            (false, _) => Self::Plain,
+            (true, false) => Self::Verified,
+            (true, true) => Self::Unverified,
+        }
+    }
 }
 
 /// The client of a benchmark's other requests (models, health, metrics).
 /// It follows no redirect: a server that sends the requests elsewhere is
-/// not the one measured ([`redirected`]). The system's root certificates
-/// are loaded only for a server spoken to over `https`: engines perfpipe
-/// starts answer plain HTTP on loopback.
-pub fn http_client(https: bool) -> reqwest::Client {
+/// not the one measured ([`redirected`]).
+pub fn http_client(tls: Tls) -> reqwest::Client {
     crate::tls::ensure_provider();
     let builder = reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
         .redirect(reqwest::redirect::Policy::none());
-    let builder = if https {
-        builder
-    } else {
-        builder.tls_certs_only([])
+    let builder = match tls {
+        Tls::Plain => builder.tls_certs_only([]),
+        Tls::Verified => builder,
+        Tls::Unverified => builder.tls_danger_accept_invalid_certs(true),
     };
     builder.build().expect("a plain HTTP client builds")
 }
@@ -109,6 +134,7 @@ pub async fn send(
     let sent = client.post(
         &settings.urls[req.target],
         req.body.clone(),
+        &settings.headers,
         req.request_id.as_deref(),
     );
     let (response, lease) = match liveness.within(req.target, start, sent).await {
@@ -418,14 +444,14 @@ fn base_body(settings: &RequestSettings, req: &BenchRequest) -> Value {
             "stream": true,
             "stream_options": {"include_usage": true},
         }),
-        // `repetition_penalty` and `logprobs` (`--logprobs`, which perfpipe
-        // does not take) are in every completions body of vLLM 0.32's.
+        // `repetition_penalty` and `logprobs` (`--logprobs`, else `null`)
+        // are in every completions body of vLLM 0.32's; chat bodies have none.
         Backend::Openai => json!({
             "model": settings.model,
             "prompt": req.prompt,
             "repetition_penalty": 1.0,
             "max_tokens": req.output_len,
-            "logprobs": null,
+            "logprobs": settings.logprobs,
             "stream": true,
             "stream_options": {"include_usage": true},
         }),
@@ -479,6 +505,8 @@ mod tests {
             tokenizer: std::sync::Arc::new(Tokenizer::Whitespace),
             extra_body: [("top_p".to_owned(), json!(0.9))].into_iter().collect(),
             request_id_prefix: None,
+            logprobs: None,
+            headers: Default::default(),
         }
     }
 

@@ -22,7 +22,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Uri;
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderValue};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderMap, HeaderValue};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use thiserror::Error;
@@ -102,7 +102,8 @@ impl Lease {
 impl StreamClient {
     /// The system's root certificates are loaded only for a server spoken to
     /// over `https`: engines perfpipe starts answer plain HTTP on loopback.
-    pub fn new(https: bool) -> Self {
+    pub fn new(tls: super::client::Tls) -> Self {
+        use super::client::Tls;
         crate::tls::ensure_provider();
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
@@ -110,32 +111,35 @@ impl StreamClient {
         tcp.set_keepalive(Some(TCP_KEEPALIVE));
         tcp.set_keepalive_interval(Some(TCP_KEEPALIVE));
         tcp.set_keepalive_retries(Some(TCP_KEEPALIVE_RETRIES));
-        let tls = hyper_rustls::HttpsConnectorBuilder::new();
-        let tls = match https {
-            true => tls
+        let builder = hyper_rustls::HttpsConnectorBuilder::new();
+        let builder = match tls {
+            Tls::Verified => builder
                 .try_with_platform_verifier()
                 .expect("the platform's certificate verifier loads"),
-            false => tls.with_tls_config(
+            Tls::Unverified => builder.with_tls_config(crate::tls::unverified_client_config()),
+            Tls::Plain => builder.with_tls_config(
                 rustls::ClientConfig::builder()
                     .with_root_certificates(rustls::RootCertStore::empty())
                     .with_no_client_auth(),
             ),
         };
-        let connector = tls.https_or_http().enable_http1().wrap_connector(tcp);
+        let connector = builder.https_or_http().enable_http1().wrap_connector(tcp);
         Self {
             connector,
             idle: Pool::default(),
         }
     }
 
-    /// POSTs `body` as JSON to `url`, with `x-request-id` when given, on an
-    /// idle connection if the pool has one; the headers are those reqwest
-    /// sent, in its order. A pooled connection the server closed meanwhile
-    /// is replaced by a new one if the request was not yet written.
+    /// POSTs `body` as JSON to `url`, with `headers` over the ones reqwest
+    /// sent (in its order) and `x-request-id` over them when given, as
+    /// vLLM's client sets them, on an idle connection if the pool has one.
+    /// A pooled connection the server closed meanwhile is replaced by a new
+    /// one if the request was not yet written.
     pub async fn post(
         &self,
         url: &str,
         body: Bytes,
+        headers: &HeaderMap,
         request_id: Option<&str>,
     ) -> Result<(Response, Lease), RequestError> {
         let bad_url = || RequestError::Url {
@@ -163,6 +167,11 @@ impl StreamClient {
             .header(HOST, host)
             .body(Full::new(body))
             .map_err(|_| bad_url())?;
+        for (name, value) in headers {
+            if request_id.is_none() || name.as_str() != "x-request-id" {
+                request.headers_mut().insert(name, value.clone());
+            }
+        }
         loop {
             let (mut sender, pooled) = match self.take_idle(&origin) {
                 Some(sender) => (sender, true),
@@ -299,7 +308,12 @@ mod tests {
     /// Sends one request and reads its response to its end.
     async fn post(client: &StreamClient, url: &str) {
         let (response, lease) = client
-            .post(url, Bytes::from_static(b"{}"), Some("r-7"))
+            .post(
+                url,
+                Bytes::from_static(b"{}"),
+                &HeaderMap::new(),
+                Some("r-7"),
+            )
             .await
             .unwrap();
         let mut body = BodyDataStream::new(response.into_body());
@@ -310,7 +324,7 @@ mod tests {
     #[tokio::test]
     async fn requests_go_as_reqwest_sent_them_and_reuse_a_connection_while_it_is_open() {
         let (port, heads) = closes_its_first_connection();
-        let client = StreamClient::new(false);
+        let client = StreamClient::new(crate::harness::Tls::Plain);
         let url = format!("http://127.0.0.1:{port}/v1/completions");
         post(&client, &url).await;
         // The server closed the first connection: the pool drops it.
@@ -335,8 +349,8 @@ mod tests {
             .unwrap()
             .port();
         let url = format!("http://127.0.0.1:{port}/v1/completions");
-        let Err(e) = StreamClient::new(false)
-            .post(&url, Bytes::new(), None)
+        let Err(e) = StreamClient::new(crate::harness::Tls::Plain)
+            .post(&url, Bytes::new(), &HeaderMap::new(), None)
             .await
         else {
             panic!("nothing listens on {port}");
@@ -352,10 +366,10 @@ mod tests {
         // hyper would grow its buffer to ~400 KiB reading this.
         let size = 4 << 20;
         let port = one_large_chunk(size);
-        let client = StreamClient::new(false);
+        let client = StreamClient::new(crate::harness::Tls::Plain);
         let url = format!("http://127.0.0.1:{port}/v1/completions");
         let (response, _) = client
-            .post(&url, Bytes::from_static(b"{}"), None)
+            .post(&url, Bytes::from_static(b"{}"), &HeaderMap::new(), None)
             .await
             .unwrap();
         // Behind the server, as a client of 1000 streams falls behind: the

@@ -23,7 +23,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::{Duration, Instant};
 
-pub use client::{RequestSettings, http_client};
+pub use client::{RequestSettings, Tls, http_client};
 pub use http::StreamClient;
 
 use crate::dataset::BenchRequest;
@@ -146,6 +146,44 @@ pub async fn benchmark(
         metrics,
         warnings,
     })
+}
+
+/// vLLM's ready check (`wait_for_endpoint`): `first`, as a warm-up sends
+/// it (no request id), again every 5 s until it succeeds, for at most
+/// `timeout`; the last failure's reason when it never does.
+pub async fn wait_until_ready(
+    client: &StreamClient,
+    settings: &RequestSettings,
+    first: &BenchRequest,
+    timeout: Duration,
+) -> Result<(), String> {
+    const RETRY: Duration = Duration::from_secs(5);
+    let settings = RequestSettings {
+        request_id_prefix: None,
+        ..settings.clone()
+    };
+    let request = client::prepare(&settings, first, 0);
+    let deadline = Instant::now() + timeout;
+    let mut last = String::from("no answer");
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(last);
+        }
+        // A try that hangs ends at the deadline, or when it stalls.
+        let liveness = liveness::Liveness::new(settings.urls.len(), left);
+        let tried = tokio::time::timeout(
+            left,
+            client::send(client, &settings, &request, Instant::now(), &liveness),
+        )
+        .await;
+        match tried {
+            Ok(record) if record.success => return Ok(()),
+            Ok(record) => last = record.error.unwrap_or_else(|| "it failed".into()),
+            Err(_) => last = "no answer before the deadline".into(),
+        }
+        tokio::time::sleep(RETRY.min(deadline.saturating_duration_since(Instant::now()))).await;
+    }
 }
 
 /// Sends `requests[i]` at `delays[i]` after the start; returns the records

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::dataset::BenchRequest;
+use crate::dataset::{BenchRequest, Shape};
 use crate::tokenizer::Tokenizer;
 
 /// Bump when the random prompts' construction changes (2: vLLM 0.32's,
@@ -34,6 +34,9 @@ pub struct PromptCache {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RandomPrompts {
     pub tokenizer: String,
+    /// Absent when 0: the prompts cached before prefixes keep their files.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prefix_len: u32,
     pub input_len: u32,
     pub output_len: u32,
     pub range_ratio: f64,
@@ -58,6 +61,10 @@ struct OnDisk {
 struct ToDisk<'a> {
     key: Key,
     prompts: &'a [BenchRequest],
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl PromptCache {
@@ -133,14 +140,19 @@ fn key(settings: &RandomPrompts) -> Key {
 pub fn random(
     cache: &PromptCache,
     tokenizer: &Tokenizer,
-    input_len: u32,
-    output_len: u32,
-    range_ratio: f64,
+    shape: Shape,
     seed: u64,
     count: u32,
 ) -> (Vec<BenchRequest>, bool) {
+    let Shape {
+        prefix_len,
+        input_len,
+        output_len,
+        range_ratio,
+    } = shape;
     let settings = RandomPrompts {
         tokenizer: tokenizer.id(),
+        prefix_len,
         input_len,
         output_len,
         range_ratio,
@@ -150,8 +162,7 @@ pub fn random(
     if let Some(prompts) = cache.read(&settings) {
         return (prompts, true);
     }
-    let prompts =
-        crate::dataset::random(tokenizer, input_len, output_len, range_ratio, seed, count);
+    let prompts = crate::dataset::random(tokenizer, shape, seed, count);
     cache.write(&settings, &prompts);
     (prompts, false)
 }
@@ -170,18 +181,28 @@ mod tests {
             "/tests/fixtures/tokenizer/tokenizer.json"
         )))
         .unwrap();
-        let built = crate::dataset::random(&t, 64, 8, 0.5, 7, 30);
-        let (first, reused) = random(&cache, &t, 64, 8, 0.5, 7, 30);
+        let built = crate::dataset::random(&t, Shape::unprefixed(64, 8, 0.5), 7, 30);
+        let (first, reused) = random(&cache, &t, Shape::unprefixed(64, 8, 0.5), 7, 30);
         assert_eq!((first.as_slice(), reused), (built.as_slice(), false));
-        let (again, reused) = random(&cache, &t, 64, 8, 0.5, 7, 30);
+        let (again, reused) = random(&cache, &t, Shape::unprefixed(64, 8, 0.5), 7, 30);
         assert_eq!((again.as_slice(), reused), (built.as_slice(), true));
         // Any other setting is another file.
-        assert!(!random(&cache, &t, 64, 8, 0.5, 8, 30).1);
-        assert!(!random(&cache, &t, 64, 8, 0.25, 7, 30).1);
-        assert!(!random(&cache, &Tokenizer::Whitespace, 64, 8, 0.5, 7, 30).1);
+        assert!(!random(&cache, &t, Shape::unprefixed(64, 8, 0.5), 8, 30).1);
+        assert!(!random(&cache, &t, Shape::unprefixed(64, 8, 0.25), 7, 30).1);
+        assert!(
+            !random(
+                &cache,
+                &Tokenizer::Whitespace,
+                Shape::unprefixed(64, 8, 0.5),
+                7,
+                30
+            )
+            .1
+        );
 
         let settings = RandomPrompts {
             tokenizer: t.id(),
+            prefix_len: 0,
             input_len: 64,
             output_len: 8,
             range_ratio: 0.5,
@@ -200,7 +221,7 @@ mod tests {
         for damaged in damaged {
             std::fs::write(&path, damaged).unwrap();
             assert_eq!(cache.read(&settings), None);
-            let (rebuilt, reused) = random(&cache, &t, 64, 8, 0.5, 7, 30);
+            let (rebuilt, reused) = random(&cache, &t, Shape::unprefixed(64, 8, 0.5), 7, 30);
             assert_eq!((rebuilt.as_slice(), reused), (built.as_slice(), false));
             assert_eq!(std::fs::read(&path).unwrap(), whole, "written again");
         }

@@ -27,8 +27,23 @@ pub struct BenchOptions {
     /// The API path the requests go to (`/v1/completions`).
     pub endpoint: String,
     pub backend: Backend,
-    /// The model requested; none: the first one `/v1/models` lists.
+    /// The backend as the result file names it (`vllm` is `openai`'s alias).
+    pub backend_name: &'static str,
+    /// The model: the tokenizer's default and the result's `model_id`;
+    /// none: the first one `/v1/models` lists.
     pub model: Option<String>,
+    /// The model name the requests carry, when `model` is given (vLLM's
+    /// `--served-model-name`); none: `model`.
+    pub served_model_name: Option<String>,
+    /// Headers of every request, the `/v1/models` lookup's too.
+    pub headers: hyper::header::HeaderMap,
+    /// `logprobs` of every completions body (none: `null`).
+    pub logprobs: Option<i64>,
+    /// The first prompt is sent until it succeeds, for at most this long,
+    /// before the benchmark; none: no check.
+    pub ready_check: Option<Duration>,
+    /// An `https` server's certificate is not verified.
+    pub insecure: bool,
     /// The tokenizer that builds and counts prompts (a file, a directory, a
     /// cached model id or `whitespace`); none: the model's.
     pub tokenizer: Option<String>,
@@ -69,11 +84,7 @@ pub struct BenchOptions {
 #[derive(Debug, Clone)]
 pub enum Prompts {
     /// Random token ids, lengths drawn from `[L(1-r), L(1+r)]`.
-    Random {
-        input_len: u32,
-        output_len: u32,
-        range_ratio: f64,
-    },
+    Random(dataset::Shape),
     /// A ShareGPT JSON file; `output_len` replaces each reply's length.
     ShareGpt {
         path: PathBuf,
@@ -167,11 +178,17 @@ pub fn measure(
     let runtime = io.handle().map_err(|source| Error::Runtime { source })?;
     let base_url = &options.base_url;
     let https = base_url.starts_with("https:");
-    let client = runtime.block_on(async { harness::http_client(https) });
-    let streams = runtime.block_on(async { harness::StreamClient::new(https) });
+    let tls = harness::Tls::of(https, options.insecure);
+    let client = runtime.block_on(async { harness::http_client(tls) });
+    let streams = runtime.block_on(async { harness::StreamClient::new(tls) });
     let model = match &options.model {
         Some(m) => m.clone(),
-        None => runtime.block_on(first_model(&client, base_url))?,
+        None => runtime.block_on(first_model(&client, base_url, &options.headers))?,
+    };
+    // vLLM's `model_name`: `--served-model-name` counts only with `--model`.
+    let requested = match (&options.model, &options.served_model_name) {
+        (Some(_), Some(served)) => served.clone(),
+        _ => model.clone(),
     };
     let tokenizer_id = options.tokenizer.clone().unwrap_or_else(|| model.clone());
     let tokenizer = Arc::new(match named_tokenizer {
@@ -194,8 +211,10 @@ pub fn measure(
     let settings = RequestSettings {
         urls: vec![format!("{base_url}{}", options.endpoint)],
         backend: options.backend,
-        model: model.clone(),
+        model: requested.clone(),
         temperature: options.temperature,
+        logprobs: options.logprobs,
+        headers: Arc::new(options.headers.clone()),
         ignore_eos: options.ignore_eos,
         tokenizer: tokenizer.clone(),
         extra_body: options.extra_body.clone(),
@@ -223,7 +242,7 @@ pub fn measure(
     };
     say!(
         shell,
-        "perfpipe bench: {} requests to {} (model `{model}`, rate {}, max concurrency {})",
+        "perfpipe bench: {} requests to {} (model `{requested}`, rate {}, max concurrency {})",
         requests.len(),
         settings.urls[0],
         match (options.ramp, options.rate) {
@@ -248,6 +267,9 @@ pub fn measure(
             .unwrap_or_default(),
         None => Vec::new(),
     };
+    if let Some(timeout) = options.ready_check {
+        ready_check(&runtime, &streams, &settings, &requests, timeout, shell)?;
+    }
     let started_at = crate::clock::unix_now();
     progress(BenchEvent::Started {
         requests: requests.len(),
@@ -298,7 +320,7 @@ pub fn save_result(
     let outcome = &measured.outcome;
     let meta = ResultMeta {
         date: crate::clock::compact(crate::clock::unix_now()),
-        backend: options.backend.name().to_owned(),
+        backend: options.backend_name.to_owned(),
         label: result.label.clone(),
         model_id: measured.model.clone(),
         tokenizer_id: measured.tokenizer_id.clone(),
@@ -382,7 +404,7 @@ fn open_journal(path: &Path) -> Result<std::io::BufWriter<std::fs::File>, Error>
 /// The dataset file's text (ShareGPT or custom), read before any server is contacted.
 fn read_dataset(prompts: &Prompts) -> Result<Option<(PathBuf, String)>, Error> {
     let path = match prompts {
-        Prompts::Random { .. } => return Ok(None),
+        Prompts::Random(_) => return Ok(None),
         Prompts::ShareGpt { path, .. } | Prompts::Custom { path, .. } => path,
     };
     let text = fs_err::read_to_string(path).map_err(|e| Error::Usage {
@@ -400,16 +422,10 @@ fn requests(
 ) -> Result<(Vec<BenchRequest>, bool), Error> {
     let text = file.map(|(_, text)| text).unwrap_or_default();
     match &options.prompts {
-        &Prompts::Random {
-            input_len,
-            output_len,
-            range_ratio,
-        } => Ok(prompt_cache::random(
+        &Prompts::Random(shape) => Ok(prompt_cache::random(
             &PromptCache::user(),
             tokenizer,
-            input_len,
-            output_len,
-            range_ratio,
+            shape,
             options.seed,
             options.num_prompts,
         )),
@@ -438,13 +454,53 @@ fn requests(
     }
 }
 
+/// vLLM's ready check: the first prompt, as the warm-ups send it (no
+/// request id), until it succeeds, every 5 s, for at most `timeout`.
+fn ready_check(
+    runtime: &tokio::runtime::Handle,
+    streams: &harness::StreamClient,
+    settings: &harness::RequestSettings,
+    requests: &[BenchRequest],
+    timeout: Duration,
+    shell: &dyn Shell,
+) -> Result<(), Error> {
+    let Some(first) = requests.first() else {
+        return Ok(());
+    };
+    say!(
+        shell,
+        "perfpipe bench: waiting up to {} s for the server to answer the first prompt",
+        timeout.as_secs()
+    );
+    let waited = Instant::now();
+    runtime
+        .block_on(harness::wait_until_ready(streams, settings, first, timeout))
+        .map_err(|last| Error::Server {
+            message: format!(
+                "the server did not answer the first prompt within `--ready-check-timeout-sec {}`: {last}",
+                timeout.as_secs()
+            ),
+        })?;
+    say!(
+        shell,
+        "perfpipe bench: the server answered the first prompt after {:.1} s",
+        waited.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// The model the server serves first.
-async fn first_model(client: &reqwest::Client, base_url: &str) -> Result<String, Error> {
+async fn first_model(
+    client: &reqwest::Client,
+    base_url: &str,
+    headers: &hyper::header::HeaderMap,
+) -> Result<String, Error> {
     let unreachable = |e: String| Error::Server {
         message: format!("cannot list the models of `{base_url}`: {e}"),
     };
     let response = client
         .get(format!("{base_url}/v1/models"))
+        .headers(headers.clone())
         .timeout(Duration::from_secs(30))
         .send()
         .await

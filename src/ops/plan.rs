@@ -52,6 +52,9 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
     let selection = &options.selection;
     let write_material = options.write_launches;
     let loaded = load(selection, LockMode::Read)?;
+    for unreleased in super::workspace::load::unreleased_engines(&loaded.spec, loaded.runtime) {
+        say!(shell, "warning: {unreleased}");
+    }
     let plan = build_plan(&loaded, selection)?;
     super::workspace::stored_runtimes::say_if_elsewhere(&loaded, selection, "plan", shell);
     // What a node needs to run each launch.

@@ -192,6 +192,9 @@ impl Ctx<'_> {
                 code_block("bash", &self.command(&table.optimized))
             );
         }
+        for outranked in crate::analyze::outranked(self.spec, self.analysis) {
+            let _ = writeln!(out, "{}\n", self.outranked(&outranked));
+        }
         let times = |n: u32| {
             if n > 1 {
                 format!(", ×{n}")
@@ -246,6 +249,52 @@ impl Ctx<'_> {
             );
         }
         out.push('\n');
+    }
+
+    /// That the numbers put another configuration first than the one
+    /// recommended, by how much, and whether that is more than the noise.
+    fn outranked(&self, o: &crate::analyze::Outranked) -> String {
+        use crate::analyze::Noise;
+        let (numbers, direction) = match self.spec.objective {
+            Objective::Throughput => (
+                format!(
+                    "{:.2} vs {:.2} total tokens/s",
+                    o.leader.aggregate(),
+                    o.recommended.aggregate()
+                ),
+                "more",
+            ),
+            Objective::Latency => (
+                format!(
+                    "mean latency {:.2} vs {:.2} ms",
+                    o.leader.latency_ms.unwrap_or(f64::NAN),
+                    o.recommended.latency_ms.unwrap_or(f64::NAN)
+                ),
+                "less",
+            ),
+        };
+        let noise = match o.noise {
+            Noise::Measured { pct } => format!(
+                "the run-to-run noise (±{pct:.1}% at 95%, over {} and {} samples)",
+                o.leader.n, o.recommended.n
+            ),
+            Noise::Floor { pct } => {
+                format!("the {pct:.0}% noise floor of a single sample, whose spread is unknown")
+            }
+        };
+        let ratio = o.gap_pct / o.noise.pct();
+        let verdict = if o.beyond_noise() {
+            format!("beyond {noise}: the gap is {ratio:.1}× the noise")
+        } else {
+            format!("within {noise} ({ratio:.1}× it): the measurements do not tell them apart")
+        };
+        format!(
+            "Measured, {} ranks first on {}, not the recommended {}: {numbers}, {:.1}% {direction}, {verdict}.",
+            code(&o.leader.step),
+            text(self.spec.workload_title(&o.workload)),
+            code(&o.recommended.step),
+            o.gap_pct
+        )
     }
 
     /// The conclusion as the page printed it, every number from its blocks,
@@ -915,6 +964,50 @@ mod tests {
         );
         let conclusion = report.split("## Other").next().unwrap();
         assert!(!conclusion.contains("| Benchmark Case |"), "{report}");
+    }
+
+    /// The declared recommendation is `b`; the numbers put `c` first on
+    /// `w` (beyond the noise floor) and `a` first on `v` (within it).
+    #[test]
+    fn a_measured_leader_other_than_the_recommended_one_is_named_against_the_noise() {
+        let text = r#"experiment "e" {
+            hardware "nvidia-a100-sxm4-80gb" gpus=8
+            model "o/m"
+            engine vllm version="0.11.0"
+            workload w { dataset random input=8 output=8; prompts 1 }
+            workload v { dataset random input=8 output=8; prompts 1 }
+            step a engine=vllm gpus=8 {
+                expect w { total_token_throughput 900.00; mean_tpot_ms 10.00; }
+                expect v { total_token_throughput 1020.00; mean_tpot_ms 10.00; }
+            }
+            step b engine=vllm gpus=8 {
+                expect w { total_token_throughput 1000.00; mean_tpot_ms 10.00; }
+                expect v { total_token_throughput 1000.00; mean_tpot_ms 10.00; }
+            }
+            step c engine=vllm gpus=8 {
+                expect w { total_token_throughput 1100.00; mean_tpot_ms 10.00; }
+            }
+            compare "On w" baseline=a workload=w { candidate b; candidate c; }
+            compare "On v" baseline=a workload=v { candidate b; }
+            conclusion baseline=a optimized=b
+        }"#;
+        let spec = crate::spec::parse(&crate::spec::SourceFile {
+            name: "e.kdl".into(),
+            text: text.into(),
+        })
+        .unwrap();
+        let mut analysis = crate::analyze::analyze(&spec, crate::analyze::from_expectations(&spec));
+        // As after a run: the report of stored results, not of a page.
+        analysis.page = None;
+        let report = markdown(&spec, &analysis, &Charts::default());
+        let notes: Vec<&str> = report
+            .lines()
+            .filter(|l| l.starts_with("Measured, "))
+            .collect();
+        insta::assert_snapshot!(notes.join("\n"), @r"
+        Measured, `c` ranks first on w, not the recommended `b`: 1100.00 vs 1000.00 total tokens/s, 10.0% more, beyond the 5% noise floor of a single sample, whose spread is unknown: the gap is 2.0× the noise.
+        Measured, `a` ranks first on v, not the recommended `b`: 1020.00 vs 1000.00 total tokens/s, 2.0% more, within the 5% noise floor of a single sample, whose spread is unknown (0.4× it): the measurements do not tell them apart.
+        ");
     }
 
     #[test]

@@ -671,3 +671,22 @@ fn a_benchmark_reuses_its_connections_and_opens_one_per_stream() {
     assert_eq!(most_open, 16, "connections open at once");
     assert_eq!(accepted, 16, "connections for 400 requests");
 }
+
+/// The simulated engine `bench` can be tried against (docs/metrics.md):
+/// an unknown `PERFPIPE_SIM_GPU` is refused with the types it knows.
+#[test]
+fn the_simulated_engine_names_the_gpu_types_it_knows() {
+    let env = TestEnv::new();
+    let out = env
+        .cmd(&["sim-engine", "vllm", "serve", "Qwen/Qwen3-14B"])
+        .env("PERFPIPE_SIM_GPU", "h100")
+        .output()
+        .unwrap();
+    let err = crate::common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("one of nvidia-a100-sxm4-80gb, ")
+            && err.contains("huawei-ascend-910b-64gb; got `h100`"),
+        "{err}"
+    );
+}

@@ -17,6 +17,7 @@ use crate::common::{TestEnv, runtime, serve};
 struct Seen {
     body: Value,
     request_id: Option<String>,
+    headers: HeaderMap,
     /// Seconds after the first request arrived.
     at: f64,
 }
@@ -44,6 +45,7 @@ fn capturing_server(rt: &tokio::runtime::Runtime) -> (u16, Arc<Mutex<Vec<Seen>>>
                         request_id: headers
                             .get("x-request-id")
                             .map(|v| v.to_str().unwrap().to_owned()),
+                        headers,
                         at,
                     });
                     let chunk =
@@ -427,5 +429,380 @@ fn a_custom_dataset_sends_vllms_prompts_in_vllms_order() {
     assert_eq!(
         sent,
         [("prompt 4", 256), ("prompt 1", 256), ("prompt 5", 256)]
+    );
+}
+
+/// `Seen`'s header `name`, if sent.
+fn header<'a>(seen: &'a Seen, name: &str) -> Option<&'a str> {
+    seen.headers.get(name).map(|v| v.to_str().unwrap())
+}
+
+#[test]
+fn vllm_0_32_s_request_options_set_the_bodies_and_headers_vllm_sends() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    let out = bench(
+        &env,
+        port,
+        &[
+            "--model",
+            "org/m",
+            "--served-model-name",
+            "served",
+            "--top-p",
+            "0.9",
+            "--temperature",
+            "0.5",
+            // vLLM's `{**sampling_params, **extra_body}`: these win.
+            "--extra-body",
+            r#"{"chat_template_kwargs": {"enable_thinking": false}, "top_p": 0.5}"#,
+            "--logprobs",
+            "3",
+            // argparse keeps the last `--header`'s values only.
+            "--header",
+            "x-dropped=1",
+            "--header",
+            " x-tenant = lab ",
+            "x-request-id=mine",
+            "--num-warmups",
+            "1",
+            "--request-id-prefix",
+            "r-",
+            "--no-stream",
+            "--random-batch-size",
+            "1",
+            "--save-result",
+            "--result-filename",
+            "r.json",
+        ],
+    );
+    let out = crate::common::exited(out, 0);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 7, "{}", crate::common::stderr(&out));
+    for s in &seen {
+        assert_eq!(s.body["model"], "served");
+        assert_eq!(s.body["top_p"], 0.5);
+        assert_eq!(s.body["temperature"], 0.5);
+        assert_eq!(
+            s.body["chat_template_kwargs"],
+            json!({"enable_thinking": false})
+        );
+        assert_eq!(s.body["logprobs"], 3);
+        assert_eq!(s.body["stream"], true, "--no-stream streams, as vLLM's");
+        assert!(
+            s.body["prompt"].is_string(),
+            "--random-batch-size 1: one prompt"
+        );
+        assert_eq!(header(s, "x-tenant"), Some("lab"));
+        assert_eq!(header(s, "x-dropped"), None);
+    }
+    // The request id wins over `--header`'s, which the warm-up (no id) keeps.
+    let mut ids: Vec<&str> = seen
+        .iter()
+        .map(|s| header(s, "x-request-id").unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["mine", "r-0", "r-1", "r-2", "r-3", "r-4", "r-5"]);
+    // `--model` names the model in the result, as vLLM's `model_id`.
+    let result: Value = serde_json::from_str(&env.read("r.json")).unwrap();
+    assert_eq!(result["model_id"], "org/m");
+}
+
+#[test]
+fn served_model_name_counts_with_model_only_and_logprobs_go_in_completions_bodies_only() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    // Without `--model`: the server's first model, as vLLM's `model_name`.
+    let out = bench(
+        &env,
+        port,
+        &["--served-model-name", "served", "--num-prompts", "2"],
+    );
+    crate::common::exited(out, 0);
+    let bodies: Vec<Value> = seen.lock().unwrap().drain(..).map(|s| s.body).collect();
+    assert_eq!(bodies.len(), 2);
+    assert!(
+        bodies
+            .iter()
+            .all(|b| b["model"] == "m" && b["logprobs"].is_null()),
+        "{bodies:?}"
+    );
+}
+
+#[test]
+fn backend_vllm_names_its_result_file_and_backend_vllm_as_vllm_does() {
+    let rt = runtime();
+    let (port, _) = capturing_server(&rt);
+    let env = TestEnv::new();
+    let out = bench(
+        &env,
+        port,
+        &["--backend", "vllm", "--save-result", "--num-prompts", "2"],
+    );
+    crate::common::exited(out, 0);
+    let name = std::fs::read_dir(env.path(""))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".json"))
+        .expect("a result file");
+    assert!(name.starts_with("vllm-infqps-m-"), "{name}");
+    let result: Value = serde_json::from_str(&env.read(&name)).unwrap();
+    assert_eq!(
+        (&result["backend"], &result["endpoint_type"]),
+        (&json!("vllm"), &json!("vllm"))
+    );
+}
+
+#[test]
+fn a_random_prefix_begins_every_prompt() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    let out = bench(&env, port, &["--random-prefix-len", "3"]);
+    crate::common::exited(out, 0);
+    let prompts: Vec<Vec<String>> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            s.body["prompt"]
+                .as_str()
+                .unwrap()
+                .split(' ')
+                .map(str::to_owned)
+                .collect()
+        })
+        .collect();
+    assert_eq!(prompts.len(), 6);
+    for p in &prompts {
+        assert_eq!(p.len(), 3 + 4, "{p:?}");
+        assert_eq!(p[..3], prompts[0][..3], "the prefix is drawn once");
+    }
+    assert!(prompts.iter().any(|p| p[3..] != prompts[0][3..]));
+}
+
+#[test]
+fn options_that_would_send_what_vllm_does_not_or_fail_every_request_are_refused() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    for (args, says) in [
+        (&["--random-batch-size", "4"][..], "embeddings benchmarks"),
+        (&["--extra-body", "[1]"], "is not a JSON object"),
+        (&["--extra-body", "{"], "invalid `--extra-body`"),
+        (&["--header", "x-tenant"], "invalid `--header` `x-tenant`"),
+        (&["--header", "bad name=1"], "not a header name"),
+        (&["--logprobs", "-2"], "invalid `--logprobs` `-2`"),
+    ] {
+        let out = bench(&env, port, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = crate::common::words(&out);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[test]
+fn the_ready_check_sends_the_first_prompt_until_it_succeeds_and_stops_at_its_timeout() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    let out = bench(
+        &env,
+        port,
+        &[
+            "--ready-check-timeout-sec",
+            "30",
+            "--request-id-prefix",
+            "r-",
+        ],
+    );
+    crate::common::exited(out, 0);
+    let seen = seen.lock().unwrap().clone();
+    // vLLM's test run: the first prompt, without a request id, then the 6.
+    assert_eq!(seen.len(), 7);
+    let check = seen.iter().find(|s| s.request_id.is_none()).unwrap();
+    let first = seen
+        .iter()
+        .find(|s| s.request_id.as_deref() == Some("r-0"))
+        .unwrap();
+    assert_eq!(check.body, first.body);
+
+    // A server that never answers well: the benchmark never starts.
+    let tries = Arc::new(Mutex::new(0));
+    let counted = tries.clone();
+    let app = Router::new().route(
+        "/v1/completions",
+        post(move || {
+            let counted = counted.clone();
+            async move {
+                *counted.lock().unwrap() += 1;
+                (axum::http::StatusCode::SERVICE_UNAVAILABLE, "loading")
+            }
+        }),
+    );
+    let down = serve(&rt, app);
+    let out = bench(
+        &env,
+        down,
+        &["--model", "m", "--ready-check-timeout-sec", "1"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        crate::common::stderr(&out)
+    );
+    let err = crate::common::words(&out);
+    assert!(
+        err.contains("did not answer the first prompt within") && err.contains("HTTP 503"),
+        "{err}"
+    );
+    assert_eq!(*tries.lock().unwrap(), 1, "one try, then the timeout");
+}
+
+/// An `https` server of one self-signed certificate (made by the openssl
+/// CLI) that answers every completion with two tokens; its port.
+fn self_signed_server(dir: &std::path::Path) -> u16 {
+    use std::io::{Read, Write};
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("the openssl CLI (/usr/bin/openssl) is installed");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "cert.der",
+        "-outform",
+        "DER",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=perfpipe-test",
+    ]);
+    run(&[
+        "pkcs8", "-topk8", "-nocrypt", "-in", "key.pem", "-outform", "DER", "-out", "key.der",
+    ]);
+    let cert =
+        rustls::pki_types::CertificateDer::from(std::fs::read(dir.join("cert.der")).unwrap());
+    let key =
+        rustls::pki_types::PrivateKeyDer::Pkcs8(std::fs::read(dir.join("key.der")).unwrap().into());
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap(),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let config = config.clone();
+            std::thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut seen = Vec::new();
+                let mut buf = [0; 4096];
+                // The headers, then the body's length.
+                let body_at = loop {
+                    let Ok(n) = tls.read(&mut buf) else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                    if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break at + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&seen[..body_at]).to_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse().unwrap());
+                while seen.len() < body_at + length {
+                    let Ok(n) = tls.read(&mut buf) else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                }
+                let events = "data: {\"choices\": [{\"text\": \"a\"}]}\n\ndata: {\"choices\": [{\"text\": \" b\"}]}\n\n\
+                              data: {\"choices\": [], \"usage\": {\"completion_tokens\": 2}}\n\ndata: [DONE]\n\n";
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{events}",
+                    events.len()
+                );
+                let _ = tls.flush();
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn insecure_accepts_a_self_signed_certificate_that_is_refused_without_it() {
+    let env = TestEnv::new();
+    let port = self_signed_server(&env.path(""));
+    let url = format!("https://127.0.0.1:{port}");
+    let args = |insecure: bool| {
+        let mut args = vec![
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--tokenizer",
+            "whitespace",
+            "--random-input-len",
+            "4",
+            "--random-output-len",
+            "2",
+            "--num-prompts",
+            "2",
+        ];
+        if insecure {
+            args.push("--insecure");
+        }
+        args
+    };
+    let refused = env.run(&args(false));
+    assert_eq!(
+        refused.status.code(),
+        Some(1),
+        "{}",
+        crate::common::stderr(&refused)
+    );
+    assert!(crate::common::stderr(&refused).contains("2 of 2 requests failed"));
+    let out = crate::common::exited(env.run(&args(true)), 0);
+    assert!(
+        crate::common::stdout(&out).contains("Successful requests:                     2"),
+        "{}",
+        crate::common::stdout(&out)
     );
 }

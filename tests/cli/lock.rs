@@ -1221,3 +1221,44 @@ fn an_update_that_cannot_refresh_its_pins_keeps_them_and_the_file() {
         "{err}"
     );
 }
+
+/// `facts::releases`: a version vLLM never released is named by `plan`
+/// under `sim` and `docker` (not `local`, which checks the installed
+/// engine), and refused by `run --locked` before anything starts.
+#[test]
+fn an_engine_version_never_released_is_warned_by_plan_and_refused_under_locked() {
+    let env = TestEnv::tiny();
+    let said = "warning: `engine vllm version=\"0.99.7\"`: vLLM has released no such version that perfpipe knows of";
+    for runtime in ["sim", "docker", "local"] {
+        let out = env.run(&["plan", "tiny.kdl", "--runtime", runtime]);
+        assert!(
+            !crate::common::stderr(&out).contains("has released no such"),
+            "{runtime}"
+        );
+    }
+    let kdl = env.read("tiny.kdl").replace(
+        "engine vllm version=\"0.11.0\"",
+        "engine vllm version=\"0.99.7\"",
+    );
+    env.write("tiny.kdl", &kdl);
+    for runtime in ["sim", "docker"] {
+        let out = env.run(&["plan", "tiny.kdl", "--runtime", runtime]);
+        let err = crate::common::stderr(&out);
+        assert!(err.contains(said), "{runtime}: {err}");
+        assert!(err.contains("to 0.32.0, is of 2026-11-27"), "{err}");
+    }
+    let local = env.run(&["plan", "tiny.kdl", "--runtime", "local"]);
+    assert!(!crate::common::stderr(&local).contains("has released no such"));
+    let locked = env.run(&["run", "tiny.kdl", "--runtime", "sim", "--locked"]);
+    assert_eq!(
+        locked.status.code(),
+        Some(2),
+        "{}",
+        crate::common::stderr(&locked)
+    );
+    let err = crate::common::words(&locked);
+    assert!(
+        err.contains("vLLM has released no such version") && err.contains("under `--locked`"),
+        "{err}"
+    );
+}

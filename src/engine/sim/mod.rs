@@ -72,7 +72,10 @@ fn parse_fixed_timing(spec: &str) -> Option<server::TokenSource> {
 pub fn main(argv: &[String]) -> i32 {
     let gpu_name = std::env::var(GPU_ENV).unwrap_or_default();
     let Some(gpu) = gpu::lookup(&gpu_name) else {
-        eoutln!("ERROR perfpipe-sim: `{GPU_ENV}` must name a known GPU type, got `{gpu_name}`");
+        eoutln!(
+            "ERROR perfpipe-sim: `{GPU_ENV}` must name a known GPU type, one of {}; got `{gpu_name}`",
+            gpu::NAMES.join(", ")
+        );
         return 2;
     };
     let config = match config::parse_argv(argv, gpu.sm) {

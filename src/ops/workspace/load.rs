@@ -126,6 +126,33 @@ pub struct Loaded {
 /// Parses the experiment, resolves it against its lockfile as `mode`
 /// allows, and finds its files. Writes nothing but, unless `mode` only
 /// reads, the store's cache of input hashes.
+/// Each declared engine version its engine has not released, as perfpipe's
+/// list knows them (`facts::releases`), a sentence each; under `sim` and
+/// `docker` only: `local` checks the installed engine's own version.
+pub fn unreleased_engines(spec: &Spec, runtime: Runtime) -> Vec<String> {
+    use crate::facts::releases::{AS_OF, Known, known};
+    if runtime == Runtime::Local {
+        return Vec::new();
+    }
+    spec.engines
+        .iter()
+        .filter_map(|engine| match known(engine.kind, &engine.version) {
+            Known::Unknown { newest } => Some(format!(
+                "`engine {} version=\"{}\"`: {} has released no such version that perfpipe knows of (its list, to {newest}, is of {AS_OF}; `--runtime {}` would {} it all the same)",
+                engine.kind.name(),
+                engine.version,
+                engine.kind.display_name(),
+                runtime.name(),
+                match runtime {
+                    Runtime::Sim => "simulate",
+                    _ => "try to pull the image of",
+                },
+            )),
+            Known::Released | Known::Unlisted => None,
+        })
+        .collect()
+}
+
 pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
     let path = &common.experiment;
     let text = fs_err::read_to_string(path).map_err(|source| Error::ReadExperiment {
@@ -151,6 +178,14 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         .runtime
         .or(declared.runtime)
         .unwrap_or(Runtime::Docker);
+    if let (LockMode::Run { locked: true, .. }, Some(first)) =
+        (&mode, unreleased_engines(&declared, runtime).first())
+    {
+        return Err(Error::Usage {
+            message: first.clone(),
+            hint: "under `--locked` a version must be one the engine released: correct it, or run without `--locked`".into(),
+        });
+    }
     let (policy, resolver) = lockfile::pin_policy(&mode, runtime);
     let (pins, problems) = crate::lock::resolve_pins(
         &crate::lock::pin_requests(&declared),
