@@ -17,6 +17,7 @@
 #   wall time of a loaded machine varies; CPU time (user + sys) less so.
 #   STORE_RESULTS=N  results in the store, a multiple of 10,000 (default
 #   100000; filling takes a few minutes).
+#   KEEP=DIR  work in DIR and keep it (the store, to profile a command).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/perfpipe-target}"
@@ -32,8 +33,14 @@ fill="$CARGO_TARGET_DIR/release/examples/fill_store"
 reps=${REPS:-5}
 store_results=${STORE_RESULTS:-100000}
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${KEEP:-}" ]; then
+    # KEEP=DIR: work in DIR (new) and leave it, store included, to profile.
+    work=$KEEP
+    mkdir "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 mkdir -p "$work/project"
 cp -r "$repo/experiments" "$repo/datasets" "$repo/lockfiles" "$work/project/"
 cd "$work/project"
@@ -101,13 +108,17 @@ synthetic synthetic-10k 0 >experiments/synthetic-10k.kdl
 template=$(find "$work/store/entries" -name result.json -print0 |
     xargs -0 grep -l '"status": "success"' | head -1)
 start=$(date +%s)
-# The other studies first: the measured one's entries are the newest.
+# Each study by its own process, all at once: a commit waits mostly for its
+# fsyncs, not for a CPU.
 mkdir -p "$work/others"
+fills=()
 for n in $(seq 1 $((store_results / 10000 - 1))); do
     synthetic "other-$n" "$n" >"$work/others/other-$n.kdl"
-    "$fill" "$work/others/other-$n.kdl" "$work/store" "$template" sim
+    "$fill" "$work/others/other-$n.kdl" "$work/store" "$template" sim 2>/dev/null &
+    fills+=($!)
 done
 "$fill" experiments/synthetic-10k.kdl "$work/store" "$template" sim
+for pid in "${fills[@]}"; do wait "$pid"; done
 echo "(filled in $(($(date +%s) - start)) s; $(find "$work/store/entries" -name result.json | wc -l) results)"
 measure "plan (no lockfile)" 200 plan experiments/synthetic-10k.kdl
 "${bins[0]}" lock experiments/synthetic-10k.kdl --offline >/dev/null 2>&1

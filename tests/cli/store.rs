@@ -939,7 +939,11 @@ fn a_perfpipe_killed_while_appending_to_the_index_loses_no_result() {
         "{}",
         render(&repair)
     );
-    assert!(!stderr(&repair).contains("stale"), "{}", render(&repair));
+    assert!(
+        !stderr(&repair).contains("index of results is stale"),
+        "{}",
+        render(&repair)
+    );
 
     let resumed = env.run(&["run", "tiny.kdl", sim[0], sim[1]]);
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
