@@ -21,7 +21,8 @@
 //!             report    markdown, HTML, JSON, CSV, charts        (pure)
 //!             page      published study page → experiment        (pure)
 //! plan        plan      keyed runs against the store; launches   (pure)
-//! store       store     entries, samples, launch material, gc    (files)
+//! store       store     entries, samples, launch material, gc,   (files)
+//!                       the index of results
 //! material    launch    one engine launch's material; kept in
 //!                       the store's drv/                         (pure)
 //!             signing   ed25519 keys, the signed statement       (pure)

@@ -172,6 +172,12 @@ pub enum StoreCommand {
     /// (`drv/`) or inputs (`inputs/sha256/`) are refused by `realise`; `gc`
     /// removes them and `plan --write-launches` writes them again. Temp dirs of killed runs
     /// are listed, not counted as damage.
+    ///
+    /// The index of results (`index/`) is compared with the entries: stale
+    /// records (a run killed while appending, entries changed outside
+    /// perfpipe) are not damage, as readers read those entries from their
+    /// files; a record that gives other samples than the files is.
+    /// `--repair` rewrites the index from the entries.
     #[command(after_long_help = examples::STORE_VERIFY)]
     Verify(StoreVerifyArgs),
     /// Remove the entries no experiment and no lockfile reaches, the launch
@@ -229,6 +235,10 @@ impl StorePathArgs {
 pub struct StoreVerifyArgs {
     #[command(flatten)]
     pub store: StoreArg,
+    /// Rewrite the store's index of results (`index/`) from its entries
+    /// before checking; nothing else is changed.
+    #[arg(long)]
+    pub repair: bool,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use crate::exit_code;
 use crate::ops::Error;
 
 pub fn verify(args: &StoreVerifyArgs) -> Result<u8, Error> {
-    let check = crate::ops::store::verify::verify_store(args.store.path())?;
+    let check = crate::ops::store::verify::verify_store(args.store.path(), args.repair)?;
     for line in check.listing() {
         outln!("{line}");
     }

@@ -5,7 +5,7 @@
 mod hash_cache;
 pub mod model_dir;
 
-pub use hash_cache::HashCache;
+pub use hash_cache::{HashCache, Stamp};
 pub use model_dir::ResolvedModel;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -114,6 +114,18 @@ pub fn diff(args: &DiffOptions) -> Result<LockDiff, Error> {
         .map(|r| format!("{} × {}", r.step, r.workload))
         .collect();
 
+    // Every side's samples in one read of the index of results.
+    let stored_keys = key_changes
+        .iter()
+        .flat_map(|c| [&c.before, &c.after])
+        .flatten()
+        .map(|key| match &capped {
+            Some(capped) => capped.get(key),
+            None => Some(key),
+        });
+    let index = store
+        .index_keys(stored_keys.flatten())
+        .map_err(Error::Store)?;
     let mut pairs: Vec<(RunRecord, RunRecord)> = Vec::new();
     let mut incomplete = Vec::new();
     for change in &key_changes {
@@ -134,7 +146,7 @@ pub fn diff(args: &DiffOptions) -> Result<LockDiff, Error> {
                 },
                 None => key,
             };
-            let samples = super::report::stored::samples(&store, key)?;
+            let samples = super::report::stored::indexed(&index, key);
             Ok(Some(analyze::of_samples(
                 &change.step,
                 &change.workload,

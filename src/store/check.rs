@@ -302,8 +302,13 @@ pub(super) fn read_result(sample: &Path, key: &RunKey) -> Result<RunResult, Dama
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(Damage::ResultMissing),
         Err(e) => return Err(Damage::ResultUnreadable(e.to_string())),
     };
+    read_result_bytes(text.as_bytes(), key)
+}
+
+/// The result `bytes` (a `result.json`) hold, or why they cannot be `key`'s.
+pub(super) fn read_result_bytes(bytes: &[u8], key: &RunKey) -> Result<RunResult, Damage> {
     let result: RunResult =
-        serde_json::from_str(&text).map_err(|e| Damage::ResultInvalid(e.to_string()))?;
+        serde_json::from_slice(bytes).map_err(|e| Damage::ResultInvalid(e.to_string()))?;
     if result.key != key.as_str() {
         return Err(Damage::ResultOtherKey(result.key));
     }

@@ -48,6 +48,24 @@ pub fn tmp_lock_path(root: &Path) -> PathBuf {
     locks_dir(root).join("tmp.lock")
 }
 
+/// The index of results (`store::results_index`): records, then payloads.
+pub fn index_dir(root: &Path) -> PathBuf {
+    root.join("index")
+}
+
+pub fn index_keys_path(root: &Path) -> PathBuf {
+    index_dir(root).join("results.keys")
+}
+
+pub fn index_data_path(root: &Path) -> PathBuf {
+    index_dir(root).join("results.data")
+}
+
+/// Orders appends to the index (not a key, so it never names a key's lock).
+pub fn index_lock_path(root: &Path) -> PathBuf {
+    locks_dir(root).join("index.lock")
+}
+
 pub fn tmp_dir(root: &Path) -> PathBuf {
     root.join("tmp")
 }

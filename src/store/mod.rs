@@ -14,6 +14,10 @@
 //!                                                  (read-only copies)
 //!   locks/<key>.lock                               per-key OS file lock
 //!   locks/tmp.lock                                 orders creating and cleaning temp dirs
+//!   locks/index.lock                               orders appends to the index
+//!   index/results.keys, index/results.data        the index of results: each entry's
+//!                                                  samples as last read, checked by
+//!                                                  stat data before use (results_index.rs)
 //!   tmp/proc-<pid>-<random>/                       one process's samples being measured,
 //!                                                  engine logs, entries being created
 //!   quarantine/<key>/<n>-<what>                    damage moved out of an entry (never read)
@@ -41,6 +45,7 @@ mod launch_gc;
 mod launches;
 mod layout;
 mod quarantine;
+mod results_index;
 mod root;
 mod signed;
 #[cfg(test)]
@@ -55,6 +60,7 @@ pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 pub use import::Imported;
 pub use launch_gc::LaunchGarbage;
 pub use launches::{InputFile, LaunchFile};
+pub use results_index::IndexCheck;
 pub use root::{MARKER, is_marked};
 pub use signed::SIGNATURE_FILE;
 pub use tmp::{StaleTmp, disk_usage};
@@ -230,27 +236,65 @@ impl Store {
     }
 
     /// Reads the samples of each key, given with the canonical text it is
-    /// the sha256 of; keys without an entry are left out.
+    /// the sha256 of; keys without an entry are left out. The index of
+    /// results answers for the entries it knows as they are; the others are
+    /// read from their files (and recorded again).
     pub fn index<'a>(
         &self,
         runs: impl IntoIterator<Item = (&'a RunKey, &'a str)>,
     ) -> Result<StoreIndex, Error> {
+        self.index_with(runs.into_iter().map(|(key, text)| (key, Some(text))))
+    }
+
+    /// [`Store::index`] of keys known without their canonical text (an
+    /// entry read from its files has its `inputs.json` hashed again).
+    pub fn index_keys<'a>(
+        &self,
+        keys: impl IntoIterator<Item = &'a RunKey>,
+    ) -> Result<StoreIndex, Error> {
+        self.index_with(keys.into_iter().map(|key| (key, None)))
+    }
+
+    fn index_with<'a>(
+        &self,
+        runs: impl IntoIterator<Item = (&'a RunKey, Option<&'a str>)>,
+    ) -> Result<StoreIndex, Error> {
+        let runs: Vec<(&RunKey, Option<&str>)> = runs.into_iter().collect();
+        let index = self.results_index(runs.iter().map(|(key, _)| *key));
         let mut entries = BTreeMap::new();
+        let mut unknown = Vec::new();
         for (key, canonical) in runs {
-            debug_assert_eq!(RunKey::of_canonical(canonical), *key);
             let entry = layout::entry_dir(&self.root, key);
-            // Bytes equal to the text the key hashes hash to the key: the
-            // same check as `samples`, without hashing.
-            let sound = crate::regular_file::read(&entry.join("inputs.json"))
-                .is_ok_and(|bytes| bytes == canonical.as_bytes());
-            if !sound {
-                continue;
-            }
-            let samples = committed_samples(&entry, key)?;
+            let samples = match index.lookup(&entry, key) {
+                results_index::Lookup::Samples(samples) => samples,
+                results_index::Lookup::NoSamples => continue,
+                results_index::Lookup::Unknown(why) => {
+                    // An entry with damage or a signed sample is read
+                    // every time: recording it again would not change that.
+                    if why != results_index::Unknown::ReadFiles {
+                        unknown.push(key);
+                    }
+                    let sound = match canonical {
+                        // Bytes equal to the text the key hashes hash to
+                        // the key: the same check as `samples`, without hashing.
+                        Some(canonical) => {
+                            debug_assert_eq!(RunKey::of_canonical(canonical), *key);
+                            crate::regular_file::read(&entry.join("inputs.json"))
+                                .is_ok_and(|bytes| bytes == canonical.as_bytes())
+                        }
+                        None => check::check_inputs(&entry, key).is_none(),
+                    };
+                    if !sound {
+                        continue;
+                    }
+                    committed_samples(&entry, key)?
+                }
+            };
             if !samples.is_empty() {
                 entries.insert(key.clone(), samples);
             }
         }
+        self.refresh_index(&unknown);
         Ok(StoreIndex { entries })
     }
 

@@ -34,7 +34,7 @@ const MARKER_TEXT: &str = "This directory is a perfpipe store (see `perfpipe sto
 perfpipe deletes here only what it made: key entries, its own temp dirs, quarantine.\n";
 
 /// The top-level names a store's layout has (besides [`MARKER`]).
-const LAYOUT: [&str; 8] = [
+const LAYOUT: [&str; 9] = [
     "entries",
     // Launch material (`layout::launches_dir`): on-disk name kept.
     "drv",
@@ -45,6 +45,8 @@ const LAYOUT: [&str; 8] = [
     "cache",
     // Slurm jobs' output (`logs/slurm/`).
     "logs",
+    // The index of results (`results_index`).
+    "index",
 ];
 
 /// What the directory given as a store is.

@@ -146,6 +146,7 @@ impl PendingSample {
     ) -> Result<Committed, Error> {
         debug_assert_eq!(RunKey::of_canonical(canonical), *key);
         write_synced(&self.dir.path().join("result.json"), result)?;
+        super::results_index::backdate(&self.dir.path().join("result.json"));
         sync_dir(&self.dir.path().join("logs"))?;
         sync_dir(self.dir.path())?;
 
@@ -156,6 +157,7 @@ impl PendingSample {
                 .prefix("entry-")
                 .tempdir_in(self.process.path())?;
             write_synced(&staging.path().join("inputs.json"), canonical.as_bytes())?;
+            super::results_index::backdate(&staging.path().join("inputs.json"));
             fs_err::create_dir(staging.path().join("samples"))?;
             sync_dir(staging.path())?;
             let parent = entry.parent().expect("entry has a parent");
@@ -178,7 +180,11 @@ impl PendingSample {
         let next = store.last_sample_id(key)? + 1;
         let id = sample_id(next);
         fs_err::rename(self.dir.keep(), samples.join(&id))?;
+        super::results_index::backdate(&samples);
         sync_dir(&samples)?;
+        // The sample is committed: an index that cannot be appended to only
+        // costs readers a read of this entry's files.
+        let _ = store.index_entries(&[key]);
         Ok(Committed { id, quarantined })
     }
 }

@@ -883,3 +883,72 @@ fn verify_says_only_gc_removes_stray_directories() {
     );
     assert!(!err.contains("redoes"), "{err}");
 }
+
+/// A perfpipe killed in the middle of appending to the index of results
+/// (a test hook aborts it there, as `kill -9` would) loses no result: the
+/// sample was committed first, the torn record is never used, `store
+/// verify` finds the index stale (not damaged) and `--repair` rewrites it.
+#[test]
+fn a_perfpipe_killed_while_appending_to_the_index_loses_no_result() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = TestEnv::tiny();
+    let sim = ["--runtime", "sim"];
+    let killed = env
+        .cmd(&["run", "tiny.kdl", sim[0], sim[1]])
+        .env("PERFPIPE_TEST_ABORT_IN_INDEX_APPEND", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        killed.status.signal(),
+        Some(libc::SIGABRT),
+        "{}",
+        stderr(&killed)
+    );
+    let committed = env.samples().len();
+    assert!(committed >= 1, "the sample was committed before the append");
+    let keys = std::fs::read(env.path("store/index/results.keys")).unwrap();
+    assert!(keys.len() > 16, "a torn record is there");
+
+    let verify = env.run(&["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", render(&verify));
+    let stale = format!(
+        "the index of results is stale for {committed} entr{}",
+        if committed == 1 { "y" } else { "ies" }
+    );
+    assert!(stderr(&verify).contains(&stale), "{}", render(&verify));
+    // Every committed sample is read (from its entry's files).
+    let plan = stdout(&env.run(&["plan", "tiny.kdl", sim[0], sim[1]]));
+    let summary = plan.lines().find(|l| l.starts_with("7 runs: ")).unwrap();
+    let counted: Vec<usize> = summary
+        .split([':', ',', ';'])
+        .filter_map(|part| {
+            let (n, what) = part.trim().split_once(' ')?;
+            ["cached", "failed"]
+                .contains(&what)
+                .then(|| n.parse().ok())?
+        })
+        .collect();
+    assert_eq!(counted.iter().sum::<usize>(), committed, "{plan}");
+
+    let repair = env.run(&["store", "verify", "--repair"]);
+    assert_eq!(repair.status.code(), Some(0), "{}", render(&repair));
+    assert!(
+        stderr(&repair).contains(&format!(
+            "rewrote the index of results from {committed} entr"
+        )),
+        "{}",
+        render(&repair)
+    );
+    assert!(
+        !stderr(&repair).contains("index of results is stale"),
+        "{}",
+        render(&repair)
+    );
+
+    let resumed = env.run(&["run", "tiny.kdl", sim[0], sim[1]]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(env.samples().len(), 7, "each run once, none lost");
+    let verify = env.run(&["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", render(&verify));
+    assert!(!stderr(&verify).contains("index"), "{}", render(&verify));
+}

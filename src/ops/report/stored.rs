@@ -13,8 +13,7 @@ use crate::store::{Sample, Store, StoreIndex};
 pub fn load(plan: &Plan, index: &StoreIndex) -> Result<Stored, Error> {
     let mut stored = Stored::new();
     for run in &plan.runs {
-        let samples = index.samples(&run.key).iter().cloned().map(signed);
-        stored.insert(run.key.clone(), samples.collect());
+        stored.insert(run.key.clone(), indexed(index, &run.key));
     }
     let with_slo: Vec<&RunKey> = plan
         .runs
@@ -24,6 +23,11 @@ pub fn load(plan: &Plan, index: &StoreIndex) -> Result<Stored, Error> {
         .collect();
     read_journals(&mut stored, with_slo)?;
     Ok(stored)
+}
+
+/// The samples `index` holds of `key`, with their signers (no journal).
+pub fn indexed(index: &StoreIndex, key: &RunKey) -> Vec<StoredSample> {
+    index.samples(key).iter().cloned().map(signed).collect()
 }
 
 /// The samples of `key` with their signers (no journal), read from `store`.

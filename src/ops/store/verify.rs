@@ -9,7 +9,7 @@ use super::existing;
 use crate::fetch::human_bytes;
 use crate::ops::Error;
 use crate::plural::{count, noun};
-use crate::store::{StaleTmp, Verification};
+use crate::store::{IndexCheck, StaleTmp, Verification};
 
 /// What `store verify` found in a store.
 #[derive(Debug)]
@@ -21,23 +21,36 @@ pub struct StoreCheck {
     pub quarantined: Vec<PathBuf>,
     /// Temp dirs of killed runs (left in place).
     pub stale: Vec<StaleTmp>,
+    /// The index of results against the entries.
+    pub index: IndexCheck,
+    /// With `--repair`: the entries the index was rewritten with.
+    pub reindexed: Option<usize>,
 }
 
-/// Checks the store at `store`, which must exist, changing nothing.
-pub fn verify_store(store: &Path) -> Result<StoreCheck, Error> {
+/// Checks the store at `store`, which must exist; with `repair`, rewrites
+/// its index of results from the entries first (and changes nothing else).
+pub fn verify_store(store: &Path, repair: bool) -> Result<StoreCheck, Error> {
     let opened = existing(store)?;
+    let reindexed = if repair {
+        Some(opened.rebuild_index().map_err(Error::Store)?)
+    } else {
+        None
+    };
     Ok(StoreCheck {
         store: store.to_owned(),
         found: opened.verify().map_err(Error::Store)?,
         quarantined: opened.quarantined().map_err(Error::Store)?,
         stale: opened.stale_tmp(false).map_err(Error::Store)?,
+        index: opened.verify_index().map_err(Error::Store)?,
+        reindexed,
     })
 }
 
 impl StoreCheck {
-    /// Damaged items found (quarantine and stale temp dirs are not damage).
+    /// Damaged items found (quarantine, stale temp dirs and a stale index
+    /// are not damage; an index that gives other samples than the files is).
     pub fn damaged(&self) -> usize {
-        self.found.findings.len()
+        self.found.findings.len() + self.index.wrong.len()
     }
 
     /// For standard output: each damaged, quarantined and stale item.
@@ -58,7 +71,17 @@ impl StoreCheck {
                 human_bytes(s.bytes)
             )
         });
-        damaged.chain(quarantined).chain(stale).collect()
+        let wrong = self.index.wrong.iter().map(|path| {
+            format!(
+                "damaged      {}: the index of results gives other samples than this entry's files",
+                path.display()
+            )
+        });
+        damaged
+            .chain(wrong)
+            .chain(quarantined)
+            .chain(stale)
+            .collect()
     }
 
     /// For standard error: what was checked, and what each kind of finding
@@ -122,6 +145,7 @@ impl StoreCheck {
                 them(launch_damage)
             ));
         }
+        out.extend(self.index_summary());
         if found.empty > 0 {
             out.push(format!(
                 "perfpipe: {} without samples (a run killed before its first commit; the next run completes it)",
@@ -140,6 +164,34 @@ impl StoreCheck {
                 "perfpipe: {} of killed runs (the next `perfpipe run` or `perfpipe store gc` removes {})",
                 count(self.stale.len(), "stale temp dir", "stale temp dirs"),
                 them(self.stale.len())
+            ));
+        }
+        out
+    }
+}
+
+impl StoreCheck {
+    /// What became of the index, when it needs saying: rewritten, stale
+    /// (harmless: those entries are read from their files) or wrong.
+    fn index_summary(&self) -> Vec<String> {
+        let index = &self.index;
+        let mut out = Vec::new();
+        if let Some(n) = self.reindexed {
+            out.push(format!(
+                "perfpipe: rewrote the index of results from {}",
+                count(n, "entry", "entries")
+            ));
+        }
+        if index.stale > 0 {
+            out.push(format!(
+                "perfpipe: the index of results is stale for {} (read from their files meanwhile; the next `plan` or `report` of their runs records them again, `perfpipe store verify --repair` rewrites it)",
+                count(index.stale, "entry", "entries")
+            ));
+        }
+        if !index.wrong.is_empty() {
+            out.push(format!(
+                "perfpipe: the index of results gives other samples than the files for {} (a file edited in place); `perfpipe store verify --repair` rewrites it from the entries",
+                count(index.wrong.len(), "entry", "entries")
             ));
         }
         out

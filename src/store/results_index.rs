@@ -1,0 +1,810 @@
+//! The index of results: what each entry held when it was last read, kept
+//! beside the entries so that `plan`, `report` and `diff` read one file
+//! instead of opening ~3 files per run. The entries stay the truth; the
+//! index only saves reading them, and is checked before it is believed.
+//!
+//! ```text
+//! index/results.keys   a header, then one fixed-size record per snapshot
+//! index/results.data   the snapshots' payloads: each sample's id, the stamp
+//!                      of its result.json and its exact bytes
+//! ```
+//!
+//! A record is a snapshot of one entry: the stamps (size, mtime and ctime
+//! in ns, inode, device) of its `samples/` directory, `inputs.json` and
+//! each `result.json`, each taken before what it covers was read, where its
+//! payload is, and a CRC of the payload and of the record itself. The last
+//! sound record of a key wins. It is used only when every stamp still
+//! matches (one `stat` each): a sample added or removed changes
+//! `samples/`'s, an edit changes a file's. As git's index does, a record
+//! taken within 2 s of a stamp's mtime is not used (a coarse timestamp could
+//! hide a second change in the same tick); a commit sets the mtime of what
+//! it wrote 3 s back, so its own record is used at once. A record of an
+//! entry holding damage or a signed sample says to read its files (readers
+//! check those every time). What is not used is read from the entry, and
+//! the reader appends a fresh record (a store that cannot be written keeps
+//! reading the entries).
+//!
+//! Appends (a commit's, a reader's) take `locks/index.lock`, write the
+//! payload, then the record: a writer killed in between leaves a payload no
+//! record names, or a torn record (the next append cuts it off); a record
+//! whose CRC fails is skipped. Either way the entry reads as unknown and is
+//! read from its files: a crash leaves the index stale, never wrong.
+//! `store verify` compares it with the entries, `store verify --repair`
+//! rewrites it from them.
+
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::check::{inspect_samples, read_result_bytes};
+use super::layout::{entry_dir, index_data_path, index_keys_path, index_lock_path};
+use super::signed::SIGNATURE_FILE;
+use super::{Error, RunResult, Sample, Store};
+use crate::inputs::Stamp;
+use crate::key::RunKey;
+
+/// What starts `results.keys`: its format. Another header is an index this
+/// perfpipe does not read (nor append to); `store verify --repair` rewrites it.
+const HEADER: &[u8; 16] = b"perfpipe-index1\n";
+
+/// Bytes of one record in `results.keys`.
+const RECORD: usize = 32 + 4 + 16 + 2 * STAMP + 8 + 4 + 4 + 4;
+/// Bytes of a stamp: size, mtime and ctime in ns, inode, device.
+const STAMP: usize = 8 + 16 + 16 + 8 + 8;
+
+/// Flag: the entry held damage or a signed sample when the record was
+/// taken: read it from its files.
+const READ_FILES: u32 = 1;
+
+/// A file's or directory's stat data (git's, as the input hash cache keeps
+/// it), taken of the path itself (a link is not followed).
+fn stamp(path: &Path) -> std::io::Result<Stamp> {
+    Ok(Stamp::of(&std::fs::symlink_metadata(path)?))
+}
+
+/// The coarsest timestamp granularity of a file system (FAT keeps 2 s), as
+/// the input hash cache assumes: a file whose mtime is not this much older
+/// than a snapshot could change again within the same tick unseen.
+const GRANULARITY_NS: i128 = 2_000_000_000;
+
+/// Whether a change after `taken` would show in `stamp`: the file's mtime
+/// is more than a tick older. (Its ctime is compared, not waited for: a
+/// change sets it to the clock, so a later one differs from an older mtime.)
+fn settled(stamp: &Stamp, taken: i128) -> bool {
+    stamp.mtime_ns + GRANULARITY_NS < taken
+}
+
+/// Sets the mtime of what a commit wrote (`result.json`, `inputs.json`,
+/// `samples/`) back by more than [`GRANULARITY_NS`], so that the record the
+/// commit appends is settled at once: any later change, in any tick, sets
+/// a newer mtime than this. Best effort: a file left as it is only makes
+/// readers read it until a record taken later settles.
+pub(super) fn backdate(path: &Path) {
+    if let Ok(file) = std::fs::File::open(path) {
+        let then = crate::clock::file_time_ns() - GRANULARITY_NS - 1_000_000_000;
+        let then = std::time::Duration::from_nanos(u64::try_from(then).unwrap_or(0));
+        let _ = file.set_modified(std::time::UNIX_EPOCH + then);
+    }
+}
+
+fn put_stamp(stamp: &Stamp, out: &mut Vec<u8>) {
+    out.extend_from_slice(&stamp.size.to_le_bytes());
+    out.extend_from_slice(&stamp.mtime_ns.to_le_bytes());
+    out.extend_from_slice(&stamp.ctime_ns.to_le_bytes());
+    out.extend_from_slice(&stamp.inode.to_le_bytes());
+    out.extend_from_slice(&stamp.device.to_le_bytes());
+}
+
+fn take_stamp(bytes: &mut &[u8]) -> Option<Stamp> {
+    Some(Stamp {
+        size: u64::from_le_bytes(take(bytes)?),
+        mtime_ns: i128::from_le_bytes(take(bytes)?),
+        ctime_ns: i128::from_le_bytes(take(bytes)?),
+        inode: u64::from_le_bytes(take(bytes)?),
+        device: u64::from_le_bytes(take(bytes)?),
+    })
+}
+
+/// The first `N` bytes of `bytes`, which move past them.
+fn take<const N: usize>(bytes: &mut &[u8]) -> Option<[u8; N]> {
+    let (head, rest) = bytes.split_first_chunk::<N>()?;
+    *bytes = rest;
+    Some(*head)
+}
+
+/// The first `n` bytes of `bytes`, which move past them.
+fn take_slice<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if bytes.len() < n {
+        return None;
+    }
+    let (head, rest) = bytes.split_at(n);
+    *bytes = rest;
+    Some(head)
+}
+
+/// One sample as a snapshot holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SnapSample {
+    id: String,
+    result: Stamp,
+    bytes: Vec<u8>,
+}
+
+/// What an entry held when it was read: its record and payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Snapshot {
+    key: [u8; 32],
+    flags: u32,
+    /// When the files were read (after their stamps were taken).
+    taken: i128,
+    samples_dir: Stamp,
+    inputs: Stamp,
+    samples: Vec<SnapSample>,
+}
+
+fn raw_key(key: &RunKey) -> [u8; 32] {
+    let mut raw = [0; 32];
+    hex::decode_to_slice(key.as_str(), &mut raw).expect("a run key is 64 hex digits");
+    raw
+}
+
+impl Snapshot {
+    /// Reads `key`'s entry as it is now; `None` when it has no `samples/`
+    /// (nothing to remember: readers find that with one `stat`). Every stamp
+    /// is taken before what it covers is read, so a change while reading
+    /// leaves the snapshot older than the files, never newer.
+    fn take(entry: &Path, key: &RunKey) -> Result<Option<Self>, Error> {
+        let Ok(samples_dir) = stamp(&entry.join("samples")) else {
+            return Ok(None);
+        };
+        let Ok(inputs) = stamp(&entry.join("inputs.json")) else {
+            return Ok(None);
+        };
+        let mut clean = super::check::check_inputs(entry, key).is_none();
+        let mut samples = Vec::new();
+        for sample in inspect_samples(entry, key)? {
+            let signed = std::fs::symlink_metadata(sample.path.join(SIGNATURE_FILE)).is_ok();
+            if sample.state.is_err() || signed {
+                clean = false;
+                continue;
+            }
+            let path = sample.path.join("result.json");
+            let read = stamp(&path).and_then(|stamp| {
+                let bytes = crate::regular_file::read(&path)?;
+                Ok((stamp, bytes))
+            });
+            match read {
+                Ok((result, bytes)) if read_result_bytes(&bytes, key).is_ok() => {
+                    samples.push(SnapSample {
+                        id: sample.name,
+                        result,
+                        bytes,
+                    });
+                }
+                _ => clean = false,
+            }
+        }
+        Ok(Some(Self {
+            key: raw_key(key),
+            flags: if clean { 0 } else { READ_FILES },
+            taken: crate::clock::file_time_ns(),
+            samples_dir,
+            inputs,
+            samples: if clean { samples } else { Vec::new() },
+        }))
+    }
+
+    /// Whether every file it covers last changed more than 2 s before it
+    /// was taken (else readers do not use it).
+    fn settled(&self) -> bool {
+        settled(&self.samples_dir, self.taken)
+            && settled(&self.inputs, self.taken)
+            && self.samples.iter().all(|s| settled(&s.result, self.taken))
+    }
+
+    fn payload(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&(self.samples.len() as u32).to_le_bytes());
+        for s in &self.samples {
+            out.extend_from_slice(&(s.id.len() as u32).to_le_bytes());
+            out.extend_from_slice(s.id.as_bytes());
+            put_stamp(&s.result, &mut out);
+            out.extend_from_slice(&(s.bytes.len() as u32).to_le_bytes());
+            out.extend_from_slice(&s.bytes);
+        }
+        out
+    }
+
+    /// The record of this snapshot, its payload at `offset` in `results.data`.
+    fn record(&self, offset: u64, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(RECORD);
+        out.extend_from_slice(&self.key);
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&self.taken.to_le_bytes());
+        put_stamp(&self.samples_dir, &mut out);
+        put_stamp(&self.inputs, &mut out);
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(out.len(), RECORD);
+        out
+    }
+}
+
+/// A record read back from `results.keys`: the snapshot without its samples.
+#[derive(Debug, Clone)]
+struct Record {
+    flags: u32,
+    taken: i128,
+    samples_dir: Stamp,
+    inputs: Stamp,
+    offset: u64,
+    len: u32,
+    crc: u32,
+}
+
+impl Record {
+    /// The key and record in `bytes` (one record long); `None` when its CRC
+    /// fails (a torn or damaged record).
+    fn parse(bytes: &[u8]) -> Option<([u8; 32], Self)> {
+        let (body, crc) = bytes.split_at(RECORD - 4);
+        if crc32fast::hash(body).to_le_bytes() != crc {
+            return None;
+        }
+        let mut b = body;
+        let key = take::<32>(&mut b)?;
+        Some((
+            key,
+            Self {
+                flags: u32::from_le_bytes(take(&mut b)?),
+                taken: i128::from_le_bytes(take(&mut b)?),
+                samples_dir: take_stamp(&mut b)?,
+                inputs: take_stamp(&mut b)?,
+                offset: u64::from_le_bytes(take(&mut b)?),
+                len: u32::from_le_bytes(take(&mut b)?),
+                crc: u32::from_le_bytes(take(&mut b)?),
+            },
+        ))
+    }
+
+    /// The samples of its payload (`None` when it is not the one recorded).
+    fn samples(&self, data: &std::fs::File) -> Option<Vec<SnapSample>> {
+        let mut payload = vec![0; self.len as usize];
+        data.read_exact_at(&mut payload, self.offset).ok()?;
+        if crc32fast::hash(&payload) != self.crc {
+            return None;
+        }
+        let mut b = payload.as_slice();
+        let n = u32::from_le_bytes(take(&mut b)?);
+        let mut out = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let id_len = u32::from_le_bytes(take(&mut b)?) as usize;
+            let id = String::from_utf8(take_slice(&mut b, id_len)?.to_vec()).ok()?;
+            let result = take_stamp(&mut b)?;
+            let len = u32::from_le_bytes(take(&mut b)?) as usize;
+            let bytes = take_slice(&mut b, len)?.to_vec();
+            out.push(SnapSample { id, result, bytes });
+        }
+        b.is_empty().then_some(out)
+    }
+}
+
+/// What the index says of one key, after checking it against the files.
+#[derive(Debug)]
+pub(super) enum Lookup {
+    /// The entry's sound samples, oldest first.
+    Samples(Vec<Sample>),
+    /// No `samples/` directory: the key has no sample (as its files say).
+    NoSamples,
+    /// The index cannot tell: read the entry.
+    Unknown(Unknown),
+}
+
+/// Why the index cannot tell what an entry holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unknown {
+    /// No sound record of the key.
+    NoRecord,
+    /// A stamp differs: the entry changed since its record.
+    Changed,
+    /// The stamps match, but a file changed within 2 s before the record
+    /// was taken, so a second change could hide behind them.
+    Unsettled,
+    /// The entry held damage or a signed sample: readers check its files.
+    ReadFiles,
+    /// The payload is not the one recorded (a torn or damaged write).
+    Unreadable,
+}
+
+/// The index as read from disk: the last sound record of each key asked
+/// for, and the payload file.
+pub(super) struct ResultsIndex {
+    records: HashMap<[u8; 32], Record>,
+    data: Option<std::fs::File>,
+}
+
+impl ResultsIndex {
+    /// An index that knows nothing (missing, or in another format).
+    fn empty() -> Self {
+        Self {
+            records: HashMap::new(),
+            data: None,
+        }
+    }
+
+    /// Reads the records of `root`'s index, keeping those `wanted` says yes to.
+    pub(super) fn read(root: &Path, wanted: impl Fn(&[u8; 32]) -> bool) -> Self {
+        let mut keys = Vec::new();
+        let read = open_index_file(&index_keys_path(root), false)
+            .and_then(|mut file| file.read_to_end(&mut keys));
+        let Some(body) = keys
+            .strip_prefix(HEADER.as_slice())
+            .filter(|_| read.is_ok())
+        else {
+            return Self::empty();
+        };
+        let Ok(data) = open_index_file(&index_data_path(root), false) else {
+            return Self::empty();
+        };
+        let mut records = HashMap::new();
+        // A torn last record (a writer killed mid-append) is left out.
+        for chunk in body.chunks_exact(RECORD) {
+            if let Some((key, record)) = Record::parse(chunk)
+                && wanted(&key)
+            {
+                records.insert(key, record);
+            }
+        }
+        Self {
+            records,
+            data: Some(data),
+        }
+    }
+
+    /// The samples of `key` (entry at `entry`), when the index knows them
+    /// and every stamp it took still matches the files.
+    pub(super) fn lookup(&self, entry: &Path, key: &RunKey) -> Lookup {
+        self.check(entry, key, true)
+    }
+
+    /// As [`lookup`](Self::lookup); `settled` false also gives the samples
+    /// of an unsettled record (for `store verify` to compare, never to use).
+    fn check(&self, entry: &Path, key: &RunKey, settled_only: bool) -> Lookup {
+        let samples_dir = match stamp(&entry.join("samples")) {
+            Ok(stamp) => stamp,
+            // As `check::sample_dirs` reads it: no samples.
+            Err(e) if e.kind() == ErrorKind::NotFound => return Lookup::NoSamples,
+            Err(_) => return Lookup::Unknown(Unknown::Changed),
+        };
+        let (Some(record), Some(data)) = (self.records.get(&raw_key(key)), &self.data) else {
+            return Lookup::Unknown(Unknown::NoRecord);
+        };
+        if record.flags != 0 {
+            return Lookup::Unknown(Unknown::ReadFiles);
+        }
+        let unchanged = record.samples_dir == samples_dir
+            && stamp(&entry.join("inputs.json")).is_ok_and(|s| s == record.inputs);
+        if !unchanged {
+            return Lookup::Unknown(Unknown::Changed);
+        }
+        let Some(snapped) = record.samples(data) else {
+            return Lookup::Unknown(Unknown::Unreadable);
+        };
+        let mut unsettled =
+            !settled(&record.samples_dir, record.taken) || !settled(&record.inputs, record.taken);
+        let mut samples = Vec::with_capacity(snapped.len());
+        for s in snapped {
+            let dir = entry.join("samples").join(&s.id);
+            if !stamp(&dir.join("result.json")).is_ok_and(|now| now == s.result) {
+                return Lookup::Unknown(Unknown::Changed);
+            }
+            unsettled |= !settled(&s.result, record.taken);
+            let result = match serde_json::from_slice::<RunResult>(&s.bytes) {
+                Ok(result) if result.key == key.as_str() => result,
+                _ => return Lookup::Unknown(Unknown::Unreadable),
+            };
+            samples.push(Sample {
+                id: s.id,
+                dir,
+                result,
+            });
+        }
+        if unsettled && settled_only {
+            return Lookup::Unknown(Unknown::Unsettled);
+        }
+        Lookup::Samples(samples)
+    }
+}
+
+/// Test hook: abort (as `kill -9` would) in the middle of writing the
+/// records of an append, to test what a crash there leaves.
+fn abort_in_append() -> bool {
+    cfg!(debug_assertions) && std::env::var_os("PERFPIPE_TEST_ABORT_IN_INDEX_APPEND").is_some()
+}
+
+impl Store {
+    /// The index of results, reading only the records of `keys`.
+    pub(super) fn results_index<'a>(
+        &self,
+        keys: impl IntoIterator<Item = &'a RunKey>,
+    ) -> ResultsIndex {
+        let wanted: std::collections::HashSet<[u8; 32]> = keys.into_iter().map(raw_key).collect();
+        ResultsIndex::read(&self.root, |key| wanted.contains(key))
+    }
+
+    /// Appends a snapshot of each of `keys`' entries to the index (a commit,
+    /// holding the key's lock; or a reader that found them unknown). The
+    /// entries' files are the truth: an index that cannot be written is
+    /// left as it is, and readers read the entries.
+    pub(super) fn index_entries(&self, keys: &[&RunKey]) -> Result<(), Error> {
+        self.append_snapshots(keys, false)
+    }
+
+    /// Appends a snapshot of each of `keys`' entries; with `settled_only`,
+    /// only those a reader could use (no file changed within 2 s).
+    fn append_snapshots(&self, keys: &[&RunKey], settled_only: bool) -> Result<(), Error> {
+        let mut snapshots = Vec::new();
+        for key in keys {
+            if let Some(s) = Snapshot::take(&entry_dir(&self.root, key), key)?
+                && (!settled_only || s.settled())
+            {
+                snapshots.push(s);
+            }
+        }
+        if snapshots.is_empty() {
+            return Ok(());
+        }
+        let _lock = IndexLock::take(&self.root)?;
+        append(&self.root, &snapshots)
+    }
+
+    /// Appends records for the keys a reader found unknown, when the store
+    /// is one perfpipe marked; failures only cost the next reader a read.
+    pub(super) fn refresh_index(&self, keys: &[&RunKey]) {
+        if !keys.is_empty() && super::is_marked(&self.root) {
+            let _ = self.append_snapshots(keys, true);
+        }
+    }
+
+    /// Rewrites the index from every entry (`store verify --repair`), under
+    /// its lock: what it says afterwards is what the entries hold.
+    pub fn rebuild_index(&self) -> Result<usize, Error> {
+        self.writable()?;
+        let _lock = IndexLock::take(&self.root)?;
+        let mut snapshots = Vec::new();
+        for dir in self.entry_dirs()? {
+            let Some(key) = &dir.key else { continue };
+            if let Some(s) = Snapshot::take(&dir.path, key)? {
+                snapshots.push(s);
+            }
+        }
+        let mut data = Vec::new();
+        let mut keys = HEADER.to_vec();
+        for s in &snapshots {
+            let payload = s.payload();
+            keys.extend(s.record(data.len() as u64, &payload));
+            data.extend(payload);
+        }
+        // The payloads first: killed between the two, the old records name
+        // payloads whose CRC no longer matches, and read as unknown.
+        // Readable by all, as the entries are (a team shares a store).
+        let write = crate::atomic_write::AtomicWrite::new().mode(0o644);
+        write.write(&index_data_path(&self.root), &data)?;
+        write.write(&index_keys_path(&self.root), &keys)?;
+        Ok(snapshots.len())
+    }
+
+    /// Compares the index with the entries, as `store verify` does: which
+    /// entries it would give other samples than their files (wrong: never
+    /// after a crash, only after an edit no stamp shows) and how many it
+    /// does not know (stale: read from their files until a reader or
+    /// `store verify --repair` records them again).
+    pub fn verify_index(&self) -> Result<IndexCheck, Error> {
+        let index = ResultsIndex::read(&self.root, |_| true);
+        let mut check = IndexCheck::default();
+        for dir in self.entry_dirs()? {
+            let Some(key) = &dir.key else { continue };
+            let files = self.samples(key)?;
+            let same = |indexed: &[Sample]| {
+                indexed.len() == files.len()
+                    && (indexed.iter().zip(&files))
+                        .all(|(a, b)| a.id == b.id && a.result == b.result)
+            };
+            match index.lookup(&dir.path, key) {
+                Lookup::Samples(indexed) if same(&indexed) => check.sound += 1,
+                Lookup::NoSamples if files.is_empty() => check.sound += 1,
+                Lookup::Samples(_) | Lookup::NoSamples => check.wrong.push(dir.path.clone()),
+                // Not used until it settles: sound when it says what the files do.
+                Lookup::Unknown(Unknown::Unsettled) => match index.check(&dir.path, key, false) {
+                    Lookup::Samples(indexed) if same(&indexed) => check.sound += 1,
+                    _ => check.stale += 1,
+                },
+                // Read from its files every time, as it should be; and an
+                // entry without a sound sample reads the same either way.
+                Lookup::Unknown(Unknown::ReadFiles) => check.sound += 1,
+                Lookup::Unknown(_) if files.is_empty() => check.sound += 1,
+                Lookup::Unknown(_) => check.stale += 1,
+            }
+        }
+        Ok(check)
+    }
+}
+
+/// What [`Store::verify_index`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexCheck {
+    /// Entries the index gives as their files do.
+    pub sound: usize,
+    /// Entries it does not know (read from their files).
+    pub stale: usize,
+    /// Entries it would give otherwise than their files: damage.
+    pub wrong: Vec<PathBuf>,
+}
+
+/// `locks/index.lock`, held while the index is appended to or rewritten.
+struct IndexLock {
+    _file: std::fs::File,
+}
+
+impl IndexLock {
+    fn take(root: &Path) -> Result<Self, Error> {
+        let file = crate::filelock::open(&index_lock_path(root))?;
+        file.lock()?;
+        Ok(Self { _file: file })
+    }
+}
+
+/// Appends `snapshots` (the caller holds the index lock): payloads, then
+/// records. A torn record left by a killed writer is cut off first, so the
+/// records stay aligned; an index in another format is left alone.
+fn append(root: &Path, snapshots: &[Snapshot]) -> Result<(), Error> {
+    let keys_path = index_keys_path(root);
+    super::root::refuse_link(root, keys_path.parent().expect("under index/"))?;
+    fs_err::create_dir_all(keys_path.parent().expect("under index/"))?;
+    let mut keys = open_index_file(&keys_path, true)?;
+    let len = keys.metadata()?.len();
+    if len == 0 {
+        keys.write_all(HEADER)?;
+    } else {
+        let mut header = [0; HEADER.len()];
+        keys.read_exact(&mut header).ok();
+        if &header != HEADER {
+            return Ok(());
+        }
+        let whole =
+            HEADER.len() as u64 + (len - HEADER.len() as u64) / RECORD as u64 * RECORD as u64;
+        if whole != len {
+            keys.set_len(whole)?;
+        }
+    }
+    let mut data = open_index_file(&index_data_path(root), true)?;
+    let mut offset = data.seek(SeekFrom::End(0))?;
+    let mut payloads = Vec::new();
+    let mut records = Vec::new();
+    for s in snapshots {
+        let payload = s.payload();
+        records.extend(s.record(offset, &payload));
+        offset += payload.len() as u64;
+        payloads.extend(payload);
+    }
+    data.write_all(&payloads)?;
+    keys.seek(SeekFrom::End(0))?;
+    if abort_in_append() {
+        keys.write_all(&records[..records.len() / 2])?;
+        std::process::abort();
+    }
+    keys.write_all(&records)?;
+    Ok(())
+}
+
+/// Opens a file of the index for reading, and with `write` for writing
+/// too (created when missing). A link is refused, never followed (the index
+/// is the store's own), and so is anything but a regular file.
+fn open_index_file(path: &Path, write: bool) -> std::io::Result<std::fs::File> {
+    use fs_err::os::unix::fs::OpenOptionsExt;
+    let file = fs_err::OpenOptions::new()
+        .read(true)
+        .write(write)
+        .create(write)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?
+        .into_parts()
+        .0;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::{commit, mark, store};
+
+    /// Appends `keys`' snapshots as if taken `secs` later: what a reader
+    /// would record once the entries settled, without waiting for it.
+    fn index_later(store: &Store, keys: &[&RunKey], secs: i128) {
+        let snapshots: Vec<Snapshot> = keys
+            .iter()
+            .filter_map(|key| Snapshot::take(&entry_dir(store.root(), key), key).unwrap())
+            .map(|mut s| {
+                s.taken += secs * 1_000_000_000;
+                s
+            })
+            .collect();
+        let _lock = IndexLock::take(store.root()).unwrap();
+        append(store.root(), &snapshots).unwrap();
+    }
+
+    fn lookup(store: &Store, key: &RunKey) -> Lookup {
+        store
+            .results_index([key])
+            .lookup(&entry_dir(store.root(), key), key)
+    }
+
+    /// The ids and results `samples` hold, to compare.
+    fn summary(samples: &[Sample]) -> Vec<(String, RunResult)> {
+        samples
+            .iter()
+            .map(|s| (s.id.clone(), s.result.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_commit_appends_a_record_that_readers_use() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, r#"{"a":1}"#);
+        commit(&store, r#"{"a":1}"#);
+        let Lookup::Samples(indexed) = lookup(&store, &key) else {
+            panic!("the commit's record is used");
+        };
+        let files = store.samples(&key).unwrap();
+        assert_eq!(summary(&indexed), summary(&files));
+        assert_eq!(indexed.len(), 2);
+        assert_eq!(indexed[1].dir, files[1].dir);
+        let check = store.verify_index().unwrap();
+        assert_eq!((check.sound, check.stale, check.wrong.len()), (1, 0, 0));
+    }
+
+    #[test]
+    fn a_record_taken_within_a_tick_of_a_change_is_not_used() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, r#"{"a":2}"#);
+        let entry = entry_dir(store.root(), &key);
+        // Changed now, as outside perfpipe: no backdating.
+        fs_err::create_dir(entry.join("samples/0002")).unwrap();
+        fs_err::remove_dir(entry.join("samples/0002")).unwrap();
+        store.index_entries(&[&key]).unwrap();
+        assert!(matches!(
+            lookup(&store, &key),
+            Lookup::Unknown(Unknown::Unsettled)
+        ));
+        let check = store.verify_index().unwrap();
+        assert_eq!((check.sound, check.stale), (1, 0), "unsettled, yet right");
+        index_later(&store, &[&key], 3);
+        assert!(matches!(lookup(&store, &key), Lookup::Samples(_)));
+    }
+
+    #[test]
+    fn entries_changed_outside_read_as_unknown_and_verify_calls_the_index_stale() {
+        let (_root, store) = store();
+        let (added, _) = commit(&store, r#"{"b":1}"#);
+        let (removed, _) = commit(&store, r#"{"b":2}"#);
+        commit(&store, r#"{"b":2}"#);
+        index_later(&store, &[&added, &removed], 3);
+        // A sample removed outside perfpipe: `samples/` changed.
+        let samples = entry_dir(store.root(), &removed).join("samples");
+        fs_err::remove_dir_all(samples.join("0002")).unwrap();
+        assert!(matches!(
+            lookup(&store, &removed),
+            Lookup::Unknown(Unknown::Changed)
+        ));
+        // An entry added outside: no record.
+        let (fresh, _) = commit(&store, r#"{"b":3}"#);
+        let index = store.verify_index().unwrap();
+        assert_eq!((index.sound, index.stale), (2, 1), "{index:?}");
+        // A whole entry removed: no samples, as its files say.
+        fs_err::remove_dir_all(entry_dir(store.root(), &added)).unwrap();
+        assert!(matches!(lookup(&store, &added), Lookup::NoSamples));
+
+        // What readers get is what the files hold, whatever the index says.
+        let runs = [
+            (&added, r#"{"b":1}"#),
+            (&removed, r#"{"b":2}"#),
+            (&fresh, r#"{"b":3}"#),
+        ];
+        let read = store.index(runs).unwrap();
+        assert!(read.samples(&added).is_empty());
+        assert_eq!(read.samples(&removed).len(), 1);
+        assert_eq!(read.samples(&fresh).len(), 1);
+
+        // Rebuilt, it knows them all again.
+        assert_eq!(store.rebuild_index().unwrap(), 2);
+        let index = store.verify_index().unwrap();
+        assert_eq!((index.sound, index.stale, index.wrong.len()), (2, 0, 0));
+    }
+
+    #[test]
+    fn a_torn_append_is_skipped_then_cut_off_by_the_next() {
+        let (_root, store) = store();
+        mark(store.root());
+        let (first, _) = commit(&store, r#"{"c":1}"#);
+        let (second, _) = commit(&store, r#"{"c":2}"#);
+        // An index that knows only `first`.
+        fs_err::remove_dir_all(store.root().join("index")).unwrap();
+        index_later(&store, &[&first], 3);
+        let keys = index_keys_path(store.root());
+        let len = fs_err::metadata(&keys).unwrap().len();
+        // A writer killed in the middle of `second`'s record.
+        let torn = Snapshot::take(&entry_dir(store.root(), &second), &second)
+            .unwrap()
+            .unwrap()
+            .record(0, b"");
+        let mut file = open_index_file(&keys, true).unwrap();
+        file.seek(SeekFrom::End(0)).unwrap();
+        file.write_all(&torn[..RECORD / 2]).unwrap();
+        assert!(matches!(lookup(&store, &first), Lookup::Samples(_)));
+        assert!(matches!(
+            lookup(&store, &second),
+            Lookup::Unknown(Unknown::NoRecord)
+        ));
+        let check = store.verify_index().unwrap();
+        assert_eq!((check.sound, check.stale, check.wrong.len()), (1, 1, 0));
+        // A reader records it again, cutting the torn record off first.
+        store.index([(&second, r#"{"c":2}"#)]).unwrap();
+        assert_eq!(
+            fs_err::metadata(&keys).unwrap().len(),
+            len + RECORD as u64,
+            "the torn record was cut off before the next"
+        );
+        assert!(matches!(lookup(&store, &second), Lookup::Samples(_)));
+    }
+
+    #[test]
+    fn a_damaged_record_or_payload_is_never_used() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, r#"{"d":1}"#);
+        assert!(matches!(lookup(&store, &key), Lookup::Samples(_)));
+        let data = index_data_path(store.root());
+        let mut bytes = fs_err::read(&data).unwrap();
+        let last = bytes.len() - 3;
+        bytes[last] ^= 0x20;
+        crate::store::testing::overwrite(&data, &bytes);
+        assert!(matches!(
+            lookup(&store, &key),
+            Lookup::Unknown(Unknown::Unreadable)
+        ));
+        let keys = index_keys_path(store.root());
+        let mut bytes = fs_err::read(&keys).unwrap();
+        bytes[HEADER.len() + 40] ^= 1;
+        crate::store::testing::overwrite(&keys, &bytes);
+        assert!(matches!(
+            lookup(&store, &key),
+            Lookup::Unknown(Unknown::NoRecord)
+        ));
+    }
+
+    #[test]
+    fn an_index_that_gives_other_samples_than_the_files_is_wrong() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, r#"{"e":1}"#);
+        let entry = entry_dir(store.root(), &key);
+        let mut snapshot = Snapshot::take(&entry, &key).unwrap().unwrap();
+        snapshot.taken += 3_000_000_000;
+        // A forged payload under the entry's true stamps.
+        let mut other = crate::store::testing::result(&key);
+        other.engine_command = vec!["forged".into()];
+        snapshot.samples[0].bytes = serde_json::to_vec(&other).unwrap();
+        let _lock = IndexLock::take(store.root()).unwrap();
+        append(store.root(), &[snapshot]).unwrap();
+        let check = store.verify_index().unwrap();
+        assert_eq!(check.wrong, [entry]);
+    }
+}
