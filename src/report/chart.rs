@@ -127,14 +127,40 @@ pub fn svg(data: &ChartData) -> String {
 
 /// A drawing as SVG text, its digest in a comment on the first line.
 pub(super) fn svg_of(data: &impl Drawing) -> String {
+    let mut out = svg_digest_line(data);
+    out.push_str(&svg_body(data.size(), |root| data.draw(root)));
+    out
+}
+
+/// The first line of a drawing's SVG: the comment holding its digest.
+pub(super) fn svg_digest_line(data: &impl std::fmt::Debug) -> String {
+    format!("<!-- {DIGEST_KEYWORD} {} -->\n", digest_of(data))
+}
+
+/// What `draw` draws on an SVG canvas of `size`, as an SVG document.
+pub(super) fn svg_body<F>(size: (u32, u32), draw: F) -> String
+where
+    F: FnOnce(
+        &DrawingArea<SVGBackend<'_>, Shift>,
+    ) -> Result<(), DrawingAreaErrorKind<std::io::Error>>,
+{
     register_font();
-    let mut out = format!("<!-- {DIGEST_KEYWORD} {} -->\n", digest_of(data));
+    let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, data.size()).into_drawing_area();
-        data.draw(&root)
-            .expect("drawing a chart into a string cannot fail");
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        draw(&root).expect("drawing a chart into a string cannot fail");
     }
     out
+}
+
+/// `text` as SVG or HTML text or an attribute's value: every character that
+/// could start or end markup as an entity.
+pub(super) fn escape_xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 /// The chart as PNG bytes (8-bit RGB).
@@ -371,6 +397,37 @@ fn segment_quad(from: BackendCoord, to: BackendCoord, half: f64) -> Option<[Back
         )
     };
     Some([at(from, 1.0), at(to, 1.0), at(to, -1.0), at(from, -1.0)])
+}
+
+/// How wide `text` is at font `size`, in pixels, as the vendored font lays
+/// it out (the PNG draws that font; a viewer's sans-serif is near it).
+pub(super) fn text_width(text: &str, size: f64) -> f64 {
+    use ab_glyph::{Font, ScaleFont};
+
+    let font = font().as_scaled(1.0);
+    let em: f64 = text
+        .chars()
+        .map(|c| f64::from(font.h_advance(font.glyph_id(c))))
+        .sum();
+    em * size
+}
+
+/// `text` and the font size it is drawn at to fit `room` pixels: `size`
+/// when it fits, else smaller down to `smallest`, else cut with an ellipsis.
+pub(super) fn fit_text(text: &str, size: f64, smallest: f64, room: f64) -> (String, f64) {
+    let wide = text_width(text, size);
+    if wide <= room {
+        return (text.to_owned(), size);
+    }
+    let shrunk = (size * room / wide).max(smallest);
+    if text_width(text, shrunk) <= room {
+        return (text.to_owned(), shrunk);
+    }
+    let mut cut: String = text.to_owned();
+    while !cut.is_empty() && text_width(&format!("{cut}…"), shrunk) > room {
+        cut.pop();
+    }
+    (format!("{}…", cut.trim_end()), shrunk)
 }
 
 /// The value's bar is drawn (and labelled) only when it is finite.
