@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use super::search::SearchResult;
 use super::stored::{Stored, samples_of};
 use super::{RunRecord, Source, mean_latency_ms};
 use crate::key::RunKey;
@@ -131,12 +132,15 @@ pub struct DistributionLine {
     pub itl: Cdf,
 }
 
-/// An empirical distribution, as its percentiles 0, 1, …, 100 (ms; linear
-/// interpolation, as vLLM's percentiles), over `n` values.
+/// An empirical distribution, as its percentiles 0, 1, …, 100 and 99.9
+/// (ms; linear interpolation, as vLLM's percentiles), over `n` values.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Cdf {
     pub n: usize,
     pub percentiles: Vec<f64>,
+    /// The 99.9th percentile: where a chart's axis may end when the last
+    /// gaps are far longer than the rest (NaN without values).
+    pub p99_9: f64,
 }
 
 impl Cdf {
@@ -149,6 +153,11 @@ impl Cdf {
                 Vec::new()
             } else {
                 (0..=100).map(|p| sorted.percentile(f64::from(p))).collect()
+            },
+            p99_9: if values.is_empty() {
+                f64::NAN
+            } else {
+                sorted.percentile(99.9)
             },
         }
     }
@@ -218,8 +227,16 @@ pub fn journals(runs: &[RunRecord], stored: &Stored) -> Journals {
     journals
 }
 
-/// Every curve of `runs` (and of `journals`, for the distributions).
-pub fn curves(spec: &Spec, runs: &[RunRecord], journals: &Journals) -> Curves {
+/// Every curve of `runs` (and of `journals`, for the distributions). A
+/// search's probes are drawn as the search (see `report::figures`), not as
+/// points of a load axis, whose curves they would zig-zag; its distribution
+/// is each configuration's at the largest load that passed.
+pub fn curves(
+    spec: &Spec,
+    runs: &[RunRecord],
+    journals: &Journals,
+    searches: &[SearchResult],
+) -> Curves {
     let points = run_points(spec, runs);
     let mut families = Vec::new();
     for (workloads, axis) in load_families(spec) {
@@ -256,7 +273,7 @@ pub fn curves(spec: &Spec, runs: &[RunRecord], journals: &Journals) -> Curves {
                 Some(curve) if curve.step == p.step => curve.points.push(point),
                 _ => curves.push(LoadCurve {
                     step: p.step.to_owned(),
-                    label: label(spec, p.step),
+                    label: step_label(spec, p.step),
                     points: vec![point],
                 }),
             }
@@ -281,7 +298,7 @@ pub fn curves(spec: &Spec, runs: &[RunRecord], journals: &Journals) -> Curves {
     }
     Curves {
         families,
-        distributions: distributions(spec, journals),
+        distributions: distributions(spec, journals, searches),
     }
 }
 
@@ -343,8 +360,9 @@ fn load_of(workload: &Workload, axis: LoadAxis, position: usize) -> f64 {
 /// with the axis that tells each family's members apart.
 fn load_families(spec: &Spec) -> Vec<(Vec<String>, LoadAxis)> {
     let mut groups: Vec<Vec<&Workload>> = Vec::new();
-    // A searched workload is no run: its probes are the family's points.
-    for w in spec.workloads.iter().filter(|w| w.search.is_none()) {
+    // A searched workload is no run, and its probes are the search's.
+    let charted = |w: &&Workload| w.search.is_none() && !is_probe(spec, w);
+    for w in spec.workloads.iter().filter(charted) {
         match groups.iter_mut().find(|g| equal_but_load(g[0], w)) {
             Some(group) => group.push(w),
             None => groups.push(vec![w]),
@@ -365,13 +383,21 @@ fn load_families(spec: &Spec) -> Vec<(Vec<String>, LoadAxis)> {
         .collect()
 }
 
+/// Whether `w` is a probe of a search: a point of a searched workload.
+fn is_probe(spec: &Spec, w: &Workload) -> bool {
+    w.axis
+        .as_deref()
+        .and_then(|declared| spec.workload(declared))
+        .is_some_and(|d| d.search.is_some())
+}
+
 /// Whether two workloads send the same requests, only at another load.
 fn equal_but_load(a: &Workload, b: &Workload) -> bool {
     a.dataset == b.dataset && a.prompts == b.prompts && a.arrival == b.arrival
 }
 
 /// "step (Engine version)".
-fn label(spec: &Spec, step: &str) -> String {
+pub fn step_label(spec: &Spec, step: &str) -> String {
     match spec.step(step) {
         Some(s) => {
             let version = spec
@@ -401,19 +427,37 @@ fn mark_frontier(curves: &mut [LoadCurve]) {
     }
 }
 
-fn distributions(spec: &Spec, journals: &Journals) -> Vec<Distribution> {
+/// One distribution per workload with journals, in declared order; a
+/// searched workload's lines are each configuration's largest passing probe.
+fn distributions(spec: &Spec, journals: &Journals, searches: &[SearchResult]) -> Vec<Distribution> {
     spec.workloads
         .iter()
+        .filter(|w| !is_probe(spec, w))
         .filter_map(|w| {
             let lines: Vec<DistributionLine> = spec
                 .steps
                 .iter()
                 .filter_map(|s| {
-                    let key = (s.name.value.clone(), w.name.value.clone());
-                    let times = journals.get(&key).filter(|t| !t.ttft_ms.is_empty())?;
+                    let step = &s.name.value;
+                    let (run, at) = if w.search.is_some() {
+                        let search = searches
+                            .iter()
+                            .find(|r| &r.step == step && r.workload == w.name.value)?;
+                        let load = search.bracket.as_ref()?.largest_passing?;
+                        let probe = search.probes.iter().find(|p| p.load == load)?;
+                        (
+                            probe.workload.clone(),
+                            format!(" at {}", probe_load(search, load)),
+                        )
+                    } else {
+                        (w.name.value.clone(), String::new())
+                    };
+                    let times = journals
+                        .get(&(step.clone(), run))
+                        .filter(|t| !t.ttft_ms.is_empty())?;
                     Some(DistributionLine {
-                        step: s.name.value.clone(),
-                        label: label(spec, &s.name.value),
+                        step: step.clone(),
+                        label: format!("{}{at}", step_label(spec, step)),
                         ttft: Cdf::of(&times.ttft_ms),
                         itl: Cdf::of(&times.itl_ms),
                     })
@@ -425,6 +469,14 @@ fn distributions(spec: &Spec, journals: &Journals) -> Vec<Distribution> {
             })
         })
         .collect()
+}
+
+/// A search's load as its points are labelled: `c=16`, `2.5/s`.
+pub fn probe_load(search: &SearchResult, load: f64) -> String {
+    match search.axis {
+        crate::spec::SearchAxis::Concurrency => format!("c={load}"),
+        crate::spec::SearchAxis::Rate => format!("{load}/s"),
+    }
 }
 
 #[cfg(test)]

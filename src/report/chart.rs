@@ -127,14 +127,40 @@ pub fn svg(data: &ChartData) -> String {
 
 /// A drawing as SVG text, its digest in a comment on the first line.
 pub(super) fn svg_of(data: &impl Drawing) -> String {
+    let mut out = svg_digest_line(data);
+    out.push_str(&svg_body(data.size(), |root| data.draw(root)));
+    out
+}
+
+/// The first line of a drawing's SVG: the comment holding its digest.
+pub(super) fn svg_digest_line(data: &impl std::fmt::Debug) -> String {
+    format!("<!-- {DIGEST_KEYWORD} {} -->\n", digest_of(data))
+}
+
+/// What `draw` draws on an SVG canvas of `size`, as an SVG document.
+pub(super) fn svg_body<F>(size: (u32, u32), draw: F) -> String
+where
+    F: FnOnce(
+        &DrawingArea<SVGBackend<'_>, Shift>,
+    ) -> Result<(), DrawingAreaErrorKind<std::io::Error>>,
+{
     register_font();
-    let mut out = format!("<!-- {DIGEST_KEYWORD} {} -->\n", digest_of(data));
+    let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, data.size()).into_drawing_area();
-        data.draw(&root)
-            .expect("drawing a chart into a string cannot fail");
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        draw(&root).expect("drawing a chart into a string cannot fail");
     }
     out
+}
+
+/// `text` as SVG or HTML text or an attribute's value: every character that
+/// could start or end markup as an entity.
+pub(super) fn escape_xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 /// The chart as PNG bytes (8-bit RGB).
@@ -235,6 +261,39 @@ impl<'a> DrawingBackend for GlyphFix<'a> {
         self.0.draw_line(from, to, style)
     }
 
+    /// A wide line as one quad per segment and a disc at each joint (a round
+    /// join). plotters' own outline of a wide path mitres every joint without
+    /// a limit on the inner side, so a path that turns back on itself (a
+    /// curve whose throughput falls as its load grows) drew a spike to the
+    /// edge of the picture that the SVG, stroked by the viewer, lacks.
+    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        path: I,
+        style: &S,
+    ) -> BackendResult<'a> {
+        let width = style.stroke_width();
+        if width <= 1 {
+            return self.0.draw_path(path, style);
+        }
+        if style.color().alpha == 0.0 {
+            return Ok(());
+        }
+        let color = style.color();
+        let points: Vec<BackendCoord> = path.into_iter().collect();
+        let half = f64::from(width) / 2.0;
+        for pair in points.windows(2) {
+            if let Some(quad) = segment_quad(pair[0], pair[1], half) {
+                self.0.fill_polygon(quad, &color)?;
+            }
+        }
+        if points.len() > 2 {
+            for joint in &points[1..points.len() - 1] {
+                self.0.draw_circle(*joint, width / 2, &color, true)?;
+            }
+        }
+        Ok(())
+    }
+
     fn draw_rect<S: BackendStyle>(
         &mut self,
         upper_left: BackendCoord,
@@ -320,6 +379,55 @@ impl<'a> DrawingBackend for GlyphFix<'a> {
         }
         Ok(())
     }
+}
+
+/// The four corners of the band `half` pixels either side of the segment
+/// `from`–`to`; none for a segment of no length.
+fn segment_quad(from: BackendCoord, to: BackendCoord, half: f64) -> Option<[BackendCoord; 4]> {
+    let (dx, dy) = (f64::from(to.0 - from.0), f64::from(to.1 - from.1));
+    let length = dx.hypot(dy);
+    if length == 0.0 {
+        return None;
+    }
+    let (nx, ny) = (-dy / length * half, dx / length * half);
+    let at = |(x, y): BackendCoord, sign: f64| {
+        (
+            (f64::from(x) + sign * nx).round() as i32,
+            (f64::from(y) + sign * ny).round() as i32,
+        )
+    };
+    Some([at(from, 1.0), at(to, 1.0), at(to, -1.0), at(from, -1.0)])
+}
+
+/// How wide `text` is at font `size`, in pixels, as the vendored font lays
+/// it out (the PNG draws that font; a viewer's sans-serif is near it).
+pub(super) fn text_width(text: &str, size: f64) -> f64 {
+    use ab_glyph::{Font, ScaleFont};
+
+    let font = font().as_scaled(1.0);
+    let em: f64 = text
+        .chars()
+        .map(|c| f64::from(font.h_advance(font.glyph_id(c))))
+        .sum();
+    em * size
+}
+
+/// `text` and the font size it is drawn at to fit `room` pixels: `size`
+/// when it fits, else smaller down to `smallest`, else cut with an ellipsis.
+pub(super) fn fit_text(text: &str, size: f64, smallest: f64, room: f64) -> (String, f64) {
+    let wide = text_width(text, size);
+    if wide <= room {
+        return (text.to_owned(), size);
+    }
+    let shrunk = (size * room / wide).max(smallest);
+    if text_width(text, shrunk) <= room {
+        return (text.to_owned(), shrunk);
+    }
+    let mut cut: String = text.to_owned();
+    while !cut.is_empty() && text_width(&format!("{cut}…"), shrunk) > room {
+        cut.pop();
+    }
+    (format!("{}…", cut.trim_end()), shrunk)
 }
 
 /// The value's bar is drawn (and labelled) only when it is finite.
@@ -708,6 +816,44 @@ mod tests {
         let (min, max) = (inked.iter().min().unwrap(), inked.iter().max().unwrap());
         let middle = f64::from(min + max) / 2.0;
         assert!((middle - 50.0).abs() <= 1.5, "ink spans x {min}..={max}");
+    }
+
+    #[test]
+    fn a_wide_line_turning_back_draws_no_spike_in_png() {
+        register_font();
+        // A curve whose throughput falls back as its load grows: each
+        // segment nearly reverses the one before. plotters' mitred outline
+        // reached the picture's left edge from here.
+        let (w, h) = (200u32, 200u32);
+        let mut pixels = vec![255u8; (w * h * 3) as usize];
+        {
+            let root =
+                GlyphFix(BitMapBackend::with_buffer(&mut pixels, (w, h))).into_drawing_area();
+            let path = vec![(100, 150), (140, 150), (60, 151), (140, 150), (140, 150)];
+            root.draw(&PathElement::new(
+                path,
+                ShapeStyle::from(&RED).stroke_width(6),
+            ))
+            .unwrap();
+        }
+        let red: Vec<(u32, u32)> = pixels
+            .chunks_exact(3)
+            .enumerate()
+            .filter(|(_, p)| p[0] > 200 && p[1] < 80)
+            .map(|(i, _)| (i as u32 % w, i as u32 / w))
+            .collect();
+        let xs = red.iter().map(|p| p.0);
+        let ys = red.iter().map(|p| p.1);
+        // The band stays within a stroke's width of the path's points.
+        assert!(
+            xs.clone().min() >= Some(56) && xs.max() <= Some(144),
+            "{red:?}"
+        );
+        assert!(
+            ys.clone().min() >= Some(146) && ys.max() <= Some(155),
+            "{red:?}"
+        );
+        assert!(red.len() > 400, "{}", red.len());
     }
 
     #[test]

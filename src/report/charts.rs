@@ -14,6 +14,10 @@ pub struct ChartFile {
     pub png: String,
     /// The drawing itself.
     pub svg: String,
+    /// The legend's entries, in the order of the SVG's series groups
+    /// (`data-series="N"`), which the HTML lets a reader hide; none for a
+    /// chart without them.
+    pub series: Vec<String>,
 }
 
 /// Every chart of a written report; none for a printed one.

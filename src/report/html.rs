@@ -1,6 +1,7 @@
 //! The HTML report: the markdown report's sections as one self-contained
-//! page (pulldown-cmark), every chart inline as SVG, tables sortable by a
-//! small inline script, and no reference to anything outside the file. All
+//! page (pulldown-cmark), every chart inline as SVG, tables sortable and
+//! charts' points readable and series hideable by a small inline script,
+//! and no reference to anything outside the file. All
 //! text is escaped by pulldown-cmark; the only markup taken from the
 //! markdown is the report's own tags ([`inline::is_own_tag`]), and a
 //! Content-Security-Policy lets the page load nothing and run no script but
@@ -16,7 +17,7 @@ use crate::analyze::Analysis;
 use crate::spec::Spec;
 
 const STYLE: &str = include_str!("html/style.css");
-const SCRIPT: &str = include_str!("html/sort.js");
+const SCRIPT: &str = concat!(include_str!("html/sort.js"), include_str!("html/charts.js"));
 
 /// The report as one HTML file, the same sections as [`super::markdown`].
 pub fn html(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
@@ -91,9 +92,10 @@ fn page_events<'a>(markdown: &'a str, charts: &'a Charts) -> Vec<Event<'a>> {
                 }
                 let figure = match charts.by_png(&dest_url) {
                     Some(chart) => format!(
-                        "<figure id=\"chart-{}\" class=\"chart\">{}</figure>",
+                        "<figure id=\"chart-{}\" class=\"chart\">{}{}</figure>",
                         chart.id,
-                        inline_svg(&chart.svg)
+                        inline_svg(&chart.svg),
+                        series_toggles(&chart.series)
                     ),
                     None => {
                         let text = format!("[image {dest_url} not inlined]");
@@ -156,6 +158,24 @@ fn unique(taken: &mut Vec<String>, id: String) -> String {
     }
     taken.push(candidate.clone());
     candidate
+}
+
+/// A button per series of a chart, which hides or shows it (the names
+/// escaped: a step's engine and version come from the experiment).
+fn series_toggles(names: &[String]) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<figcaption>");
+    for (key, name) in names.iter().enumerate() {
+        out.push_str(&format!(
+            "<button type=\"button\" data-series=\"{key}\" aria-pressed=\"true\" \
+             title=\"hide or show this series\">{}</button>",
+            escape(name)
+        ));
+    }
+    out.push_str("</figcaption>");
+    out
 }
 
 /// A drawing's `<svg>` element, without the digest comment before it.

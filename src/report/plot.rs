@@ -3,7 +3,12 @@
 //! configuration, as SVG text or PNG bytes. (pure: no file I/O)
 //!
 //! The legend is a row above the panels, never inside one: whatever the
-//! curves do, it covers no point.
+//! curves do, it covers no point. The SVG is drawn in layers: the frame
+//! (titles, axes, legend), then each legend entry's series in a group of its
+//! own (`<g class="series" data-series="N">`) with a hit area per point whose
+//! `<title>` says its values, so a viewer can hide a series and read a point.
+
+use std::fmt::Write;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -23,6 +28,14 @@ const LEGEND_ROW: u32 = 20;
 const SWATCH: u32 = 14;
 const SWATCH_GAP: u32 = 6;
 const ENTRY_GAP: u32 = 22;
+/// The title's and a panel's caption's font size, when they fit.
+const TITLE_SIZE: f64 = 22.0;
+const CAPTION_SIZE: f64 = 17.0;
+/// The space a title leaves either side, and a panel's margin.
+const TITLE_MARGIN: f64 = 16.0;
+const PANEL_MARGIN: u32 = 12;
+/// The radius of the area a point answers the pointer in, in the SVG.
+const HIT_RADIUS: u32 = 7;
 
 /// Matplotlib's tab10: distinct, and readable by most colour-blind readers.
 const PALETTE: [RGBColor; 10] = [
@@ -53,6 +66,9 @@ pub struct Panel {
     pub title: String,
     pub x_title: String,
     pub y_title: String,
+    /// Whether the axes start at 0 (amounts read against none); else they
+    /// span the data (a scatter whose points would crowd one corner).
+    pub from_zero: bool,
     pub series: Vec<Series>,
 }
 
@@ -75,8 +91,13 @@ pub enum SeriesStyle {
     Markers(usize),
     /// The `n`th configuration's colour, a line alone (a distribution).
     Curve(usize),
-    /// A thick dark line behind the others (the frontier).
+    /// A thick dark line behind the others through a ring round each point
+    /// (the frontier).
     Emphasis,
+    /// A dark ring round each point alone (a search's largest passing load).
+    Rings,
+    /// A limit the points are held to (an SLO), a line across the panel.
+    Threshold,
 }
 
 impl SeriesStyle {
@@ -84,13 +105,87 @@ impl SeriesStyle {
         match self {
             Self::Line(n) | Self::Markers(n) | Self::Curve(n) => PALETTE[n % PALETTE.len()],
             Self::Emphasis => RGBColor(0x22, 0x22, 0x22),
+            Self::Rings => RGBColor(0x11, 0x11, 0x11),
+            Self::Threshold => RGBColor(0xb0, 0x00, 0x20),
         }
     }
 }
 
-/// The plot as SVG text, its digest in a comment on the first line.
+/// What one drawing pass draws: everything (the PNG), the frame alone, or
+/// the series of one legend entry alone (the SVG's layers).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Layer {
+    All,
+    Frame,
+    Series(usize),
+}
+
+impl Layer {
+    fn frame(self) -> bool {
+        matches!(self, Self::All | Self::Frame)
+    }
+
+    /// Whether a series of legend entry `key` (none: not in the legend, so
+    /// drawn with the frame) is drawn in this pass.
+    fn shows(self, key: Option<usize>) -> bool {
+        match (self, key) {
+            (Self::All, _) => true,
+            (Self::Frame, key) => key.is_none(),
+            (Self::Series(n), Some(key)) => n == key,
+            (Self::Series(_), None) => false,
+        }
+    }
+}
+
+/// A point of the SVG that answers the pointer: where it is drawn and what
+/// its values are.
+struct Hit {
+    at: (i32, i32),
+    text: String,
+}
+
+/// The plot as SVG text, its digest in a comment on the first line: the
+/// frame, then one group per legend entry with its series and its points'
+/// hit areas.
 pub fn svg(plot: &Plot) -> String {
-    chart::svg_of(plot)
+    let (frame, _) = layer_svg(plot, Layer::Frame);
+    let frame = frame.trim_end().strip_suffix("</svg>").unwrap_or(&frame);
+    let mut out = chart::svg_digest_line(plot);
+    out.push_str(frame);
+    for key in 0..plot.legend().len() {
+        let (drawn, hits) = layer_svg(plot, Layer::Series(key));
+        // The pass's own `<svg …>` line and its end: the group holds its elements.
+        let elements = drawn
+            .split_once('\n')
+            .map_or("", |(_, rest)| rest)
+            .trim_end()
+            .strip_suffix("</svg>")
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "<g class=\"series\" data-series=\"{key}\">\n{elements}"
+        );
+        for hit in hits {
+            let _ = writeln!(
+                out,
+                "<circle class=\"hit\" cx=\"{}\" cy=\"{}\" r=\"{HIT_RADIUS}\" fill=\"#000\" \
+                 fill-opacity=\"0\"><title>{}</title></circle>",
+                hit.at.0,
+                hit.at.1,
+                chart::escape_xml(&hit.text)
+            );
+        }
+        out.push_str("</g>\n");
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// One pass of `plot` as an SVG document, and the hit areas of its points.
+fn layer_svg(plot: &Plot, layer: Layer) -> (String, Vec<Hit>) {
+    let mut hits = Vec::new();
+    let drawn = chart::svg_body(plot.size(), |root| plot.draw_layer(root, layer, &mut hits));
+    (drawn, hits)
 }
 
 /// The plot as PNG bytes (8-bit RGB), its digest in a text chunk.
@@ -113,35 +208,14 @@ impl Drawing for Plot {
         &self,
         root: &DrawingArea<DB, Shift>,
     ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-        root.fill(&WHITE)?;
-        let (width, _) = self.size();
-        let centre = |size| {
-            TextStyle::from((FAMILY, size).into_font()).pos(Pos::new(HPos::Center, VPos::Top))
-        };
-        let middle = i32::try_from(width / 2).unwrap_or(0);
-        root.draw(&Text::new(self.title.as_str(), (middle, 10), centre(22.0)))?;
-        if let Some(note) = &self.note {
-            root.draw(&Text::new(
-                note.as_str(),
-                (middle, 40),
-                centre(14.0).color(&RGBColor(0x80, 0x30, 0x30)),
-            ))?;
-        }
-        let rows = draw_legend(root, &self.legend(), width)?;
-        let (_, body) = root.split_vertically(HEADER + rows * LEGEND_ROW);
-        let areas = body.split_evenly((1, self.panels.len().max(1)));
-        for (panel, area) in self.panels.iter().zip(&areas) {
-            draw_panel(area, panel)?;
-        }
-        root.present()?;
-        Ok(())
+        self.draw_layer(root, Layer::All, &mut Vec::new())
     }
 }
 
 impl Plot {
     /// The legend's entries: each colour once, named as the first panel
     /// that shows it names it (a distribution's `n` is its first panel's).
-    fn legend(&self) -> Vec<(&str, RGBColor)> {
+    pub fn legend(&self) -> Vec<(&str, RGBColor)> {
         let mut entries: Vec<(&str, RGBColor)> = Vec::new();
         for series in self.panels.iter().flat_map(|p| &p.series) {
             let color = series.style.color();
@@ -153,16 +227,69 @@ impl Plot {
         }
         entries
     }
+
+    /// The legend's names, in the order of the SVG's series groups.
+    pub fn series_names(&self) -> Vec<String> {
+        self.legend().iter().map(|(n, _)| (*n).to_owned()).collect()
+    }
+
+    /// Which legend entry `series` belongs to (by its colour).
+    fn key(&self, series: &Series) -> Option<usize> {
+        let color = series.style.color();
+        self.legend().iter().position(|(_, c)| *c == color)
+    }
+
+    fn draw_layer<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        layer: Layer,
+        hits: &mut Vec<Hit>,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let (width, _) = self.size();
+        let legend = self.legend();
+        let rows = legend_rows(root, &legend, width)?;
+        if layer.frame() {
+            root.fill(&WHITE)?;
+            let middle = i32::try_from(width / 2).unwrap_or(0);
+            let room = f64::from(width) - 2.0 * TITLE_MARGIN;
+            let centre = |size| {
+                TextStyle::from((FAMILY, size).into_font()).pos(Pos::new(HPos::Center, VPos::Top))
+            };
+            let (title, size) = chart::fit_text(&self.title, TITLE_SIZE, 12.0, room);
+            root.draw(&Text::new(title, (middle, 10), centre(size)))?;
+            if let Some(note) = &self.note {
+                let (note, size) = chart::fit_text(note, 14.0, 10.0, room);
+                root.draw(&Text::new(
+                    note,
+                    (middle, 40),
+                    centre(size).color(&RGBColor(0x80, 0x30, 0x30)),
+                ))?;
+            }
+            draw_legend(root, &rows, width)?;
+        }
+        let rows = u32::try_from(rows.len()).unwrap_or(u32::MAX);
+        let (_, body) = root.split_vertically(HEADER + rows * LEGEND_ROW);
+        let areas = body.split_evenly((1, self.panels.len().max(1)));
+        for (panel, area) in self.panels.iter().zip(&areas) {
+            let keys: Vec<Option<usize>> = panel.series.iter().map(|s| self.key(s)).collect();
+            draw_panel(area, panel, &keys, layer, hits)?;
+        }
+        root.present()?;
+        Ok(())
+    }
 }
 
-/// Draws `entries` in centred rows under the header, as many as `width`
-/// needs; returns how many rows it took.
-fn draw_legend<DB: DrawingBackend>(
+/// One legend entry as laid out: its name, colour and width.
+type LegendEntry<'a> = (&'a str, RGBColor, u32);
+
+/// The legend's entries in centred rows under the header, as many as
+/// `width` needs.
+fn legend_rows<'a, DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    entries: &[(&str, RGBColor)],
+    entries: &[(&'a str, RGBColor)],
     width: u32,
-) -> Result<u32, DrawingAreaErrorKind<DB::ErrorType>> {
-    let style = TextStyle::from((FAMILY, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+) -> Result<Vec<Vec<LegendEntry<'a>>>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let style = legend_style();
     let mut sized = Vec::new();
     for (name, color) in entries {
         let (w, _) = root.estimate_text_size(name, &style)?;
@@ -170,7 +297,7 @@ fn draw_legend<DB: DrawingBackend>(
     }
     // Rows filled left to right within the chart's width less a margin.
     let room = width.saturating_sub(2 * ENTRY_GAP);
-    let mut rows: Vec<Vec<(&str, RGBColor, u32)>> = Vec::new();
+    let mut rows: Vec<Vec<LegendEntry<'a>>> = Vec::new();
     for entry in sized {
         match rows.last_mut() {
             Some(row) if row.iter().map(|e| e.2 + ENTRY_GAP).sum::<u32>() + entry.2 <= room => {
@@ -179,8 +306,21 @@ fn draw_legend<DB: DrawingBackend>(
             _ => rows.push(vec![entry]),
         }
     }
+    Ok(rows)
+}
+
+fn legend_style() -> TextStyle<'static> {
+    TextStyle::from((FAMILY, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center))
+}
+
+/// Draws the legend's `rows` under the header.
+fn draw_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    rows: &[Vec<LegendEntry<'_>>],
+    width: u32,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let px = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
-    for (r, row) in (0u32..).zip(&rows) {
+    for (r, row) in (0u32..).zip(rows) {
         let gaps = u32::try_from(row.len().saturating_sub(1)).unwrap_or(u32::MAX);
         let used = row.iter().map(|e| e.2).sum::<u32>() + ENTRY_GAP * gaps;
         let mut x = px(width.saturating_sub(used) / 2);
@@ -193,27 +333,62 @@ fn draw_legend<DB: DrawingBackend>(
             root.draw(&Text::new(
                 *name,
                 (x + px(SWATCH + SWATCH_GAP), y),
-                style.clone(),
+                legend_style(),
             ))?;
             x += px(*w + ENTRY_GAP);
         }
     }
-    Ok(u32::try_from(rows.len()).unwrap_or(u32::MAX))
+    Ok(())
 }
 
-/// The range an axis shows: from 0 to the largest finite value plus a margin.
-fn axis_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    let hi = values.filter(|v| v.is_finite()).fold(0.0_f64, f64::max);
-    0.0..if hi > 0.0 { hi * 1.1 } else { 1.0 }
+/// The range an axis shows: from 0 (or from the smallest value, when not
+/// `from_zero`) to the largest finite value, plus a margin.
+fn axis_range(values: impl Iterator<Item = f64>, from_zero: bool) -> std::ops::Range<f64> {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if !lo.is_finite() {
+        return 0.0..1.0;
+    }
+    if from_zero {
+        let hi = hi.max(0.0);
+        return 0.0..if hi > 0.0 { hi * 1.1 } else { 1.0 };
+    }
+    let margin = if hi > lo {
+        (hi - lo) * 0.08
+    } else {
+        (hi.abs() * 0.1).max(1.0)
+    };
+    // Amounts that cannot go below 0 get no axis below it.
+    let bottom = if lo >= 0.0 {
+        (lo - margin).max(0.0)
+    } else {
+        lo - margin
+    };
+    bottom..(hi + margin)
 }
 
 fn finite((x, y): &(f64, f64)) -> bool {
     x.is_finite() && y.is_finite()
 }
 
+/// A value as a point's hover text shows it: four significant digits.
+fn value_text(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{v:.digits$}")
+}
+
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
+    keys: &[Option<usize>],
+    layer: Layer,
+    hits: &mut Vec<Hit>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let points = || {
         panel
@@ -221,32 +396,57 @@ fn draw_panel<DB: DrawingBackend>(
             .iter()
             .flat_map(|s| s.points.iter().filter(|p| finite(p)))
     };
-    let x = axis_range(points().map(|p| p.0));
-    let y = axis_range(points().map(|p| p.1));
+    let x = axis_range(points().map(|p| p.0), panel.from_zero);
+    let y = axis_range(points().map(|p| p.1), panel.from_zero);
+    let room = f64::from(area.dim_in_pixel().0) - 2.0 * f64::from(PANEL_MARGIN);
+    let (caption, size) = chart::fit_text(&panel.title, CAPTION_SIZE, 11.0, room);
+    // Every pass lays the panel out alike; only the frame's shows its caption.
+    let caption_color = if layer.frame() {
+        BLACK.mix(1.0)
+    } else {
+        BLACK.mix(0.0)
+    };
     let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, (FAMILY, 17))
-        .margin(12)
+        .caption(
+            caption,
+            TextStyle::from((FAMILY, size).into_font()).color(&caption_color),
+        )
+        .margin(PANEL_MARGIN)
         .x_label_area_size(44)
         .y_label_area_size(64)
         .build_cartesian_2d(x, y)?;
-    chart
-        .configure_mesh()
-        .x_desc(panel.x_title.as_str())
-        .y_desc(panel.y_title.as_str())
-        .axis_desc_style((FAMILY, 14))
-        .label_style((FAMILY, 12))
-        .x_label_formatter(&|v| chart::axis_number(v))
-        .y_label_formatter(&|v| chart::axis_number(v))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.1))
-        .draw()?;
+    if layer.frame() {
+        chart
+            .configure_mesh()
+            .x_desc(panel.x_title.as_str())
+            .y_desc(panel.y_title.as_str())
+            .axis_desc_style((FAMILY, 14))
+            .label_style((FAMILY, 12))
+            // Ticks far enough apart for numbers of six digits.
+            .x_labels(6)
+            .x_label_formatter(&|v| chart::axis_number(v))
+            .y_label_formatter(&|v| chart::axis_number(v))
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.1))
+            .draw()?;
+    }
     let label_style = TextStyle::from((FAMILY, 11).into_font())
         .color(&RGBColor(0x33, 0x33, 0x33))
         .pos(Pos::new(HPos::Left, VPos::Bottom));
-    // The emphasis first, so the configurations' markers stay on top of it.
-    let mut order: Vec<&Series> = panel.series.iter().collect();
-    order.sort_by_key(|s| s.style != SeriesStyle::Emphasis);
-    for series in order {
+    // The emphasis and thresholds first, so the configurations' markers stay on top.
+    let mut order: Vec<(&Series, Option<usize>)> = panel
+        .series
+        .iter()
+        .zip(keys.iter().copied())
+        .filter(|(_, key)| layer.shows(*key))
+        .collect();
+    order.sort_by_key(|(s, _)| {
+        !matches!(
+            s.style,
+            SeriesStyle::Emphasis | SeriesStyle::Rings | SeriesStyle::Threshold
+        )
+    });
+    for (series, key) in order {
         let color = series.style.color();
         let shown: Vec<(f64, f64)> = series.points.iter().copied().filter(finite).collect();
         match series.style {
@@ -278,6 +478,19 @@ fn draw_panel<DB: DrawingBackend>(
                     color.mix(0.35).stroke_width(6),
                 )))?;
             }
+            SeriesStyle::Rings => {
+                chart.draw_series(
+                    shown
+                        .iter()
+                        .map(|p| Circle::new(*p, 9, color.stroke_width(2))),
+                )?;
+            }
+            SeriesStyle::Threshold => {
+                chart.draw_series(std::iter::once(PathElement::new(
+                    shown.clone(),
+                    color.stroke_width(2),
+                )))?;
+            }
         }
         let labelled = series.points.iter().zip(&series.labels);
         chart.draw_series(
@@ -287,8 +500,33 @@ fn draw_panel<DB: DrawingBackend>(
                     EmptyElement::at(*p) + Text::new(l.clone(), (5, -4), label_style.clone())
                 }),
         )?;
+        // A distribution's hundred points answer as its line; a threshold as its label.
+        if key.is_some() && !matches!(series.style, SeriesStyle::Curve(_)) {
+            for (i, p) in series.points.iter().enumerate().filter(|(_, p)| finite(p)) {
+                hits.push(Hit {
+                    at: chart.backend_coord(p),
+                    text: hit_text(series, panel, i, *p),
+                });
+            }
+        }
     }
     Ok(())
+}
+
+/// What a point's hover says: its series and label, then its two values
+/// under their axes' titles.
+fn hit_text(series: &Series, panel: &Panel, i: usize, (x, y): (f64, f64)) -> String {
+    let mut head = series.name.clone().unwrap_or_default();
+    if let Some(label) = series.labels.get(i).filter(|l| !l.is_empty()) {
+        head = format!("{head} · {label}");
+    }
+    format!(
+        "{head}\n{}: {}\n{}: {}",
+        panel.x_title,
+        value_text(x),
+        panel.y_title,
+        value_text(y)
+    )
 }
 
 #[cfg(test)]
@@ -300,6 +538,7 @@ mod tests {
             title: title.to_owned(),
             x_title: "Total TPS (tok/s)".to_owned(),
             y_title: "ms".to_owned(),
+            from_zero: true,
             series: vec![
                 Series {
                     name: Some("tuned (vLLM 0.11.0)".to_owned()),
@@ -382,5 +621,103 @@ mod tests {
             s.points = vec![(f64::NAN, f64::INFINITY)];
         }
         assert!(texts(&svg(&plot)).contains(&"TTFT"));
+    }
+
+    #[test]
+    fn titles_shrink_or_are_cut_to_fit_the_chart() {
+        let mut plot = sample();
+        let loads: Vec<String> = (1..=40).map(|c| format!("chat@c={c}")).collect();
+        plot.title = format!(
+            "curves: latency vs throughput along concurrency, {}",
+            loads.join(" · ")
+        );
+        plot.panels[0].title = format!("Mean TTFT of {}", loads.join(" "));
+        let svg = svg(&plot);
+        let (width, _) = plot.size();
+        // Each title's text at its font size fits inside the chart (or its panel).
+        for (start, room) in [
+            ("curves: latency", f64::from(width) - 2.0 * TITLE_MARGIN),
+            ("Mean TTFT of", f64::from(PANEL_WIDTH - 2 * PANEL_MARGIN)),
+        ] {
+            let element = svg
+                .split("<text")
+                .find(|t| {
+                    t.split_once('>')
+                        .is_some_and(|(_, b)| b.trim().starts_with(start))
+                })
+                .unwrap_or_else(|| panic!("no {start} in {svg}"));
+            let size: f64 = element
+                .split("font-size=\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap();
+            let text = element
+                .split_once('>')
+                .unwrap()
+                .1
+                .split('<')
+                .next()
+                .unwrap()
+                .trim();
+            // The SVG writes plotters' size / 1.24.
+            let drawn = chart::text_width(&text.replace("&amp;", "&"), size * 1.24);
+            assert!(
+                drawn <= room + 1.0,
+                "{text:?} at {size} is {drawn} px wide, room {room}"
+            );
+            assert!(text.ends_with('…'), "{text}");
+        }
+        // A title that fits keeps its size.
+        assert_eq!(
+            chart::fit_text("TTFT", 17.0, 11.0, 400.0),
+            ("TTFT".to_owned(), 17.0)
+        );
+    }
+
+    #[test]
+    fn a_scatter_not_from_zero_spans_its_points() {
+        let r = axis_range([120.0, 300.0, f64::NAN].into_iter(), false);
+        assert!(
+            r.start > 100.0 && r.start < 120.0 && r.end > 300.0 && r.end < 320.0,
+            "{r:?}"
+        );
+        assert_eq!(axis_range([120.0, 300.0].into_iter(), true).start, 0.0);
+        // Amounts near 0 get no negative axis; one value gets a span round it.
+        assert_eq!(axis_range([1.0, 500.0].into_iter(), false).start, 0.0);
+        let one = axis_range([50.0].into_iter(), false);
+        assert!(one.start < 50.0 && one.end > 50.0);
+        assert_eq!(axis_range(std::iter::empty(), false), 0.0..1.0);
+    }
+
+    #[test]
+    fn svg_groups_each_series_with_its_points_values_escaped() {
+        let mut plot = sample();
+        plot.panels[0].series[0].name = Some("<script>x</script> & \"q\"".to_owned());
+        let svg = svg(&plot);
+        assert!(svg.starts_with("<!-- perfpipe-chart "));
+        assert_eq!(chart::svg_digest(&svg), Some(digest(&plot).as_str()));
+        // One group per legend entry, after the frame, and the document closed once.
+        assert_eq!(plot.series_names().len(), 1);
+        assert_eq!(
+            svg.matches("<g class=\"series\" data-series=\"0\">")
+                .count(),
+            1
+        );
+        assert_eq!(svg.matches("<svg").count(), 1);
+        assert!(
+            svg.trim_end().ends_with("</g>\n</svg>"),
+            "{}",
+            &svg[svg.len() - 200..]
+        );
+        // Two finite points in each of three panels answer the pointer.
+        let hits: Vec<&str> = svg.split("<circle class=\"hit\"").skip(1).collect();
+        assert_eq!(hits.len(), 6, "{svg}");
+        assert!(hits[1].contains(
+            "<title>&lt;script&gt;x&lt;/script&gt; &amp; &quot;q&quot; · c=4\nTotal TPS (tok/s): 1600\nms: 40.00</title>"
+        ), "{}", hits[1]);
+        assert!(!svg.contains("<script"));
+        // The PNG is the same picture as before: series drawn once, no hit areas.
+        assert_eq!(texts(&svg).iter().filter(|t| **t == "c=4").count(), 3);
     }
 }

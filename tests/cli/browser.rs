@@ -224,6 +224,121 @@ fn the_html_report_shows_its_sections_and_charts_in_a_browser_offline() {
     );
 }
 
+/// What the page's script does when a reader uses it, checked from inside
+/// the page: a point hovered shows its values, a series' button hides and
+/// shows it, a column sorted either way keeps rows without a value last, and
+/// a long command wraps. Its findings are set on `<body>` as attributes.
+const DRIVER: &str = r#"
+(function () {
+  "use strict";
+  var body = document.body;
+  var hit = document.querySelector("figure.chart circle.hit");
+  hit.dispatchEvent(new MouseEvent("mouseenter"));
+  var tip = document.querySelector("div.chart-tip");
+  body.setAttribute("data-test-tip", tip.hidden ? "(hidden)" : tip.textContent);
+  hit.dispatchEvent(new MouseEvent("mouseleave"));
+  body.setAttribute("data-test-tip-after", tip.hidden ? "hidden" : "shown");
+
+  var button = document.querySelector("figure.chart button[data-series='1']");
+  var group = button.closest("figure").querySelector("g.series[data-series='1']");
+  button.click();
+  body.setAttribute("data-test-toggled", button.getAttribute("aria-pressed") + " " + group.getAttribute("display"));
+  button.click();
+  body.setAttribute("data-test-untoggled", button.getAttribute("aria-pressed") + " " + group.getAttribute("display"));
+
+  // A row of the runs table whose first numeric column has no value.
+  var table = Array.prototype.find.call(document.querySelectorAll("table"), function (t) {
+    return t.tBodies[0] && t.tBodies[0].rows.length > 1;
+  });
+  var rows = table.tBodies[0].rows;
+  var column = Array.prototype.findIndex.call(rows[0].cells, function (cell) {
+    return /^[0-9]/.test(cell.textContent.trim());
+  });
+  var failed = rows[0].cloneNode(true);
+  failed.cells[column].textContent = "-";
+  failed.setAttribute("data-failed", "yes");
+  table.tBodies[0].insertBefore(failed, rows[0]);
+  var header = table.querySelectorAll("thead th")[column];
+  var last = function () { var r = table.tBodies[0].rows; return r[r.length - 1].getAttribute("data-failed"); };
+  header.click();
+  var ascending = last();
+  header.click();
+  body.setAttribute("data-test-sorted", ascending + " " + last() + " " + header.getAttribute("aria-sort"));
+
+  var pre = document.createElement("pre");
+  var code = document.createElement("code");
+  code.textContent = "vllm serve Qwen/Qwen3-14B" + " --max-num-seqs 256 --max-num-batched-tokens 16384".repeat(12);
+  pre.appendChild(code);
+  document.querySelector("main").appendChild(pre);
+  body.setAttribute("data-test-wraps", pre.scrollWidth <= pre.clientWidth ? "yes" : "no " + pre.scrollWidth + ">" + pre.clientWidth);
+})();
+"#;
+
+/// `page` with [`DRIVER`] run after its own script: allowed by its digest
+/// in the page's Content-Security-Policy, as the page's own script is.
+fn with_driver(page: &str) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    let digest = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(DRIVER));
+    let allowed = page.replacen("script-src ", &format!("script-src 'sha256-{digest}' "), 1);
+    assert_ne!(allowed, page, "the page has a script-src");
+    allowed.replacen("</body>", &format!("<script>{DRIVER}</script>\n</body>"), 1)
+}
+
+/// The value of `name` on the dumped `<body>`.
+fn body_attribute<'a>(dom: &'a str, name: &str) -> &'a str {
+    let start = dom
+        .find(&format!(" {name}=\""))
+        .unwrap_or_else(|| panic!("no {name} in {dom}"))
+        + name.len()
+        + 3;
+    let end = dom[start..].find('"').expect("a closed attribute") + start;
+    &dom[start..end]
+}
+
+#[test]
+fn a_reader_hovers_a_point_hides_a_series_sorts_with_failures_last_and_reads_a_long_command() {
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let env = TestEnv::new();
+    env.copy_fixture("experiments/curves.kdl", "curves.kdl");
+    let run = env.run_within(120, &["run", "curves.kdl"]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        crate::common::stderr(&run)
+    );
+    env.write(
+        "driven.html",
+        &with_driver(&env.read("reports/curves.html")),
+    );
+    let proxy = Proxy::start();
+    let dom = dump_dom(
+        &browser,
+        &env.path("chromium-profile"),
+        &proxy,
+        &env.path("driven.html"),
+    );
+    assert!(dom.contains("data-charts=\"ready\""), "{dom}");
+    let tip = body_attribute(&dom, "data-test-tip");
+    assert!(
+        tip.starts_with("vllm (vLLM 0.11.0) · c=1")
+            && tip.contains("Total TPS, all replicas (tok/s): "),
+        "{tip}"
+    );
+    assert_eq!(body_attribute(&dom, "data-test-tip-after"), "hidden");
+    assert_eq!(body_attribute(&dom, "data-test-toggled"), "false none");
+    assert_eq!(body_attribute(&dom, "data-test-untoggled"), "true null");
+    assert_eq!(
+        body_attribute(&dom, "data-test-sorted"),
+        "yes yes descending"
+    );
+    assert_eq!(body_attribute(&dom, "data-test-wraps"), "yes");
+    proxy.assert_page_fetched_nothing();
+}
+
 /// An experiment whose every free text (title, model path, workload and
 /// comparison titles, a step's flag, the page's recommended command and
 /// column titles) is markup that would load from `port` or retitle the

@@ -124,3 +124,33 @@ fn a_no_op_run_reads_its_report_back_and_renders_again_what_changed() {
     assert!(md.contains("curves.cdf-c4.png"));
     assert!(!env.read("reports/curves.md").contains("curves.cdf-c4.png"));
 }
+
+#[test]
+fn a_search_gets_one_chart_of_its_result_and_one_of_its_distributions_not_one_per_probe() {
+    let env = TestEnv::new();
+    env.copy_fixture("experiments/search.kdl", "search.kdl");
+    let out = env.run_within(120, &["run", "search.kdl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let md = env.read("reports/search.md");
+    insta::assert_snapshot!(charts_section(&md), @r"
+    ## Charts
+
+    ![search: largest load within the SLO, chat](search.search-chat.png)
+
+    ![search: TTFT and ITL distributions, chat, each configuration at its largest passing load](search.cdf-chat.png)
+    ");
+    let mut pngs: Vec<String> = files_under(&env.path("reports"))
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+        .filter(|n| n.ends_with(".png"))
+        .collect();
+    pngs.sort();
+    assert_eq!(pngs, ["search.cdf-chat.png", "search.search-chat.png"]);
+    let svg = env.read("reports/search.search-chat.svg");
+    // The threshold line and the ring at the largest passing load, named in the legend.
+    assert!(
+        svg.contains("SLO: 99% of requests within ttft_ms&lt;=450"),
+        "{svg}"
+    );
+    assert!(svg.contains("largest passing load"), "{svg}");
+}

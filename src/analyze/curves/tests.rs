@@ -91,7 +91,7 @@ fn table(curves: &Curves) -> String {
 #[test]
 fn loads_of_one_workload_form_a_curve_per_configuration_in_load_order() {
     let spec = spec();
-    let curves = curves(&spec, &from_expectations(&spec), &Journals::new());
+    let curves = curves(&spec, &from_expectations(&spec), &Journals::new(), &[]);
     assert_eq!(curves.families.len(), 2);
     let family = &curves.families[0];
     assert_eq!(family.workloads, ["c1", "c4", "c16"]);
@@ -106,7 +106,7 @@ fn loads_of_one_workload_form_a_curve_per_configuration_in_load_order() {
 #[test]
 fn the_frontier_keeps_only_points_no_other_beats_on_both_axes() {
     let spec = spec();
-    let curves = curves(&spec, &from_expectations(&spec), &Journals::new());
+    let curves = curves(&spec, &from_expectations(&spec), &Journals::new(), &[]);
     let frontier: Vec<(&str, &str)> = curves.families[0]
         .frontier()
         .into_iter()
@@ -187,7 +187,7 @@ fn distributions_come_from_the_journals_successful_requests() {
         ("sglang".into(), "c4".into()),
         RequestTimes::of(&[request(0.02, &[0.004], true)]),
     );
-    let curves = curves(&spec, &from_expectations(&spec), &journals);
+    let curves = curves(&spec, &from_expectations(&spec), &journals, &[]);
     assert_eq!(curves.distributions.len(), 1);
     let d = &curves.distributions[0];
     assert_eq!(d.workload, "c4");

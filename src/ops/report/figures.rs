@@ -16,7 +16,7 @@ use crate::report::{chart, plot};
 pub fn of(loaded: &Loaded, analysis: &Analysis, stored: &mut Stored) -> Result<Vec<Figure>, Error> {
     super::stored::read_charted_journals(stored, &analysis.runs)?;
     let journals = curves::journals(&analysis.runs, stored);
-    let curves = curves::curves(&loaded.spec, &analysis.runs, &journals);
+    let curves = curves::curves(&loaded.spec, &analysis.runs, &journals, &analysis.searches);
     Ok(figures(&loaded.spec, analysis, &curves))
 }
 
@@ -48,6 +48,7 @@ pub fn files(figures: &[Figure], report: Option<&Path>) -> Result<Vec<ChartFile>
                 title: f.plot.title.clone(),
                 png,
                 svg,
+                series: f.plot.series_names(),
             })
         })
         .collect()

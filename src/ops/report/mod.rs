@@ -221,5 +221,6 @@ fn write_chart(
         title: data.title,
         png: png_name,
         svg: svg_text,
+        series: Vec::new(),
     }))
 }

@@ -85,7 +85,7 @@ fn a_study_without_a_conclusion_gets_latency_frontier_and_distribution_charts() 
         ..RequestRecord::default()
     };
     journals.insert(("vllm".into(), "c4".into()), RequestTimes::of(&[record]));
-    let curves = curves(&spec, &analysis.runs, &journals);
+    let curves = curves(&spec, &analysis.runs, &journals, &[]);
     let figures = figures(&spec, &analysis, &curves);
     let ids: Vec<&str> = figures.iter().map(|f| f.id.as_str()).collect();
     // "long prompt" has one point: no line, no frontier.
@@ -111,7 +111,7 @@ fn every_chart_says_when_its_numbers_are_capped_imported_or_guidellms() {
         runtime: "docker".into(),
         max_prompts: Some(10),
     });
-    let curves = curves(&spec, &analysis.runs, &Journals::new());
+    let curves = curves(&spec, &analysis.runs, &Journals::new(), &[]);
     let figures = figures(&spec, &analysis, &curves);
     assert!(!figures.is_empty());
     for f in &figures {
@@ -129,4 +129,146 @@ fn every_chart_says_when_its_numbers_are_capped_imported_or_guidellms() {
 #[test]
 fn ids_are_safe_in_file_names_and_html() {
     assert_eq!(file_safe("long prompt/../x"), "long_prompt____x");
+}
+
+/// A distribution of `n` values: most near 5 ms, the slowest 0.5 % at `tail` ms.
+fn gaps(n: usize, tail: f64) -> Cdf {
+    let slow = n / 200;
+    let values: Vec<f64> = (0..n)
+        .map(|i| {
+            if i < n - slow {
+                4.0 + (i % 10) as f64 * 0.2
+            } else {
+                tail
+            }
+        })
+        .collect();
+    Cdf::of(&values)
+}
+
+#[test]
+fn a_distributions_axis_ends_where_its_tail_begins_and_says_so() {
+    // ITLs: 99.5 % under 6 ms, the rest at 350 ms. Drawn to the largest
+    // gap, every curve would be a vertical line at 0.
+    let long_tail = gaps(10_000, 350.0);
+    let axis = CdfAxis::of(&[&long_tail, &gaps(4_000, 20.0)]);
+    assert!(!axis.to_p99_9, "{axis:?}");
+    assert!(axis.end < 6.0, "{axis:?}");
+    assert_eq!(axis.note(), " (to p99; largest 350 ms)");
+    let points = axis.points(&long_tail);
+    assert_eq!(points.len(), 100);
+    assert!(points.iter().all(|(x, _)| *x <= axis.end), "{points:?}");
+
+    // A tail near the rest: to p99.9, and to the largest when it is close.
+    let even = Cdf::of(&(1..=1000).map(f64::from).collect::<Vec<_>>());
+    let axis = CdfAxis::of(&[&even]);
+    assert!(axis.to_p99_9);
+    assert_eq!(axis.end, 1000.0);
+    assert_eq!(axis.note(), "");
+    assert_eq!(axis.points(&even).last(), Some(&(1000.0, 1.0)));
+    let spread = gaps(10_000, 15.0);
+    let axis = CdfAxis::of(&[&spread]);
+    assert!(axis.to_p99_9 && axis.end == 15.0, "{axis:?}");
+}
+
+/// The study with a search of `chat` over concurrency 1..=16 by two
+/// configurations: `vllm` passes up to 4, `sglang` up to 16.
+fn searched() -> (Spec, Analysis) {
+    let text = r#"experiment "searched" {
+        hardware "nvidia-h100-sxm5-80gb" gpus=2
+        model "o/m"
+        engine vllm version="0.11.0"
+        engine sglang version="0.5.9"
+        workload chat { dataset random input=128 output=64 seed=1; prompts 100; slo ttft_ms=300; search concurrency from=1 to=16; }
+        step vllm engine=vllm gpus=1
+        step sglang engine=sglang gpus=1
+    }"#;
+    let mut spec = parse(&SourceFile {
+        name: "s.kdl".into(),
+        text: text.into(),
+    })
+    .unwrap();
+    let decl = spec.workloads[0].search.clone().unwrap();
+    let other = self::spec("", VLLM);
+    let template = from_expectations(&other).remove(0);
+    let (mut runs, mut searches) = (Vec::new(), Vec::new());
+    for (step, largest, probes) in [
+        ("vllm", 4.0, &[1.0, 16.0, 8.0, 4.0, 6.0, 5.0][..]),
+        ("sglang", 16.0, &[1.0, 16.0][..]),
+    ] {
+        let mut result = crate::analyze::search::SearchResult::new(
+            step,
+            "chat",
+            &decl,
+            "ttft_ms<=300".into(),
+            crate::plan::search::Search::new(1.0, 16.0, crate::plan::search::Domain::Integer)
+                .progress(|c| Some(c <= largest)),
+        );
+        assert_eq!(
+            result.bracket.as_ref().unwrap().largest_passing,
+            Some(largest)
+        );
+        result.probes.retain(|p| probes.contains(&p.load));
+        for probe in &result.probes {
+            let point = spec.workloads[0].probe(probe.load).unwrap();
+            if !spec
+                .workloads
+                .iter()
+                .any(|w| w.name.value == point.name.value)
+            {
+                spec.workloads.push(point);
+            }
+            runs.push(crate::analyze::RunRecord {
+                step: step.into(),
+                source: Some(crate::analyze::Source::Measured),
+                workload: probe.workload.clone(),
+                slo: Some(crate::analyze::SloResult {
+                    objectives: "ttft_ms<=300".into(),
+                    attainment: crate::metrics::slo::Attainment {
+                        met: 0,
+                        sent: 100,
+                        pct: if probe.passed {
+                            99.5
+                        } else {
+                            90.0 - probe.load
+                        },
+                        goodput: probe.load,
+                    },
+                }),
+                ..template.clone()
+            });
+        }
+        searches.push(result);
+    }
+    let mut analysis = analyze(&spec, Vec::new());
+    analysis.runs = runs;
+    analysis.searches = searches;
+    (spec, analysis)
+}
+
+#[test]
+fn a_search_is_drawn_as_its_metric_against_load_with_the_threshold_and_the_largest_passing_load() {
+    let (spec, analysis) = searched();
+    let mut journals = Journals::new();
+    let record = RequestRecord {
+        success: true,
+        ttft: 0.05,
+        itl: crate::metrics::Gaps::from_secs(&[0.01]),
+        ..RequestRecord::default()
+    };
+    for probe in ["chat@c=1", "chat@c=4", "chat@c=5", "chat@c=16"] {
+        for step in ["vllm", "sglang"] {
+            journals.insert(
+                (step.into(), probe.into()),
+                RequestTimes::of(std::slice::from_ref(&record)),
+            );
+        }
+    }
+    let curves = curves(&spec, &analysis.runs, &journals, &analysis.searches);
+    let figures = figures(&spec, &analysis, &curves);
+    let ids: Vec<&str> = figures.iter().map(|f| f.id.as_str()).collect();
+    // One chart of the search and one of its distributions; no probe is a
+    // point of a load axis or a distribution of its own.
+    assert_eq!(ids, ["search-chat", "cdf-chat"]);
+    insta::assert_snapshot!(outline(&figures));
 }

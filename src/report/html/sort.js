@@ -1,11 +1,15 @@
 // Click a column's header to sort its table by it; click again to reverse.
-// Numbers (with their units, signs and thousands separators) sort as numbers.
+// Numbers (with their units, signs and thousands separators) sort as numbers;
+// cells without a value ("-") go last in either direction.
 (function () {
   "use strict";
   function value(cell) {
-    var text = cell.textContent.trim();
+    var text = cell ? cell.textContent.trim() : "";
     var number = text.replace(/[,\s]/g, "").match(/^[(+]?(-?\d+(\.\d+)?)/);
     return number ? parseFloat(number[1]) : text.toLowerCase();
+  }
+  function missing(v) {
+    return v === "" || v === "-" || v === "\u2014";
   }
   function compare(a, b) {
     if (typeof a === "number" && typeof b === "number") { return a - b; }
@@ -24,7 +28,10 @@
         th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
         var rows = Array.prototype.slice.call(body.rows);
         rows.sort(function (x, y) {
-          var order = compare(value(x.cells[column]), value(y.cells[column]));
+          var a = value(x.cells[column]), b = value(y.cells[column]);
+          // A failed run's "-" has no value: last whichever way the column sorts.
+          if (missing(a) !== missing(b)) { return missing(a) ? 1 : -1; }
+          var order = compare(a, b);
           return ascending ? order : -order;
         });
         rows.forEach(function (row) { body.appendChild(row); });

@@ -35,6 +35,7 @@ fn chart(id: &str, png: &str) -> ChartFile {
         svg: format!(
             "<!-- perfpipe-chart 00 -->\n<svg width=\"10\" height=\"10\" viewBox=\"0 0 10 10\" xmlns=\"http://www.w3.org/2000/svg\"><text>{id}</text></svg>\n"
         ),
+        series: Vec::new(),
     }
 }
 
@@ -234,6 +235,7 @@ fn hostile_page(field: Field, hostile: &str) -> Option<String> {
             title: hostile.into(),
             png: "page.png".into(),
             svg: crate::report::chart::svg(&data),
+            series: Vec::new(),
         }),
         figures: Vec::new(),
     };
