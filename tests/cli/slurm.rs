@@ -893,11 +893,7 @@ mod run {
             .lines()
             .filter_map(|l| l.split_once(" running on ").map(|(_, node)| node))
             .collect();
-        assert_eq!(
-            nodes.len(),
-            crate::common::slurm::NODES,
-            "{nodes:?}\n{err}"
-        );
+        assert_eq!(nodes.len(), crate::common::slurm::NODES, "{nodes:?}\n{err}");
         // The material of the run's launches, written once; no other
         // runtime's (`perfpipe lock` records those).
         let material = crate::common::files_under(&env.path("store/drv"));
@@ -1416,12 +1412,20 @@ mod operator {
             .unwrap();
         let err = crate::common::stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{err}");
+        // Without miette's frame, as one line.
+        let words = err
+            .split_whitespace()
+            .filter(|w| *w != "│")
+            .collect::<Vec<_>>()
+            .join(" ");
         assert!(
-            err.contains("the experiment's hardware `nvidia-a100-sxm4-80gb` has no Slurm mapping"),
+            words.contains(
+                "the experiment's hardware `nvidia-a100-sxm4-80gb` has no Slurm mapping in `[executor.slurm.hardware]` of perfpipe.toml (mapped: `nvidia-h100-80gb-hbm3`)"
+            ),
             "{err}"
         );
         assert!(
-            err.contains("add `[executor.slurm.hardware.\"nvidia-a100-sxm4-80gb\"]`"),
+            words.contains("help: add `[executor.slurm.hardware.\"nvidia-a100-sxm4-80gb\"]`"),
             "{err}"
         );
         assert!(
@@ -1545,8 +1549,20 @@ exec "$@"
             .unwrap();
         let err = crate::common::stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains("names no `image=`"), "{err}");
-        assert!(err.contains("a job never runs bare in its place"), "{err}");
+        // Without miette's frame, as one line.
+        let words = err
+            .split_whitespace()
+            .filter(|w| *w != "│")
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            words.contains("the experiment's engine names no `image=`"),
+            "{err}"
+        );
+        assert!(
+            words.contains("a job never runs bare in its place"),
+            "{err}"
+        );
         assert!(!submitted.exists(), "nothing submitted");
 
         let with_both = std::env::join_paths(

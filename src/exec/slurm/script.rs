@@ -350,9 +350,9 @@ mod tests {
         let script = script(&job);
         assert!(
             script.ends_with(&format!(
-                "exec srun --ntasks=1 '--container-image=nvcr.io#nvidia/vllm@sha256:{digest}' \
-                 --container-mounts=/shared/store:/shared/store,/opt/perfpipe:/opt/perfpipe \
-                 --container-workdir=/shared/store --no-container-mount-home \
+                "exec srun '--ntasks=1' '--container-image=nvcr.io#nvidia/vllm@sha256:{digest}' \
+                 '--container-mounts=/shared/store:/shared/store,/opt/perfpipe:/opt/perfpipe' \
+                 '--container-workdir=/shared/store' --no-container-mount-home \
                  /opt/perfpipe realise '/shared/store/launch material.json'\n"
             )),
             "{script}"
