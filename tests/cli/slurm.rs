@@ -1265,6 +1265,12 @@ mod operator {
         for launches in [9, 30] {
             let env = TestEnv::tiny();
             env.write("sweep.kdl", &sweep_study(launches));
+            // Sixteen launches at once over the two nodes, not two: the
+            // calls are counted, not the measurements.
+            env.write(
+                "perfpipe.toml",
+                "[executor.slurm]\nexclusive = false\ncpus_per_gpu = 1\nmem_per_gpu = \"500M\"\n",
+            );
             let (path, calls) = counting_shims(&env);
             let started = std::time::Instant::now();
             let out = command_of("sweep.kdl", &env, &cluster, "slurm", &[])
