@@ -3,7 +3,7 @@
 # python3 (the stand-in guidellm), openssl (signs the test registry's tokens),
 # docker-registry (the OCI registry `perfpipe lock` is tested against),
 # apache2-utils (htpasswd: the bcrypt logins of the authenticated registry),
-# slurm-wlm and munge (the one-node cluster of the Slurm tests), chromium
+# slurm-wlm and munge (the two-node cluster of the Slurm tests), chromium
 # (loads the HTML report headless) and util-linux (setpriv: a root test drops
 # to nobody where permissions must bind). Then scripts/real-vllm.sh: vLLM's
 # CPU build and a tiny model, outside the clone, for the real-engine tests,

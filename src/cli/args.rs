@@ -138,6 +138,11 @@ pub struct RealiseArgs {
     pub launch: String,
     #[command(flatten)]
     pub store: StoreArg,
+    /// Start an engine the material runs with docker as a process of this
+    /// machine: already in the engine's image (a Slurm job's step under
+    /// Pyxis, `container = "pyxis"`). The runs keep their keys.
+    #[arg(long, hide = true)]
+    pub engine_here: bool,
 }
 
 #[derive(Debug, Args)]
@@ -495,6 +500,10 @@ pub struct SlurmArgs {
         default_value_t = 5000
     )]
     pub slurm_poll_ms: u64,
+    /// `[executor.slurm]` as the file says, for what has no flag (the
+    /// hardware mapping, `exclusive` and the share of a node).
+    #[arg(skip)]
+    pub file: crate::exec::slurm::SlurmOptions,
 }
 
 /// A Slurm option's value, refused (naming the flag) unless Slurm takes it.

@@ -194,6 +194,7 @@ fn slurm(args: &mut SlurmArgs, file: &SlurmOptions) {
         ContainerMode::Pyxis => ContainerArg::Pyxis,
     });
     args.retries = args.retries.or(file.retries);
+    args.file = file.clone();
 }
 
 #[cfg(test)]

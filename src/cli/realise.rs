@@ -12,6 +12,7 @@ pub fn realise(args: &RealiseArgs, io: &Io) -> Result<u8, Error> {
     let realised = realise::realise(
         &args.launch,
         args.store.path(),
+        args.engine_here,
         io,
         &Stderr,
         &mut |spec, event| super::run::progress(spec, &mut display, event),

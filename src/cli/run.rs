@@ -163,6 +163,7 @@ fn executor(args: &RunArgs) -> Result<Executor, Error> {
                 Some(ContainerArg::Docker) | None => ContainerMode::Docker,
             },
             retries: s.retries,
+            ..s.file.clone()
         },
         program: exec_defaults()?.sim_program,
         poll: Duration::from_millis(s.slurm_poll_ms),
@@ -196,7 +197,9 @@ fn job_line(launch: &LaunchKey, event: &JobEvent) -> String {
         JobEvent::Adopted { id, state } => {
             format!("launch {launch}: Slurm job {id} adopted ({state:?})")
         }
-        JobEvent::Started { id } => format!("launch {launch}: Slurm job {id} running"),
+        JobEvent::Started { id, node } => {
+            format!("launch {launch}: Slurm job {id} running on {node}")
+        }
         JobEvent::Resubmitting {
             id,
             why,
@@ -204,6 +207,14 @@ fn job_line(launch: &LaunchKey, event: &JobEvent) -> String {
             attempts,
         } => format!(
             "launch {launch}: Slurm job {id} ended ({why}); resubmitting the same job, attempt {attempt} of {attempts} (`--retries`)"
+        ),
+        JobEvent::Lengthening {
+            id,
+            limit,
+            retry,
+            retries,
+        } => format!(
+            "launch {launch}: Slurm job {id} reached its time limit (TIMEOUT); resubmitting it with a limit of `{limit}`, resubmission {retry} of {retries} (`timeout_retries`)"
         ),
         JobEvent::Ended { id, measured: true } => format!("launch {launch}: Slurm job {id} done"),
         JobEvent::Ended {
@@ -347,12 +358,21 @@ mod tests {
                 id: 8,
                 state: JobState::Pending,
             },
-            JobEvent::Started { id: 7 },
+            JobEvent::Started {
+                id: 7,
+                node: "gpu-a7".into(),
+            },
             JobEvent::Resubmitting {
                 id: 7,
                 why: "its node failed (NODE_FAIL)".into(),
                 attempt: 2,
                 attempts: 3,
+            },
+            JobEvent::Lengthening {
+                id: 7,
+                limit: "0-02:00:00".into(),
+                retry: 1,
+                retries: 1,
             },
             JobEvent::Ended {
                 id: 9,
@@ -370,8 +390,9 @@ mod tests {
         launch 0123456789ab: Slurm job 7 pending
         launch 0123456789ab: Slurm job 7 pending (Resources)
         launch 0123456789ab: Slurm job 8 adopted (Pending)
-        launch 0123456789ab: Slurm job 7 running
+        launch 0123456789ab: Slurm job 7 running on gpu-a7
         launch 0123456789ab: Slurm job 7 ended (its node failed (NODE_FAIL)); resubmitting the same job, attempt 2 of 3 (`--retries`)
+        launch 0123456789ab: Slurm job 7 reached its time limit (TIMEOUT); resubmitting it with a limit of `0-02:00:00`, resubmission 1 of 1 (`timeout_retries`)
         launch 0123456789ab: Slurm job 9 done
         launch 0123456789ab: Slurm job 9 failed
         ");

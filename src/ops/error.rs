@@ -215,6 +215,10 @@ impl From<ExecError> for Error {
                 message: e.to_string(),
             },
             ExecError::Store(e) => Self::Store(e),
+            ExecError::Slurm(ref slurm) if slurm.hint().is_some() => Self::Usage {
+                hint: slurm.hint().unwrap_or_default(),
+                message: e.to_string(),
+            },
             e @ ExecError::Harness(_) => Self::HarnessSetup(e),
             e @ (ExecError::EngineMissing { .. } | ExecError::EngineVersion { .. }) => {
                 Self::EngineSetup(e)

@@ -79,7 +79,7 @@ pub fn lock(
     }
     // How to run each run the lockfile pins, for when the experiment has
     // moved on (`run --lockfile` of a copy of it).
-    super::realise::record_lockfile_runs(&loaded)?;
+    super::realise::record_lockfile_runs(&loaded, &crate::lock::RUNTIMES)?;
     Ok(loaded.lock)
 }
 

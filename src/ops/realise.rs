@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use super::{Error, Loaded, Shell};
 use crate::exec::{self, ExecEvent, ExecOptions, ExecSummary};
+use crate::facts::Runtime;
 use crate::inputs::ResolvedInputs;
 use crate::key::RunKey;
 use crate::launch::{self, LAUNCH_SCHEMA_VERSION, LaunchKey, LaunchMaterial, LaunchOptions};
@@ -36,9 +37,15 @@ pub struct Realised {
 /// from its material alone and committed to the store at `store`; what it
 /// is goes to `shell` before it starts. Returns what realising did, and
 /// the store it committed to.
+///
+/// With `engine_here` (a Slurm job's step in the engine's image, through
+/// Pyxis), an engine the material starts with docker starts as a process
+/// of this machine, as under `--runtime local`: it is already in that
+/// image. The runs keep the material's keys: the image is the same.
 pub fn realise(
     what: &str,
     store: &Path,
+    engine_here: bool,
     io: &Io,
     shell: &dyn Shell,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
@@ -57,13 +64,18 @@ pub fn realise(
         crate::plural::count(launch.runs.len(), "run", "runs"),
         launch.runtime,
     );
-    let realised = execute(
+    let started_as = |runtime: Runtime| match runtime {
+        Runtime::Docker if engine_here => Runtime::Local,
+        other => other,
+    };
+    let realised = execute_started_as(
         std::slice::from_ref(launch),
         &store,
         &exec,
         io,
         None,
         None,
+        &started_as,
         progress,
     )?;
     Ok((realised, store))
@@ -216,6 +228,22 @@ pub fn execute(
     kept: Option<&mut exec::Kept>,
     progress: &mut dyn FnMut(&Spec, &ExecEvent),
 ) -> Result<Realised, Error> {
+    execute_started_as(launches, store, exec, io, local, kept, &|r| r, progress)
+}
+
+/// [`execute`], each engine started as `started_as` says for the runtime
+/// the material names (the keys stay the material's).
+#[allow(clippy::too_many_arguments)]
+fn execute_started_as(
+    launches: &[LaunchMaterial],
+    store: &Store,
+    exec: &ExecOptions,
+    io: &Io,
+    local: Option<&ResolvedInputs>,
+    kept: Option<&mut exec::Kept>,
+    started_as: &dyn Fn(Runtime) -> Runtime,
+    progress: &mut dyn FnMut(&Spec, &ExecEvent),
+) -> Result<Realised, Error> {
     for launch in launches {
         for input in launch.inputs() {
             check_input(store, launch, input, local.is_none())?;
@@ -231,7 +259,7 @@ pub fn execute(
         rebuilt.runs,
         &index,
         PlanOptions {
-            runtime: rebuilt.runtime,
+            runtime: started_as(rebuilt.runtime),
             samples: first.samples as usize,
             retry_failed: first.retry_failed,
         },
@@ -291,15 +319,15 @@ fn check_input(
 }
 
 /// Records the material of every run of the experiment's lockfile, under
-/// every runtime (one sample, the default timeouts): what `run --lockfile`
-/// of that lockfile executes once the experiment has moved on.
-pub fn record_lockfile_runs(loaded: &Loaded) -> Result<(), Error> {
+/// each of `runtimes` (one sample, the default timeouts): what `run
+/// --lockfile` of that lockfile executes once the experiment has moved on.
+pub fn record_lockfile_runs(loaded: &Loaded, runtimes: &[Runtime]) -> Result<(), Error> {
     let options = LaunchOptions {
         fresh_engine: false,
         startup_timeout: None,
         stall_timeout: std::time::Duration::from_secs(crate::harness::DEFAULT_STALL_TIMEOUT_SECS),
     };
-    for runtime in crate::lock::RUNTIMES {
+    for &runtime in runtimes {
         let runs = crate::key::keyed_runs(&loaded.uncapped, runtime, &loaded.inputs);
         let plan = plan::build(
             runs,

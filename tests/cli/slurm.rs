@@ -1,4 +1,4 @@
-//! Against a real one-node Slurm cluster (`common::slurm`): what perfpipe's
+//! Against a real two-node Slurm cluster (`common::slurm`): what perfpipe's
 //! Slurm executor relies on, and the executor itself.
 
 use std::time::Duration;
@@ -16,6 +16,8 @@ fn slurm_grants_disjoint_gpus_through_cuda_visible_devices() {
         "#!/bin/sh\necho \"$CUDA_VISIBLE_DEVICES\" > \"$1\"\nsleep 2\n",
     )
     .unwrap();
+    // Both on one node: its GPUs, shared between them.
+    let node = format!("--nodelist={}", cluster.nodes()[0]);
     let submit = |out: &str| {
         let out = cluster.path(out);
         cluster
@@ -24,6 +26,7 @@ fn slurm_grants_disjoint_gpus_through_cuda_visible_devices() {
                 &[
                     "--parsable",
                     "--gres=gpu:4",
+                    &node,
                     "--output=/dev/null",
                     script.to_str().unwrap(),
                     out.to_str().unwrap(),
@@ -109,10 +112,23 @@ mod executor {
             launch_key: launch.to_string().repeat(64),
             store: slurm::script::store_id(Path::new("/a/store")),
             run_keys: vec!["1".repeat(64), "2".repeat(64)],
-            gpus: 2,
-            whole_node: false,
+            placement: shared(2),
             command: vec!["sh".into(), "-c".into(), command.into()],
-            image: None,
+            container: None,
+        }
+    }
+
+    /// `gpus` GPUs, one CPU and 100 MB of a node, beside other jobs.
+    fn shared(gpus: u32) -> slurm::Placement {
+        slurm::Placement {
+            gpus,
+            gpu_type: None,
+            constraint: None,
+            partition: None,
+            share: slurm::Share::Shared {
+                cpus: 1,
+                mem_mb: 100,
+            },
         }
     }
 
@@ -150,18 +166,16 @@ mod executor {
     /// Submits `job` as a killed head would have left it, and returns its id.
     fn leave(cluster: &Cluster, job: &JobRequest) -> u64 {
         let options = SlurmOptions::default();
-        let script = slurm::script::script(job, &options);
+        let script = slurm::script::script(job);
         let path = cluster.path(&format!(
             "left-{}.sh",
             slurm::script::job_name(&job.launch_key)
         ));
         std::fs::write(&path, script).unwrap();
         let mut args = vec!["--parsable".to_owned()];
-        args.extend(slurm::script::sbatch_args(
-            job,
-            &options,
-            Path::new("/dev/null"),
-        ));
+        let logs = cluster.path("logs/left");
+        std::fs::create_dir_all(&logs).unwrap();
+        args.extend(slurm::script::sbatch_args(job, &options, &logs));
         args.push(path.to_str().unwrap().to_owned());
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         cluster.ask("sbatch", &args).trim().parse().unwrap()
@@ -305,39 +319,98 @@ mod executor {
         cluster.ask("scancel", &[&left.to_string()]);
     }
 
-    /// A job Slurm ended at its time limit is not resubmitted with the same
-    /// limit (it would end so again).
+    /// A job Slurm ended at its time limit is resubmitted once with twice
+    /// the limit (`timeout_retries`, by default 1), each attempt's log its
+    /// own (`%j`); a second TIMEOUT is not resubmitted, and says why.
     #[test]
-    fn a_job_that_reached_its_time_limit_is_not_resubmitted() {
+    fn a_job_that_reached_its_time_limit_is_resubmitted_with_a_longer_one() {
         let Some(cluster) = Cluster::start() else {
             return;
         };
-        let job = request('9', "sleep 600");
+        // The first attempt outlives its limit of one minute; the second
+        // (the marker exists) ends at once.
+        let marker = cluster.path("timed-out-once");
+        let job = request(
+            '9',
+            &format!(
+                "echo attempt; [ -e {m} ] && exit 0; touch {m}; sleep 600",
+                m = marker.display()
+            ),
+        );
         let options = SlurmOptions {
             time_limit: Some("1".into()),
             ..SlurmOptions::default()
         };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        // Without resubmission after a TIMEOUT (beside, at the same time).
+        let never = SlurmOptions {
+            timeout_retries: Some(0),
+            ..options.clone()
+        };
         let logs = cluster.path("logs/timeout");
         std::fs::create_dir_all(&logs).unwrap();
-        let (_never, cancel) = watch::channel(false);
-        let mut events = Vec::new();
-        let followed = runtime
-            .block_on(follow(
-                &slurm(&cluster),
-                &job,
-                &options,
-                &logs,
-                Duration::from_secs(1),
-                cancel,
-                &mut |e| events.push(e),
-            ))
-            .unwrap();
-        assert_eq!(followed.verdict, Verdict::TimedOut, "{events:?}");
-        assert_eq!(followed.jobs.len(), 1, "{events:?}");
+        let follow_with = |options: &SlurmOptions, job: &JobRequest| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let (_never, cancel) = watch::channel(false);
+            let mut events = Vec::new();
+            let followed = runtime
+                .block_on(follow(
+                    &slurm(&cluster),
+                    job,
+                    options,
+                    &logs,
+                    Duration::from_secs(1),
+                    cancel,
+                    &mut |e| events.push(e),
+                ))
+                .unwrap();
+            (followed, events)
+        };
+        let once = request('8', "sleep 600");
+        let ((followed, events), (not_again, _)) = std::thread::scope(|scope| {
+            let lengthened = scope.spawn(|| follow_with(&options, &job));
+            let not_again = follow_with(&never, &once);
+            (lengthened.join().unwrap(), not_again)
+        });
+        assert_eq!(followed.verdict, Verdict::Ended, "{events:?}");
+        assert_eq!(followed.jobs.len(), 2, "{events:?}");
+        assert!(
+            events.contains(&JobEvent::Lengthening {
+                id: followed.jobs[0],
+                limit: "0-00:02:00".into(),
+                retry: 1,
+                retries: 1,
+            }),
+            "{events:?}"
+        );
+        assert_eq!(followed.time_limit.as_deref(), Some("0-00:02:00"));
+        // Each attempt's log is named by its job id, and written: the
+        // first's ends as Slurm ended it.
+        let logs: Vec<String> = followed
+            .logs
+            .iter()
+            .zip(&followed.jobs)
+            .map(|(log, id)| {
+                assert!(
+                    log.ends_with(format!("pp-999999999999.{id}.log")),
+                    "{log:?}"
+                );
+                std::fs::read_to_string(log).unwrap()
+            })
+            .collect();
+        assert!(
+            logs[0].starts_with("attempt\n") && logs[0].contains("DUE TO TIME LIMIT"),
+            "{logs:?}"
+        );
+        assert_eq!(logs[1], "attempt\n");
+        assert_eq!(not_again.verdict, Verdict::TimedOut);
+        assert_eq!(not_again.jobs.len(), 1);
+        assert_eq!(
+            not_again.not_lengthened.as_deref(),
+            Some("`timeout_retries = 0` in `[executor.slurm]`")
+        );
     }
 
     #[test]
@@ -482,8 +555,7 @@ mod executor {
                 launch_key: key.as_str().to_owned(),
                 store: slurm::script::store_id(&root),
                 run_keys: whole.runs.iter().map(|r| r.key.to_string()).collect(),
-                gpus: whole.engine.gpus_per_instance * whole.engine.instances,
-                whole_node: false,
+                placement: shared(whole.engine.gpus_per_instance * whole.engine.instances),
                 command: vec![
                     "sh".into(),
                     "-c".into(),
@@ -494,7 +566,7 @@ mod executor {
                     "--store".into(),
                     root.display().to_string(),
                 ],
-                image: None,
+                container: None,
             },
         );
         // The next head's launch: the runs after the first (stored, say).
@@ -552,20 +624,30 @@ mod run {
 
     /// The simulated engine's latencies as a function of the load alone
     /// (`src/engine/sim/timing.rs`), so that two runs' latencies agree.
-    const LOAD_TIMING: &str = "load:ttft_ms=100,ttft_ms_per_req=5,itl_ms=10,itl_ms_per_req=0.5";
+    pub(super) const LOAD_TIMING: &str =
+        "load:ttft_ms=100,ttft_ms_per_req=5,itl_ms=10,itl_ms_per_req=0.5";
 
     /// `run tiny.kdl --runtime sim --executor EXECUTOR ARGS`, its launches on `cluster`.
-    fn command(env: &TestEnv, cluster: &Cluster, executor: &str, args: &[&str]) -> Command {
+    pub(super) fn command(
+        env: &TestEnv,
+        cluster: &Cluster,
+        executor: &str,
+        args: &[&str],
+    ) -> Command {
+        command_of("tiny.kdl", env, cluster, executor, args)
+    }
+
+    /// `run STUDY --runtime sim --executor EXECUTOR ARGS`, its launches on `cluster`.
+    pub(super) fn command_of(
+        study: &str,
+        env: &TestEnv,
+        cluster: &Cluster,
+        executor: &str,
+        args: &[&str],
+    ) -> Command {
         let mut cmd = env.cmd(
             &[
-                &[
-                    "run",
-                    "tiny.kdl",
-                    "--runtime",
-                    "sim",
-                    "--executor",
-                    executor,
-                ][..],
+                &["run", study, "--runtime", "sim", "--executor", executor][..],
                 args,
             ]
             .concat(),
@@ -584,19 +666,23 @@ mod run {
     }
 
     /// Starts `cmd`, its standard error to `err` (read it with [`read`]).
-    fn spawn(cmd: &mut Command, err: &PathBuf) -> Child {
+    pub(super) fn spawn(cmd: &mut Command, err: &PathBuf) -> Child {
         cmd.stdout(Stdio::null())
             .stderr(std::fs::File::create(err).unwrap())
             .spawn()
             .expect("perfpipe starts")
     }
 
-    fn read(path: &PathBuf) -> String {
+    pub(super) fn read(path: &PathBuf) -> String {
         std::fs::read_to_string(path).unwrap_or_default()
     }
 
     /// Waits for `child` to exit, killing it and failing after `limit`.
-    fn exit_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    pub(super) fn exit_within(
+        child: &mut Child,
+        limit: Duration,
+        what: &str,
+    ) -> std::process::ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = child.try_wait().unwrap() {
@@ -610,7 +696,7 @@ mod run {
         }
     }
 
-    fn wait_until(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) {
+    pub(super) fn wait_until(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) {
         let deadline = Instant::now() + limit;
         while !ready() {
             assert!(Instant::now() < deadline, "{what} within {limit:?}");
@@ -619,7 +705,7 @@ mod run {
     }
 
     /// The jobs of the cluster in `states` (`squeue -t`), as (id, name).
-    fn jobs(cluster: &Cluster, states: &str) -> Vec<(u64, String)> {
+    pub(super) fn jobs(cluster: &Cluster, states: &str) -> Vec<(u64, String)> {
         cluster
             .ask("squeue", &["-h", "-t", states, "-o", "%i %j"])
             .lines()
@@ -631,8 +717,9 @@ mod run {
     }
 
     /// A `sbatch` first on `PATH` that logs the job name of each submission
-    /// (its `--job-name=` argument) to `submitted` and hands on to the real one.
-    fn sbatch_shim(env: &TestEnv) -> (std::ffi::OsString, PathBuf) {
+    /// (its `--job-name=` argument) to `submitted`, keeps its script (its
+    /// standard input) in `scripts/`, and hands on to the real one.
+    pub(super) fn sbatch_shim(env: &TestEnv) -> (std::ffi::OsString, PathBuf) {
         let log = env.path("submitted");
         let shim = env.path("shim/sbatch");
         env.write(
@@ -640,8 +727,12 @@ mod run {
             &format!(
                 "#!/bin/sh\n\
                  for arg; do case $arg in --job-name=*) echo \"${{arg#--job-name=}}\" >> {log};; esac; done\n\
-                 exec /usr/bin/sbatch \"$@\"\n",
-                log = log.display()
+                 mkdir -p {scripts}\n\
+                 script=$(mktemp {scripts}/job.XXXXXX)\n\
+                 cat > \"$script\"\n\
+                 exec /usr/bin/sbatch \"$@\" < \"$script\"\n",
+                log = log.display(),
+                scripts = env.path("scripts").display()
             ),
         );
         use std::os::unix::fs::PermissionsExt;
@@ -653,8 +744,56 @@ mod run {
         (path, log)
     }
 
+    /// Shims first on `PATH` for `squeue`, `scontrol` and `sacct` that log
+    /// each call (`NANOSECONDS NAME`) to `calls` and hand on to the real one.
+    pub(super) fn counting_shims(env: &TestEnv) -> (std::ffi::OsString, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let log = env.path("calls");
+        for name in ["squeue", "scontrol", "sacct"] {
+            env.write(
+                &format!("counting/{name}"),
+                &format!(
+                    "#!/bin/sh
+                     echo \"$(date +%s%N) {name}\" >> {log}\n\
+                     exec /usr/bin/{name} \"$@\"\n",
+                    log = log.display()
+                ),
+            );
+            let shim = env.path(&format!("counting/{name}"));
+            std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = std::env::join_paths(std::iter::once(env.path("counting")).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .unwrap();
+        (path, log)
+    }
+
+    /// A study of `launches` launches of one GPU each (a sweep of one
+    /// step), each a few requests.
+    pub(super) fn sweep_study(launches: usize) -> String {
+        let values: Vec<String> = (1..=launches).map(|n| n.to_string()).collect();
+        format!(
+            "experiment \"sweep\" {{\n\
+             \x20   hardware \"nvidia-a100-sxm4-80gb\" gpus=8\n\
+             \x20   model \"Qwen/Qwen3-14B\"\n\
+             \x20   runtime docker\n\
+             \x20   engine vllm version=\"0.11.0\"\n\
+             \x20   harness builtin backend=\"openai-chat\"\n\
+             \x20   workload short {{\n\
+             \x20       dataset random input=16 output=4 seed=42\n\
+             \x20       prompts 4\n\
+             \x20   }}\n\
+             \x20   sweep seqs engine=vllm gpus=1 {{\n\
+             \x20       vary \"--max-num-seqs\" {}\n\
+             \x20   }}\n\
+             }}\n",
+            values.join(" ")
+        )
+    }
+
     /// How many samples the store holds of each key.
-    fn samples_per_key(env: &TestEnv) -> BTreeMap<String, usize> {
+    pub(super) fn samples_per_key(env: &TestEnv) -> BTreeMap<String, usize> {
         let mut counts = BTreeMap::new();
         for sample in env.samples() {
             let key = sample.split('/').next().unwrap().to_owned();
@@ -663,12 +802,12 @@ mod run {
         counts
     }
 
-    fn keys(env: &TestEnv) -> Vec<String> {
+    pub(super) fn keys(env: &TestEnv) -> Vec<String> {
         samples_per_key(env).into_keys().collect()
     }
 
     /// How many runs `plan` says the study has.
-    fn planned_runs(env: &TestEnv) -> usize {
+    pub(super) fn planned_runs(env: &TestEnv) -> usize {
         let out = env.run(&["plan", "tiny.kdl", "--runtime", "sim"]);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.lines()
@@ -677,7 +816,7 @@ mod run {
     }
 
     /// Each key's stored result as `(status, what does not depend on wall time)`.
-    fn results(env: &TestEnv) -> BTreeMap<String, serde_json::Value> {
+    pub(super) fn results(env: &TestEnv) -> BTreeMap<String, serde_json::Value> {
         env.results()
             .into_iter()
             .map(|(_, r)| (r["key"].as_str().unwrap().to_owned(), r))
@@ -686,7 +825,7 @@ mod run {
 
     /// The results of two stores agree: counts exactly, latencies (a
     /// function of the load under [`LOAD_TIMING`]) within 5 % and 2 ms.
-    fn assert_same_results(slurm: &TestEnv, local: &TestEnv) {
+    pub(super) fn assert_same_results(slurm: &TestEnv, local: &TestEnv) {
         let (slurm, local) = (results(slurm), results(local));
         assert_eq!(
             slurm.keys().collect::<Vec<_>>(),
@@ -749,6 +888,16 @@ mod run {
             "{err}"
         );
         assert_eq!(lines(" failed"), 1, "{err}");
+        // Launches spread over both nodes (each owns the node it runs on).
+        let nodes: std::collections::BTreeSet<&str> = err
+            .lines()
+            .filter_map(|l| l.split_once(" running on ").map(|(_, node)| node))
+            .collect();
+        assert_eq!(nodes.len(), crate::common::slurm::NODES, "{nodes:?}\n{err}");
+        // The material of the run's launches, written once; no other
+        // runtime's (`perfpipe lock` records those).
+        let material = crate::common::files_under(&env.path("store/drv"));
+        assert_eq!(material.len(), lines(" pending"), "{material:?}");
 
         let local = TestEnv::tiny();
         let out = run(&local, &cluster, "local");
@@ -1029,14 +1178,17 @@ mod run {
         };
         let env = TestEnv::tiny();
         let runs = planned_runs(&env);
-        // Every GPU held until the head has said its first job waits for
-        // Resources (then cancelled): perfpipe's first job waits, however
-        // slowly the head starts.
+        // Every GPU of every node held until the head has said its first
+        // job waits for Resources (then cancelled): perfpipe's first job
+        // waits, however slowly the head starts.
+        let nodes = format!("--nodes={}", crate::common::slurm::NODES);
         let blocker = cluster
             .ask(
                 "sbatch",
                 &[
                     "--parsable",
+                    &nodes,
+                    "--exclusive",
                     "--gres=gpu:8",
                     "--output=/dev/null",
                     "--wrap",
@@ -1090,8 +1242,435 @@ mod run {
     }
 }
 
+/// `run --executor slurm` as a cluster operator sees it: the calls it
+/// makes of the controller, how `--jobs` fills the queue.
+mod operator {
+    use std::time::Duration;
+
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use super::run::*;
+    use crate::common::TestEnv;
+    use crate::common::slurm::{Cluster, GPU_TYPES, NODES};
+
+    /// The head asks the controller about its jobs once per poll interval
+    /// (`PERFPIPE_SLURM_POLL_MS=200`), with 9 launches as with 30: never
+    /// two calls of `squeue`, `scontrol` or `sacct` within one interval.
+    #[test]
+    fn one_squeue_per_poll_interval_whatever_the_number_of_launches() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        for launches in [9, 30] {
+            let env = TestEnv::tiny();
+            env.write("sweep.kdl", &sweep_study(launches));
+            // Sixteen launches at once over the two nodes, not two: the
+            // calls are counted, not the measurements.
+            env.write(
+                "perfpipe.toml",
+                "[executor.slurm]\nexclusive = false\ncpus_per_gpu = 1\nmem_per_gpu = \"500M\"\n",
+            );
+            let (path, calls) = counting_shims(&env);
+            let started = std::time::Instant::now();
+            let out = command_of("sweep.kdl", &env, &cluster, "slurm", &[])
+                .env("PATH", &path)
+                .env("PERFPIPE_SIM_LOAD_MS", "0")
+                .output()
+                .unwrap();
+            let took = started.elapsed();
+            let err = crate::common::stderr(&out);
+            assert!(out.status.success(), "{err}\n{}", cluster.logs());
+            let submitted = err.lines().filter(|l| l.ends_with(" pending")).count();
+            assert_eq!(submitted, launches, "{err}");
+            let log = read(&calls);
+            let calls: Vec<(u128, &str)> = log
+                .lines()
+                .map(|l| {
+                    let (at, name) = l.split_once(' ').unwrap();
+                    (at.parse().unwrap(), name)
+                })
+                .collect();
+            assert!(
+                calls.iter().all(|(_, name)| *name == "squeue"),
+                "only squeue: {log}"
+            );
+            let poll_ns = Duration::from_millis(200).as_nanos();
+            let closest = calls
+                .windows(2)
+                .map(|w| w[1].0 - w[0].0)
+                .min()
+                .unwrap_or(u128::MAX);
+            // The shim's clock may round: 90 % of the interval.
+            assert!(
+                closest >= poll_ns * 9 / 10,
+                "two calls {} ms apart with {launches} launches:\n{log}",
+                closest / 1_000_000
+            );
+            eprintln!(
+                "{launches} launches: {} calls of the controller in {:.1?} (poll 200 ms)",
+                calls.len(),
+                took
+            );
+        }
+    }
+
+    /// The head's jobs running now, counted per node.
+    fn running_per_node(cluster: &Cluster) -> BTreeMap<String, usize> {
+        let mut per_node = BTreeMap::new();
+        for node in cluster
+            .ask("squeue", &["-h", "-t", "RUNNING", "-o", "%N"])
+            .lines()
+        {
+            *per_node.entry(node.trim().to_owned()).or_default() += 1;
+        }
+        per_node
+    }
+
+    /// A launch owns its node by default (`--exclusive`): of four one-GPU
+    /// launches whose engines load until released, one per node runs and
+    /// the others wait, never two measured at once on one node. With the
+    /// operator's opt-out (`exclusive = false`, each launch's CPUs and
+    /// memory sized), all four run at once, two or more on one node.
+    #[test]
+    fn launches_own_their_node_unless_the_operator_opts_out() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        for exclusive in [true, false] {
+            let env = TestEnv::tiny();
+            env.write("sweep.kdl", &sweep_study(4));
+            if !exclusive {
+                env.write(
+                    "perfpipe.toml",
+                    "[executor.slurm]\nexclusive = false\ncpus_per_gpu = 1\nmem_per_gpu = \"500M\"\n",
+                );
+            }
+            let release = env.path("release");
+            let (path, _) = sbatch_shim(&env);
+            let mut cmd = command_of("sweep.kdl", &env, &cluster, "slurm", &[]);
+            cmd.env("PERFPIPE_SIM_LOAD_UNTIL", &release)
+                .env("PATH", &path);
+            let mut head = spawn(&mut cmd, &env.path("head.err"));
+            let at_once = if exclusive { NODES } else { 4 };
+            wait_until(
+                Duration::from_secs(60),
+                "the jobs that may run start",
+                || running_per_node(&cluster).values().sum::<usize>() == at_once,
+            );
+            let per_node = running_per_node(&cluster);
+            let most = per_node.values().copied().max().unwrap_or(0);
+            let err = read(&env.path("head.err"));
+            if exclusive {
+                assert_eq!(most, 1, "one launch per node: {per_node:?}\n{err}");
+                assert_eq!(jobs(&cluster, "PENDING").len(), 4 - NODES, "{err}");
+            } else {
+                assert!(most >= 2, "launches share a node: {per_node:?}\n{err}");
+            }
+            std::fs::write(&release, "").unwrap();
+            let status = exit_within(&mut head, Duration::from_secs(60), "the run");
+            let err = read(&env.path("head.err"));
+            assert!(status.success(), "{err}\n{}", cluster.logs());
+            assert_eq!(samples_per_key(&env).len(), 4, "{err}");
+            // What each job asked is in the script Slurm keeps.
+            let asks = if exclusive {
+                "--exclusive --mem=0"
+            } else {
+                "--cpus-per-task=1 --mem=500M"
+            };
+            assert!(
+                scripts(&env).iter().all(|s| s.contains(asks)),
+                "{asks}: {:?}",
+                scripts(&env)
+            );
+        }
+    }
+
+    /// The batch scripts the head submitted (an `sbatch` shim keeps each).
+    fn scripts(env: &TestEnv) -> Vec<String> {
+        std::fs::read_dir(env.path("scripts"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .collect()
+    }
+
+    /// The declared hardware reaches Slurm as its GPU type
+    /// (`[executor.slurm.hardware]`): an A100 study's jobs run on the A100
+    /// node only. A study of hardware without a mapping is refused before
+    /// anything is submitted, naming the mapping to add.
+    #[test]
+    fn declared_hardware_lands_on_its_gpu_type_and_unmapped_hardware_is_refused() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        env.write("sweep.kdl", &sweep_study(4));
+        let (path, submitted) = sbatch_shim(&env);
+        env.write(
+            "perfpipe.toml",
+            "[executor.slurm.hardware.\"nvidia-h100-80gb-hbm3\"]\ngres = \"h100\"\n",
+        );
+        let out = command_of("sweep.kdl", &env, &cluster, "slurm", &[])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let err = crate::common::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        // Without miette's frame, as one line.
+        let words = err
+            .split_whitespace()
+            .filter(|w| *w != "│")
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            words.contains(
+                "the experiment's hardware `nvidia-a100-sxm4-80gb` has no Slurm mapping in `[executor.slurm.hardware]` of perfpipe.toml"
+            ),
+            "{err}"
+        );
+        assert!(
+            words.contains("help: add `[executor.slurm.hardware.\"nvidia-a100-sxm4-80gb\"]`"),
+            "{err}"
+        );
+        assert!(
+            !submitted.exists(),
+            "nothing submitted: {}",
+            read(&submitted)
+        );
+
+        env.write(
+            "perfpipe.toml",
+            "[executor.slurm.hardware.\"nvidia-a100-sxm4-80gb\"]\ngres = \"a100\"\nconstraint = \"a100\"\n",
+        );
+        let out = command_of("sweep.kdl", &env, &cluster, "slurm", &[])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let err = crate::common::stderr(&out);
+        assert!(out.status.success(), "{err}\n{}", cluster.logs());
+        let a100 = &cluster.nodes()[GPU_TYPES.iter().position(|t| *t == "a100").unwrap()];
+        let nodes: Vec<&str> = err
+            .lines()
+            .filter_map(|l| l.split_once(" running on ").map(|(_, node)| node))
+            .collect();
+        assert!(!nodes.is_empty(), "{err}");
+        assert!(nodes.iter().all(|n| n == a100), "on {a100} only: {err}");
+        assert!(
+            scripts(&env)
+                .iter()
+                .all(|s| s.contains("--gres=gpu:a100:1 --constraint=a100")),
+            "{:?}",
+            scripts(&env)
+        );
+    }
+
+    /// A stand-in `srun` first on `PATH` that checks its arguments as
+    /// Pyxis documents them (<https://github.com/NVIDIA/pyxis/wiki/Usage>:
+    /// `--container-image=[USER@][REGISTRY#]IMAGE[:TAG]|PATH`,
+    /// `--container-mounts=SRC:DST[:FLAGS][,SRC:DST...]`,
+    /// `--container-workdir=PATH`, `--no-container-mount-home`), logs them
+    /// to `srun-args`, and runs the command outside any container (Pyxis is
+    /// not packaged in Debian).
+    fn pyxis_srun(env: &TestEnv) -> (std::ffi::OsString, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let log = env.path("srun-args");
+        env.write(
+            "pyxis/srun",
+            &format!(
+                r#"#!/bin/bash
+set -u
+fail() {{ echo "pyxis stand-in: $*" >&2; exit 1; }}
+image= mounts= workdir= nohome=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --ntasks=1) ;;
+    --container-image=*) image=${{1#*=}} ;;
+    --container-mounts=*) mounts=${{1#*=}} ;;
+    --container-workdir=*) workdir=${{1#*=}} ;;
+    --no-container-mount-home) nohome=1 ;;
+    --*) fail "unknown option $1" ;;
+    *) break ;;
+  esac
+  echo "$1" >> {log}
+  shift
+done
+[[ $image =~ ^([a-z0-9.-]+(:[0-9]+)?#)?[a-z0-9._/-]+@sha256:[0-9a-f]{{64}}$ ]] || fail "image not an enroot URI by digest: $image"
+[ -n "$nohome" ] || fail "the home directory is mounted"
+[[ $workdir == /* ]] || fail "workdir not absolute: $workdir"
+IFS=, read -ra each <<< "$mounts"
+for m in "${{each[@]}}"; do
+  src=${{m%%:*}} dst=${{m#*:}}
+  [[ $src == /* && -e $src ]] || fail "mount source missing: $m"
+  [[ $dst == /* || $dst == .* ]] || fail "mount target not absolute: $m"
+done
+[ $# -gt 0 ] || fail "no command"
+echo "COMMAND $*" >> {log}
+exec "$@"
+"#,
+                log = log.display()
+            ),
+        );
+        std::fs::set_permissions(
+            env.path("pyxis/srun"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let path = std::env::join_paths(std::iter::once(env.path("pyxis")).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .unwrap();
+        (path, log)
+    }
+
+    /// `container = "pyxis"`: each job's one step runs in the engine's
+    /// image by digest in enroot's form, the store and perfpipe mounted,
+    /// the home directory not, perfpipe inside starting the engine itself
+    /// (`realise --engine-here`); a stand-in `srun` checks the arguments
+    /// as Pyxis documents them. An engine without `image=` is refused
+    /// before anything is submitted, never run bare.
+    #[test]
+    fn pyxis_runs_each_launch_in_its_image_by_digest_and_an_imageless_engine_is_refused() {
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        let digest = "0123456789abcdef".repeat(4);
+        let study = sweep_study(2).replace(
+            "engine vllm version=\"0.11.0\"",
+            &format!(
+                "engine vllm version=\"0.11.0\" image=\"nvcr.io/nvidia/vllm:25.09-py3@sha256:{digest}\""
+            ),
+        );
+        env.write("pyxis.kdl", &study);
+        env.write("sweep.kdl", &sweep_study(2));
+        env.write("perfpipe.toml", "[executor.slurm]\ncontainer = \"pyxis\"\n");
+        let (path, submitted) = sbatch_shim(&env);
+        let (with_srun, srun_args) = pyxis_srun(&env);
+
+        let out = command_of("sweep.kdl", &env, &cluster, "slurm", &[])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let err = crate::common::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        // Without miette's frame, as one line.
+        let words = err
+            .split_whitespace()
+            .filter(|w| *w != "│")
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            words.contains("the experiment's engine names no `image=`"),
+            "{err}"
+        );
+        assert!(
+            words.contains("a job never runs bare in its place"),
+            "{err}"
+        );
+        assert!(!submitted.exists(), "nothing submitted");
+
+        let with_both = std::env::join_paths(
+            std::env::split_paths(&with_srun)
+                .take(1)
+                .chain(std::env::split_paths(&path)),
+        )
+        .unwrap();
+        let out = command_of("pyxis.kdl", &env, &cluster, "slurm", &[])
+            .env("PATH", &with_both)
+            .output()
+            .unwrap();
+        let err = crate::common::stderr(&out);
+        assert!(out.status.success(), "{err}\n{}", read(&srun_args));
+        let args = read(&srun_args);
+        assert!(
+            args.contains(&format!(
+                "--container-image=nvcr.io#nvidia/vllm@sha256:{digest}\n"
+            )),
+            "{args}"
+        );
+        let store = std::fs::canonicalize(env.path("store")).unwrap();
+        assert!(
+            args.contains(&format!("--container-workdir={}\n", store.display())),
+            "{args}"
+        );
+        let commands: Vec<&str> = args.lines().filter(|l| l.starts_with("COMMAND ")).collect();
+        assert_eq!(commands.len(), 2, "{args}");
+        assert!(
+            commands
+                .iter()
+                .all(|c| c.contains(" realise ") && c.ends_with(" --engine-here")),
+            "{args}"
+        );
+        assert_eq!(samples_per_key(&env).len(), 2, "{err}");
+    }
+
+    /// `--jobs 2` bounds the jobs queued or running, not the launches not
+    /// yet reported: while the first job's engine is still loading, the
+    /// other launches go through the second place, one after another.
+    #[test]
+    fn jobs_submits_a_later_launch_while_an_earlier_one_still_runs() {
+        use std::os::unix::fs::PermissionsExt;
+
+        let Some(cluster) = Cluster::start() else {
+            return;
+        };
+        let env = TestEnv::tiny();
+        env.write("sweep.kdl", &sweep_study(4));
+        // The first submission's engine loads until `release` exists.
+        let release = env.path("release");
+        let first = env.path("first-submitted");
+        env.write(
+            "slow-first/sbatch",
+            &format!(
+                "#!/bin/sh\n\
+                 if mkdir {first} 2>/dev/null; then\n\
+                 \x20 exec /usr/bin/sbatch \"$@\" --export=ALL,PERFPIPE_SIM_LOAD_UNTIL={release}\n\
+                 fi\n\
+                 exec /usr/bin/sbatch \"$@\"\n",
+                first = first.display(),
+                release = release.display(),
+            ),
+        );
+        std::fs::set_permissions(
+            env.path("slow-first/sbatch"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let path = std::env::join_paths(std::iter::once(env.path("slow-first")).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .unwrap();
+        let mut cmd = command_of("sweep.kdl", &env, &cluster, "slurm", &["--jobs", "2"]);
+        cmd.env("PATH", &path);
+        let mut head = spawn(&mut cmd, &env.path("head.err"));
+        let done = || {
+            read(&env.path("head.err"))
+                .lines()
+                .filter(|l| l.ends_with(" done"))
+                .count()
+        };
+        // The three launches after the first end while it still loads.
+        wait_until(
+            Duration::from_secs(60),
+            "three launches done beside the first",
+            || done() == 3,
+        );
+        let err = read(&env.path("head.err"));
+        let running = jobs(&cluster, "RUNNING");
+        assert_eq!(running.len(), 1, "the first still runs: {running:?}\n{err}");
+        std::fs::write(&release, "").unwrap();
+        let status = exit_within(&mut head, Duration::from_secs(60), "the run");
+        let err = read(&env.path("head.err"));
+        assert!(status.success(), "{err}\n{}", cluster.logs());
+        assert_eq!(done(), 4, "{err}");
+    }
+}
+
 /// The wall time of the repository's qwen3-235b-a100 study on `--runtime
-/// sim`, locally and through the test cluster, and the jobs it took:
+/// sim`, locally, through the test cluster's two nodes and through one of
+/// them, and the jobs it took:
 /// `cargo test --test cli slurm::measure -- --ignored --nocapture` (as root).
 #[test]
 #[ignore = "minutes: a figure for docs/slurm.md, not a check"]
@@ -1102,17 +1681,19 @@ fn measure() {
         return;
     };
     let scratch = tempfile::tempdir().unwrap();
-    let run = |executor: &str| {
-        let store = scratch.path().join(executor);
-        let report = scratch.path().join(format!("{executor}.md"));
+    let one_node = format!("--nodelist={}", cluster.nodes()[0]);
+    let run = |name: &str, args: &[&str]| {
+        let store = scratch.path().join(name);
+        let report = scratch.path().join(format!("{name}.md"));
         let started = Instant::now();
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_perfpipe"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .args(["run", "experiments/qwen3-235b-a100.kdl", "--runtime", "sim"])
-            .args(["--locked", "--offline", "--executor", executor, "--store"])
+            .args(["--locked", "--offline", "--store"])
             .arg(&store)
             .arg("--report")
             .arg(&report)
+            .args(args)
             .env("SLURM_CONF", cluster.conf())
             .env("PERFPIPE_SLURM_POLL_MS", "500")
             .output()
@@ -1120,8 +1701,12 @@ fn measure() {
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{err}\n{}", cluster.logs());
         let jobs = err.lines().filter(|l| l.ends_with(" pending")).count();
-        eprintln!("{executor}: {:.1?}, {jobs} Slurm jobs", started.elapsed());
+        eprintln!("{name}: {:.1?}, {jobs} Slurm jobs", started.elapsed());
     };
-    run("local");
-    run("slurm");
+    run("local", &["--executor", "local"]);
+    run("slurm-two-nodes", &["--executor", "slurm"]);
+    run(
+        "slurm-one-node",
+        &["--executor", "slurm", "--sbatch-arg", &one_node],
+    );
 }

@@ -95,7 +95,7 @@ fn damage_is_reported_never_used_and_redone_by_the_next_run() {
     damaged      store/entries/[SHARD]/[KEY]/samples/0001/result.json: does not parse as a result (EOF while parsing a string at line 4 column 6); the sample is not used
 
     ----- stderr -----
-    perfpipe: store `store`: checked 7 entries, 7 samples, 15 launch materials and 1 input: 2 damaged
+    perfpipe: store `store`: checked 7 entries, 7 samples, 5 launch materials and 1 input: 2 damaged
     perfpipe: damage is never used: `perfpipe run` redoes the runs it held and moves it to `store/quarantine`; `perfpipe store gc` removes it
     ");
 
@@ -129,7 +129,7 @@ fn damage_is_reported_never_used_and_redone_by_the_next_run() {
     quarantined  store/quarantine/[KEY]/1-sample-0001
 
     ----- stderr -----
-    perfpipe: store `store`: checked 7 entries, 7 samples, 17 launch materials and 1 input: no damage
+    perfpipe: store `store`: checked 7 entries, 7 samples, 7 launch materials and 1 input: no damage
     perfpipe: 2 damaged items in quarantine, kept for inspection and never read (`perfpipe store gc` removes them)
     ");
     let kept: Vec<String> = crate::common::files_under(&env.path("store/quarantine"))
@@ -239,7 +239,7 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
 
     ----- stderr -----
     perfpipe: kept 2 entries reached by 1 experiment and 2 lockfiles (1 by a lockfile only)
-    perfpipe: kept 6 launch materials that kept runs need
+    perfpipe: kept 2 launch materials that kept runs need
     perfpipe: --dry-run: would remove 1 quarantine dir and 1 temp dir, freeing [SIZE]; removed nothing
     ");
 
@@ -256,16 +256,12 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
       left by a perfpipe that was killed
     entry [KEY]: vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
       kept: reached by `experiments/keep.kdl`, `lockfiles/keep.lock`
-    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · docker · --max-num-seqs 4 · 1 run
-      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
-    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · local · --max-num-seqs 4 · 1 run
-      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
     launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
       kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
 
     ----- stderr -----
     perfpipe: kept 1 entry reached by 1 experiment and 1 lockfile
-    perfpipe: kept 3 launch materials that kept runs need, and 3 launch materials that nothing needs, written or used less than 7 days ago (`--all` removes them)
+    perfpipe: kept 1 launch material that kept runs need, and 1 launch material that nothing needs, written or used less than 7 days ago (`--all` removes it)
     perfpipe: --dry-run: would remove 1 entry (1 sample), 1 quarantine dir and 1 temp dir, freeing [SIZE]; removed nothing
     ");
     assert_eq!(env.samples(), samples, "--dry-run removes nothing");
@@ -412,7 +408,7 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
 
     ----- stderr -----
     perfpipe: kept 2 entries reached by 1 experiment and 2 lockfiles (1 by a lockfile only)
-    perfpipe: kept 6 launch materials that kept runs need
+    perfpipe: kept 4 launch materials that kept runs need
     perfpipe: nothing to remove
     ");
     let diff = ran(&[
@@ -439,16 +435,12 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
       reached by no experiment in `experiments/` and no lockfile in the project
     entry [KEY]: vllm 0.17.1 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 8 prompts
       kept: reached by `experiments/up.kdl`, `lockfiles/up.lock`
-    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · docker · --max-num-seqs 4 · 1 run
-      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
-    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · local · --max-num-seqs 4 · 1 run
-      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
     launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
       kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
 
     ----- stderr -----
     perfpipe: kept 1 entry reached by 1 experiment and 1 lockfile
-    perfpipe: kept 3 launch materials that kept runs need, and 3 launch materials that nothing needs, written or used less than 7 days ago (`--all` removes them)
+    perfpipe: kept 3 launch materials that kept runs need, and 1 launch material that nothing needs, written or used less than 7 days ago (`--all` removes it)
     perfpipe: --dry-run: would remove 1 entry (1 sample), freeing [SIZE]; removed nothing
     ");
 
@@ -471,16 +463,12 @@ fn gc_keeps_what_any_lockfile_in_the_project_reaches_and_what_is_young() {
       kept: reached by `experiments/up.kdl`, `lockfiles/up.lock`
     entry [KEY]: vllm 0.17.1 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · random 32→4, 2 prompts
       kept: reached by no experiment in `experiments/` and no lockfile in the project, but committed less than 7 days ago (`--all` removes it)
-    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · docker · --max-num-seqs 4 · 1 run
-      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
-    launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · local · --max-num-seqs 4 · 1 run
-      kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
     launch [KEY] ([SIZE]): vllm 0.11.0 · Qwen/Qwen3-14B · sim · --max-num-seqs 4 · 1 run
       kept: its runs are reached by no experiment in `experiments/` and no lockfile in the project, but written or used less than 7 days ago (`--all` removes it)
 
     ----- stderr -----
     perfpipe: kept 1 entry reached by 1 experiment and 1 lockfile, and 1 entry that nothing reaches, committed less than 7 days ago (`--all` removes it)
-    perfpipe: kept 4 launch materials that kept runs need, and 3 launch materials that nothing needs, written or used less than 7 days ago (`--all` removes them)
+    perfpipe: kept 4 launch materials that kept runs need, and 1 launch material that nothing needs, written or used less than 7 days ago (`--all` removes it)
     perfpipe: --dry-run: would remove 1 entry (1 sample), freeing [SIZE]; removed nothing
     ");
     // A file that begins as a lockfile but cannot be read: gc cannot tell

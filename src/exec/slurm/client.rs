@@ -1,6 +1,6 @@
 //! Slurm's own commands, through `crate::external`: `sbatch --parsable`,
-//! `squeue` about queued and running jobs only, `scontrol show job` about one
-//! that just left the queue (it forgets it after `MinJobAge`), `scancel`.
+//! `squeue` about this user's jobs in every state Slurm remembers (one call
+//! for all of a head's jobs: [`super::queue`]), `scancel`.
 //! A controller that does not answer (restarted, failed over, overloaded)
 //! is asked again, with backoff, for a bounded time. (effects)
 
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Error;
-use super::state::{self, QueuedJob, ShownJob};
+use super::state::{self, QueuedJob};
 use crate::external;
 
 /// A Slurm command that takes longer than this has a stuck controller.
@@ -222,25 +222,12 @@ impl Slurm {
         })
     }
 
-    /// This user's jobs Slurm still queues or runs.
+    /// This user's jobs Slurm queues, runs, or still remembers ended
+    /// (until `MinJobAge`), with how they ended.
     pub async fn queued(&self) -> Result<Vec<QueuedJob>, Error> {
-        let args = ["--me", "-h", "-o", state::SQUEUE_FORMAT];
+        let args = ["--me", "--states=all", "-h", "-o", state::SQUEUE_FORMAT];
         let out = self.read("squeue", &args, None, Retry::Idempotent).await?;
         Ok(state::parse_squeue(&out)?)
-    }
-
-    /// How a job ended, while Slurm remembers it (`MinJobAge`); `None` after.
-    pub async fn shown(&self, id: u64) -> Result<Option<ShownJob>, Error> {
-        let args = ["show", "job", "-o", &id.to_string()];
-        match self.read("scontrol", &args, None, Retry::Idempotent).await {
-            Ok(out) => Ok(Some(state::parse_scontrol(&out)?)),
-            Err(Error::Command(external::Error::Failed { stderr, .. }))
-                if stderr.contains("Invalid job id") =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
     }
 
     /// Cancels `ids` (jobs this perfpipe submitted or adopted).

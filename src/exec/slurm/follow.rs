@@ -3,16 +3,20 @@
 //! submit one; follow it until it leaves the queue; resubmit it, a bounded
 //! number of times, when Slurm ended it for a cause of its own that may
 //! pass; cancel it on Ctrl-C or SIGTERM. Each submission writes a log of
-//! its own. (effects)
+//! its own. Each job is read in the head's one poll ([`super::queue`]),
+//! never asked about on its own. (effects)
 
 use std::path::{Path, PathBuf};
+
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::Error;
 use super::client::Slurm;
 use super::options::SlurmOptions;
+use super::queue::Queue;
 use super::script::{self, JobRequest};
 use super::state::{self, JobState, QueuedJob, Verdict};
 
@@ -23,9 +27,15 @@ pub struct Followed {
     pub jobs: Vec<u64>,
     /// Whether the first was a queued or running job adopted from an earlier head.
     pub adopted: bool,
-    /// The log of each job this head submitted, in order (one per attempt).
+    /// The log of each job this head submitted, in order (one per attempt,
+    /// named by its job id).
     pub logs: Vec<PathBuf>,
     pub verdict: Verdict,
+    /// The time limit of the last job (`None`: the partition's default).
+    pub time_limit: Option<String>,
+    /// Why a job that reached its time limit was not resubmitted with a
+    /// longer one ([`SlurmOptions::longer_limit`]).
+    pub not_lengthened: Option<String>,
 }
 
 /// What happens to a launch's job, as it happens.
@@ -44,8 +54,10 @@ pub enum JobEvent {
         id: u64,
         reason: String,
     },
+    /// Job `id` runs, on `node` (`%N`: a node list for a job of several).
     Started {
         id: u64,
+        node: String,
     },
     /// Job `id` ended for `why`, a cause that may pass; the same job is
     /// submitted again as attempt `attempt` of `attempts`.
@@ -55,6 +67,14 @@ pub enum JobEvent {
         attempt: u32,
         attempts: u32,
     },
+    /// Job `id` reached its time limit; the same job is submitted again
+    /// with `limit`, as the `retry`-th of `retries` (`timeout_retries`).
+    Lengthening {
+        id: u64,
+        limit: String,
+        retry: u32,
+        retries: u32,
+    },
     /// The launch's last job left the queue; `measured`: the store holds a
     /// success of every run of the launch. (Sent by [`super::execute`].)
     Ended {
@@ -63,8 +83,8 @@ pub enum JobEvent {
     },
 }
 
-/// Runs `job` through Slurm to its end. `poll` is how often `squeue` is
-/// asked; the jobs' logs go to `logs` (a directory).
+/// Runs `job` through Slurm to its end, alone: a poll of its own (every
+/// `poll`) beside it. The jobs' logs go to `logs` (a directory).
 pub async fn follow(
     slurm: &Slurm,
     job: &JobRequest,
@@ -74,18 +94,40 @@ pub async fn follow(
     mut cancel: watch::Receiver<bool>,
     report: &mut dyn FnMut(JobEvent),
 ) -> Result<Followed, Error> {
+    let (queue, polling) = unless_interrupted(Queue::watch(slurm, poll), &mut cancel).await?;
+    tokio::select! {
+        failed = polling => Err(failed),
+        followed = follow_in(slurm, queue, job, options, logs, cancel, report) => followed,
+    }
+}
+
+/// Runs `job` through Slurm to its end, reading its job in `queue` (the
+/// head's one poll, which runs beside).
+pub async fn follow_in(
+    slurm: &Slurm,
+    mut queue: Queue,
+    job: &JobRequest,
+    options: &SlurmOptions,
+    logs: &Path,
+    mut cancel: watch::Receiver<bool>,
+    report: &mut dyn FnMut(JobEvent),
+) -> Result<Followed, Error> {
     let mut followed = Followed {
         jobs: Vec::new(),
         adopted: false,
         logs: Vec::new(),
         verdict: Verdict::Ended,
+        time_limit: options.time_limit.clone(),
+        not_lengthened: None,
     };
-    let queued = unless_interrupted(slurm.queued(), &mut cancel).await?;
-    let adopted = serving(job, &queued);
+    // This launch's options: its time limit grows after each TIMEOUT.
+    let mut options = options.clone();
+    let latest = queue.latest();
+    let adopted = serving(job, latest.active());
     // An adopted job measuring only some of the launch's runs: a job of the
     // launch's own follows it for the others.
     let mut partly_served = false;
-    let mut current = match adopted {
+    let (mut current, mut since) = match adopted {
         Some(q) => {
             report(JobEvent::Adopted {
                 id: q.id,
@@ -93,14 +135,14 @@ pub async fn follow(
             });
             followed.adopted = true;
             partly_served = !job.is_wholly_served_by(q);
-            q.id
+            (q.id, latest.asked)
         }
-        None => submit(slurm, job, options, logs, &cancel, &mut followed, report).await?,
+        None => submit(slurm, job, &options, logs, &cancel, &mut followed, report).await?,
     };
-    let mut resubmissions = 0;
+    let (mut resubmissions, mut lengthenings) = (0, 0);
     loop {
         followed.jobs.push(current);
-        let verdict = wait(slurm, current, poll, &mut cancel, report).await?;
+        let verdict = wait(slurm, &mut queue, current, since, &mut cancel, report).await?;
         match verdict {
             Verdict::Ended if partly_served => {}
             Verdict::Transient { ref why } if resubmissions < options.retries() => {
@@ -112,13 +154,34 @@ pub async fn follow(
                     attempts: options.retries() + 1,
                 });
             }
+            Verdict::TimedOut => {
+                match options.longer_limit(options.time_limit.as_deref(), lengthenings) {
+                    Ok(limit) => {
+                        lengthenings += 1;
+                        report(JobEvent::Lengthening {
+                            id: current,
+                            limit: limit.clone(),
+                            retry: lengthenings,
+                            retries: options.timeout_retries(),
+                        });
+                        options.time_limit = Some(limit.clone());
+                        followed.time_limit = Some(limit);
+                    }
+                    Err(why_not) => {
+                        followed.verdict = Verdict::TimedOut;
+                        followed.not_lengthened = Some(why_not);
+                        return Ok(followed);
+                    }
+                }
+            }
             verdict => {
                 followed.verdict = verdict;
                 return Ok(followed);
             }
         }
         partly_served = false;
-        current = submit(slurm, job, options, logs, &cancel, &mut followed, report).await?;
+        (current, since) =
+            submit(slurm, job, &options, logs, &cancel, &mut followed, report).await?;
     }
 }
 
@@ -136,14 +199,19 @@ pub async fn unless_interrupted<T>(
 
 /// The queued or running job of the launch's store that measures its
 /// runs: one that measures them all first.
-fn serving<'q>(job: &JobRequest, queued: &'q [QueuedJob]) -> Option<&'q QueuedJob> {
-    queued
-        .iter()
+fn serving<'q>(
+    job: &JobRequest,
+    active: impl Iterator<Item = &'q QueuedJob> + Clone,
+) -> Option<&'q QueuedJob> {
+    active
+        .clone()
         .find(|q| job.is_wholly_served_by(q))
-        .or_else(|| queued.iter().find(|q| job.is_served_by(q)))
+        .or_else(|| active.clone().find(|q| job.is_served_by(q)))
 }
 
-/// Submits `job`, its output to a log of its own; nothing once interrupted.
+/// Submits `job`, its output to a log of its own; nothing once
+/// interrupted. Returns its id and when it was submitted (the poll's
+/// answers asked after hold it).
 async fn submit(
     slurm: &Slurm,
     job: &JobRequest,
@@ -152,35 +220,18 @@ async fn submit(
     cancel: &watch::Receiver<bool>,
     followed: &mut Followed,
     report: &mut dyn FnMut(JobEvent),
-) -> Result<u64, Error> {
+) -> Result<(u64, Instant), Error> {
     if *cancel.borrow() {
         return Err(Error::Interrupted { jobs: Vec::new() });
     }
-    let log = claim_log(logs, &script::job_name(&job.launch_key)).map_err(Error::Logs)?;
-    let args = script::sbatch_args(job, options, &log);
-    let id = slurm.submit(&script::script(job, options), &args).await?;
-    followed.logs.push(log);
+    let args = script::sbatch_args(job, options, logs);
+    let id = slurm.submit(&script::script(job), &args).await?;
+    let submitted = Instant::now();
+    followed
+        .logs
+        .push(script::log_path(logs, &job.launch_key, id));
     report(JobEvent::Submitted { id });
-    Ok(id)
-}
-
-/// A new log file `NAME.N.log` in `dir`, N the first number free: each
-/// attempt (of this head or another) keeps its own. Created here, empty,
-/// so that no two submissions share one; Slurm writes the job's output to it.
-fn claim_log(dir: &Path, name: &str) -> std::io::Result<PathBuf> {
-    for attempt in 1u32.. {
-        let path = dir.join(format!("{name}.{attempt}.log"));
-        match fs_err::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(_) => return Ok(path),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-    }
-    unreachable!("a directory holds fewer than 2^32 logs of one launch")
+    Ok((id, submitted))
 }
 
 /// How long a cancellation waits for a controller that does not answer:
@@ -197,23 +248,26 @@ async fn interrupt(slurm: &Slurm, id: u64) -> Result<Verdict, Error> {
     Err(Error::Interrupted { jobs: vec![id] })
 }
 
-/// Waits until job `id` leaves the queue and judges how it ended; cancels
-/// it when `cancel` turns true, also while Slurm is asked.
+/// Waits until job `id` leaves the queue and judges how it ended, from
+/// the poll's answers asked after `since`; cancels it when `cancel` turns
+/// true.
 async fn wait(
     slurm: &Slurm,
+    queue: &mut Queue,
     id: u64,
-    poll: Duration,
+    mut since: Instant,
     cancel: &mut watch::Receiver<bool>,
     report: &mut dyn FnMut(JobEvent),
 ) -> Result<Verdict, Error> {
     let mut started = false;
     let mut reason: Option<String> = None;
     loop {
-        let queued = tokio::select! {
-            queued = slurm.queued() => queued?.into_iter().find(|q| q.id == id),
+        let snapshot = tokio::select! {
+            snapshot = queue.after(since) => snapshot,
             _ = cancel.wait_for(|c| *c) => return interrupt(slurm, id).await,
         };
-        match queued {
+        since = snapshot.asked;
+        match snapshot.job(id) {
             Some(q) if q.state.is_active() => {
                 if let Some(now) = q.pending_reason()
                     && reason.as_deref() != Some(now)
@@ -226,54 +280,17 @@ async fn wait(
                 }
                 if !started && q.state == JobState::Running {
                     started = true;
-                    report(JobEvent::Started { id });
+                    report(JobEvent::Started {
+                        id,
+                        node: q.nodes.clone(),
+                    });
                 }
             }
-            // Gone from the queue, or ended and still shown: how it ended.
-            _ => {
-                let shown = tokio::select! {
-                    shown = slurm.shown(id) => shown?,
-                    _ = cancel.wait_for(|c| *c) => return interrupt(slurm, id).await,
-                };
-                match shown {
-                    Some(shown) if shown.state.is_active() => {}
-                    // Ended as it was interrupted: the interruption, not a cause to resubmit for.
-                    Some(_) if *cancel.borrow() => {
-                        return Err(Error::Interrupted { jobs: Vec::new() });
-                    }
-                    Some(shown) => return Ok(state::verdict(&shown.state, shown.exit)),
-                    // Forgotten already (`MinJobAge`): the store says what it measured.
-                    None => return Ok(Verdict::Ended),
-                }
-            }
+            // Ended as it was interrupted: the interruption, not a cause to resubmit for.
+            Some(_) if *cancel.borrow() => return Err(Error::Interrupted { jobs: Vec::new() }),
+            Some(ended) => return Ok(state::verdict(&ended.state)),
+            // Forgotten already (`MinJobAge`): the store says what it measured.
+            None => return Ok(Verdict::Ended),
         }
-        tokio::select! {
-            _ = tokio::time::sleep(poll) => {}
-            _ = cancel.wait_for(|c| *c) => return interrupt(slurm, id).await,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_attempt_claims_a_log_of_its_own() {
-        let dir = tempfile::tempdir().unwrap();
-        let first = claim_log(dir.path(), "pp-0123456789ab").unwrap();
-        // Slurm writes the first attempt's output.
-        std::io::Write::write_all(
-            &mut std::fs::OpenOptions::new()
-                .append(true)
-                .open(&first)
-                .unwrap(),
-            b"attempt 1",
-        )
-        .unwrap();
-        let second = claim_log(dir.path(), "pp-0123456789ab").unwrap();
-        assert_eq!(first, dir.path().join("pp-0123456789ab.1.log"));
-        assert_eq!(second, dir.path().join("pp-0123456789ab.2.log"));
-        assert_eq!(std::fs::read_to_string(&first).unwrap(), "attempt 1");
     }
 }

@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-
-use super::follow::{JobEvent, follow, unless_interrupted};
-use super::options::SlurmOptions;
+use super::follow::{Followed, JobEvent, follow_in, unless_interrupted};
+use super::options::{ContainerMode, SlurmOptions};
+use super::pyxis::PyxisStep;
+use super::queue::Queue;
 use super::script::{self, JobRequest};
 use super::state::Verdict;
 use super::{Error, Slurm};
@@ -52,47 +52,68 @@ pub fn execute(
     }
     let logs = store.root().join("logs").join("slurm");
     fs_err::create_dir_all(&logs).map_err(|e| ExecError::Slurm(Error::Logs(e)))?;
-    let store_id = store_id(store)?;
+    let root = fs_err::canonicalize(store.root()).map_err(|source| ExecError::System {
+        what: "resolve the store's path",
+        source,
+    })?;
+    let store_id = script::store_id(&root);
+    // Every launch placed before any is submitted: one the operator's
+    // mapping cannot place refuses the study, not its launch alone.
     let mut wanted: Vec<(&LaunchKey, &LaunchMaterial, JobRequest)> = unmeasured
         .into_iter()
         .map(|(key, material)| {
-            (
-                key,
-                material,
-                request(key, material, store, &store_id, exec),
-            )
+            let job = request(key, material, store, &root, &store_id, exec)?;
+            Ok((key, material, job))
         })
-        .collect();
+        .collect::<Result<_, Error>>()
+        .map_err(ExecError::Slurm)?;
     let runtime = io.handle().map_err(ExecError::Tokio)?;
     let cancel = runtime
         .block_on(async { crate::exec::watch_signals() })
         .map_err(ExecError::Tokio)?;
-    // The jobs a killed head left queued or running go first: under
-    // `--jobs N` they hold places of the N, so nothing is submitted beside them.
-    let queued = runtime
-        .block_on(unless_interrupted(exec.slurm.queued(), &mut cancel.clone()))
+    // The head's one poll: its first answer now, then one `squeue` per
+    // `poll` for every launch's job.
+    let (queue, polling) = runtime
+        .block_on(unless_interrupted(
+            Queue::watch(&exec.slurm, exec.poll),
+            &mut cancel.clone(),
+        ))
         .map_err(|e| match e {
             Error::Interrupted { .. } => ExecError::Interrupted,
             e => ExecError::Slurm(e),
         })?;
-    wanted.sort_by_key(|(_, _, job)| !queued.iter().any(|q| job.is_served_by(q)));
+    // The jobs a killed head left queued or running go first: under
+    // `--jobs N` they hold places of the N, so nothing is submitted beside them.
+    let latest = queue.latest();
+    wanted.sort_by_key(|(_, _, job)| !latest.active().any(|q| job.is_served_by(q)));
     let report = std::cell::RefCell::new(report);
     // Once a launch fails to be followed (Slurm cannot be asked, Ctrl-C),
     // no further launch starts: the head ends, its jobs left for the next
     // `run` to adopt, instead of meeting the same failure once per launch.
     let stopped = std::cell::Cell::new(false);
+    // `--jobs N`: a launch holds one of N places from its submission (or
+    // adoption) until its job leaves the queue; the places are handed out
+    // in the launches' order (the semaphore is fair), and a launch whose
+    // job ended frees its place whatever the launches before it do.
+    let places = tokio::sync::Semaphore::new(
+        exec.jobs
+            .unwrap_or(usize::MAX)
+            .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
+    );
     let followed = wanted.iter().map(|(key, material, job)| {
         let (cancel, report, logs, stopped) = (cancel.clone(), &report, &logs, &stopped);
+        let (queue, places) = (queue.clone(), &places);
         async move {
+            let _place = places.acquire().await.expect("the places are never closed");
             if stopped.get() {
                 return None;
             }
-            let followed = follow(
+            let followed = follow_in(
                 &exec.slurm,
+                queue,
                 job,
                 &exec.options,
                 logs,
-                exec.poll,
                 cancel,
                 &mut |event| (report.borrow_mut())(key, &event),
             )
@@ -108,20 +129,22 @@ pub fn execute(
             Some(followed)
         }
     });
-    // In order, at most `jobs` followed at once: a launch is submitted when
-    // an earlier one's job has left the queue.
-    let followed: Vec<_> = runtime.block_on(
-        futures_util::stream::iter(followed)
-            .buffered(exec.jobs.unwrap_or(usize::MAX).max(1))
-            .collect(),
-    );
+    let followed = runtime.block_on(async {
+        tokio::select! {
+            failed = polling => Err(failed),
+            followed = futures_util::future::join_all(followed) => Ok(followed),
+        }
+    });
+    // The poll failed (a controller that did not answer for the whole
+    // patience): the jobs stay queued, for the next `run` to adopt.
+    let followed = followed.map_err(ExecError::Slurm)?;
     let mut first_error = None;
     for ((_, material, _), followed) in wanted.iter().zip(followed) {
         let Some(followed) = followed else {
             continue;
         };
         let why = match followed {
-            Ok(f) => with_log(why_unstored(&f.verdict, &exec.options), f.logs.last()),
+            Ok(f) => with_log(why_unstored(&f, &exec.options), f.logs.last()),
             Err(Error::Interrupted { .. }) => {
                 first_error.get_or_insert(ExecError::Interrupted);
                 continue;
@@ -150,8 +173,8 @@ pub fn execute(
 }
 
 /// Why a launch's job stored nothing of a run, from how it ended.
-fn why_unstored(verdict: &Verdict, options: &SlurmOptions) -> String {
-    match verdict {
+fn why_unstored(followed: &Followed, options: &SlurmOptions) -> String {
+    match &followed.verdict {
         Verdict::Ended => "the job ended without storing a result".to_owned(),
         Verdict::Failed { why } => why.clone(),
         Verdict::Transient { why } => format!(
@@ -159,12 +182,13 @@ fn why_unstored(verdict: &Verdict, options: &SlurmOptions) -> String {
             options.retries()
         ),
         Verdict::TimedOut => {
-            let limit = match &options.time_limit {
+            let limit = match &followed.time_limit {
                 Some(limit) => format!("of `{limit}`"),
                 None => "(the partition's default)".to_owned(),
             };
+            let why_not = followed.not_lengthened.as_deref().unwrap_or_default();
             format!(
-                "it reached its time limit {limit} (TIMEOUT) and is not resubmitted, as the same limit would end it again; \
+                "it reached its time limit {limit} (TIMEOUT) and is not resubmitted: {why_not}; \
                  raise the limit with `--time-limit` or `time_limit` in `[executor.slurm]` of perfpipe.toml"
             )
         }
@@ -178,40 +202,49 @@ fn with_log(why: String, log: Option<&PathBuf>) -> String {
     }
 }
 
-/// The identity of `store` in its jobs' comments: of its canonical path,
-/// which every node and every later `run` reach it by.
-fn store_id(store: &Store) -> Result<String, ExecError> {
-    let root = fs_err::canonicalize(store.root()).map_err(|source| ExecError::System {
-        what: "resolve the store's path",
-        source,
-    })?;
-    Ok(script::store_id(&root))
-}
-
-/// The job of one launch.
+/// The job of one launch, of the store whose canonical path is `root`.
 fn request(
     key: &LaunchKey,
     material: &LaunchMaterial,
     store: &Store,
+    root: &std::path::Path,
     store_id: &str,
     exec: &SlurmExec,
-) -> JobRequest {
+) -> Result<JobRequest, Error> {
     let gpus = material.engine.gpus_per_instance * material.engine.instances;
-    JobRequest {
+    // The material by the store's canonical path, as every node and a
+    // container's mount reach it.
+    let material_path = store.launch_path(key);
+    let relative = material_path
+        .strip_prefix(store.root())
+        .expect("a store's launch material is under its root");
+    let mut command = vec![
+        exec.program.display().to_string(),
+        "realise".into(),
+        root.join(relative).display().to_string(),
+        "--store".into(),
+        root.display().to_string(),
+    ];
+    let container = match exec.options.container {
+        // Never the engine's image skipped: a launch without one is refused.
+        ContainerMode::Pyxis => {
+            command.push("--engine-here".into());
+            Some(PyxisStep::new(
+                material.engine.image.as_deref(),
+                root,
+                &exec.program,
+            )?)
+        }
+        ContainerMode::Docker => None,
+    };
+    Ok(JobRequest {
         launch_key: key.as_str().to_owned(),
         store: store_id.to_owned(),
         run_keys: material.runs.iter().map(|r| r.key.to_string()).collect(),
-        gpus,
-        whole_node: gpus > 0 && gpus == material.hardware.gpus,
-        command: vec![
-            exec.program.display().to_string(),
-            "realise".into(),
-            store.launch_path(key).display().to_string(),
-            "--store".into(),
-            store.root().display().to_string(),
-        ],
-        image: material.engine.image.clone(),
-    }
+        placement: exec.options.placement(&material.hardware.gpu, gpus)?,
+        command,
+        container,
+    })
 }
 
 /// Whether `key` holds its `samples` successes, or a failure.
@@ -244,20 +277,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_timeout_says_the_limit_and_the_flag_that_raises_it() {
+    fn a_timeout_says_the_limit_why_it_was_not_lengthened_and_the_flag_that_raises_it() {
         let options = SlurmOptions {
             time_limit: Some("30".into()),
+            timeout_retries: Some(0),
             ..Default::default()
         };
-        let why = with_log(
-            why_unstored(&Verdict::TimedOut, &options),
-            Some(&PathBuf::from("/s/logs/slurm/pp-0123456789ab.1.log")),
-        );
-        insta::assert_snapshot!(why, @"it reached its time limit of `30` (TIMEOUT) and is not resubmitted, as the same limit would end it again; raise the limit with `--time-limit` or `time_limit` in `[executor.slurm]` of perfpipe.toml (its log: /s/logs/slurm/pp-0123456789ab.1.log)");
-        let default = why_unstored(&Verdict::TimedOut, &SlurmOptions::default());
+        let followed = |time_limit: Option<&str>, options: &SlurmOptions| Followed {
+            jobs: vec![7],
+            adopted: false,
+            logs: vec![PathBuf::from("/s/logs/slurm/pp-0123456789ab.7.log")],
+            verdict: Verdict::TimedOut,
+            time_limit: time_limit.map(str::to_owned),
+            not_lengthened: options.longer_limit(time_limit, 0).err(),
+        };
+        let timed_out = followed(Some("30"), &options);
+        let why = with_log(why_unstored(&timed_out, &options), timed_out.logs.last());
+        insta::assert_snapshot!(why, @"it reached its time limit of `30` (TIMEOUT) and is not resubmitted: `timeout_retries = 0` in `[executor.slurm]`; raise the limit with `--time-limit` or `time_limit` in `[executor.slurm]` of perfpipe.toml (its log: /s/logs/slurm/pp-0123456789ab.7.log)");
+        let default = SlurmOptions::default();
+        let why = why_unstored(&followed(None, &default), &default);
         assert!(
-            default.contains("time limit (the partition's default)"),
-            "{default}"
+            why.contains("time limit (the partition's default) (TIMEOUT) and is not resubmitted: perfpipe does not know"),
+            "{why}"
         );
     }
 }

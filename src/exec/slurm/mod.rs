@@ -4,9 +4,10 @@
 //! of perfpipe's own; the store, not Slurm, says what was measured.
 //!
 //! Pure: [`options`] (`[executor.slurm]`, the command line), [`script`] (the
-//! batch script, its name and comment), [`state`] (`squeue`/`scontrol`, and
-//! which endings are Slurm's own, to resubmit). Effects: [`client`] (the
-//! commands), [`mod@follow`] (adopt or submit, follow, resubmit, cancel).
+//! batch script, its name and comment), [`pyxis`] (a step in the engine's image), [`state`] (`squeue`, and which
+//! endings are Slurm's own, to resubmit). Effects: [`client`] (the
+//! commands), [`queue`] (one `squeue` per poll for all of a head's jobs),
+//! [`mod@follow`] (adopt or submit, follow, resubmit, cancel).
 //!
 //! [`mod@launches`] runs a study's launches as jobs of `perfpipe realise`;
 //! `run --executor slurm` calls it (`ops::run`).
@@ -15,13 +16,15 @@ pub mod client;
 pub mod follow;
 pub mod launches;
 pub mod options;
+pub mod pyxis;
+pub mod queue;
 pub mod script;
 pub mod state;
 
 pub use client::{Outage, OutageNotice, Slurm};
-pub use follow::{Followed, JobEvent, follow};
+pub use follow::{Followed, JobEvent, follow, follow_in};
 pub use launches::{SlurmExec, execute};
-pub use options::{ContainerMode, SlurmOptions};
+pub use options::{ContainerMode, Placement, Share, SlurmOptions};
 pub use script::JobRequest;
 pub use state::{JobState, Verdict};
 
@@ -35,6 +38,9 @@ pub enum Error {
     Parse(#[from] state::ParseError),
     #[error(transparent)]
     Options(#[from] options::BadOption),
+    /// A launch perfpipe cannot place as `[executor.slurm]` asks.
+    #[error(transparent)]
+    Unplaceable(#[from] options::Unplaceable),
     /// The controller did not answer for the whole patience: the jobs stay
     /// queued, for the next `run` to adopt.
     #[error(
@@ -60,13 +66,23 @@ impl Error {
     pub fn kind(&self) -> crate::error_kind::ErrorKind {
         use crate::error_kind::ErrorKind;
         match self {
-            Self::Options(_) => ErrorKind::Usage,
+            Self::Options(_) | Self::Unplaceable(_) => ErrorKind::Usage,
             Self::Interrupted { .. } => ErrorKind::Interrupted,
             Self::Command(_)
             | Self::Unreachable { .. }
             | Self::Unreadable { .. }
             | Self::Parse(_)
             | Self::Logs(_) => ErrorKind::Environment,
+        }
+    }
+}
+
+impl Error {
+    /// What the user can do, for an error of theirs that has a remedy.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Unplaceable(e) => Some(e.hint()),
+            _ => None,
         }
     }
 }

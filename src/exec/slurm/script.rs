@@ -5,11 +5,12 @@
 //! runs. No option is a line of the script, so no value can become a
 //! command. (pure)
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::options::{ContainerMode, SlurmOptions};
+use super::options::{Checked, Placement, Share, SlurmOptions};
+use super::pyxis::PyxisStep;
 use super::state::QueuedJob;
 
 /// What one job runs.
@@ -23,14 +24,12 @@ pub struct JobRequest {
     pub store: String,
     /// The keys of the runs the launch measures.
     pub run_keys: Vec<String>,
-    pub gpus: u32,
-    /// GPUs of a whole node: the job asks `--exclusive`, so no other job
-    /// shares the node's CPUs, memory or interconnect.
-    pub whole_node: bool,
+    /// Its GPUs, their type, its node's CPUs and memory.
+    pub placement: Placement,
     /// The argv of the job's one step (`perfpipe realise MATERIAL --store DIR`).
     pub command: Vec<String>,
-    /// The engine image, run through Pyxis under [`ContainerMode::Pyxis`].
-    pub image: Option<String>,
+    /// The step in the engine's image, under [`ContainerMode::Pyxis`].
+    pub container: Option<PyxisStep>,
 }
 
 impl JobRequest {
@@ -101,37 +100,80 @@ pub fn parse_comment(comment: &str) -> Option<JobComment> {
     })
 }
 
-/// `path` as `sbatch --output` reads it: a `%` is a pattern there
-/// (`%j`…), so it is doubled, unless the path holds a backslash (which
-/// turns the patterns off).
-fn output_pattern(path: &Path) -> String {
-    let text = path.display().to_string();
-    if text.contains('\\') {
-        text
+/// The log of a launch's job `id` in `dir`: `pp-KEY.ID.log`, each
+/// attempt's its own ([`output_pattern`]).
+pub fn log_path(dir: &Path, launch_key: &str, id: u64) -> PathBuf {
+    if has_backslash(dir) {
+        dir.join(format!("{}.log", job_name(launch_key)))
     } else {
-        text.replace('%', "%%")
+        dir.join(format!("{}.{id}.log", job_name(launch_key)))
     }
 }
 
+/// The `sbatch --output` of a launch's jobs in `dir`: `%j` the job id, so
+/// that each attempt writes a log of its own. A `%` of `dir` would be a
+/// pattern there, so it is doubled; in a directory with a backslash
+/// (which turns Slurm's patterns off) every attempt appends to one log.
+fn output_pattern(dir: &Path, launch_key: &str) -> String {
+    if has_backslash(dir) {
+        return log_path(dir, launch_key, 0).display().to_string();
+    }
+    let dir = dir.display().to_string().replace('%', "%%");
+    format!("{dir}/{}.%j.log", job_name(launch_key))
+}
+
+fn has_backslash(dir: &Path) -> bool {
+    dir.display().to_string().contains('\\')
+}
+
+/// What a job asks of its node, each one `sbatch` argument: its GPUs (of
+/// their type), a node feature, its partition, and its CPUs and memory.
+pub fn resources(placement: &Placement) -> Vec<String> {
+    let mut args = vec!["--nodes=1".to_owned(), "--ntasks=1".to_owned()];
+    if placement.gpus > 0 {
+        let gres = match &placement.gpu_type {
+            Some(kind) => format!("--gres=gpu:{kind}:{}", placement.gpus),
+            None => format!("--gres=gpu:{}", placement.gpus),
+        };
+        args.push(gres);
+    }
+    if let Some(constraint) = &placement.constraint {
+        args.push(format!("--constraint={constraint}"));
+    }
+    if let Some(partition) = &placement.partition {
+        args.push(format!("--partition={partition}"));
+    }
+    match placement.share {
+        // Every CPU and all the memory of the node.
+        Share::Exclusive => args.extend(["--exclusive".to_owned(), "--mem=0".to_owned()]),
+        Share::Shared { cpus, mem_mb } => {
+            args.push(format!("--cpus-per-task={cpus}"));
+            args.push(format!("--mem={mem_mb}M"));
+        }
+    }
+    args
+}
+
 /// The `sbatch` arguments of a job, each option one argument: perfpipe's
-/// own, then `options.sbatch_args` (they win). Its output goes to `log`.
-pub fn sbatch_args(job: &JobRequest, options: &SlurmOptions, log: &Path) -> Vec<String> {
+/// own, then `options.sbatch_args` (they win). Its output goes to a log
+/// of its own in `logs`.
+pub fn sbatch_args(job: &JobRequest, options: &SlurmOptions, logs: &Path) -> Vec<String> {
     let mut args = vec![
         format!("--job-name={}", job_name(&job.launch_key)),
         format!("--comment={}", comment(job)),
-        "--nodes=1".to_owned(),
-        "--ntasks=1".to_owned(),
     ];
-    if job.gpus > 0 {
-        args.push(format!("--gres=gpu:{}", job.gpus));
-    }
-    if job.whole_node {
-        args.push("--exclusive".to_owned());
-    }
+    args.extend(resources(&job.placement));
     for (option, value) in options.checked() {
+        // The hardware's own partition, when it has one.
+        if option == Checked::Partition && job.placement.partition.is_some() {
+            continue;
+        }
         args.push(format!("{}={value}", option.sbatch_flag()));
     }
-    args.push(format!("--output={}", output_pattern(log)));
+    args.push(format!(
+        "--output={}",
+        output_pattern(logs, &job.launch_key)
+    ));
     // Slurm would requeue a job of a failed node by itself; perfpipe
     // resubmits it, counting the attempts.
     args.push("--no-requeue".to_owned());
@@ -139,22 +181,30 @@ pub fn sbatch_args(job: &JobRequest, options: &SlurmOptions, log: &Path) -> Vec<
     args
 }
 
-/// The script `sbatch` runs: the job's one command, every word quoted.
-pub fn script(job: &JobRequest, options: &SlurmOptions) -> String {
-    let command = shlex::try_join(job.command.iter().map(String::as_str))
-        .expect("a command holds no NUL byte");
-    let exec = match (options.container, &job.image) {
-        (ContainerMode::Pyxis, Some(image)) => {
-            let image = shlex::try_quote(image).expect("an image holds no NUL byte");
-            format!("exec srun --container-image={image} --container-mount-home {command}")
-        }
-        _ => format!("exec {command}"),
+/// The script `sbatch` runs: the job's one command, every word quoted;
+/// under Pyxis, its one `srun` step in the engine's image.
+pub fn script(job: &JobRequest) -> String {
+    let words: Vec<String> = match &job.container {
+        Some(step) => ["srun".to_owned()]
+            .into_iter()
+            .chain(step.srun_args())
+            .chain(job.command.iter().cloned())
+            .collect(),
+        None => job.command.clone(),
     };
+    let exec = format!(
+        "exec {}",
+        shlex::try_join(words.iter().map(String::as_str)).expect("a command holds no NUL byte")
+    );
+    // What it asks, checked names and numbers only, kept by Slurm with the
+    // script (`scontrol write batch_script ID`).
     format!(
         "#!/bin/sh\n\
          # perfpipe: one engine launch measuring {} run(s); the results go to the store.\n\
+         # perfpipe: it asks {}\n\
          {exec}\n",
-        job.run_keys.len()
+        job.run_keys.len(),
+        resources(&job.placement).join(" ")
     )
 }
 
@@ -162,7 +212,6 @@ pub fn script(job: &JobRequest, options: &SlurmOptions) -> String {
 mod tests {
     use proptest::prelude::*;
 
-    use super::super::options::Checked;
     use super::*;
 
     fn request() -> JobRequest {
@@ -170,14 +219,19 @@ mod tests {
             launch_key: "0123456789abcdef".repeat(4),
             store: store_id(Path::new("/shared/store")),
             run_keys: vec!["a".repeat(64), "b".repeat(64)],
-            gpus: 4,
-            whole_node: false,
+            placement: Placement {
+                gpus: 4,
+                gpu_type: None,
+                constraint: None,
+                partition: None,
+                share: Share::Exclusive,
+            },
             command: vec![
                 "/opt/perfpipe".into(),
                 "realise".into(),
                 "/shared/store/launch material.json".into(),
             ],
-            image: Some("vllm/vllm-openai@sha256:00".into()),
+            container: None,
         }
     }
 
@@ -187,6 +241,7 @@ mod tests {
             name: name.into(),
             state: super::super::state::JobState::Running,
             reason: "None".into(),
+            nodes: "n1".into(),
             comment: comment.into(),
         }
     }
@@ -200,7 +255,7 @@ mod tests {
             ..Default::default()
         };
         let job = request();
-        let args = sbatch_args(&job, &options, Path::new("/shared/logs/pp-x.1.log"));
+        let args = sbatch_args(&job, &options, Path::new("/shared/logs"));
         assert_eq!(
             args,
             [
@@ -214,42 +269,94 @@ mod tests {
                 "--nodes=1".into(),
                 "--ntasks=1".into(),
                 "--gres=gpu:4".into(),
+                "--exclusive".into(),
+                "--mem=0".into(),
                 "--partition=gpu".into(),
                 "--time=2:00:00".into(),
-                "--output=/shared/logs/pp-x.1.log".into(),
+                "--output=/shared/logs/pp-0123456789ab.%j.log".into(),
                 "--no-requeue".into(),
                 "--mem=0".into(),
             ]
         );
         assert_eq!(
-            script(&job, &options),
+            script(&job),
             "#!/bin/sh\n\
              # perfpipe: one engine launch measuring 2 run(s); the results go to the store.\n\
+             # perfpipe: it asks --nodes=1 --ntasks=1 --gres=gpu:4 --exclusive --mem=0\n\
              exec /opt/perfpipe realise '/shared/store/launch material.json'\n"
         );
     }
 
     #[test]
-    fn a_whole_node_is_exclusive_and_pyxis_runs_the_step_in_the_image() {
+    fn a_shared_launch_asks_its_cpus_and_memory_and_a_typed_one_its_gpu_type() {
         let job = JobRequest {
-            gpus: 8,
-            whole_node: true,
+            placement: Placement {
+                gpus: 2,
+                gpu_type: Some("h100".into()),
+                constraint: Some("hbm3".into()),
+                partition: Some("gpu-h100".into()),
+                share: Share::Shared {
+                    cpus: 16,
+                    mem_mb: 131_072,
+                },
+            },
             ..request()
         };
         let options = SlurmOptions {
-            container: ContainerMode::Pyxis,
+            partition: Some("default".into()),
             ..Default::default()
         };
         let args = sbatch_args(&job, &options, Path::new("/l"));
+        assert_eq!(
+            args[2..9],
+            [
+                "--nodes=1",
+                "--ntasks=1",
+                "--gres=gpu:h100:2",
+                "--constraint=hbm3",
+                "--partition=gpu-h100",
+                "--cpus-per-task=16",
+                "--mem=131072M",
+            ]
+        );
         assert!(
-            args.windows(2)
-                .any(|w| w == ["--gres=gpu:8", "--exclusive"]),
+            !args.contains(&"--partition=default".to_owned()),
             "{args:?}"
         );
-        assert!(script(&job, &options).ends_with(
-            "exec srun --container-image=vllm/vllm-openai@sha256:00 --container-mount-home \
-             /opt/perfpipe realise '/shared/store/launch material.json'\n"
-        ));
+        assert!(
+            script(&job).contains(
+                "# perfpipe: it asks --nodes=1 --ntasks=1 --gres=gpu:h100:2 --constraint=hbm3 \
+                 --partition=gpu-h100 --cpus-per-task=16 --mem=131072M\n"
+            ),
+            "{}",
+            script(&job)
+        );
+    }
+
+    #[test]
+    fn pyxis_runs_the_one_step_in_the_image_each_word_quoted() {
+        let digest = "ab".repeat(32);
+        let job = JobRequest {
+            container: Some(
+                PyxisStep::new(
+                    Some(&format!("nvcr.io/nvidia/vllm:25.09@sha256:{digest}")),
+                    Path::new("/shared/store"),
+                    Path::new("/opt/perfpipe"),
+                )
+                .unwrap(),
+            ),
+            ..request()
+        };
+        let script = script(&job);
+        assert!(
+            script.ends_with(&format!(
+                "exec srun '--ntasks=1' '--container-image=nvcr.io#nvidia/vllm@sha256:{digest}' \
+                 '--container-mounts=/shared/store:/shared/store,/opt/perfpipe:/opt/perfpipe' \
+                 '--container-workdir=/shared/store' --no-container-mount-home \
+                 /opt/perfpipe realise '/shared/store/launch material.json'\n"
+            )),
+            "{script}"
+        );
     }
 
     #[test]
@@ -260,11 +367,18 @@ mod tests {
             Path::new("/s/100%j/l"),
         );
         assert!(
-            args.contains(&"--output=/s/100%%j/l".to_owned()),
+            args.contains(&"--output=/s/100%%j/l/pp-0123456789ab.%j.log".to_owned()),
             "{args:?}"
         );
+        assert_eq!(
+            log_path(Path::new("/s/100%j/l"), &request().launch_key, 42),
+            Path::new("/s/100%j/l/pp-0123456789ab.42.log")
+        );
         let args = sbatch_args(&request(), &SlurmOptions::default(), Path::new("/s\\%j/l"));
-        assert!(args.contains(&"--output=/s\\%j/l".to_owned()), "{args:?}");
+        assert!(
+            args.contains(&"--output=/s\\%j/l/pp-0123456789ab.log".to_owned()),
+            "{args:?}"
+        );
     }
 
     #[test]
@@ -339,7 +453,7 @@ mod tests {
         let args = sbatch_args(&request(), &options, Path::new("/l"));
         let flag = format!("{}=", option.sbatch_flag());
         let carrying = args.into_iter().filter(|a| a.starts_with(&flag)).collect();
-        Some((carrying, script(&request(), &options)))
+        Some((carrying, script(&request())))
     }
 
     fn option() -> impl Strategy<Value = Checked> {
@@ -371,7 +485,7 @@ mod tests {
                 prop_assert!(!value.is_empty());
                 prop_assert_eq!(carrying, vec![format!("{}={value}", option.sbatch_flag())]);
                 // The script is the same whatever the option's value.
-                prop_assert_eq!(script, super::script(&request(), &SlurmOptions::default()));
+                prop_assert_eq!(script, super::script(&request()));
                 prop_assert!(!value.contains(['\n', '\r', ' ', '\'', '"', '$', '`', ';', '#']));
             }
         }

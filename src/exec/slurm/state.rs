@@ -1,4 +1,4 @@
-//! What Slurm says about a job (`squeue`, `scontrol show job -o`), and what
+//! What Slurm says about a job (`squeue --states=all`), and what
 //! perfpipe makes of it: still queued or running, ended, or ended by Slurm
 //! for a cause of its own that a resubmission may not meet. (pure)
 
@@ -72,21 +72,16 @@ pub enum Verdict {
     TimedOut,
 }
 
-/// The verdict on a job that left the queue in `state` with `exit` (the
-/// `ExitCode=` of `scontrol`). A job perfpipe cancelled itself never gets
-/// here: it was interrupted.
-pub fn verdict(state: &JobState, exit: Option<(i32, i32)>) -> Verdict {
+/// The verdict on a job that left the queue in `state`. A job perfpipe
+/// cancelled itself never gets here: it was interrupted.
+pub fn verdict(state: &JobState) -> Verdict {
     let transient = |why: &str| Verdict::Transient {
         why: why.to_owned(),
     };
     match state {
         JobState::Completed => Verdict::Ended,
         JobState::Failed => Verdict::Failed {
-            why: match exit {
-                Some((code, 0)) => format!("the job's command exited with status {code}"),
-                Some((_, signal)) => format!("the job's command was killed by signal {signal}"),
-                None => "the job failed".to_owned(),
-            },
+            why: "the job's command failed (FAILED)".to_owned(),
         },
         JobState::NodeFail => transient("its node failed (NODE_FAIL)"),
         JobState::BootFail => transient("its node failed to boot (BOOT_FAIL)"),
@@ -111,6 +106,8 @@ pub struct QueuedJob {
     pub state: JobState,
     /// Why it waits (`Resources`, `Priority`) or `None`.
     pub reason: String,
+    /// The nodes it runs or ran on (`%N`); empty while it waits.
+    pub nodes: String,
     pub comment: String,
 }
 
@@ -125,8 +122,9 @@ impl QueuedJob {
     }
 }
 
-/// Job id, name, state, reason, comment; the comment last, as it may hold anything.
-pub const SQUEUE_FORMAT: &str = "%i|%j|%T|%r|%k";
+/// Job id, name, state, reason, nodes, comment; the comment last, as it may
+/// hold anything.
+pub const SQUEUE_FORMAT: &str = "%i|%j|%T|%r|%N|%k";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot read what `{command}` printed: `{line}`")]
@@ -143,48 +141,21 @@ pub fn parse_squeue(text: &str) -> Result<Vec<QueuedJob>, ParseError> {
                 command: "squeue",
                 line: line.to_owned(),
             };
-            let mut fields = line.splitn(5, '|');
+            let mut fields = line.splitn(6, '|');
             let mut next = || fields.next().ok_or_else(bad);
             let id = next()?.trim().parse().map_err(|_| bad())?;
-            let (name, state, reason, comment) = (next()?, next()?, next()?, next()?);
+            let (name, state, reason) = (next()?, next()?, next()?);
+            let (nodes, comment) = (next()?, next()?);
             Ok(QueuedJob {
                 id,
                 name: name.to_owned(),
                 state: JobState::parse(state),
                 reason: reason.to_owned(),
+                nodes: nodes.to_owned(),
                 comment: comment.to_owned(),
             })
         })
         .collect()
-}
-
-/// A job as `scontrol show job -o ID` describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShownJob {
-    pub state: JobState,
-    pub reason: String,
-    /// `ExitCode=status:signal`.
-    pub exit: Option<(i32, i32)>,
-}
-
-pub fn parse_scontrol(text: &str) -> Result<ShownJob, ParseError> {
-    let field = |name: &str| {
-        text.split_whitespace()
-            .find_map(|token| token.strip_prefix(name)?.strip_prefix('='))
-    };
-    let state = field("JobState").ok_or_else(|| ParseError {
-        command: "scontrol show job",
-        line: text.trim().to_owned(),
-    })?;
-    let exit = field("ExitCode").and_then(|e| {
-        let (code, signal) = e.split_once(':')?;
-        Some((code.parse().ok()?, signal.parse().ok()?))
-    });
-    Ok(ShownJob {
-        state: JobState::parse(state),
-        reason: field("Reason").unwrap_or("None").to_owned(),
-        exit,
-    })
 }
 
 #[cfg(test)]
@@ -194,8 +165,8 @@ mod tests {
     #[test]
     fn squeue_lines_are_read_with_the_comment_last() {
         let jobs = parse_squeue(
-            "12|pp-0123456789ab|PENDING|Resources|perfpipe:aa,bb\n\
-             13|other|RUNNING|None|a|comment|with|bars\n",
+            "12|pp-0123456789ab|PENDING|Resources||perfpipe:aa,bb\n\
+             13|other|RUNNING|None|n1|a|comment|with|bars\n",
         )
         .unwrap();
         assert_eq!(jobs[0].id, 12);
@@ -203,8 +174,9 @@ mod tests {
         assert_eq!(jobs[0].reason, "Resources");
         assert_eq!(jobs[0].comment, "perfpipe:aa,bb");
         assert_eq!(jobs[1].comment, "a|comment|with|bars");
+        assert_eq!((jobs[0].nodes.as_str(), jobs[1].nodes.as_str()), ("", "n1"));
         assert!(jobs.iter().all(|j| j.state.is_active()));
-        assert!(parse_squeue("x|y|z|w|v\n").is_err());
+        assert!(parse_squeue("x|y|z|w|u|v\n").is_err());
         assert!(parse_squeue("12|pp\n").is_err());
         assert_eq!(parse_squeue("\n").unwrap(), []);
     }
@@ -212,11 +184,11 @@ mod tests {
     #[test]
     fn a_pending_job_gives_the_reason_it_waits_and_others_none() {
         let jobs = parse_squeue(
-            "1|pp-a|PENDING|Resources|perfpipe:aa\n\
-             2|pp-b|PENDING|Priority|perfpipe:bb\n\
-             3|pp-c|PENDING|None|perfpipe:cc\n\
-             4|pp-d|RUNNING|None|perfpipe:dd\n\
-             5|pp-e|PENDING|(ReqNodeNotAvail, UnavailableNodes:n1)|perfpipe:ee\n",
+            "1|pp-a|PENDING|Resources||perfpipe:aa\n\
+             2|pp-b|PENDING|Priority||perfpipe:bb\n\
+             3|pp-c|PENDING|None||perfpipe:cc\n\
+             4|pp-d|RUNNING|None|n1|perfpipe:dd\n\
+             5|pp-e|PENDING|(ReqNodeNotAvail, UnavailableNodes:n1)||perfpipe:ee\n",
         )
         .unwrap();
         let reasons: Vec<Option<&str>> = jobs.iter().map(QueuedJob::pending_reason).collect();
@@ -233,20 +205,6 @@ mod tests {
     }
 
     #[test]
-    fn scontrol_gives_the_final_state_and_exit_code() {
-        let shown = parse_scontrol(
-            "JobId=7 JobName=pp-x UserId=root(0) JobState=TIMEOUT Reason=TimeLimit \
-             Dependency=(null) ExitCode=0:15 Comment=perfpipe:aa",
-        )
-        .unwrap();
-        assert_eq!(shown.state, JobState::Timeout);
-        assert_eq!(shown.reason, "TimeLimit");
-        assert_eq!(shown.exit, Some((0, 15)));
-        assert!(!shown.state.is_active());
-        assert!(parse_scontrol("slurm_load_jobs error: Invalid job id specified").is_err());
-    }
-
-    #[test]
     fn slurms_own_failures_are_transient_but_a_time_limit_is_not() {
         for state in [
             JobState::NodeFail,
@@ -256,20 +214,20 @@ mod tests {
             JobState::BootFail,
         ] {
             assert!(
-                matches!(verdict(&state, None), Verdict::Transient { .. }),
+                matches!(verdict(&state), Verdict::Transient { .. }),
                 "{state:?}"
             );
         }
         assert_eq!(
-            verdict(&JobState::Timeout, Some((0, 15))),
+            verdict(&JobState::Timeout),
             Verdict::TimedOut,
             "the same limit would end it again"
         );
-        assert_eq!(verdict(&JobState::Completed, Some((0, 0))), Verdict::Ended);
+        assert_eq!(verdict(&JobState::Completed), Verdict::Ended);
         assert_eq!(
-            verdict(&JobState::Failed, Some((2, 0))),
+            verdict(&JobState::Failed),
             Verdict::Failed {
-                why: "the job's command exited with status 2".into()
+                why: "the job's command failed (FAILED)".into()
             }
         );
         assert_eq!(JobState::parse("CANCELLED by 0"), JobState::Cancelled);

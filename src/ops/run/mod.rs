@@ -211,9 +211,11 @@ fn run_experiment(
         )?
     };
     let harness_env = harness_env.as_deref();
-    // The lockfile is settled: record how to run each of its runs, for when
-    // the experiment has moved on (`run --lockfile` of a copy of it).
-    realise::record_lockfile_runs(&loaded)?;
+    // The lockfile is settled: record how to run each of its runs under this
+    // run's runtime, for when the experiment has moved on (`run --lockfile`
+    // of a copy of it); `perfpipe lock` records them under every runtime.
+    // Not every runtime's here: a node realises only what its run needs.
+    realise::record_lockfile_runs(&loaded, &[loaded.runtime])?;
     if let Some(caches) = caches
         && super::substitute::substitute(caches, &loaded.store, &plan, shell)?
     {

@@ -1,7 +1,9 @@
-//! A real one-node Slurm cluster for a test: its own `munged` (key and
-//! socket in a temporary directory), `slurmctld -D` and `slurmd -D` with a
-//! generated `slurm.conf` on free ports; one node of 8 stand-in GPUs
-//! (character devices made with `mknod`). Nothing of the machine's own
+//! A real two-node Slurm cluster on this machine for a test: its own
+//! `munged` (key and socket in a temporary directory), `slurmctld -D` and
+//! one `slurmd -D -N NODE` per node (each its own `Port=` on its `NodeName`
+//! line, `%n` in its spool, pid and log files) with a generated
+//! `slurm.conf` on free ports; each node of 8 stand-in GPUs (character
+//! devices made with `mknod`), of a type of its own (`GPU_TYPES`). Nothing of the machine's own
 //! configuration is read or touched: every client gets `SLURM_CONF`.
 //! Torn down on drop, a failing test too.
 //!
@@ -13,10 +15,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// GPUs the node declares.
+/// GPUs each node declares.
 pub const GPUS: u32 = 8;
 
-/// Where slurmctld is in [`Cluster`]'s daemons (munged, slurmctld, slurmd).
+/// Nodes of the cluster.
+pub const NODES: usize = 2;
+
+/// The GPU type of each node (`Gres=gpu:TYPE:8`), in order.
+pub const GPU_TYPES: [&str; NODES] = ["a100", "h100"];
+
+/// Where slurmctld is in [`Cluster`]'s daemons (munged, slurmctld, a slurmd per node).
 const CONTROLLER: usize = 1;
 
 const BINARIES: &[&str] = &[
@@ -29,6 +37,8 @@ const BINARIES: &[&str] = &[
 pub struct Cluster {
     dir: tempfile::TempDir,
     daemons: Vec<Child>,
+    /// The cluster's name, which its node names begin with.
+    name: String,
 }
 
 impl Cluster {
@@ -62,6 +72,7 @@ impl Cluster {
                 .tempdir()
                 .expect("temp dir"),
             daemons: Vec::new(),
+            name: format!("pp{}", std::process::id() % 100_000),
         };
         cluster.boot();
         Some(cluster)
@@ -69,6 +80,11 @@ impl Cluster {
 
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
+    }
+
+    /// The names of the nodes, in order.
+    pub fn nodes(&self) -> Vec<String> {
+        (1..=NODES).map(|n| format!("{}n{n}", self.name)).collect()
     }
 
     /// `SLURM_CONF` for every Slurm client talking to this cluster.
@@ -158,41 +174,56 @@ impl Cluster {
             .unwrap();
         std::fs::write(dir.join("munge.key"), key).unwrap();
         set_mode(&dir.join("munge.key"), 0o600);
-        for i in 0..GPUS {
-            let dev = dir.join(format!("dev/gpu{i}"));
-            let c = std::ffi::CString::new(dev.to_str().unwrap()).unwrap();
-            // SAFETY: a plain syscall; c 1 3 is /dev/null's device number.
-            let made =
-                unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
-            assert_eq!(made, 0, "mknod {}", dev.display());
+        let nodes = self.nodes();
+        for node in &nodes {
+            std::fs::create_dir_all(dir.join("dev").join(node)).unwrap();
+            for i in 0..GPUS {
+                let dev = dir.join(format!("dev/{node}/gpu{i}"));
+                let c = std::ffi::CString::new(dev.to_str().unwrap()).unwrap();
+                // SAFETY: a plain syscall; c 1 3 is /dev/null's device number.
+                let made =
+                    unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+                assert_eq!(made, 0, "mknod {}", dev.display());
+            }
         }
-        let name = format!("pp{}", std::process::id() % 100_000);
+        let name = self.name.clone();
         let socket = dir.join("munge.sock");
-        let (ctld_port, node_port) = (free_port(), free_port());
+        let ctld_port = free_port();
         let host = hostname();
         let d = dir.display();
+        // One line per node, each slurmd on a port of its own.
+        let node_lines: String = nodes
+            .iter()
+            .zip(GPU_TYPES)
+            .map(|(node, kind)| {
+                format!(
+                    "NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={} CPUs=16 RealMemory=16000 Gres=gpu:{kind}:{GPUS} Feature={kind} State=UNKNOWN\n",
+                    free_port()
+                )
+            })
+            .collect();
         std::fs::write(
             dir.join("slurm.conf"),
             format!(
                 "ClusterName={name}\n\
                  SlurmctldHost={host}(127.0.0.1)\n\
                  SlurmctldPort={ctld_port}\n\
-                 SlurmdPort={node_port}\n\
                  SlurmUser=root\n\
                  SlurmdUser=root\n\
                  AuthType=auth/munge\n\
                  CredType=cred/munge\n\
                  AuthInfo=socket={socket}\n\
                  StateSaveLocation={d}/state\n\
-                 SlurmdSpoolDir={d}/spool\n\
+                 SlurmdSpoolDir={d}/spool/%n\n\
                  SlurmctldPidFile={d}/slurmctld.pid\n\
-                 SlurmdPidFile={d}/slurmd.pid\n\
+                 SlurmdPidFile={d}/slurmd-%n.pid\n\
                  SlurmctldLogFile={d}/log/slurmctld.log\n\
-                 SlurmdLogFile={d}/log/slurmd.log\n\
+                 SlurmdLogFile={d}/log/slurmd-%n.log\n\
                  ProctrackType=proctrack/pgid\n\
                  TaskPlugin=task/none\n\
                  SelectType=select/cons_tres\n\
-                 SelectTypeParameters=CR_Core\n\
+                 SelectTypeParameters=CR_Core_Memory\n\
+                 DefMemPerCPU=100\n\
                  AccountingStorageType=accounting_storage/none\n\
                  JobCompType=jobcomp/none\n\
                  MpiDefault=none\n\
@@ -201,20 +232,23 @@ impl Cluster {
                  KillWait=30\n\
                  GresTypes=gpu\n\
                  SlurmdParameters=config_overrides\n\
-                 NodeName={name}n1 NodeHostname={host} NodeAddr=127.0.0.1 CPUs=16 RealMemory=16000 Gres=gpu:{GPUS} State=UNKNOWN\n\
-                 PartitionName=test Nodes={name}n1 Default=YES MaxTime=INFINITE State=UP\n",
+                 {node_lines}\
+                 PartitionName=test Nodes={name}n[1-{NODES}] Default=YES MaxTime=INFINITE State=UP\n",
                 socket = socket.display(),
             ),
         )
         .unwrap();
-        std::fs::write(
-            dir.join("gres.conf"),
-            format!(
-                "NodeName={name}n1 Name=gpu File={d}/dev/gpu[0-{}]\n",
-                GPUS - 1
-            ),
-        )
-        .unwrap();
+        let gres: String = nodes
+            .iter()
+            .zip(GPU_TYPES)
+            .map(|(node, kind)| {
+                format!(
+                    "NodeName={node} Name=gpu Type={kind} File={d}/dev/{node}/gpu[0-{}]\n",
+                    GPUS - 1
+                )
+            })
+            .collect();
+        std::fs::write(dir.join("gres.conf"), gres).unwrap();
         self.daemon(
             "munged",
             Command::new("/usr/sbin/munged").args([
@@ -234,10 +268,13 @@ impl Cluster {
             "slurmctld",
             Command::new("/usr/sbin/slurmctld").args(["-D", "-i"]),
         );
-        self.daemon(
-            "slurmd",
-            Command::new("/usr/sbin/slurmd").args(["-D", "-N", &format!("{name}n1")]),
-        );
+        for node in &nodes {
+            std::fs::create_dir_all(dir.join("spool").join(node)).unwrap();
+            self.daemon(
+                &format!("slurmd-{node}"),
+                Command::new("/usr/sbin/slurmd").args(["-D", "-N", node]),
+            );
+        }
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let state = self
@@ -245,12 +282,12 @@ impl Cluster {
                 .output()
                 .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
                 .unwrap_or_default();
-            if state == "idle" {
+            if state.lines().filter(|l| *l == "idle").count() == NODES {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "the Slurm test node never became idle (state `{state}`); logs:\n{}",
+                "the Slurm test nodes never became idle (states `{state}`); logs:\n{}",
                 self.logs()
             );
             std::thread::sleep(Duration::from_millis(200));
