@@ -56,7 +56,7 @@ pub use import::Imported;
 pub use launch_gc::LaunchGarbage;
 pub use launches::{InputFile, LaunchFile};
 pub use root::{MARKER, is_marked};
-pub use signed::SIGNATURE_FILE;
+pub use signed::{SIGNATURE_FILE, StoredFiles, StoredLog};
 pub use tmp::{StaleTmp, disk_usage};
 pub use write::{Committed, KeyLock, PendingSample};
 
