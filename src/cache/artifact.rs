@@ -32,6 +32,9 @@ const TITLE: &str = "org.opencontainers.image.title";
 const STATEMENT: &str = "dev.perfpipe.statement";
 const SIGNATURES: &str = "dev.perfpipe.signatures";
 const KEY: &str = "dev.perfpipe.key";
+/// `success` (a result with numbers) or `failure`: what `plan` counts a
+/// sample as before fetching its result, which `run` checks it against.
+const OUTCOME: &str = "dev.perfpipe.outcome";
 
 type Annotations = BTreeMap<String, String>;
 
@@ -149,8 +152,14 @@ pub struct Artifact {
     pub blobs: Vec<Blob>,
 }
 
-/// The signer-independent artifact of a stored sample with `statement`.
-pub fn build(material: &str, files: &StoredFiles, statement: &str) -> Artifact {
+/// Whether a result is a success, as a manifest says it (`dev.perfpipe.outcome`).
+fn outcome_word(success: bool) -> &'static str {
+    if success { "success" } else { "failure" }
+}
+
+/// The signer-independent artifact of a stored sample with `statement`,
+/// a success (with numbers) or not.
+pub fn build(material: &str, files: &StoredFiles, statement: &str, success: bool) -> Artifact {
     let material_hex = sha256_hex(material.as_bytes());
     let result_hex = sha256_hex(&files.result);
     let mut blobs = vec![
@@ -191,7 +200,11 @@ pub fn build(material: &str, files: &StoredFiles, statement: &str) -> Artifact {
         artifact_type: ARTIFACT_TYPE.into(),
         config: Descriptor::of(MATERIAL_TYPE, &material_hex, material.len() as u64, None),
         layers,
-        annotations: [(STATEMENT.to_owned(), statement.to_owned())].into(),
+        annotations: [
+            (STATEMENT.to_owned(), statement.to_owned()),
+            (OUTCOME.to_owned(), outcome_word(success).to_owned()),
+        ]
+        .into(),
     };
     Artifact {
         manifest: serde_json::to_vec_pretty(&manifest).expect("a manifest is plain data"),
@@ -336,6 +349,9 @@ pub enum Rejected {
 pub struct Wanted {
     pub manifest: Manifest,
     pub signed: Signed,
+    /// Whether its result is a success, as its manifest says (checked
+    /// against the result once fetched).
+    pub success: bool,
 }
 
 /// The sample an index's `entry` names, checked as far as it can be without
@@ -366,6 +382,15 @@ pub fn parse(key: &RunKey, entry: &Descriptor, trusted: &TrustedKeys) -> Result<
         .get(STATEMENT)
         .cloned()
         .ok_or_else(|| Rejected::NotASample(format!("no `{STATEMENT}` annotation")))?;
+    let success = match manifest.annotations.get(OUTCOME).map(String::as_str) {
+        Some("success") => true,
+        Some("failure") => false,
+        _ => {
+            return Err(Rejected::NotASample(format!(
+                "no `{OUTCOME}` annotation of `success` or `failure`"
+            )));
+        }
+    };
     // The cheap refusals first, before a byte of the blobs is fetched.
     let signed = trusted_signature(&statement, &signatures(entry), trusted)?;
     if manifest.config.digest != format!("sha256:{key}") {
@@ -396,7 +421,11 @@ pub fn parse(key: &RunKey, entry: &Descriptor, trusted: &TrustedKeys) -> Result<
     if statement_files(&statement)? != (key.as_str(), listed.as_str()) {
         return Err(Refusal::NotTheSigned.into());
     }
-    Ok(Wanted { manifest, signed })
+    Ok(Wanted {
+        manifest,
+        signed,
+        success,
+    })
 }
 
 /// The statement an index's entry carries, unchecked (to pass over a
@@ -486,6 +515,14 @@ pub fn check_pulled(
         serde_json::from_slice(result).map_err(|e| Rejected::BadResult(e.to_string()))?;
     if parsed.key != key.as_str() {
         return Err(Rejected::BadResult(format!("it names `{}`", parsed.key)));
+    }
+    let success = matches!(parsed.outcome, crate::store::Outcome::Success { .. });
+    if success != wanted.success {
+        return Err(Rejected::BadResult(format!(
+            "its manifest says it is a {}, and it is a {}",
+            outcome_word(wanted.success),
+            outcome_word(success)
+        )));
     }
     wanted
         .signed

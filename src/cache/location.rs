@@ -36,7 +36,9 @@
 //! A sample manifest is signer-independent (the same bytes whoever pushes
 //! it): an OCI image manifest, `artifactType` `application/vnd.perfpipe.sample.v2`,
 //! config the key material, layers `result.json` and each `logs/NAME`
-//! (`org.opencontainers.image.title`), annotation `dev.perfpipe.statement`.
+//! (`org.opencontainers.image.title`), annotations `dev.perfpipe.statement`
+//! and `dev.perfpipe.outcome` (`success` or `failure`: what `plan` counts the
+//! sample as; `run` refuses a result that says otherwise).
 //! Signatures (ed25519 over the statement) live only in the index, so a new
 //! key adds a signature without changing any content (`cache sign`).
 //!

@@ -146,7 +146,8 @@ async fn push_key(
                 Signed::over(statement, secret)
             }
         };
-        let artifact = artifact::build(material, &files, &signed.statement);
+        let success = sample.metrics().is_some();
+        let artifact = artifact::build(material, &files, &signed.statement, success);
         let digest = format!("sha256:{}", crate::digest::sha256_hex(&artifact.manifest));
         if held.signed_by(&digest, &signed.signer) {
             pushed.already += 1;

@@ -36,6 +36,13 @@ pub struct Offer {
     pub samples: Vec<Offered>,
 }
 
+impl Offered {
+    /// Whether it is a success (a result with numbers), as `run` will find.
+    pub fn success(&self) -> bool {
+        self.wanted.success
+    }
+}
+
 /// One sample offered: its name (`<run key>-<first 16 hex of its sample
 /// digest>`) and its checked manifest.
 #[derive(Debug, Clone)]

@@ -573,3 +573,23 @@ fn a_second_key_signs_what_a_trusted_one_signed_and_alone_is_enough() {
         "signed by `alice` and `bob`, none of them among the trusted keys",
     );
 }
+
+#[test]
+fn a_failure_its_manifest_calls_a_success_is_refused() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    assert_eq!(
+        manifest(&cache, &key).1["annotations"]["dev.perfpipe.outcome"],
+        "failure"
+    );
+    // `plan` would count it towards `--samples`; `run` refuses it.
+    rewrite(&cache, &key, |m| {
+        m["annotations"]["dev.perfpipe.outcome"] = "success".into();
+    });
+    assert_refused(
+        &cache,
+        &[&alice],
+        &key,
+        "its manifest says it is a success, and it is a failure",
+    );
+}

@@ -313,6 +313,40 @@ fn plan_counts_only_what_run_would_take() {
 }
 
 #[test]
+fn plan_counts_as_substitutable_only_the_runs_run_will_then_not_measure() {
+    let (_alice, public, cache) = alice_cache();
+    let bob = TestEnv::tiny();
+    let trust = trusting(&cache, &public);
+    let plan = |extra: &[&str]| {
+        let out = bob.run(&[&["plan", "tiny.kdl"][..], extra, &trust].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    assert!(plan(&[]).contains("substitutable: 7 runs"), "{}", plan(&[]));
+    // One sample of each run cached, two wanted: `run` takes it and measures
+    // (but for the failure, which a second sample would not change).
+    let two = plan(&["--samples", "2"]);
+    assert!(
+        two.contains("substitutable: 1 run from trusted caches"),
+        "{two}"
+    );
+    assert_eq!(two.matches(" missing ").count(), 6, "{two}");
+    // A cached failure is no substitute for a failure retried.
+    let retried = plan(&["--retry-failed"]);
+    assert!(retried.contains("substitutable: 6 runs"), "{retried}");
+    assert!(
+        retried
+            .lines()
+            .any(|l| l.starts_with("trtllm-fp8") && l.contains(" missing ")),
+        "{retried}"
+    );
+    let run = bob.run(&[&["run", "tiny.kdl", "--retry-failed"][..], &trust].concat());
+    let err = stderr(&run);
+    assert_eq!(err.matches("substituted a sample").count(), 7, "{err}");
+    assert!(err.contains("ran 1 "), "only the retried failure: {err}");
+}
+
+#[test]
 fn offline_says_once_which_caches_it_does_not_ask() {
     let (_alice, public, cache) = alice_cache();
     let bob = TestEnv::tiny();
