@@ -152,7 +152,13 @@ for kind in directory http oci; do
         echo "    requests: $requests for $n keys ($(echo "scale=2; $requests / $n" | bc) per key); bytes of their answers: $bytes ($((bytes / n)) per key); tags/list asked: $(printf '%s\n' "$lines" | grep -c 'tags/list' || true)"
         ;;
     esac
+    before_reg=$(wc -l <"$work/registry.log")
+    before_http=$(wc -l <"$work/http.log")
     PERFPIPE_STORE=$store timed "run (pulls every sample)" run bench.kdl "${trust[@]}"
+    case $kind in
+    http) echo "    requests of run: $(tail -n +"$((before_http + 1))" "$work/http.log" | grep -c '"GET ' || true) (the index again, then the blobs)" ;;
+    oci) echo "    requests of run: $(tail -n +"$((before_reg + 1))" "$work/registry.log" | grep -c '"GET /v2/' || true) (the index again, then the blobs)" ;;
+    esac
     grep -o 'ran [0-9]* (failed: [0-9]*)' "$work/err" | sed 's/^/    /'
     echo "    substituted: $(grep -c 'substituted a sample' "$work/err" || true) messages; store: $(du -sm "$store" | cut -f1) MB"
 done

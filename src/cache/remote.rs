@@ -63,7 +63,7 @@ pub struct Remote {
 /// Where a request goes, for the one decision on credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Destination {
-    /// What the cache serves: manifests, blobs, tag lists, uploads.
+    /// What the cache serves: indexes, manifests, blobs, uploads.
     Cache,
     /// The token endpoint a registry's challenge names (`realm`).
     TokenService,

@@ -100,9 +100,10 @@ type Asked = (Option<Offer>, Outcomes, Option<Error>);
 
 impl Caches {
     /// The samples each cache offers for `keys` that the store lacks: the
-    /// first cache that offers any, per key. Each tag's manifest is fetched
-    /// and checked as `run` checks it before fetching blobs (trusted signer,
-    /// signature, format, key material, files named as signed); no blob is
+    /// first cache that offers any, per key. Each key's index is read once
+    /// (it embeds its samples' manifests) and each sample checked as `run`
+    /// checks it before fetching blobs (a trusted signer whose signature
+    /// verifies, format, key material, files named as signed); no blob is
     /// fetched. One function for `plan` and `run`, so `plan` counts only
     /// what `run` takes.
     pub fn offers(&self, store: &Store, keys: &[RunKey]) -> Offers {
