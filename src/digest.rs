@@ -15,6 +15,26 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// The sha256 (64 lowercase hex) of everything `reader` gives, and its
+/// length, read a block at a time: a file of any size is hashed in bounded
+/// memory.
+pub fn sha256_hex_of_reader(mut reader: impl std::io::Read) -> std::io::Result<(String, u64)> {
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    let mut length = 0u64;
+    loop {
+        let n = match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buffer[..n]);
+        length += n as u64;
+    }
+    Ok((hex::encode(hasher.finalize()), length))
+}
+
 /// What a [`Digest`] names: a marker type, for its type's name and messages.
 pub trait Kind {
     /// The name of its type, as `Debug` shows it (`RunKey`).

@@ -1,14 +1,52 @@
-//! Where a cache is: a directory (an OCI image layout plus a tag list per
-//! key), the same tree on a static web server (read-only), or an OCI
-//! registry (`oci://host/repository`).
+//! Where a cache is: a directory, the same tree on a static web server
+//! (read-only), or an OCI registry (`oci://host/repository`).
+//!
+//! Every kind holds the same objects, and a key's samples are found by ONE
+//! read of ONE object named by the run key (as Nix reads `<hash>.narinfo`),
+//! never by listing: the key's *index*. A missing index is "no sample".
 //!
 //! ```text
+//! directory, web server (and any store of named objects, e.g. S3):
 //! <cache>/oci-layout                 {"imageLayoutVersion": "1.0.0"}
-//! <cache>/index.json                 every sample's manifest, tagged (org.opencontainers.image.ref.name)
-//! <cache>/blobs/sha256/<hex>         key material, results, logs, manifests
-//! <cache>/keys/<run key>.json        {"<tag>": "sha256:<manifest digest>"}: a key's samples,
-//!                                    read where nothing lists files (a web server)
+//! <cache>/index.json                 the layout's index, written empty once (keys are not
+//!                                    listed there: rewriting one list of every sample on
+//!                                    each push would make pushing N samples cost N²)
+//! <cache>/blobs/sha256/<hex>         key material, results, logs, sample manifests
+//! <cache>/keys/<run key>.json        the key's index (below): the one object read per key
+//!
+//! OCI registry (distribution API):
+//! manifests/<run key>                the key's index, tagged by the run key (64 hex)
+//! manifests/sha256:<hex>             each sample manifest (the index's children)
+//! blobs/sha256:<hex>                 key material, results, logs
 //! ```
+//!
+//! A key's index is an OCI image index (`application/vnd.oci.image.index.v1+json`,
+//! `artifactType` `application/vnd.perfpipe.samples.v1`, annotation
+//! `dev.perfpipe.key` = the run key) with one descriptor per sample:
+//!
+//! ```text
+//! { "mediaType": "application/vnd.oci.image.manifest.v1+json",
+//!   "artifactType": "application/vnd.perfpipe.sample.v2",
+//!   "digest": "sha256:<sha256 of the sample manifest>", "size": <its bytes>,
+//!   "data": "<base64 of the sample manifest>",          (OCI 1.1 embedded data)
+//!   "annotations": { "dev.perfpipe.signatures":
+//!       "[{\"signer\":\"NAME:base64\",\"signature\":\"base64\"}, …]" } }
+//! ```
+//!
+//! A sample manifest is signer-independent (the same bytes whoever pushes
+//! it): an OCI image manifest, `artifactType` `application/vnd.perfpipe.sample.v2`,
+//! config the key material, layers `result.json` and each `logs/NAME`
+//! (`org.opencontainers.image.title`), annotations `dev.perfpipe.statement`
+//! and `dev.perfpipe.outcome` (`success` or `failure`: what `plan` counts the
+//! sample as; `run` refuses a result that says otherwise).
+//! Signatures (ed25519 over the statement) live only in the index, so a new
+//! key adds a signature without changing any content (`cache sign`).
+//!
+//! Writing a sample: its blobs, then its manifest, then the key's index
+//! (read, the sample or signature added, written back): a reader never sees
+//! an index naming what is missing. A directory updates an index under
+//! `<cache>/.lock`; a registry has no compare-and-swap, so two pushes of one
+//! key at the same moment may lose one's entry (pushing again restores it).
 
 use std::fmt;
 use std::path::PathBuf;

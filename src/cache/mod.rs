@@ -29,7 +29,7 @@ pub use credentials::{
 };
 pub use lacks::{DEFAULT_NEGATIVE_TTL, Recall};
 pub use location::Location;
-pub use push::{Pushed, push};
+pub use push::{Pushed, Vouched, push, sign};
 pub use remote::Remote;
 pub use substitute::{Caches, Offer, Offered, Offers, Outcome, Substituted};
 
@@ -93,13 +93,6 @@ pub enum Error {
         what: String,
         seconds: u64,
     },
-    #[error(
-        "cache `{location}`: its tag list goes on past {pages} pages, where perfpipe stops reading"
-    )]
-    #[diagnostic(help(
-        "a registry that always names a next page is misbehaving; a repository used as a cache holds fewer tags (docs/result-cache.md)"
-    ))]
-    EndlessTagList { location: String, pages: usize },
     #[error("the credentials for `{host}` cannot be used: {why}")]
     #[diagnostic(help(
         "under `[credentials.\"{host}\"]` in your config.toml: `username` with `password-env` (a variable's name) or `password-file`, or `token-file` alone (docs/result-cache.md)"
@@ -239,7 +232,6 @@ impl Error {
             Self::Cache { .. }
             | Self::Downgrade { .. }
             | Self::Timeout { .. }
-            | Self::EndlessTagList { .. }
             | Self::Unsignable { .. } => ErrorKind::Environment,
             Self::Store(e) if e.is_usage() => ErrorKind::Usage,
             Self::Store(_) => ErrorKind::Environment,

@@ -1,9 +1,11 @@
-//! Reading and writing one cache: its samples' tags for a key, manifests
-//! and blobs, over the file system, plain HTTP GETs or the OCI distribution
-//! API (no referrers API: a key's samples are found by their tags). Nothing
-//! read here is trusted; `artifact` checks it. (effects)
+//! Reading and writing one cache: a key's index (one read per key, the
+//! layout at the top of `location`), sample manifests and blobs, over the
+//! file system, plain HTTP GETs or the OCI distribution API. Blobs are
+//! streamed both ways: uploaded from the store's files, and downloaded
+//! through a hash into a file, refused as soon as they pass their declared
+//! size. Nothing read here is trusted; `artifact` checks it. (effects)
 
-use std::collections::BTreeMap;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -11,7 +13,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION};
 use reqwest::{Method, StatusCode, Url};
 
 use super::Error;
-use super::artifact::{MANIFEST_TYPE, digest_hex};
+use super::artifact::{Blob, INDEX_TYPE, Index, MANIFEST_TYPE, Source, digest_hex};
 use super::credentials::Credential;
 use super::location::Location;
 use crate::key::RunKey;
@@ -21,16 +23,19 @@ use crate::tls::{BodyError, Limit, transport_error};
 /// How long one request may take, its answer included.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Pages of a registry's tag list read at most (of up to 1000 tags each):
-/// one that always names a next page is stopped here (docs/result-cache.md).
-const MAX_TAG_PAGES: usize = 1000;
+/// Tries of a key's index lookup that failed on the way or with a 5xx or
+/// 429 (a definite answer, found or not, is never asked again).
+const LOOKUP_TRIES: u32 = 3;
 
-/// A tag list (a page, or `keys/<key>.json`) or a manifest: 4 MiB, as
-/// registries bound manifests.
-const MAX_LISTING_BYTES: Limit = Limit {
+/// A key's index (`keys/<key>.json`, or its tag): 4 MiB, as registries
+/// bound manifests.
+const MAX_INDEX_BYTES: Limit = Limit {
     bytes: 4 << 20,
-    of: "perfpipe reads of a tag list or a manifest",
+    of: "perfpipe reads of a key's index",
 };
+
+/// What is read of a stream at once (upload or download).
+const CHUNK_BYTES: usize = 256 << 10;
 
 /// The most bytes of an error's answer read (its first 200 characters
 /// are shown).
@@ -55,13 +60,10 @@ pub struct Remote {
     token: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
-/// `keys/<key>.json` of a directory or web cache: tag → manifest digest.
-type TagList = BTreeMap<String, String>;
-
 /// Where a request goes, for the one decision on credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Destination {
-    /// What the cache serves: manifests, blobs, tag lists, uploads.
+    /// What the cache serves: indexes, manifests, blobs, uploads.
     Cache,
     /// The token endpoint a registry's challenge names (`realm`).
     TokenService,
@@ -252,100 +254,100 @@ impl Remote {
         self.failed(format!("cannot {what}: {}", limit.exceeded_by("it")))
     }
 
-    /// The tags of `key`'s samples; none when the cache has no sample of it.
-    pub async fn tags(&self, key: &RunKey) -> Result<Vec<String>, Error> {
-        match &self.location {
-            Location::Dir(_) | Location::Http(_) => {
-                Ok(self.tag_list(key).await?.into_keys().collect())
-            }
-            Location::Oci(image) => {
-                let prefix = format!("{key}-");
-                let mut url = Some(image.tags_url());
-                let mut tags = Vec::new();
-                let mut pages = 0;
-                while let Some(this) = url.take() {
-                    pages += 1;
-                    if pages > MAX_TAG_PAGES {
-                        return Err(Error::EndlessTagList {
-                            location: self.location.to_string(),
-                            pages: MAX_TAG_PAGES,
-                        });
-                    }
-                    let response = self.get(&this, None, "list tags").await?;
-                    if response.status() == StatusCode::NOT_FOUND {
-                        return Ok(Vec::new());
-                    }
-                    let response = self.ok(response, "list tags").await?;
-                    url = next_page(&response);
-                    #[derive(serde::Deserialize)]
-                    struct Tags {
-                        tags: Option<Vec<String>>,
-                    }
-                    let page = self.body(response, MAX_LISTING_BYTES, "list tags").await?;
-                    let page: Tags = serde_json::from_slice(&page)
-                        .map_err(|e| self.failed(format!("its tag list: {e}")))?;
-                    tags.extend(
-                        page.tags
-                            .unwrap_or_default()
-                            .into_iter()
-                            .filter(|t| t.starts_with(&prefix)),
-                    );
-                }
-                Ok(tags)
-            }
-        }
-    }
-
-    async fn tag_list(&self, key: &RunKey) -> Result<TagList, Error> {
-        let path = format!("keys/{key}.json");
-        let Some(bytes) = self.read(&path, MAX_LISTING_BYTES).await? else {
-            return Ok(TagList::new());
+    /// The index of `key`'s samples (its bytes, unchecked); `None` when the
+    /// cache has no sample of it. One request whatever the cache holds,
+    /// tried again (at most [`LOOKUP_TRIES`] in all) only when it failed on
+    /// its way or the cache answered 5xx or 429.
+    pub async fn index(&self, key: &RunKey) -> Result<Option<Vec<u8>>, Error> {
+        let path = index_path(key);
+        let (url, what, accept) = match &self.location {
+            Location::Dir(_) => return self.read(&path, MAX_INDEX_BYTES).await,
+            Location::Http(base) => (format!("{base}/{path}"), format!("get `{path}`"), None),
+            Location::Oci(image) => (
+                image.manifest_url(key.as_str()),
+                format!("get the index `{key}`"),
+                Some(INDEX_TYPE),
+            ),
         };
-        serde_json::from_slice(&bytes).map_err(|e| self.failed(format!("{path}: {e}")))
-    }
-
-    /// The manifest of `key`'s sample tagged `tag`.
-    pub async fn manifest(&self, key: &RunKey, tag: &str) -> Result<Vec<u8>, Error> {
-        match &self.location {
-            Location::Dir(_) | Location::Http(_) => {
-                let list = self.tag_list(key).await?;
-                let digest = list
-                    .get(tag)
-                    .ok_or_else(|| self.failed(format!("no tag `{tag}`")))?;
-                self.blob_at_most(digest, MAX_LISTING_BYTES).await
+        let mut tries = 1;
+        let response = loop {
+            let last = tries >= LOOKUP_TRIES;
+            match self.get(&url, accept, &what).await {
+                Ok(response)
+                    if !last
+                        && (response.status().is_server_error()
+                            || response.status() == StatusCode::TOO_MANY_REQUESTS) => {}
+                // A timeout (`Error::Timeout`) has taken its time already.
+                Err(Error::Cache { .. }) if !last => {}
+                answer => break answer?,
             }
-            Location::Oci(image) => {
-                let url = image.manifest_url(tag);
-                let what = format!("get `{tag}`");
-                let response = self.get(&url, Some(MANIFEST_TYPE), &what).await?;
-                let response = self.ok(response, &what).await?;
-                self.body(response, MAX_LISTING_BYTES, &what).await
-            }
+            tokio::time::sleep(Duration::from_millis(100 << tries)).await;
+            tries += 1;
+        };
+        if response.status() == StatusCode::NOT_FOUND {
+            return Ok(None);
         }
+        let response = self.ok(response, &what).await?;
+        Ok(Some(self.body(response, MAX_INDEX_BYTES, &what).await?))
     }
 
-    /// The bytes of the blob `digest`, which its manifest declares `size`
-    /// bytes long: no more is read (the caller checks the digest).
-    pub async fn blob(&self, digest: &str, size: u64) -> Result<Vec<u8>, Error> {
-        self.blob_at_most(digest, declared(size)).await
-    }
-
-    /// The bytes of the blob `digest`, refused past `limit`.
-    async fn blob_at_most(&self, digest: &str, limit: Limit) -> Result<Vec<u8>, Error> {
+    /// Streams the blob `digest`, which its manifest declares `size` bytes
+    /// long, into `sink`: refused as soon as it passes `size`. Gives the
+    /// sha256 (hex) of what was read, for the caller to check.
+    pub async fn blob_into(
+        &self,
+        digest: &str,
+        size: u64,
+        sink: &mut dyn Write,
+    ) -> Result<String, Error> {
         let hex = digest_hex(digest).ok_or_else(|| self.failed(format!("digest `{digest}`")))?;
-        let bytes = match &self.location {
-            Location::Dir(_) | Location::Http(_) => {
-                self.read(&format!("blobs/sha256/{hex}"), limit).await?
+        let limit = declared(size);
+        let what = format!("get blob {digest}");
+        let mut sink = Bounded::new(sink, size);
+        let written = match &self.location {
+            Location::Dir(dir) => {
+                let path = dir.join("blobs/sha256").join(hex);
+                let file = match crate::regular_file::open(&path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Err(self.failed(format!("the blob {digest} is missing")));
+                    }
+                    other => other.map_err(|e| self.failed(format!("{what}: {e}")))?,
+                };
+                std::io::copy(&mut file.take(size + 1), &mut sink).map(drop)
             }
-            Location::Oci(image) => {
-                let url = image.blob_url(digest);
-                let what = format!("get blob {digest}");
+            Location::Http(_) | Location::Oci(_) => {
+                let url = match &self.location {
+                    Location::Http(base) => format!("{base}/blobs/sha256/{hex}"),
+                    Location::Oci(image) => image.blob_url(digest),
+                    Location::Dir(_) => unreachable!(),
+                };
                 let response = self.get(&url, None, &what).await?;
-                let response = self.ok(response, &what).await?;
-                Some(self.body(response, limit, &what).await?)
+                if response.status() == StatusCode::NOT_FOUND {
+                    return Err(self.failed(format!("the blob {digest} is missing")));
+                }
+                let mut response = self.ok(response, &what).await?;
+                if response.content_length().is_some_and(|len| len > size) {
+                    return Err(self.too_long(&what, limit));
+                }
+                loop {
+                    match response.chunk().await {
+                        Ok(Some(chunk)) => {
+                            if let Err(e) = sink.write_all(&chunk) {
+                                break Err(e);
+                            }
+                        }
+                        Ok(None) => break Ok(()),
+                        Err(e) => return Err(self.transport(e, &what)),
+                    }
+                }
             }
         };
-        bytes.ok_or_else(|| self.failed(format!("the blob {digest} is missing")))
+        match written {
+            Ok(()) if sink.over => Err(self.too_long(&what, limit)),
+            Ok(()) => Ok(sink.finish()),
+            Err(_) if sink.over => Err(self.too_long(&what, limit)),
+            Err(e) => Err(self.failed(format!("cannot {what}: {e}"))),
+        }
     }
 
     /// A file of a directory or web cache, refused past `limit`; `None`
@@ -441,15 +443,17 @@ impl Remote {
         }
     }
 
-    /// Stores a blob the cache lacks.
-    pub async fn put_blob(&self, digest: &str, bytes: &[u8]) -> Result<(), Error> {
-        if self.has_blob(digest).await? {
+    /// Stores a blob the cache lacks, streamed from where it is.
+    pub async fn put_blob(&self, blob: &Blob) -> Result<(), Error> {
+        if self.has_blob(&blob.digest).await? {
             return Ok(());
         }
+        let digest = &blob.digest;
         match &self.location {
             Location::Dir(dir) => {
                 let hex = digest_hex(digest).expect("digests pushed are sha256");
-                write_atomic(&dir.join("blobs/sha256").join(hex), bytes).map_err(|e| self.failed(e))
+                let path = dir.join("blobs/sha256").join(hex);
+                copy_into_dir(&blob.source, &path, hex).map_err(|e| self.failed(e))
             }
             Location::Oci(image) => {
                 let start = image.uploads_url();
@@ -468,13 +472,13 @@ impl Remote {
                     .ok_or_else(|| self.failed("an upload without a Location"))?;
                 let mut url = upload;
                 url.query_pairs_mut().append_pair("digest", digest);
-                let body = bytes::Bytes::copy_from_slice(bytes);
                 let what = format!("upload {digest}");
                 let response = self
                     .send(Method::PUT, url.as_str(), &what, true, |request| {
                         request
                             .header(CONTENT_TYPE, "application/octet-stream")
-                            .body(body.clone())
+                            .header(reqwest::header::CONTENT_LENGTH, blob.size)
+                            .body(body_of(&blob.source))
                     })
                     .await?;
                 self.ok(response, &what).await.map(drop)
@@ -483,35 +487,198 @@ impl Remote {
         }
     }
 
-    /// Tags `manifest` as `tag`, a sample of `key`; its blobs are there.
-    pub async fn put_manifest(
-        &self,
-        key: &RunKey,
-        tag: &str,
-        manifest: &[u8],
-    ) -> Result<(), Error> {
+    /// Stores a sample's manifest (by its digest: the key's index names it).
+    pub async fn put_manifest(&self, manifest: &[u8]) -> Result<(), Error> {
+        let digest = format!("sha256:{}", crate::digest::sha256_hex(manifest));
         match &self.location {
-            Location::Dir(dir) => {
-                let digest = format!("sha256:{}", crate::digest::sha256_hex(manifest));
-                self.put_blob(&digest, manifest).await?;
-                tag_in_dir(dir, key, tag, &digest, manifest.len()).map_err(|e| self.failed(e))
+            Location::Dir(_) => {
+                self.put_blob(&Blob {
+                    digest,
+                    size: manifest.len() as u64,
+                    source: Source::Bytes(manifest.to_vec()),
+                })
+                .await
             }
             Location::Oci(image) => {
-                let url = image.manifest_url(tag);
-                let body = bytes::Bytes::copy_from_slice(manifest);
-                let what = format!("tag `{tag}`");
-                let response = self
-                    .send(Method::PUT, &url, &what, true, |request| {
-                        request
-                            .header(CONTENT_TYPE, MANIFEST_TYPE)
-                            .body(body.clone())
-                    })
-                    .await?;
-                self.ok(response, &what).await.map(drop)
+                let what = format!("put the manifest {digest}");
+                self.put_manifest_at(&image.manifest_url(&digest), MANIFEST_TYPE, manifest, &what)
+                    .await
             }
             Location::Http(_) => Err(self.read_only()),
         }
     }
+
+    async fn put_manifest_at(
+        &self,
+        url: &str,
+        media_type: &str,
+        manifest: &[u8],
+        what: &str,
+    ) -> Result<(), Error> {
+        let body = bytes::Bytes::copy_from_slice(manifest);
+        let response = self
+            .send(Method::PUT, url, what, true, |request| {
+                request.header(CONTENT_TYPE, media_type).body(body.clone())
+            })
+            .await?;
+        self.ok(response, what).await.map(drop)
+    }
+
+    /// Changes `key`'s index by `change` (given the index as the cache holds
+    /// it now, or a new one), and writes it unless `change` returns false.
+    /// The samples it adds are in the cache already. A directory changes it
+    /// under its lock; a registry has no compare-and-swap (location.rs).
+    pub async fn update_index(
+        &self,
+        key: &RunKey,
+        change: impl Fn(&mut Index) -> bool,
+    ) -> Result<(), Error> {
+        let changed = |held: Option<Vec<u8>>| -> Result<Option<Vec<u8>>, Error> {
+            let mut index = match held {
+                Some(bytes) => Index::parse(key, &bytes)
+                    .map_err(|e| self.failed(format!("{}: {e}", index_path(key))))?,
+                None => Index::new(key),
+            };
+            Ok(change(&mut index).then(|| index.to_bytes()))
+        };
+        match &self.location {
+            Location::Dir(dir) => {
+                let lock = crate::filelock::open(&dir.join(".lock")).map_err(|e| self.failed(e))?;
+                lock.lock().map_err(|e| self.failed(e))?;
+                let held = self.read(&index_path(key), MAX_INDEX_BYTES).await?;
+                if let Some(bytes) = changed(held)? {
+                    write_dir_index(dir, key, &bytes).map_err(|e| self.failed(e))?;
+                }
+                Ok(())
+            }
+            Location::Oci(image) => {
+                if let Some(bytes) = changed(self.index(key).await?)? {
+                    let what = format!("put the index `{key}`");
+                    self.put_manifest_at(
+                        &image.manifest_url(key.as_str()),
+                        INDEX_TYPE,
+                        &bytes,
+                        &what,
+                    )
+                    .await?;
+                }
+                Ok(())
+            }
+            Location::Http(_) => Err(self.read_only()),
+        }
+    }
+}
+
+/// Where a key's index is in a directory or web cache.
+fn index_path(key: &RunKey) -> String {
+    format!("keys/{key}.json")
+}
+
+/// A sink that hashes what it is given and refuses (marking `over`) what
+/// would take it past `limit` bytes, before writing any of it.
+struct Bounded<'a> {
+    inner: &'a mut dyn Write,
+    hasher: sha2::Sha256,
+    written: u64,
+    limit: u64,
+    over: bool,
+}
+
+impl<'a> Bounded<'a> {
+    fn new(inner: &'a mut dyn Write, limit: u64) -> Self {
+        use sha2::Digest as _;
+        Self {
+            inner,
+            hasher: sha2::Sha256::new(),
+            written: 0,
+            limit,
+            over: false,
+        }
+    }
+
+    /// The sha256 (hex) of what was written.
+    fn finish(self) -> String {
+        use sha2::Digest as _;
+        hex::encode(self.hasher.finalize())
+    }
+}
+
+impl Write for Bounded<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use sha2::Digest as _;
+        if self.written + buf.len() as u64 > self.limit {
+            self.over = true;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                "longer than declared",
+            ));
+        }
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A request body of `source`: a file is read a chunk at a time as the
+/// request is sent, never whole.
+fn body_of(source: &Source) -> reqwest::Body {
+    match source {
+        Source::Bytes(bytes) => reqwest::Body::from(bytes.clone()),
+        Source::File(path) => {
+            let chunks = futures_util::stream::try_unfold(
+                (path.clone(), None::<std::fs::File>),
+                |(path, file)| async move {
+                    let mut file = match file {
+                        Some(file) => file,
+                        None => crate::regular_file::open(&path)?,
+                    };
+                    let mut chunk = vec![0u8; CHUNK_BYTES];
+                    let n = file.read(&mut chunk)?;
+                    if n == 0 {
+                        return Ok::<_, std::io::Error>(None);
+                    }
+                    chunk.truncate(n);
+                    Ok(Some((bytes::Bytes::from(chunk), (path, Some(file)))))
+                },
+            );
+            reqwest::Body::wrap_stream(chunks)
+        }
+    }
+}
+
+/// Copies `source` to `path` of a directory cache, whole or not at all,
+/// refused unless it hashes to `hex` (a store file changed since it was
+/// hashed is not published under the old digest).
+fn copy_into_dir(source: &Source, path: &Path, hex: &str) -> std::io::Result<()> {
+    let mut pending = crate::atomic_write::AtomicWrite::new()
+        .temp(crate::atomic_write::Temp::Locked(".perfpipe-tmp-"))
+        .synced()
+        .begin(path)?;
+    let got = {
+        let mut sink = Bounded::new(pending.file(), u64::MAX);
+        match source {
+            Source::Bytes(bytes) => sink.write_all(bytes)?,
+            Source::File(from) => {
+                std::io::copy(&mut crate::regular_file::open(from)?, &mut sink)?;
+            }
+        }
+        sink.finish()
+    };
+    if got != hex {
+        return Err(std::io::Error::other(format!(
+            "{} changed while it was pushed (it hashes to sha256:{got})",
+            match source {
+                Source::File(from) => from.display().to_string(),
+                Source::Bytes(_) => "a blob".into(),
+            }
+        )));
+    }
+    pending.commit()
 }
 
 /// The first [`ERROR_BODY_BYTES`] or so of an answer's body (what can be
@@ -532,51 +699,20 @@ fn is_downgrade(from: &Url, to: &Url) -> bool {
     from.scheme() == "https" && to.scheme() != "https"
 }
 
-/// Records `tag` in `keys/<key>.json` and the OCI layout's `index.json`,
-/// under the cache's lock (two pushes to one directory never lose a tag).
-fn tag_in_dir(
-    dir: &Path,
-    key: &RunKey,
-    tag: &str,
-    digest: &str,
-    size: usize,
-) -> std::io::Result<()> {
-    let lock = crate::filelock::open(&dir.join(".lock"))?;
-    lock.lock()?;
+/// Writes `keys/<key>.json` of a directory cache (its lock held), and the
+/// OCI layout's `oci-layout` and empty `index.json` the first time.
+fn write_dir_index(dir: &Path, key: &RunKey, bytes: &[u8]) -> std::io::Result<()> {
     let layout = dir.join("oci-layout");
     if !layout.exists() {
         write_atomic(&layout, br#"{"imageLayoutVersion": "1.0.0"}"#)?;
     }
-    let list_path = dir.join("keys").join(format!("{key}.json"));
-    let mut list: TagList = read_json(&list_path)?.unwrap_or_default();
-    list.insert(tag.to_owned(), digest.to_owned());
-    write_atomic(&list_path, &serde_json::to_vec_pretty(&list)?)?;
-    let index_path = dir.join("index.json");
-    let mut index: serde_json::Value = read_json(&index_path)?.unwrap_or_else(
-        || serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []}),
-    );
-    let manifests = index["manifests"]
-        .as_array_mut()
-        .ok_or_else(|| std::io::Error::other("index.json has no `manifests` list"))?;
-    manifests.retain(|m| m["annotations"]["org.opencontainers.image.ref.name"] != tag);
-    manifests.push(serde_json::json!({
-        "mediaType": MANIFEST_TYPE,
-        "artifactType": super::artifact::ARTIFACT_TYPE,
-        "digest": digest,
-        "size": size,
-        "annotations": {"org.opencontainers.image.ref.name": tag},
-    }));
-    write_atomic(&index_path, &serde_json::to_vec_pretty(&index)?)
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::io::Result<Option<T>> {
-    match fs_err::read(path) {
-        Ok(bytes) => Ok(Some(
-            serde_json::from_slice(&bytes).map_err(std::io::Error::other)?,
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+    let index = dir.join("index.json");
+    if !index.exists() {
+        let empty =
+            serde_json::json!({"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": []});
+        write_atomic(&index, &serde_json::to_vec_pretty(&empty)?)?;
     }
+    write_atomic(&dir.join(index_path(key)), bytes)
 }
 
 /// Whole or not at all: a reader never sees half a file. Each file is
@@ -588,15 +724,6 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .temp(crate::atomic_write::Temp::Locked(".perfpipe-tmp-"))
         .synced()
         .write(path, bytes)
-}
-
-/// The next page of a tag list (`Link: </v2/…?last=…>; rel="next"`),
-/// relative to the page that names it.
-fn next_page(response: &reqwest::Response) -> Option<String> {
-    let link = response.headers().get("link")?.to_str().ok()?;
-    let target = link.split(';').next()?.trim();
-    let target = target.strip_prefix('<')?.strip_suffix('>')?;
-    Some(response.url().join(target).ok()?.into())
 }
 
 #[cfg(test)]
@@ -690,7 +817,7 @@ mod tests {
         let slow = Remote::with_timeout(Location::Http(base), Duration::from_secs(1));
         let key = RunKey::of_bytes(b"{}");
         let e = super::super::runtime(&crate::tokio_runtime::Io::new())
-            .block_on(slow.tags(&key))
+            .block_on(slow.index(&key))
             .unwrap_err();
         assert!(matches!(e, Error::Timeout { seconds: 1, .. }), "{e}");
         let message = e.to_string();

@@ -3,18 +3,18 @@
 //! every blob against its digest) and only then committed. A cache that
 //! cannot be reached is a warning: the run is measured instead.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use futures_util::StreamExt;
 
 use super::Error;
-use super::artifact::{self, Rejected, Wanted};
+use super::artifact::{self, Descriptor, Index, Rejected, Wanted};
 use super::lacks::{Lacks, Recall};
 use super::remote::Remote;
 use crate::key::RunKey;
 use crate::signing::TrustedKeys;
-use crate::signing::statement::{SampleFiles, sample_digest};
-use crate::store::Store;
+use crate::signing::statement::{RESULT_PATH, sample_digest};
+use crate::store::{PendingSample, Store};
 
 /// The caches a command asks, and whose signatures it accepts.
 #[derive(Debug, Clone)]
@@ -36,7 +36,15 @@ pub struct Offer {
     pub samples: Vec<Offered>,
 }
 
-/// One sample offered: its tag and its checked manifest.
+impl Offered {
+    /// Whether it is a success (a result with numbers), as `run` will find.
+    pub fn success(&self) -> bool {
+        self.wanted.success
+    }
+}
+
+/// One sample offered: its name (`<run key>-<first 16 hex of its sample
+/// digest>`) and its checked manifest.
 #[derive(Debug, Clone)]
 pub struct Offered {
     pub tag: String,
@@ -92,9 +100,10 @@ type Asked = (Option<Offer>, Outcomes, Option<Error>);
 
 impl Caches {
     /// The samples each cache offers for `keys` that the store lacks: the
-    /// first cache that offers any, per key. Each tag's manifest is fetched
-    /// and checked as `run` checks it before fetching blobs (trusted signer,
-    /// signature, format, key material, files named as signed); no blob is
+    /// first cache that offers any, per key. Each key's index is read once
+    /// (it embeds its samples' manifests) and each sample checked as `run`
+    /// checks it before fetching blobs (a trusted signer whose signature
+    /// verifies, format, key material, files named as signed); no blob is
     /// fetched. One function for `plan` and `run`, so `plan` counts only
     /// what `run` takes.
     pub fn offers(&self, store: &Store, keys: &[RunKey]) -> Offers {
@@ -125,12 +134,8 @@ impl Caches {
 
     async fn offer(&self, store: &Store, lacks: &Lacks, key: &RunKey) -> Asked {
         // A sample is its statement: one the store holds, or one already
-        // offered under another tag, is not offered again.
+        // offered by another entry, is not offered again.
         let mut held = store.statements(key).unwrap_or_default();
-        let local: BTreeSet<String> = held
-            .iter()
-            .map(|statement| sample_digest(statement)[..16].to_owned())
-            .collect();
         let mut refused = Vec::new();
         let mut error = None;
         for remote in &self.remotes {
@@ -138,41 +143,53 @@ impl Caches {
                 continue;
             }
             let location = remote.location.to_string();
-            match remote.tags(key).await {
+            let index = match remote.index(key).await {
                 // A definite "none"; a failure (below) is never remembered.
-                Ok(tags) if tags.is_empty() => lacks.remember(&remote.location, key),
-                Ok(tags) => {
-                    lacks.forget(&remote.location, key);
-                    let mut samples = Vec::new();
-                    // Tags naming a held sample's digest need no manifest.
-                    for tag in tags
-                        .into_iter()
-                        .filter(|t| !local.iter().any(|d| t.ends_with(&format!("-{d}"))))
-                    {
-                        match self.wanted(remote, key, &tag).await {
-                            Ok(wanted) if held.insert(wanted.signed.statement.clone()) => {
-                                samples.push(Offered { tag, wanted });
-                            }
-                            Ok(_) => {}
-                            Err(why) => {
-                                refused.push((location.clone(), Outcome::Refused { tag, why }))
-                            }
-                        }
+                Ok(None) => {
+                    lacks.remember(&remote.location, key);
+                    continue;
+                }
+                Ok(Some(bytes)) => bytes,
+                Err(e) => {
+                    error = Some(e);
+                    continue;
+                }
+            };
+            lacks.forget(&remote.location, key);
+            let index = match Index::parse(key, &index) {
+                Ok(index) => index,
+                Err(why) => {
+                    let tag = key.to_string();
+                    let why = refusal(&why);
+                    refused.push((location, Outcome::Refused { tag, why }));
+                    continue;
+                }
+            };
+            let mut samples = Vec::new();
+            for entry in &index.manifests {
+                // A held sample needs no check (whoever signed it here).
+                if artifact::entry_statement(entry).is_some_and(|s| held.contains(&s)) {
+                    continue;
+                }
+                match artifact::parse(key, entry, &self.trusted) {
+                    Ok(wanted) if held.insert(wanted.signed.statement.clone()) => {
+                        let tag = name(key, &wanted.signed.statement);
+                        samples.push(Offered { tag, wanted });
                     }
-                    if !samples.is_empty() {
-                        return (Some(Offer { location, samples }), refused, None);
+                    Ok(_) => {}
+                    Err(why) => {
+                        let tag = artifact::entry_statement(entry)
+                            .map_or_else(|| entry.digest.clone(), |s| name(key, &s));
+                        let why = refusal(&why);
+                        refused.push((location.clone(), Outcome::Refused { tag, why }));
                     }
                 }
-                Err(e) => error = Some(e),
+            }
+            if !samples.is_empty() {
+                return (Some(Offer { location, samples }), refused, None);
             }
         }
         (None, refused, error)
-    }
-
-    /// The manifest of one tag, checked; why it is refused otherwise.
-    async fn wanted(&self, remote: &Remote, key: &RunKey, tag: &str) -> Result<Wanted, String> {
-        let manifest = remote.manifest(key, tag).await.map_err(|e| refusal(&e))?;
-        artifact::parse(key, &manifest, &self.trusted).map_err(|e: Rejected| refusal(&e))
     }
 
     /// Substitutes what the caches offer for `runs` (key and key material).
@@ -208,11 +225,15 @@ impl Caches {
                     async move {
                         let mut outcomes = Vec::new();
                         for offered in &offer.samples {
-                            let outcome = match pull(remote, key, &offered.wanted).await {
-                                Ok(files) => {
+                            let pending = store.begin_sample()?;
+                            let outcome = match pull(remote, key, &offered.wanted, &pending).await {
+                                Ok(result) => {
                                     let signed = &offered.wanted.signed;
                                     // `None`: another process stored it meanwhile.
-                                    if store.add_signed(key, material, &files, signed)?.is_none() {
+                                    let added = store.add_pending_signed(
+                                        key, material, pending, &result, signed,
+                                    )?;
+                                    if added.is_none() {
                                         continue;
                                     }
                                     Outcome::Added {
@@ -240,16 +261,62 @@ impl Caches {
     }
 }
 
-/// The blobs of one offered sample, checked against its manifest and
-/// signature; why it is refused otherwise.
-async fn pull(remote: &Remote, key: &RunKey, wanted: &Wanted) -> Result<SampleFiles, String> {
-    let mut blobs = Vec::new();
-    for descriptor in std::iter::once(&wanted.manifest.config).chain(&wanted.manifest.layers) {
-        let blob = remote.blob(&descriptor.digest, descriptor.size).await;
-        blobs.push(blob.map_err(|e| refusal(&e))?);
+/// How messages name a sample of `key`: the key and the first 16 hex of its
+/// sample digest.
+fn name(key: &RunKey, statement: &str) -> String {
+    format!("{key}-{}", &sample_digest(statement)[..16])
+}
+
+/// Pulls the blobs of one offered sample as streams, each checked against
+/// its digest as it arrives and refused as soon as it passes its declared
+/// size: the key material and `result.json` into memory, each log into
+/// `pending`; then the signature over what was fetched. Gives `result.json`;
+/// why the sample is refused otherwise (`pending` is then dropped, and with
+/// it what was fetched).
+async fn pull(
+    remote: &Remote,
+    key: &RunKey,
+    wanted: &Wanted,
+    pending: &PendingSample,
+) -> Result<Vec<u8>, String> {
+    let manifest = &wanted.manifest;
+    let mut material = Vec::new();
+    fetch(remote, &manifest.config, &mut material).await?;
+    let mut result = Vec::new();
+    let mut logs = Vec::new();
+    for layer in &manifest.layers {
+        // `artifact::parse` checked the titles: `result.json` once, and
+        // plain, distinct log names.
+        match layer.title().unwrap_or_default() {
+            RESULT_PATH => {
+                fetch(remote, layer, &mut result).await?;
+            }
+            title => {
+                let name = title.strip_prefix("logs/").unwrap_or(title);
+                let mut file = pending.create_log(name).map_err(|e| refusal(&e))?;
+                let digest = fetch(remote, layer, &mut file).await?;
+                file.sync_all().map_err(|e| refusal(&e))?;
+                logs.push((name.to_owned(), digest));
+            }
+        }
     }
-    let (_material, files) = artifact::assemble(key, wanted, blobs).map_err(|e| refusal(&e))?;
-    Ok(files)
+    artifact::check_pulled(key, wanted, material, &result, &logs).map_err(|e| refusal(&e))?;
+    Ok(result)
+}
+
+/// Streams the blob `descriptor` names into `sink`, checked against its
+/// digest; gives that digest (hex).
+async fn fetch(
+    remote: &Remote,
+    descriptor: &Descriptor,
+    sink: &mut dyn std::io::Write,
+) -> Result<String, String> {
+    let got = remote
+        .blob_into(&descriptor.digest, descriptor.size, sink)
+        .await
+        .map_err(|e| refusal(&e))?;
+    artifact::check_blob(descriptor, &got).map_err(|e: Rejected| refusal(&e))?;
+    Ok(got)
 }
 
 /// Why a sample is refused, in words that may quote the cache: redacted of

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Caches, Location, Outcome, Remote, push};
+use super::{Caches, Location, Outcome, Remote, push, sign};
 use crate::digest::sha256_hex;
 use crate::key::RunKey;
 use crate::signing::{SecretKey, TrustedKeys};
@@ -68,25 +68,55 @@ fn blob_path(cache: &Path, digest: &str) -> std::path::PathBuf {
         .join(digest.trim_start_matches("sha256:"))
 }
 
-/// The manifest of the cache's one sample of `key`, and its tag.
-fn manifest(cache: &Path, key: &RunKey) -> (String, Value) {
-    let list: Value =
-        serde_json::from_slice(&fs_err::read(cache.join(format!("keys/{key}.json"))).unwrap())
-            .unwrap();
-    let (tag, digest) = list.as_object().unwrap().iter().next().unwrap();
-    let bytes = fs_err::read(blob_path(cache, digest.as_str().unwrap())).unwrap();
-    (tag.clone(), serde_json::from_slice(&bytes).unwrap())
+fn index_path(cache: &Path, key: &RunKey) -> std::path::PathBuf {
+    cache.join(format!("keys/{key}.json"))
 }
 
-/// Rewrites the manifest as a forger would (a new blob, the tag moved to it).
+fn read_index(cache: &Path, key: &RunKey) -> Value {
+    serde_json::from_slice(&fs_err::read(index_path(cache, key)).unwrap()).unwrap()
+}
+
+fn write_index(cache: &Path, key: &RunKey, index: &Value) {
+    fs_err::write(index_path(cache, key), index.to_string()).unwrap();
+}
+
+/// The manifest of the cache's one sample of `key` (as its index embeds
+/// it), and its digest.
+fn manifest(cache: &Path, key: &RunKey) -> (String, Value) {
+    use base64::Engine as _;
+    let entry = read_index(cache, key)["manifests"][0].clone();
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(entry["data"].as_str().unwrap())
+        .unwrap();
+    let digest = entry["digest"].as_str().unwrap().to_owned();
+    assert_eq!(fs_err::read(blob_path(cache, &digest)).unwrap(), data);
+    (digest, serde_json::from_slice(&data).unwrap())
+}
+
+/// Rewrites the manifest as a forger would (a new blob, the key's index
+/// naming it, with the signatures it had).
 fn rewrite(cache: &Path, key: &RunKey, change: impl FnOnce(&mut Value)) {
-    let (tag, mut value) = manifest(cache, key);
+    use base64::Engine as _;
+    let (_, mut value) = manifest(cache, key);
     change(&mut value);
     let bytes = serde_json::to_vec(&value).unwrap();
     let digest = format!("sha256:{}", sha256_hex(&bytes));
     fs_err::write(blob_path(cache, &digest), &bytes).unwrap();
-    let list = serde_json::json!({ tag: digest });
-    fs_err::write(cache.join(format!("keys/{key}.json")), list.to_string()).unwrap();
+    let mut index = read_index(cache, key);
+    let entry = &mut index["manifests"][0];
+    entry["digest"] = digest.into();
+    entry["size"] = bytes.len().into();
+    entry["data"] = base64::engine::general_purpose::STANDARD
+        .encode(&bytes)
+        .into();
+    write_index(cache, key, &index);
+}
+
+/// Replaces the signatures of the cache's one sample of `key`.
+fn resign(cache: &Path, key: &RunKey, signatures: Value) {
+    let mut index = read_index(cache, key);
+    index["manifests"][0]["annotations"]["dev.perfpipe.signatures"] = signatures.to_string().into();
+    write_index(cache, key, &index);
 }
 
 /// Adds a blob, as a forger would, and gives its digest.
@@ -213,9 +243,11 @@ fn a_wrong_signature_or_an_untrusted_key_is_refused() {
         .as_str()
         .unwrap()
         .to_owned();
-    rewrite(&cache, &key, |m| {
-        m["annotations"]["dev.perfpipe.signature"] = mallory.sign(&statement).into();
-    });
+    resign(
+        &cache,
+        &key,
+        serde_json::json!([{"signer": alice.public().to_string(), "signature": mallory.sign(&statement)}]),
+    );
     assert_refused(
         &cache,
         &[&alice],
@@ -266,21 +298,22 @@ fn runs(key: &RunKey) -> [(RunKey, String); 1] {
     [(key.clone(), MATERIAL.to_owned())]
 }
 
-/// Tags the cache's one manifest of `key` `n` more times, as anyone with
-/// write access to a cache can.
+/// Lists the cache's one manifest of `key` `n` more times in its index, as
+/// anyone with write access to a cache can.
 fn tag_again(cache: &Path, key: &RunKey, n: usize) {
-    let path = cache.join(format!("keys/{key}.json"));
-    let mut list: serde_json::Map<String, Value> =
-        serde_json::from_slice(&fs_err::read(&path).unwrap()).unwrap();
-    let digest = list.values().next().unwrap().clone();
-    for i in 0..n {
-        list.insert(format!("{key}-{i:016x}"), digest.clone());
+    let mut index = read_index(cache, key);
+    let entry = index["manifests"][0].clone();
+    for _ in 0..n {
+        index["manifests"]
+            .as_array_mut()
+            .unwrap()
+            .push(entry.clone());
     }
-    fs_err::write(&path, Value::Object(list).to_string()).unwrap();
+    write_index(cache, key, &index);
 }
 
 #[test]
-fn one_manifest_under_several_tags_is_one_sample() {
+fn one_sample_listed_several_times_in_an_index_is_one_sample() {
     let alice = SecretKey::generate("alice").unwrap();
     let (_root, key, cache) = pushed(&alice);
     tag_again(&cache, &key, 4);
@@ -466,8 +499,12 @@ fn an_older_statement_format_is_refused_with_what_to_do() {
     let signature = alice.sign(&statement);
     rewrite(&cache, &key, |m| {
         m["annotations"]["dev.perfpipe.statement"] = statement.clone().into();
-        m["annotations"]["dev.perfpipe.signature"] = signature.into();
     });
+    resign(
+        &cache,
+        &key,
+        serde_json::json!([{"signer": alice.public().to_string(), "signature": signature}]),
+    );
     assert_refused(&cache, &[&alice], &key, "`perfpipe-sample-1`");
 }
 
@@ -485,4 +522,74 @@ fn only_what_run_takes_is_offered() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_second_key_signs_what_a_trusted_one_signed_and_alone_is_enough() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let bob = SecretKey::generate("bob").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    let (_, before) = manifest(&cache, &key);
+    let remote = Remote::new(Location::Dir(cache.clone()));
+    let trusting = |k: &SecretKey| TrustedKeys::new(vec![k.public()]);
+    let keys = [key.clone()];
+    // Bob vouches only for what a key he trusts signed.
+    let unvouched = sign(&keys, &remote, &bob, &trusting(&bob), &Io::new()).unwrap();
+    assert_eq!(unvouched.signed, 0);
+    assert!(
+        unvouched.refused[0]
+            .1
+            .contains("`alice`, which is not among the trusted keys"),
+        "{unvouched:?}"
+    );
+    let vouched = sign(&keys, &remote, &bob, &trusting(&alice), &Io::new()).unwrap();
+    assert_eq!((vouched.signed, vouched.already), (1, 0));
+    let again = sign(&keys, &remote, &bob, &trusting(&alice), &Io::new()).unwrap();
+    assert_eq!((again.signed, again.already), (0, 1));
+    // The content is as it was: one sample, the same manifest.
+    assert_eq!(
+        read_index(&cache, &key)["manifests"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(manifest(&cache, &key).1, before);
+    // A consumer trusting only bob takes it, as bob's.
+    let (_r, into, outcomes) = substitute(&cache, &[&bob], &key);
+    assert_eq!(
+        outcomes,
+        [Outcome::Added {
+            signer: "bob".into()
+        }]
+    );
+    assert!(into.verify().unwrap().findings.is_empty());
+    // Neither key trusted: refused, naming both signers.
+    let carol = SecretKey::generate("carol").unwrap();
+    assert_refused(
+        &cache,
+        &[&carol],
+        &key,
+        "signed by `alice` and `bob`, none of them among the trusted keys",
+    );
+}
+
+#[test]
+fn a_failure_its_manifest_calls_a_success_is_refused() {
+    let alice = SecretKey::generate("alice").unwrap();
+    let (_root, key, cache) = pushed(&alice);
+    assert_eq!(
+        manifest(&cache, &key).1["annotations"]["dev.perfpipe.outcome"],
+        "failure"
+    );
+    // `plan` would count it towards `--samples`; `run` refuses it.
+    rewrite(&cache, &key, |m| {
+        m["annotations"]["dev.perfpipe.outcome"] = "success".into();
+    });
+    assert_refused(
+        &cache,
+        &[&alice],
+        &key,
+        "its manifest says it is a success, and it is a failure",
+    );
 }

@@ -7,7 +7,9 @@ use clap::{Args, Subcommand};
 use super::examples;
 use crate::exit_code;
 use crate::ops::Error;
-use crate::ops::{self, cache::PushOptions, cache::Pushing, cache::Substitution};
+use crate::ops::{
+    self, cache::PushOptions, cache::Pushing, cache::SignOptions, cache::Substitution,
+};
 use crate::tokio_runtime::Io;
 
 #[derive(Debug, Args)]
@@ -32,6 +34,42 @@ pub enum CacheCommand {
     /// signature; imported (published) numbers are not pushed.
     #[command(after_long_help = examples::CACHE_PUSH)]
     Push(PushArgs),
+    /// Add a signature with another key to the samples a cache holds under
+    /// a trusted signature: to rotate a key, or for a second team to vouch
+    /// for results.
+    ///
+    /// Each sample's existing signature is verified against the trusted keys
+    /// first; the sample's content is not changed.
+    #[command(after_long_help = examples::CACHE_SIGN)]
+    Sign(SignArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// Experiments whose runs (under `--runtime`) to sign.
+    #[arg(value_name = "EXPERIMENT", required_unless_present = "all")]
+    pub experiments: Vec<PathBuf>,
+    /// Sign the samples of every entry of the store.
+    #[arg(long, conflicts_with = "experiments")]
+    pub all: bool,
+    /// The cache: a directory or `oci://host/repository` [default: `push-to`
+    /// under `[cache]` in config.toml].
+    #[arg(long, value_name = "LOCATION")]
+    pub to: Option<String>,
+    /// The secret key file whose signature is added.
+    #[arg(long = "key", value_name = "FILE")]
+    pub key: PathBuf,
+    /// A public key whose signature to vouch after, repeatable [default:
+    /// `public-keys` under `[trust]` in config.toml].
+    #[arg(long = "trusted-key", value_name = "NAME:BASE64")]
+    pub trusted_keys: Vec<String>,
+    #[command(flatten)]
+    pub runtime: super::args::RuntimeOpt,
+    #[command(flatten)]
+    pub store: super::args::StoreArg,
+    /// `[credentials]` of config.toml.
+    #[arg(skip)]
+    pub credentials: crate::cache::CredentialSources,
 }
 
 #[derive(Debug, Args)]
@@ -100,7 +138,43 @@ pub fn cache(args: &CacheArgs, io: &Io) -> Result<u8, Error> {
     match &args.command {
         CacheCommand::Keygen(args) => keygen(args),
         CacheCommand::Push(args) => push(args, io),
+        CacheCommand::Sign(args) => sign(args, io),
     }
+}
+
+fn sign(args: &SignArgs, io: &Io) -> Result<u8, Error> {
+    let vouched = ops::cache::sign(&SignOptions {
+        to: args.to.clone(),
+        key: args.key.clone(),
+        trusted_keys: args.trusted_keys.clone(),
+        pushing: if args.all {
+            Pushing::All
+        } else {
+            Pushing::Experiments(args.experiments.clone())
+        },
+        runtime: super::runtime_of(args.runtime.runtime),
+        store: args.store.path().to_owned(),
+        credentials: args.credentials.clone(),
+        io: io.clone(),
+    })?;
+    for (key, why) in &vouched.counts.refused {
+        eoutln!(
+            "warning: a sample of `{key}` in `{}` was not signed: {why}",
+            vouched.location
+        );
+    }
+    eoutln!(
+        "perfpipe: signed {} in `{}` as `{}` ({} already signed so{})",
+        crate::plural::count(vouched.counts.signed, "sample", "samples"),
+        vouched.location,
+        vouched.signer,
+        vouched.counts.already,
+        match vouched.counts.refused.len() {
+            0 => String::new(),
+            n => format!(", {n} without a trusted signature left as they are"),
+        }
+    );
+    Ok(exit_code::OK)
 }
 
 impl PushArgs {
@@ -125,11 +199,15 @@ impl PushArgs {
 fn push(args: &PushArgs, io: &Io) -> Result<u8, Error> {
     let pushed = ops::cache::push(&args.options(io))?;
     eoutln!(
-        "perfpipe: pushed {} to `{}` as `{}` ({} already there{})",
+        "perfpipe: pushed {} to `{}` as `{}` ({} already there{}{})",
         crate::plural::count(pushed.counts.uploaded, "sample", "samples"),
         pushed.location,
         pushed.signer,
         pushed.counts.already,
+        match pushed.counts.signed {
+            0 => String::new(),
+            n => format!(", {n} there given this signature"),
+        },
         match pushed.counts.published {
             0 => String::new(),
             n => format!(", {n} imported left out"),

@@ -121,6 +121,11 @@ Examples:
   perfpipe cache push --all --to /srv/perfpipe-cache --secret-key ~/.config/perfpipe/keys/alice-1.secret
   perfpipe cache push --all --to oci://localhost:5000/team/perfpipe";
 
+pub const CACHE_SIGN: &str = "\
+Examples:
+  perfpipe cache sign --all --key ~/.config/perfpipe/keys/alice-2.secret   # rotate: alice-1's samples get alice-2's signature
+  perfpipe cache sign experiments/qwen3-14b-a100.kdl --to oci://localhost:5000/team/perfpipe --key keys/team-b.secret";
+
 pub const CACHE_KEYGEN: &str = "\
 Examples:
   perfpipe cache keygen alice-1             # ~/.config/perfpipe/keys/alice-1.{secret,public}

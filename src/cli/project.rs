@@ -155,6 +155,19 @@ fn apply(command: &mut Command, project: &Project) {
                 }
                 a.credentials = project.user.credentials.clone();
             }
+            CacheCommand::Sign(a) => {
+                a.experiments.iter_mut().for_each(path);
+                runtime_opt(&mut a.runtime);
+                store(&mut a.store);
+                path(&mut a.key);
+                if a.to.is_none() {
+                    a.to = project.user.cache.push_to.clone();
+                }
+                if a.trusted_keys.is_empty() {
+                    a.trusted_keys = project.user.trust.public_keys.clone();
+                }
+                a.credentials = project.user.credentials.clone();
+            }
         },
         Command::Bench(_)
         | Command::Completions(_)

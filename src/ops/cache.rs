@@ -58,7 +58,7 @@ pub fn push(options: &PushOptions) -> Result<Pushed, Error> {
         .map_err(Error::Cache)?;
     let secret = cache::read_secret(secret_file).map_err(Error::Cache)?;
     let store = Store::open(&options.store).map_err(Error::Store)?;
-    let runs = pushed_runs(options, &store)?;
+    let runs = pushed_runs(&options.pushing, options.runtime, &options.store, &store)?;
     let credential = cache::credential_for(&options.credentials, &to).map_err(Error::Cache)?;
     let remote = Remote::new(to).with_credential(credential);
     let counts = cache::push(&store, &runs, &remote, &secret, &options.io).map_err(Error::Cache)?;
@@ -69,17 +69,22 @@ pub fn push(options: &PushOptions) -> Result<Pushed, Error> {
     })
 }
 
-/// The keys (and key material) a push sends, each once.
-fn pushed_runs(options: &PushOptions, store: &Store) -> Result<Vec<(RunKey, String)>, Error> {
-    let experiments = match &options.pushing {
+/// The keys (and key material) a push (or `cache sign`) names, each once.
+fn pushed_runs(
+    pushing: &Pushing,
+    runtime: Option<Runtime>,
+    store_path: &std::path::Path,
+    store: &Store,
+) -> Result<Vec<(RunKey, String)>, Error> {
+    let experiments = match pushing {
         Pushing::All => return store.entries().map_err(Error::Store),
         Pushing::Experiments(experiments) => experiments,
     };
     let mut runs = Vec::new();
     for experiment in experiments {
         let selection = Selection {
-            runtime: options.runtime,
-            ..Selection::declared(experiment, None, &options.store)
+            runtime,
+            ..Selection::declared(experiment, None, store_path)
         };
         let loaded = load(&selection, LockMode::Read)?;
         runs.extend(
@@ -92,6 +97,62 @@ fn pushed_runs(options: &PushOptions, store: &Store) -> Result<Vec<(RunKey, Stri
     runs.sort();
     runs.dedup();
     Ok(runs)
+}
+
+/// What `cache sign` needs: the cache, the new key, the keys whose
+/// signatures it vouches after, and which runs.
+#[derive(Debug, Clone)]
+pub struct SignOptions {
+    /// `--to`, else `push-to` under `[cache]`.
+    pub to: Option<String>,
+    /// `--key`: the secret key file whose signature is added.
+    pub key: PathBuf,
+    /// `--trusted-key`, else `public-keys` under `[trust]`.
+    pub trusted_keys: Vec<String>,
+    pub pushing: Pushing,
+    pub runtime: Option<Runtime>,
+    pub store: PathBuf,
+    pub credentials: CredentialSources,
+    pub io: Io,
+}
+
+/// What `cache sign` did, where, as whom.
+#[derive(Debug)]
+pub struct Vouched {
+    pub location: Location,
+    pub signer: String,
+    pub counts: cache::Vouched,
+}
+
+/// Adds the signature of `options.key` to the samples of the runs named
+/// that the cache holds under a trusted signature (key rotation, or a
+/// second team vouching for results).
+pub fn sign(options: &SignOptions) -> Result<Vouched, Error> {
+    let to = options.to.as_deref().ok_or(cache::Error::NoPushTarget);
+    let to = Location::parse(to.map_err(Error::Cache)?).map_err(Error::Cache)?;
+    let secret = cache::read_secret(&options.key).map_err(Error::Cache)?;
+    let keys = options
+        .trusted_keys
+        .iter()
+        .map(|k| crate::signing::PublicKey::parse(k))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::Cache(e.into()))?;
+    if keys.is_empty() {
+        return Err(Error::Cache(cache::Error::NoTrustedKeys));
+    }
+    let trusted = crate::signing::TrustedKeys::new(keys);
+    let store = Store::open(&options.store).map_err(Error::Store)?;
+    let runs = pushed_runs(&options.pushing, options.runtime, &options.store, &store)?;
+    let keys: Vec<RunKey> = runs.into_iter().map(|(key, _)| key).collect();
+    let credential = cache::credential_for(&options.credentials, &to).map_err(Error::Cache)?;
+    let remote = Remote::new(to).with_credential(credential);
+    let counts =
+        cache::sign(&keys, &remote, &secret, &trusted, &options.io).map_err(Error::Cache)?;
+    Ok(Vouched {
+        location: remote.location,
+        signer: secret.name,
+        counts,
+    })
 }
 
 /// Makes a key pair named `name` in `dir`, else in the user's key

@@ -98,10 +98,11 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
     let offers = caches
         .map(|c| super::substitute::offers(c, &loaded.store, &plan, shell))
         .unwrap_or_default();
+    let after = super::substitute::after_substitution(&plan, &offers, &loaded.store);
+    let offers = super::substitute::substitutable(&after, offers);
     let saved_gpu_hours = if offers.is_empty() {
         0.0
     } else {
-        let after = super::substitute::after_substitution(&plan, &offers);
         let left = plan::estimate(
             &loaded.spec,
             &after,

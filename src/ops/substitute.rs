@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{Error, Shell};
 use crate::cache::{Caches, Offer, Outcome};
 use crate::key::RunKey;
-use crate::plan::{Plan, PlannedRun, RunStatus};
+use crate::plan::{Plan, PlannedRun};
 use crate::store::Store;
 
 /// `run`: substitutes what the caches offer for the missing runs of `plan`;
@@ -84,15 +84,44 @@ pub fn offers(
     found.offers
 }
 
-/// `plan` as it will be once the offered runs are substituted.
-pub fn after_substitution(plan: &Plan, offers: &BTreeMap<RunKey, Offer>) -> Plan {
+/// `plan` as it will be once the offered samples are substituted: each
+/// run's status by the plan's own rule ([`crate::plan::status_of`]) over the
+/// samples the store holds and those offered (a success counts towards
+/// `--samples`, a failure is a failure), as `run` decides after substituting.
+pub fn after_substitution(plan: &Plan, offers: &BTreeMap<RunKey, Offer>, store: &Store) -> Plan {
     let mut after = plan.clone();
     for run in &mut after.runs {
-        if let Some(offer) = offers.get(&run.key) {
-            run.status = RunStatus::Cached {
-                samples: offer.samples.len(),
-            };
-        }
+        let Some(offer) = offers.get(&run.key) else {
+            continue;
+        };
+        let held = store.samples(&run.key).unwrap_or_default();
+        let ok = held.iter().filter(|s| s.metrics().is_some()).count()
+            + offer.samples.iter().filter(|s| s.success()).count();
+        let failure = held
+            .iter()
+            .rev()
+            .find_map(|s| match &s.result.outcome {
+                crate::store::Outcome::Failure { error, .. } => Some(error.clone()),
+                _ => None,
+            })
+            .or_else(|| {
+                (offer.samples.iter().any(|s| !s.success()))
+                    .then(|| format!("a failure from `{}`", offer.location))
+            });
+        run.status = crate::plan::status_of(ok, failure, plan.options);
     }
     after
+}
+
+/// The offers after which their run is no longer missing: what `plan`
+/// counts as substitutable. A run `run` would measure anyway (too few
+/// samples for `--samples`, a failure retried by `--retry-failed`) gets the
+/// samples but is not counted.
+pub fn substitutable(after: &Plan, offers: BTreeMap<RunKey, Offer>) -> BTreeMap<RunKey, Offer> {
+    let missing: std::collections::HashSet<&RunKey> =
+        after.missing().into_iter().map(|r| &r.key).collect();
+    offers
+        .into_iter()
+        .filter(|(key, _)| !missing.contains(key))
+        .collect()
 }

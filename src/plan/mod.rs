@@ -91,6 +91,13 @@ pub fn status(samples: &[Sample], options: PlanOptions) -> RunStatus {
         Outcome::Failure { error, .. } => Some(error.clone()),
         Outcome::Success { .. } | Outcome::Imported { .. } => None,
     });
+    status_of(ok, failure, options)
+}
+
+/// [`status`] of a key holding `ok` samples with numbers and, when it holds
+/// a failure, the latest one's error (also what `plan` expects once a
+/// cache's samples are substituted).
+pub fn status_of(ok: usize, failure: Option<String>, options: PlanOptions) -> RunStatus {
     match failure {
         Some(error) if ok == 0 && !options.retry_failed => return RunStatus::Failed { error },
         _ => {}

@@ -98,26 +98,40 @@ impl SampleFiles {
     /// The statement of these files; refused when a log's name is not
     /// plain or repeats, or `result.json` is not JSON with a `provenance`.
     pub fn statement(&self) -> Result<String, Refusal> {
-        let result: serde_json::Value =
-            serde_json::from_slice(&self.result).map_err(|_| Refusal::NoProvenance)?;
-        let provenance = result.get("provenance").ok_or(Refusal::NoProvenance)?;
-        let provenance = crate::key::to_canonical_json(provenance);
         let logs: Vec<(String, String)> = self
             .logs
             .iter()
-            .map(|(name, bytes)| (log_path(name), sha256_hex(bytes)))
+            .map(|(name, bytes)| (name.clone(), sha256_hex(bytes)))
             .collect();
-        let result_digest = sha256_hex(&self.result);
-        let files = file_list(
-            std::iter::once((RESULT_PATH, result_digest.as_str()))
-                .chain(logs.iter().map(|(p, d)| (p.as_str(), d.as_str()))),
-        )?;
-        Ok(format!(
-            "{STATEMENT_VERSION};{};{};{files}",
-            self.key,
-            sha256_hex(provenance.as_bytes()),
-        ))
+        statement_of(&self.key, &self.result, &logs)
     }
+}
+
+/// The statement of a sample of `key` whose `result.json` is `result` and
+/// whose logs are `(name, sha256 hex)`: what [`SampleFiles::statement`]
+/// says, for a caller that hashed large logs as a stream.
+pub fn statement_of(
+    key: &RunKey,
+    result: &[u8],
+    logs: &[(String, String)],
+) -> Result<String, Refusal> {
+    let parsed: serde_json::Value =
+        serde_json::from_slice(result).map_err(|_| Refusal::NoProvenance)?;
+    let provenance = parsed.get("provenance").ok_or(Refusal::NoProvenance)?;
+    let provenance = crate::key::to_canonical_json(provenance);
+    let paths: Vec<(String, &str)> = logs
+        .iter()
+        .map(|(name, digest)| (log_path(name), digest.as_str()))
+        .collect();
+    let result_digest = sha256_hex(result);
+    let files = file_list(
+        std::iter::once((RESULT_PATH, result_digest.as_str()))
+            .chain(paths.iter().map(|(p, d)| (p.as_str(), *d))),
+    )?;
+    Ok(format!(
+        "{STATEMENT_VERSION};{key};{};{files}",
+        sha256_hex(provenance.as_bytes()),
+    ))
 }
 
 /// The key and the list of files a statement names, when it is in this
@@ -158,6 +172,10 @@ pub enum Refusal {
     BadSigner(String),
     #[error("signed by `{0}`, which is not among the trusted keys")]
     Untrusted(String),
+    #[error("signed by {0}, none of them among the trusted keys")]
+    NoneTrusted(String),
+    #[error("it carries no signature")]
+    Unsigned,
     #[error("the signature does not verify under `{0}`'s key")]
     BadSignature(String),
     #[error("its files are not the ones signed (the statement signed differs from theirs)")]
@@ -182,12 +200,17 @@ impl Signed {
     /// Signs `files`; refused when they have no statement (a bad or
     /// repeated log name, no provenance).
     pub fn sign(files: &SampleFiles, key: &SecretKey) -> Result<Self, Refusal> {
-        let statement = files.statement()?;
-        Ok(Self {
+        Ok(Self::over(files.statement()?, key))
+    }
+
+    /// `key`'s signature over `statement` (made from files, or one that
+    /// another trusted signature vouches for: `cache sign`).
+    pub fn over(statement: String, key: &SecretKey) -> Self {
+        Self {
             signature: key.sign(&statement),
             signer: key.public().to_string(),
             statement,
-        })
+        }
     }
 
     /// The signer's name, for reports.
@@ -212,8 +235,17 @@ impl Signed {
     /// key it names (trusted or not: whoever reads a signed sample from the
     /// store rechecks this).
     pub fn check(&self, files: &SampleFiles) -> Result<PublicKey, Refusal> {
+        self.check_statement(&files.statement())
+    }
+
+    /// [`Signed::check`] of files whose statement is `statement` (computed
+    /// by whoever hashed them).
+    pub fn check_statement(
+        &self,
+        statement: &Result<String, Refusal>,
+    ) -> Result<PublicKey, Refusal> {
         let signer = self.check_signature()?;
-        if files.statement()? != self.statement {
+        if *statement.as_ref().map_err(Clone::clone)? != self.statement {
             return Err(Refusal::NotTheSigned);
         }
         Ok(signer)

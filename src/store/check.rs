@@ -358,7 +358,7 @@ pub(super) fn inspect_samples(entry: &Path, key: &RunKey) -> Result<Vec<Inspecte
             continue;
         }
         let statement = statement.or_else(|| {
-            super::signed::read_files(&sample.path, key)
+            super::signed::read_digests(&sample.path, key)
                 .ok()?
                 .statement()
                 .ok()

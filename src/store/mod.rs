@@ -62,7 +62,7 @@ pub use launch_gc::LaunchGarbage;
 pub use launches::{InputFile, LaunchFile};
 pub use results_index::IndexCheck;
 pub use root::{MARKER, is_marked};
-pub use signed::SIGNATURE_FILE;
+pub use signed::{SIGNATURE_FILE, StoredFiles, StoredLog};
 pub use tmp::{StaleTmp, disk_usage};
 pub use write::{Committed, KeyLock, PendingSample};
 

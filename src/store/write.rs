@@ -105,6 +105,18 @@ impl PendingSample {
         )
     }
 
+    /// Creates `logs/<name>` for a caller that streams it (a substituted
+    /// log, checked against its digest as it arrives); the caller syncs it.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a log of the pending sample, streamed from a cache"
+    )]
+    pub fn create_log(&self, name: &str) -> std::io::Result<std::fs::File> {
+        Ok(fs_err::File::create(self.logs_dir().join(name))?
+            .into_parts()
+            .0)
+    }
+
     /// Writes `<name>` beside `result.json` (a signed sample's `signature.json`).
     pub fn write_file(&self, name: &str, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
         write_synced(&self.dir.path().join(name), bytes.as_ref())

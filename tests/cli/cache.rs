@@ -376,6 +376,11 @@ impl Server {
 /// Another machine's store: `plan` offers every run from `location`, and
 /// `run` (with the network: not `--offline`) substitutes them all.
 fn substitutes_everything(location: &str, public: &str) {
+    substitutes_everything_signed_by(location, public, "alice");
+}
+
+/// [`substitutes_everything`], trusting `public` only, whose name is `signer`.
+fn substitutes_everything_signed_by(location: &str, public: &str, signer: &str) {
     let bob = TestEnv::tiny();
     let lock = bob.run(&["lock", "tiny.kdl", "--offline"]);
     assert_eq!(lock.status.code(), Some(0), "{}", stderr(&lock));
@@ -403,7 +408,7 @@ fn substitutes_everything(location: &str, public: &str) {
     let run = online(&["run", "tiny.kdl"]);
     let err = stderr(&run);
     assert_eq!(
-        err.matches("substituted a sample signed by `alice`")
+        err.matches(&format!("substituted a sample signed by `{signer}`"))
             .count(),
         7,
         "{err}"
@@ -468,4 +473,149 @@ fn samples_sharing_blobs_are_pushed_to_a_registry_each_blob_once() {
     let first = push(&env, &location);
     assert!(first.contains("pushed 13 samples"), "{first}");
     assert!(push(&env, &location).contains("13 already there"));
+}
+
+#[test]
+fn a_key_rotated_by_cache_sign_alone_is_trusted_to_substitute() {
+    let (alice, old) = measured_with_key();
+    let (_registry, location) = registry(&alice, "");
+    push(&alice, &location);
+    let keygen = alice.run(&["cache", "keygen", "alice-2", "--dir", "keys"]);
+    let new = stdout(&keygen).trim().to_owned();
+    let sign = |trusted: &str| {
+        alice.run(&[
+            "cache",
+            "sign",
+            "tiny.kdl",
+            "--runtime",
+            "sim",
+            "--to",
+            &location,
+            "--key",
+            "keys/alice-2.secret",
+            "--trusted-key",
+            trusted,
+        ])
+    };
+    // Only after a signature it trusts.
+    let untrusting = sign(&new);
+    assert_eq!(untrusting.status.code(), Some(0), "{}", stderr(&untrusting));
+    let err = words(&untrusting);
+    assert!(err.contains("signed 0 samples"), "{err}");
+    assert_eq!(
+        err.matches("signed by `alice`, which is not among the trusted keys")
+            .count(),
+        7,
+        "{err}"
+    );
+    let signed = sign(&old);
+    assert_eq!(signed.status.code(), Some(0), "{}", stderr(&signed));
+    assert!(
+        words(&signed).contains("signed 7 samples"),
+        "{}",
+        stderr(&signed)
+    );
+    assert!(words(&sign(&old)).contains("signed 0 samples"));
+    // The content did not change: a push with either key uploads nothing.
+    let again = alice.run(&[
+        "cache",
+        "push",
+        "tiny.kdl",
+        "--runtime",
+        "sim",
+        "--to",
+        &location,
+        "--secret-key",
+        "keys/alice-2.secret",
+    ]);
+    assert!(
+        words(&again).contains("pushed 0 samples") && words(&again).contains("7 already there"),
+        "{}",
+        stderr(&again)
+    );
+    substitutes_everything_signed_by(&location, &new, "alice-2");
+}
+
+/// `perfpipe ARGS` in `env`, online, its address space limited to `mib`
+/// MiB (`ulimit -v`, through sh) and glibc's malloc to one arena, so that the
+/// limit bounds what is allocated rather than what threads reserve.
+fn within_memory(env: &TestEnv, mib: u64, args: &[&str]) -> std::process::Output {
+    let inner = env.cmd(args);
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", mib << 10))
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    for (name, value) in inner.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    if let Some(dir) = inner.get_current_dir() {
+        command.current_dir(dir);
+    }
+    command
+        .env("MALLOC_ARENA_MAX", "1")
+        .env_remove("PERFPIPE_OFFLINE")
+        .output()
+        .unwrap()
+}
+
+/// What perfpipe may map in [`within_memory`]: its code and threads with
+/// room to spare, far less than [`BIG_LOG_MIB`] held once.
+const MEMORY_LIMIT_MIB: u64 = 320;
+/// A log larger than the limit leaves room for (and under the 256 MiB
+/// perfpipe fetches for a sample).
+const BIG_LOG_MIB: u64 = 240;
+
+#[test]
+fn a_sample_larger_than_the_memory_allowed_is_pushed_and_pulled_as_a_stream() {
+    let (alice, public) = measured_with_key();
+    // One measured sample gets a log larger than the room the limit leaves.
+    let result = crate::common::files_under(&alice.path("store"))
+        .into_iter()
+        .find(|p| p.ends_with("samples/0001/result.json"))
+        .unwrap();
+    let big = result.with_file_name("logs").join("big.log");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(BIG_LOG_MIB << 20)
+        .unwrap();
+    let to = alice.path("team-cache");
+    let args = push_args(to.to_str().unwrap());
+    let pushed = within_memory(&alice, MEMORY_LIMIT_MIB, &args);
+    assert_eq!(pushed.status.code(), Some(0), "{}", stderr(&pushed));
+    assert!(
+        stderr(&pushed).contains("pushed 7 samples"),
+        "{}",
+        stderr(&pushed)
+    );
+
+    let bob = TestEnv::tiny();
+    let lock = bob.run(&["lock", "tiny.kdl", "--offline"]);
+    assert_eq!(lock.status.code(), Some(0), "{}", stderr(&lock));
+    let run = within_memory(
+        &bob,
+        MEMORY_LIMIT_MIB,
+        &[
+            "run",
+            "tiny.kdl",
+            "--runtime",
+            "sim",
+            "--substituter",
+            to.to_str().unwrap(),
+            "--trusted-key",
+            &public,
+        ],
+    );
+    let err = stderr(&run);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("substituted a sample").count(), 7, "{err}");
+    let pulled = crate::common::files_under(&bob.path("store"))
+        .into_iter()
+        .find(|p| p.ends_with("logs/big.log"))
+        .unwrap();
+    assert_eq!(std::fs::metadata(pulled).unwrap().len(), BIG_LOG_MIB << 20);
 }

@@ -61,31 +61,49 @@ fn authorizations(registry: &FakeRegistry) -> Vec<Option<String>> {
 }
 
 #[test]
-fn a_tag_page_at_another_origin_is_asked_without_credentials() {
-    let elsewhere = FakeRegistry::start(None, Misbehaviour::default());
+fn a_key_is_looked_up_with_one_request_whatever_else_the_registry_holds() {
+    let (_alice, dir, public) = pushed();
     let registry = FakeRegistry::start(
-        None,
+        Some(dir),
         Misbehaviour {
-            next_page: Some(format!(
-                "{}/v2/team/cache/tags/list?n=1000&last=x",
-                elsewhere.base
-            )),
+            unrelated_tags: 20_000,
             ..Default::default()
         },
     );
-    let bob = substituting(&registry, NOBODY);
+    let bob = substituting(&registry, &public);
     let plan = online(&bob, &["plan", "tiny.kdl", "--runtime", "sim"]);
     assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert!(
+        stdout(&plan).contains("substitutable: 7 runs from trusted caches"),
+        "{}{}",
+        stdout(&plan),
+        stderr(&plan)
+    );
+    let asked: Vec<String> = registry.seen().into_iter().map(|s| s.path).collect();
+    assert_eq!(asked.len(), 7, "one request per run: {asked:?}");
+    for path in &asked {
+        let reference = path.rsplit('/').next().unwrap();
+        assert!(
+            path.starts_with("/v2/team/cache/manifests/")
+                && reference.len() == 64
+                && reference.bytes().all(|b| b.is_ascii_hexdigit()),
+            "the key's index by its tag, never a listing: {path}"
+        );
+    }
     assert!(
         authorizations(&registry).iter().all(Option::is_some),
         "its own origin is shown the login"
     );
-    let asked = authorizations(&elsewhere);
-    assert!(!asked.is_empty(), "the next page was asked for");
-    assert!(
-        asked.iter().all(Option::is_none),
-        "another origin got credentials: {asked:?}"
-    );
+    // `run` asks no index again for the samples it takes: blobs only.
+    let run = online(&bob, &["run", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let seen = registry.seen();
+    let indexes = seen
+        .iter()
+        .filter(|s| s.path.starts_with("/v2/team/cache/manifests/"))
+        .count();
+    assert_eq!(indexes, 14, "7 for plan, 7 for run");
+    assert!(seen.iter().all(|s| !s.path.contains("tags/list")));
 }
 
 #[test]
@@ -163,26 +181,6 @@ fn a_login_the_registry_echoes_is_never_printed() {
     let files = crate::common::files_under(&bob.path("store"));
     assert_secret_absent(&files, &outputs, PASSWORD);
     assert_secret_absent(&files, &outputs, &header);
-}
-
-#[test]
-fn a_tag_list_without_end_is_stopped_with_a_clear_message() {
-    let registry = FakeRegistry::start(
-        None,
-        Misbehaviour {
-            endless_pages: true,
-            ..Default::default()
-        },
-    );
-    let bob = substituting(&registry, NOBODY);
-    let plan = online(&bob, &["plan", "tiny.kdl", "--runtime", "sim"]);
-    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
-    assert!(
-        words(&plan).contains("its tag list goes on past 1000 pages, where perfpipe stops reading"),
-        "{}",
-        stderr(&plan)
-    );
-    assert!(!stdout(&plan).contains(" substitutable "));
 }
 
 /// Alice's pushed directory cache and her public key.

@@ -21,8 +21,8 @@ fn alice_cache() -> (TestEnv, String, PathBuf) {
     (alice, public, cache)
 }
 
-/// `keys/<key>.json` of every run key in a directory cache, sorted.
-fn tag_lists(cache: &Path) -> Vec<PathBuf> {
+/// `keys/<key>.json` (each run key's index) in a directory cache, sorted.
+fn indexes(cache: &Path) -> Vec<PathBuf> {
     let mut lists: Vec<PathBuf> = std::fs::read_dir(cache.join("keys"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -41,27 +41,44 @@ fn blob(cache: &Path, digest: &str) -> PathBuf {
         .join(digest.trim_start_matches("sha256:"))
 }
 
-/// Rewrites the manifest that `list` tags, as whoever may write to the
-/// cache can: a new blob, the tag moved to it.
+/// The manifest of the one sample the index `list` holds (embedded).
+fn manifest(list: &Path) -> Value {
+    use base64::Engine as _;
+    let data = read_json(list)["manifests"][0]["data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+/// Rewrites the manifest of the one sample the index `list` holds, as
+/// whoever may write to the cache can: a new blob, the index naming it
+/// (with the signatures it had).
 fn rewrite_manifest(cache: &Path, list: &Path, change: impl FnOnce(&mut Value)) {
-    let mut tags = read_json(list);
-    let (tag, digest) = tags.as_object().unwrap().iter().next().unwrap();
-    let (tag, digest) = (tag.clone(), digest.as_str().unwrap().to_owned());
-    let mut manifest = read_json(&blob(cache, &digest));
+    use base64::Engine as _;
+    let mut manifest = manifest(list);
     change(&mut manifest);
     let bytes = serde_json::to_vec(&manifest).unwrap();
     let digest = format!("sha256:{}", perfpipe::digest::sha256_hex(&bytes));
     std::fs::write(blob(cache, &digest), &bytes).unwrap();
-    tags[&tag] = digest.into();
-    std::fs::write(list, tags.to_string()).unwrap();
+    let mut index = read_json(list);
+    let entry = &mut index["manifests"][0];
+    entry["digest"] = digest.into();
+    entry["size"] = bytes.len().into();
+    entry["data"] = base64::engine::general_purpose::STANDARD
+        .encode(&bytes)
+        .into();
+    std::fs::write(list, index.to_string()).unwrap();
 }
 
-/// The titles of the layers of the manifest `list` tags.
-fn titles(cache: &Path, list: &Path) -> Vec<String> {
-    let tags = read_json(list);
-    let digest = tags.as_object().unwrap().values().next().unwrap();
-    let manifest = read_json(&blob(cache, digest.as_str().unwrap()));
-    manifest["layers"]
+/// The titles of the layers of the one sample the index `list` holds.
+fn titles(list: &Path) -> Vec<String> {
+    manifest(list)["layers"]
         .as_array()
         .unwrap()
         .iter()
@@ -106,17 +123,19 @@ fn substituted_section(env: &TestEnv) -> String {
 }
 
 #[test]
-fn one_manifest_under_several_tags_or_substituted_three_times_at_once_is_one_sample() {
+fn one_sample_listed_several_times_or_substituted_three_times_at_once_is_one_sample() {
     let (_alice, public, cache) = alice_cache();
-    // Every manifest tagged four more times.
-    for list in tag_lists(&cache) {
-        let mut tags = read_json(&list);
-        let (tag, digest) = tags.as_object().unwrap().iter().next().unwrap();
-        let (tag, digest) = (tag.clone(), digest.clone());
-        for i in 0..4 {
-            tags[format!("{}-{i:016x}", &tag[..64])] = digest.clone();
+    // Every sample listed four more times in its key's index.
+    for list in indexes(&cache) {
+        let mut index = read_json(&list);
+        let entry = index["manifests"][0].clone();
+        for _ in 0..4 {
+            index["manifests"]
+                .as_array_mut()
+                .unwrap()
+                .push(entry.clone());
         }
-        std::fs::write(&list, tags.to_string()).unwrap();
+        std::fs::write(&list, index.to_string()).unwrap();
     }
     let bob = TestEnv::tiny();
     let trust = trusting(&cache, &public);
@@ -212,9 +231,9 @@ fn untrusted_artifacts_are_refused_with_the_cache_and_why_and_the_runs_measured(
     let (_alice, public, cache) = alice_cache();
     // Samples of measured runs (a failed run's sample has no harness log),
     // whichever their keys sort first.
-    let lists: Vec<PathBuf> = tag_lists(&cache)
+    let lists: Vec<PathBuf> = indexes(&cache)
         .into_iter()
-        .filter(|list| titles(&cache, list).contains(&"logs/harness.log".to_owned()))
+        .filter(|list| titles(list).contains(&"logs/harness.log".to_owned()))
         .collect();
     // Swapped logs, a repeated name, a name too long, a name with a NUL.
     rewrite_manifest(&cache, &lists[0], |m| {
@@ -291,6 +310,40 @@ fn plan_counts_only_what_run_would_take() {
         "{}",
         stderr(&plan)
     );
+}
+
+#[test]
+fn plan_counts_as_substitutable_only_the_runs_run_will_then_not_measure() {
+    let (_alice, public, cache) = alice_cache();
+    let bob = TestEnv::tiny();
+    let trust = trusting(&cache, &public);
+    let plan = |extra: &[&str]| {
+        let out = bob.run(&[&["plan", "tiny.kdl"][..], extra, &trust].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    assert!(plan(&[]).contains("substitutable: 7 runs"), "{}", plan(&[]));
+    // One sample of each run cached, two wanted: `run` takes it and measures
+    // (but for the failure, which a second sample would not change).
+    let two = plan(&["--samples", "2"]);
+    assert!(
+        two.contains("substitutable: 1 run from trusted caches"),
+        "{two}"
+    );
+    assert_eq!(two.matches(" missing ").count(), 6, "{two}");
+    // A cached failure is no substitute for a failure retried.
+    let retried = plan(&["--retry-failed"]);
+    assert!(retried.contains("substitutable: 6 runs"), "{retried}");
+    assert!(
+        retried
+            .lines()
+            .any(|l| l.starts_with("trtllm-fp8") && l.contains(" missing ")),
+        "{retried}"
+    );
+    let run = bob.run(&[&["run", "tiny.kdl", "--retry-failed"][..], &trust].concat());
+    let err = stderr(&run);
+    assert_eq!(err.matches("substituted a sample").count(), 7, "{err}");
+    assert!(err.contains("ran 1 "), "only the retried failure: {err}");
 }
 
 #[test]

@@ -23,6 +23,7 @@ const SUBCOMMANDS: &[&[&str]] = &[
     &["cache"],
     &["cache", "keygen"],
     &["cache", "push"],
+    &["cache", "sign"],
     &["completions"],
     &["man"],
 ];

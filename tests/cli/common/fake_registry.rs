@@ -1,7 +1,9 @@
 //! A small OCI registry on loopback: serves a directory cache (as `cache
-//! push` writes one) through the distribution API as `oci://…/team/cache`,
-//! takes uploads and throws them away, records the `Authorization` header of
-//! every request, and misbehaves as told.
+//! push` writes one) through the distribution API as `oci://…/team/cache`
+//! (a key's index tagged by the key, sample manifests by digest), lists
+//! tags (and as many unrelated ones as asked), takes uploads and throws them
+//! away, records the `Authorization` header of every request, and
+//! misbehaves as told.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -14,14 +16,13 @@ use base64::Engine as _;
 
 const REPOSITORY: &str = "team/cache";
 const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+const INDEX_TYPE: &str = "application/vnd.oci.image.index.v1+json";
 
 /// How the registry misbehaves; the default is not at all.
 #[derive(Debug, Clone, Default)]
 pub struct Misbehaviour {
-    /// The first page of the tag list names this URL as its next page.
-    pub next_page: Option<String>,
-    /// Every page of the tag list names a next page.
-    pub endless_pages: bool,
+    /// Tags of other things the repository holds, listed by `tags/list`.
+    pub unrelated_tags: usize,
     /// An upload is to be sent here (its `Location`).
     pub upload_at: Option<String>,
     /// Every request is answered 500, echoing the login it carried.
@@ -147,7 +148,7 @@ async fn answer(State(state): State<Arc<Shared>>, request: Request) -> Response 
         return StatusCode::NOT_FOUND.into_response();
     };
     match (&method, rest) {
-        (&Method::GET, "tags/list") => state.tags(uri.query().unwrap_or_default()),
+        (&Method::GET, "tags/list") => state.tags(),
         (&Method::GET, _) if rest.starts_with("manifests/") => {
             state.manifest(&rest["manifests/".len()..])
         }
@@ -176,66 +177,55 @@ fn huge_token() -> Response {
 }
 
 impl Shared {
-    /// Every tag of the directory's `keys/*.json`, by name.
-    fn tagged(&self) -> Vec<(String, String)> {
-        let Some(dir) = &self.dir else {
-            return Vec::new();
-        };
-        let mut tags = Vec::new();
-        for entry in std::fs::read_dir(dir.join("keys")).into_iter().flatten() {
-            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-            let list: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(&text).unwrap();
-            for (tag, digest) in list {
-                tags.push((tag, digest.as_str().unwrap().to_owned()));
+    /// The keys whose index the directory holds, then the unrelated tags.
+    fn tags(&self) -> Response {
+        let mut tags: Vec<String> = Vec::new();
+        if let Some(dir) = &self.dir {
+            for entry in std::fs::read_dir(dir.join("keys")).into_iter().flatten() {
+                let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+                tags.push(name.trim_end_matches(".json").to_owned());
             }
         }
-        tags
+        tags.extend((0..self.misbehaviour.unrelated_tags).map(|i| format!("other-{i:08}")));
+        axum::Json(serde_json::json!({"name": REPOSITORY, "tags": tags})).into_response()
     }
 
-    fn tags(&self, query: &str) -> Response {
-        let tags: Vec<String> = self.tagged().into_iter().map(|(t, _)| t).collect();
-        let page = query
-            .split('&')
-            .find_map(|p| p.strip_prefix("last=p"))
-            .and_then(|n| n.parse::<u64>().ok());
-        let next = if self.misbehaviour.endless_pages {
-            Some(format!(
-                "/v2/{REPOSITORY}/tags/list?n=1000&last=p{}",
-                page.unwrap_or(0) + 1
-            ))
-        } else if !query.contains("last=") {
-            self.misbehaviour.next_page.clone()
-        } else {
-            None
-        };
-        let mut response =
-            axum::Json(serde_json::json!({"name": REPOSITORY, "tags": tags})).into_response();
-        if let Some(next) = next {
-            response.headers_mut().insert(
-                header::LINK,
-                HeaderValue::from_str(&format!("<{next}>; rel=\"next\"")).unwrap(),
-            );
-        }
-        response
-    }
-
-    fn manifest(&self, tag: &str) -> Response {
-        let Some((_, digest)) = self.tagged().into_iter().find(|(t, _)| t == tag) else {
+    /// A key's index (by tag) or a sample's manifest (by digest).
+    fn manifest(&self, reference: &str) -> Response {
+        let Some(dir) = &self.dir else {
             return StatusCode::NOT_FOUND.into_response();
         };
-        let path = self.blob_path(digest.trim_start_matches("sha256:"));
-        let mut manifest: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        if let Some(hex) = reference.strip_prefix("sha256:") {
+            return match std::fs::read(self.blob_path(hex)) {
+                Ok(bytes) => ([(header::CONTENT_TYPE, MANIFEST_TYPE)], bytes).into_response(),
+                Err(_) => StatusCode::NOT_FOUND.into_response(),
+            };
+        }
+        let Ok(bytes) = std::fs::read(dir.join("keys").join(format!("{reference}.json"))) else {
+            return StatusCode::NOT_FOUND.into_response();
+        };
+        let mut index: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         if let Some(size) = self.misbehaviour.declared_size {
-            manifest["config"]["size"] = size.into();
-            for layer in manifest["layers"].as_array_mut().unwrap() {
-                layer["size"] = size.into();
+            // Each sample's manifest declares `size` for every blob, and the
+            // index names the manifest so changed (by its new digest).
+            use base64::Engine as _;
+            let b64 = base64::engine::general_purpose::STANDARD;
+            for entry in index["manifests"].as_array_mut().unwrap() {
+                let data = b64.decode(entry["data"].as_str().unwrap()).unwrap();
+                let mut manifest: serde_json::Value = serde_json::from_slice(&data).unwrap();
+                manifest["config"]["size"] = size.into();
+                for layer in manifest["layers"].as_array_mut().unwrap() {
+                    layer["size"] = size.into();
+                }
+                let data = serde_json::to_vec(&manifest).unwrap();
+                entry["digest"] = format!("sha256:{}", sha256_hex(&data)).into();
+                entry["size"] = data.len().into();
+                entry["data"] = b64.encode(&data).into();
             }
         }
         (
-            [(header::CONTENT_TYPE, MANIFEST_TYPE)],
-            serde_json::to_vec(&manifest).unwrap(),
+            [(header::CONTENT_TYPE, INDEX_TYPE)],
+            serde_json::to_vec(&index).unwrap(),
         )
             .into_response()
     }
@@ -261,4 +251,9 @@ impl Shared {
     fn blob_path(&self, hex: &str) -> PathBuf {
         self.dir.as_ref().unwrap().join("blobs/sha256").join(hex)
     }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
 }
