@@ -7,7 +7,8 @@
 # (loads the HTML report headless) and util-linux (setpriv: a root test drops
 # to nobody where permissions must bind). Then scripts/real-vllm.sh: vLLM's
 # CPU build and a tiny model, outside the clone, for the real-engine tests,
-# and scripts/real-guidellm.sh: guidellm 0.5.3 beside them.
+# and scripts/real-guidellm.sh: guidellm 0.5.3 beside them, and
+# scripts/real-s3.sh: s3s-fs, the S3-compatible server of the s3:// cache tests.
 set -euo pipefail
 here="$(dirname "$0")"
 
@@ -30,3 +31,4 @@ fi
 
 "$here/real-vllm.sh"
 "$here/real-guidellm.sh"
+"$here/real-s3.sh"

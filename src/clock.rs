@@ -31,6 +31,13 @@ pub fn file_time_ns() -> i128 {
         .map_or(0, |d| d.as_nanos() as i128)
 }
 
+/// Seconds since the Unix epoch on the real wall clock, never fixed by
+/// `PERFPIPE_NOW`: for what another machine checks against its own clock
+/// (the date an S3 request's signature carries).
+pub fn real_unix_now() -> u64 {
+    (file_time_ns() / 1_000_000_000) as u64
+}
+
 /// Nanoseconds on CLOCK_MONOTONIC, which every process on the machine shares:
 /// a test server stamps its writes with it so the client can measure its own delay.
 pub fn monotonic_ns() -> u64 {

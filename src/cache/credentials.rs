@@ -104,6 +104,11 @@ pub fn for_location(
             ));
         }
     };
+    if let (Location::S3(_), Credential::Bearer(_)) = (location, &credential) {
+        return Err(bad(
+            "an s3:// cache signs with an access key: `username` (its ID) with `password-env` or `password-file` (its secret), not `token-file`".into(),
+        ));
+    }
     credential.keep_out_of_messages(&host).map_err(bad)?;
     Ok(Some(credential))
 }

@@ -1,12 +1,13 @@
 //! Where a cache is: a directory, the same tree on a static web server
-//! (read-only), or an OCI registry (`oci://host/repository`).
+//! (read-only) or in an S3 bucket (`s3://bucket/prefix`, src/cache/s3.rs),
+//! or an OCI registry (`oci://host/repository`).
 //!
 //! Every kind holds the same objects, and a key's samples are found by ONE
 //! read of ONE object named by the run key (as Nix reads `<hash>.narinfo`),
 //! never by listing: the key's *index*. A missing index is "no sample".
 //!
 //! ```text
-//! directory, web server (and any store of named objects, e.g. S3):
+//! directory, web server, S3 bucket (under its prefix; no index.json):
 //! <cache>/oci-layout                 {"imageLayoutVersion": "1.0.0"}
 //! <cache>/index.json                 the layout's index, written empty once (keys are not
 //!                                    listed there: rewriting one list of every sample on
@@ -60,10 +61,13 @@ pub enum Location {
     Http(String),
     /// A registry and repository, as `lock` addresses them.
     Oci(crate::oci::ImageRef),
+    /// A bucket and prefix, asked as a directory that is never listed.
+    S3(super::s3::Bucket),
 }
 
 impl Location {
-    /// `oci://HOST/REPO`, `http(s)://…`, `file://PATH` or a path.
+    /// `oci://HOST/REPO`, `s3://BUCKET/PREFIX`, `http(s)://…`,
+    /// `file://PATH` or a path.
     pub fn parse(text: &str) -> Result<Self, Error> {
         let bad = |why: &str| Error::Location {
             location: text.to_owned(),
@@ -77,12 +81,17 @@ impl Location {
             }
             return Ok(Self::Oci(image));
         }
+        if let Some(rest) = text.strip_prefix("s3://") {
+            return super::s3::Bucket::parse(rest)
+                .map(Self::S3)
+                .map_err(|why| bad(&why));
+        }
         if text.starts_with("http://") || text.starts_with("https://") {
             return Ok(Self::Http(text.trim_end_matches('/').to_owned()));
         }
         if text.contains("://") && !text.starts_with("file://") {
             return Err(bad(
-                "a cache is a directory, an http(s):// URL or oci://HOST/REPOSITORY",
+                "a cache is a directory, an http(s):// URL, oci://HOST/REPOSITORY or s3://BUCKET/PREFIX",
             ));
         }
         let path = text.strip_prefix("file://").unwrap_or(text);
@@ -105,6 +114,8 @@ impl Location {
                 })
             }
             Self::Oci(image) => Some(image.registry.clone()),
+            // The host its requests go to, as a web server's.
+            Self::S3(bucket) => Self::Http(bucket.base()).host(),
         }
     }
 
@@ -120,6 +131,7 @@ impl fmt::Display for Location {
             Self::Dir(path) => write!(f, "{}", path.display()),
             Self::Http(url) => f.write_str(url),
             Self::Oci(image) => write!(f, "oci://{}/{}", image.registry, image.repository),
+            Self::S3(bucket) => bucket.fmt(f),
         }
     }
 }
@@ -149,7 +161,16 @@ mod tests {
         let web = Location::parse("https://c.example/p").unwrap();
         assert_eq!(web.host().as_deref(), Some("c.example"));
         assert!(!Location::parse("cache").unwrap().is_network());
-        assert!(Location::parse("s3://bucket").is_err());
+        let s3 = Location::parse("s3://team-cache/perf?endpoint=http://127.0.0.1:9000").unwrap();
+        assert_eq!(s3.host().as_deref(), Some("127.0.0.1:9000"));
+        assert!(s3.is_network());
+        let aws = Location::parse("s3://team-cache?region=eu-west-1").unwrap();
+        assert_eq!(
+            aws.host().as_deref(),
+            Some("team-cache.s3.eu-west-1.amazonaws.com")
+        );
+        assert!(Location::parse("s3://Bucket").is_err());
+        assert!(Location::parse("gs://bucket").is_err());
         assert!(Location::parse("oci://localhost:5000").is_err());
     }
 }

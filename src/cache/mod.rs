@@ -1,6 +1,6 @@
 //! The shared result cache: samples signed by the machine that measured
-//! them, kept as OCI artifacts in a directory, on a static web server or in
-//! an OCI registry, and substituted into the store instead of measuring
+//! them, kept as OCI artifacts in a directory, on a static web server, in
+//! an S3 bucket or in an OCI registry, and substituted into the store instead of measuring
 //! (docs/result-cache.md). Trust comes only from the user's configuration or
 //! the command line.
 //!
@@ -9,6 +9,7 @@
 //! - `artifact`: a sample as an OCI artifact, and the checks of a pulled one (pure)
 //! - `credentials`: per-cache secrets named in the user's config.toml (env, files)
 //! - `location`, `remote`: where a cache is, and reading and writing it (effects)
+//! - `s3`: an S3 bucket's addresses and the signature of its requests (pure)
 //! - `lacks`: the short-lived memory of what a cache has no sample of (files)
 //! - `push`, `substitute`: the workflows of `cache push` and of `run`/`plan`
 
@@ -19,6 +20,7 @@ mod lacks;
 mod location;
 mod push;
 mod remote;
+mod s3;
 mod substitute;
 #[cfg(test)]
 mod tampering;
@@ -71,7 +73,7 @@ pub enum Error {
     SecretKeyReadable { path: PathBuf, mode: u32 },
     #[error("`{location}` is not a cache location: {why}")]
     #[diagnostic(help(
-        "a cache is a directory, a static web server's URL (`https://host/path`, read-only) or an OCI registry's repository (`oci://host/repository`)"
+        "a cache is a directory, a static web server's URL (`https://host/path`, read-only), an OCI registry's repository (`oci://host/repository`) or an S3 bucket (`s3://bucket/prefix`, `?endpoint=http://host:port` for an S3-compatible server)"
     ))]
     Location { location: String, why: String },
     #[error("cache `{location}`: {message}")]
@@ -110,6 +112,23 @@ pub enum Error {
         location: String,
         what: String,
         status: u16,
+        host: String,
+        sent: bool,
+    },
+    #[error(
+        "cache `{location}` refused to {what} (HTTP {status}{}): {}",
+        if code.is_empty() { String::new() } else { format!(" {code}") },
+        s3::denied_because(Some(code.as_str()).filter(|c| !c.is_empty()), *sent)
+    )]
+    #[diagnostic(help(
+        "an s3:// cache signs with an access key: under `[credentials.\"{host}\"]` in your config.toml, `username` (the access key ID) with `password-env` (the variable holding the secret access key) or `password-file`; `?region=` names the bucket's region (docs/result-cache.md)"
+    ))]
+    S3Denied {
+        location: String,
+        what: String,
+        status: u16,
+        /// S3's error code (`SignatureDoesNotMatch`), or empty.
+        code: String,
         host: String,
         sent: bool,
     },
@@ -225,6 +244,7 @@ impl Error {
             | Self::Location { .. }
             | Self::Credentials { .. }
             | Self::Denied { .. }
+            | Self::S3Denied { .. }
             | Self::ReadOnly { .. }
             | Self::NoTrustedKeys
             | Self::NoPushTarget

@@ -1,6 +1,7 @@
 //! Reading and writing one cache: a key's index (one read per key, the
 //! layout at the top of `location`), sample manifests and blobs, over the
-//! file system, plain HTTP GETs or the OCI distribution API. Blobs are
+//! file system, plain HTTP GETs, S3's object requests (signed in `s3`) or
+//! the OCI distribution API. Blobs are
 //! streamed both ways: uploaded from the store's files, and downloaded
 //! through a hash into a file, refused as soon as they pass their declared
 //! size. Nothing read here is trusted; `artifact` checks it. (effects)
@@ -112,6 +113,7 @@ impl Remote {
             Location::Dir(_) => None,
             Location::Http(base) => Url::parse(base).ok(),
             Location::Oci(image) => Url::parse(&image.api_base()).ok(),
+            Location::S3(bucket) => Url::parse(&bucket.base()).ok(),
         }
     }
 
@@ -155,14 +157,22 @@ impl Remote {
         let credentials = self.shows_credentials(&url, Destination::Cache)?;
         let request = || {
             let request = configure(self.client.request(method.clone(), url.clone()));
-            if credentials {
+            let request = if credentials {
                 self.authorized(request)
             } else {
                 request
+            };
+            let mut request = request
+                .build()
+                .map_err(|e| self.failed(transport_error(&format!("cannot {what}"), e)))?;
+            if credentials {
+                self.sign(&mut request);
             }
+            Ok::<_, Error>(request)
         };
-        let response = request()
-            .send()
+        let response = self
+            .client
+            .execute(request()?)
             .await
             .map_err(|e| self.transport(e, what))?;
         let Location::Oci(image) = &self.location else {
@@ -198,10 +208,16 @@ impl Remote {
         .map_err(|e| self.failed(e))?;
         crate::secrets::add_configured("a token of the registry", &token);
         *self.token.lock().expect("no panic holds the token") = Some(token);
-        request().send().await.map_err(|e| self.transport(e, what))
+        self.client
+            .execute(request()?)
+            .await
+            .map_err(|e| self.transport(e, what))
     }
 
     fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        if let Location::S3(_) = self.location {
+            return request; // signed whole, once built (`Self::sign`)
+        }
         let token = self.token.lock().expect("no panic holds the token").clone();
         match (token.as_ref(), &self.credential) {
             (Some(token), _) | (None, Some(Credential::Bearer(token))) => {
@@ -211,6 +227,20 @@ impl Remote {
                 request.basic_auth(username, Some(password))
             }
             (None, None) => request,
+        }
+    }
+
+    /// Signs a request to an S3 cache with its access key; other caches'
+    /// requests carry their credentials in a header (`Self::authorized`).
+    fn sign(&self, request: &mut reqwest::Request) {
+        if let (Location::S3(bucket), Some(Credential::Basic { username, password })) =
+            (&self.location, &self.credential)
+        {
+            let key = super::s3::AccessKey {
+                id: username,
+                secret: password,
+            };
+            super::s3::sign(request, &bucket.region, &key);
         }
     }
 
@@ -263,6 +293,7 @@ impl Remote {
         let (url, what, accept) = match &self.location {
             Location::Dir(_) => return self.read(&path, MAX_INDEX_BYTES).await,
             Location::Http(base) => (format!("{base}/{path}"), format!("get `{path}`"), None),
+            Location::S3(bucket) => (bucket.object_url(&path), format!("get `{path}`"), None),
             Location::Oci(image) => (
                 image.manifest_url(key.as_str()),
                 format!("get the index `{key}`"),
@@ -285,7 +316,7 @@ impl Remote {
             tries += 1;
         };
         if response.status() == StatusCode::NOT_FOUND {
-            return Ok(None);
+            return self.no_such_object(response, &what).await;
         }
         let response = self.ok(response, &what).await?;
         Ok(Some(self.body(response, MAX_INDEX_BYTES, &what).await?))
@@ -315,9 +346,10 @@ impl Remote {
                 };
                 std::io::copy(&mut file.take(size + 1), &mut sink).map(drop)
             }
-            Location::Http(_) | Location::Oci(_) => {
+            Location::Http(_) | Location::S3(_) | Location::Oci(_) => {
                 let url = match &self.location {
                     Location::Http(base) => format!("{base}/blobs/sha256/{hex}"),
+                    Location::S3(bucket) => bucket.object_url(&format!("blobs/sha256/{hex}")),
                     Location::Oci(image) => image.blob_url(digest),
                     Location::Dir(_) => unreachable!(),
                 };
@@ -373,7 +405,27 @@ impl Remote {
                 let response = self.ok(response, &what).await?;
                 Ok(Some(self.body(response, limit, &what).await?))
             }
-            Location::Oci(_) => unreachable!("registries are read through the API"),
+            Location::Oci(_) | Location::S3(_) => {
+                unreachable!("registries and buckets are read through their API")
+            }
+        }
+    }
+
+    /// `None` for a 404; for a bucket, an error when the bucket itself is
+    /// missing (a cache that is not there is not an empty one).
+    async fn no_such_object(
+        &self,
+        response: reqwest::Response,
+        what: &str,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let Location::S3(_) = self.location else {
+            return Ok(None);
+        };
+        match super::s3::error_code(&start_of(response).await).as_deref() {
+            Some("NoSuchBucket") => Err(self.failed(format!(
+                "cannot {what}: the bucket does not exist (NoSuchBucket)"
+            ))),
+            _ => Ok(None),
         }
     }
 
@@ -400,6 +452,19 @@ impl Remote {
         if status.is_success() {
             return Ok(response);
         }
+        if let Location::S3(_) = self.location
+            && (status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN)
+        {
+            let code = super::s3::error_code(&start_of(response).await);
+            return Err(Error::S3Denied {
+                location: self.location.to_string(),
+                what: what.to_owned(),
+                status: status.as_u16(),
+                code: code.unwrap_or_default(),
+                host: self.location.host().unwrap_or_default(),
+                sent: self.credential.is_some(),
+            });
+        }
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             return Err(Error::Denied {
                 location: self.location.to_string(),
@@ -422,6 +487,17 @@ impl Remote {
             Location::Dir(dir) => {
                 let hex = digest_hex(digest).expect("digests pushed are sha256");
                 Ok(dir.join("blobs/sha256").join(hex).is_file())
+            }
+            Location::S3(bucket) => {
+                let hex = digest_hex(digest).expect("digests pushed are sha256");
+                let url = bucket.object_url(&format!("blobs/sha256/{hex}"));
+                let what = format!("look up {digest}");
+                let response = self.send(Method::HEAD, &url, &what, true, |r| r).await?;
+                match response.status() {
+                    s if s.is_success() => Ok(true),
+                    StatusCode::NOT_FOUND => Ok(false),
+                    _ => self.ok(response, &what).await.map(|_| false),
+                }
             }
             Location::Oci(image) => {
                 let url = image.blob_url(digest);
@@ -454,6 +530,15 @@ impl Remote {
                 let hex = digest_hex(digest).expect("digests pushed are sha256");
                 let path = dir.join("blobs/sha256").join(hex);
                 copy_into_dir(&blob.source, &path, hex).map_err(|e| self.failed(e))
+            }
+            Location::S3(_) => {
+                let hex = digest_hex(digest).expect("digests pushed are sha256");
+                let what = format!("upload {digest}");
+                // Its digest is the payload's hash the signature names:
+                // streamed, and refused by the server if it differs.
+                let path = format!("blobs/sha256/{hex}");
+                self.put_object(&path, &blob.source, blob.size, hex, &what)
+                    .await
             }
             Location::Oci(image) => {
                 let start = image.uploads_url();
@@ -491,7 +576,7 @@ impl Remote {
     pub async fn put_manifest(&self, manifest: &[u8]) -> Result<(), Error> {
         let digest = format!("sha256:{}", crate::digest::sha256_hex(manifest));
         match &self.location {
-            Location::Dir(_) => {
+            Location::Dir(_) | Location::S3(_) => {
                 self.put_blob(&Blob {
                     digest,
                     size: manifest.len() as u64,
@@ -564,12 +649,24 @@ impl Remote {
                 }
                 Ok(())
             }
+            // Read, changed, written: a bucket has no lock (location.rs).
+            Location::S3(_) => {
+                if let Some(bytes) = changed(self.index(key).await?)? {
+                    let what = format!("put the index `{key}`");
+                    let hash = crate::digest::sha256_hex(&bytes);
+                    let size = bytes.len() as u64;
+                    let source = Source::Bytes(bytes);
+                    self.put_object(&index_path(key), &source, size, &hash, &what)
+                        .await?;
+                }
+                Ok(())
+            }
             Location::Http(_) => Err(self.read_only()),
         }
     }
 }
 
-/// Where a key's index is in a directory or web cache.
+/// Where a key's index is in a directory, web or S3 cache.
 fn index_path(key: &RunKey) -> String {
     format!("keys/{key}.json")
 }
@@ -679,6 +776,39 @@ fn copy_into_dir(source: &Source, path: &Path, hex: &str) -> std::io::Result<()>
         )));
     }
     pending.commit()
+}
+
+impl Remote {
+    /// `PUT`s the object `path` of an S3 cache, `size` bytes streamed from
+    /// `source`, whose sha256 the signature names.
+    async fn put_object(
+        &self,
+        path: &str,
+        source: &Source,
+        size: u64,
+        sha256_hex: &str,
+        what: &str,
+    ) -> Result<(), Error> {
+        let Location::S3(bucket) = &self.location else {
+            unreachable!("objects are an S3 cache's")
+        };
+        let response = self
+            .send(
+                Method::PUT,
+                &bucket.object_url(path),
+                what,
+                true,
+                |request| {
+                    request
+                        .header(CONTENT_TYPE, "application/octet-stream")
+                        .header(reqwest::header::CONTENT_LENGTH, size)
+                        .header("x-amz-content-sha256", sha256_hex)
+                        .body(body_of(source))
+                },
+            )
+            .await?;
+        self.ok(response, what).await.map(drop)
+    }
 }
 
 /// The first [`ERROR_BODY_BYTES`] or so of an answer's body (what can be

@@ -17,6 +17,7 @@ mod cache;
 mod cache_credentials;
 mod cache_lacks;
 mod cache_remote;
+mod cache_s3;
 mod cache_trust;
 mod charts;
 mod closed_pipe;

@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 
 pub mod fake_registry;
 pub mod real_vllm;
+pub mod s3_server;
 pub mod slurm;
 pub mod web_cache;
 
@@ -282,7 +283,7 @@ pub fn exited(output: Output, code: i32) -> Output {
 }
 
 /// A test that cannot run on this machine fails, unless `PERFPIPE_TEST_SKIP`
-/// (a comma-separated list: `slurm`, `browser`, `unprivileged`, `vllm`) names it:
+/// (a comma-separated list: `slurm`, `browser`, `unprivileged`, `vllm`, `s3`) names it:
 /// a run that tests nothing never looks green by accident. Under `CI=true`
 /// nothing is skipped.
 #[track_caller]

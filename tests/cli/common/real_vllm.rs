@@ -112,8 +112,8 @@ pub fn uv() -> Option<(PathBuf, PathBuf)> {
     Some((uv, uv_cache))
 }
 
-/// Where `scripts/real-vllm.sh` and `scripts/real-guidellm.sh` install.
-fn cache() -> PathBuf {
+/// Where `scripts/real-vllm.sh`, `scripts/real-guidellm.sh` and `scripts/real-s3.sh` install.
+pub fn cache() -> PathBuf {
     match std::env::var_os("PERFPIPE_TEST_CACHE") {
         Some(dir) => PathBuf::from(dir),
         None => {

@@ -1,0 +1,276 @@
+//! An `s3://` cache on a real S3-compatible server (s3s-fs, which checks
+//! every request's Signature Version 4): a push from one store supplies
+//! another, byte for byte, with nothing run; a sample no trusted key
+//! signed is refused; wrong credentials are refused saying which part is
+//! wrong and where it is configured; a key is looked up with one request,
+//! whatever else the bucket holds.
+
+use std::process::Output;
+
+use crate::common::s3_server::{self, ACCESS_KEY, CountingProxy, S3Server, SECRET_KEY};
+use crate::common::{TestEnv, assert_secret_absent, stderr, stdout, words};
+
+/// The variable the tests' config.toml names for the secret access key
+/// (a name that does not say it holds a secret).
+const SECRET_VAR: &str = "TEAM_BUCKET_PW";
+
+/// `s3://BUCKET/team/results` at `endpoint`.
+fn location(endpoint: &str, bucket: &str) -> String {
+    format!("s3://{bucket}/team/results?endpoint={endpoint}")
+}
+
+/// `env`'s config.toml: `rest`, then the access key for `endpoint`'s host
+/// with its secret read from [`SECRET_VAR`].
+fn configure(env: &TestEnv, endpoint: &str, access_key: &str, rest: &str) {
+    let host = endpoint.trim_start_matches("http://");
+    env.write(
+        "config/perfpipe/config.toml",
+        &format!(
+            "{rest}\n[credentials.\"{host}\"]\nusername = \"{access_key}\"\npassword-env = \"{SECRET_VAR}\"\n"
+        ),
+    );
+}
+
+/// `perfpipe ARGS` online, with `env`'s `config/` as the user's
+/// configuration and `secret` in [`SECRET_VAR`]; killed (failing the test)
+/// after 3 minutes.
+fn online(env: &TestEnv, args: &[&str], secret: &str) -> Output {
+    let mut command = env.cmd(args);
+    command
+        .env_remove("PERFPIPE_OFFLINE")
+        .env("XDG_CONFIG_HOME", env.path("config"))
+        .env(SECRET_VAR, secret);
+    crate::common::output_within(&mut command, 180)
+}
+
+/// Alice's measured store and key, pushed to a new bucket of `server`;
+/// the bucket and its cache location.
+fn pushed(server: &S3Server) -> (TestEnv, String, String, String) {
+    let (alice, public) = crate::cache::measured_with_key();
+    let bucket = server.bucket();
+    let location = location(&server.endpoint, &bucket);
+    configure(&alice, &server.endpoint, ACCESS_KEY, "");
+    let push = online(&alice, &crate::cache::push_args(&location), SECRET_KEY);
+    assert_eq!(push.status.code(), Some(0), "{}", stderr(&push));
+    assert!(
+        stderr(&push).contains("pushed 7 samples"),
+        "{}",
+        stderr(&push)
+    );
+    (alice, public, bucket, location)
+}
+
+/// Bob's project (locked offline), asking `location` (through `endpoint`)
+/// and trusting `public`.
+fn bob(endpoint: &str, location: &str, public: &str) -> TestEnv {
+    let bob = TestEnv::tiny();
+    let lock = bob.run(&["lock", "tiny.kdl", "--offline"]);
+    assert_eq!(lock.status.code(), Some(0), "{}", stderr(&lock));
+    let cache =
+        format!("[cache]\nsubstituters = [\"{location}\"]\n[trust]\npublic-keys = [\"{public}\"]");
+    configure(&bob, endpoint, ACCESS_KEY, &cache);
+    bob
+}
+
+/// Every sample's `result.json`, as bytes, in one order.
+fn result_files(env: &TestEnv) -> Vec<Vec<u8>> {
+    let mut files: Vec<Vec<u8>> = env
+        .results()
+        .into_iter()
+        .map(|(dir, _)| std::fs::read(dir.join("result.json")).unwrap())
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn an_s3_bucket_takes_pushes_and_supplies_another_store_byte_for_byte() {
+    let Some(server) = s3_server::shared() else {
+        return;
+    };
+    let (alice, public, bucket, location) = pushed(server);
+    // The directory cache's tree under the prefix, and nothing else.
+    let objects = server.objects(&bucket);
+    assert!(
+        objects
+            .iter()
+            .all(|o| o.starts_with("team/results/keys/")
+                || o.starts_with("team/results/blobs/sha256/")),
+        "{objects:?}"
+    );
+    assert_eq!(
+        objects.iter().filter(|o| o.contains("/keys/")).count(),
+        7,
+        "{objects:?}"
+    );
+    let again = online(&alice, &crate::cache::push_args(&location), SECRET_KEY);
+    assert!(
+        stderr(&again).contains("pushed 0 samples") && stderr(&again).contains("7 already there"),
+        "{}",
+        stderr(&again)
+    );
+
+    let bob = bob(&server.endpoint, &location, &public);
+    let plan = online(&bob, &["plan", "tiny.kdl", "--runtime", "sim"], SECRET_KEY);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert!(
+        stdout(&plan).contains("substitutable: 7 runs from trusted caches"),
+        "{}",
+        stdout(&plan)
+    );
+    assert_eq!(
+        stdout(&plan)
+            .matches(&format!("1 sample in `{location}`"))
+            .count(),
+        7,
+        "{}",
+        stdout(&plan)
+    );
+    let run = online(&bob, &["run", "tiny.kdl", "--runtime", "sim"], SECRET_KEY);
+    let err = stderr(&run);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.matches(&format!(
+            "substituted a sample signed by `alice` from `{location}`"
+        ))
+        .count(),
+        7,
+        "{err}"
+    );
+    assert!(err.contains("ran 0 (failed: 0)"), "nothing ran: {err}");
+    assert_eq!(result_files(&bob), result_files(&alice));
+    let verify = bob.run(&["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stderr(&verify));
+    let files = crate::common::files_under(&bob.path("store"));
+    assert_secret_absent(&files, &[plan, run], SECRET_KEY);
+}
+
+#[test]
+fn a_sample_no_trusted_key_signed_is_refused_from_s3_and_measured() {
+    let Some(server) = s3_server::shared() else {
+        return;
+    };
+    let (alice, _public, _bucket, location) = pushed(server);
+    let carol = alice.run(&["cache", "keygen", "carol", "--dir", "keys"]);
+    let carol = stdout(&carol).trim().to_owned();
+    let bob = bob(&server.endpoint, &location, &carol);
+    let plan = online(&bob, &["plan", "tiny.kdl", "--runtime", "sim"], SECRET_KEY);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert!(
+        !stdout(&plan).contains("substitutable"),
+        "{}",
+        stdout(&plan)
+    );
+    assert_eq!(
+        stderr(&plan)
+            .matches("signed by `alice`, which is not among the trusted keys")
+            .count(),
+        7,
+        "{}",
+        stderr(&plan)
+    );
+    let run = online(&bob, &["run", "tiny.kdl", "--runtime", "sim"], SECRET_KEY);
+    let err = stderr(&run);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    assert!(!err.contains("substituted a sample"), "{err}");
+    assert!(
+        err.contains("ran 7"),
+        "the refused runs are measured: {err}"
+    );
+}
+
+#[test]
+fn wrong_credentials_are_refused_saying_which_part_and_where_it_is_configured() {
+    let Some(server) = s3_server::shared() else {
+        return;
+    };
+    let (alice, _public) = crate::cache::measured_with_key();
+    let bucket = server.bucket();
+    let location = location(&server.endpoint, &bucket);
+    let host = server.endpoint.trim_start_matches("http://");
+    let push = |secret: &str| online(&alice, &crate::cache::push_args(&location), secret);
+
+    // A secret that is not the access key's.
+    configure(&alice, &server.endpoint, ACCESS_KEY, "");
+    let wrong_secret = "not-the-secret-key-0123456789";
+    let out = crate::common::exited(push(wrong_secret), 2);
+    let err = words(&out);
+    // (The message wraps the location at its `?`.)
+    assert!(
+        err.contains(&format!("cache `s3://{bucket}/team/results?")),
+        "{err}"
+    );
+    assert!(err.contains("refused to get `keys/"), "{err}");
+    assert!(err.contains("SignatureDoesNotMatch"), "{err}");
+    assert!(err.contains("the secret access key"), "{err}");
+    assert!(err.contains(&format!("[credentials.\"{host}\"]")), "{err}");
+    assert!(err.contains("`username` (the access key ID)"), "{err}");
+    assert_secret_absent(&[], &[out], wrong_secret);
+
+    // An access key the server does not know.
+    configure(&alice, &server.endpoint, "no-such-access-key", "");
+    let out = crate::common::exited(push(SECRET_KEY), 2);
+    let err = words(&out);
+    assert!(err.contains("no such access key ID"), "{err}");
+    assert_secret_absent(&[], &[out], SECRET_KEY);
+
+    // None at all.
+    alice.write("config/perfpipe/config.toml", "");
+    let out = crate::common::exited(push(SECRET_KEY), 2);
+    let err = words(&out);
+    assert!(err.contains("none are configured"), "{err}");
+    assert!(err.contains(&format!("[credentials.\"{host}\"]")), "{err}");
+}
+
+/// The requests `proxy` passed on since `from`, after asserting that they
+/// are 7 GETs of 7 different keys' indexes: one per key of the tiny study.
+fn one_get_per_key(proxy: &CountingProxy, from: usize) -> usize {
+    let seen = proxy.seen();
+    let asked = &seen[from..];
+    let mut targets: Vec<&str> = asked.iter().map(|s| s.target.as_str()).collect();
+    targets.sort_unstable();
+    targets.dedup();
+    assert_eq!(asked.len(), 7, "one request per key: {asked:?}");
+    assert_eq!(targets.len(), 7, "each key once: {asked:?}");
+    assert!(
+        asked.iter().all(|s| s.method == "GET"
+            && s.target.contains("/team/results/keys/")
+            && s.target.ends_with(".json")
+            && !s.target.contains('?')),
+        "{asked:?}"
+    );
+    seen.len()
+}
+
+#[test]
+fn a_key_is_looked_up_with_one_request_whatever_the_bucket_holds() {
+    let Some(server) = s3_server::shared() else {
+        return;
+    };
+    let (_alice, public, _bucket, location) = pushed(server);
+    let proxy = CountingProxy::start(server);
+    let through_proxy = location.replace(&server.endpoint, &proxy.endpoint);
+    let bob = bob(&proxy.endpoint, &through_proxy, &public);
+    let plan = |extra: &[&str]| {
+        let args = [&["plan", "tiny.kdl", "--runtime", "sim"][..], extra].concat();
+        let out = online(&bob, &args, SECRET_KEY);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    // Keys the bucket holds: their index names each sample's manifest and
+    // signatures, so nothing more is asked to offer them.
+    let offered = plan(&[]);
+    assert!(
+        offered.contains("substitutable: 7 runs from trusted caches"),
+        "{offered}"
+    );
+    let asked = one_get_per_key(&proxy, 0);
+    // Capped runs are other keys: the bucket holds none of them, but 7
+    // other keys' samples, which are never listed or read.
+    let missing = plan(&["--max-prompts", "3"]);
+    assert!(
+        missing.contains("7 runs: 0 cached, 0 failed, 7 missing"),
+        "{missing}"
+    );
+    one_get_per_key(&proxy, asked);
+}
