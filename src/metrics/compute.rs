@@ -576,6 +576,26 @@ mod tests {
         }
     }
 
+    /// A benchmark that took no measurable time has no rates (vLLM would
+    /// divide by zero), while its latencies are still those measured.
+    #[test]
+    fn a_zero_duration_has_no_rates() {
+        let m = compute(
+            &[request(0.0, 0.2, &[0.1], 2)],
+            0.0,
+            &MetricOptions::default(),
+        );
+        assert_eq!(
+            (
+                m.request_throughput,
+                m.output_throughput,
+                m.total_token_throughput
+            ),
+            (0.0, 0.0, 0.0)
+        );
+        assert!((m.mean_ttft_ms - 200.0).abs() < 1e-9);
+    }
+
     /// Every metric of one trace, computed by hand (see the comments).
     #[test]
     fn every_metric_of_a_recorded_trace() {
@@ -620,14 +640,18 @@ mod tests {
             m.p99_tpot_ms,
             (0.4 / 3.0 + (0.3 - 0.4 / 3.0) * 0.99) * 1000.0,
         );
+        close(m.std_tpot_ms, (0.3 - 0.4 / 3.0) / 2.0 * 1000.0);
         // ITL pooled [0.1, 0.1, 0.2, 0.3]: mean 175, median 150, p99 0.2 + 0.1 × 0.97.
         close(m.mean_itl_ms, 175.0);
         close(m.median_itl_ms, 150.0);
         close(m.p99_itl_ms, 297.0);
+        close(m.std_itl_ms, 0.006875f64.sqrt() * 1000.0);
         // E2EL [0.6, 0.7, 0.1]: mean 466.67, median 600, p99 0.6 + 0.1 × 0.98.
         close(m.mean_e2el_ms, 1400.0 / 3.0);
         close(m.median_e2el_ms, 600.0);
         close(m.p99_e2el_ms, 698.0);
+        // Deviations from 1.4 / 3: 0.4 / 3, 0.7 / 3 and -1.1 / 3.
+        close(m.std_e2el_ms, (1.86f64 / 27.0).sqrt() * 1000.0);
         // Chunks at 0.2 0.3 0.4 0.6 | 0.9 1.2 | 1.1: five in second 0.
         close(m.max_output_tokens_per_s, 5.0);
         close(m.exact_max_output_tokens_per_s.unwrap(), 5.0);
