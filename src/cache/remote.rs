@@ -286,7 +286,7 @@ impl Remote {
 
     /// The index of `key`'s samples (its bytes, unchecked); `None` when the
     /// cache has no sample of it. One request whatever the cache holds,
-    /// tried again (at most [`LOOKUP_TRIES`] in all) only when it failed on
+    /// tried again (at most `LOOKUP_TRIES` in all) only when it failed on
     /// its way or the cache answered 5xx or 429.
     pub async fn index(&self, key: &RunKey) -> Result<Option<Vec<u8>>, Error> {
         let path = index_path(key);

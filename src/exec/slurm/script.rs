@@ -28,7 +28,7 @@ pub struct JobRequest {
     pub placement: Placement,
     /// The argv of the job's one step (`perfpipe realise MATERIAL --store DIR`).
     pub command: Vec<String>,
-    /// The step in the engine's image, under [`ContainerMode::Pyxis`].
+    /// The step in the engine's image, under [`super::options::ContainerMode::Pyxis`].
     pub container: Option<PyxisStep>,
 }
 
@@ -101,7 +101,7 @@ pub fn parse_comment(comment: &str) -> Option<JobComment> {
 }
 
 /// The log of a launch's job `id` in `dir`: `pp-KEY.ID.log`, each
-/// attempt's its own ([`output_pattern`]).
+/// attempt's its own (`output_pattern`).
 pub fn log_path(dir: &Path, launch_key: &str, id: u64) -> PathBuf {
     if has_backslash(dir) {
         dir.join(format!("{}.log", job_name(launch_key)))
