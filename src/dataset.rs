@@ -531,9 +531,22 @@ mod tests {
     /// As [`GOLDEN`], with `prefix_len=P` passed to `sample` (vLLM's
     /// `--random-prefix-len`); the third's prefix re-encodes 2 tokens
     /// longer, so it goes through the loop's draws.
+    /// The prompts' total input tokens, and the sha256 the golden values
+    /// were computed with (each prompt's text, then its lengths, little-endian).
+    fn tokens_and_digest(prompts: &[BenchRequest]) -> (u64, String) {
+        use sha2::{Digest, Sha256};
+        let mut digest = Sha256::new();
+        for r in prompts {
+            digest.update(r.prompt.as_bytes());
+            digest.update(r.prompt_len.to_le_bytes());
+            digest.update(r.output_len.to_le_bytes());
+        }
+        let total = prompts.iter().map(|r| r.prompt_len).sum();
+        (total, hex::encode(digest.finalize()))
+    }
+
     #[test]
     fn random_prompts_with_a_prefix_are_vllm_0_32_s_token_for_token() {
-        use sha2::{Digest, Sha256};
         let bpe = bpe();
         let golden = [
             (
@@ -573,15 +586,8 @@ mod tests {
                 ..shape(input, output, ratio)
             };
             let prompts = random_on(&bpe, shape, seed, n, 2);
-            let mut digest = Sha256::new();
-            for r in &prompts {
-                digest.update(r.prompt.as_bytes());
-                digest.update(r.prompt_len.to_le_bytes());
-                digest.update(r.output_len.to_le_bytes());
-            }
-            let total: u64 = prompts.iter().map(|r| r.prompt_len).sum();
             assert_eq!(
-                (total, hex::encode(digest.finalize())),
+                tokens_and_digest(&prompts),
                 (tokens, sha256.to_owned()),
                 "{n} prompts of {prefix} + {input} tokens, ratio {ratio}, seed {seed}"
             );
@@ -590,19 +596,11 @@ mod tests {
 
     #[test]
     fn random_prompts_are_vllm_0_32_s_token_for_token() {
-        use sha2::{Digest, Sha256};
         let bpe = bpe();
         for (input, output, ratio, seed, n, tokens, sha256) in GOLDEN {
             let prompts = random_on(&bpe, shape(input, output, ratio), seed, n, 2);
-            let mut digest = Sha256::new();
-            for r in &prompts {
-                digest.update(r.prompt.as_bytes());
-                digest.update(r.prompt_len.to_le_bytes());
-                digest.update(r.output_len.to_le_bytes());
-            }
-            let total: u64 = prompts.iter().map(|r| r.prompt_len).sum();
             assert_eq!(
-                (total, hex::encode(digest.finalize())),
+                tokens_and_digest(&prompts),
                 (tokens, sha256.to_owned()),
                 "{n} prompts of {input} tokens, ratio {ratio}, seed {seed}"
             );

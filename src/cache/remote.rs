@@ -490,26 +490,22 @@ impl Remote {
             }
             Location::S3(bucket) => {
                 let hex = digest_hex(digest).expect("digests pushed are sha256");
-                let url = bucket.object_url(&format!("blobs/sha256/{hex}"));
-                let what = format!("look up {digest}");
-                let response = self.send(Method::HEAD, &url, &what, true, |r| r).await?;
-                match response.status() {
-                    s if s.is_success() => Ok(true),
-                    StatusCode::NOT_FOUND => Ok(false),
-                    _ => self.ok(response, &what).await.map(|_| false),
-                }
+                self.exists(&bucket.object_url(&format!("blobs/sha256/{hex}")), digest)
+                    .await
             }
-            Location::Oci(image) => {
-                let url = image.blob_url(digest);
-                let what = format!("look up {digest}");
-                let response = self.send(Method::HEAD, &url, &what, true, |r| r).await?;
-                match response.status() {
-                    s if s.is_success() => Ok(true),
-                    StatusCode::NOT_FOUND => Ok(false),
-                    _ => self.ok(response, &what).await.map(|_| false),
-                }
-            }
+            Location::Oci(image) => self.exists(&image.blob_url(digest), digest).await,
             Location::Http(_) => Err(self.read_only()),
+        }
+    }
+
+    /// Whether a HEAD of `url` (the blob `digest`) finds it.
+    async fn exists(&self, url: &str, digest: &str) -> Result<bool, Error> {
+        let what = format!("look up {digest}");
+        let response = self.send(Method::HEAD, url, &what, true, |r| r).await?;
+        match response.status() {
+            s if s.is_success() => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => self.ok(response, &what).await.map(|_| false),
         }
     }
 

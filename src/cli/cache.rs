@@ -147,11 +147,7 @@ fn sign(args: &SignArgs, io: &Io) -> Result<u8, Error> {
         to: args.to.clone(),
         key: args.key.clone(),
         trusted_keys: args.trusted_keys.clone(),
-        pushing: if args.all {
-            Pushing::All
-        } else {
-            Pushing::Experiments(args.experiments.clone())
-        },
+        pushing: pushing(args.all, &args.experiments),
         runtime: super::runtime_of(args.runtime.runtime),
         store: args.store.path().to_owned(),
         credentials: args.credentials.clone(),
@@ -177,17 +173,22 @@ fn sign(args: &SignArgs, io: &Io) -> Result<u8, Error> {
     Ok(exit_code::OK)
 }
 
+/// The runs `--all` or the experiments named select.
+fn pushing(all: bool, experiments: &[PathBuf]) -> Pushing {
+    if all {
+        Pushing::All
+    } else {
+        Pushing::Experiments(experiments.to_vec())
+    }
+}
+
 impl PushArgs {
     /// The push the arguments ask for.
     fn options(&self, io: &Io) -> PushOptions {
         PushOptions {
             to: self.to.clone(),
             secret_key: self.secret_key.clone(),
-            pushing: if self.all {
-                Pushing::All
-            } else {
-                Pushing::Experiments(self.experiments.clone())
-            },
+            pushing: pushing(self.all, &self.experiments),
             runtime: super::runtime_of(self.runtime.runtime),
             store: self.store.path().to_owned(),
             credentials: self.credentials.clone(),
