@@ -322,14 +322,22 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
     assert_eq!(env.samples().len(), 1);
     assert!(!env.path("store/tmp/proc-4242-dead").exists());
     assert_eq!(env.path("store/quarantine").read_dir().unwrap().count(), 0);
-    // No lock file outlives its entry.
+    // No lock file outlives its entry (the store's own, of its temp dirs
+    // and of its results index, stay).
     let kept_key = env.samples()[0].split('/').next().unwrap().to_owned();
     let mut locks: Vec<String> = std::fs::read_dir(env.path("store/locks"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     locks.sort();
-    assert_eq!(locks, [format!("{kept_key}.lock"), "tmp.lock".to_owned()]);
+    assert_eq!(
+        locks,
+        [
+            format!("{kept_key}.lock"),
+            "index.lock".to_owned(),
+            "tmp.lock".to_owned()
+        ]
+    );
     let plan = env.run(&plan);
     assert!(
         stdout(&plan).contains("1 run: 1 cached"),
