@@ -433,6 +433,9 @@ mod tests {
             request(1.5, 0.1, &[], 1),
         ];
         let m = compute(&records, 2.0, &MetricOptions::default());
+        // None failed (a count that is not `sent - completed`, e.g. their
+        // quotient, gives 1 here).
+        assert_eq!((m.completed, m.failed), (3, 0));
         // Second 0 holds chunks at 0.1, 0.2, 0.3 (first) and 0.6, 0.7 (second).
         assert_eq!(m.max_output_tokens_per_s, 5.0);
         // Buckets: the first request spans 0 and 1, the second 0, the third 1.
