@@ -47,10 +47,15 @@ pub struct Pushed {
     pub counts: cache::Pushed,
 }
 
+/// The cache `--to` (or the configuration) names; none is an error.
+fn target(to: Option<&str>) -> Result<Location, Error> {
+    let to = to.ok_or(cache::Error::NoPushTarget).map_err(Error::Cache)?;
+    Location::parse(to).map_err(Error::Cache)
+}
+
 /// Signs and uploads the samples `options` select that the cache lacks.
 pub fn push(options: &PushOptions) -> Result<Pushed, Error> {
-    let to = options.to.as_deref().ok_or(cache::Error::NoPushTarget);
-    let to = Location::parse(to.map_err(Error::Cache)?).map_err(Error::Cache)?;
+    let to = target(options.to.as_deref())?;
     let secret_file = options
         .secret_key
         .as_deref()
@@ -128,8 +133,7 @@ pub struct Vouched {
 /// that the cache holds under a trusted signature (key rotation, or a
 /// second team vouching for results).
 pub fn sign(options: &SignOptions) -> Result<Vouched, Error> {
-    let to = options.to.as_deref().ok_or(cache::Error::NoPushTarget);
-    let to = Location::parse(to.map_err(Error::Cache)?).map_err(Error::Cache)?;
+    let to = target(options.to.as_deref())?;
     let secret = cache::read_secret(&options.key).map_err(Error::Cache)?;
     let keys = options
         .trusted_keys
