@@ -368,7 +368,12 @@ mod executor {
                 .unwrap();
             (followed, events)
         };
-        let once = request('8', "sleep 600");
+        // Runs of its own: a job measuring the same runs would be adopted
+        // by the other follower, as a head adopts any job serving its runs.
+        let once = JobRequest {
+            run_keys: vec!["3".repeat(64), "4".repeat(64)],
+            ..request('8', "sleep 600")
+        };
         let ((followed, events), (not_again, _)) = std::thread::scope(|scope| {
             let lengthened = scope.spawn(|| follow_with(&options, &job));
             let not_again = follow_with(&never, &once);
