@@ -351,10 +351,16 @@ fn concurrent_substitutions_store_a_sample_once() {
     assert!(into.verify().unwrap().findings.is_empty());
     // The check is the commit's own, under the key's lock.
     let sample = &into.samples(&key).unwrap()[0];
-    let files = into.sample_files(&key, sample).unwrap();
+    let files = into.stored_files(&key, sample).unwrap();
+    let pending = into.begin_sample().unwrap();
+    for log in &files.logs {
+        let mut from = crate::regular_file::open(&log.path).unwrap();
+        std::io::copy(&mut from, &mut pending.create_log(&log.name).unwrap()).unwrap();
+    }
     let signed = into.signature(sample).unwrap();
     assert_eq!(
-        into.add_signed(&key, MATERIAL, &files, &signed).unwrap(),
+        into.add_pending_signed(&key, MATERIAL, pending, &files.result, &signed)
+            .unwrap(),
         None
     );
 }

@@ -812,7 +812,8 @@ pub struct BenchArgs {
     /// The OpenAI API the requests use.
     #[arg(long, value_enum, default_value = "openai")]
     pub backend: BackendArg,
-    /// Model name to request [default: the first one `/v1/models` lists].
+    /// Model name to request [default: the first one `/v1/models` lists, by
+    /// its `id`; its `root` names the tokenizer and the result's `model_id`].
     #[arg(long)]
     pub model: Option<String>,
     /// Tokenizer that builds and counts prompts: a `tokenizer.json`, a model
@@ -854,7 +855,8 @@ pub struct BenchArgs {
     /// Requests in flight at most (at least 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrency: Option<u32>,
-    /// Requests sent before the benchmark and not measured (at most 1000000).
+    /// Times the first prompt is sent before the benchmark, not measured, as
+    /// vLLM warms up (at most 1000000).
     #[arg(long, default_value_t = 0, value_parser = prompt_count(0))]
     pub num_warmups: u32,
     /// Ask the server to ignore end-of-sequence, so each request generates

@@ -139,7 +139,9 @@ pub(super) fn check(args: &BenchArgs) -> Result<BenchOptions, Error> {
         backend_name,
         model: args.model.clone(),
         served_model_name: args.vllm.served_model_name.clone(),
-        headers: args.vllm.headers()?,
+        headers: args
+            .vllm
+            .headers(std::env::var_os("OPENAI_API_KEY").as_deref())?,
         logprobs: args.vllm.logprobs()?,
         ready_check: args.vllm.ready_check(),
         insecure: args.vllm.insecure,

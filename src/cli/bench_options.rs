@@ -58,7 +58,8 @@ pub struct VllmBenchOptions {
     pub custom_skip_chat_template: bool,
     /// The model name the requests carry (with `--model`, which then names
     /// the tokenizer and the result file's `model_id`), as vLLM sends it;
-    /// without `--model` the server's first model is both.
+    /// without `--model` they carry the `id` of the server's first model,
+    /// and its `root` names the rest.
     #[arg(long, value_name = "NAME")]
     pub served_model_name: Option<String>,
     /// Random tokens, drawn once, that begin every random prompt, before its
@@ -80,7 +81,8 @@ pub struct VllmBenchOptions {
     #[arg(long, value_name = "JSON")]
     pub extra_body: Option<String>,
     /// `KEY=VALUE` headers sent with every request (and the `/v1/models`
-    /// lookup); `x-request-id` is still each request's id.
+    /// lookup); `x-request-id` is still each request's id, and
+    /// `Authorization` replaces `Bearer $OPENAI_API_KEY`.
     #[arg(long, value_name = "KEY=VALUE", num_args = 0.., action = clap::ArgAction::Set)]
     pub header: Vec<String>,
     /// Only 1, vLLM's default: vLLM batches random prompts into one request
@@ -218,9 +220,30 @@ impl VllmBenchOptions {
 
 impl VllmBenchOptions {
     /// `--header` as a header map, split at the first `=` and trimmed, as
-    /// vLLM does (a repeated key keeps its last value).
-    pub fn headers(&self) -> Result<hyper::header::HeaderMap, Error> {
+    /// vLLM does (a repeated key keeps its last value), over vLLM's
+    /// `Authorization: Bearer $OPENAI_API_KEY` when `openai_api_key` is set.
+    pub fn headers(
+        &self,
+        openai_api_key: Option<&std::ffi::OsStr>,
+    ) -> Result<hyper::header::HeaderMap, Error> {
         let mut headers = hyper::header::HeaderMap::new();
+        // vLLM's `_get_headers`: `Bearer $OPENAI_API_KEY` when set and not
+        // empty, under `--header`'s (`headers |= extra_headers`).
+        if let Some(key) = openai_api_key.filter(|key| !key.is_empty()) {
+            // The message never quotes the key.
+            let unsendable = || {
+                Error::Usage {
+                message: "`OPENAI_API_KEY` cannot be sent in an HTTP header: it holds a control or non-ASCII character".into(),
+                hint: "set it to the key alone, or unset it and pass `--header Authorization=...`".into(),
+            }
+            };
+            let key = key.to_str().ok_or_else(unsendable)?;
+            let mut value = hyper::header::HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| unsendable())?;
+            // Never shown by `Debug`, nor indexed by HTTP/2 header compression.
+            value.set_sensitive(true);
+            headers.insert(hyper::header::AUTHORIZATION, value);
+        }
         for item in &self.header {
             let invalid = |why: &str| Error::Usage {
                 message: format!("invalid `--header` `{item}`: {why}"),

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use crate::facts::{Runtime, default_image};
 use crate::spec::EngineDecl;
 
-/// One engine process to start.
+/// The command that starts one engine process (`leftovers::Launch` is the
+/// record of one started).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Launch {
+pub struct EngineCommand {
     pub program: String,
     pub args: Vec<String>,
     /// Added to perfpipe's own environment.
@@ -38,8 +39,13 @@ pub struct Placement<'a> {
     pub sim_gpu: &'a str,
 }
 
-/// The launch of `argv` (the engine's serve command) under `runtime`.
-pub fn launch(runtime: Runtime, engine: &EngineDecl, argv: &[String], at: &Placement) -> Launch {
+/// The command that starts `argv` (the engine's serve command) under `runtime`.
+pub fn launch(
+    runtime: Runtime,
+    engine: &EngineDecl,
+    argv: &[String],
+    at: &Placement,
+) -> EngineCommand {
     let devices = at
         .gpus
         .iter()
@@ -50,7 +56,7 @@ pub fn launch(runtime: Runtime, engine: &EngineDecl, argv: &[String], at: &Place
         Runtime::Local => {
             let mut env = at.env.clone();
             env.insert("CUDA_VISIBLE_DEVICES".into(), devices);
-            Launch {
+            EngineCommand {
                 program: argv[0].clone(),
                 args: argv[1..].to_vec(),
                 env,
@@ -83,7 +89,7 @@ pub fn launch(runtime: Runtime, engine: &EngineDecl, argv: &[String], at: &Place
             }
             args.extend(["--entrypoint".into(), argv[0].clone(), image]);
             args.extend(argv[1..].iter().cloned());
-            Launch {
+            EngineCommand {
                 program: "docker".into(),
                 args,
                 env: BTreeMap::new(),
@@ -95,7 +101,7 @@ pub fn launch(runtime: Runtime, engine: &EngineDecl, argv: &[String], at: &Place
             env.insert(super::sim::GPU_ENV.into(), at.sim_gpu.into());
             let mut args = vec!["sim-engine".to_owned()];
             args.extend(argv.iter().cloned());
-            Launch {
+            EngineCommand {
                 program: at.sim_program.into(),
                 args,
                 env,
@@ -116,7 +122,7 @@ mod tests {
     use crate::facts::EngineKind;
     use crate::facts::command::serve_argv;
 
-    fn render(l: &Launch) -> String {
+    fn render(l: &EngineCommand) -> String {
         let env: Vec<String> = l.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!(
             "{}{} {}",

@@ -51,7 +51,7 @@ pub struct Load {
     /// A request fails when neither it nor any other request to its engine
     /// instance has received an event for this long.
     pub stall_timeout: Duration,
-    /// Requests sent first and not measured.
+    /// How many times the first request is sent first, not measured.
     pub warmups: usize,
     /// The rate ramps instead (`vllm bench serve --ramp-up-strategy`);
     /// `rate` is then `inf`.
@@ -108,21 +108,15 @@ pub async fn benchmark(
             load.seed,
         )?,
     };
-    // Warm-ups go all at once in waves of at most the benchmark's own
-    // requests, so their count costs time, never memory.
-    let mut warmups = if requests.is_empty() { 0 } else { load.warmups };
-    // As vLLM's, warm-ups carry no request id.
-    let warming = RequestSettings {
-        request_id_prefix: None,
-        ..settings.clone()
-    };
-    while warmups > 0 {
-        let wave = &requests[..warmups.min(requests.len())];
-        let at_once = vec![Duration::ZERO; wave.len()];
-        send_all(client, &warming, wave, at_once, load, &mut |_, _| {}).await;
-        warmups -= wave.len();
+    if let Some(first) = requests.first() {
+        warm_up(client, settings, first, load, requests.len()).await;
     }
-    let (records, window) = send_all(client, settings, &requests, delays, load, on_done).await;
+    let prepared = requests
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| client::prepare(settings, &r, i))
+        .collect();
+    let (records, window) = send_all(client, settings, prepared, delays, load, on_done).await;
     let duration = window.wall;
     let metrics = compute(&records, duration, options);
     let mut warnings = Vec::new();
@@ -146,6 +140,34 @@ pub async fn benchmark(
         metrics,
         warnings,
     })
+}
+
+/// vLLM's warm-up (`benchmark` in `serve.py`): the first request,
+/// `load.warmups` times, all at once under the concurrency limit, without
+/// request id. In waves of at most `wave` (the benchmark's own size), so
+/// their count costs time, never memory.
+async fn warm_up(
+    client: &StreamClient,
+    settings: &RequestSettings,
+    first: &BenchRequest,
+    load: &Load,
+    wave: usize,
+) {
+    let warming = RequestSettings {
+        request_id_prefix: None,
+        ..settings.clone()
+    };
+    let mut left = load.warmups;
+    while left > 0 {
+        let size = left.min(wave);
+        // Spread over the instances as the benchmark's requests are.
+        let same = (0..size)
+            .map(|i| client::prepare(&warming, first, i))
+            .collect();
+        let at_once = vec![Duration::ZERO; size];
+        send_all(client, &warming, same, at_once, load, &mut |_, _| {}).await;
+        left -= size;
+    }
 }
 
 /// vLLM's ready check (`wait_for_endpoint`): `first`, as a warm-up sends
@@ -186,22 +208,17 @@ pub async fn wait_until_ready(
     }
 }
 
-/// Sends `requests[i]` at `delays[i]` after the start; returns the records
+/// Sends `requests[i]` (encoded) at `delays[i]` after the start; returns the records
 /// and the wall and CPU time from the start to the last record.
 async fn send_all(
     client: &StreamClient,
     settings: &RequestSettings,
-    requests: &[BenchRequest],
+    requests: Vec<client::Prepared>,
     delays: Vec<Duration>,
     load: &Load,
     on_done: &mut dyn FnMut(usize, &RequestRecord),
 ) -> (Vec<RequestRecord>, crate::host::Usage) {
     let n = requests.len();
-    let requests: Vec<client::Prepared> = requests
-        .iter()
-        .enumerate()
-        .map(|(i, r)| client::prepare(settings, r, i))
-        .collect();
     let semaphore = load
         .max_concurrency
         .map(|n| Arc::new(Semaphore::new(n as usize)));

@@ -30,12 +30,14 @@ pub struct BenchOptions {
     /// The backend as the result file names it (`vllm` is `openai`'s alias).
     pub backend_name: &'static str,
     /// The model: the tokenizer's default and the result's `model_id`;
-    /// none: the first one `/v1/models` lists.
+    /// none: the `root` of the first one `/v1/models` lists, the requests
+    /// carrying its `id` (as vLLM 0.32).
     pub model: Option<String>,
     /// The model name the requests carry, when `model` is given (vLLM's
-    /// `--served-model-name`); none: `model`.
+    /// `--served-model-name`); none or empty: `model`.
     pub served_model_name: Option<String>,
-    /// Headers of every request, the `/v1/models` lookup's too.
+    /// Headers of every request, the `/v1/models` lookup's too (vLLM's
+    /// `Authorization: Bearer $OPENAI_API_KEY` among them, from the CLI).
     pub headers: hyper::header::HeaderMap,
     /// `logprobs` of every completions body (none: `null`).
     pub logprobs: Option<i64>,
@@ -58,7 +60,7 @@ pub struct BenchOptions {
     /// Gamma shape of the gaps between requests.
     pub burstiness: f64,
     pub max_concurrency: Option<u32>,
-    /// Requests sent before the benchmark and not measured.
+    /// Times the first request is sent before the benchmark, not measured.
     pub warmups: u32,
     pub ignore_eos: bool,
     /// None: no `temperature` in the bodies (vLLM 0.32's default).
@@ -181,14 +183,19 @@ pub fn measure(
     let tls = harness::Tls::of(https, options.insecure);
     let client = runtime.block_on(async { harness::http_client(tls) });
     let streams = runtime.block_on(async { harness::StreamClient::new(tls) });
-    let model = match &options.model {
-        Some(m) => m.clone(),
-        None => runtime.block_on(first_model(&client, base_url, &options.headers))?,
-    };
-    // vLLM's `model_name`: `--served-model-name` counts only with `--model`.
-    let requested = match (&options.model, &options.served_model_name) {
-        (Some(_), Some(served)) => served.clone(),
-        _ => model.clone(),
+    // vLLM's `model_id` (`model`) and `model_name` (`requested`), as
+    // `serve.py` sets them: `--served-model-name` counts only with `--model`.
+    let (model, requested) = match &options.model {
+        Some(m) => {
+            let served = options.served_model_name.as_ref();
+            // vLLM's bodies fall back to `--model` when the name is empty.
+            let requested = served.filter(|name| !name.is_empty()).unwrap_or(m);
+            (m.clone(), requested.clone())
+        }
+        None => {
+            let first = runtime.block_on(first_model(&client, base_url, &options.headers))?;
+            (first.root, first.id)
+        }
     };
     let tokenizer_id = options.tokenizer.clone().unwrap_or_else(|| model.clone());
     let tokenizer = Arc::new(match named_tokenizer {
@@ -489,12 +496,24 @@ fn ready_check(
     Ok(())
 }
 
-/// The model the server serves first.
+/// The first model a server lists (`/v1/models`' `data[0]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FirstModel {
+    /// The name requests carry (`id`: a vLLM server's `--served-model-name`).
+    id: String,
+    /// The model it serves (`root`: the path or Hugging Face id it loaded),
+    /// which names the tokenizer and the result's `model_id`; `id` for a
+    /// server that does not say.
+    root: String,
+}
+
+/// The model the server serves first, as vLLM's `get_first_model_from_server`
+/// reads it.
 async fn first_model(
     client: &reqwest::Client,
     base_url: &str,
     headers: &hyper::header::HeaderMap,
-) -> Result<String, Error> {
+) -> Result<FirstModel, Error> {
     let unreachable = |e: String| Error::Server {
         message: format!("cannot list the models of `{base_url}`: {e}"),
     };
@@ -520,11 +539,22 @@ async fn first_model(
         })?;
     let body: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| unreachable(format!("its answer is not JSON: {e}")))?;
-    body.pointer("/data/0/id")
-        .and_then(|v| v.as_str())
-        // Named in the result file and the output: the server's text.
-        .map(|id| crate::secrets::redact(id).into_owned())
-        .ok_or_else(|| unreachable("the answer lists no model".into()))
+    first_model_of(&body).ok_or_else(|| unreachable("the answer lists no model".into()))
+}
+
+/// `data[0]`'s `id` and `root` of a model list; none without an `id`.
+fn first_model_of(list: &serde_json::Value) -> Option<FirstModel> {
+    // Named in the result file and the output: the server's text.
+    let field = |name: &str| {
+        list.pointer(&format!("/data/0/{name}"))
+            .and_then(|v| v.as_str())
+            .map(|text| crate::secrets::redact(text).into_owned())
+    };
+    let id = field("id")?;
+    Some(FirstModel {
+        root: field("root").unwrap_or_else(|| id.clone()),
+        id,
+    })
 }
 
 /// The result file with `text` appended as its last line: vLLM's
@@ -542,4 +572,31 @@ fn random_request_id_prefix() -> String {
     let seed = crate::clock::file_time_ns() as u64 ^ u64::from(std::process::id()) << 32;
     let hex = crate::rng::Rng::new(seed).next_u64() as u32;
     format!("bench-{hex:08x}-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// vLLM 0.32's `get_first_model_from_server` returns `data[0]`'s `id`
+    /// (the name requests carry) and `root` (the model, whose tokenizer
+    /// loads and which the result names).
+    #[test]
+    fn the_first_model_is_its_id_for_requests_and_its_root_for_the_rest() {
+        let list = serde_json::json!({"data": [
+            {"id": "alias", "root": "org/model"},
+            {"id": "other", "root": "org/other"},
+        ]});
+        assert_eq!(
+            first_model_of(&list),
+            Some(FirstModel {
+                id: "alias".into(),
+                root: "org/model".into()
+            })
+        );
+        // A server that does not say its root (not vLLM): the id is both.
+        let bare = serde_json::json!({"data": [{"id": "m"}]});
+        assert_eq!(first_model_of(&bare).unwrap().root, "m");
+        assert_eq!(first_model_of(&serde_json::json!({"data": []})), None);
+    }
 }

@@ -12,7 +12,7 @@ use super::write::PendingSample;
 use super::{Error, Sample, Store};
 use crate::key::RunKey;
 use crate::signing::statement::statement_of;
-use crate::signing::{Refusal, SampleFiles, Signed};
+use crate::signing::{Refusal, Signed};
 
 /// A stored sample's files by digest: `result.json`'s bytes (its provenance
 /// is signed) and each log's path, sha256 and length, hashed as a stream and
@@ -36,7 +36,8 @@ pub struct StoredLog {
 }
 
 impl StoredFiles {
-    /// The statement of these files (as [`SampleFiles::statement`]).
+    /// The statement of these files (as
+    /// [`crate::signing::SampleFiles::statement`]).
     pub fn statement(&self) -> Result<String, Refusal> {
         let logs: Vec<(String, String)> = self
             .logs
@@ -50,11 +51,6 @@ impl StoredFiles {
 pub const SIGNATURE_FILE: &str = "signature.json";
 
 impl Store {
-    /// The files of `sample` of `key`, as a signature covers them.
-    pub fn sample_files(&self, key: &RunKey, sample: &Sample) -> Result<SampleFiles, Error> {
-        Ok(read_files(&sample.dir, key)?)
-    }
-
     /// The files of `sample` of `key` by digest, logs hashed as a stream.
     pub fn stored_files(&self, key: &RunKey, sample: &Sample) -> Result<StoredFiles, Error> {
         Ok(read_digests(&sample.dir, key)?)
@@ -81,27 +77,11 @@ impl Store {
     }
 
     /// Commits a sample checked elsewhere (its signature against a trusted
-    /// key): `result` and `logs` as these exact bytes, with `signed`; `None`
-    /// when the store already holds that statement. Under the key's lock, as
-    /// measuring is, so concurrent substitutions of one sample store it once.
-    pub fn add_signed(
-        &self,
-        key: &RunKey,
-        canonical: &str,
-        files: &SampleFiles,
-        signed: &Signed,
-    ) -> Result<Option<super::Committed>, Error> {
-        let pending = self.begin_sample()?;
-        for (name, bytes) in &files.logs {
-            pending.write_log(name, bytes)?;
-        }
-        self.add_pending_signed(key, canonical, pending, &files.result, signed)
-    }
-
-    /// [`Store::add_signed`] of a sample whose logs were streamed into
-    /// `pending` (checked against their digests on the way) and whose
-    /// `result.json` is `result`: the signature is checked once more over the
-    /// files as written.
+    /// key) whose logs were streamed into `pending` (checked against their
+    /// digests on the way) and whose `result.json` is `result`, with
+    /// `signed`; `None` when the store already holds that statement. Under
+    /// the key's lock, as measuring is, so concurrent substitutions of one
+    /// sample store it once.
     pub fn add_pending_signed(
         &self,
         key: &RunKey,
@@ -135,30 +115,6 @@ impl Sample {
 fn read_signed(dir: &Path) -> Option<Signed> {
     let bytes = crate::regular_file::read(&dir.join(SIGNATURE_FILE)).ok()?;
     serde_json::from_slice(&bytes).ok()
-}
-
-pub(super) fn read_files(dir: &Path, key: &RunKey) -> std::io::Result<SampleFiles> {
-    let result = crate::regular_file::read(&dir.join("result.json"))?;
-    let mut logs = Vec::new();
-    match fs_err::read_dir(dir.join("logs")) {
-        Ok(entries) => {
-            for entry in entries {
-                let entry = entry?;
-                if entry.file_type()?.is_file() {
-                    let name = entry.file_name().to_string_lossy().into_owned();
-                    logs.push((name, crate::regular_file::read(&entry.path())?));
-                }
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    logs.sort();
-    Ok(SampleFiles {
-        key: key.clone(),
-        result,
-        logs,
-    })
 }
 
 /// The files of the sample in `dir` by digest: logs hashed as a stream.

@@ -25,44 +25,86 @@ struct Seen {
 /// An OpenAI-compatible server that records every completion request and
 /// answers each with two tokens and their usage.
 fn capturing_server(rt: &tokio::runtime::Runtime) -> (u16, Arc<Mutex<Vec<Seen>>>) {
-    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-    let first: Arc<Mutex<Option<Instant>>> = Arc::default();
-    let record = seen.clone();
-    let app = Router::new()
-        .route(
-            "/v1/models",
-            get(|| async { axum::Json(json!({"data": [{"id": "m"}]})) }),
-        )
-        .route(
-            "/v1/completions",
-            post(move |headers: HeaderMap, body: String| {
-                let (record, first) = (record.clone(), first.clone());
-                async move {
-                    let now = Instant::now();
-                    let at = (now - *first.lock().unwrap().get_or_insert(now)).as_secs_f64();
-                    record.lock().unwrap().push(Seen {
-                        body: serde_json::from_str(&body).unwrap(),
-                        request_id: headers
+    let server = Capturing::start(rt, json!({"data": [{"id": "m"}]}), None);
+    (server.port, server.seen)
+}
+
+/// A capturing server, and the headers of each `/v1/models` lookup.
+struct Capturing {
+    port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    lookups: Arc<Mutex<Vec<HeaderMap>>>,
+}
+
+impl Capturing {
+    /// A server that lists `models`, records every completion request and
+    /// answers each with two tokens and their usage, but for the request
+    /// `refused` names (by its `x-request-id`): a 401 quoting its
+    /// `Authorization`, as a proxy may.
+    fn start(rt: &tokio::runtime::Runtime, models: Value, refused: Option<&str>) -> Self {
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let lookups: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
+        let first: Arc<Mutex<Option<Instant>>> = Arc::default();
+        let (record, looked_up) = (seen.clone(), lookups.clone());
+        let refused = refused.map(str::to_owned);
+        let app = Router::new()
+            .route(
+                "/v1/models",
+                get(move |headers: HeaderMap| {
+                    looked_up.lock().unwrap().push(headers);
+                    let models = models.clone();
+                    async move { axum::Json(models) }
+                }),
+            )
+            .route(
+                "/v1/completions",
+                post(move |headers: HeaderMap, body: String| {
+                    let (record, first, refused) = (record.clone(), first.clone(), refused.clone());
+                    async move {
+                        let now = Instant::now();
+                        let at = (now - *first.lock().unwrap().get_or_insert(now)).as_secs_f64();
+                        let request_id = headers
                             .get("x-request-id")
-                            .map(|v| v.to_str().unwrap().to_owned()),
-                        headers,
-                        at,
-                    });
-                    let chunk =
-                        |text: &str| format!("data: {}\n\n", json!({"choices": [{"text": text}]}));
-                    let usage = json!({"choices": [], "usage": {"completion_tokens": 2}});
-                    (
-                        [("content-type", "text/event-stream")],
-                        format!(
-                            "{}{}data: {usage}\n\ndata: [DONE]\n\n",
-                            chunk("a"),
-                            chunk(" b")
-                        ),
-                    )
-                }
-            }),
-        );
-    (serve(rt, app), seen)
+                            .map(|v| v.to_str().unwrap().to_owned());
+                        let authorization = headers
+                            .get("authorization")
+                            .map(|v| v.to_str().unwrap().to_owned());
+                        record.lock().unwrap().push(Seen {
+                            body: serde_json::from_str(&body).unwrap(),
+                            request_id: request_id.clone(),
+                            headers,
+                            at,
+                        });
+                        if request_id.is_some() && request_id == refused {
+                            let error = json!({"error": format!("invalid {authorization:?}")});
+                            return (
+                                axum::http::StatusCode::UNAUTHORIZED,
+                                [("content-type", "application/json")],
+                                error.to_string(),
+                            );
+                        }
+                        let chunk = |text: &str| {
+                            format!("data: {}\n\n", json!({"choices": [{"text": text}]}))
+                        };
+                        let usage = json!({"choices": [], "usage": {"completion_tokens": 2}});
+                        (
+                            axum::http::StatusCode::OK,
+                            [("content-type", "text/event-stream")],
+                            format!(
+                                "{}{}data: {usage}\n\ndata: [DONE]\n\n",
+                                chunk("a"),
+                                chunk(" b")
+                            ),
+                        )
+                    }
+                }),
+            );
+        Self {
+            port: serve(rt, app),
+            seen,
+            lookups,
+        }
+    }
 }
 
 fn bench(env: &TestEnv, port: u16, extra: &[&str]) -> std::process::Output {
@@ -804,5 +846,155 @@ fn insecure_accepts_a_self_signed_certificate_that_is_refused_without_it() {
         crate::common::stdout(&out).contains("Successful requests:                     2"),
         "{}",
         crate::common::stdout(&out)
+    );
+}
+
+/// vLLM 0.32's warm-up (serve.py, `benchmark`): the first request's input,
+/// `--num-warmups` times, without request id; not the first N prompts.
+#[test]
+fn warm_ups_send_the_first_prompt_num_warmups_times_as_vllm_does() {
+    let rt = runtime();
+    let (port, seen) = capturing_server(&rt);
+    let env = TestEnv::new();
+    // More warm-ups than prompts: sent in waves, each the first prompt.
+    let out = bench(
+        &env,
+        port,
+        &[
+            "--num-prompts",
+            "3",
+            "--num-warmups",
+            "5",
+            "--request-id-prefix",
+            "r-",
+        ],
+    );
+    crate::common::exited(out, 0);
+    let seen = seen.lock().unwrap().clone();
+    let prompt = |id: Option<&str>| -> Vec<Value> {
+        seen.iter()
+            .filter(|s| s.request_id.as_deref() == id)
+            .map(|s| s.body["prompt"].clone())
+            .collect()
+    };
+    let first = prompt(Some("r-0"));
+    assert_eq!(first.len(), 1);
+    assert_ne!(first, prompt(Some("r-1")), "the prompts differ");
+    assert_eq!(prompt(None), vec![first[0].clone(); 5]);
+}
+
+/// vLLM 0.32's `get_first_model_from_server` (serve.py): without
+/// `--model`, requests carry `data[0].id` and the result's `model_id` (and
+/// the tokenizer, and the file's name) is `data[0].root`;
+/// `--served-model-name` counts only with `--model`.
+#[test]
+fn without_model_requests_carry_the_first_models_id_and_the_result_names_its_root() {
+    let rt = runtime();
+    let models = json!({"object": "list", "data": [
+        {"id": "alias", "object": "model", "root": "org/base-model"},
+        {"id": "other", "object": "model", "root": "org/other"},
+    ]});
+    let server = Capturing::start(&rt, models, None);
+    let env = TestEnv::new();
+    let out = bench(
+        &env,
+        server.port,
+        &[
+            "--num-prompts",
+            "2",
+            "--served-model-name",
+            "ignored",
+            "--save-result",
+        ],
+    );
+    crate::common::exited(out, 0);
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|s| s.body["model"] == "alias"), "{seen:?}");
+    let name = std::fs::read_dir(env.path(""))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".json"))
+        .expect("a result file");
+    // vLLM's `{label}-{rate}qps-{model_id.split("/")[-1]}-{date}.json`.
+    assert!(name.starts_with("openai-infqps-base-model-"), "{name}");
+    let result: Value = serde_json::from_str(&env.read(&name)).unwrap();
+    assert_eq!(result["model_id"], "org/base-model");
+}
+
+/// vLLM 0.32's `_get_headers` (lib/endpoint_request_func.py): every
+/// request carries `Authorization: Bearer $OPENAI_API_KEY`, under
+/// `--header`'s; the key is in nothing perfpipe prints or writes, though a
+/// server quotes it.
+#[test]
+fn openai_api_key_goes_on_every_request_and_in_nothing_written() {
+    let rt = runtime();
+    let server = Capturing::start(&rt, json!({"data": [{"id": "m"}]}), Some("r-1"));
+    let env = TestEnv::new();
+    let key = format!("sk-{}", crate::common::random_hex());
+    let port = server.port.to_string();
+    let mut args = vec![
+        "bench",
+        "--port",
+        &port,
+        "--tokenizer",
+        "whitespace",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "2",
+        "--num-prompts",
+        "3",
+        "--num-warmups",
+        "1",
+        "--request-id-prefix",
+        "r-",
+        "--save-detailed",
+        "--result-filename",
+        "r.json",
+        "--journal",
+        "requests.jsonl",
+    ];
+    let out = env.cmd(&args).env("OPENAI_API_KEY", &key).output().unwrap();
+    // The request the server refused failed, quoting the key.
+    let out = crate::common::exited(out, 1);
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "{}", crate::common::stderr(&out));
+    let bearer = format!("Bearer {key}");
+    assert!(
+        seen.iter()
+            .all(|s| header(s, "authorization") == Some(bearer.as_str())),
+        "{seen:?}"
+    );
+    // The model lookup too (vLLM 0.32 sends it `--header`'s only, and fails
+    // against a server that wants the key).
+    let lookups = server.lookups.lock().unwrap().clone();
+    assert_eq!(lookups.len(), 1);
+    assert_eq!(lookups[0]["authorization"], bearer.as_str());
+    let result: Value = serde_json::from_str(&env.read("r.json")).unwrap();
+    assert!(
+        result["errors"]
+            .to_string()
+            .contains("[redacted OPENAI_API_KEY]"),
+        "{}",
+        result["errors"]
+    );
+    crate::common::assert_secret_absent(
+        &[env.path("r.json"), env.path("requests.jsonl")],
+        &[out],
+        &key,
+    );
+
+    // `--header`'s wins, as vLLM's `headers |= extra_headers`.
+    args.extend(["--header", "Authorization=Bearer mine"]);
+    server.seen.lock().unwrap().clear();
+    let out = env.cmd(&args).env("OPENAI_API_KEY", &key).output().unwrap();
+    crate::common::exited(out, 1);
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4);
+    assert!(
+        seen.iter()
+            .all(|s| header(s, "authorization") == Some("Bearer mine"))
     );
 }

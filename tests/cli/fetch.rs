@@ -4,25 +4,24 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path as UrlPath, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::common::hub::{HubLog, HubRequest, IMAGE_DIGEST, hub_cmd, hub_error, hub_experiment};
 use crate::common::{
-    FIXTURES, TestEnv, assert_secret_absent, files_under, huge_body, random_hex, runtime, serve,
-    stderr, words,
+    FIXTURES, TestEnv, assert_secret_absent, files_under, huge_body, runtime, serve, stderr, words,
 };
 
 /// The commit the experiments pin Qwen/Qwen3-14B at.
 const COMMIT: &str = "8f2c1a9e4b7d3c6f0e5a1b2c3d4e5f60718293a4";
 const REPO: &str = "Qwen/Qwen3-14B";
-const IMAGE_DIGEST: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
 
 /// One file of the stand-in repository.
 #[derive(Clone)]
@@ -98,20 +97,11 @@ enum Fault {
     TrickleOnce,
 }
 
-/// What the stand-in Hub was asked: the path as sent, and `Authorization`.
-#[derive(Debug, Clone, PartialEq)]
-struct HubRequest {
-    path: String,
-    query: Option<String>,
-    authorization: Option<String>,
-}
-
-/// `REPO` at `COMMIT` only, for a bearer of `token` only.
+/// `REPO` at `COMMIT` only, for a bearer of its log's token only.
 struct Hub {
-    token: String,
+    log: HubLog,
     files: Vec<HubFile>,
     fault: Fault,
-    asked: Mutex<Vec<HubRequest>>,
 }
 
 impl Hub {
@@ -121,10 +111,9 @@ impl Hub {
         fault: Fault,
     ) -> (Arc<Self>, String) {
         let hub = Arc::new(Self {
-            token: format!("secret-hf-{}", random_hex()),
+            log: HubLog::new(),
             files,
             fault,
-            asked: Mutex::default(),
         });
         let app = axum::Router::new()
             .route("/api/models/{org}/{name}/revision/{revision}", get(listing))
@@ -135,7 +124,7 @@ impl Hub {
     }
 
     fn asked(&self) -> Vec<HubRequest> {
-        self.asked.lock().unwrap().clone()
+        self.log.asked()
     }
 
     /// Paths of the `resolve/` (download) requests.
@@ -149,32 +138,18 @@ impl Hub {
 
     /// Records the request; the refusal of one without the token.
     fn refusal(&self, uri: &axum::http::Uri, headers: &HeaderMap) -> Option<Response> {
-        let authorization = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let authorized = authorization.as_deref() == Some(&format!("Bearer {}", self.token));
-        self.asked.lock().unwrap().push(HubRequest {
-            path: uri.path().to_owned(),
-            query: uri.query().map(str::to_owned),
-            authorization,
-        });
+        let authorized = self.log.record(uri, headers) == Some(self.log.bearer());
         (!authorized).then(|| {
-            (
+            hub_error(
                 StatusCode::UNAUTHORIZED,
-                Json(json!({"error": "Invalid credentials in Authorization header"})),
+                "Invalid credentials in Authorization header",
             )
-                .into_response()
         })
     }
 }
 
 fn not_found() -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        Json(json!({"error": "Repository not found"})),
-    )
-        .into_response()
+    hub_error(StatusCode::NOT_FOUND, "Repository not found")
 }
 
 async fn listing(
@@ -273,23 +248,7 @@ async fn resolve(
 /// A one-step experiment whose image and model are pinned as declared, so
 /// `lock --offline` pins every input without a registry or a Hub.
 fn experiment(revision: &str) -> String {
-    format!(
-        r#"experiment "hub" {{
-    hardware "nvidia-a100-sxm4-80gb" gpus=2
-    model "{REPO}" revision="{revision}"
-    runtime local
-    engine vllm version="0.11.0" image="vllm/vllm-openai@sha256:{IMAGE_DIGEST}"
-    harness builtin backend="openai-chat"
-
-    workload short {{
-        dataset random input=16 output=4
-        prompts 8
-    }}
-
-    step vllm engine=vllm gpus=1
-}}
-"#
-    )
+    hub_experiment(&format!(r#"model "{REPO}" revision="{revision}""#), "local")
 }
 
 /// A project with the experiment, locked offline.
@@ -308,10 +267,9 @@ fn locked(experiment: &str) -> TestEnv {
 
 /// `perfpipe ARGS` with the stand-in Hub, the token, and a cache of its own.
 fn with_hub(env: &TestEnv, hub: &Hub, endpoint: &str, args: &[&str]) -> Command {
-    let mut cmd = env.cmd(args);
-    cmd.env("HF_ENDPOINT", endpoint)
-        .env("HF_HOME", env.path("hf"))
-        .env("HF_TOKEN", &hub.token);
+    let mut cmd = hub_cmd(env, endpoint, args);
+    cmd.env("HF_HOME", env.path("hf"))
+        .env("HF_TOKEN", &hub.log.token);
     cmd
 }
 
@@ -423,13 +381,13 @@ fn fetch_downloads_a_pinned_model_into_the_hf_cache_once_with_hf_token_as_bearer
         HubRequest {
             path: format!("/api/models/{REPO}/revision/{COMMIT}"),
             query: Some("blobs=true".into()),
-            authorization: Some(format!("Bearer {}", hub.token)),
+            authorization: Some(hub.log.bearer()),
         }
     );
     assert!(
         hub.asked()
             .iter()
-            .all(|r| r.authorization == Some(format!("Bearer {}", hub.token))),
+            .all(|r| r.authorization == Some(hub.log.bearer())),
         "{:?}",
         hub.asked()
     );
@@ -446,7 +404,7 @@ fn fetch_downloads_a_pinned_model_into_the_hf_cache_once_with_hf_token_as_bearer
         stderr(&second)
     );
 
-    assert_secret_absent(&files_under(env.dir.path()), &outputs, &hub.token);
+    assert_secret_absent(&files_under(env.dir.path()), &outputs, &hub.log.token);
 }
 
 /// A search's probes are no runs of the lockfile: what they use is fetched

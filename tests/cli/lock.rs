@@ -18,6 +18,7 @@ use axum::routing::get;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::common::hub::{self, HubLog, HubRequest, hub_error, hub_experiment};
 use crate::common::{
     FIXTURES, TestEnv, assert_secret_absent, contains, files_under, free_port, huge_body,
     random_hex, runtime, serve, stderr, stdout, words,
@@ -719,62 +720,30 @@ fn a_tag_resolves_to_its_digest_through_token_auth_and_a_repushed_tag_moves_only
     assert_eq!(moved, vllm_runs);
 }
 
-/// What the stand-in Hub was asked: the path as sent, and `Authorization`.
-#[derive(Debug, Clone, PartialEq)]
-struct HubRequest {
-    path: String,
-    authorization: Option<String>,
-}
-
 /// The Hub's `GET /api/models/{repo}/revision/{revision}`, answering as
-/// huggingface.co does: Qwen/Qwen3-14B is public, `GATED_REPO` needs the token.
-struct Hub {
-    token: String,
-    asked: Mutex<Vec<HubRequest>>,
-}
-
-impl Hub {
-    fn start(rt: &tokio::runtime::Runtime) -> (Arc<Self>, String) {
-        let hub = Arc::new(Self {
-            token: format!("secret-hf-{}", random_hex()),
-            asked: Mutex::default(),
-        });
-        let app = axum::Router::new()
-            .route(
-                "/api/models/{org}/{name}/revision/{revision}",
-                get(hub_revision),
-            )
-            .with_state(Arc::clone(&hub));
-        let port = serve(rt, app);
-        (hub, format!("http://127.0.0.1:{port}"))
-    }
-
-    fn asked(&self) -> Vec<HubRequest> {
-        self.asked.lock().unwrap().clone()
-    }
-}
-
-fn hub_error(status: StatusCode, message: &str) -> Response {
-    (status, Json(json!({ "error": message }))).into_response()
+/// huggingface.co does: Qwen/Qwen3-14B is public, `GATED_REPO` needs the
+/// token. Its log, and its URL.
+fn start_hub(rt: &tokio::runtime::Runtime) -> (Arc<HubLog>, String) {
+    let hub = Arc::new(HubLog::new());
+    let app = axum::Router::new()
+        .route(
+            "/api/models/{org}/{name}/revision/{revision}",
+            get(hub_revision),
+        )
+        .with_state(Arc::clone(&hub));
+    let port = serve(rt, app);
+    (hub, format!("http://127.0.0.1:{port}"))
 }
 
 async fn hub_revision(
-    State(hub): State<Arc<Hub>>,
+    State(hub): State<Arc<HubLog>>,
     UrlPath((org, name, revision)): UrlPath<(String, String, String)>,
     uri: axum::http::Uri,
     headers: HeaderMap,
 ) -> Response {
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    hub.asked.lock().unwrap().push(HubRequest {
-        path: uri.path().to_owned(),
-        authorization: authorization.clone(),
-    });
-    let authenticated = match authorization {
+    let authenticated = match hub.record(&uri, &headers) {
         None => false,
-        Some(a) if a == format!("Bearer {}", hub.token) => true,
+        Some(a) if a == hub.bearer() => true,
         Some(_) => {
             return hub_error(
                 StatusCode::UNAUTHORIZED,
@@ -819,43 +788,22 @@ fn model_info(repo: &str, sha: &str) -> serde_json::Value {
     info
 }
 
-/// A one-step experiment on the sim engine; its image is pinned as declared,
-/// so only the model needs the (stand-in) Hub.
-fn hub_experiment(model: &str) -> String {
-    format!(
-        r#"experiment "hub" {{
-    hardware "nvidia-a100-sxm4-80gb" gpus=2
-    {model}
-    runtime sim
-    engine vllm version="0.11.0" image="vllm/vllm-openai@sha256:{digest}"
-    harness builtin backend="openai-chat"
-
-    workload short {{
-        dataset random input=16 output=4
-        prompts 8
-    }}
-
-    step vllm engine=vllm gpus=1
-}}
-"#,
-        digest = "5e".repeat(32)
-    )
-}
-
 /// `perfpipe ARGS` online, asking the stand-in Hub.
 fn hub_cmd(env: &TestEnv, endpoint: &str, args: &[&str]) -> Command {
-    let mut cmd = env.cmd(args);
-    cmd.env_remove("PERFPIPE_OFFLINE")
-        .env("HF_ENDPOINT", endpoint);
+    let mut cmd = hub::hub_cmd(env, endpoint, args);
+    cmd.env_remove("PERFPIPE_OFFLINE");
     cmd
 }
 
 #[test]
 fn a_branch_resolves_to_the_hubs_commit_with_hf_token_which_no_file_or_output_holds() {
     let rt = runtime();
-    let (hub, endpoint) = Hub::start(&rt);
+    let (hub, endpoint) = start_hub(&rt);
     let env = TestEnv::new();
-    env.write("hub.kdl", &hub_experiment(r#"model "Qwen/Qwen3-14B""#));
+    env.write(
+        "hub.kdl",
+        &hub_experiment(r#"model "Qwen/Qwen3-14B""#, "sim"),
+    );
     let mut outputs = Vec::new();
     let mut perfpipe = |args: &[&str]| {
         let out = hub_cmd(&env, &endpoint, args)
@@ -879,7 +827,8 @@ fn a_branch_resolves_to_the_hubs_commit_with_hf_token_which_no_file_or_output_ho
     );
     let asked_with_token = HubRequest {
         path: "/api/models/Qwen/Qwen3-14B/revision/main".into(),
-        authorization: Some(format!("Bearer {}", hub.token)),
+        query: None,
+        authorization: Some(hub.bearer()),
     };
     assert_eq!(hub.asked(), std::slice::from_ref(&asked_with_token));
     assert_eq!(env.samples().len(), 1);
@@ -912,11 +861,11 @@ fn a_branch_resolves_to_the_hubs_commit_with_hf_token_which_no_file_or_output_ho
 #[test]
 fn a_revision_the_hub_does_not_know_stays_unpinned_and_lock_exits_1() {
     let rt = runtime();
-    let (hub, endpoint) = Hub::start(&rt);
+    let (hub, endpoint) = start_hub(&rt);
     let env = TestEnv::new();
     // The model at a branch the Hub does not have, and at a pull request's ref
     // (one path segment: `refs%2Fpr%2F1`).
-    let experiment = hub_experiment(r#"model "Qwen/Qwen3-14B" revision="no-such-branch""#).replace(
+    let experiment = hub_experiment(r#"model "Qwen/Qwen3-14B" revision="no-such-branch""#, "sim").replace(
         "    step vllm engine=vllm gpus=1\n",
         "    step vllm engine=vllm gpus=1\n    step vllm-pr engine=vllm gpus=1 revision=\"refs/pr/1\"\n",
     );
@@ -969,11 +918,11 @@ fn a_revision_the_hub_does_not_know_stays_unpinned_and_lock_exits_1() {
 #[test]
 fn a_gated_model_is_refused_without_hf_token_or_with_a_wrong_one_and_pinned_with_the_right_one() {
     let rt = runtime();
-    let (hub, endpoint) = Hub::start(&rt);
+    let (hub, endpoint) = start_hub(&rt);
     let env = TestEnv::new();
     env.write(
         "hub.kdl",
-        &hub_experiment(&format!(r#"model "{GATED_REPO}""#)),
+        &hub_experiment(&format!(r#"model "{GATED_REPO}""#), "sim"),
     );
     let input = format!("model.{GATED_REPO}@main");
     let lock = |token: Option<&str>| {
@@ -1059,7 +1008,7 @@ fn the_repositorys_experiments_lock_to_their_committed_keys() {
 fn sim_asks_no_network_and_an_unreachable_network_is_said_once() {
     let env = TestEnv::new();
     let registry = format!("127.0.0.1:{}", free_port());
-    let experiment = hub_experiment(r#"model "Qwen/Qwen3-14B""#)
+    let experiment = hub_experiment(r#"model "Qwen/Qwen3-14B""#, "sim")
         .replace(
             &format!(r#"image="vllm/vllm-openai@sha256:{}""#, "5e".repeat(32)),
             &format!(r#"image="{registry}/vllm/vllm-openai:v0.11.0""#),
@@ -1164,7 +1113,10 @@ fn a_hub_answer_longer_than_a_hub_answer_is_not_read_past_its_limit_and_the_mode
     );
     let endpoint = format!("http://127.0.0.1:{}", serve(&rt, app));
     let env = TestEnv::new();
-    env.write("hub.kdl", &hub_experiment(r#"model "Qwen/Qwen3-14B""#));
+    env.write(
+        "hub.kdl",
+        &hub_experiment(r#"model "Qwen/Qwen3-14B""#, "sim"),
+    );
     let out = hub_cmd(&env, &endpoint, &["lock", "hub.kdl"])
         .output()
         .unwrap();
@@ -1186,9 +1138,12 @@ fn a_hub_answer_longer_than_a_hub_answer_is_not_read_past_its_limit_and_the_mode
 #[test]
 fn an_update_that_cannot_refresh_its_pins_keeps_them_and_the_file() {
     let rt = runtime();
-    let (hub, endpoint) = Hub::start(&rt);
+    let (hub, endpoint) = start_hub(&rt);
     let env = TestEnv::new();
-    env.write("hub.kdl", &hub_experiment(r#"model "Qwen/Qwen3-14B""#));
+    env.write(
+        "hub.kdl",
+        &hub_experiment(r#"model "Qwen/Qwen3-14B""#, "sim"),
+    );
     let pinned = hub_cmd(&env, &endpoint, &["lock", "hub.kdl"])
         .env("HF_TOKEN", &hub.token)
         .output()

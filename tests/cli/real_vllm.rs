@@ -4,7 +4,8 @@
 //! each test fails unless `PERFPIPE_TEST_SKIP=vllm` (never under `CI=true`).
 //! About 2.5 minutes together on 2 cores: one shared server for `bench`,
 //! three launches of `run`, a start cut short, and vLLM's own client
-//! against a recording server (no engine) for the random prompts.
+//! against a recording server (no engine) for the random prompts, the
+//! warm-ups, the model named and the API key.
 
 use std::path::Path;
 use std::process::Command;
@@ -489,16 +490,12 @@ fn check_against_records(
 /// re-alignment.
 fn recording_server(
     rt: &tokio::runtime::Runtime,
-    model: &str,
-) -> (
-    u16,
-    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
-) {
+    models: serde_json::Value,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<Recorded>>>) {
     use axum::routing::{get, post};
     use serde_json::json;
-    let seen: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>> = Default::default();
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Recorded>>> = Default::default();
     let record = seen.clone();
-    let models = json!({"object": "list", "data": [{"id": model, "object": "model"}]});
     let app = axum::Router::new()
         .route(
             "/v1/models",
@@ -506,7 +503,7 @@ fn recording_server(
         )
         .route(
             "/v1/completions",
-            post(move |body: String| {
+            post(move |headers: axum::http::HeaderMap, body: String| {
                 let record = record.clone();
                 async move {
                     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -520,7 +517,13 @@ fn recording_server(
                     if let Some(count) = server_count(&body) {
                         usage["prompt_tokens"] = count.into();
                     }
-                    record.lock().unwrap().push(body);
+                    let authorization = headers
+                        .get("authorization")
+                        .map(|v| v.to_str().unwrap().to_owned());
+                    record.lock().unwrap().push(Recorded {
+                        body,
+                        authorization,
+                    });
                     let usage = json!({"id": "cmpl-0", "object": "text_completion", "created": 1,
                         "choices": [], "usage": usage});
                     (
@@ -537,6 +540,18 @@ fn recording_server(
     (crate::common::serve(rt, app), seen)
 }
 
+/// A completion request as the recording server saw it.
+#[derive(Debug, Clone, PartialEq)]
+struct Recorded {
+    body: serde_json::Value,
+    authorization: Option<String>,
+}
+
+/// The model list of a vLLM serving `model` under its own name.
+fn listing(model: &str) -> serde_json::Value {
+    serde_json::json!({"object": "list", "data": [{"id": model, "object": "model", "root": model}]})
+}
+
 /// The recording server's `usage.prompt_tokens` of a body: none when its
 /// `max_tokens` is odd, else 10000 and the prompt's bytes, a count no
 /// client's own could be (the prompts here are under 200 tokens).
@@ -549,8 +564,8 @@ fn server_count(body: &serde_json::Value) -> Option<u64> {
 /// multiset a client sent, whatever order its concurrent requests arrived
 /// in. No field is left out: both clients name the model as `--model`
 /// gives it, and the request id travels in a header, not the body.
-fn sent(bodies: &[serde_json::Value]) -> Vec<serde_json::Value> {
-    let mut sent = bodies.to_vec();
+fn sent(recorded: &[Recorded]) -> Vec<serde_json::Value> {
+    let mut sent: Vec<serde_json::Value> = recorded.iter().map(|r| r.body.clone()).collect();
     sent.sort_by_key(|b| (b["prompt"].to_string(), b["max_tokens"].as_u64()));
     sent
 }
@@ -562,7 +577,7 @@ fn bench_sends_the_random_prompts_vllm_bench_serve_0_32_sends() {
     };
     let rt = crate::common::runtime();
     let model = vllm.model.display().to_string();
-    let (port, seen) = recording_server(&rt, &model);
+    let (port, seen) = recording_server(&rt, listing(&model));
     let base_url = format!("http://127.0.0.1:{port}");
     let env = TestEnv::new();
     // A range ratio, a seed other than the default and a vocabulary with
@@ -655,6 +670,95 @@ fn bench_sends_the_random_prompts_vllm_bench_serve_0_32_sends() {
         "48 random prompts, seed 11: {} input tokens in both, {} of them the server's",
         total, counted_by_server
     );
+}
+
+/// vLLM 0.32's own client and perfpipe against one recording server
+/// listing the model under another name, with `OPENAI_API_KEY` set and
+/// warm-ups: the same bodies (the warm-ups the first prompt again, the
+/// model the listed `id`), each with `Bearer` and the key, and the listed
+/// `root` as the result's `model_id`.
+#[test]
+fn bench_warms_up_names_the_model_and_sends_the_key_as_vllm_bench_serve_0_32_does() {
+    let Some(vllm) = RealVllm::installed() else {
+        return;
+    };
+    let rt = crate::common::runtime();
+    let model = vllm.model.display().to_string();
+    let models = serde_json::json!({"object": "list", "data": [
+        {"id": "served-alias", "object": "model", "root": model},
+    ]});
+    let (port, seen) = recording_server(&rt, models);
+    let base_url = format!("http://127.0.0.1:{port}");
+    let env = TestEnv::new();
+    let key = format!("sk-{}", random_hex());
+    let workload = [
+        "--base-url",
+        &base_url,
+        "--backend",
+        "openai",
+        "--endpoint",
+        "/v1/completions",
+        "--tokenizer",
+        &model,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "4",
+        "--num-prompts",
+        "4",
+        "--num-warmups",
+        "3",
+        "--max-concurrency",
+        "2",
+        "--seed",
+        "5",
+        "--save-result",
+        "--result-filename",
+        "result.json",
+        "--result-dir",
+    ];
+    let vllm_out = Command::new(vllm.bin.join("vllm"))
+        .args(["bench", "serve"])
+        .args(workload)
+        .args([env.path("vllm").to_str().unwrap(), "--disable-tqdm"])
+        .env("PATH", vllm.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .env("OPENAI_API_KEY", &key)
+        .output()
+        .unwrap();
+    let vllm_out = exited(vllm_out, 0);
+    let by_vllm = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(by_vllm.len(), 7, "{}", stderr(&vllm_out));
+    let ours = env
+        .cmd(&["bench"])
+        .args(workload)
+        .arg(env.path("ours"))
+        .env("OPENAI_API_KEY", &key)
+        .output()
+        .unwrap();
+    let ours = exited(ours, 0);
+    let by_perfpipe = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(by_perfpipe.len(), 7, "{}", stderr(&ours));
+
+    assert_eq!(sent(&by_vllm), sent(&by_perfpipe));
+    let first = &by_vllm[0].body;
+    assert_eq!(first["model"], "served-alias");
+    let warm_ups = by_vllm.iter().filter(|r| r.body == *first).count();
+    // Three warm-ups, then the same request measured.
+    assert_eq!(warm_ups, 4, "{by_vllm:?}");
+    let bearer = format!("Bearer {key}");
+    for recorded in by_vllm.iter().chain(&by_perfpipe) {
+        assert_eq!(recorded.authorization.as_deref(), Some(bearer.as_str()));
+    }
+    let model_id = |dir: &str| -> serde_json::Value {
+        let result: serde_json::Value =
+            serde_json::from_str(&env.read(&format!("{dir}/result.json"))).unwrap();
+        result["model_id"].clone()
+    };
+    assert_eq!(model_id("vllm"), model.as_str());
+    assert_eq!(model_id("ours"), model.as_str());
 }
 
 /// guidellm 0.5.3 as perfpipe provides it: `fetch` installs it from the

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod fake_registry;
+pub mod hub;
 pub mod real_vllm;
 pub mod s3_server;
 pub mod slurm;
