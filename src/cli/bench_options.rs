@@ -245,15 +245,18 @@ impl VllmBenchOptions {
             headers.insert(hyper::header::AUTHORIZATION, value);
         }
         for item in &self.header {
-            let invalid = |why: &str| Error::Usage {
-                message: format!("invalid `--header` `{item}`: {why}"),
+            // Quotes the header's name only: its value may be a secret.
+            let invalid = |quoted: &str, why: &str| Error::Usage {
+                message: format!("invalid `--header` `{quoted}`: {why}"),
                 hint: "write `KEY=VALUE`, e.g. `--header x-tenant=lab`".into(),
             };
-            let (key, value) = item.split_once('=').ok_or_else(|| invalid("no `=`"))?;
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| invalid(item, "no `=`"))?;
             let name = hyper::header::HeaderName::from_bytes(key.trim().as_bytes())
-                .map_err(|_| invalid("not a header name"))?;
+                .map_err(|_| invalid(&format!("{key}=…"), "not a header name"))?;
             let value = hyper::header::HeaderValue::from_str(value.trim())
-                .map_err(|_| invalid("not a header value"))?;
+                .map_err(|_| invalid(&format!("{key}=…"), "not a header value"))?;
             headers.insert(name, value);
         }
         Ok(headers)

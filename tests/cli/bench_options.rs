@@ -637,12 +637,18 @@ fn options_that_would_send_what_vllm_does_not_or_fail_every_request_are_refused(
         (&["--extra-body", "{"], "invalid `--extra-body`"),
         (&["--header", "x-tenant"], "invalid `--header` `x-tenant`"),
         (&["--header", "bad name=1"], "not a header name"),
+        // A value is never quoted: it may be a key.
+        (
+            &["--header", "Authorization=Bearer sk-9f2\u{7}"],
+            "invalid `--header` `Authorization=…`: not a header value",
+        ),
         (&["--logprobs", "-2"], "invalid `--logprobs` `-2`"),
     ] {
         let out = bench(&env, port, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = crate::common::words(&out);
         assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("sk-9f2"), "{err}");
     }
     assert!(seen.lock().unwrap().is_empty());
 }
