@@ -143,6 +143,11 @@ pub fn for_location(
                 "an s3:// cache signs with an access key: `username` (its ID) with `password-env` or `password-file` (its secret), not `token-file`".into(),
             ));
         }
+        (Location::S3(_), Credential::Basic { username, .. }) if !is_header_text(&username) => {
+            return Err(bad(
+                "`username`, the access key ID, holds characters other than visible ASCII".into(),
+            ));
+        }
         (Location::S3(_), Credential::Basic { username, password }) => Credential::AccessKey {
             id: username,
             secret: password,
@@ -184,11 +189,12 @@ fn from_aws_environment(
             )));
         }
     };
-    // It goes in a header as it is: visible ASCII, as STS writes it.
-    if session_token
-        .as_ref()
-        .is_some_and(|t| !t.bytes().all(|b| b.is_ascii_graphic()))
-    {
+    if !is_header_text(&id) {
+        return Err(bad(format!(
+            "`{ACCESS_KEY_ID_VAR}` holds characters other than visible ASCII"
+        )));
+    }
+    if session_token.as_deref().is_some_and(|t| !is_header_text(t)) {
         return Err(bad(format!(
             "`{SESSION_TOKEN_VAR}` holds characters other than visible ASCII"
         )));
@@ -201,6 +207,13 @@ fn from_aws_environment(
     };
     credential.keep_out_of_messages(host).map_err(bad)?;
     Ok(Some(credential))
+}
+
+/// Whether `text` may go in a request's headers as it is (an access key's
+/// ID in `Authorization`, a session token in `x-amz-security-token`):
+/// visible ASCII, as AWS writes them.
+fn is_header_text(text: &str) -> bool {
+    text.bytes().all(|b| b.is_ascii_graphic())
 }
 
 impl Credential {
@@ -383,7 +396,16 @@ mod tests {
             ]),
         )
         .unwrap_err();
-        assert!(e.to_string().contains("visible ASCII"), "{e}");
+        assert!(e.to_string().contains("`AWS_SESSION_TOKEN` holds"), "{e}");
+        let e = from_aws_environment(
+            "h:1",
+            vars(&[
+                ("AWS_ACCESS_KEY_ID", "AKID\u{e9}"),
+                ("AWS_SECRET_ACCESS_KEY", "env-secret-0123"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`AWS_ACCESS_KEY_ID` holds"), "{e}");
 
         // A section for the bucket's host is read, whatever the environment holds.
         let dir = tempfile::tempdir().unwrap();
