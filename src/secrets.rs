@@ -275,6 +275,7 @@ mod tests {
             "OPENAI_API_KEY",
             "PERFPIPE_REGISTRY_PASSWORD",
             "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
             "my_api_key",
         ] {
             assert!(is_secret_name(name), "{name}");

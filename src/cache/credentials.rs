@@ -1,8 +1,11 @@
 //! Per-cache credentials, from `[credentials."HOST"]` of the user's
 //! config.toml only (a project's file naming them is refused): a username
 //! with a password read from an environment variable or a file, or a bearer
-//! token read from a file. The secret itself is never written in a
-//! configuration file, and never shown.
+//! token read from a file. An `s3://` cache with no section for its host
+//! takes the access key every AWS tool reads from the environment
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`); a
+//! section wins. The secret itself is never written in a configuration
+//! file, and never shown.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,9 +33,35 @@ pub struct CredentialSource {
 /// A secret to show a cache.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Credential {
-    Basic { username: String, password: String },
+    Basic {
+        username: String,
+        password: String,
+    },
     Bearer(String),
+    /// What signs an `s3://` cache's requests.
+    AccessKey {
+        id: String,
+        secret: String,
+        /// Temporary credentials' third part (STS, SSO).
+        session_token: Option<String>,
+        origin: KeyOrigin,
+    },
 }
+
+/// Where an S3 access key came from, for the messages when a server
+/// refuses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrigin {
+    /// `[credentials."HOST"]` in the user's config.toml.
+    Config,
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`.
+    Environment,
+}
+
+/// The environment's access key, as AWS tools read it.
+const ACCESS_KEY_ID_VAR: &str = "AWS_ACCESS_KEY_ID";
+const SECRET_ACCESS_KEY_VAR: &str = "AWS_SECRET_ACCESS_KEY";
+const SESSION_TOKEN_VAR: &str = "AWS_SESSION_TOKEN";
 
 impl std::fmt::Debug for Credential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -40,6 +69,7 @@ impl std::fmt::Debug for Credential {
         match self {
             Self::Basic { username, .. } => write!(f, "Basic({username})"),
             Self::Bearer(_) => f.write_str("Bearer"),
+            Self::AccessKey { id, origin, .. } => write!(f, "AccessKey({id}, {origin:?})"),
         }
     }
 }
@@ -57,7 +87,10 @@ pub fn for_location(
         return Ok(None);
     };
     let Some(source) = sources.get(&host) else {
-        return Ok(None);
+        return match location {
+            Location::S3(_) => from_aws_environment(&host, |name| std::env::var(name).ok()),
+            _ => Ok(None),
+        };
     };
     let bad = |why: String| Error::Credentials {
         host: host.clone(),
@@ -104,13 +137,83 @@ pub fn for_location(
             ));
         }
     };
-    if let (Location::S3(_), Credential::Bearer(_)) = (location, &credential) {
-        return Err(bad(
-            "an s3:// cache signs with an access key: `username` (its ID) with `password-env` or `password-file` (its secret), not `token-file`".into(),
-        ));
-    }
+    let credential = match (location, credential) {
+        (Location::S3(_), Credential::Bearer(_)) => {
+            return Err(bad(
+                "an s3:// cache signs with an access key: `username` (its ID) with `password-env` or `password-file` (its secret), not `token-file`".into(),
+            ));
+        }
+        (Location::S3(_), Credential::Basic { username, .. }) if !is_header_text(&username) => {
+            return Err(bad(
+                "`username`, the access key ID, holds characters other than visible ASCII".into(),
+            ));
+        }
+        (Location::S3(_), Credential::Basic { username, password }) => Credential::AccessKey {
+            id: username,
+            secret: password,
+            session_token: None,
+            origin: KeyOrigin::Config,
+        },
+        (_, credential) => credential,
+    };
     credential.keep_out_of_messages(&host).map_err(bad)?;
     Ok(Some(credential))
+}
+
+/// The access key `var` (the environment) holds, for an `s3://` cache on
+/// `host`, which no section names; `None` when none of its variables is
+/// set, an error (exit 2) when only some are.
+fn from_aws_environment(
+    host: &str,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Credential>, Error> {
+    let var = |name: &str| var(name).filter(|v| !v.is_empty());
+    let bad = |why: String| Error::Credentials {
+        host: host.to_owned(),
+        why: format!(
+            "{why} (read from the environment, as your config.toml has no `[credentials.\"{host}\"]`)"
+        ),
+    };
+    let session_token = var(SESSION_TOKEN_VAR);
+    let (id, secret) = match (var(ACCESS_KEY_ID_VAR), var(SECRET_ACCESS_KEY_VAR)) {
+        (Some(id), Some(secret)) => (id, secret),
+        (None, None) if session_token.is_none() => return Ok(None),
+        (id, _) => {
+            let missing = if id.is_none() {
+                ACCESS_KEY_ID_VAR
+            } else {
+                SECRET_ACCESS_KEY_VAR
+            };
+            return Err(bad(format!(
+                "`{missing}` is not set, but other parts of an access key are"
+            )));
+        }
+    };
+    if !is_header_text(&id) {
+        return Err(bad(format!(
+            "`{ACCESS_KEY_ID_VAR}` holds characters other than visible ASCII"
+        )));
+    }
+    if session_token.as_deref().is_some_and(|t| !is_header_text(t)) {
+        return Err(bad(format!(
+            "`{SESSION_TOKEN_VAR}` holds characters other than visible ASCII"
+        )));
+    }
+    let credential = Credential::AccessKey {
+        id,
+        secret,
+        session_token,
+        origin: KeyOrigin::Environment,
+    };
+    credential.keep_out_of_messages(host).map_err(bad)?;
+    Ok(Some(credential))
+}
+
+/// Whether `text` may go in a request's headers as it is (an access key's
+/// ID in `Authorization`, a session token in `x-amz-security-token`):
+/// visible ASCII, as AWS writes them.
+fn is_header_text(text: &str) -> bool {
+    text.bytes().all(|b| b.is_ascii_graphic())
 }
 
 impl Credential {
@@ -118,22 +221,40 @@ impl Credential {
     /// as written and as the `Authorization` header carries it (a registry
     /// may echo either in an error); one too short to redact is refused.
     fn keep_out_of_messages(&self, host: &str) -> Result<(), String> {
-        let name = format!("[credentials.\"{host}\"]");
-        let (secret, header) = match self {
-            Self::Basic { username, password } => {
-                (password, STANDARD.encode(format!("{username}:{password}")))
+        let section = format!("[credentials.\"{host}\"]");
+        // The secret first (its length is checked), then its other forms.
+        let forms: Vec<(&str, String)> = match self {
+            Self::Basic { username, password } => vec![
+                (&section, password.clone()),
+                (&section, STANDARD.encode(format!("{username}:{password}"))),
+            ],
+            Self::Bearer(token) => vec![(&section, token.clone())],
+            // Signed with, never sent: the secret as it is, and the token.
+            Self::AccessKey {
+                secret,
+                session_token,
+                origin,
+                ..
+            } => {
+                let name = match origin {
+                    KeyOrigin::Config => section.as_str(),
+                    KeyOrigin::Environment => SECRET_ACCESS_KEY_VAR,
+                };
+                std::iter::once((name, secret.clone()))
+                    .chain(session_token.iter().map(|t| (SESSION_TOKEN_VAR, t.clone())))
+                    .collect()
             }
-            Self::Bearer(token) => (token, token.clone()),
         };
-        let len = secret.chars().count();
-        if len < crate::secrets::MIN_LEN {
-            return Err(format!(
-                "its secret has {len} characters; perfpipe keeps secrets of {} or more out of its messages and refuses shorter ones",
-                crate::secrets::MIN_LEN
-            ));
+        for (name, value) in &forms {
+            let len = value.chars().count();
+            if len < crate::secrets::MIN_LEN {
+                return Err(format!(
+                    "its secret has {len} characters; perfpipe keeps secrets of {} or more out of its messages and refuses shorter ones",
+                    crate::secrets::MIN_LEN
+                ));
+            }
+            crate::secrets::add_configured(name, value);
         }
-        crate::secrets::add_configured(&name, secret);
-        crate::secrets::add_configured(&name, &header);
         Ok(())
     }
 }
@@ -216,5 +337,98 @@ mod tests {
         );
         let e = for_location(&sources("abc"), &registry).unwrap_err();
         assert!(e.to_string().contains("refuses shorter ones"), "{e}");
+    }
+
+    #[test]
+    fn an_s3_cache_without_a_section_takes_the_aws_variables_and_a_section_wins() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let found = from_aws_environment(
+            "h:1",
+            vars(&[
+                ("AWS_ACCESS_KEY_ID", "AKIDENV"),
+                ("AWS_SECRET_ACCESS_KEY", "env-secret-0123"),
+                ("AWS_SESSION_TOKEN", "env-session-token-0123"),
+            ]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            found,
+            Credential::AccessKey {
+                id: "AKIDENV".into(),
+                secret: "env-secret-0123".into(),
+                session_token: Some("env-session-token-0123".into()),
+                origin: KeyOrigin::Environment,
+            }
+        );
+        assert!(!format!("{found:?}").contains("env-s"), "{found:?}");
+        let shown = crate::secrets::redact("echo env-secret-0123 env-session-token-0123");
+        assert!(!shown.contains("env-s"), "{shown}");
+        assert_eq!(
+            from_aws_environment("h:1", vars(&[("AWS_ACCESS_KEY_ID", "")])).unwrap(),
+            None
+        );
+        for partial in [
+            &[("AWS_ACCESS_KEY_ID", "AKIDENV")][..],
+            &[("AWS_SESSION_TOKEN", "env-session-token-0123")][..],
+        ] {
+            let e = from_aws_environment("h:1", vars(partial))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("is not set") && e.contains("from the environment"),
+                "{e}"
+            );
+        }
+        let e = from_aws_environment(
+            "h:1",
+            vars(&[
+                ("AWS_ACCESS_KEY_ID", "AKIDENV"),
+                ("AWS_SECRET_ACCESS_KEY", "env-secret-0123"),
+                ("AWS_SESSION_TOKEN", "two\nlines"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`AWS_SESSION_TOKEN` holds"), "{e}");
+        let e = from_aws_environment(
+            "h:1",
+            vars(&[
+                ("AWS_ACCESS_KEY_ID", "AKID\u{e9}"),
+                ("AWS_SECRET_ACCESS_KEY", "env-secret-0123"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`AWS_ACCESS_KEY_ID` holds"), "{e}");
+
+        // A section for the bucket's host is read, whatever the environment holds.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        #[expect(clippy::disallowed_methods, reason = "a test's own secret file")]
+        std::fs::write(&file, "section-secret-0123\n").unwrap();
+        let sources = CredentialSources::from([(
+            "127.0.0.1:9000".to_owned(),
+            CredentialSource {
+                username: Some("AKIDSECTION".into()),
+                password_file: Some(file),
+                ..Default::default()
+            },
+        )]);
+        let bucket = Location::parse("s3://team?endpoint=http://127.0.0.1:9000").unwrap();
+        assert_eq!(
+            for_location(&sources, &bucket).unwrap(),
+            Some(Credential::AccessKey {
+                id: "AKIDSECTION".into(),
+                secret: "section-secret-0123".into(),
+                session_token: None,
+                origin: KeyOrigin::Config,
+            })
+        );
     }
 }

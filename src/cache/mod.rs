@@ -118,11 +118,9 @@ pub enum Error {
     #[error(
         "cache `{location}` refused to {what} (HTTP {status}{}): {}",
         if code.is_empty() { String::new() } else { format!(" {code}") },
-        s3::denied_because(Some(code.as_str()).filter(|c| !c.is_empty()), *sent)
+        s3::denied_because(Some(code.as_str()).filter(|c| !c.is_empty()), *from, host)
     )]
-    #[diagnostic(help(
-        "an s3:// cache signs with an access key: under `[credentials.\"{host}\"]` in your config.toml, `username` (the access key ID) with `password-env` (the variable holding the secret access key) or `password-file`; `?region=` names the bucket's region (docs/result-cache.md)"
-    ))]
+    #[diagnostic(help("{}", s3::where_keys_go(host, *from)))]
     S3Denied {
         location: String,
         what: String,
@@ -130,7 +128,8 @@ pub enum Error {
         /// S3's error code (`SignatureDoesNotMatch`), or empty.
         code: String,
         host: String,
-        sent: bool,
+        /// Where the access key sent came from; `None`: none was sent.
+        from: Option<credentials::KeyOrigin>,
     },
     #[error("cache `{location}` is a web server, read-only to perfpipe")]
     #[diagnostic(help(

@@ -226,19 +226,28 @@ impl Remote {
             (None, Some(Credential::Basic { username, password })) => {
                 request.basic_auth(username, Some(password))
             }
-            (None, None) => request,
+            // An access key signs the whole request (`Self::sign`).
+            (None, None | Some(Credential::AccessKey { .. })) => request,
         }
     }
 
     /// Signs a request to an S3 cache with its access key; other caches'
     /// requests carry their credentials in a header (`Self::authorized`).
     fn sign(&self, request: &mut reqwest::Request) {
-        if let (Location::S3(bucket), Some(Credential::Basic { username, password })) =
-            (&self.location, &self.credential)
+        if let (
+            Location::S3(bucket),
+            Some(Credential::AccessKey {
+                id,
+                secret,
+                session_token,
+                ..
+            }),
+        ) = (&self.location, &self.credential)
         {
             let key = super::s3::AccessKey {
-                id: username,
-                secret: password,
+                id,
+                secret,
+                session_token: session_token.as_deref(),
             };
             super::s3::sign(request, &bucket.region, &key);
         }
@@ -462,7 +471,10 @@ impl Remote {
                 status: status.as_u16(),
                 code: code.unwrap_or_default(),
                 host: self.location.host().unwrap_or_default(),
-                sent: self.credential.is_some(),
+                from: match &self.credential {
+                    Some(Credential::AccessKey { origin, .. }) => Some(*origin),
+                    _ => None,
+                },
             });
         }
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {

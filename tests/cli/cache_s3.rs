@@ -3,7 +3,9 @@
 //! another, byte for byte, with nothing run; a sample no trusted key
 //! signed is refused; wrong credentials are refused saying which part is
 //! wrong and where it is configured; a key is looked up with one request,
-//! whatever else the bucket holds.
+//! whatever else the bucket holds. With no `[credentials."HOST"]`, the
+//! access key, session token, endpoint and region come from the `AWS_*`
+//! variables; a section wins over them.
 
 use std::process::Output;
 
@@ -273,4 +275,155 @@ fn a_key_is_looked_up_with_one_request_whatever_the_bucket_holds() {
         "{missing}"
     );
     one_get_per_key(&proxy, asked);
+}
+
+/// `perfpipe ARGS` online, with `env`'s `config/` as the user's
+/// configuration and `vars` in the environment (the `AWS_*` ones);
+/// killed (failing the test) after 3 minutes.
+fn online_with(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut command = env.cmd(args);
+    command
+        .env_remove("PERFPIPE_OFFLINE")
+        .env("XDG_CONFIG_HOME", env.path("config"));
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    crate::common::output_within(&mut command, 180)
+}
+
+/// A session token: s3s-fs checks the signature over it, not the token.
+const SESSION_TOKEN: &str = "perfpipe-test-session-token-FQoGZXIvYXdz/0123+=";
+
+#[test]
+fn the_aws_variables_supply_the_key_token_endpoint_and_region_of_a_bare_s3_url() {
+    let Some(server) = s3_server::shared() else {
+        return;
+    };
+    let proxy = CountingProxy::start(server);
+    let (alice, public) = crate::cache::measured_with_key();
+    let bucket = server.bucket();
+    // No `?endpoint=` or `?region=`, and no `[credentials]` section.
+    let bare = format!("s3://{bucket}/team/results");
+    let vars = [
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ("AWS_SESSION_TOKEN", SESSION_TOKEN),
+        ("AWS_ENDPOINT_URL_S3", proxy.endpoint.as_str()),
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:9/not-this-one"),
+        ("AWS_REGION", "eu-west-2"),
+        ("AWS_DEFAULT_REGION", "ap-south-1"),
+    ];
+    let push = online_with(&alice, &crate::cache::push_args(&bare), &vars);
+    assert_eq!(push.status.code(), Some(0), "{}", stderr(&push));
+    assert!(
+        stderr(&push).contains("pushed 7 samples"),
+        "{}",
+        stderr(&push)
+    );
+    // Every request carried the token, signed, and the server verified
+    // the signature over it.
+    let seen = proxy.seen();
+    assert!(
+        !seen.is_empty()
+            && seen
+                .iter()
+                .all(|s| s.signed_headers
+                    == "host;x-amz-content-sha256;x-amz-date;x-amz-security-token"),
+        "{seen:?}"
+    );
+
+    let bob = TestEnv::tiny();
+    let lock = bob.run(&["lock", "tiny.kdl", "--offline"]);
+    assert_eq!(lock.status.code(), Some(0), "{}", stderr(&lock));
+    bob.write(
+        "config/perfpipe/config.toml",
+        &format!("[cache]\nsubstituters = [\"{bare}\"]\n[trust]\npublic-keys = [\"{public}\"]\n"),
+    );
+    let run = online_with(&bob, &["run", "tiny.kdl", "--runtime", "sim"], &vars);
+    let err = stderr(&run);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    // The location names what the environment supplied.
+    let resolved = format!("{bare}?endpoint={}&region=eu-west-2", proxy.endpoint);
+    assert_eq!(
+        err.matches(&format!(
+            "substituted a sample signed by `alice` from `{resolved}`"
+        ))
+        .count(),
+        7,
+        "{err}"
+    );
+    assert!(err.contains("ran 0 (failed: 0)"), "nothing ran: {err}");
+    assert_eq!(result_files(&bob), result_files(&alice));
+    let files = [
+        crate::common::files_under(&bob.path("store")),
+        crate::common::files_under(&alice.path("store")),
+    ]
+    .concat();
+    for secret in [SECRET_KEY, SESSION_TOKEN] {
+        assert_secret_absent(&files, &[push.clone(), run.clone()], secret);
+    }
+}
+
+#[test]
+fn a_credentials_section_wins_over_the_aws_variables_and_a_refusal_names_the_source() {
+    let Some(server) = s3_server::shared() else {
+        return;
+    };
+    let (alice, _public) = crate::cache::measured_with_key();
+    let bucket = server.bucket();
+    let location = location(&server.endpoint, &bucket);
+    let host = server.endpoint.trim_start_matches("http://");
+    let wrong_secret = "not-the-secret-key-from-env-0123";
+    let env_vars = [
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", wrong_secret),
+    ];
+
+    // The section's right secret, the environment's wrong one: the section wins.
+    configure(&alice, &server.endpoint, ACCESS_KEY, "");
+    let vars = [&env_vars[..], &[(SECRET_VAR, SECRET_KEY)]].concat();
+    let push = online_with(&alice, &crate::cache::push_args(&location), &vars);
+    assert_eq!(push.status.code(), Some(0), "{}", stderr(&push));
+    assert!(
+        stderr(&push).contains("pushed 7 samples"),
+        "{}",
+        stderr(&push)
+    );
+
+    // No section: the environment's wrong secret, named as such.
+    alice.write("config/perfpipe/config.toml", "");
+    let out = crate::common::exited(
+        online_with(&alice, &crate::cache::push_args(&location), &env_vars),
+        2,
+    );
+    let err = words(&out);
+    assert!(err.contains("SignatureDoesNotMatch"), "{err}");
+    assert!(
+        err.contains("the secret access key (`AWS_SECRET_ACCESS_KEY`) is not this access key's"),
+        "{err}"
+    );
+    assert!(err.contains("the access key from the environment"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "with no `[credentials.\"{host}\"]` in your config.toml"
+        )),
+        "{err}"
+    );
+    assert_secret_absent(&[], &[out], wrong_secret);
+
+    // Half an access key in the environment is refused before any request.
+    let out = crate::common::exited(
+        online_with(
+            &alice,
+            &crate::cache::push_args(&location),
+            &[("AWS_ACCESS_KEY_ID", ACCESS_KEY)],
+        ),
+        2,
+    );
+    let err = words(&out);
+    assert!(
+        err.contains("`AWS_SECRET_ACCESS_KEY` is not set")
+            && err.contains("read from the environment"),
+        "{err}"
+    );
 }

@@ -121,6 +121,8 @@ pub struct Seen {
     pub method: String,
     /// Path and query, as sent.
     pub target: String,
+    /// The `SignedHeaders=` of its `Authorization` (`host;x-amz-date`), or empty.
+    pub signed_headers: String,
 }
 
 /// A proxy on its own loopback port that passes every request on to the
@@ -170,9 +172,18 @@ async fn pass_on(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
         .path_and_query()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_default();
+    let signed_headers = parts
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split("SignedHeaders=").nth(1))
+        .and_then(|v| v.split(',').next())
+        .unwrap_or_default()
+        .to_owned();
     upstream.seen.lock().unwrap().push(Seen {
         method: parts.method.to_string(),
         target: target.clone(),
+        signed_headers,
     });
     let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::BAD_REQUEST.into_response();
