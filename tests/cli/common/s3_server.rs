@@ -105,6 +105,11 @@ impl S3Server {
         name
     }
 
+    /// The object `path` of `bucket`, as text.
+    pub fn read(&self, bucket: &str, path: &str) -> String {
+        std::fs::read_to_string(self.root.join(bucket).join(path)).unwrap()
+    }
+
     /// The objects of `bucket`, as paths under it.
     pub fn objects(&self, bucket: &str) -> Vec<String> {
         let dir = self.root.join(bucket);
@@ -137,15 +142,72 @@ struct Upstream {
     base: String,
     client: reqwest::Client,
     seen: Arc<Mutex<Vec<Seen>>>,
+    hold: Option<Hold>,
+}
+
+/// The first write of a key's index, held until a second write of the
+/// same object comes; the two are then passed on one after the other. Two
+/// pushes of one key thus both read its index before either writes it.
+#[derive(Default)]
+struct Hold {
+    /// The object the first index write went to, once one came.
+    first: Mutex<Option<String>>,
+    /// A second write of it came.
+    second: tokio::sync::Notify,
+    /// Whose turn it is to be passed on.
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl Hold {
+    /// Waits for the turn of a `PUT` of `target` (held while it is passed
+    /// on); `None` for one that is not held.
+    async fn turn(&self, target: &str) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        let object = target.split('?').next().unwrap_or(target).to_owned();
+        if !object.contains("/keys/") {
+            return None;
+        }
+        let first = {
+            let mut first = self.first.lock().unwrap();
+            match first.as_ref() {
+                None => {
+                    *first = Some(object);
+                    true
+                }
+                Some(held) if *held == object => false,
+                Some(_) => return None,
+            }
+        };
+        if first {
+            let turn = self.turn.lock().await;
+            // Should no second come, it is passed on after 30 s.
+            let second = self.second.notified();
+            let _ = tokio::time::timeout(Duration::from_secs(30), second).await;
+            Some(turn)
+        } else {
+            self.second.notify_one();
+            Some(self.turn.lock().await)
+        }
+    }
 }
 
 impl CountingProxy {
     pub fn start(server: &S3Server) -> Self {
+        Self::with(server, None)
+    }
+
+    /// A proxy that holds the first write of a key's index until a second
+    /// write of it comes, then passes them on one after the other.
+    pub fn holding_the_first_index_write(server: &S3Server) -> Self {
+        Self::with(server, Some(Hold::default()))
+    }
+
+    fn with(server: &S3Server, hold: Option<Hold>) -> Self {
         let seen = Arc::default();
         let upstream = Arc::new(Upstream {
             base: server.endpoint.clone(),
             client: perfpipe::tls::client_builder().build().unwrap(),
             seen: Arc::clone(&seen),
+            hold,
         });
         let runtime = super::runtime();
         let app = axum::Router::new().fallback(pass_on).with_state(upstream);
@@ -176,6 +238,10 @@ async fn pass_on(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
     });
     let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::BAD_REQUEST.into_response();
+    };
+    let _turn = match &upstream.hold {
+        Some(hold) if parts.method == axum::http::Method::PUT => hold.turn(&target).await,
+        _ => None,
     };
     let forwarded = upstream
         .client
