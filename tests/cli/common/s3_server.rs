@@ -145,22 +145,27 @@ struct Upstream {
     hold: Option<Hold>,
 }
 
-/// The first write of a key's index, held until a second write of the
-/// same object comes; the two are then passed on one after the other. Two
-/// pushes of one key thus both read its index before either writes it.
+/// Writes of keys' indexes passed on one at a time, as S3 makes a
+/// conditional write atomic (s3s-fs checks the condition, then writes).
+/// The first is held until a second write of the same object comes, and
+/// passed on before it: two pushes of one key thus both read its index
+/// before either writes it.
 #[derive(Default)]
 struct Hold {
     /// The object the first index write went to, once one came.
     first: Mutex<Option<String>>,
-    /// A second write of it came.
+    /// Whether a second write of it came.
+    paired: std::sync::atomic::AtomicBool,
     second: tokio::sync::Notify,
+    /// The first took its turn (the second's is next).
+    first_passed: tokio::sync::Notify,
     /// Whose turn it is to be passed on.
     turn: tokio::sync::Mutex<()>,
 }
 
 impl Hold {
     /// Waits for the turn of a `PUT` of `target` (held while it is passed
-    /// on); `None` for one that is not held.
+    /// on); `None` for one that is not an index's.
     async fn turn(&self, target: &str) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         let object = target.split('?').next().unwrap_or(target).to_owned();
         if !object.contains("/keys/") {
@@ -170,23 +175,27 @@ impl Hold {
             let mut first = self.first.lock().unwrap();
             match first.as_ref() {
                 None => {
-                    *first = Some(object);
+                    *first = Some(object.clone());
                     true
                 }
-                Some(held) if *held == object => false,
-                Some(_) => return None,
+                Some(_) => false,
             }
         };
+        // Should its pair not come, each is passed on after 30 s.
+        let wait = Duration::from_secs(30);
         if first {
+            let _ = tokio::time::timeout(wait, self.second.notified()).await;
             let turn = self.turn.lock().await;
-            // Should no second come, it is passed on after 30 s.
-            let second = self.second.notified();
-            let _ = tokio::time::timeout(Duration::from_secs(30), second).await;
-            Some(turn)
-        } else {
-            self.second.notify_one();
-            Some(self.turn.lock().await)
+            self.first_passed.notify_one();
+            return Some(turn);
         }
+        let second = self.first.lock().unwrap().as_deref() == Some(object.as_str())
+            && !self.paired.swap(true, std::sync::atomic::Ordering::SeqCst);
+        if second {
+            self.second.notify_one();
+            let _ = tokio::time::timeout(wait, self.first_passed.notified()).await;
+        }
+        Some(self.turn.lock().await)
     }
 }
 
@@ -195,8 +204,8 @@ impl CountingProxy {
         Self::with(server, None)
     }
 
-    /// A proxy that holds the first write of a key's index until a second
-    /// write of it comes, then passes them on one after the other.
+    /// A proxy that passes writes of keys' indexes on one at a time, the
+    /// first held until a second write of it comes ([`Hold`]).
     pub fn holding_the_first_index_write(server: &S3Server) -> Self {
         Self::with(server, Some(Hold::default()))
     }
