@@ -46,8 +46,11 @@
 //! Writing a sample: its blobs, then its manifest, then the key's index
 //! (read, the sample or signature added, written back): a reader never sees
 //! an index naming what is missing. A directory updates an index under
-//! `<cache>/.lock`; a registry has no compare-and-swap, so two pushes of one
-//! key at the same moment may lose one's entry (pushing again restores it).
+//! `<cache>/.lock`; a bucket writes it only if it is still the version read
+//! (`If-Match` its ETag, `If-None-Match: *` for a new one), else reads it
+//! again (`remote.rs`); a registry has no compare-and-swap, so two pushes
+//! of one key at the same moment may lose one's entry (pushing again
+//! restores it).
 
 use std::fmt;
 use std::path::PathBuf;

@@ -33,7 +33,7 @@ pub use lacks::{DEFAULT_NEGATIVE_TTL, Recall};
 pub use location::Location;
 pub use push::{Pushed, Vouched, push, sign};
 pub use remote::Remote;
-pub use substitute::{Caches, Offer, Offered, Offers, Outcome, Substituted};
+pub use substitute::{Caches, Offer, Offers, Outcome, Substituted};
 
 use crate::signing::{KeyError, PublicKey, Refusal, TrustedKeys};
 pub use keygen::{KeyPair, keygen, read_secret};

@@ -10,7 +10,9 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION};
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, ETAG, IF_MATCH, IF_NONE_MATCH, LOCATION,
+};
 use reqwest::{Method, StatusCode, Url};
 
 use super::Error;
@@ -27,6 +29,10 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// Tries of a key's index lookup that failed on the way or with a 5xx or
 /// 429 (a definite answer, found or not, is never asked again).
 const LOOKUP_TRIES: u32 = 3;
+
+/// Writes of a key's index to a bucket, each after reading it again, when
+/// another push changed it between the read and the write.
+const INDEX_WRITE_TRIES: u32 = 5;
 
 /// A key's index (`keys/<key>.json`, or its tag): 4 MiB, as registries
 /// bound manifests.
@@ -59,6 +65,31 @@ pub struct Remote {
     credential: Option<Credential>,
     /// The token a registry's token endpoint gave (`Bearer` challenges).
     token: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+}
+
+/// A key's index as a cache holds it, and the S3 ETag of that version.
+struct Held {
+    bytes: Vec<u8>,
+    etag: Option<String>,
+}
+
+/// What an object's `PUT` asks of the version it replaces (S3's
+/// conditional writes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Precondition {
+    /// None: the object is written whatever is there.
+    Whatever,
+    /// There is none yet (`If-None-Match: *`).
+    Absent,
+    /// It is still the version of this ETag (`If-Match`).
+    Is(String),
+}
+
+/// Whether a conditional `PUT` wrote, or found the object changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Put {
+    Written,
+    Changed,
 }
 
 /// Where a request goes, for the one decision on credentials.
@@ -298,9 +329,18 @@ impl Remote {
     /// tried again (at most `LOOKUP_TRIES` in all) only when it failed on
     /// its way or the cache answered 5xx or 429.
     pub async fn index(&self, key: &RunKey) -> Result<Option<Vec<u8>>, Error> {
+        Ok(self.held_index(key).await?.map(|held| held.bytes))
+    }
+
+    /// [`Self::index`], with the ETag the cache gave that version (a
+    /// bucket's, for a write conditional on it).
+    async fn held_index(&self, key: &RunKey) -> Result<Option<Held>, Error> {
         let path = index_path(key);
         let (url, what, accept) = match &self.location {
-            Location::Dir(_) => return self.read(&path, MAX_INDEX_BYTES).await,
+            Location::Dir(_) => {
+                let bytes = self.read(&path, MAX_INDEX_BYTES).await?;
+                return Ok(bytes.map(|bytes| Held { bytes, etag: None }));
+            }
             Location::Http(base) => (format!("{base}/{path}"), format!("get `{path}`"), None),
             Location::S3(bucket) => (bucket.object_url(&path), format!("get `{path}`"), None),
             Location::Oci(image) => (
@@ -325,10 +365,16 @@ impl Remote {
             tries += 1;
         };
         if response.status() == StatusCode::NOT_FOUND {
-            return self.no_such_object(response, &what).await;
+            return self.no_such_object(response, &what).await.map(|_| None);
         }
         let response = self.ok(response, &what).await?;
-        Ok(Some(self.body(response, MAX_INDEX_BYTES, &what).await?))
+        let etag = response
+            .headers()
+            .get(ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = self.body(response, MAX_INDEX_BYTES, &what).await?;
+        Ok(Some(Held { bytes, etag }))
     }
 
     /// Streams the blob `digest`, which its manifest declares `size` bytes
@@ -545,8 +591,10 @@ impl Remote {
                 // Its digest is the payload's hash the signature names:
                 // streamed, and refused by the server if it differs.
                 let path = format!("blobs/sha256/{hex}");
-                self.put_object(&path, &blob.source, blob.size, hex, &what)
+                let whatever = Precondition::Whatever;
+                self.put_object(&path, &blob.source, blob.size, hex, &what, &whatever)
                     .await
+                    .map(drop)
             }
             Location::Oci(image) => {
                 let start = image.uploads_url();
@@ -620,7 +668,9 @@ impl Remote {
     /// Changes `key`'s index by `change` (given the index as the cache holds
     /// it now, or a new one), and writes it unless `change` returns false.
     /// The samples it adds are in the cache already. A directory changes it
-    /// under its lock; a registry has no compare-and-swap (location.rs).
+    /// under its lock; a bucket writes it only if it is still the version
+    /// read, else reads and changes it again; a registry has no
+    /// compare-and-swap (location.rs).
     pub async fn update_index(
         &self,
         key: &RunKey,
@@ -657,17 +707,43 @@ impl Remote {
                 }
                 Ok(())
             }
-            // Read, changed, written: a bucket has no lock (location.rs).
+            // A bucket has no lock: a compare-and-swap on the ETag.
             Location::S3(_) => {
-                if let Some(bytes) = changed(self.index(key).await?)? {
-                    let what = format!("put the index `{key}`");
+                let what = format!("put the index `{key}`");
+                for tries in 1..=INDEX_WRITE_TRIES {
+                    let held = self.held_index(key).await?;
+                    let precondition = match &held {
+                        None => Precondition::Absent,
+                        Some(Held {
+                            etag: Some(etag), ..
+                        }) => Precondition::Is(etag.clone()),
+                        // A server that names no version is written over.
+                        Some(_) => Precondition::Whatever,
+                    };
+                    let Some(bytes) = changed(held.map(|held| held.bytes))? else {
+                        return Ok(());
+                    };
                     let hash = crate::digest::sha256_hex(&bytes);
                     let size = bytes.len() as u64;
                     let source = Source::Bytes(bytes);
-                    self.put_object(&index_path(key), &source, size, &hash, &what)
-                        .await?;
+                    let path = index_path(key);
+                    match self
+                        .put_object(&path, &source, size, &hash, &what, &precondition)
+                        .await?
+                    {
+                        Put::Written => return Ok(()),
+                        // Another push wrote it since it was read: read it
+                        // again, after a while that differs per process.
+                        Put::Changed => {
+                            let jitter = u64::from(getrandom::u32().unwrap_or(0) % 100);
+                            let wait = (50 << tries) + jitter;
+                            tokio::time::sleep(Duration::from_millis(wait)).await;
+                        }
+                    }
                 }
-                Ok(())
+                Err(self.failed(format!(
+                    "cannot {what}: other pushes changed it before each of {INDEX_WRITE_TRIES} writes; push again"
+                )))
             }
             Location::Http(_) => Err(self.read_only()),
         }
@@ -788,7 +864,9 @@ fn copy_into_dir(source: &Source, path: &Path, hex: &str) -> std::io::Result<()>
 
 impl Remote {
     /// `PUT`s the object `path` of an S3 cache, `size` bytes streamed from
-    /// `source`, whose sha256 the signature names.
+    /// `source`, whose sha256 the signature names, if what it replaces meets
+    /// `precondition`: [`Put::Changed`] when it does not (S3's 412; AWS
+    /// answers 409 to a write racing another conditional one).
     async fn put_object(
         &self,
         path: &str,
@@ -796,7 +874,8 @@ impl Remote {
         size: u64,
         sha256_hex: &str,
         what: &str,
-    ) -> Result<(), Error> {
+        precondition: &Precondition,
+    ) -> Result<Put, Error> {
         let Location::S3(bucket) = &self.location else {
             unreachable!("objects are an S3 cache's")
         };
@@ -807,15 +886,26 @@ impl Remote {
                 what,
                 true,
                 |request| {
-                    request
+                    let request = request
                         .header(CONTENT_TYPE, "application/octet-stream")
                         .header(reqwest::header::CONTENT_LENGTH, size)
                         .header("x-amz-content-sha256", sha256_hex)
-                        .body(body_of(source))
+                        .body(body_of(source));
+                    match precondition {
+                        Precondition::Whatever => request,
+                        Precondition::Absent => request.header(IF_NONE_MATCH, "*"),
+                        Precondition::Is(etag) => request.header(IF_MATCH, etag),
+                    }
                 },
             )
             .await?;
-        self.ok(response, what).await.map(drop)
+        let status = response.status();
+        if *precondition != Precondition::Whatever
+            && (status == StatusCode::PRECONDITION_FAILED || status == StatusCode::CONFLICT)
+        {
+            return Ok(Put::Changed);
+        }
+        self.ok(response, what).await.map(|_| Put::Written)
     }
 }
 

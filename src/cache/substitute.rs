@@ -27,27 +27,51 @@ pub struct Caches {
     pub io: crate::tokio_runtime::Io,
 }
 
-/// Samples of a key that a cache offers and the store lacks, each one
-/// `run` will take once its blobs match (its manifest passed every check
-/// that needs no blob), each statement once.
-#[derive(Debug, Clone)]
+/// What a cache offers of a key that the store lacks, as `plan` counts
+/// it: samples `run` will take once their blobs match (each manifest passed
+/// every check that needs no blob), each statement once. Only the counts
+/// are kept: the checked manifests are let go once counted, so `plan`
+/// holds a few bytes per key, not the manifests of the whole study.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offer {
     pub location: String,
-    pub samples: Vec<Offered>,
+    /// Samples that are successes (results with numbers), as `run` will find.
+    pub successes: usize,
+    /// Samples that are failures.
+    pub failures: usize,
 }
 
-impl Offered {
-    /// Whether it is a success (a result with numbers), as `run` will find.
-    pub fn success(&self) -> bool {
-        self.wanted.success
+impl Offer {
+    /// The samples offered.
+    pub fn samples(&self) -> usize {
+        self.successes + self.failures
+    }
+}
+
+/// The samples of a key that one cache offers, checked as far as they can
+/// be without a blob: what `run` pulls, and what [`Offer`] counts.
+struct Found<'a> {
+    remote: &'a Remote,
+    location: String,
+    samples: Vec<Offered>,
+}
+
+impl Found<'_> {
+    fn offer(&self) -> Offer {
+        let successes = self.samples.iter().filter(|s| s.wanted.success).count();
+        Offer {
+            location: self.location.clone(),
+            successes,
+            failures: self.samples.len() - successes,
+        }
     }
 }
 
 /// One sample offered: its name (`<run key>-<first 16 hex of its sample
 /// digest>`) and its checked manifest.
 #[derive(Debug, Clone)]
-pub struct Offered {
-    pub tag: String,
+struct Offered {
+    tag: String,
     wanted: Wanted,
 }
 
@@ -95,23 +119,29 @@ impl Substituted {
     }
 }
 
-/// What one key's asking found: an offer, refusals, a cache's failure.
-type Asked = (Option<Offer>, Outcomes, Option<Error>);
+/// What one key's asking found: a cache's offer, refusals, a cache's failure.
+type Asked<'a> = (Option<Found<'a>>, Outcomes, Option<Error>);
+
+/// [`Asked`], the offer counted ([`Offer`]).
+type Counted = (Option<Offer>, Outcomes, Option<Error>);
+
+/// What became of a key's samples, and a cache's failure to answer.
+type Took<'k> = (&'k RunKey, Outcomes, Option<Error>);
 
 impl Caches {
-    /// The samples each cache offers for `keys` that the store lacks: the
-    /// first cache that offers any, per key. Each key's index is read once
-    /// (it embeds its samples' manifests) and each sample checked as `run`
-    /// checks it before fetching blobs (a trusted signer whose signature
-    /// verifies, format, key material, files named as signed); no blob is
-    /// fetched. One function for `plan` and `run`, so `plan` counts only
-    /// what `run` takes.
+    /// What the caches offer for `keys` that the store lacks (`plan`): the
+    /// first cache that offers any, per key, as [`Caches::substitute`] finds
+    /// it, counted; no blob is fetched.
     pub fn offers(&self, store: &Store, keys: &[RunKey]) -> Offers {
         let runtime = super::runtime(&self.io);
         let lacks = &Lacks::new(store.root(), self.recall);
         runtime.block_on(async {
-            let found: Vec<(&RunKey, Asked)> = futures_util::stream::iter(keys)
-                .map(|key| async move { (key, self.offer(store, lacks, key).await) })
+            let found: Vec<(&RunKey, Counted)> = futures_util::stream::iter(keys)
+                .map(|key| async move {
+                    // Counted, and its manifests let go, as each key is asked.
+                    let (found, refused, error) = self.offer(store, lacks, key).await;
+                    (key, (found.map(|f| f.offer()), refused, error))
+                })
                 .buffer_unordered(super::CONCURRENCY)
                 .collect()
                 .await;
@@ -126,13 +156,18 @@ impl Caches {
                     out.refused.insert(key.clone(), refused);
                 }
             }
-            out.unreachable.sort_by_key(|e| e.to_string());
-            out.unreachable.dedup_by_key(|e| e.to_string());
+            dedup(&mut out.unreachable);
             out
         })
     }
 
-    async fn offer(&self, store: &Store, lacks: &Lacks, key: &RunKey) -> Asked {
+    /// What the first cache that offers any sample of `key` offers, found
+    /// as `run` takes it: the key's index read once (it embeds its samples'
+    /// manifests) and each sample checked as far as it can be before
+    /// fetching blobs (a trusted signer whose signature verifies, format,
+    /// key material, files named as signed). One function for `plan` and
+    /// `run`, so `plan` counts only what `run` takes.
+    async fn offer<'a>(&'a self, store: &Store, lacks: &Lacks, key: &RunKey) -> Asked<'a> {
         // A sample is its statement: one the store holds, or one already
         // offered by another entry, is not offered again.
         let mut held = store.statements(key).unwrap_or_default();
@@ -186,79 +221,92 @@ impl Caches {
                 }
             }
             if !samples.is_empty() {
-                return (Some(Offer { location, samples }), refused, None);
+                let found = Found {
+                    remote,
+                    location,
+                    samples,
+                };
+                return (Some(found), refused, None);
             }
         }
         (None, refused, error)
     }
 
     /// Substitutes what the caches offer for `runs` (key and key material).
+    /// Each key is asked, pulled and committed before the next is taken up
+    /// (a few at a time): what is held while pulling is the keys in flight,
+    /// whatever the study's size, and what is kept of each key after is
+    /// what became of its samples.
     pub fn substitute(
         &self,
         store: &Store,
-        runs: &[(RunKey, String)],
+        runs: &[(&RunKey, &str)],
     ) -> Result<Substituted, Error> {
-        let keys: Vec<RunKey> = runs.iter().map(|(k, _)| k.clone()).collect();
-        let Offers {
-            offers,
-            refused,
-            unreachable,
-        } = self.offers(store, &keys);
         let runtime = super::runtime(&self.io);
-        let mut out = Substituted {
-            samples: refused,
-            unreachable,
-        };
-        let remotes: BTreeMap<String, &Remote> = self
-            .remotes
-            .iter()
-            .map(|r| (r.location.to_string(), r))
-            .collect();
-        let pulls: Vec<(&RunKey, &Offer, &str)> = runs
-            .iter()
-            .filter_map(|(key, material)| Some((key, offers.get(key)?, material.as_str())))
-            .collect();
-        let results: Vec<Result<(RunKey, Outcomes), Error>> = runtime.block_on(
-            futures_util::stream::iter(pulls)
-                .map(|(key, offer, material)| {
-                    let remote = remotes[&offer.location];
-                    async move {
-                        let mut outcomes = Vec::new();
-                        for offered in &offer.samples {
-                            let pending = store.begin_sample()?;
-                            let outcome = match pull(remote, key, &offered.wanted, &pending).await {
-                                Ok(result) => {
-                                    let signed = &offered.wanted.signed;
-                                    // `None`: another process stored it meanwhile.
-                                    let added = store.add_pending_signed(
-                                        key, material, pending, &result, signed,
-                                    )?;
-                                    if added.is_none() {
-                                        continue;
-                                    }
-                                    Outcome::Added {
-                                        signer: signed.signer_name().to_owned(),
-                                    }
-                                }
-                                Err(why) => Outcome::Refused {
-                                    tag: offered.tag.clone(),
-                                    why,
-                                },
-                            };
-                            outcomes.push((offer.location.clone(), outcome));
-                        }
-                        Ok((key.clone(), outcomes))
+        let lacks = &Lacks::new(store.root(), self.recall);
+        let results: Vec<Result<Took<'_>, Error>> = runtime.block_on(
+            futures_util::stream::iter(runs)
+                .map(|&(key, material)| async move {
+                    let (found, mut outcomes, error) = self.offer(store, lacks, key).await;
+                    if let Some(found) = found {
+                        outcomes.extend(take(store, key, material, found).await?);
                     }
+                    Ok((key, outcomes, error))
                 })
                 .buffer_unordered(super::CONCURRENCY)
                 .collect(),
         );
+        let mut out = Substituted::default();
         for result in results {
-            let (key, outcomes) = result?;
-            out.samples.entry(key).or_default().extend(outcomes);
+            let (key, outcomes, error) = result?;
+            out.unreachable.extend(error);
+            if !outcomes.is_empty() {
+                out.samples.insert(key.clone(), outcomes);
+            }
         }
+        dedup(&mut out.unreachable);
         Ok(out)
     }
+}
+
+/// Pulls each sample `found` offers for `key` (key material `material`)
+/// and commits those that pass every check; what became of each.
+async fn take(
+    store: &Store,
+    key: &RunKey,
+    material: &str,
+    found: Found<'_>,
+) -> Result<Outcomes, Error> {
+    let mut outcomes = Vec::new();
+    for offered in found.samples {
+        let pending = store.begin_sample()?;
+        let outcome = match pull(found.remote, key, &offered.wanted, &pending).await {
+            Ok(result) => {
+                let signed = &offered.wanted.signed;
+                // `None`: another process stored it meanwhile.
+                let added = store.add_pending_signed(key, material, pending, &result, signed)?;
+                if added.is_none() {
+                    continue;
+                }
+                Outcome::Added {
+                    signer: signed.signer_name().to_owned(),
+                }
+            }
+            Err(why) => Outcome::Refused {
+                tag: offered.tag,
+                why,
+            },
+        };
+        outcomes.push((found.location.clone(), outcome));
+    }
+    Ok(outcomes)
+}
+
+/// Each cache's failure once, in a stable order (keys are asked a few at
+/// a time, in no order).
+fn dedup(errors: &mut Vec<Error>) {
+    errors.sort_by_key(|e| e.to_string());
+    errors.dedup_by_key(|e| e.to_string());
 }
 
 /// How messages name a sample of `key`: the key and the first 16 hex of its

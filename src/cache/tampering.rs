@@ -49,9 +49,7 @@ fn substitute(
         recall: Default::default(),
         io: Io::new(),
     };
-    let done = caches
-        .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])
-        .unwrap();
+    let done = caches.substitute(&into, &[(key, MATERIAL)]).unwrap();
     let outcomes = done
         .samples
         .get(key)
@@ -175,9 +173,7 @@ fn a_sound_sample_is_substituted_with_its_signer_and_rechecked_by_store_verify()
         recall: Default::default(),
         io: Io::new(),
     };
-    let done = caches
-        .substitute(&into, &[(key.clone(), MATERIAL.to_owned())])
-        .unwrap();
+    let done = caches.substitute(&into, &[(&key, MATERIAL)]).unwrap();
     assert_eq!(done.added(), 0);
     // Damage after substitution is found by `store verify`.
     let log = samples[0].dir.join("logs/engine.log");
@@ -320,8 +316,8 @@ fn one_sample_listed_several_times_in_an_index_is_one_sample() {
     let (_r, into) = store();
     let caches = caches(&cache, &[&alice]);
     let offered = caches.offers(&into, std::slice::from_ref(&key));
-    assert_eq!(offered.offers[&key].samples.len(), 1, "`plan` counts one");
-    let done = caches.substitute(&into, &runs(&key)).unwrap();
+    assert_eq!(offered.offers[&key].samples(), 1, "`plan` counts one");
+    let done = caches.substitute(&into, &[(&key, MATERIAL)]).unwrap();
     assert_eq!((done.added(), done.refused()), (1, 0));
     assert_eq!(into.samples(&key).unwrap().len(), 1);
     // Asked again, the store holds that statement: nothing is offered.
@@ -340,7 +336,10 @@ fn concurrent_substitutions_store_a_sample_once() {
             .map(|_| {
                 s.spawn(|| {
                     let store = Store::new(into.root());
-                    caches.substitute(&store, &runs(&key)).unwrap().added()
+                    caches
+                        .substitute(&store, &[(&key, MATERIAL)])
+                        .unwrap()
+                        .added()
                 })
             })
             .collect();

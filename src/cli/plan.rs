@@ -144,7 +144,7 @@ fn render(
                 "substitutable",
                 format!(
                     "{} in `{}`; {detail}",
-                    count(offer.samples.len(), "sample", "samples"),
+                    count(offer.samples(), "sample", "samples"),
                     offer.location
                 ),
             ),

@@ -17,10 +17,11 @@ pub fn substitute(
     plan: &Plan,
     shell: &dyn Shell,
 ) -> Result<bool, Error> {
-    let runs: Vec<(RunKey, String)> = plan
+    // The plan's own keys and key material, not copies of them.
+    let runs: Vec<(&RunKey, &str)> = plan
         .missing()
-        .iter()
-        .map(|r| (r.key.clone(), r.canonical.clone()))
+        .into_iter()
+        .map(|r| (&r.key, r.canonical.as_str()))
         .collect();
     if runs.is_empty() {
         return Ok(false);
@@ -95,8 +96,7 @@ pub fn after_substitution(plan: &Plan, offers: &BTreeMap<RunKey, Offer>, store: 
             continue;
         };
         let held = store.samples(&run.key).unwrap_or_default();
-        let ok = held.iter().filter(|s| s.metrics().is_some()).count()
-            + offer.samples.iter().filter(|s| s.success()).count();
+        let ok = held.iter().filter(|s| s.metrics().is_some()).count() + offer.successes;
         let failure = held
             .iter()
             .rev()
@@ -105,8 +105,7 @@ pub fn after_substitution(plan: &Plan, offers: &BTreeMap<RunKey, Offer>, store: 
                 _ => None,
             })
             .or_else(|| {
-                (offer.samples.iter().any(|s| !s.success()))
-                    .then(|| format!("a failure from `{}`", offer.location))
+                (offer.failures > 0).then(|| format!("a failure from `{}`", offer.location))
             });
         run.status = crate::plan::status_of(ok, failure, plan.options);
     }

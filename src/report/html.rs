@@ -7,6 +7,8 @@
 //! Content-Security-Policy lets the page load nothing and run no script but
 //! its own. (pure)
 
+use std::collections::VecDeque;
+
 use base64::Engine;
 use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use sha2::{Digest, Sha256};
@@ -24,7 +26,7 @@ pub fn html(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
     let markdown = super::markdown(spec, analysis, charts);
     let title = spec.title.as_deref().unwrap_or(&spec.name);
     let mut body = String::new();
-    pulldown_cmark::html::push_html(&mut body, page_events(&markdown, charts).into_iter());
+    pulldown_cmark::html::push_html(&mut body, page_events(&markdown, charts));
     let script = format!("\n{SCRIPT}");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -52,13 +54,53 @@ fn content_security_policy(script: &str) -> String {
 /// The markdown's events, with each heading given an id, each table
 /// wrapped to scroll on a narrow screen, each chart's image replaced by its
 /// drawing, any other image or link shown as its text, and raw HTML other
-/// than the report's own tags shown as text.
-fn page_events<'a>(markdown: &'a str, charts: &'a Charts) -> Vec<Event<'a>> {
-    let source: Vec<Event<'a>> = Parser::new_ext(markdown, Options::ENABLE_TABLES).collect();
-    let mut events = Vec::new();
-    let mut ids: Vec<String> = Vec::new();
-    let mut rest = source.iter().cloned().enumerate();
-    while let Some((i, event)) = rest.next() {
+/// than the report's own tags shown as text. Given one at a time as the
+/// markdown is parsed (only a heading is read ahead, for its id), so a
+/// report of many runs is never held as events, only as its text.
+fn page_events<'a>(markdown: &'a str, charts: &'a Charts) -> PageEvents<'a> {
+    PageEvents {
+        source: Parser::new_ext(markdown, Options::ENABLE_TABLES),
+        ahead: VecDeque::new(),
+        ready: VecDeque::new(),
+        ids: Vec::new(),
+        charts,
+    }
+}
+
+/// The iterator of [`page_events`].
+struct PageEvents<'a> {
+    source: Parser<'a>,
+    /// Events of the markdown read ahead (a heading's), not yet changed.
+    ahead: VecDeque<Event<'a>>,
+    /// Events of the page, changed, not yet given.
+    ready: VecDeque<Event<'a>>,
+    /// The headings' ids so far.
+    ids: Vec<String>,
+    charts: &'a Charts,
+}
+
+impl<'a> Iterator for PageEvents<'a> {
+    type Item = Event<'a>;
+
+    fn next(&mut self) -> Option<Event<'a>> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some(event);
+            }
+            let event = self.markdown()?;
+            self.change(event);
+        }
+    }
+}
+
+impl<'a> PageEvents<'a> {
+    /// The markdown's next event.
+    fn markdown(&mut self) -> Option<Event<'a>> {
+        self.ahead.pop_front().or_else(|| self.source.next())
+    }
+
+    /// Makes the page's events of the markdown's `event`.
+    fn change(&mut self, event: Event<'a>) {
         match event {
             Event::Start(Tag::Heading {
                 level,
@@ -66,9 +108,16 @@ fn page_events<'a>(markdown: &'a str, charts: &'a Charts) -> Vec<Event<'a>> {
                 classes,
                 attrs,
             }) => {
-                let text = heading_text(source[i + 1..].iter().cloned(), level);
-                let id = unique(&mut ids, slug(&text));
-                events.push(Event::Start(Tag::Heading {
+                let end = |e: &Event| matches!(e, Event::End(TagEnd::Heading(l)) if *l == level);
+                while !self.ahead.iter().any(end) {
+                    match self.source.next() {
+                        Some(e) => self.ahead.push_back(e),
+                        None => break,
+                    }
+                }
+                let text = heading_text(self.ahead.iter().cloned(), level);
+                let id = unique(&mut self.ids, slug(&text));
+                self.ready.push_back(Event::Start(Tag::Heading {
                     level,
                     id: Some(CowStr::from(id)),
                     classes,
@@ -76,21 +125,22 @@ fn page_events<'a>(markdown: &'a str, charts: &'a Charts) -> Vec<Event<'a>> {
                 }));
             }
             Event::Start(Tag::Table(alignment)) => {
-                events.push(Event::Html(CowStr::from("<div class=\"table\">")));
-                events.push(Event::Start(Tag::Table(alignment)));
+                self.ready
+                    .push_back(Event::Html(CowStr::from("<div class=\"table\">")));
+                self.ready.push_back(Event::Start(Tag::Table(alignment)));
             }
             Event::End(TagEnd::Table) => {
-                events.push(Event::End(TagEnd::Table));
-                events.push(Event::Html(CowStr::from("</div>")));
+                self.ready.push_back(Event::End(TagEnd::Table));
+                self.ready.push_back(Event::Html(CowStr::from("</div>")));
             }
             Event::Start(Tag::Image { dest_url, .. }) => {
                 // The image's alt text follows up to its end: the chart's title.
-                for (_, inner) in rest.by_ref() {
+                while let Some(inner) = self.markdown() {
                     if matches!(inner, Event::End(TagEnd::Image)) {
                         break;
                     }
                 }
-                let figure = match charts.by_png(&dest_url) {
+                let figure = match self.charts.by_png(&dest_url) {
                     Some(chart) => format!(
                         "<figure id=\"chart-{}\" class=\"chart\">{}{}</figure>",
                         chart.id,
@@ -99,21 +149,21 @@ fn page_events<'a>(markdown: &'a str, charts: &'a Charts) -> Vec<Event<'a>> {
                     ),
                     None => {
                         let text = format!("[image {dest_url} not inlined]");
-                        events.push(Event::Text(CowStr::from(text)));
-                        continue;
+                        self.ready.push_back(Event::Text(CowStr::from(text)));
+                        return;
                     }
                 };
-                events.push(Event::InlineHtml(CowStr::from(figure)));
+                self.ready
+                    .push_back(Event::InlineHtml(CowStr::from(figure)));
             }
             // The report links nothing: a link's text stays, its target goes.
             Event::Start(Tag::Link { .. }) | Event::End(TagEnd::Link) => {}
             Event::Html(html) | Event::InlineHtml(html) if !inline::is_own_tag(html.trim()) => {
-                events.push(Event::Text(html));
+                self.ready.push_back(Event::Text(html));
             }
-            other => events.push(other),
+            other => self.ready.push_back(other),
         }
     }
-    events
 }
 
 /// The text of the heading that `parser` is inside.

@@ -1,6 +1,7 @@
 //! The shared result cache: keys, push, substitution into another store,
 //! and refusal of anything not signed by a trusted key.
 
+use crate::common::web_cache::WebCache;
 use crate::common::{TestEnv, render, stderr, stdout, words};
 
 #[test]
@@ -448,6 +449,68 @@ fn a_static_web_server_serves_a_pushed_directory_read_only() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(words(&out).contains("read-only"), "{}", stderr(&out));
+}
+
+/// The tiny study with a sweep of 8 values: 13 runs, more than are asked
+/// about at once (8).
+fn wider(env: &TestEnv) {
+    let kdl = env.read("tiny.kdl");
+    let wider = kdl.replace(
+        "vary \"--max-num-seqs\" 8 64",
+        "vary \"--max-num-seqs\" 8 16 24 32 40 48 56 64",
+    );
+    assert_ne!(kdl, wider);
+    env.write("tiny.kdl", &wider);
+}
+
+/// `run` takes each key up whole (its index, then its samples' blobs,
+/// committed) before it asks about keys beyond the few in flight, so what
+/// it holds while pulling is a few keys' manifests, never the whole study's.
+#[test]
+fn run_pulls_each_key_before_asking_about_the_keys_beyond_those_in_flight() {
+    let alice = TestEnv::tiny();
+    wider(&alice);
+    let measured = alice.run(&["run", "tiny.kdl", "--runtime", "sim"]);
+    assert_eq!(measured.status.code(), Some(0), "{}", stderr(&measured));
+    let public = stdout(&alice.run(&["cache", "keygen", "alice", "--dir", "keys"]));
+    let site = alice.path("site");
+    let pushed = push(&alice, site.to_str().unwrap());
+    assert!(pushed.contains("pushed 13 samples"), "{pushed}");
+    let cache = WebCache::start(site, None);
+
+    let bob = TestEnv::tiny();
+    wider(&bob);
+    let lock = bob.run(&["lock", "tiny.kdl", "--offline"]);
+    assert_eq!(lock.status.code(), Some(0), "{}", stderr(&lock));
+    let run = bob
+        .cmd(&[
+            "run",
+            "tiny.kdl",
+            "--runtime",
+            "sim",
+            "--substituter",
+            &cache.url,
+            "--trusted-key",
+            public.trim(),
+        ])
+        .env_remove("PERFPIPE_OFFLINE")
+        .output()
+        .unwrap();
+    let err = stderr(&run);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("substituted a sample").count(), 13, "{err}");
+    assert!(err.contains("ran 0 (failed: 0)"), "{err}");
+
+    let paths = cache.paths();
+    let lookups: Vec<usize> = (0..paths.len())
+        .filter(|&i| paths[i].starts_with("/keys/"))
+        .collect();
+    assert_eq!(lookups.len(), 13, "one lookup per key: {paths:#?}");
+    let first_blob = paths.iter().position(|p| p.starts_with("/blobs/"));
+    assert!(
+        first_blob.is_some_and(|blob| blob < lookups[12]),
+        "a blob is fetched before the last key is asked about: {paths:#?}"
+    );
 }
 
 #[test]

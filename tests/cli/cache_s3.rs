@@ -427,3 +427,64 @@ fn a_credentials_section_wins_over_the_aws_variables_and_a_refusal_names_the_sou
         "{err}"
     );
 }
+
+/// Two pushes of the same runs at the same moment, signed with two keys:
+/// both read a key's index before either writes it (the proxy holds the
+/// first write until the second comes). The write conditional on the
+/// version read makes the later push read the index again and add to it,
+/// so every index keeps both signatures.
+#[test]
+fn two_pushes_of_a_key_at_once_both_keep_their_entry() {
+    let Some(server) = s3_server::shared() else {
+        return;
+    };
+    let (alice, alice_public) = crate::cache::measured_with_key();
+    let carol = alice.run(&["cache", "keygen", "carol", "--dir", "keys"]);
+    assert_eq!(carol.status.code(), Some(0), "{}", stderr(&carol));
+    let carol_public = stdout(&carol).trim().to_owned();
+    let bucket = server.bucket();
+    let proxy = CountingProxy::holding_the_first_index_write(server);
+    let location = location(&proxy.endpoint, &bucket);
+    configure(&alice, &proxy.endpoint, ACCESS_KEY, "");
+    let push = |secret: &str| {
+        let args = crate::cache::push_args(&location);
+        let args = [&args[..7], &["--secret-key", secret]].concat();
+        alice
+            .cmd(&args)
+            .env_remove("PERFPIPE_OFFLINE")
+            .env("XDG_CONFIG_HOME", alice.path("config"))
+            .env(SECRET_VAR, SECRET_KEY)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let pushes = [push("keys/alice.secret"), push("keys/carol.secret")];
+    for pushed in pushes {
+        let out = pushed.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let writes = proxy
+        .seen()
+        .iter()
+        .filter(|s| s.method == "PUT" && s.target.contains("/keys/"))
+        .count();
+    // 7 indexes, each written by both; the later of the held pair again.
+    assert!(
+        writes > 14,
+        "the push that found the index changed writes it again: {writes} writes"
+    );
+    let indexes: Vec<String> = server
+        .objects(&bucket)
+        .into_iter()
+        .filter(|o| o.starts_with("team/results/keys/") && o.ends_with(".json"))
+        .map(|o| server.read(&bucket, &o))
+        .collect();
+    assert_eq!(indexes.len(), 7);
+    for index in &indexes {
+        assert!(
+            index.contains(&alice_public) && index.contains(&carol_public),
+            "both signatures: {index}"
+        );
+    }
+}

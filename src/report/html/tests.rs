@@ -440,3 +440,32 @@ fn headings_get_unique_readable_ids() {
     );
     assert_eq!(slug("—"), "section");
 }
+
+#[test]
+fn a_long_page_is_changed_an_event_at_a_time_reading_ahead_only_a_heading() {
+    // A report of many runs: a few headings, then a table of 5,000 rows.
+    let mut markdown =
+        String::from("# Runs of *a* study\n\n## Runs\n\n| step | value |\n|---|---|\n");
+    for row in 0..5_000 {
+        markdown.push_str(&format!("| s{row} | {row} |\n"));
+    }
+    markdown.push_str("\n## After `the` table\n\ntext\n");
+    let charts = Charts::default();
+    let mut events = page_events(&markdown, &charts);
+    let (mut given, mut most_held) = (Vec::new(), 0);
+    while let Some(event) = events.next() {
+        given.push(event);
+        most_held = most_held.max(events.ahead.len() + events.ready.len());
+    }
+    // A heading's events (start, text, emphasis, text, end) at most.
+    assert!(most_held <= 6, "{most_held} events held at once");
+    assert!(given.len() > 5_000 * 6, "{} events", given.len());
+    let ids: Vec<String> = given
+        .iter()
+        .filter_map(|e| match e {
+            Event::Start(Tag::Heading { id: Some(id), .. }) => Some(id.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["runs-of-a-study", "runs", "after-the-table"]);
+}

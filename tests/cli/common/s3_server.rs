@@ -105,6 +105,11 @@ impl S3Server {
         name
     }
 
+    /// The object `path` of `bucket`, as text.
+    pub fn read(&self, bucket: &str, path: &str) -> String {
+        std::fs::read_to_string(self.root.join(bucket).join(path)).unwrap()
+    }
+
     /// The objects of `bucket`, as paths under it.
     pub fn objects(&self, bucket: &str) -> Vec<String> {
         let dir = self.root.join(bucket);
@@ -139,15 +144,81 @@ struct Upstream {
     base: String,
     client: reqwest::Client,
     seen: Arc<Mutex<Vec<Seen>>>,
+    hold: Option<Hold>,
+}
+
+/// Writes of keys' indexes passed on one at a time, as S3 makes a
+/// conditional write atomic (s3s-fs checks the condition, then writes).
+/// The first is held until a second write of the same object comes, and
+/// passed on before it: two pushes of one key thus both read its index
+/// before either writes it.
+#[derive(Default)]
+struct Hold {
+    /// The object the first index write went to, once one came.
+    first: Mutex<Option<String>>,
+    /// Whether a second write of it came.
+    paired: std::sync::atomic::AtomicBool,
+    second: tokio::sync::Notify,
+    /// The first took its turn (the second's is next).
+    first_passed: tokio::sync::Notify,
+    /// Whose turn it is to be passed on.
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl Hold {
+    /// Waits for the turn of a `PUT` of `target` (held while it is passed
+    /// on); `None` for one that is not an index's.
+    async fn turn(&self, target: &str) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        let object = target.split('?').next().unwrap_or(target).to_owned();
+        if !object.contains("/keys/") {
+            return None;
+        }
+        let first = {
+            let mut first = self.first.lock().unwrap();
+            match first.as_ref() {
+                None => {
+                    *first = Some(object.clone());
+                    true
+                }
+                Some(_) => false,
+            }
+        };
+        // Should its pair not come, each is passed on after 30 s.
+        let wait = Duration::from_secs(30);
+        if first {
+            let _ = tokio::time::timeout(wait, self.second.notified()).await;
+            let turn = self.turn.lock().await;
+            self.first_passed.notify_one();
+            return Some(turn);
+        }
+        let second = self.first.lock().unwrap().as_deref() == Some(object.as_str())
+            && !self.paired.swap(true, std::sync::atomic::Ordering::SeqCst);
+        if second {
+            self.second.notify_one();
+            let _ = tokio::time::timeout(wait, self.first_passed.notified()).await;
+        }
+        Some(self.turn.lock().await)
+    }
 }
 
 impl CountingProxy {
     pub fn start(server: &S3Server) -> Self {
+        Self::with(server, None)
+    }
+
+    /// A proxy that passes writes of keys' indexes on one at a time, the
+    /// first held until a second write of it comes ([`Hold`]).
+    pub fn holding_the_first_index_write(server: &S3Server) -> Self {
+        Self::with(server, Some(Hold::default()))
+    }
+
+    fn with(server: &S3Server, hold: Option<Hold>) -> Self {
         let seen = Arc::default();
         let upstream = Arc::new(Upstream {
             base: server.endpoint.clone(),
             client: perfpipe::tls::client_builder().build().unwrap(),
             seen: Arc::clone(&seen),
+            hold,
         });
         let runtime = super::runtime();
         let app = axum::Router::new().fallback(pass_on).with_state(upstream);
@@ -187,6 +258,10 @@ async fn pass_on(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
     });
     let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::BAD_REQUEST.into_response();
+    };
+    let _turn = match &upstream.hold {
+        Some(hold) if parts.method == axum::http::Method::PUT => hold.turn(&target).await,
+        _ => None,
     };
     let forwarded = upstream
         .client

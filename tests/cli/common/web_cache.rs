@@ -6,8 +6,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub struct WebCache {
     pub url: String,
@@ -19,6 +19,8 @@ struct State {
     /// 0: serve the files; else this status for every request.
     answer: AtomicU16,
     requests: AtomicUsize,
+    /// The path of each request, in the order they came.
+    paths: Mutex<Vec<String>>,
     /// The `Authorization` header a request must carry, when set.
     authorization: Option<String>,
 }
@@ -33,6 +35,7 @@ impl WebCache {
             root,
             answer: AtomicU16::new(0),
             requests: AtomicUsize::new(0),
+            paths: Mutex::new(Vec::new()),
             authorization,
         });
         let serving = Arc::clone(&state);
@@ -53,6 +56,12 @@ impl WebCache {
     /// Requests received so far.
     pub fn requests(&self) -> usize {
         self.state.requests.load(Ordering::SeqCst)
+    }
+
+    /// The paths asked so far, in the order the requests came (one at a
+    /// time: each is answered before the next is read).
+    pub fn paths(&self) -> Vec<String> {
+        self.state.paths.lock().unwrap().clone()
     }
 }
 
@@ -75,6 +84,7 @@ impl State {
             }
         }
         self.requests.fetch_add(1, Ordering::SeqCst);
+        self.paths.lock().unwrap().push(path.clone());
         let (status, body) = match self.answer.load(Ordering::SeqCst) {
             _ if self.authorization.is_some() && authorization != self.authorization => {
                 (401, Vec::new())
