@@ -101,13 +101,13 @@ mod tests {
 
     #[test]
     fn a_slurm_job_is_read_from_the_executors_job_only() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
+        fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+            move |name| {
                 vars.iter()
                     .find(|(n, _)| *n == name)
                     .map(|(_, v)| (*v).to_owned())
             }
-        };
+        }
         let job = [
             (SLURM_ATTEMPT_ENV, "2"),
             ("SLURM_JOB_ID", "41"),

@@ -711,6 +711,8 @@ mod run {
         cmd.env("SLURM_CONF", cluster.conf())
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("PERFPIPE_SLURM_POLL_MS", "200")
+            // Engines load at once unless a test says otherwise.
+            .env("PERFPIPE_SIM_LOAD_MS", "0")
             .env("PERFPIPE_SIM_TIMING", LOAD_TIMING);
         cmd
     }
@@ -1566,9 +1568,11 @@ mod operator {
             read(&submitted)
         );
 
+        // The four launches at once on the one A100 node (sharing it).
         env.write(
             "perfpipe.toml",
-            "[executor.slurm.hardware.\"nvidia-a100-sxm4-80gb\"]\ngres = \"a100\"\nconstraint = \"a100\"\n",
+            "[executor.slurm]\nexclusive = false\ncpus_per_gpu = 1\nmem_per_gpu = \"500M\"\n\
+             [executor.slurm.hardware.\"nvidia-a100-sxm4-80gb\"]\ngres = \"a100\"\nconstraint = \"a100\"\n",
         );
         let out = command_of("sweep.kdl", &env, &cluster, "slurm", &[])
             .env("PATH", &path)

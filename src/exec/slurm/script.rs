@@ -200,11 +200,18 @@ pub fn sbatch_args(job: &JobRequest, options: &SlurmOptions, logs: &Path) -> Vec
 /// The script `sbatch` runs as attempt `attempt` of its launch: the job's
 /// one command, every word quoted (under Pyxis, its one `srun` step in the
 /// engine's image); then the command's exit status, written to its record
-/// in `logs` ([`exit_record_path`]). The shell waits for the command on a
-/// signal (its trap runs after), so that Slurm's SIGTERM reaches the
-/// command as it would without the shell, and the record is written once
-/// the command ended; a job Slurm ends before (at its time limit, on
-/// `scancel`) may leave none.
+/// in `logs` ([`exit_record_path`]), and the script exits with it.
+///
+/// The shell outlives the command, so that Slurm, which kills what is left
+/// of the job once the script ends, never kills the command while it stops
+/// its engines. Slurm's SIGTERM reaches the command (of the script's
+/// process group) by itself, and the shell passes on one that reaches it
+/// alone; one that comes before the command has started (a job cancelled
+/// as it starts) ends the script there, never leaving a command that did
+/// not see it. The command runs in the background of the shell for that
+/// (so it starts with SIGINT ignored, as POSIX has it; perfpipe stops its
+/// engines with SIGTERM). A job Slurm ends before its command started may
+/// leave no record.
 pub fn script(job: &JobRequest, attempt: u32, logs: &Path) -> String {
     let words: Vec<String> = match &job.container {
         Some(step) => ["srun".to_owned()]
@@ -220,15 +227,18 @@ pub fn script(job: &JobRequest, attempt: u32, logs: &Path) -> String {
     let dir = shlex::try_quote(&dir).expect("a path holds no NUL byte");
     let record = format!("{dir}/{}.\"$SLURM_JOB_ID\".exit", job_name(&job.launch_key));
     // What it asks, checked names and numbers only, kept by Slurm with the
-    // script (`scontrol write batch_script ID`).
+    // script (`scontrol write batch_script ID`). The shell's own variables
+    // are set first: the job inherits the head's environment.
     format!(
         "#!/bin/sh\n\
          # perfpipe: one engine launch measuring {} run(s); the results go to the store.\n\
          # perfpipe: it asks {}\n\
-         trap : HUP INT TERM\n\
+         pid= status=\n\
          export {}={attempt}\n\
-         {command}\n\
-         status=$?\n\
+         trap 'if [ -n \"$pid\" ]; then kill -TERM \"$pid\" 2>/dev/null; else exit 143; fi' HUP INT TERM\n\
+         {command} &\n\
+         pid=$!\n\
+         while :; do wait \"$pid\"; status=$?; kill -0 \"$pid\" 2>/dev/null || break; done\n\
          echo \"$status\" > {record}\n\
          exit \"$status\"\n",
         job.run_keys.len(),
@@ -312,10 +322,12 @@ mod tests {
             "#!/bin/sh\n\
              # perfpipe: one engine launch measuring 2 run(s); the results go to the store.\n\
              # perfpipe: it asks --nodes=1 --ntasks=1 --gres=gpu:4 --exclusive --mem=0\n\
-             trap : HUP INT TERM\n\
+             pid= status=\n\
              export PERFPIPE_SLURM_ATTEMPT=2\n\
-             /opt/perfpipe realise '/shared/store/launch material.json'\n\
-             status=$?\n\
+             trap 'if [ -n \"$pid\" ]; then kill -TERM \"$pid\" 2>/dev/null; else exit 143; fi' HUP INT TERM\n\
+             /opt/perfpipe realise '/shared/store/launch material.json' &\n\
+             pid=$!\n\
+             while :; do wait \"$pid\"; status=$?; kill -0 \"$pid\" 2>/dev/null || break; done\n\
              echo \"$status\" > /shared/store/logs/slurm/pp-0123456789ab.\"$SLURM_JOB_ID\".exit\n\
              exit \"$status\"\n"
         );
@@ -387,7 +399,7 @@ mod tests {
                 "\nsrun '--ntasks=1' '--container-image=nvcr.io#nvidia/vllm@sha256:{digest}' \
                  '--container-mounts=/shared/store:/shared/store,/opt/perfpipe:/opt/perfpipe' \
                  '--container-workdir=/shared/store' --no-container-mount-home \
-                 /opt/perfpipe realise '/shared/store/launch material.json'\nstatus=$?\n"
+                 /opt/perfpipe realise '/shared/store/launch material.json' &\n"
             )),
             "{script}"
         );
@@ -418,6 +430,39 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&out.stdout), "2\n");
         let record = exit_record_path(&logs, &job_name(&job.launch_key), 77);
         assert_eq!(std::fs::read_to_string(record).unwrap(), "3\n");
+        // A SIGTERM to the shell alone reaches the command, whose status
+        // is recorded once it ended.
+        let started = dir.path().join("started");
+        let job = JobRequest {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                format!(
+                    "trap 'exit 7' TERM; touch {}; while :; do sleep 0.05; done",
+                    started.display()
+                ),
+            ],
+            ..request()
+        };
+        let mut shell = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script(&job, 1, &logs))
+            .env("SLURM_JOB_ID", "78")
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !started.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(shell.id() as i32, libc::SIGTERM) };
+        assert_eq!(shell.wait().unwrap().code(), Some(7));
+        let record = exit_record_path(&logs, &job_name(&job.launch_key), 78);
+        assert_eq!(std::fs::read_to_string(record).unwrap(), "7\n");
         assert!(is_job_name("pp-0123456789ab"));
         for name in ["pp-", "pp-0123456789abc", "pp-../x", "other", "pp-01/2"] {
             assert!(!is_job_name(name), "{name}");

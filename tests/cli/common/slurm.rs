@@ -230,6 +230,7 @@ impl Cluster {
                  ReturnToService=2\n\
                  MinJobAge=300\n\
                  KillWait=30\n\
+                 MessageTimeout=5\n\
                  GresTypes=gpu\n\
                  SlurmdParameters=config_overrides\n\
                  {node_lines}\
@@ -290,7 +291,7 @@ impl Cluster {
                 "the Slurm test nodes never became idle (states `{state}`); logs:\n{}",
                 self.logs()
             );
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
