@@ -408,6 +408,10 @@ mod tests {
     /// The script records its command's exit status beside its log, in a
     /// directory whose name the shell would otherwise read, and exits with it.
     #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the batch script, run as Slurm runs it"
+    )]
     fn the_script_records_its_commands_exit_status_and_exits_with_it() {
         let dir = tempfile::tempdir().unwrap();
         let logs = dir.path().join("it's $HOME `x`");
