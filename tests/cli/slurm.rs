@@ -112,7 +112,7 @@ mod executor {
 
     use crate::common::slurm::Cluster;
 
-    const POLL: Duration = Duration::from_millis(200);
+    const POLL: Duration = Duration::from_millis(100);
 
     fn request(launch: char, command: &str) -> JobRequest {
         JobRequest {
@@ -710,7 +710,7 @@ mod run {
         );
         cmd.env("SLURM_CONF", cluster.conf())
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("PERFPIPE_SLURM_POLL_MS", "200")
+            .env("PERFPIPE_SLURM_POLL_MS", "100")
             // Engines load at once unless a test says otherwise.
             .env("PERFPIPE_SIM_LOAD_MS", "0")
             .env("PERFPIPE_SIM_TIMING", LOAD_TIMING);
@@ -1400,6 +1400,7 @@ mod operator {
             let out = command_of("sweep.kdl", &env, &cluster, "slurm", &[])
                 .env("PATH", &path)
                 .env("PERFPIPE_SIM_LOAD_MS", "0")
+                .env("PERFPIPE_SLURM_POLL_MS", "200")
                 .output()
                 .unwrap();
             let took = started.elapsed();
