@@ -223,6 +223,7 @@ impl Cluster {
                  TaskPlugin=task/none\n\
                  SelectType=select/cons_tres\n\
                  SelectTypeParameters=CR_Core_Memory\n\
+                 SchedulerParameters=bf_interval=1\n\
                  DefMemPerCPU=100\n\
                  AccountingStorageType=accounting_storage/none\n\
                  JobCompType=jobcomp/none\n\
