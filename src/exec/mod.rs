@@ -371,6 +371,7 @@ pub fn execute(
             .block_on(async { crate::harness::StreamClient::new(crate::harness::Tls::Plain) }),
         cancel,
         host: crate::host::name(),
+        slurm: crate::metrics::SlurmJob::from_env(|name| std::env::var(name).ok()),
         runtime: plan.options.runtime,
         machine,
         launches: kept.registry.as_ref().expect("opened above"),

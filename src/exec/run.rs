@@ -40,6 +40,8 @@ pub struct RunContext<'a> {
     pub streams: harness::StreamClient,
     pub cancel: watch::Receiver<bool>,
     pub host: String,
+    /// The Slurm job this process measures in, under `run --executor slurm`.
+    pub slurm: Option<crate::metrics::SlurmJob>,
     /// Where this process records the engines it starts.
     pub launches: &'a crate::engine::leftovers::Registry,
     /// Tokenizers loaded so far, by (model, revision).
@@ -215,6 +217,7 @@ impl RunContext<'_> {
             engine_launch: Some(launch.clone()),
             harness_command: harness_command.clone(),
             telemetry: Some(summary.clone()),
+            slurm: self.slurm.clone(),
         };
         let (metrics, warnings, per_instance) = match measured {
             Measured::Numbers {
@@ -512,6 +515,7 @@ impl RunContext<'_> {
             engine_launch: None,
             harness_command: Vec::new(),
             telemetry: None,
+            slurm: self.slurm.clone(),
         }
     }
 

@@ -22,5 +22,5 @@ pub use gaps::Gaps;
 pub use guidellm::{GUIDELLM_METRIC_NAMES, GuidellmMetrics, read_report as read_guidellm_report};
 pub use measurement::{Measurement, MetricSet};
 pub use model::{METRIC_NAMES, ServingMetrics};
-pub use provenance::Provenance;
+pub use provenance::{Provenance, SLURM_ATTEMPT_ENV, SlurmJob};
 pub use serving_block::{BlockOptions, render_serving_block};

@@ -66,3 +66,63 @@ impl Provenance {
         }
     }
 }
+
+/// The environment variable the Slurm executor's batch script sets to the
+/// attempt it is (1, then 2 for its first resubmission…): a result whose
+/// process sees it was measured through `run --executor slurm`.
+pub const SLURM_ATTEMPT_ENV: &str = "PERFPIPE_SLURM_ATTEMPT";
+
+/// The Slurm job that measured a result (`run --executor slurm`), as the
+/// job saw itself: its id, the attempt it was of its launch, and its node.
+/// Where a number was measured, not what was measured: it never enters a key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlurmJob {
+    pub job_id: u64,
+    pub attempt: u32,
+    pub node: String,
+}
+
+impl SlurmJob {
+    /// The job this process runs in, from its environment (`var` reads one):
+    /// `None` outside the executor's jobs (a local run, or perfpipe in a
+    /// job of the user's own), or where Slurm's variables are unreadable.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Option<Self> {
+        Some(Self {
+            attempt: var(SLURM_ATTEMPT_ENV)?.parse().ok()?,
+            job_id: var("SLURM_JOB_ID")?.parse().ok()?,
+            node: var("SLURMD_NODENAME")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slurm_job_is_read_from_the_executors_job_only() {
+        fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+            move |name| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        }
+        let job = [
+            (SLURM_ATTEMPT_ENV, "2"),
+            ("SLURM_JOB_ID", "41"),
+            ("SLURMD_NODENAME", "gpu-07"),
+        ];
+        assert_eq!(
+            SlurmJob::from_env(env(&job)),
+            Some(SlurmJob {
+                job_id: 41,
+                attempt: 2,
+                node: "gpu-07".into()
+            })
+        );
+        // perfpipe in a job of the user's own: not the executor's.
+        assert_eq!(SlurmJob::from_env(env(&job[1..])), None);
+        assert_eq!(SlurmJob::from_env(env(&[])), None);
+    }
+}

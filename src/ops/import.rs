@@ -90,6 +90,7 @@ pub fn import(
         engine_launch: None,
         harness_command: Vec::new(),
         telemetry: None,
+        slurm: None,
     };
     let run_name = format!("`{}` × `{}` ({})", run.step, run.workload, run.key.short());
     match loaded

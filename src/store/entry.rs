@@ -23,6 +23,10 @@ pub struct RunResult {
     /// The external harness's argv, when one measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub harness_command: Vec<String>,
+    /// The Slurm job that measured it (`run --executor slurm`); absent
+    /// from a local run's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<crate::metrics::SlurmJob>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,6 +21,7 @@ pub fn result(key: &RunKey) -> RunResult {
         engine_launch: None,
         harness_command: vec![],
         telemetry: None,
+        slurm: None,
     }
 }
 

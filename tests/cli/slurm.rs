@@ -10,10 +10,17 @@ fn slurm_grants_disjoint_gpus_through_cuda_visible_devices() {
     let Some(cluster) = Cluster::start() else {
         return;
     };
+    // Each job holds its GPUs until both have written theirs (at most 30
+    // s): the two run at once however loaded the machine, with no sleep.
     let script = cluster.path("devices.sh");
     std::fs::write(
         &script,
-        "#!/bin/sh\necho \"$CUDA_VISIBLE_DEVICES\" > \"$1\"\nsleep 2\n",
+        format!(
+            "#!/bin/sh\necho \"$CUDA_VISIBLE_DEVICES\" > \"$1\"\n\
+             for _ in $(seq 300); do [ -s {first} ] && [ -s {second} ] && exit 0; sleep 0.1; done\n",
+            first = cluster.path("first").display(),
+            second = cluster.path("second").display(),
+        ),
     )
     .unwrap();
     // Both on one node: its GPUs, shared between them.
@@ -105,7 +112,7 @@ mod executor {
 
     use crate::common::slurm::Cluster;
 
-    const POLL: Duration = Duration::from_millis(200);
+    const POLL: Duration = Duration::from_millis(100);
 
     fn request(launch: char, command: &str) -> JobRequest {
         JobRequest {
@@ -166,15 +173,15 @@ mod executor {
     /// Submits `job` as a killed head would have left it, and returns its id.
     fn leave(cluster: &Cluster, job: &JobRequest) -> u64 {
         let options = SlurmOptions::default();
-        let script = slurm::script::script(job);
+        let logs = cluster.path("logs/left");
+        std::fs::create_dir_all(&logs).unwrap();
+        let script = slurm::script::script(job, 1, &logs);
         let path = cluster.path(&format!(
             "left-{}.sh",
             slurm::script::job_name(&job.launch_key)
         ));
         std::fs::write(&path, script).unwrap();
         let mut args = vec!["--parsable".to_owned()];
-        let logs = cluster.path("logs/left");
-        std::fs::create_dir_all(&logs).unwrap();
         args.extend(slurm::script::sbatch_args(job, &options, &logs));
         args.push(path.to_str().unwrap().to_owned());
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -221,12 +228,36 @@ mod executor {
         let marker = cluster.path("adopted");
         let job = request('b', &format!("touch {}; sleep 1", marker.display()));
         let left = leave(&cluster, &job);
-        let (followed, events) = run(&cluster, &job, cancel);
+        let (followed, events) = run(&cluster, &job, cancel.clone());
         let followed = followed.unwrap();
         assert!(followed.adopted, "{events:?}");
         assert_eq!(followed.jobs, [left]);
         assert_eq!(followed.verdict, Verdict::Ended);
         assert!(marker.exists());
+
+        // A job whose command fails says its exit status, which its script
+        // recorded beside its log; it is not resubmitted.
+        let job = request('e', "echo failing; exit 3");
+        let (followed, events) = run(&cluster, &job, cancel);
+        let followed = followed.unwrap();
+        assert_eq!(
+            followed.verdict,
+            Verdict::Failed {
+                why: "the job's command exited with status 3 (FAILED)".into()
+            },
+            "{events:?}"
+        );
+        assert_eq!(followed.jobs.len(), 1, "{events:?}");
+        let record = slurm::script::exit_record_path(
+            &cluster.path("logs/jobs"),
+            &slurm::script::job_name(&job.launch_key),
+            followed.jobs[0],
+        );
+        assert_eq!(std::fs::read_to_string(&record).unwrap(), "3\n");
+        assert_eq!(
+            std::fs::read_to_string(&followed.logs[0]).unwrap(),
+            "failing\n"
+        );
     }
 
     #[test]
@@ -319,6 +350,20 @@ mod executor {
         cluster.ask("scancel", &[&left.to_string()]);
     }
 
+    /// Ends the running job named `name` as its time limit would, without
+    /// waiting the minute of Slurm's shortest limit: an admin lowers its
+    /// limit to 0 minutes, already passed, and slurmctld ends it with
+    /// TIMEOUT at its next check of limits (at most 30 s on 22.05).
+    fn reach_time_limit(cluster: &Cluster, name: &str) {
+        let id = cluster.ask("squeue", &["-h", "-n", name, "-t", "RUNNING", "-o", "%i"]);
+        let id = id.trim();
+        assert!(id.parse::<u64>().is_ok(), "`{name}` runs: `{id}`");
+        cluster.ask(
+            "scontrol",
+            &["update", &format!("JobId={id}"), "TimeLimit=0"],
+        );
+    }
+
     /// A job Slurm ended at its time limit is resubmitted once with twice
     /// the limit (`timeout_retries`, by default 1), each attempt's log its
     /// own (`%j`); a second TIMEOUT is not resubmitted, and says why.
@@ -327,8 +372,9 @@ mod executor {
         let Some(cluster) = Cluster::start() else {
             return;
         };
-        // The first attempt outlives its limit of one minute; the second
-        // (the marker exists) ends at once.
+        // The first attempt runs until Slurm ends it at its limit of one
+        // minute ([`reach_time_limit`]); the second (the marker exists)
+        // ends at once.
         let marker = cluster.path("timed-out-once");
         let job = request(
             '9',
@@ -361,7 +407,7 @@ mod executor {
                     job,
                     options,
                     &logs,
-                    Duration::from_secs(1),
+                    POLL,
                     cancel,
                     &mut |e| events.push(e),
                 ))
@@ -370,14 +416,19 @@ mod executor {
         };
         // Runs of its own: a job measuring the same runs would be adopted
         // by the other follower, as a head adopts any job serving its runs.
+        let running = cluster.path("never-lengthened-runs");
         let once = JobRequest {
             run_keys: vec!["3".repeat(64), "4".repeat(64)],
-            ..request('8', "sleep 600")
+            ..request('8', &format!("touch {}; sleep 600", running.display()))
         };
         let ((followed, events), (not_again, _)) = std::thread::scope(|scope| {
             let lengthened = scope.spawn(|| follow_with(&options, &job));
-            let not_again = follow_with(&never, &once);
-            (lengthened.join().unwrap(), not_again)
+            let not_again = scope.spawn(|| follow_with(&never, &once));
+            for (marker, job) in [(&marker, &job), (&running, &once)] {
+                wait_for(marker);
+                reach_time_limit(&cluster, &slurm::script::job_name(&job.launch_key));
+            }
+            (lengthened.join().unwrap(), not_again.join().unwrap())
         });
         assert_eq!(followed.verdict, Verdict::Ended, "{events:?}");
         assert_eq!(followed.jobs.len(), 2, "{events:?}");
@@ -659,7 +710,9 @@ mod run {
         );
         cmd.env("SLURM_CONF", cluster.conf())
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("PERFPIPE_SLURM_POLL_MS", "200")
+            .env("PERFPIPE_SLURM_POLL_MS", "100")
+            // Engines load at once unless a test says otherwise.
+            .env("PERFPIPE_SIM_LOAD_MS", "0")
             .env("PERFPIPE_SIM_TIMING", LOAD_TIMING);
         cmd
     }
@@ -904,9 +957,33 @@ mod run {
         let material = crate::common::files_under(&env.path("store/drv"));
         assert_eq!(material.len(), lines(" pending"), "{material:?}");
 
+        // Each result names the Slurm job that measured it, its attempt and
+        // its node (`slurm`, which a local run's results have not).
+        let nodes = cluster.nodes();
+        for (key, result) in results(&env) {
+            let job = &result["slurm"];
+            let id = job["job_id"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{key}: {result}"));
+            assert!(
+                err.contains(&format!("Slurm job {id} ")),
+                "{key}: {id}\n{err}"
+            );
+            assert_eq!(job["attempt"], 1, "{key}: {result}");
+            assert!(
+                nodes.iter().any(|n| job["node"] == n.as_str()),
+                "{key}: {result}"
+            );
+        }
+
         let local = TestEnv::tiny();
         let out = run(&local, &cluster, "local");
         assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            results(&local).values().all(|r| r.get("slurm").is_none()),
+            "{:?}",
+            results(&local)
+        );
         assert!(!keys(&env).is_empty());
         assert_eq!(keys(&env), keys(&local), "the same runs, the same keys");
         assert!(samples_per_key(&env).values().all(|n| *n == 1));
@@ -933,14 +1010,21 @@ mod run {
         let env = TestEnv::tiny();
         let runs = planned_runs(&env);
         let (path, submitted) = sbatch_shim(&env);
-        // Two at a time, each engine loading for 3 s: when the head is
-        // killed, jobs run and launches wait to be submitted.
+        // Two at a time, the first head's engines loading until `release`
+        // exists: when the head is killed, its jobs run and launches wait
+        // to be submitted, and its jobs still run when the next head looks.
+        let release = env.path("release");
         let head = |err: &str| {
             let mut cmd = command(&env, &cluster, "slurm", &["--jobs", "2"]);
-            cmd.env("PATH", &path).env("PERFPIPE_SIM_LOAD_MS", "3000");
+            cmd.env("PATH", &path);
             spawn(&mut cmd, &env.path(err))
         };
-        let mut first = head("first.err");
+        let mut first = {
+            let mut cmd = command(&env, &cluster, "slurm", &["--jobs", "2"]);
+            cmd.env("PATH", &path)
+                .env("PERFPIPE_SIM_LOAD_UNTIL", &release);
+            spawn(&mut cmd, &env.path("first.err"))
+        };
         wait_until(Duration::from_secs(60), "a job runs", || {
             !jobs(&cluster, "RUNNING").is_empty()
         });
@@ -950,13 +1034,16 @@ mod run {
         assert!(!left.is_empty(), "{}", read(&env.path("first.err")));
 
         let mut second = head("second.err");
+        wait_until(Duration::from_secs(60), "the next head adopts", || {
+            read(&env.path("second.err")).contains(" adopted (")
+        });
+        std::fs::write(&release, "").unwrap();
         let status = exit_within(&mut second, Duration::from_secs(120), "the second run");
         let err = read(&env.path("second.err"));
         assert!(status.success(), "{err}\n{}", cluster.logs());
-        // (A job may end between the kill and the second run.)
         assert!(
             left.iter()
-                .any(|(id, _)| err.contains(&format!("Slurm job {id} adopted ("))),
+                .all(|(id, _)| err.contains(&format!("Slurm job {id} adopted ("))),
             "{left:?} adopted: {err}"
         );
         let mut names = BTreeMap::<String, usize>::new();
@@ -984,8 +1071,10 @@ mod run {
             return;
         };
         let env = TestEnv::tiny();
+        // The engines load until a path that never appears: no job ends
+        // before the interruption, however slowly the machine runs.
         let mut cmd = command(&env, &cluster, "slurm", &["--jobs", "2"]);
-        cmd.env("PERFPIPE_SIM_LOAD_MS", "3000");
+        cmd.env("PERFPIPE_SIM_LOAD_UNTIL", env.path("never"));
         let mut head = spawn(&mut cmd, &env.path("head.err"));
         wait_until(Duration::from_secs(60), "a job runs", || {
             !jobs(&cluster, "RUNNING").is_empty()
@@ -1000,7 +1089,15 @@ mod run {
             [],
             "{err}"
         );
-        cluster.wait_until_empty(Duration::from_secs(30));
+        let logs = || {
+            crate::common::files_under(&env.path("store/logs/slurm"))
+                .iter()
+                .map(|f| format!("== {}\n{}", f.display(), read(f)))
+                .collect::<String>()
+        };
+        if std::panic::catch_unwind(|| cluster.wait_until_empty(Duration::from_secs(30))).is_err() {
+            panic!("the jobs' logs:\n{}\n{}", logs(), cluster.logs());
+        }
     }
 
     /// `scancel` of a running job: its engines stop with it (no process of
@@ -1014,8 +1111,12 @@ mod run {
         let runs = planned_runs(&env);
         let tag = format!("PP_TEST_SCANCEL={}", crate::common::random_hex());
         let (name, value) = tag.split_once('=').unwrap();
+        // The engines load until `release` exists: the victim's engine is
+        // there to be found however slowly the machine runs.
+        let release = env.path("release");
         let mut cmd = command(&env, &cluster, "slurm", &["--retries", "1"]);
-        cmd.env(name, value).env("PERFPIPE_SIM_LOAD_MS", "3000");
+        cmd.env(name, value)
+            .env("PERFPIPE_SIM_LOAD_UNTIL", &release);
         let mut head = spawn(&mut cmd, &env.path("head.err"));
         // The processes of job `id`: every one inherits its `SLURM_JOB_ID`,
         // and the tag (job ids of other tests' clusters are the same numbers).
@@ -1051,6 +1152,7 @@ mod run {
             "every process of the job ends",
             || of_job(id).is_empty(),
         );
+        std::fs::write(&release, "").unwrap();
 
         let status = exit_within(&mut head, Duration::from_secs(120), "the run");
         let err = read(&env.path("head.err"));
@@ -1088,23 +1190,34 @@ mod run {
         };
         let env = TestEnv::tiny();
         let runs = planned_runs(&env);
+        // The engines load until `release` exists (after the outage): jobs
+        // run through it whatever the machine's speed.
+        let release = env.path("release");
         let mut cmd = command(&env, &cluster, "slurm", &["--jobs", "2"]);
-        cmd.env("PERFPIPE_SIM_LOAD_MS", "3000");
+        cmd.env("PERFPIPE_SIM_LOAD_UNTIL", &release);
         let mut head = spawn(&mut cmd, &env.path("head.err"));
         wait_until(Duration::from_secs(60), "a job runs", || {
             !jobs(&cluster, "RUNNING").is_empty()
         });
         cluster.stop_controller();
-        wait_until(Duration::from_secs(30), "the head says it waits", || {
-            read(&env.path("head.err")).contains("Slurm's controller does not answer")
-        });
-        std::thread::sleep(Duration::from_secs(5));
+        // Said twice: it asked again after the first wait, and still waits.
+        wait_until(
+            Duration::from_secs(60),
+            "the head says it waits, twice",
+            || {
+                read(&env.path("head.err"))
+                    .matches("Slurm's controller does not answer")
+                    .count()
+                    >= 2
+            },
+        );
         assert!(
             head.try_wait().unwrap().is_none(),
             "{}",
             read(&env.path("head.err"))
         );
         cluster.start_controller();
+        std::fs::write(&release, "").unwrap();
         let status = exit_within(&mut head, Duration::from_secs(150), "the run");
         let err = read(&env.path("head.err"));
         assert!(status.success(), "{err}\n{}", cluster.logs());
@@ -1124,20 +1237,21 @@ mod run {
         };
         let env = TestEnv::tiny();
         let runs = planned_runs(&env);
-        // The first head's jobs load their engines for 40 s: still running
-        // when the controller is back (each `squeue` without one takes
-        // seconds to fail); the second head's, 3 s.
-        let head = |cluster: &Cluster, err: &str, load_ms: &str| {
+        // The first head's jobs load their engines until `release` exists
+        // (once the next head adopted them): still running when the
+        // controller is back, however long it took.
+        let release = env.path("release");
+        let head = |cluster: &Cluster, err: &str, load_until: &std::path::Path| {
             let mut cmd = command(
                 &env,
                 cluster,
                 "slurm",
                 &["--jobs", "2", "--slurm-patience", "15"],
             );
-            cmd.env("PERFPIPE_SIM_LOAD_MS", load_ms);
+            cmd.env("PERFPIPE_SIM_LOAD_UNTIL", load_until);
             spawn(&mut cmd, &env.path(err))
         };
-        let mut first = head(&cluster, "first.err", "40000");
+        let mut first = head(&cluster, "first.err", &release);
         wait_until(Duration::from_secs(60), "a job runs", || {
             !jobs(&cluster, "RUNNING").is_empty()
         });
@@ -1160,7 +1274,12 @@ mod run {
             "the jobs stay queued: {left:?} {still:?}"
         );
 
-        let mut second = head(&cluster, "second.err", "3000");
+        // The second head's own jobs load at once (`release` exists by then).
+        let mut second = head(&cluster, "second.err", &release);
+        wait_until(Duration::from_secs(60), "the next head adopts", || {
+            read(&env.path("second.err")).contains(" adopted (")
+        });
+        std::fs::write(&release, "").unwrap();
         let status = exit_within(&mut second, Duration::from_secs(150), "the second run");
         let err = read(&env.path("second.err"));
         assert!(status.success(), "{err}\n{}", cluster.logs());
@@ -1281,6 +1400,7 @@ mod operator {
             let out = command_of("sweep.kdl", &env, &cluster, "slurm", &[])
                 .env("PATH", &path)
                 .env("PERFPIPE_SIM_LOAD_MS", "0")
+                .env("PERFPIPE_SLURM_POLL_MS", "200")
                 .output()
                 .unwrap();
             let took = started.elapsed();
@@ -1358,10 +1478,14 @@ mod operator {
                 .env("PATH", &path);
             let mut head = spawn(&mut cmd, &env.path("head.err"));
             let at_once = if exclusive { NODES } else { 4 };
+            // Every launch submitted, and those that may run started.
             wait_until(
                 Duration::from_secs(60),
                 "the jobs that may run start",
-                || running_per_node(&cluster).values().sum::<usize>() == at_once,
+                || {
+                    jobs(&cluster, "PENDING,RUNNING").len() == 4
+                        && running_per_node(&cluster).values().sum::<usize>() >= at_once
+                },
             );
             let per_node = running_per_node(&cluster);
             let most = per_node.values().copied().max().unwrap_or(0);
@@ -1445,9 +1569,11 @@ mod operator {
             read(&submitted)
         );
 
+        // The four launches at once on the one A100 node (sharing it).
         env.write(
             "perfpipe.toml",
-            "[executor.slurm.hardware.\"nvidia-a100-sxm4-80gb\"]\ngres = \"a100\"\nconstraint = \"a100\"\n",
+            "[executor.slurm]\nexclusive = false\ncpus_per_gpu = 1\nmem_per_gpu = \"500M\"\n\
+             [executor.slurm.hardware.\"nvidia-a100-sxm4-80gb\"]\ngres = \"a100\"\nconstraint = \"a100\"\n",
         );
         let out = command_of("sweep.kdl", &env, &cluster, "slurm", &[])
             .env("PATH", &path)

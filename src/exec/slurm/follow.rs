@@ -127,7 +127,9 @@ pub async fn follow_in(
     // An adopted job measuring only some of the launch's runs: a job of the
     // launch's own follows it for the others.
     let mut partly_served = false;
-    let (mut current, mut since) = match adopted {
+    // The current job's name, for its exit record (an adopted job's may be
+    // another launch's: that of the launch a killed head submitted).
+    let (mut current, mut since, mut name) = match adopted {
         Some(q) => {
             report(JobEvent::Adopted {
                 id: q.id,
@@ -135,15 +137,19 @@ pub async fn follow_in(
             });
             followed.adopted = true;
             partly_served = !job.is_wholly_served_by(q);
-            (q.id, latest.asked)
+            let name = script::is_job_name(&q.name).then(|| q.name.clone());
+            (q.id, latest.asked, name)
         }
         None => submit(slurm, job, &options, logs, &cancel, &mut followed, report).await?,
     };
     let (mut resubmissions, mut lengthenings) = (0, 0);
     loop {
         followed.jobs.push(current);
-        let verdict = wait(slurm, &mut queue, current, since, &mut cancel, report).await?;
-        match verdict {
+        let ended = wait(slurm, &mut queue, current, since, &mut cancel, report).await?;
+        let exit = name
+            .as_deref()
+            .and_then(|name| read_exit_record(&script::exit_record_path(logs, name, current)));
+        match state::verdict(ended.as_ref(), exit) {
             Verdict::Ended if partly_served => {}
             Verdict::Transient { ref why } if resubmissions < options.retries() => {
                 resubmissions += 1;
@@ -180,9 +186,16 @@ pub async fn follow_in(
             }
         }
         partly_served = false;
-        (current, since) =
+        (current, since, name) =
             submit(slurm, job, &options, logs, &cancel, &mut followed, report).await?;
     }
+}
+
+/// The exit status a job's script recorded at `path` ([`script::script`]),
+/// when there is one.
+fn read_exit_record(path: &Path) -> Option<i32> {
+    let bytes = crate::regular_file::read_at_most(path, 32).ok()?;
+    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }
 
 /// What `asking` gives, unless Ctrl-C comes first (as while a controller
@@ -209,9 +222,9 @@ fn serving<'q>(
         .or_else(|| active.clone().find(|q| job.is_served_by(q)))
 }
 
-/// Submits `job`, its output to a log of its own; nothing once
-/// interrupted. Returns its id and when it was submitted (the poll's
-/// answers asked after hold it).
+/// Submits `job` as the next attempt of its launch, its output to a log of
+/// its own; nothing once interrupted. Returns its id, when it was
+/// submitted (the poll's answers asked after hold it) and its name.
 async fn submit(
     slurm: &Slurm,
     job: &JobRequest,
@@ -220,18 +233,21 @@ async fn submit(
     cancel: &watch::Receiver<bool>,
     followed: &mut Followed,
     report: &mut dyn FnMut(JobEvent),
-) -> Result<(u64, Instant), Error> {
+) -> Result<(u64, Instant, Option<String>), Error> {
     if *cancel.borrow() {
         return Err(Error::Interrupted { jobs: Vec::new() });
     }
     let args = script::sbatch_args(job, options, logs);
-    let id = slurm.submit(&script::script(job), &args).await?;
+    let attempt = u32::try_from(followed.jobs.len()).map_or(u32::MAX, |n| n.saturating_add(1));
+    let id = slurm
+        .submit(&script::script(job, attempt, logs), &args)
+        .await?;
     let submitted = Instant::now();
     followed
         .logs
         .push(script::log_path(logs, &job.launch_key, id));
     report(JobEvent::Submitted { id });
-    Ok((id, submitted))
+    Ok((id, submitted, Some(script::job_name(&job.launch_key))))
 }
 
 /// How long a cancellation waits for a controller that does not answer:
@@ -239,7 +255,7 @@ async fn submit(
 const CANCEL_PATIENCE: Duration = Duration::from_secs(30);
 
 /// Cancels job `id` on Ctrl-C or SIGTERM; the error says which.
-async fn interrupt(slurm: &Slurm, id: u64) -> Result<Verdict, Error> {
+async fn interrupt<T>(slurm: &Slurm, id: u64) -> Result<T, Error> {
     let slurm = Slurm {
         patience: slurm.patience.min(CANCEL_PATIENCE),
         ..slurm.clone()
@@ -248,9 +264,9 @@ async fn interrupt(slurm: &Slurm, id: u64) -> Result<Verdict, Error> {
     Err(Error::Interrupted { jobs: vec![id] })
 }
 
-/// Waits until job `id` leaves the queue and judges how it ended, from
-/// the poll's answers asked after `since`; cancels it when `cancel` turns
-/// true.
+/// Waits until job `id` leaves the queue, from the poll's answers asked
+/// after `since`, and returns the state it ended in (`None`: Slurm forgot
+/// it already, `MinJobAge`); cancels it when `cancel` turns true.
 async fn wait(
     slurm: &Slurm,
     queue: &mut Queue,
@@ -258,7 +274,7 @@ async fn wait(
     mut since: Instant,
     cancel: &mut watch::Receiver<bool>,
     report: &mut dyn FnMut(JobEvent),
-) -> Result<Verdict, Error> {
+) -> Result<Option<JobState>, Error> {
     let mut started = false;
     let mut reason: Option<String> = None;
     loop {
@@ -288,9 +304,10 @@ async fn wait(
             }
             // Ended as it was interrupted: the interruption, not a cause to resubmit for.
             Some(_) if *cancel.borrow() => return Err(Error::Interrupted { jobs: Vec::new() }),
-            Some(ended) => return Ok(state::verdict(&ended.state)),
-            // Forgotten already (`MinJobAge`): the store says what it measured.
-            None => return Ok(Verdict::Ended),
+            Some(ended) => return Ok(Some(ended.state.clone())),
+            // Forgotten already (`MinJobAge`): its exit record, and the
+            // store, say how it ended.
+            None => return Ok(None),
         }
     }
 }

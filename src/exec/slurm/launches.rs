@@ -294,6 +294,16 @@ mod tests {
         let timed_out = followed(Some("30"), &options);
         let why = with_log(why_unstored(&timed_out, &options), timed_out.logs.last());
         insta::assert_snapshot!(why, @"it reached its time limit of `30` (TIMEOUT) and is not resubmitted: `timeout_retries = 0` in `[executor.slurm]`; raise the limit with `--time-limit` or `time_limit` in `[executor.slurm]` of perfpipe.toml (its log: /s/logs/slurm/pp-0123456789ab.7.log)");
+        // A failed job's message names its command's exit status and its log.
+        let failed = Followed {
+            verdict: super::super::state::verdict(
+                Some(&super::super::state::JobState::Failed),
+                Some(3),
+            ),
+            ..timed_out.clone()
+        };
+        let why = with_log(why_unstored(&failed, &options), failed.logs.last());
+        insta::assert_snapshot!(why, @"the job's command exited with status 3 (FAILED) (its log: /s/logs/slurm/pp-0123456789ab.7.log)");
         let default = SlurmOptions::default();
         let why = why_unstored(&followed(None, &default), &default);
         assert!(

@@ -110,6 +110,22 @@ pub fn log_path(dir: &Path, launch_key: &str, id: u64) -> PathBuf {
     }
 }
 
+/// The record job `id` (named `name`) leaves in `dir`, beside its log,
+/// when its command ends: the command's exit status (see [`script`]). It
+/// says how a job ended that Slurm no longer lists (`MinJobAge`), and a
+/// failed job's exit status.
+pub fn exit_record_path(dir: &Path, name: &str, id: u64) -> PathBuf {
+    dir.join(format!("{name}.{id}.exit"))
+}
+
+/// Whether `name` is a job name perfpipe gives ([`job_name`]): `pp-` and
+/// up to 12 hex digits, safe as part of a file's name.
+pub fn is_job_name(name: &str) -> bool {
+    name.strip_prefix(NAME_PREFIX).is_some_and(|hex| {
+        (1..=12).contains(&hex.len()) && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    })
+}
+
 /// The `sbatch --output` of a launch's jobs in `dir`: `%j` the job id, so
 /// that each attempt writes a log of its own. A `%` of `dir` would be a
 /// pattern there, so it is doubled; in a directory with a backslash
@@ -181,9 +197,22 @@ pub fn sbatch_args(job: &JobRequest, options: &SlurmOptions, logs: &Path) -> Vec
     args
 }
 
-/// The script `sbatch` runs: the job's one command, every word quoted;
-/// under Pyxis, its one `srun` step in the engine's image.
-pub fn script(job: &JobRequest) -> String {
+/// The script `sbatch` runs as attempt `attempt` of its launch: the job's
+/// one command, every word quoted (under Pyxis, its one `srun` step in the
+/// engine's image); then the command's exit status, written to its record
+/// in `logs` ([`exit_record_path`]), and the script exits with it.
+///
+/// The shell outlives the command, so that Slurm, which kills what is left
+/// of the job once the script ends, never kills the command while it stops
+/// its engines. Slurm's SIGTERM reaches the command (of the script's
+/// process group) by itself, and the shell passes on one that reaches it
+/// alone; one that comes before the command has started (a job cancelled
+/// as it starts) ends the script there, never leaving a command that did
+/// not see it. The command runs in the background of the shell for that
+/// (so it starts with SIGINT ignored, as POSIX has it; perfpipe stops its
+/// engines with SIGTERM). A job Slurm ends before its command started may
+/// leave no record.
+pub fn script(job: &JobRequest, attempt: u32, logs: &Path) -> String {
     let words: Vec<String> = match &job.container {
         Some(step) => ["srun".to_owned()]
             .into_iter()
@@ -192,19 +221,29 @@ pub fn script(job: &JobRequest) -> String {
             .collect(),
         None => job.command.clone(),
     };
-    let exec = format!(
-        "exec {}",
-        shlex::try_join(words.iter().map(String::as_str)).expect("a command holds no NUL byte")
-    );
+    let command =
+        shlex::try_join(words.iter().map(String::as_str)).expect("a command holds no NUL byte");
+    let dir = logs.display().to_string();
+    let dir = shlex::try_quote(&dir).expect("a path holds no NUL byte");
+    let record = format!("{dir}/{}.\"$SLURM_JOB_ID\".exit", job_name(&job.launch_key));
     // What it asks, checked names and numbers only, kept by Slurm with the
-    // script (`scontrol write batch_script ID`).
+    // script (`scontrol write batch_script ID`). The shell's own variables
+    // are set first: the job inherits the head's environment.
     format!(
         "#!/bin/sh\n\
          # perfpipe: one engine launch measuring {} run(s); the results go to the store.\n\
          # perfpipe: it asks {}\n\
-         {exec}\n",
+         pid= status=\n\
+         export {}={attempt}\n\
+         trap 'if [ -n \"$pid\" ]; then kill -TERM \"$pid\" 2>/dev/null; else exit 143; fi' HUP INT TERM\n\
+         {command} &\n\
+         pid=$!\n\
+         while :; do wait \"$pid\"; status=$?; kill -0 \"$pid\" 2>/dev/null || break; done\n\
+         echo \"$status\" > {record}\n\
+         exit \"$status\"\n",
         job.run_keys.len(),
-        resources(&job.placement).join(" ")
+        resources(&job.placement).join(" "),
+        crate::metrics::SLURM_ATTEMPT_ENV,
     )
 }
 
@@ -279,11 +318,18 @@ mod tests {
             ]
         );
         assert_eq!(
-            script(&job),
+            script(&job, 2, Path::new("/shared/store/logs/slurm")),
             "#!/bin/sh\n\
              # perfpipe: one engine launch measuring 2 run(s); the results go to the store.\n\
              # perfpipe: it asks --nodes=1 --ntasks=1 --gres=gpu:4 --exclusive --mem=0\n\
-             exec /opt/perfpipe realise '/shared/store/launch material.json'\n"
+             pid= status=\n\
+             export PERFPIPE_SLURM_ATTEMPT=2\n\
+             trap 'if [ -n \"$pid\" ]; then kill -TERM \"$pid\" 2>/dev/null; else exit 143; fi' HUP INT TERM\n\
+             /opt/perfpipe realise '/shared/store/launch material.json' &\n\
+             pid=$!\n\
+             while :; do wait \"$pid\"; status=$?; kill -0 \"$pid\" 2>/dev/null || break; done\n\
+             echo \"$status\" > /shared/store/logs/slurm/pp-0123456789ab.\"$SLURM_JOB_ID\".exit\n\
+             exit \"$status\"\n"
         );
     }
 
@@ -324,12 +370,12 @@ mod tests {
             "{args:?}"
         );
         assert!(
-            script(&job).contains(
+            script(&job, 1, Path::new("/l")).contains(
                 "# perfpipe: it asks --nodes=1 --ntasks=1 --gres=gpu:h100:2 --constraint=hbm3 \
                  --partition=gpu-h100 --cpus-per-task=16 --mem=131072M\n"
             ),
             "{}",
-            script(&job)
+            script(&job, 1, Path::new("/l"))
         );
     }
 
@@ -347,16 +393,84 @@ mod tests {
             ),
             ..request()
         };
-        let script = script(&job);
+        let script = script(&job, 1, Path::new("/l"));
         assert!(
-            script.ends_with(&format!(
-                "exec srun '--ntasks=1' '--container-image=nvcr.io#nvidia/vllm@sha256:{digest}' \
+            script.contains(&format!(
+                "\nsrun '--ntasks=1' '--container-image=nvcr.io#nvidia/vllm@sha256:{digest}' \
                  '--container-mounts=/shared/store:/shared/store,/opt/perfpipe:/opt/perfpipe' \
                  '--container-workdir=/shared/store' --no-container-mount-home \
-                 /opt/perfpipe realise '/shared/store/launch material.json'\n"
+                 /opt/perfpipe realise '/shared/store/launch material.json' &\n"
             )),
             "{script}"
         );
+    }
+
+    /// The script records its command's exit status beside its log, in a
+    /// directory whose name the shell would otherwise read, and exits with it.
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the batch script, run as Slurm runs it"
+    )]
+    fn the_script_records_its_commands_exit_status_and_exits_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().join("it's $HOME `x`");
+        std::fs::create_dir(&logs).unwrap();
+        let job = JobRequest {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo $PERFPIPE_SLURM_ATTEMPT; exit 3".into(),
+            ],
+            ..request()
+        };
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script(&job, 2, &logs))
+            .env("SLURM_JOB_ID", "77")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "2\n");
+        let record = exit_record_path(&logs, &job_name(&job.launch_key), 77);
+        assert_eq!(std::fs::read_to_string(record).unwrap(), "3\n");
+        // A SIGTERM to the shell alone reaches the command, whose status
+        // is recorded once it ended.
+        let started = dir.path().join("started");
+        let job = JobRequest {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                format!(
+                    "trap 'exit 7' TERM; touch {}; while :; do sleep 0.05; done",
+                    started.display()
+                ),
+            ],
+            ..request()
+        };
+        let mut shell = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script(&job, 1, &logs))
+            .env("SLURM_JOB_ID", "78")
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !started.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(shell.id() as i32, libc::SIGTERM) };
+        assert_eq!(shell.wait().unwrap().code(), Some(7));
+        let record = exit_record_path(&logs, &job_name(&job.launch_key), 78);
+        assert_eq!(std::fs::read_to_string(record).unwrap(), "7\n");
+        assert!(is_job_name("pp-0123456789ab"));
+        for name in ["pp-", "pp-0123456789abc", "pp-../x", "other", "pp-01/2"] {
+            assert!(!is_job_name(name), "{name}");
+        }
     }
 
     #[test]
@@ -453,7 +567,7 @@ mod tests {
         let args = sbatch_args(&request(), &options, Path::new("/l"));
         let flag = format!("{}=", option.sbatch_flag());
         let carrying = args.into_iter().filter(|a| a.starts_with(&flag)).collect();
-        Some((carrying, script(&request())))
+        Some((carrying, script(&request(), 1, Path::new("/l"))))
     }
 
     fn option() -> impl Strategy<Value = Checked> {
@@ -485,7 +599,7 @@ mod tests {
                 prop_assert!(!value.is_empty());
                 prop_assert_eq!(carrying, vec![format!("{}={value}", option.sbatch_flag())]);
                 // The script is the same whatever the option's value.
-                prop_assert_eq!(script, super::script(&request()));
+                prop_assert_eq!(script, super::script(&request(), 1, Path::new("/l")));
                 prop_assert!(!value.contains(['\n', '\r', ' ', '\'', '"', '$', '`', ';', '#']));
             }
         }

@@ -72,16 +72,31 @@ pub enum Verdict {
     TimedOut,
 }
 
-/// The verdict on a job that left the queue in `state`. A job perfpipe
-/// cancelled itself never gets here: it was interrupted.
-pub fn verdict(state: &JobState) -> Verdict {
+/// The verdict on a job that left the queue: in `state` as Slurm still
+/// lists it, or `None` once Slurm forgot it (`MinJobAge`); `exit` is the
+/// exit status its command recorded beside its log, none when Slurm ended
+/// the job before its command ended. A job perfpipe cancelled itself never
+/// gets here: it was interrupted.
+pub fn verdict(state: Option<&JobState>, exit: Option<i32>) -> Verdict {
     let transient = |why: &str| Verdict::Transient {
         why: why.to_owned(),
     };
+    let exited = |code: i32, how: &str| Verdict::Failed {
+        why: format!("the job's command exited with status {code} ({how})"),
+    };
+    let Some(state) = state else {
+        return match exit {
+            Some(0) | None => Verdict::Ended,
+            Some(code) => exited(code, "its record; Slurm no longer lists the job"),
+        };
+    };
     match state {
         JobState::Completed => Verdict::Ended,
-        JobState::Failed => Verdict::Failed {
-            why: "the job's command failed (FAILED)".to_owned(),
+        JobState::Failed => match exit {
+            Some(code) => exited(code, "FAILED"),
+            None => Verdict::Failed {
+                why: "the job's command failed (FAILED)".to_owned(),
+            },
         },
         JobState::NodeFail => transient("its node failed (NODE_FAIL)"),
         JobState::BootFail => transient("its node failed to boot (BOOT_FAIL)"),
@@ -204,6 +219,32 @@ mod tests {
         );
     }
 
+    /// A failed job's exit status comes from its own record, which also
+    /// says how a job ended that Slurm no longer lists.
+    #[test]
+    fn a_failed_or_forgotten_job_is_judged_by_its_exit_record() {
+        assert_eq!(
+            verdict(Some(&JobState::Failed), Some(3)),
+            Verdict::Failed {
+                why: "the job's command exited with status 3 (FAILED)".into()
+            }
+        );
+        assert_eq!(
+            verdict(None, Some(2)),
+            Verdict::Failed {
+                why: "the job's command exited with status 2 (its record; Slurm no longer lists the job)".into()
+            }
+        );
+        // Ended, or ended by Slurm before its command: the store says what it measured.
+        assert_eq!(verdict(None, Some(0)), Verdict::Ended);
+        assert_eq!(verdict(None, None), Verdict::Ended);
+        // Slurm's own ending wins over what the command recorded.
+        assert_eq!(
+            verdict(Some(&JobState::Timeout), Some(143)),
+            Verdict::TimedOut
+        );
+    }
+
     #[test]
     fn slurms_own_failures_are_transient_but_a_time_limit_is_not() {
         for state in [
@@ -214,18 +255,18 @@ mod tests {
             JobState::BootFail,
         ] {
             assert!(
-                matches!(verdict(&state), Verdict::Transient { .. }),
+                matches!(verdict(Some(&state), None), Verdict::Transient { .. }),
                 "{state:?}"
             );
         }
         assert_eq!(
-            verdict(&JobState::Timeout),
+            verdict(Some(&JobState::Timeout), None),
             Verdict::TimedOut,
             "the same limit would end it again"
         );
-        assert_eq!(verdict(&JobState::Completed), Verdict::Ended);
+        assert_eq!(verdict(Some(&JobState::Completed), Some(0)), Verdict::Ended);
         assert_eq!(
-            verdict(&JobState::Failed),
+            verdict(Some(&JobState::Failed), None),
             Verdict::Failed {
                 why: "the job's command failed (FAILED)".into()
             }

@@ -223,6 +223,7 @@ impl Cluster {
                  TaskPlugin=task/none\n\
                  SelectType=select/cons_tres\n\
                  SelectTypeParameters=CR_Core_Memory\n\
+                 SchedulerParameters=bf_interval=1\n\
                  DefMemPerCPU=100\n\
                  AccountingStorageType=accounting_storage/none\n\
                  JobCompType=jobcomp/none\n\
@@ -230,6 +231,7 @@ impl Cluster {
                  ReturnToService=2\n\
                  MinJobAge=300\n\
                  KillWait=30\n\
+                 MessageTimeout=5\n\
                  GresTypes=gpu\n\
                  SlurmdParameters=config_overrides\n\
                  {node_lines}\
@@ -290,7 +292,7 @@ impl Cluster {
                 "the Slurm test nodes never became idle (states `{state}`); logs:\n{}",
                 self.logs()
             );
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -328,32 +330,31 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        // Jobs first, while slurmctld can still signal their steps.
-        let _ = self.client("scancel", &["--full", "-u", "root"]).output();
-        for daemon in self.daemons.iter_mut().rev() {
-            // SAFETY: a plain syscall on a child we started.
-            unsafe {
-                libc::kill(daemon.id() as i32, libc::SIGTERM);
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        for daemon in self.daemons.iter_mut().rev() {
-            while daemon.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+        // Nothing of a test's cluster is kept, so nothing waits for a
+        // graceful stop (slurmd waits for its jobs' steps, seconds): its
+        // daemons, its jobs' processes and what they started, each naming
+        // this cluster's directory (`SLURM_CONF`), are killed at once.
+        for daemon in &mut self.daemons {
             let _ = daemon.kill();
             let _ = daemon.wait();
         }
-        // slurmstepd and what the jobs started outlive slurmd: every process
-        // that names this cluster's directory (SLURM_CONF) goes.
+        // A process may start another as they are killed: until none is left.
         let needle = self.dir.path().to_string_lossy().into_owned();
-        for pid in super::live_processes(&needle) {
-            if pid != std::process::id() {
+        for _ in 0..10 {
+            let left: Vec<u32> = super::live_processes(&needle)
+                .into_iter()
+                .filter(|pid| *pid != std::process::id())
+                .collect();
+            if left.is_empty() {
+                break;
+            }
+            for pid in left {
                 // SAFETY: a plain syscall.
                 unsafe {
                     libc::kill(pid as i32, libc::SIGKILL);
                 }
             }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
