@@ -8,7 +8,11 @@
 #      then 256 streams with each event an HTTP chunk of its own;
 #   2. accuracy: the same server holding TTFT at 200 ms and the gap between
 #      tokens at 20 ms (OSL 256, three waves of requests) at 64 and 512
-#      streams: each client's mean TTFT and the difference; then the simulated
+#      streams: each client's mean TTFT and the difference; again against a
+#      server that sleeps before every write and sends usage, `[DONE]` and
+#      the body's end each 20 ms after the write before (a client that let
+#      the next request go at `[DONE]` while its connection waited for the
+#      body's end would show it in waves 2 and 3); then the simulated
 #      engine's stamping server (probe=1) at 512 streams, which splits the
 #      TTFT's error into the way there and the way back;
 #   3. memory: peak RSS of 12,000 requests at 1000 streams (target < 200 MiB);
@@ -137,6 +141,10 @@ kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 serve_fast 18775 200 20
 compare ttft-64 18775 192 64 128 256
 compare ttft-512 18775 1536 512 128 256
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+serve_fast 18777 200 20 --sleep-each --tail-gap 20
+compare ttft-64-sleeping 18777 192 64 128 256
+compare ttft-512-sleeping 18777 1536 512 128 256
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
 # The server writes all events that are ready at once (64 KiB at most), as a busy server does.
