@@ -9,11 +9,19 @@
 //! the client is what is measured. A write is one HTTP chunk; with
 //! `--chunk-per-event`, each event is an HTTP chunk of its own (as an
 //! engine's HTTP server frames the events it is handed), which costs an
-//! HTTP client a frame per token. It neither tokenizes nor checks anything:
-//! `max_tokens` (or `max_completion_tokens`) tokens, then usage and `[DONE]`.
+//! HTTP client a frame per token. With `--sleep-each`, it is a server that
+//! sleeps before every write instead (as a generator awaiting a sleep before
+//! each token does): each event is a write and an HTTP chunk of its own,
+//! `ITL_MS` after the write before it, so a late wake-up pushes the rest
+//! back. With `--tail-gap MS`, usage, `[DONE]` and the body's end are each a
+//! write of their own, `MS` after the one before (by default they go with
+//! the last token): a client that frees a stream's slot at `[DONE]` but its
+//! connection only at the body's end would show it. It neither tokenizes
+//! nor checks anything: `max_tokens` (or `max_completion_tokens`) tokens,
+//! then usage and `[DONE]`.
 //!
-//! Usage: `fast_server PORT [TTFT_MS [ITL_MS]] [--chunk-per-event]`; runs
-//! until killed.
+//! Usage: `fast_server PORT [TTFT_MS [ITL_MS]] [--chunk-per-event]
+//! [--sleep-each] [--tail-gap MS]`; runs until killed.
 #![expect(
     clippy::disallowed_macros,
     reason = "a developer's tool run by hand, outside perfpipe's stderr writer"
@@ -37,29 +45,21 @@ struct Timing {
     itl: Duration,
     /// Each event an HTTP chunk of its own, rather than each write.
     chunk_per_event: bool,
+    /// Each event a write of its own, after a sleep from the write before,
+    /// rather than every event due by a fixed schedule at once.
+    sleep_each: bool,
+    /// Usage, `[DONE]` and the body's end each this long after the write
+    /// before; zero: with the last token.
+    tail_gap: Duration,
 }
 
+const USAGE: &str =
+    "usage: fast_server PORT [TTFT_MS [ITL_MS]] [--chunk-per-event] [--sleep-each] [--tail-gap MS]";
+
 fn main() -> ExitCode {
-    let chunk_per_event = std::env::args().any(|a| a == "--chunk-per-event");
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--chunk-per-event")
-        .map(|a| a.parse().unwrap_or(u64::MAX))
-        .collect();
-    let (port, ttft, itl) = match args.as_slice() {
-        [port] => (*port, 0, 0),
-        [port, ttft] => (*port, *ttft, 0),
-        [port, ttft, itl] => (*port, *ttft, *itl),
-        _ => (u64::MAX, 0, 0),
-    };
-    let (Ok(port), true) = (u16::try_from(port), ttft < 1 << 32 && itl < 1 << 32) else {
-        eprintln!("usage: fast_server PORT [TTFT_MS [ITL_MS]] [--chunk-per-event]");
+    let Some((port, timing)) = parse(std::env::args().skip(1)) else {
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
-    };
-    let timing = Timing {
-        ttft: Duration::from_millis(ttft),
-        itl: Duration::from_millis(itl),
-        chunk_per_event,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -73,6 +73,39 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The port and timing the arguments ask for; none when they make no sense.
+fn parse(mut args: impl Iterator<Item = String>) -> Option<(u16, Timing)> {
+    let millis = |a: Option<String>| {
+        let ms: u64 = a?.parse().ok()?;
+        (ms < 1 << 32).then(|| Duration::from_millis(ms))
+    };
+    let mut numbers = Vec::new();
+    let mut timing = Timing {
+        ttft: Duration::ZERO,
+        itl: Duration::ZERO,
+        chunk_per_event: false,
+        sleep_each: false,
+        tail_gap: Duration::ZERO,
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--chunk-per-event" => timing.chunk_per_event = true,
+            "--sleep-each" => timing.sleep_each = true,
+            "--tail-gap" => timing.tail_gap = millis(args.next())?,
+            _ => numbers.push(arg),
+        }
+    }
+    let mut numbers = numbers.into_iter();
+    let port = numbers.next()?.parse().ok()?;
+    if let Some(ttft) = numbers.next() {
+        timing.ttft = millis(Some(ttft))?;
+    }
+    if let Some(itl) = numbers.next() {
+        timing.itl = millis(Some(itl))?;
+    }
+    numbers.next().is_none().then_some((port, timing))
 }
 
 async fn serve(port: u16, timing: Timing) -> std::io::Result<()> {
@@ -197,8 +230,10 @@ fn number_after(text: &[u8], key: &[u8]) -> Option<u64> {
 }
 
 /// The response: its head at once, then each token when due, every event
-/// already due in one write (at most about [`WRITE_BYTES`]), then usage and
-/// `[DONE]` with the last token, and the chunked body's end.
+/// already due in one write (at most about [`WRITE_BYTES`]; with
+/// `sleep_each`, one event a write, each after a sleep), then usage and
+/// `[DONE]` with the last token (or each after the tail gap), and the
+/// chunked body's end.
 async fn stream_tokens(
     stream: &mut TcpStream,
     out: &mut Vec<u8>,
@@ -225,36 +260,62 @@ async fn stream_tokens(
         ),
     };
     let n = request.max_tokens;
+    let chunk_per_event = timing.chunk_per_event || timing.sleep_each;
     let mut next = 1;
+    // When the next write is due: by the schedule, token k at
+    // TTFT + (k-1)·ITL after the request arrived; sleeping, ITL after the
+    // write before.
+    let mut due = received + timing.ttft;
+    let scheduled = |k: u64| received + timing.ttft + timing.itl * (k.max(1) as u32 - 1);
     loop {
-        // Token k is due at TTFT + (k-1)·ITL after the request arrived.
-        let due = |k: u64| received + timing.ttft + timing.itl * (k.max(1) as u32 - 1);
         // A timer, even one already due, waits for the runtime's next tick.
-        if due(next) > Instant::now() {
-            tokio::time::sleep_until(due(next)).await;
+        if due > Instant::now() {
+            tokio::time::sleep_until(due).await;
         }
         let now = Instant::now();
-        let mut body = Body::new(out, timing.chunk_per_event);
-        while next <= n && body.len() < WRITE_BYTES && due(next) <= now {
+        let mut body = Body::new(out, chunk_per_event);
+        while next <= n {
             let suffix = if next == n { last_suffix } else { suffix };
             body.event(&[prefix, b" hi", suffix]);
             next += 1;
+            if timing.sleep_each || body.len() >= WRITE_BYTES || scheduled(next) > now {
+                break;
+            }
         }
-        let last = next > n;
-        if last {
-            let usage = format!(
-                "data: {{\"id\":\"cmpl-0\",\"object\":\"text_completion\",\"created\":0,\"model\":\"bench-model\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{p},\"total_tokens\":{t},\"completion_tokens\":{n}}}}}\n\n",
-                p = request.prompt_tokens,
-                t = request.prompt_tokens + n,
-            );
-            body.event(&[usage.as_bytes()]);
-            body.event(&[b"data: [DONE]\n\n"]);
+        if next <= n {
+            body.finish(false);
+            stream.write_all(out).await?;
+            due = if timing.sleep_each {
+                Instant::now() + timing.itl
+            } else {
+                scheduled(next)
+            };
+            continue;
         }
-        body.finish(last);
+        let usage = format!(
+            "data: {{\"id\":\"cmpl-0\",\"object\":\"text_completion\",\"created\":0,\"model\":\"bench-model\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{p},\"total_tokens\":{t},\"completion_tokens\":{n}}}}}\n\n",
+            p = request.prompt_tokens,
+            t = request.prompt_tokens + n,
+        );
+        let tail: [&[u8]; 2] = [usage.as_bytes(), b"data: [DONE]\n\n"];
+        if timing.tail_gap.is_zero() {
+            for event in tail {
+                body.event(&[event]);
+            }
+            body.finish(true);
+            return stream.write_all(out).await;
+        }
+        body.finish(false);
         stream.write_all(out).await?;
-        if last {
-            return Ok(());
+        for event in tail {
+            tokio::time::sleep(timing.tail_gap).await;
+            let mut body = Body::new(out, chunk_per_event);
+            body.event(&[event]);
+            body.finish(false);
+            stream.write_all(out).await?;
         }
+        tokio::time::sleep(timing.tail_gap).await;
+        return stream.write_all(b"0\r\n\r\n").await;
     }
 }
 

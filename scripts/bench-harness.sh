@@ -8,7 +8,13 @@
 #      then 256 streams with each event an HTTP chunk of its own;
 #   2. accuracy: the same server holding TTFT at 200 ms and the gap between
 #      tokens at 20 ms (OSL 256, three waves of requests) at 64 and 512
-#      streams: each client's mean TTFT and the difference; then the simulated
+#      streams: each client's mean TTFT and the difference; again against a
+#      server that sleeps before every write and sends usage, `[DONE]` and
+#      the body's end each 20 ms after the write before (a client that let
+#      the next request go at `[DONE]` while its connection waited for the
+#      body's end would show it in waves 2 and 3); at 512 streams with
+#      perfpipe sent to `localhost` (a name looked up per connection would
+#      show in the first wave); then the simulated
 #      engine's stamping server (probe=1) at 512 streams, which splits the
 #      TTFT's error into the way there and the way back;
 #   3. memory: peak RSS of 12,000 requests at 1000 streams (target < 200 MiB);
@@ -87,15 +93,16 @@ bare() { # bare NAME PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN: the yard
     cat "$out/$1.log"
 }
 
-# compare NAME PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN: perfpipe
-# bench and the bare client against the same server, one after the other
-# (PERFPIPE_BENCH_REPEAT times); output tok/s, their ratio, mean TTFT and the
-# difference, so that a client slower or later than the yardstick shows here.
+# compare NAME PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN [HOST]: perfpipe
+# bench (to HOST, 127.0.0.1 by default) and the bare client (to 127.0.0.1)
+# against the same server, one after the other (PERFPIPE_BENCH_REPEAT
+# times); output tok/s, their ratio, mean TTFT and the difference, so that a
+# client slower or later than the yardstick shows here.
 compare() {
-    local name=$1 port=$2 n=$3 c=$4 isl=$5 osl=$6 i
+    local name=$1 port=$2 n=$3 c=$4 isl=$5 osl=$6 host=${7:-127.0.0.1} i
     for i in $(seq "$repeat"); do
         echo "== $name ($i of $repeat): perfpipe bench, then the bare client"
-        "${pin[@]}" ${pin:+0} "$bin" bench --base-url "http://127.0.0.1:$port" --endpoint /v1/completions \
+        "${pin[@]}" ${pin:+0} "$bin" bench --base-url "http://$host:$port" --endpoint /v1/completions \
             --backend openai --model bench-model --ignore-eos --percentile-metrics ttft,tpot,itl,e2el \
             --metric-percentiles 50,99 --num-prompts "$n" --max-concurrency "$c" --random-input-len "$isl" \
             --random-output-len "$osl" --disable-tqdm >"$out/$name-$i.log" 2>&1 || true
@@ -137,6 +144,12 @@ kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 serve_fast 18775 200 20
 compare ttft-64 18775 192 64 128 256
 compare ttft-512 18775 1536 512 128 256
+# By name: the name is looked up before the clock starts, not per connection.
+compare ttft-512-localhost 18775 1536 512 128 256 localhost
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+serve_fast 18777 200 20 --sleep-each --tail-gap 20
+compare ttft-64-sleeping 18777 192 64 128 256
+compare ttft-512-sleeping 18777 1536 512 128 256
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
 # The server writes all events that are ready at once (64 KiB at most), as a busy server does.

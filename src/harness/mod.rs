@@ -227,6 +227,9 @@ async fn send_all(
         settings.urls.len(),
         load.stall_timeout,
     ));
+    // Names are looked up before the clock starts, as vLLM's client has
+    // them cached by its first request.
+    client.resolve(&settings.urls).await;
     let t0 = Instant::now();
     let window = crate::host::Window::start();
     // A request's task is spawned when it may be sent (its time has come and

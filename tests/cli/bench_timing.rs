@@ -1,6 +1,11 @@
 //! `perfpipe bench`'s TTFT against a server that knows when it wrote each
 //! first token: the clock starts when a request is sent, not when its
 //! connection is found, and stops at the read that brings the first token.
+//! The server ends each stream as slowly as a server that sleeps before
+//! every write: usage and `[DONE]` a gap after the last token, the body's
+//! end a gap after them. A client that let the next request go before its
+//! connection was back (at the last token or at `[DONE]`) would start that
+//! request's clock while it waited for one.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::mpsc;
@@ -11,10 +16,14 @@ use crate::common::TestEnv;
 const FIRST_TOKEN_AFTER: Duration = Duration::from_millis(150);
 const BETWEEN_TOKENS: Duration = Duration::from_millis(5);
 const TOKENS: usize = 8;
+/// Between the last token and usage with `[DONE]`, and between them and the
+/// body's end: well over the test's margin.
+const TAIL_GAP: Duration = Duration::from_millis(30);
 
 /// A keep-alive server answering every request with its head at once, the
 /// first token [`FIRST_TOKEN_AFTER`] the request's last byte, then a token
-/// every [`BETWEEN_TOKENS`], usage and `[DONE]`. For each request, how long
+/// every [`BETWEEN_TOKENS`], then usage and `[DONE]`, then the body's end,
+/// each [`TAIL_GAP`] after the write before. For each request, how long
 /// after its last byte the server began to write the first token.
 fn first_token_server() -> (u16, mpsc::Receiver<Duration>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -57,27 +66,31 @@ fn answer_each_request(mut stream: std::net::TcpStream, delays: &mpsc::Sender<Du
         for n in 0..TOKENS {
             let due = received + FIRST_TOKEN_AFTER + BETWEEN_TOKENS * n as u32;
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
-            let mut event =
-                "data: {\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":null}]}\n\n"
-                    .to_owned();
-            if n + 1 == TOKENS {
-                event.push_str(&format!(
-                    "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":4,\"completion_tokens\":{TOKENS}}}}}\n\ndata: [DONE]\n\n"
-                ));
-            }
-            let mut chunk = format!("{:x}\r\n{event}\r\n", event.len());
-            if n + 1 == TOKENS {
-                chunk.push_str("0\r\n\r\n");
-            }
+            let event =
+                "data: {\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":null}]}\n\n";
             let writing = Instant::now();
-            if stream.write_all(chunk.as_bytes()).is_err() {
+            if stream.write_all(chunk(event).as_bytes()).is_err() {
                 return;
             }
             if n == 0 {
                 let _ = delays.send(writing - received);
             }
         }
+        let end = format!(
+            "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":4,\"completion_tokens\":{TOKENS}}}}}\n\ndata: [DONE]\n\n"
+        );
+        for write in [chunk(&end), "0\r\n\r\n".to_owned()] {
+            std::thread::sleep(TAIL_GAP);
+            if stream.write_all(write.as_bytes()).is_err() {
+                return;
+            }
+        }
     }
+}
+
+/// `text` as one chunk of a chunked body.
+fn chunk(text: &str) -> String {
+    format!("{:x}\r\n{text}\r\n", text.len())
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -92,7 +105,8 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// Scheduling noise on a loaded 2-core CI machine is not: it delays some
 /// requests by several ms, rarely most of them. So the test compares the
 /// medians of 12 requests (5 may be late without moving the median) and
-/// allows 8 ms: about half the bug, and far more than loopback's overhead.
+/// allows 8 ms: about half the bug, a fourth of the tail gap a request
+/// let go too early would wait, and far more than loopback's overhead.
 /// Two streams and six waves: all but the first wave go on pooled
 /// connections, where a delay in taking one back would show.
 #[test]
