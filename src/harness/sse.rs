@@ -13,6 +13,9 @@ pub struct SseParser {
     probe: Option<Probe>,
     /// The most bytes an event (or any line) may hold while it is read.
     max_event_bytes: usize,
+    /// The unended line in `partial` was handed on already (see
+    /// [`SseParser::whole_before_its_end`]): the rest of it is dropped.
+    handed_on: bool,
 }
 
 /// An event, or a line, longer than the parser's bound.
@@ -42,6 +45,7 @@ impl SseParser {
             has_data: false,
             probe: None,
             max_event_bytes,
+            handed_on: false,
         }
     }
 
@@ -60,6 +64,10 @@ impl SseParser {
         while let Some(end) = memchr::memchr(b'\n', rest) {
             let (line, tail) = rest.split_at(end);
             rest = &tail[1..];
+            if std::mem::take(&mut self.handed_on) {
+                self.partial.clear();
+                continue;
+            }
             if !self.partial.is_empty() {
                 let mut whole = std::mem::take(&mut self.partial);
                 whole.extend_from_slice(line);
@@ -91,7 +99,38 @@ impl SseParser {
         }
         self.bound(self.pending_bytes() + rest.len())?;
         self.partial.extend_from_slice(rest);
+        self.whole_before_its_end(&mut on_event);
         Ok(())
+    }
+
+    /// Hands on an event whose blank line has not come yet when all it
+    /// holds is one `data:` line of whole JSON or `[DONE]`, ended or not,
+    /// as vLLM's client does (`StreamedResponseHandler` in `vllm bench
+    /// serve`): a server that writes an event's end with the next one
+    /// would otherwise have every token timed a token late, its first
+    /// token (the TTFT) included. A `data:` line after it begins another
+    /// event, again as vLLM reads it.
+    fn whole_before_its_end(&mut self, on_event: &mut impl FnMut(&[u8])) {
+        if self.handed_on {
+            return;
+        }
+        if self.has_data {
+            let one_line = memchr::memchr(b'\n', &self.data).is_none();
+            if one_line && self.partial.is_empty() && is_whole(&self.data) {
+                on_event(&self.data);
+                self.data.clear();
+                self.has_data = false;
+            }
+            return;
+        }
+        let line = self.partial.strip_suffix(b"\r").unwrap_or(&self.partial);
+        if let Some(value) = line.strip_prefix(b"data:") {
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            if is_whole(value) {
+                on_event(value);
+                self.handed_on = true;
+            }
+        }
     }
 
     fn bound(&self, bytes: usize) -> Result<(), EventTooLarge> {
@@ -147,8 +186,13 @@ impl SseParser {
 
     /// True when the stream ended in the middle of an event or a line.
     pub fn is_truncated(&self) -> bool {
-        self.has_data || !self.partial.is_empty()
+        self.has_data || (!self.partial.is_empty() && !self.handed_on)
     }
+}
+
+/// A `data:` value complete in itself: `[DONE]` or a whole JSON value.
+fn is_whole(value: &[u8]) -> bool {
+    value == b"[DONE]" || serde_json::from_slice::<serde::de::IgnoredAny>(value).is_ok()
 }
 
 fn parse_probe(comment: &[u8]) -> Option<Probe> {
@@ -193,6 +237,64 @@ mod tests {
         // Comments and other fields between an event's lines.
         let mixed = b"data: a\n: note\ndata: b\nid: 7\n\ndata: c\n\n";
         assert_eq!(events(&[mixed]), ["a\nb", "c"]);
+    }
+
+    /// Each read's events, as they are handed on after it.
+    fn events_per_read(reads: &[&[u8]]) -> Vec<Vec<String>> {
+        let mut parser = SseParser::default();
+        reads
+            .iter()
+            .map(|read| {
+                let mut out = Vec::new();
+                parser
+                    .feed(read, |d| out.push(String::from_utf8_lossy(d).into_owned()))
+                    .unwrap();
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_event_of_whole_json_is_handed_on_before_its_blank_line_comes() {
+        // A server that writes each event's end with the next event: every
+        // token would be timed a write late.
+        let reads: [&[u8]; 3] = [
+            b"data: {\"a\":1}\n",
+            b"\ndata: {\"b\":2}",
+            b"\r\n\r\ndata: [DONE]",
+        ];
+        assert_eq!(
+            events_per_read(&reads),
+            [vec!["{\"a\":1}"], vec!["{\"b\":2}"], vec!["[DONE]"]]
+        );
+        // Once each: the blank line that comes later ends nothing more.
+        let mut parser = SseParser::default();
+        let mut count = 0;
+        for read in [
+            &b"data: {\"a\":1}"[..],
+            b"\n",
+            b"\n",
+            b"data: [DONE]",
+            b"\n\n",
+        ] {
+            parser.feed(read, |_| count += 1).unwrap();
+        }
+        assert_eq!(count, 2);
+        assert!(!parser.is_truncated());
+        // JSON not yet whole, or a value that is not JSON, waits for its end.
+        assert_eq!(
+            events_per_read(&[b"data: {\"a\":", b"1}\n", b"\n"]),
+            [vec![], vec!["{\"a\":1}"], vec![]]
+        );
+        assert_eq!(
+            events_per_read(&[b"data: text\n", b"\n"]),
+            [Vec::<String>::new(), vec!["text".to_owned()]]
+        );
+        // An event of several data lines, read whole, is one event.
+        assert_eq!(
+            events_per_read(&[b"data: {}\ndata: {}\n\n"]),
+            [vec!["{}\n{}"]]
+        );
     }
 
     #[test]

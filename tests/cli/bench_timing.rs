@@ -5,7 +5,10 @@
 //! every write: usage and `[DONE]` a gap after the last token, the body's
 //! end a gap after them. A client that let the next request go before its
 //! connection was back (at the last token or at `[DONE]`) would start that
-//! request's clock while it waited for one.
+//! request's clock while it waited for one. And it writes each event's
+//! blank line with the next write, as vLLM's client is written to expect
+//! (`StreamedResponseHandler`): a client that waited for an event's end
+//! would time every token a gap late.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::mpsc;
@@ -14,7 +17,9 @@ use std::time::{Duration, Instant};
 use crate::common::TestEnv;
 
 const FIRST_TOKEN_AFTER: Duration = Duration::from_millis(150);
-const BETWEEN_TOKENS: Duration = Duration::from_millis(5);
+/// Well over the test's margin: the first token timed at the second
+/// token's write would show.
+const BETWEEN_TOKENS: Duration = Duration::from_millis(20);
 const TOKENS: usize = 8;
 /// Between the last token and usage with `[DONE]`, and between them and the
 /// body's end: well over the test's margin.
@@ -23,7 +28,8 @@ const TAIL_GAP: Duration = Duration::from_millis(30);
 /// A keep-alive server answering every request with its head at once, the
 /// first token [`FIRST_TOKEN_AFTER`] the request's last byte, then a token
 /// every [`BETWEEN_TOKENS`], then usage and `[DONE]`, then the body's end,
-/// each [`TAIL_GAP`] after the write before. For each request, how long
+/// each [`TAIL_GAP`] after the write before; each event's blank line comes
+/// with the next write. For each request, how long
 /// after its last byte the server began to write the first token.
 fn first_token_server() -> (u16, mpsc::Receiver<Duration>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -66,10 +72,13 @@ fn answer_each_request(mut stream: std::net::TcpStream, delays: &mpsc::Sender<Du
         for n in 0..TOKENS {
             let due = received + FIRST_TOKEN_AFTER + BETWEEN_TOKENS * n as u32;
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
-            let event =
-                "data: {\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":null}]}\n\n";
+            // The blank line that ends the event before.
+            let end_of_last = if n == 0 { "" } else { "\n" };
+            let event = format!(
+                "{end_of_last}data: {{\"choices\":[{{\"index\":0,\"text\":\" hi\",\"finish_reason\":null}}]}}\n"
+            );
             let writing = Instant::now();
-            if stream.write_all(chunk(event).as_bytes()).is_err() {
+            if stream.write_all(chunk(&event).as_bytes()).is_err() {
                 return;
             }
             if n == 0 {
@@ -77,7 +86,7 @@ fn answer_each_request(mut stream: std::net::TcpStream, delays: &mpsc::Sender<Du
             }
         }
         let end = format!(
-            "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":4,\"completion_tokens\":{TOKENS}}}}}\n\ndata: [DONE]\n\n"
+            "\ndata: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":4,\"completion_tokens\":{TOKENS}}}}}\n\ndata: [DONE]\n\n"
         );
         for write in [chunk(&end), "0\r\n\r\n".to_owned()] {
             std::thread::sleep(TAIL_GAP);
@@ -101,11 +110,12 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// The client's TTFT holds the server's delay before the first token (its
 /// interval lies inside the client's, on the same monotonic clock), and the
 /// way there and back on loopback: well under a millisecond on an idle
-/// machine. The bug this catches was systematic: every TTFT ~15 ms late.
+/// machine. The bugs this catches are systematic: every TTFT a token gap
+/// (20 ms) or a tail gap (30 ms) late.
 /// Scheduling noise on a loaded 2-core CI machine is not: it delays some
 /// requests by several ms, rarely most of them. So the test compares the
 /// medians of 12 requests (5 may be late without moving the median) and
-/// allows 8 ms: about half the bug, a fourth of the tail gap a request
+/// allows 8 ms: under half a token gap, a fourth of the tail gap a request
 /// let go too early would wait, and far more than loopback's overhead.
 /// Two streams and six waves: all but the first wave go on pooled
 /// connections, where a delay in taking one back would show.
