@@ -218,19 +218,16 @@ impl Snapshot {
 
     /// The record of this snapshot, its payload at `offset` in `results.data`.
     fn record(&self, offset: u64, payload: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(RECORD);
-        out.extend_from_slice(&self.key);
-        out.extend_from_slice(&self.flags.to_le_bytes());
-        out.extend_from_slice(&self.taken.to_le_bytes());
-        put_stamp(&self.samples_dir, &mut out);
-        put_stamp(&self.inputs, &mut out);
-        out.extend_from_slice(&offset.to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        debug_assert_eq!(out.len(), RECORD);
-        out
+        Record {
+            flags: self.flags,
+            taken: self.taken,
+            samples_dir: self.samples_dir.clone(),
+            inputs: self.inputs.clone(),
+            offset,
+            len: payload.len() as u32,
+            crc: crc32fast::hash(payload),
+        }
+        .encode(&self.key)
     }
 }
 
@@ -270,13 +267,33 @@ impl Record {
         ))
     }
 
-    /// The samples of its payload (`None` when it is not the one recorded).
-    fn samples(&self, data: &std::fs::File) -> Option<Vec<SnapSample>> {
+    /// The bytes of this record of `key`, its own CRC last.
+    fn encode(&self, key: &[u8; 32]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(RECORD);
+        out.extend_from_slice(key);
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&self.taken.to_le_bytes());
+        put_stamp(&self.samples_dir, &mut out);
+        put_stamp(&self.inputs, &mut out);
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.crc.to_le_bytes());
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(out.len(), RECORD);
+        out
+    }
+
+    /// Its payload, read from `data` (`None` when it is not the one recorded).
+    fn payload(&self, data: &std::fs::File) -> Option<Vec<u8>> {
         let mut payload = vec![0; self.len as usize];
         data.read_exact_at(&mut payload, self.offset).ok()?;
-        if crc32fast::hash(&payload) != self.crc {
-            return None;
-        }
+        (crc32fast::hash(&payload) == self.crc).then_some(payload)
+    }
+
+    /// The samples of its payload (`None` when it is not the one recorded).
+    fn samples(&self, data: &std::fs::File) -> Option<Vec<SnapSample>> {
+        let payload = self.payload(data)?;
         let mut b = payload.as_slice();
         let n = u32::from_le_bytes(take(&mut b)?);
         let mut out = Vec::with_capacity(n as usize);
@@ -335,26 +352,39 @@ impl ResultsIndex {
         }
     }
 
-    /// Reads the records of `root`'s index, keeping those `wanted` says yes to.
+    /// Reads the records of `root`'s index, keeping those `wanted` says yes
+    /// to. Read through a small buffer, record by record: the records of a
+    /// store of 100,000 results are ~18 MB, of which a command wants a few.
     pub(super) fn read(root: &Path, wanted: impl Fn(&[u8; 32]) -> bool) -> Self {
-        let mut keys = Vec::new();
-        let read = open_index_file(&index_keys_path(root), false)
-            .and_then(|mut file| file.read_to_end(&mut keys));
-        let Some(body) = keys
-            .strip_prefix(HEADER.as_slice())
-            .filter(|_| read.is_ok())
-        else {
+        let Ok(keys) = open_index_file(&index_keys_path(root), false) else {
             return Self::empty();
         };
+        let mut keys = std::io::BufReader::with_capacity(1 << 16, keys);
+        let mut header = [0; HEADER.len()];
+        if keys.read_exact(&mut header).is_err() || &header != HEADER {
+            return Self::empty();
+        }
         let Ok(data) = open_index_file(&index_data_path(root), false) else {
             return Self::empty();
         };
         let mut records = HashMap::new();
-        // A torn last record (a writer killed mid-append) is left out.
-        for chunk in body.chunks_exact(RECORD) {
-            if let Some((key, record)) = Record::parse(chunk)
-                && wanted(&key)
-            {
+        let mut record = [0; RECORD];
+        loop {
+            match keys.read_exact(&mut record) {
+                Ok(()) => {}
+                // A torn last record (a writer killed mid-append) is left out.
+                Err(e) if e.kind() == ErrorKind::UnexpectedEof => break,
+                Err(_) => return Self::empty(),
+            }
+            // The key before the CRC: a record whose key bytes were damaged
+            // is of a key nobody wants, or fails its CRC all the same.
+            let key = record
+                .first_chunk::<32>()
+                .expect("a record starts with its key");
+            if !wanted(key) {
+                continue;
+            }
+            if let Some((key, record)) = Record::parse(&record) {
                 records.insert(key, record);
             }
         }
@@ -410,6 +440,8 @@ impl ResultsIndex {
                 id: s.id,
                 dir,
                 result,
+                // A record of an entry with a signed sample says to read its files.
+                unsigned: true,
             });
         }
         if unsettled && settled_only {
