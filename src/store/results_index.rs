@@ -20,8 +20,10 @@
 //! hide a second change in the same tick); a commit sets the mtime of what
 //! it wrote 3 s back, so its own record is used at once. A record of an
 //! entry holding damage or a signed sample says to read its files (readers
-//! check those every time). What is not used is read from the entry, and
-//! the reader appends a fresh record (a store that cannot be written keeps
+//! check those every time), so a sample the index gives is known unsigned:
+//! perfpipe writes a signature only with a new sample, which changes
+//! `samples/`'s stamp. What is not used is read from the entry, and the
+//! reader appends a fresh record (a store that cannot be written keeps
 //! reading the entries).
 //!
 //! Appends (a commit's, a reader's) take `locks/index.lock`, write the
@@ -31,6 +33,11 @@
 //! read from its files: a crash leaves the index stale, never wrong.
 //! `store verify` compares it with the entries, `store verify --repair`
 //! rewrites it from them.
+//!
+//! Records of a key recorded again are superseded. An append that leaves
+//! more of those than live records compacts the index
+//! (`compact_if_mostly_superseded`): it counts them a few times each time
+//! the index doubles, so an append reads a few records' worth on average.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
@@ -629,7 +636,88 @@ fn append(root: &Path, snapshots: &[Snapshot]) -> Result<(), Error> {
         std::process::abort();
     }
     keys.write_all(&records)?;
+    let before = (len.saturating_sub(HEADER.len() as u64)) / RECORD as u64;
+    if due_for_count(before, before + snapshots.len() as u64) {
+        compact_if_mostly_superseded(root)?;
+    }
     Ok(())
+}
+
+/// An index shorter than this many records is never compacted: reading it
+/// whole costs less than rewriting it.
+const COMPACT_FROM: u64 = 1024;
+
+/// Whether an append that took `results.keys` from `before` records to
+/// `after` counts its superseded ones: when it crosses a multiple of an
+/// eighth of the power of two below `after` (at least [`COMPACT_FROM`]), so
+/// each append pays for reading a few records, not the whole index, and the
+/// index is counted eight times per doubling.
+fn due_for_count(before: u64, after: u64) -> bool {
+    if after < COMPACT_FROM {
+        return false;
+    }
+    let step = (1u64 << after.ilog2() >> 3).max(COMPACT_FROM);
+    before / step != after / step
+}
+
+/// The last sound record of each key in `results.keys`, in the order of
+/// their places there, and how many records it holds in all (superseded,
+/// torn and damaged ones too); `None` for an index in another format.
+fn live_records(root: &Path) -> Result<Option<(Vec<([u8; 32], Record)>, usize)>, Error> {
+    let mut bytes = Vec::new();
+    open_index_file(&index_keys_path(root), false)?.read_to_end(&mut bytes)?;
+    let Some(body) = bytes.strip_prefix(HEADER.as_slice()) else {
+        return Ok(None);
+    };
+    let sound: Vec<([u8; 32], Record)> = body
+        .chunks_exact(RECORD)
+        .filter_map(Record::parse)
+        .collect();
+    let last: HashMap<[u8; 32], usize> = (sound.iter().enumerate())
+        .map(|(place, (key, _))| (*key, place))
+        .collect();
+    let total = body.len() / RECORD;
+    let live = (sound.into_iter().enumerate())
+        .filter(|(place, (key, _))| last[key] == *place)
+        .map(|(_, record)| record)
+        .collect();
+    Ok(Some((live, total)))
+}
+
+/// Rewrites the index without its superseded records when they outnumber
+/// the live ones (the caller holds the index lock); whether it did. Each
+/// live record is kept as it is, its payload copied (one whose CRC fails is
+/// dropped: it read as unknown, as no record does); the payloads are
+/// written first, then the records, each file renamed whole into place. A
+/// reader that read the old records and opens the new payloads finds their
+/// CRCs wrong and reads the entries' files: stale, never wrong.
+fn compact_if_mostly_superseded(root: &Path) -> Result<bool, Error> {
+    let Some((live, total)) = live_records(root)? else {
+        return Ok(false);
+    };
+    if total - live.len() <= live.len() {
+        return Ok(false);
+    }
+    let old_data = open_index_file(&index_data_path(root), false)?;
+    // Readable by all, as the entries are (a team shares a store).
+    let write = crate::atomic_write::AtomicWrite::new().mode(0o644);
+    let mut data = write.begin(&index_data_path(root))?;
+    let mut keys = HEADER.to_vec();
+    let mut offset = 0;
+    let mut payloads = std::io::BufWriter::new(data.file());
+    for (key, record) in live {
+        let Some(payload) = record.payload(&old_data) else {
+            continue;
+        };
+        payloads.write_all(&payload)?;
+        keys.extend(Record { offset, ..record }.encode(&key));
+        offset += payload.len() as u64;
+    }
+    payloads.flush()?;
+    drop(payloads);
+    data.commit()?;
+    write.write(&index_keys_path(root), &keys)?;
+    Ok(true)
 }
 
 /// Opens a file of the index for reading, and with `write` for writing
@@ -821,6 +909,62 @@ mod tests {
             lookup(&store, &key),
             Lookup::Unknown(Unknown::NoRecord)
         ));
+    }
+
+    #[test]
+    fn appends_count_superseded_records_a_few_times_per_doubling() {
+        assert!(!due_for_count(0, COMPACT_FROM - 1));
+        assert!(due_for_count(COMPACT_FROM - 1, COMPACT_FROM));
+        assert!(!due_for_count(COMPACT_FROM, COMPACT_FROM + 1));
+        assert!(due_for_count(0, 5000), "one append of many");
+        // From 16384 records on, every 2048.
+        assert!(!due_for_count(16385, 18431));
+        assert!(due_for_count(18431, 18432));
+        let counted = |from: u64, to: u64| (from..to).filter(|&n| due_for_count(n, n + 1)).count();
+        assert_eq!(counted(1 << 16, 1 << 17), 8, "eight times per doubling");
+        assert_eq!(counted(COMPACT_FROM, 1 << 20), 63, "fewer below 8192");
+    }
+
+    #[test]
+    fn an_append_that_leaves_mostly_superseded_records_compacts_the_index() {
+        let (_root, store) = store();
+        let (a, _) = commit(&store, r#"{"f":1}"#);
+        let (b, _) = commit(&store, r#"{"f":2}"#);
+        let keys = index_keys_path(store.root());
+        let record_count =
+            || (fs_err::metadata(&keys).unwrap().len() - HEADER.len() as u64) / RECORD as u64;
+        assert_eq!(record_count(), 2);
+        // Nothing superseded: left as it is.
+        assert!(!compact_if_mostly_superseded(store.root()).unwrap());
+        // A reader's refreshes of `a`, over and over, then one of `b`: the
+        // append that passes COMPACT_FROM records counts them.
+        let snapshot = |key: &RunKey| {
+            let mut s = Snapshot::take(&entry_dir(store.root(), key), key)
+                .unwrap()
+                .unwrap();
+            s.taken += 3_000_000_000;
+            s
+        };
+        let again = vec![snapshot(&a); COMPACT_FROM as usize - 3];
+        let _lock = IndexLock::take(store.root()).unwrap();
+        append(store.root(), &again).unwrap();
+        assert_eq!(record_count(), COMPACT_FROM - 1, "not counted yet");
+        append(store.root(), &[snapshot(&b)]).unwrap();
+        drop(_lock);
+        assert_eq!(record_count(), 2, "the last record of each key is left");
+        let data_len = fs_err::metadata(index_data_path(store.root()))
+            .unwrap()
+            .len();
+        let payloads = snapshot(&a).payload().len() + snapshot(&b).payload().len();
+        assert_eq!(data_len, payloads as u64, "and only their payloads");
+        for key in [&a, &b] {
+            let Lookup::Samples(indexed) = lookup(&store, key) else {
+                panic!("a compacted record is used");
+            };
+            assert_eq!(summary(&indexed), summary(&store.samples(key).unwrap()));
+        }
+        let check = store.verify_index().unwrap();
+        assert_eq!((check.sound, check.stale, check.wrong.len()), (2, 0, 0));
     }
 
     #[test]
