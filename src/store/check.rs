@@ -450,10 +450,12 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let elsewhere = root.path().join("elsewhere");
         fs_err::create_dir_all(elsewhere.join("samples/0001")).unwrap();
-        // Each entry as `make` leaves it, and whether it has samples.
-        let shapes: [(&str, fn(&Path, &Path), bool); 9] = [
+        // Each entry as `make` leaves it (a link to `elsewhere` where it
+        // makes one), and whether it has samples.
+        type Make = fn(&Path, &Path);
+        let shapes: [(&str, Make, bool); 9] = [
             ("missing", |_, _| {}, false),
-            ("a file", |e, _| fs_err::write(e, "").unwrap(), false),
+            ("a file", |e, _| overwrite(e, b""), false),
             (
                 "a link",
                 |e, to| std::os::unix::fs::symlink(to, e).unwrap(),
@@ -474,7 +476,7 @@ mod tests {
                 "a file in samples/",
                 |e, _| {
                     fs_err::create_dir_all(e.join("samples")).unwrap();
-                    fs_err::write(e.join("samples/stray"), "").unwrap();
+                    overwrite(&e.join("samples/stray"), b"");
                 },
                 true,
             ),
@@ -490,7 +492,7 @@ mod tests {
                 "samples/ a file",
                 |e, _| {
                     fs_err::create_dir(e).unwrap();
-                    fs_err::write(e.join("samples"), "").unwrap();
+                    overwrite(&e.join("samples"), b"");
                 },
                 true,
             ),

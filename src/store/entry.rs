@@ -304,12 +304,12 @@ mod tests {
     #[test]
     fn an_outcome_without_a_known_status_or_a_field_is_refused() {
         for text in [
-            r#"{}"#,
+            "{}",
             r#"{"status":"done","error":"x"}"#,
             r#"{"error":"x","kind":"transient","log_tail":""}"#,
             r#"{"status":"failure","error":"x","log_tail":""}"#,
             r#"{"error":"x","status":"failure","log_tail":""}"#,
-            r#"[]"#,
+            "[]",
         ] {
             assert!(serde_json::from_str::<Outcome>(text).is_err(), "{text}");
         }

@@ -660,10 +660,13 @@ fn due_for_count(before: u64, after: u64) -> bool {
     before / step != after / step
 }
 
+/// Records with their keys.
+type Records = Vec<([u8; 32], Record)>;
+
 /// The last sound record of each key in `results.keys`, in the order of
 /// their places there, and how many records it holds in all (superseded,
 /// torn and damaged ones too); `None` for an index in another format.
-fn live_records(root: &Path) -> Result<Option<(Vec<([u8; 32], Record)>, usize)>, Error> {
+fn live_records(root: &Path) -> Result<Option<(Records, usize)>, Error> {
     let mut bytes = Vec::new();
     open_index_file(&index_keys_path(root), false)?.read_to_end(&mut bytes)?;
     let Some(body) = bytes.strip_prefix(HEADER.as_slice()) else {
@@ -946,11 +949,11 @@ mod tests {
             s
         };
         let again = vec![snapshot(&a); COMPACT_FROM as usize - 3];
-        let _lock = IndexLock::take(store.root()).unwrap();
+        let lock = IndexLock::take(store.root()).unwrap();
         append(store.root(), &again).unwrap();
         assert_eq!(record_count(), COMPACT_FROM - 1, "not counted yet");
         append(store.root(), &[snapshot(&b)]).unwrap();
-        drop(_lock);
+        drop(lock);
         assert_eq!(record_count(), 2, "the last record of each key is left");
         let data_len = fs_err::metadata(index_data_path(store.root()))
             .unwrap()
