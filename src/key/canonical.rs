@@ -16,43 +16,49 @@ use serde_json::Value;
 
 /// Canonical text of a JSON value.
 pub fn to_canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(1024);
     write(value, &mut out);
-    out
+    String::from_utf8(out).expect("JSON text is UTF-8")
 }
 
-fn write(value: &Value, out: &mut String) {
+/// Writes `value` to `out`: strings and scalars as `serde_json` writes them
+/// (straight into `out`, no text of their own), objects with sorted keys.
+fn write(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push('{');
+            out.push(b'{');
             for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
+                scalar(k, out);
+                out.push(b':');
                 write(v, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, v) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write(v, out);
             }
-            out.push(']');
+            out.push(b']');
         }
         Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() && f == 0.0 => out.push_str("0.0"),
-            _ => out.push_str(&n.to_string()),
+            Some(f) if n.is_f64() && f == 0.0 => out.extend_from_slice(b"0.0"),
+            _ => scalar(n, out),
         },
-        other => out.push_str(&other.to_string()),
+        other => scalar(other, out),
     }
+}
+
+fn scalar(value: &(impl serde::Serialize + ?Sized), out: &mut Vec<u8>) {
+    serde_json::to_writer(out, value).expect("writing JSON to memory cannot fail");
 }
 
 #[cfg(test)]

@@ -70,6 +70,26 @@ impl Lockfile {
         only
     }
 
+    /// Whether [`keyed_for`](Self::keyed_for)`(runtime)` equals `other`,
+    /// without making that copy (a lockfile of 10,000 runs is compared on
+    /// every `plan` and `report`).
+    pub fn keyed_for_equals(&self, runtime: Runtime, other: &Lockfile) -> bool {
+        let keys_equal = |mine: &BTreeMap<String, RunKey>, theirs: &BTreeMap<String, RunKey>| {
+            let mut only = mine.iter().filter(|(name, _)| *name == runtime.name());
+            only.clone().count() == theirs.len()
+                && only.all(|(name, key)| theirs.get(name) == Some(key))
+        };
+        self.experiment == other.experiment
+            && self.inputs == other.inputs
+            && self.runs.len() == other.runs.len()
+            && (self.runs.iter().zip(&other.runs)).all(|(mine, theirs)| {
+                mine.step == theirs.step
+                    && mine.workload == theirs.workload
+                    && mine.uses == theirs.uses
+                    && keys_equal(&mine.keys, &theirs.keys)
+            })
+    }
+
     pub fn input(&self, name: &str) -> Option<&Input> {
         self.inputs.iter().find(|i| i.name == name)
     }
@@ -143,5 +163,66 @@ pub mod names {
     pub const HARNESS_ENV: &str = "harness.env";
     pub fn tokenizer(model: &ModelRef) -> String {
         format!("tokenizer.{}@{}", model.id, model.revision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(step: &str, keys: &[(&str, &str)]) -> LockedRun {
+        LockedRun {
+            step: step.into(),
+            workload: "w".into(),
+            keys: keys
+                .iter()
+                .map(|(runtime, text)| (runtime.to_string(), RunKey::of_canonical(text)))
+                .collect(),
+            uses: vec!["engine.vllm".into()],
+        }
+    }
+
+    fn lockfile(runs: Vec<LockedRun>) -> Lockfile {
+        Lockfile {
+            experiment: "e".into(),
+            inputs: Vec::new(),
+            runs,
+        }
+    }
+
+    #[test]
+    fn comparing_one_runtime_s_keys_is_comparing_the_copy_with_only_those() {
+        let all = lockfile(vec![
+            run("a", &[("docker", "1"), ("local", "2"), ("sim", "3")]),
+            run("b", &[("docker", "4"), ("sim", "5")]),
+        ]);
+        let sim = lockfile(vec![run("a", &[("sim", "3")]), run("b", &[("sim", "5")])]);
+        let other_sim_key = lockfile(vec![run("a", &[("sim", "3")]), run("b", &[("sim", "6")])]);
+        let no_sim_key = lockfile(vec![run("a", &[("sim", "3")]), run("b", &[])]);
+        let other_step = lockfile(vec![run("a", &[("sim", "3")]), run("c", &[("sim", "5")])]);
+        let fewer_runs = lockfile(vec![run("a", &[("sim", "3")])]);
+        let two_keys = lockfile(vec![
+            run("a", &[("sim", "3"), ("docker", "1")]),
+            run("b", &[("sim", "5")]),
+        ]);
+        for runtime in [Runtime::Docker, Runtime::Local, Runtime::Sim] {
+            for other in [
+                &all,
+                &sim,
+                &other_sim_key,
+                &no_sim_key,
+                &other_step,
+                &fewer_runs,
+                &two_keys,
+            ] {
+                assert_eq!(
+                    all.keyed_for_equals(runtime, other),
+                    all.keyed_for(runtime) == *other,
+                    "{runtime:?} {other:?}"
+                );
+            }
+        }
+        assert!(all.keyed_for_equals(Runtime::Sim, &sim));
+        assert!(!all.keyed_for_equals(Runtime::Sim, &other_sim_key));
     }
 }

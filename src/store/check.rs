@@ -392,6 +392,25 @@ pub(super) fn is_damaged_sample(path: &Path, key: &RunKey) -> Result<bool, Error
 /// being a sample, it is reported and moved aside like any stray item; so
 /// is a `samples` that is a link (never followed: what it points to is not
 /// the store's), and an entry that is a link has none.
+/// Whether [`sample_dirs`] would list anything under `entry`, in as few
+/// calls as can tell: one `stat` for an entry that is not there (most keys
+/// a presence test asks of), two for one whose `samples/` holds a directory
+/// (its link count says so: each subdirectory's `..` is a link to it; a
+/// file system that does not count them says 1), a listing only otherwise.
+pub(super) fn has_sample_dirs(entry: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if !std::fs::symlink_metadata(entry).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    let dir = entry.join("samples");
+    match std::fs::symlink_metadata(&dir) {
+        Err(_) => false,
+        Ok(m) if !m.is_dir() => true,
+        Ok(m) if m.nlink() > 2 => true,
+        Ok(_) => std::fs::read_dir(&dir).is_ok_and(|mut d| d.any(|c| c.is_ok())),
+    }
+}
+
 pub(super) fn sample_dirs(entry: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
     let dir = entry.join("samples");
     let is_link = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
@@ -425,6 +444,66 @@ mod tests {
     use super::*;
     use crate::store::layout::{entry_dir, samples_dir};
     use crate::store::testing::{commit, overwrite, relative, result, store};
+
+    #[test]
+    fn the_presence_test_agrees_with_the_listing_whatever_an_entry_holds() {
+        let root = tempfile::tempdir().unwrap();
+        let elsewhere = root.path().join("elsewhere");
+        fs_err::create_dir_all(elsewhere.join("samples/0001")).unwrap();
+        // Each entry as `make` leaves it (a link to `elsewhere` where it
+        // makes one), and whether it has samples.
+        type Make = fn(&Path, &Path);
+        let shapes: [(&str, Make, bool); 9] = [
+            ("missing", |_, _| {}, false),
+            ("a file", |e, _| overwrite(e, b""), false),
+            (
+                "a link",
+                |e, to| std::os::unix::fs::symlink(to, e).unwrap(),
+                false,
+            ),
+            ("no samples/", |e, _| fs_err::create_dir(e).unwrap(), false),
+            (
+                "an empty samples/",
+                |e, _| fs_err::create_dir_all(e.join("samples")).unwrap(),
+                false,
+            ),
+            (
+                "a sample",
+                |e, _| fs_err::create_dir_all(e.join("samples/0001")).unwrap(),
+                true,
+            ),
+            (
+                "a file in samples/",
+                |e, _| {
+                    fs_err::create_dir_all(e.join("samples")).unwrap();
+                    overwrite(&e.join("samples/stray"), b"");
+                },
+                true,
+            ),
+            (
+                "samples/ a link",
+                |e, to| {
+                    fs_err::create_dir(e).unwrap();
+                    std::os::unix::fs::symlink(to.join("samples"), e.join("samples")).unwrap();
+                },
+                true,
+            ),
+            (
+                "samples/ a file",
+                |e, _| {
+                    fs_err::create_dir(e).unwrap();
+                    overwrite(&e.join("samples"), b"");
+                },
+                true,
+            ),
+        ];
+        for (i, (what, make, has)) in shapes.into_iter().enumerate() {
+            let entry = root.path().join(format!("entry-{i}"));
+            make(&entry, &elsewhere);
+            let listed = sample_dirs(&entry).is_ok_and(|d| !d.is_empty());
+            assert_eq!((listed, has_sample_dirs(&entry)), (has, has), "{what}");
+        }
+    }
 
     #[test]
     fn verify_reports_every_kind_of_damage_where_it_is() {

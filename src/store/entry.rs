@@ -29,7 +29,9 @@ pub struct RunResult {
     pub slurm: Option<crate::metrics::SlurmJob>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Stored as an object tagged by its `status` (written first), read by
+/// [`Outcome`]'s own deserializer (see `outcome_de`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     Success {
@@ -59,6 +61,131 @@ pub enum Outcome {
     },
 }
 
+/// Reading an [`Outcome`] as serde's derive for an internally tagged enum
+/// does would copy every field into a buffer before deserializing it (it
+/// cannot know the variant before the tag, wherever that is): most of what
+/// reading a `result.json` costs. A stored outcome has its `status` first,
+/// so the rest is read straight into the variant's fields; only an object
+/// whose tag comes later takes the buffered path. Either way the same
+/// objects read as the same outcomes (`outcome_de`'s tests).
+mod outcome_de {
+    use std::collections::BTreeMap;
+
+    use serde::de::value::MapAccessDeserializer;
+    use serde::de::{Error as _, MapAccess, Visitor};
+    use serde::{Deserialize, Deserializer};
+
+    use super::{FailureKind, Outcome};
+    use crate::metrics::{Measurement, ServingMetrics};
+
+    /// The fields of [`Outcome::Success`], as stored.
+    #[derive(Deserialize)]
+    struct Success {
+        metrics: Box<Measurement>,
+        warnings: Vec<String>,
+        #[serde(default)]
+        per_instance: Vec<ServingMetrics>,
+    }
+
+    /// The fields of [`Outcome::Failure`], as stored.
+    #[derive(Deserialize)]
+    struct Failure {
+        kind: FailureKind,
+        error: String,
+        log_tail: String,
+    }
+
+    /// The fields of [`Outcome::Imported`], as stored.
+    #[derive(Deserialize)]
+    struct Imported {
+        metrics: BTreeMap<String, f64>,
+        block: String,
+        #[serde(default)]
+        labels: BTreeMap<String, String>,
+    }
+
+    /// The `status` of a stored outcome.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Status {
+        Success,
+        Failure,
+        Imported,
+    }
+
+    /// The buffered path: an object whose `status` is not first.
+    #[derive(Deserialize)]
+    #[serde(tag = "status", rename_all = "snake_case")]
+    enum Tagged {
+        Success(Success),
+        Failure(Failure),
+        Imported(Imported),
+    }
+
+    impl From<Tagged> for Outcome {
+        fn from(tagged: Tagged) -> Self {
+            match tagged {
+                Tagged::Success(s) => Outcome::Success {
+                    metrics: s.metrics,
+                    warnings: s.warnings,
+                    per_instance: s.per_instance,
+                },
+                Tagged::Failure(f) => Outcome::Failure {
+                    kind: f.kind,
+                    error: f.error,
+                    log_tail: f.log_tail,
+                },
+                Tagged::Imported(i) => Outcome::Imported {
+                    metrics: i.metrics,
+                    block: i.block,
+                    labels: i.labels,
+                },
+            }
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Outcome {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_map(OutcomeVisitor)
+        }
+    }
+
+    struct OutcomeVisitor;
+
+    impl<'de> Visitor<'de> for OutcomeVisitor {
+        type Value = Outcome;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an outcome: an object with its `status`")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Outcome, A::Error> {
+            let Some(first) = map.next_key::<String>()? else {
+                return Err(A::Error::missing_field("status"));
+            };
+            if first != "status" {
+                // Buffered: the fields read so far and the rest, as an object.
+                let mut object = serde_json::Map::new();
+                object.insert(first, map.next_value()?);
+                while let Some((name, value)) = map.next_entry()? {
+                    object.insert(name, value);
+                }
+                return Tagged::deserialize(serde_json::Value::Object(object))
+                    .map(Outcome::from)
+                    .map_err(A::Error::custom);
+            }
+            let status: Status = map.next_value()?;
+            let rest = MapAccessDeserializer::new(map);
+            let tagged = match status {
+                Status::Success => Tagged::Success(Success::deserialize(rest)?),
+                Status::Failure => Tagged::Failure(Failure::deserialize(rest)?),
+                Status::Imported => Tagged::Imported(Imported::deserialize(rest)?),
+            };
+            Ok(tagged.into())
+        }
+    }
+}
+
 /// Deterministic failures are cached; transient ones are retried and never stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -74,6 +201,11 @@ pub struct Sample {
     pub id: String,
     pub dir: PathBuf,
     pub result: RunResult,
+    /// Known to have no `signature.json` (see [`Sample::signature`]): the
+    /// index of results gave it, from a record taken when no sample of its
+    /// entry was signed and whose stamps still match. perfpipe writes a
+    /// signature only with a new sample, which changes `samples/`'s stamp.
+    pub(super) unsigned: bool,
 }
 
 impl Sample {
@@ -91,6 +223,99 @@ impl Sample {
             Outcome::Success { metrics, .. } => Some(metrics.metric_map()),
             Outcome::Imported { metrics, .. } => Some(metrics.clone()),
             Outcome::Failure { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Gaps, MetricOptions, RequestRecord, compute};
+
+    fn metrics() -> ServingMetrics {
+        let request = RequestRecord {
+            success: true,
+            prompt_len: 10,
+            output_tokens: 2,
+            requested_output_tokens: 2,
+            // Binary fractions: serde_json reads decimals to within an ulp only.
+            ttft: 0.5,
+            latency: 0.75,
+            itl: Gaps::from_secs(&[0.25]),
+            ..Default::default()
+        };
+        let options = MetricOptions {
+            // A percentile beyond the fixed set: a flattened field.
+            percentiles: vec![90.0, 99.0],
+            ..Default::default()
+        };
+        compute(&[request], 2.0, &options)
+    }
+
+    /// One outcome of each variant, optional fields set and not.
+    fn outcomes() -> Vec<Outcome> {
+        vec![
+            Outcome::Success {
+                metrics: Box::new(Measurement::Vllm(metrics())),
+                warnings: vec!["fewer tokens".into()],
+                per_instance: vec![metrics(), metrics()],
+            },
+            Outcome::Success {
+                metrics: Box::new(Measurement::Vllm(metrics())),
+                warnings: vec![],
+                per_instance: vec![],
+            },
+            Outcome::Failure {
+                kind: FailureKind::Deterministic,
+                error: "OOM at load".into(),
+                log_tail: "CUDA out of memory".into(),
+            },
+            Outcome::Imported {
+                metrics: [("mean_ttft_ms".to_owned(), 12.5)].into(),
+                block: "Mean TTFT (ms): 12.5".into(),
+                labels: [("mean_ttft_ms".to_owned(), "Mean TTFT (ms)".to_owned())].into(),
+            },
+            Outcome::Imported {
+                metrics: [("mean_ttft_ms".to_owned(), 12.5)].into(),
+                block: String::new(),
+                labels: Default::default(),
+            },
+        ]
+    }
+
+    #[test]
+    fn an_outcome_reads_back_as_written_with_its_status_first_or_last() {
+        for outcome in outcomes() {
+            let text = serde_json::to_string(&outcome).unwrap();
+            assert!(text.starts_with(r#"{"status":"#), "{text}");
+            assert_eq!(serde_json::from_str::<Outcome>(&text).unwrap(), outcome);
+            // The tag last: the buffered path reads the same outcome.
+            let serde_json::Value::Object(mut object) = serde_json::to_value(&outcome).unwrap()
+            else {
+                panic!("an outcome is an object");
+            };
+            let status = object.shift_remove("status").unwrap();
+            object.insert("status".into(), status);
+            let text = serde_json::to_string(&object).unwrap();
+            assert!(!text.starts_with(r#"{"status":"#), "{text}");
+            assert_eq!(serde_json::from_str::<Outcome>(&text).unwrap(), outcome);
+            // Read from a value as from text.
+            let value = serde_json::Value::Object(object);
+            assert_eq!(serde_json::from_value::<Outcome>(value).unwrap(), outcome);
+        }
+    }
+
+    #[test]
+    fn an_outcome_without_a_known_status_or_a_field_is_refused() {
+        for text in [
+            "{}",
+            r#"{"status":"done","error":"x"}"#,
+            r#"{"error":"x","kind":"transient","log_tail":""}"#,
+            r#"{"status":"failure","error":"x","log_tail":""}"#,
+            r#"{"error":"x","status":"failure","log_tail":""}"#,
+            "[]",
+        ] {
+            assert!(serde_json::from_str::<Outcome>(text).is_err(), "{text}");
         }
     }
 }

@@ -346,7 +346,7 @@ impl Store {
     /// Whether `key`'s entry has any sample: a quick presence test that
     /// checks nothing (`index` and `samples` check what they read).
     pub fn has_samples(&self, key: &RunKey) -> bool {
-        check::sample_dirs(&layout::entry_dir(&self.root, key)).is_ok_and(|d| !d.is_empty())
+        check::has_sample_dirs(&layout::entry_dir(&self.root, key))
     }
 
     pub fn samples(&self, key: &RunKey) -> Result<Vec<Sample>, Error> {
@@ -367,6 +367,7 @@ fn committed_samples(entry: &Path, key: &RunKey) -> Result<Vec<Sample>, Error> {
                 result: sample.state.ok()?,
                 dir: sample.path,
                 id: sample.name,
+                unsigned: false,
             })
         })
         .collect())

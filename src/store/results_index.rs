@@ -20,8 +20,10 @@
 //! hide a second change in the same tick); a commit sets the mtime of what
 //! it wrote 3 s back, so its own record is used at once. A record of an
 //! entry holding damage or a signed sample says to read its files (readers
-//! check those every time). What is not used is read from the entry, and
-//! the reader appends a fresh record (a store that cannot be written keeps
+//! check those every time), so a sample the index gives is known unsigned:
+//! perfpipe writes a signature only with a new sample, which changes
+//! `samples/`'s stamp. What is not used is read from the entry, and the
+//! reader appends a fresh record (a store that cannot be written keeps
 //! reading the entries).
 //!
 //! Appends (a commit's, a reader's) take `locks/index.lock`, write the
@@ -31,6 +33,11 @@
 //! read from its files: a crash leaves the index stale, never wrong.
 //! `store verify` compares it with the entries, `store verify --repair`
 //! rewrites it from them.
+//!
+//! Records of a key recorded again are superseded. An append that leaves
+//! more of those than live records compacts the index
+//! (`compact_if_mostly_superseded`): it counts them a few times each time
+//! the index doubles, so an append reads a few records' worth on average.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
@@ -218,19 +225,16 @@ impl Snapshot {
 
     /// The record of this snapshot, its payload at `offset` in `results.data`.
     fn record(&self, offset: u64, payload: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(RECORD);
-        out.extend_from_slice(&self.key);
-        out.extend_from_slice(&self.flags.to_le_bytes());
-        out.extend_from_slice(&self.taken.to_le_bytes());
-        put_stamp(&self.samples_dir, &mut out);
-        put_stamp(&self.inputs, &mut out);
-        out.extend_from_slice(&offset.to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        debug_assert_eq!(out.len(), RECORD);
-        out
+        Record {
+            flags: self.flags,
+            taken: self.taken,
+            samples_dir: self.samples_dir.clone(),
+            inputs: self.inputs.clone(),
+            offset,
+            len: payload.len() as u32,
+            crc: crc32fast::hash(payload),
+        }
+        .encode(&self.key)
     }
 }
 
@@ -270,13 +274,33 @@ impl Record {
         ))
     }
 
-    /// The samples of its payload (`None` when it is not the one recorded).
-    fn samples(&self, data: &std::fs::File) -> Option<Vec<SnapSample>> {
+    /// The bytes of this record of `key`, its own CRC last.
+    fn encode(&self, key: &[u8; 32]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(RECORD);
+        out.extend_from_slice(key);
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&self.taken.to_le_bytes());
+        put_stamp(&self.samples_dir, &mut out);
+        put_stamp(&self.inputs, &mut out);
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.crc.to_le_bytes());
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(out.len(), RECORD);
+        out
+    }
+
+    /// Its payload, read from `data` (`None` when it is not the one recorded).
+    fn payload(&self, data: &std::fs::File) -> Option<Vec<u8>> {
         let mut payload = vec![0; self.len as usize];
         data.read_exact_at(&mut payload, self.offset).ok()?;
-        if crc32fast::hash(&payload) != self.crc {
-            return None;
-        }
+        (crc32fast::hash(&payload) == self.crc).then_some(payload)
+    }
+
+    /// The samples of its payload (`None` when it is not the one recorded).
+    fn samples(&self, data: &std::fs::File) -> Option<Vec<SnapSample>> {
+        let payload = self.payload(data)?;
         let mut b = payload.as_slice();
         let n = u32::from_le_bytes(take(&mut b)?);
         let mut out = Vec::with_capacity(n as usize);
@@ -335,26 +359,39 @@ impl ResultsIndex {
         }
     }
 
-    /// Reads the records of `root`'s index, keeping those `wanted` says yes to.
+    /// Reads the records of `root`'s index, keeping those `wanted` says yes
+    /// to. Read through a small buffer, record by record: the records of a
+    /// store of 100,000 results are ~18 MB, of which a command wants a few.
     pub(super) fn read(root: &Path, wanted: impl Fn(&[u8; 32]) -> bool) -> Self {
-        let mut keys = Vec::new();
-        let read = open_index_file(&index_keys_path(root), false)
-            .and_then(|mut file| file.read_to_end(&mut keys));
-        let Some(body) = keys
-            .strip_prefix(HEADER.as_slice())
-            .filter(|_| read.is_ok())
-        else {
+        let Ok(keys) = open_index_file(&index_keys_path(root), false) else {
             return Self::empty();
         };
+        let mut keys = std::io::BufReader::with_capacity(1 << 16, keys);
+        let mut header = [0; HEADER.len()];
+        if keys.read_exact(&mut header).is_err() || &header != HEADER {
+            return Self::empty();
+        }
         let Ok(data) = open_index_file(&index_data_path(root), false) else {
             return Self::empty();
         };
         let mut records = HashMap::new();
-        // A torn last record (a writer killed mid-append) is left out.
-        for chunk in body.chunks_exact(RECORD) {
-            if let Some((key, record)) = Record::parse(chunk)
-                && wanted(&key)
-            {
+        let mut record = [0; RECORD];
+        loop {
+            match keys.read_exact(&mut record) {
+                Ok(()) => {}
+                // A torn last record (a writer killed mid-append) is left out.
+                Err(e) if e.kind() == ErrorKind::UnexpectedEof => break,
+                Err(_) => return Self::empty(),
+            }
+            // The key before the CRC: a record whose key bytes were damaged
+            // is of a key nobody wants, or fails its CRC all the same.
+            let key = record
+                .first_chunk::<32>()
+                .expect("a record starts with its key");
+            if !wanted(key) {
+                continue;
+            }
+            if let Some((key, record)) = Record::parse(&record) {
                 records.insert(key, record);
             }
         }
@@ -410,6 +447,8 @@ impl ResultsIndex {
                 id: s.id,
                 dir,
                 result,
+                // A record of an entry with a signed sample says to read its files.
+                unsigned: true,
             });
         }
         if unsettled && settled_only {
@@ -597,7 +636,91 @@ fn append(root: &Path, snapshots: &[Snapshot]) -> Result<(), Error> {
         std::process::abort();
     }
     keys.write_all(&records)?;
+    let before = (len.saturating_sub(HEADER.len() as u64)) / RECORD as u64;
+    if due_for_count(before, before + snapshots.len() as u64) {
+        compact_if_mostly_superseded(root)?;
+    }
     Ok(())
+}
+
+/// An index shorter than this many records is never compacted: reading it
+/// whole costs less than rewriting it.
+const COMPACT_FROM: u64 = 1024;
+
+/// Whether an append that took `results.keys` from `before` records to
+/// `after` counts its superseded ones: when it crosses a multiple of an
+/// eighth of the power of two below `after` (at least [`COMPACT_FROM`]), so
+/// each append pays for reading a few records, not the whole index, and the
+/// index is counted eight times per doubling.
+fn due_for_count(before: u64, after: u64) -> bool {
+    if after < COMPACT_FROM {
+        return false;
+    }
+    let step = (1u64 << after.ilog2() >> 3).max(COMPACT_FROM);
+    before / step != after / step
+}
+
+/// Records with their keys.
+type Records = Vec<([u8; 32], Record)>;
+
+/// The last sound record of each key in `results.keys`, in the order of
+/// their places there, and how many records it holds in all (superseded,
+/// torn and damaged ones too); `None` for an index in another format.
+fn live_records(root: &Path) -> Result<Option<(Records, usize)>, Error> {
+    let mut bytes = Vec::new();
+    open_index_file(&index_keys_path(root), false)?.read_to_end(&mut bytes)?;
+    let Some(body) = bytes.strip_prefix(HEADER.as_slice()) else {
+        return Ok(None);
+    };
+    let sound: Vec<([u8; 32], Record)> = body
+        .chunks_exact(RECORD)
+        .filter_map(Record::parse)
+        .collect();
+    let last: HashMap<[u8; 32], usize> = (sound.iter().enumerate())
+        .map(|(place, (key, _))| (*key, place))
+        .collect();
+    let total = body.len() / RECORD;
+    let live = (sound.into_iter().enumerate())
+        .filter(|(place, (key, _))| last[key] == *place)
+        .map(|(_, record)| record)
+        .collect();
+    Ok(Some((live, total)))
+}
+
+/// Rewrites the index without its superseded records when they outnumber
+/// the live ones (the caller holds the index lock); whether it did. Each
+/// live record is kept as it is, its payload copied (one whose CRC fails is
+/// dropped: it read as unknown, as no record does); the payloads are
+/// written first, then the records, each file renamed whole into place. A
+/// reader that read the old records and opens the new payloads finds their
+/// CRCs wrong and reads the entries' files: stale, never wrong.
+fn compact_if_mostly_superseded(root: &Path) -> Result<bool, Error> {
+    let Some((live, total)) = live_records(root)? else {
+        return Ok(false);
+    };
+    if total - live.len() <= live.len() {
+        return Ok(false);
+    }
+    let old_data = open_index_file(&index_data_path(root), false)?;
+    // Readable by all, as the entries are (a team shares a store).
+    let write = crate::atomic_write::AtomicWrite::new().mode(0o644);
+    let mut data = write.begin(&index_data_path(root))?;
+    let mut keys = HEADER.to_vec();
+    let mut offset = 0;
+    let mut payloads = std::io::BufWriter::new(data.file());
+    for (key, record) in live {
+        let Some(payload) = record.payload(&old_data) else {
+            continue;
+        };
+        payloads.write_all(&payload)?;
+        keys.extend(Record { offset, ..record }.encode(&key));
+        offset += payload.len() as u64;
+    }
+    payloads.flush()?;
+    drop(payloads);
+    data.commit()?;
+    write.write(&index_keys_path(root), &keys)?;
+    Ok(true)
 }
 
 /// Opens a file of the index for reading, and with `write` for writing
@@ -789,6 +912,62 @@ mod tests {
             lookup(&store, &key),
             Lookup::Unknown(Unknown::NoRecord)
         ));
+    }
+
+    #[test]
+    fn appends_count_superseded_records_a_few_times_per_doubling() {
+        assert!(!due_for_count(0, COMPACT_FROM - 1));
+        assert!(due_for_count(COMPACT_FROM - 1, COMPACT_FROM));
+        assert!(!due_for_count(COMPACT_FROM, COMPACT_FROM + 1));
+        assert!(due_for_count(0, 5000), "one append of many");
+        // From 16384 records on, every 2048.
+        assert!(!due_for_count(16385, 18431));
+        assert!(due_for_count(18431, 18432));
+        let counted = |from: u64, to: u64| (from..to).filter(|&n| due_for_count(n, n + 1)).count();
+        assert_eq!(counted(1 << 16, 1 << 17), 8, "eight times per doubling");
+        assert_eq!(counted(COMPACT_FROM, 1 << 20), 63, "fewer below 8192");
+    }
+
+    #[test]
+    fn an_append_that_leaves_mostly_superseded_records_compacts_the_index() {
+        let (_root, store) = store();
+        let (a, _) = commit(&store, r#"{"f":1}"#);
+        let (b, _) = commit(&store, r#"{"f":2}"#);
+        let keys = index_keys_path(store.root());
+        let record_count =
+            || (fs_err::metadata(&keys).unwrap().len() - HEADER.len() as u64) / RECORD as u64;
+        assert_eq!(record_count(), 2);
+        // Nothing superseded: left as it is.
+        assert!(!compact_if_mostly_superseded(store.root()).unwrap());
+        // A reader's refreshes of `a`, over and over, then one of `b`: the
+        // append that passes COMPACT_FROM records counts them.
+        let snapshot = |key: &RunKey| {
+            let mut s = Snapshot::take(&entry_dir(store.root(), key), key)
+                .unwrap()
+                .unwrap();
+            s.taken += 3_000_000_000;
+            s
+        };
+        let again = vec![snapshot(&a); COMPACT_FROM as usize - 3];
+        let lock = IndexLock::take(store.root()).unwrap();
+        append(store.root(), &again).unwrap();
+        assert_eq!(record_count(), COMPACT_FROM - 1, "not counted yet");
+        append(store.root(), &[snapshot(&b)]).unwrap();
+        drop(lock);
+        assert_eq!(record_count(), 2, "the last record of each key is left");
+        let data_len = fs_err::metadata(index_data_path(store.root()))
+            .unwrap()
+            .len();
+        let payloads = snapshot(&a).payload().len() + snapshot(&b).payload().len();
+        assert_eq!(data_len, payloads as u64, "and only their payloads");
+        for key in [&a, &b] {
+            let Lookup::Samples(indexed) = lookup(&store, key) else {
+                panic!("a compacted record is used");
+            };
+            assert_eq!(summary(&indexed), summary(&store.samples(key).unwrap()));
+        }
+        let check = store.verify_index().unwrap();
+        assert_eq!((check.sound, check.stale, check.wrong.len()), (2, 0, 0));
     }
 
     #[test]

@@ -106,8 +106,12 @@ impl Store {
 }
 
 impl Sample {
-    /// Who signed this sample, when it came from a cache.
+    /// Who signed this sample, when it came from a cache (read from its
+    /// `signature.json`, unless the index of results knew it has none).
     pub fn signature(&self) -> Option<Signed> {
+        if self.unsigned {
+            return None;
+        }
         read_signed(&self.dir)
     }
 }

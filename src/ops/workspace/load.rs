@@ -227,21 +227,23 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         &runtimes,
         Some((runtime, &declared_runs)),
     );
-    let comparable = old.as_ref().map(|old| match keyed_for {
-        Some(runtime) => std::borrow::Cow::Owned(old.keyed_for(runtime)),
-        None => std::borrow::Cow::Borrowed(old),
-    });
-    let only_tokenizers_differ = match (&old, &comparable) {
-        (Some(old), Some(comparable)) if **comparable != new => {
-            crate::lock::build_with_keys(
+    // The same as `new` (for this runtime's keys), or not only in tokenizers.
+    let equals = |old: &crate::lock::Lockfile, other: &crate::lock::Lockfile| match keyed_for {
+        Some(runtime) => old.keyed_for_equals(runtime, other),
+        None => old == other,
+    };
+    let only_tokenizers_differ = match &old {
+        Some(old) if !equals(old, &new) => equals(
+            old,
+            &crate::lock::build_with_keys(
                 &declared,
                 &spec,
                 pins,
                 &tokenizers_of(old, &declared, &spec, &inputs),
                 &runtimes,
                 None,
-            ) == **comparable
-        }
+            ),
+        ),
         _ => false,
     };
     // A capped workload is another workload with keys of its own; the

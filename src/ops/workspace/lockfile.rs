@@ -64,7 +64,7 @@ impl LockState {
     pub fn is_current(&self) -> bool {
         match (&self.old, self.keyed_for) {
             (None, _) => false,
-            (Some(old), Some(runtime)) => old.keyed_for(runtime) == self.new,
+            (Some(old), Some(runtime)) => old.keyed_for_equals(runtime, &self.new),
             (Some(old), None) => *old == self.new,
         }
     }

@@ -49,6 +49,18 @@ pub fn stored_runs(loaded: &Loaded, selection: &Selection) -> Vec<(Runtime, usiz
         .collect()
 }
 
+/// The runtimes under which the store holds some of `loaded`'s runs: a
+/// presence test per key, up to the first one held.
+pub fn runtimes_with_results(loaded: &Loaded, selection: &Selection) -> Vec<Runtime> {
+    [Runtime::Docker, Runtime::Local, Runtime::Sim]
+        .into_iter()
+        .filter(|&runtime| {
+            let keys = keys_under(loaded, selection, runtime);
+            keys.iter().any(|k| loaded.store.has_samples(k))
+        })
+        .collect()
+}
+
 /// Without `--runtime`, when the store holds nothing of `loaded`'s runtime
 /// but runs of the experiment under another, says so and how to see them
 /// with `command` (`plan`, `explain`); without `--max-prompts`, when it
@@ -172,10 +184,7 @@ pub fn choose_stored(
         return Ok(None);
     }
     let experiment = &selection.experiment;
-    let with_results: Vec<Runtime> = stored_runs(loaded, selection)
-        .into_iter()
-        .map(|(runtime, _)| runtime)
-        .collect();
+    let with_results = runtimes_with_results(loaded, selection);
     let ambiguous = |runtimes: Vec<Runtime>| {
         let names: Vec<String> = runtimes.iter().map(|r| format!("`{}`", r.name())).collect();
         Error::Usage {
