@@ -261,6 +261,7 @@ impl Credential {
 
 #[cfg(test)]
 mod tests {
+    use super::super::s3::vars;
     use super::*;
 
     #[test]
@@ -341,14 +342,6 @@ mod tests {
 
     #[test]
     fn an_s3_cache_without_a_section_takes_the_aws_variables_and_a_section_wins() {
-        let vars = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, v)| (*v).to_owned())
-            }
-        };
         let found = from_aws_environment(
             "h:1",
             vars(&[

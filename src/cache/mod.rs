@@ -9,7 +9,8 @@
 //! - `artifact`: a sample as an OCI artifact, and the checks of a pulled one (pure)
 //! - `credentials`: per-cache secrets named in the user's config.toml (env, files)
 //! - `location`, `remote`: where a cache is, and reading and writing it (effects)
-//! - `s3`: an S3 bucket's addresses and the signature of its requests (pure)
+//! - `s3`: an S3 bucket's addresses and the signature of its requests (pure
+//!   but for the `AWS_*` variables a bucket's address falls back on)
 //! - `lacks`: the short-lived memory of what a cache has no sample of (files)
 //! - `push`, `substitute`: the workflows of `cache push` and of `run`/`plan`
 

@@ -460,6 +460,20 @@ pub fn where_keys_go(host: &str, from: Option<KeyOrigin>) -> String {
     }
 }
 
+/// An environment of `pairs` only, for [`Bucket::parse_in`] and the
+/// credentials' tests.
+#[cfg(test)]
+pub(super) fn vars(
+    pairs: &'static [(&'static str, &'static str)],
+) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| (*v).to_owned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -618,14 +632,6 @@ mod tests {
 
     #[test]
     fn what_the_url_leaves_out_comes_from_the_aws_variables() {
-        let vars = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, v)| (*v).to_owned())
-            }
-        };
         let all: &[(&str, &str)] = &[
             ("AWS_ENDPOINT_URL_S3", "http://s3.cluster:9000"),
             ("AWS_ENDPOINT_URL", "http://everything:1"),
