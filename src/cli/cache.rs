@@ -52,8 +52,9 @@ pub struct SignArgs {
     /// Sign the samples of every entry of the store.
     #[arg(long, conflicts_with = "experiments")]
     pub all: bool,
-    /// The cache: a directory or `oci://host/repository` [default: `push-to`
-    /// under `[cache]` in config.toml].
+    /// The cache: a directory, `oci://host/repository` or
+    /// `s3://bucket/prefix` [default: `push-to` under `[cache]` in
+    /// config.toml].
     #[arg(long, value_name = "LOCATION")]
     pub to: Option<String>,
     /// The secret key file whose signature is added.
@@ -80,8 +81,9 @@ pub struct PushArgs {
     /// Push every entry of the store.
     #[arg(long, conflicts_with = "experiments")]
     pub all: bool,
-    /// The cache: a directory or `oci://host/repository` [default: `push-to`
-    /// under `[cache]` in config.toml].
+    /// The cache: a directory, `oci://host/repository` or
+    /// `s3://bucket/prefix` [default: `push-to` under `[cache]` in
+    /// config.toml].
     #[arg(long, value_name = "LOCATION")]
     pub to: Option<String>,
     /// The secret key file to sign with [default: `secret-key-file` under `[cache]`].
@@ -101,8 +103,8 @@ pub struct PushArgs {
 #[derive(Debug, Args)]
 pub struct SubstituteArgs {
     /// A cache to ask for missing runs, repeatable: a directory, an
-    /// `https://` URL or `oci://host/repository` [default: `substituters`
-    /// under `[cache]` in config.toml].
+    /// `https://` URL, `oci://host/repository` or `s3://bucket/prefix`
+    /// [default: `substituters` under `[cache]` in config.toml].
     #[arg(long = "substituter", value_name = "LOCATION")]
     pub substituters: Vec<String>,
     /// A public key whose signed results to accept, repeatable
