@@ -79,14 +79,26 @@ impl Lockfile {
             only.clone().count() == theirs.len()
                 && only.all(|(name, key)| theirs.get(name) == Some(key))
         };
-        self.experiment == other.experiment
-            && self.inputs == other.inputs
-            && self.runs.len() == other.runs.len()
-            && (self.runs.iter().zip(&other.runs)).all(|(mine, theirs)| {
-                mine.step == theirs.step
-                    && mine.workload == theirs.workload
-                    && mine.uses == theirs.uses
-                    && keys_equal(&mine.keys, &theirs.keys)
+        // Every field by name: one added to either type must be compared here too.
+        let Lockfile {
+            experiment,
+            inputs,
+            runs,
+        } = self;
+        *experiment == other.experiment
+            && *inputs == other.inputs
+            && runs.len() == other.runs.len()
+            && (runs.iter().zip(&other.runs)).all(|(mine, theirs)| {
+                let LockedRun {
+                    step,
+                    workload,
+                    keys,
+                    uses,
+                } = mine;
+                *step == theirs.step
+                    && *workload == theirs.workload
+                    && *uses == theirs.uses
+                    && keys_equal(keys, &theirs.keys)
             })
     }
 

@@ -37,12 +37,7 @@ fn configure(env: &TestEnv, endpoint: &str, access_key: &str, rest: &str) {
 /// configuration and `secret` in [`SECRET_VAR`]; killed (failing the test)
 /// after 3 minutes.
 fn online(env: &TestEnv, args: &[&str], secret: &str) -> Output {
-    let mut command = env.cmd(args);
-    command
-        .env_remove("PERFPIPE_OFFLINE")
-        .env("XDG_CONFIG_HOME", env.path("config"))
-        .env(SECRET_VAR, secret);
-    crate::common::output_within(&mut command, 180)
+    online_with(env, args, &[(SECRET_VAR, secret)])
 }
 
 /// Alice's measured store and key, pushed to a new bucket of `server`;
