@@ -93,8 +93,13 @@ impl RunContext<'_> {
             runs: 0,
         };
         let began = Instant::now();
+        // Time spent waiting for GPUs held by others is not the engine's
+        // start-up: "engine ready after" leaves it out.
+        let mut waited_for_gpus = Duration::ZERO;
         for i in 0..step.instances() {
+            let asked = Instant::now();
             let leases = self.gpus(run, step.gpus, report).await?;
+            waited_for_gpus += asked.elapsed();
             let gpus: Vec<u32> = leases.iter().map(|l| l.index).collect();
             let port = free_port().map_err(|source| ExecError::System {
                 what: "find a free port for the engine",
@@ -199,7 +204,7 @@ impl RunContext<'_> {
         let Some((kind, error)) = failed else {
             report(ExecEvent::EngineReady {
                 run,
-                after: began.elapsed(),
+                after: began.elapsed().saturating_sub(waited_for_gpus),
             });
             return Ok(Ok(launched));
         };

@@ -16,6 +16,9 @@ pub struct GpuSample {
     /// `clocks_throttle_reasons.active` as printed (a bit mask, `0x0000000000000000` when none).
     pub throttle_reasons: String,
     pub memory_used_mib: f64,
+    /// `utilization.gpu`: the share of the last sample period in which a
+    /// kernel ran, in percent (not how busy the SMs were).
+    pub utilization_pct: f64,
 }
 
 /// The engine's processes (every process of its process groups) at one
@@ -86,6 +89,9 @@ pub struct EngineSample {
 pub struct TelemetrySummary {
     pub gpu_samples: usize,
     pub mean_power_w: Option<f64>,
+    /// The mean of `utilization.gpu` (absent from results measured before it was sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_gpu_utilization_pct: Option<f64>,
     pub max_temperature_c: Option<f64>,
     /// Throttle reasons seen (other than idle), e.g. `0x0000000000000040`.
     pub throttling: Vec<String>,
@@ -112,7 +118,9 @@ fn is_zero(n: &usize) -> bool {
 
 /// The `nvidia-smi` arguments of a telemetry sample.
 pub const GPU_QUERY: &[&str] = &[
-    "--query-gpu=index,power.draw,clocks.sm,temperature.gpu,clocks_throttle_reasons.active,memory.used",
+    // `clocks_throttle_reasons.active` is the name drivers before 535 know;
+    // later ones (580 seen) still answer it, as `clocks_event_reasons.active`.
+    "--query-gpu=index,power.draw,clocks.sm,temperature.gpu,clocks_throttle_reasons.active,memory.used,utilization.gpu",
     "--format=csv,noheader,nounits",
 ];
 
@@ -122,7 +130,7 @@ pub fn parse_gpu_samples(csv: &str) -> Vec<GpuSample> {
         .filter_map(|line| {
             let c: Vec<&str> = line.split(',').map(str::trim).collect();
             let num = |s: &str| s.parse::<f64>().unwrap_or(f64::NAN);
-            if c.len() != 6 {
+            if c.len() != 7 {
                 return None;
             }
             Some(GpuSample {
@@ -132,9 +140,43 @@ pub fn parse_gpu_samples(csv: &str) -> Vec<GpuSample> {
                 temperature_c: num(c[3]),
                 throttle_reasons: c[4].to_owned(),
                 memory_used_mib: num(c[5]),
+                utilization_pct: num(c[6]),
             })
         })
         .collect()
+}
+
+/// The bits of `clocks_throttle_reasons.active`, as NVML names them
+/// (`nvmlClocksEventReason*`).
+const THROTTLE_REASONS: &[(u64, &str)] = &[
+    (0x1, "GPU idle"),
+    (0x2, "applications clocks setting"),
+    (0x4, "SW power cap"),
+    (0x8, "HW slowdown"),
+    (0x10, "sync boost"),
+    (0x20, "SW thermal slowdown"),
+    (0x40, "HW thermal slowdown"),
+    (0x80, "HW power brake slowdown"),
+    (0x100, "display clock setting"),
+];
+
+/// What a throttle mask says, in NVML's words (`SW power cap`), each bit
+/// NVML has not named as its hex value; a mask that is not hex as printed.
+pub fn throttle_reason_names(mask: &str) -> Vec<String> {
+    let Ok(bits) = u64::from_str_radix(mask.trim().trim_start_matches("0x"), 16) else {
+        return vec![mask.to_owned()];
+    };
+    let named: u64 = THROTTLE_REASONS.iter().map(|(bit, _)| bit).sum();
+    let mut names: Vec<String> = THROTTLE_REASONS
+        .iter()
+        .filter(|(bit, _)| bits & bit != 0)
+        .map(|(_, name)| (*name).to_owned())
+        .collect();
+    let unnamed = bits & !named;
+    if unnamed != 0 {
+        names.push(format!("{unnamed:#x}"));
+    }
+    names
 }
 
 /// Sums each Prometheus sample by metric name (labels dropped).
@@ -219,6 +261,11 @@ pub fn summarize(samples: &Samples) -> TelemetrySummary {
     TelemetrySummary {
         gpu_samples: gpu.len(),
         mean_power_w: mean(gpu.iter().filter_map(|s| finite(s.power_w)).collect()),
+        mean_gpu_utilization_pct: mean(
+            gpu.iter()
+                .filter_map(|s| finite(s.utilization_pct))
+                .collect(),
+        ),
         max_temperature_c: max(gpu.iter().filter_map(|s| finite(s.temperature_c)).collect()),
         throttling,
         engine_samples: engine.len(),
@@ -241,9 +288,9 @@ mod tests {
 
     #[test]
     fn gpu_samples_and_throttling() {
-        let csv = "0, 312.45, 1410, 67, 0x0000000000000000, 61234\n1, 250.00, 1275, 71, 0x0000000000000040, 60000\n2, [N/A], 1410, 60, 0x0000000000000001, 1\n";
+        let csv = "0, 312.45, 1410, 67, 0x0000000000000000, 61234, 97\n1, 250.00, 1275, 71, 0x0000000000000040, 60000, 88\n2, [N/A], 1410, 60, 0x0000000000000001, 1, [N/A]\n3, 1.0, 1410, 60, 0x0000000000000000, 1\n";
         let samples = parse_gpu_samples(csv);
-        assert_eq!(samples.len(), 3);
+        assert_eq!(samples.len(), 3, "a line of six columns is not a sample");
         let s = summarize(&Samples {
             gpu: samples,
             ..Samples::default()
@@ -253,11 +300,31 @@ mod tests {
             "N/A is not a zero"
         );
         assert_eq!(s.max_temperature_c, Some(71.0));
+        assert_eq!(s.mean_gpu_utilization_pct, Some(92.5));
         assert_eq!(
             s.throttling,
             ["0x0000000000000040"],
             "idle is not throttling"
         );
+    }
+
+    #[test]
+    fn throttle_masks_read_as_nvmls_names() {
+        // What a real H200 printed under a matrix-product load (driver 580.159.04).
+        assert_eq!(
+            throttle_reason_names("0x0000000000000004"),
+            ["SW power cap"]
+        );
+        assert_eq!(
+            throttle_reason_names("0x0000000000000048"),
+            ["HW slowdown", "HW thermal slowdown"]
+        );
+        assert_eq!(
+            throttle_reason_names("0x0000000000001001"),
+            ["GPU idle", "0x1000"],
+            "a bit NVML has not named stays visible"
+        );
+        assert_eq!(throttle_reason_names("[N/A]"), ["[N/A]"]);
     }
 
     #[test]

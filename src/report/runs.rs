@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::inline::{cell_code, code, text};
 use crate::analyze::RunRecord;
 use crate::metrics::MetricSet;
-use crate::metrics::telemetry::TelemetrySummary;
+use crate::metrics::telemetry::{self, TelemetrySummary};
 
 /// The runs table's columns: (metric, header), under the client's own names.
 pub(super) fn run_columns(set: MetricSet) -> &'static [(&'static str, &'static str)] {
@@ -166,8 +166,8 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
         cpu_telemetry(out, &with);
         return;
     }
-    out.push_str("| Step | Workload | Mean power (W) | Max temp (°C) | Throttling | Mean KV cache | Max running | Max waiting | Preemptions |\n");
-    out.push_str("|---|---|---:|---:|---|---:|---:|---:|---:|\n");
+    out.push_str("| Step | Workload | Mean power (W) | Mean GPU util (%) | Max temp (°C) | Throttling | Mean KV cache | Max running | Max waiting | Preemptions |\n");
+    out.push_str("|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n");
     let num = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
     for (r, t) in with {
         let throttling = if t.gpu_samples == 0 {
@@ -175,17 +175,25 @@ fn telemetry(out: &mut String, runs: &[RunRecord]) {
         } else if t.throttling.is_empty() {
             "none".to_owned()
         } else {
-            text(&t.throttling.join(", "))
+            let mut names: Vec<String> = t
+                .throttling
+                .iter()
+                .flat_map(|mask| telemetry::throttle_reason_names(mask))
+                .collect();
+            names.sort();
+            names.dedup();
+            text(&names.join(", "))
         };
         let kv = t
             .mean_kv_cache_usage
             .map_or("-".to_owned(), kv_cache_percent);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {throttling} | {kv} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {throttling} | {kv} | {} | {} | {} |",
             cell_code(&r.step),
             cell_code(&r.workload),
             num(t.mean_power_w, 1),
+            num(t.mean_gpu_utilization_pct, 0),
             num(t.max_temperature_c, 0),
             num(t.max_running, 0),
             num(t.max_waiting, 0),

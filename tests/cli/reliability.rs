@@ -366,7 +366,9 @@ fn a_run_waits_while_every_gpu_holds_a_foreign_process() {
             .contains("GPU 0: pid 999 `python3` (81000 MiB)")
     });
     assert!(!env.path("standin.log").exists(), "no engine started");
-    // The job ends; the run goes on.
+    // The job holds the GPU a while longer, then ends; the run goes on.
+    let held = Duration::from_secs(3);
+    std::thread::sleep(held);
     std::fs::write(&apps, "").unwrap();
     let status = perfpipe.wait().unwrap();
     let err = std::fs::read_to_string(&err_file).unwrap();
@@ -375,6 +377,13 @@ fn a_run_waits_while_every_gpu_holds_a_foreign_process() {
         err.contains("waiting for 1 free GPUs; not using GPUs that hold processes perfpipe did not start:\n        GPU 0: pid 999 `python3` (81000 MiB)"),
         "{err}"
     );
+    // The engine's start-up is timed from its launch, not from the wait.
+    let ready_after: f64 = err
+        .split_once("engine ready after ")
+        .and_then(|(_, rest)| rest.split_once('s'))
+        .and_then(|(secs, _)| secs.parse().ok())
+        .unwrap_or_else(|| panic!("no ready line: {err}"));
+    assert!(ready_after < held.as_secs_f64(), "{err}");
     assert_eq!(env.samples().len(), 1);
 }
 

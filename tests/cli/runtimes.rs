@@ -936,7 +936,7 @@ fn measure_all_drives_every_replica_on_disjoint_gpus() {
         (telemetry["mean_power_w"].as_f64().unwrap() - (301.25 * 3.0 + 398.5) / 4.0).abs() < 1e-9
     );
     assert!(
-        report.contains("| `two` | `short` | 325.6 | 84 | 0x0000000000000004 |"),
+        report.contains("| `two` | `short` | 325.6 | 95 | 84 | SW power cap |"),
         "{report}"
     );
 }
