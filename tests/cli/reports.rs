@@ -417,9 +417,9 @@ fn capped_runs_report_apart_and_report_finds_the_runtime_with_results() {
         ----- stdout -----
 
         ----- stderr -----
-          × the store holds results of `cap.kdl` under both `docker` and `local`
-          help: name the runtime to report: `perfpipe report cap.kdl --runtime docker`
-                or `perfpipe report cap.kdl --runtime local`
+          × the store holds results of this experiment under both `docker` and `local`
+          help: name the runtime: `perfpipe report cap.kdl --runtime docker` or
+                `perfpipe report cap.kdl --runtime local`
         ");
     });
     let named = env.run(&["report", "cap.kdl", "--runtime", "local"]);
