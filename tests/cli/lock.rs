@@ -1281,6 +1281,8 @@ fn the_registrys_tags_decide_whether_an_engine_version_was_released() {
     let pinned = lock();
     assert_eq!(pinned.status.code(), Some(0), "{}", stderr(&pinned));
     assert!(!warned(&env), "its registry has the tag");
+    let locked = env.run(&["run", "pins.kdl", "--runtime", "sim", "--locked"]);
+    assert_eq!(locked.status.code(), Some(0), "{}", stderr(&locked));
 }
 
 /// Offline, `lock` never changes a pin without saying so: after an engine
