@@ -22,12 +22,15 @@ impl InputChange<'_> {
             (None, Some(after)) => format!("new: {}", summary(after)),
             (Some(before), None) => format!("no longer declared (was {})", summary(before)),
             (Some(before), Some(after)) => {
-                let mut fields = field_changes("", &before.original, &after.original);
+                let mut fields = field_changes("", &before.original, &after.original, "(none)");
                 let none = Default::default();
+                // A pin dropped (a changed declaration is written unpinned
+                // until `lock` reaches its registry) is said as such.
                 fields.extend(field_changes(
                     "pinned ",
                     before.locked.as_ref().unwrap_or(&none),
                     after.locked.as_ref().unwrap_or(&none),
+                    "(unpinned)",
                 ));
                 fields.join("; ")
             }
@@ -53,13 +56,20 @@ fn values(attrs: &super::Attrs) -> String {
         .join(", ")
 }
 
-fn field_changes(prefix: &str, before: &super::Attrs, after: &super::Attrs) -> Vec<String> {
+/// `{prefix}{field} {before} → {after}` for each field that differs; a
+/// field on one side only is `absent` on the other.
+fn field_changes(
+    prefix: &str,
+    before: &super::Attrs,
+    after: &super::Attrs,
+    absent: &str,
+) -> Vec<String> {
     let fields: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
     fields
         .into_iter()
         .filter(|f| before.get(*f) != after.get(*f))
         .map(|f| {
-            let show = |v: Option<&String>| v.map_or("(none)".to_owned(), Clone::clone);
+            let show = |v: Option<&String>| v.map_or(absent.to_owned(), Clone::clone);
             format!(
                 "{prefix}{f} {} → {}",
                 show(before.get(f)),
@@ -198,7 +208,7 @@ mod tests {
         assert_eq!(inputs.len(), 1);
         assert_eq!(
             inputs[0].describe(),
-            "version 0.11.0 → 0.17.1; pinned image v@sha256:1f → (none)"
+            "version 0.11.0 → 0.17.1; pinned image v@sha256:1f → (unpinned)"
         );
         let runs = run_key_changes(&before, &after, Runtime::Sim);
         let seen: Vec<(&str, Vec<String>, bool)> = runs

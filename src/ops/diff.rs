@@ -264,111 +264,71 @@ fn declared_prompts(file: &Path) -> Result<BTreeSet<u32>, Error> {
     Ok(spec.workloads.iter().map(|w| w.prompts).collect())
 }
 
-/// Without `--runtime`: the runtime whose results the store holds of the
-/// two lockfiles' runs (measured before simulated, as `report` chooses;
-/// docker when it holds none) and, without `--max-prompts` when it holds
-/// only capped results, the cap of the most; and the line that says which.
+/// Without `--runtime`: the results the store holds of the two lockfiles'
+/// runs, chosen as `report` chooses (`stored_runtimes::choose`; their keys
+/// under docker when it holds none), and the line that says which.
 fn stored_choice(
     store: &Store,
     locks: [&lock::Lockfile; 2],
     experiment: Option<&PathBuf>,
     args: &DiffOptions,
 ) -> Result<(Runtime, Option<u32>, String), Error> {
-    use super::workspace::stored_runtimes::{StoredRuntime, best_cap, stored_caps, stored_runtime};
+    use super::workspace::stored_runtimes::{Choosing, best_cap, choose, stored_caps};
     let keys = |runtime: Runtime| -> BTreeSet<RunKey> {
         locks
             .iter()
             .flat_map(|l| l.runs.iter().filter_map(|r| r.key(runtime).cloned()))
             .collect()
     };
-    let ambiguous = |runtimes: Vec<Runtime>| Error::Usage {
-        message: format!(
-            "the store holds results of these lockfiles' runs under both {}",
-            runtimes
-                .iter()
-                .map(|r| format!("`{}`", r.name()))
-                .collect::<Vec<_>>()
-                .join(" and ")
-        ),
-        hint: "name the runtime to compare: `--runtime docker` or `--runtime local`".into(),
-    };
     let runtimes = [Runtime::Docker, Runtime::Local, Runtime::Sim];
-    let capped_note = |cap: Option<u32>| {
-        cap.map(|n| {
-            format!(
-                ", capped at {} (`--max-prompts {n}`)",
-                crate::plural::count(n as usize, "prompt", "prompts")
-            )
-        })
-        .unwrap_or_default()
+    // By runtime, the count of stored results of each cap.
+    type Caps = Vec<(Runtime, BTreeMap<u32, usize>)>;
+    let caps = |file: &Path| -> Result<Caps, Error> {
+        let declared = declared_prompts(file)?;
+        runtimes
+            .into_iter()
+            .map(|runtime| {
+                stored_caps(store, &keys(runtime), &declared)
+                    .map(|caps| (runtime, caps))
+                    .map_err(Error::Store)
+            })
+            .collect()
     };
     // With `--max-prompts`, the runtimes of its capped results; else of full-size ones.
     let with_results: Vec<Runtime> = match (args.max_prompts, experiment) {
-        (Some(cap), Some(file)) => {
-            let declared = declared_prompts(file)?;
-            let mut with = Vec::new();
-            for runtime in runtimes {
-                let caps = stored_caps(store, &keys(runtime), &declared).map_err(Error::Store)?;
-                if caps.contains_key(&cap) {
-                    with.push(runtime);
-                }
-            }
-            with
-        }
+        (Some(cap), Some(file)) => caps(file)?
+            .into_iter()
+            .filter(|(_, caps)| caps.contains_key(&cap))
+            .map(|(runtime, _)| runtime)
+            .collect(),
         (Some(_), None) => Vec::new(),
         (None, _) => runtimes
             .into_iter()
             .filter(|r| keys(*r).iter().any(|k| store.has_samples(k)))
             .collect(),
     };
-    match stored_runtime(&with_results) {
-        StoredRuntime::One(runtime) => {
-            return Ok((
-                runtime,
-                args.max_prompts,
-                format!(
-                    "perfpipe: comparing the results under runtime `{}`{}, the one the store holds results of (`--runtime` chooses)",
-                    runtime.name(),
-                    capped_note(args.max_prompts)
-                ),
-            ));
-        }
-        StoredRuntime::Ambiguous(runtimes) => return Err(ambiguous(runtimes)),
-        StoredRuntime::None => {}
-    }
-    // Only capped results: those of the cap with the most.
-    let mut capped = Vec::new();
-    if let (None, Some(file)) = (args.max_prompts, experiment) {
-        let declared = declared_prompts(file)?;
-        for runtime in runtimes {
-            let caps = stored_caps(store, &keys(runtime), &declared).map_err(Error::Store)?;
-            if let Some((cap, _)) = best_cap(&caps) {
-                capped.push((runtime, cap));
-            }
-        }
-    }
-    let with_capped: Vec<Runtime> = capped.iter().map(|c| c.0).collect();
-    match stored_runtime(&with_capped) {
-        StoredRuntime::One(runtime) => {
-            let cap = capped.iter().find(|c| c.0 == runtime).map_or(0, |c| c.1);
-            Ok((
-                runtime,
-                Some(cap),
-                format!(
-                    "perfpipe: the store holds no full-size result of these lockfiles' runs; comparing the runs capped at {} under runtime `{}` (`--max-prompts {cap}`; `--runtime` and `--max-prompts` choose)",
-                    crate::plural::count(cap as usize, "prompt", "prompts"),
-                    runtime.name(),
-                ),
-            ))
-        }
-        StoredRuntime::Ambiguous(runtimes) => Err(ambiguous(runtimes)),
-        StoredRuntime::None => Ok((
-            Runtime::Docker,
-            args.max_prompts,
-            "perfpipe: the store holds no result of these lockfiles' runs under any runtime yet; comparing their keys under runtime `docker` (`--runtime` chooses)"
-                .to_owned(),
-        )),
-    }
+    let command = format!(
+        "perfpipe diff {} {}",
+        args.before.display(),
+        args.after.display()
+    );
+    let choosing = Choosing {
+        of: "these lockfiles' runs",
+        doing: "comparing",
+        otherwise: "comparing their keys under runtime",
+        command,
+        fallback: Runtime::Docker,
+    };
+    let chosen = choose(&choosing, &with_results, args.max_prompts, || {
+        let Some(file) = experiment else {
+            return Ok(Vec::new());
+        };
+        Ok(caps(file)?
+            .into_iter()
+            .filter_map(|(runtime, caps)| best_cap(&caps).map(|(cap, n)| (runtime, cap, n)))
+            .collect())
+    })?;
+    Ok((chosen.runtime, chosen.max_prompts, chosen.said))
 }
 
 /// Every stored run capped at `cap` prompts, by the key of the declared run

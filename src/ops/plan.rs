@@ -52,7 +52,11 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
     let selection = &options.selection;
     let write_material = options.write_launches;
     let loaded = load(selection, LockMode::Read)?;
-    for unreleased in super::workspace::load::unreleased_engines(&loaded.spec, loaded.runtime) {
+    for unreleased in super::workspace::load::unreleased_engines(
+        &loaded.declared,
+        loaded.runtime,
+        loaded.lock.old.as_ref(),
+    ) {
         say!(shell, "warning: {unreleased}");
     }
     let plan = build_plan(&loaded, selection)?;

@@ -12,5 +12,5 @@ mod search;
 
 pub use diag::{SpecDiagnostic, SpecErrors};
 pub use model::*;
-pub use parse::{SourceFile, names, parse};
+pub use parse::{SourceFile, dataset_file_span, names, parse};
 pub use search::{SearchAxis, SearchDecl};

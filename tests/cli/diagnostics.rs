@@ -162,6 +162,29 @@ fn missing_dataset() {
         ),
     );
     perfpipe_snapshot!("missing_dataset", env.run(&["plan", "demo.kdl"]));
+
+    // A workload of several loads is run as points (`short@c=1`), shown
+    // where the workload declares the file; a directory, as not a file.
+    let points = VALID.replace(
+        "dataset random input=128 output=4 seed=42",
+        "dataset sharegpt path=\"datasets/absent.json\"\n        concurrency 1 2",
+    );
+    env.write("demo.kdl", &points);
+    let err = crate::common::words(&env.run(&["plan", "demo.kdl"]));
+    assert!(
+        err.contains("× dataset `datasets/absent.json` of workload `short@c=1` does not exist ╭─[demo.kdl:6:26]"),
+        "{err}"
+    );
+    env.write(
+        "demo.kdl",
+        &points.replace("datasets/absent.json", "datasets"),
+    );
+    std::fs::create_dir_all(env.path("datasets")).unwrap();
+    let err = crate::common::words(&env.run(&["plan", "demo.kdl"]));
+    assert!(
+        err.contains("is a directory, not a file ╭─[demo.kdl:6:26]") && err.contains("not a file"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -701,7 +701,7 @@ fn diff_compares_capped_runs_and_suggests_only_commands_that_work() {
             && !shown.contains("Not compared"),
         "{shown}"
     );
-    insta::assert_snapshot!(String::from_utf8_lossy(&chosen.stderr), @"perfpipe: the store holds no full-size result of these lockfiles' runs; comparing the runs capped at 3 prompts under runtime `sim` (`--max-prompts 3`; `--runtime` and `--max-prompts` choose)");
+    insta::assert_snapshot!(String::from_utf8_lossy(&chosen.stderr), @"perfpipe: the store holds no full-size result of these lockfiles' runs; comparing the 2 runs capped at 3 prompts under runtime `sim` (`--max-prompts 3`; `--runtime` and `--max-prompts` choose)");
 
     let full = diff(&[]);
     let not_compared = &full[full.find("Not compared").unwrap()..];
@@ -738,6 +738,37 @@ fn diff_compares_capped_runs_and_suggests_only_commands_that_work() {
         !after.contains("`lockfiles/cap.lock`: no result yet"),
         "{after}"
     );
+}
+
+/// As the README goes: a study run under `sim`, its engine upgraded and run
+/// again; plain `diff OLD NEW` compares the `sim` results (it compared keys
+/// under `docker` and showed no number), chosen as `report` chooses, and
+/// says which.
+#[test]
+fn diff_without_runtime_compares_the_results_the_store_holds_as_report_chooses() {
+    let env = TestEnv::new();
+    env.write("experiments/upgrade.kdl", STUDY);
+    let run = ["run", "experiments/upgrade.kdl", "--runtime", "sim"];
+    ok(&env, &run);
+    std::fs::copy(env.path("lockfiles/upgrade.lock"), env.path("before.lock")).unwrap();
+    env.write(
+        "experiments/upgrade.kdl",
+        &STUDY.replace(r#"vllm version="0.11.0""#, r#"vllm version="0.17.1""#),
+    );
+    ok(&env, &run);
+
+    let diff = ok(&env, &["diff", "before.lock", "lockfiles/upgrade.lock"]);
+    let shown = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        shown.contains("| vllm | short | total_token_throughput | ")
+            && shown.contains("| vllm | shorter | mean_ttft_ms | ")
+            && !shown.contains("Not compared")
+            && !shown.contains("--runtime docker"),
+        "{shown}"
+    );
+    insta::assert_snapshot!(String::from_utf8_lossy(&diff.stderr), @"perfpipe: comparing the results under runtime `sim`, the one the store holds results of (`--runtime` chooses)");
+    let report = ok(&env, &["report", "experiments/upgrade.kdl"]);
+    insta::assert_snapshot!(String::from_utf8_lossy(&report.stderr), @"perfpipe: reporting the results under runtime `sim`, the one the store holds results of (`--runtime` chooses)");
 }
 
 /// After one flag is added to a step, `explain`'s nearest stored run is that

@@ -1217,3 +1217,148 @@ fn an_engine_version_never_released_is_warned_by_plan_and_refused_under_locked()
         "{err}"
     );
 }
+
+/// Online, the registry's tags say which versions an engine released: a
+/// tag it lacks (`v0.99.7`) is named with the tags nearest it, and a version
+/// newer than perfpipe's list (`0.33.0`) is warned of by `plan` only until
+/// `lock` has pinned its image.
+#[test]
+fn the_registrys_tags_decide_whether_an_engine_version_was_released() {
+    let rt = runtime();
+    let registry = Registry::start(&rt);
+    let host = registry.host();
+    let token = registry
+        .issuer
+        .mint("repository:vllm/vllm-openai:pull,push");
+    for tag in ["v0.11.0", "v0.33.0", "nightly"] {
+        rt.block_on(registry.push_image("vllm/vllm-openai", &token, Some(tag), "amd64", tag));
+    }
+    let env = TestEnv::new();
+    let study = |version: &str| {
+        format!(
+            r#"experiment "pins" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B" revision="{COMMIT}"
+    engine vllm version="{version}" image="{host}/vllm/vllm-openai:v{version}"
+    workload short {{
+        dataset random input=16 output=4 seed=1
+        prompts 8
+    }}
+    step vllm engine=vllm gpus=1
+}}
+"#
+        )
+    };
+    let lock = || {
+        env.cmd(&["lock", "pins.kdl"])
+            .env_remove("PERFPIPE_OFFLINE")
+            .output()
+            .unwrap()
+    };
+    let warned = |env: &TestEnv| {
+        let plan = env.run(&["plan", "pins.kdl", "--runtime", "docker"]);
+        assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+        stderr(&plan).contains("vLLM has released no such version that perfpipe knows of")
+    };
+
+    env.write("pins.kdl", &study("0.99.7"));
+    let never = lock();
+    assert_eq!(never.status.code(), Some(1), "{}", stderr(&never));
+    assert!(
+        stderr(&never).contains(&format!(
+            "warning: cannot pin engine.vllm: {host} has no `vllm/vllm-openai:v0.99.7` (its tags nearest it: v0.11.0, v0.33.0, nightly)"
+        )),
+        "{}",
+        stderr(&never)
+    );
+    assert!(
+        warned(&env),
+        "a version neither the list nor the registry has"
+    );
+
+    env.write("pins.kdl", &study("0.33.0"));
+    assert!(warned(&env), "before `lock` asked the registry");
+    let pinned = lock();
+    assert_eq!(pinned.status.code(), Some(0), "{}", stderr(&pinned));
+    assert!(!warned(&env), "its registry has the tag");
+    let locked = env.run(&["run", "pins.kdl", "--runtime", "sim", "--locked"]);
+    assert_eq!(locked.status.code(), Some(0), "{}", stderr(&locked));
+}
+
+/// Offline, `lock` never changes a pin without saying so: after an engine
+/// upgrade with its registry gone, the new declaration is written (the
+/// experiment moved on), its dropped pin said (`→ (unpinned)`), the runs
+/// with new keys counted, and what could not be checked named (exit 1);
+/// `--offline` then leaves the file as it is.
+#[test]
+fn an_upgrade_locked_without_its_registry_says_the_pin_it_dropped_and_what_was_not_checked() {
+    let rt = runtime();
+    let registry = Registry::start(&rt);
+    let host = registry.host();
+    let token = registry
+        .issuer
+        .mint("repository:vllm/vllm-openai:pull,push");
+    let (digest, _) =
+        rt.block_on(registry.push_image("vllm/vllm-openai", &token, Some("v0.11.0"), "amd64", "1"));
+    let env = TestEnv::new();
+    let study = |version: &str| {
+        format!(
+            r#"experiment "pins" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B" revision="{COMMIT}"
+    engine vllm version="{version}" image="{host}/vllm/vllm-openai:v{version}"
+    workload short {{
+        dataset random input=16 output=4 seed=1
+        prompts 8
+    }}
+    step vllm engine=vllm gpus=1
+}}
+"#
+        )
+    };
+    let lock = |extra: &[&str]| {
+        let mut args = vec!["lock", "pins.kdl"];
+        args.extend(extra);
+        env.cmd(&args)
+            .env_remove("PERFPIPE_OFFLINE")
+            .output()
+            .unwrap()
+    };
+    env.write("pins.kdl", &study("0.11.0"));
+    let pinned = lock(&[]);
+    assert_eq!(pinned.status.code(), Some(0), "{}", stderr(&pinned));
+    drop(registry);
+
+    env.write("pins.kdl", &study("0.17.1"));
+    let upgraded = lock(&[]);
+    let err = stderr(&upgraded);
+    assert_eq!(upgraded.status.code(), Some(1), "{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("  cannot ask"))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "perfpipe: updated `lockfiles/pins.lock`:".to_owned(),
+            format!(
+                "  ~ engine.vllm: image {host}/vllm/vllm-openai:v0.11.0 → {host}/vllm/vllm-openai:v0.17.1; version 0.11.0 → 0.17.1; pinned image {host}/vllm/vllm-openai@{digest} → (unpinned)"
+            ),
+            "  1 run with new keys (`perfpipe explain` says why each one runs)".to_owned(),
+            format!(
+                "warning: cannot reach {host}, so engine.vllm stays unpinned (`perfpipe lock` pins them where it is reachable; `--offline` asks no network)"
+            ),
+            "perfpipe: 4 inputs, 1 unpinned: engine.vllm".to_owned(),
+        ],
+        "{err}"
+    );
+    let written = env.read("lockfiles/pins.lock");
+    let offline = lock(&["--offline"]);
+    assert_eq!(offline.status.code(), Some(0), "{}", stderr(&offline));
+    assert!(
+        stderr(&offline).contains("perfpipe: `lockfiles/pins.lock` is up to date"),
+        "{}",
+        stderr(&offline)
+    );
+    assert_eq!(env.read("lockfiles/pins.lock"), written);
+}

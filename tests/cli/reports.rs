@@ -213,6 +213,28 @@ fn the_chart_is_drawn_again_only_when_what_it_shows_changes() {
     assert_ne!(env.read("out/fixed.svg"), svg, "new results, the old chart");
 }
 
+/// The report recommends the conclusion's optimized step (`fast`); where
+/// the measured numbers put another first, the report says which, by how
+/// much and against the noise, rather than leaving the ranking to disagree
+/// without a word.
+#[test]
+fn a_measured_leader_other_than_the_recommendation_is_named_with_its_gap_against_the_noise() {
+    let env = fixed_store();
+    let agreed = stdout(&env.run(&["report", "fixed.kdl"]));
+    assert!(!agreed.contains("ranks first on"), "{agreed}");
+    // A third sample of `base` on chat: 1020, 1040 and 1300, mean 1120,
+    // above `fast`'s 1070 but within the spread of the samples.
+    store(&env, "base", "chat", |k| {
+        measured(k, 1300.0, 10.0, "570.86.15")
+    });
+    let md = stdout(&env.run(&["report", "fixed.kdl"]));
+    let said: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains("ranks first on"))
+        .collect();
+    insta::assert_snapshot!(said.join("\n"), @"Measured, `base` ranks first on Chat, not the recommended `fast`: 1120.00 vs 1070.00 total tokens/s, 4.7% more, within the run-to-run noise (±17.0% at 95%, over 3 and 2 samples) (0.3× it): the measurements do not tell them apart.");
+}
+
 #[test]
 fn markdown_json_and_csv_carry_the_same_numbers() {
     let env = fixed_store();
@@ -417,9 +439,9 @@ fn capped_runs_report_apart_and_report_finds_the_runtime_with_results() {
         ----- stdout -----
 
         ----- stderr -----
-          × the store holds results of `cap.kdl` under both `docker` and `local`
-          help: name the runtime to report: `perfpipe report cap.kdl --runtime docker`
-                or `perfpipe report cap.kdl --runtime local`
+          × the store holds results of this experiment under both `docker` and `local`
+          help: name the runtime: `perfpipe report cap.kdl --runtime docker` or
+                `perfpipe report cap.kdl --runtime local`
         ");
     });
     let named = env.run(&["report", "cap.kdl", "--runtime", "local"]);

@@ -18,6 +18,49 @@ const MAX_MANIFEST: Limit = Limit {
     of: "perfpipe reads of a manifest",
 };
 
+/// The most bytes of a repository's tag list read (its first page).
+const MAX_TAGS: Limit = Limit {
+    bytes: 1 << 20,
+    of: "perfpipe reads of a tag list",
+};
+
+/// The first page of `image`'s repository's tags, when the registry lists
+/// them (with the bearer token the manifest request got, if any).
+async fn tags(
+    client: &reqwest::Client,
+    image: &ImageRef,
+    bearer: Option<String>,
+) -> Option<Vec<String>> {
+    let mut request = client.get(image.tags_url());
+    if let Some(token) = bearer {
+        request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let response = request.send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let body = answer_within(response, MAX_TAGS, "", "the tag list")
+        .await
+        .ok()?;
+    #[derive(serde::Deserialize)]
+    struct TagList {
+        tags: Option<Vec<String>>,
+    }
+    let list: TagList = serde_json::from_slice(&body).ok()?;
+    Some(list.tags.unwrap_or_default())
+}
+
+/// Up to three of `tags` nearest `tag`, nearest first (a version's tags
+/// share its prefix: `v0.9.7` is near `v0.99.7`).
+fn nearest_tags<'a>(tag: &str, tags: &'a [String]) -> Vec<&'a str> {
+    let mut scored: Vec<(f64, &str)> = tags
+        .iter()
+        .map(|t| (strsim::jaro_winkler(tag, t), t.as_str()))
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.into_iter().take(3).map(|(_, t)| t).collect()
+}
+
 /// `{image: <registry>/<repo>@<digest>}`, plus `index=<digest>` when the tag
 /// names an index and `image` is its linux/amd64 manifest.
 pub async fn resolve(
@@ -59,10 +102,12 @@ async fn answered(
     what: &str,
     mut response: reqwest::Response,
 ) -> Result<Attrs, String> {
+    let mut bearer = None;
     if response.status() == StatusCode::UNAUTHORIZED {
         let challenge = token::challenge(&response);
         let scope = token::scope(&image.repository, false);
         let token = token::bearer(client, &challenge, &image.registry, &scope, login).await?;
+        bearer = Some(token.clone());
         response = get(client, url, Some(token))
             .await
             .map_err(|e| transport_error(what, e))?;
@@ -70,8 +115,17 @@ async fn answered(
     match response.status() {
         s if s.is_success() => {}
         StatusCode::NOT_FOUND => {
+            // An engine's image tagged with a version it never released
+            // (`v0.99.7`): the tags it has say what was meant.
+            let nearest = match tags(client, image, bearer).await {
+                Some(tags) => match nearest_tags(&image.reference, &tags)[..] {
+                    [] => " (it lists no tag)".to_owned(),
+                    ref some => format!(" (its tags nearest it: {})", some.join(", ")),
+                },
+                None => String::new(),
+            };
             return Err(format!(
-                "{} has no `{}:{}`",
+                "{} has no `{}:{}`{nearest}",
                 image.registry, image.repository, image.reference
             ));
         }
@@ -129,4 +183,23 @@ async fn answered(
         ("image".into(), image.pinned(amd64)),
         ("index".into(), digest),
     ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tags_nearest_a_version_never_released_are_its_neighbours() {
+        let tags: Vec<String> = [
+            "latest", "v0.9.2", "v0.10.0", "v0.11.0", "nightly", "v0.9.1",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            nearest_tags("v0.9.7", &tags),
+            ["v0.9.1", "v0.9.2", "v0.10.0"]
+        );
+        assert_eq!(nearest_tags("v0.9.7", &[]), Vec::<&str>::new());
+    }
 }

@@ -53,7 +53,7 @@ pub fn report(
         analyze::from_expectations(&loaded.spec)
     } else {
         if let Some(chosen) = choose_stored(&loaded, &common, "report", shell)? {
-            if (Some(loaded.runtime), None) != (chosen.runtime, chosen.max_prompts) {
+            if (Some(loaded.runtime), common.max_prompts) != (chosen.runtime, chosen.max_prompts) {
                 loaded = load(&chosen, LockMode::Read)?;
             }
             common = chosen;

@@ -128,17 +128,36 @@ pub struct Loaded {
 /// reads, the store's cache of input hashes.
 /// Each declared engine version its engine has not released, as perfpipe's
 /// list knows them (`facts::releases`), a sentence each; under `sim` and
-/// `docker` only: `local` checks the installed engine's own version.
-pub fn unreleased_engines(spec: &Spec, runtime: Runtime) -> Vec<String> {
+/// `docker` only: `local` checks the installed engine's own version. An
+/// engine whose image `lockfile` pins as declared is released: its registry
+/// had the tag when `lock` asked, whatever the list (of a date) says.
+pub fn unreleased_engines(
+    spec: &Spec,
+    runtime: Runtime,
+    lockfile: Option<&crate::lock::Lockfile>,
+) -> Vec<String> {
     use crate::facts::releases::{AS_OF, Known, known};
     if runtime == Runtime::Local {
         return Vec::new();
     }
+    let requests = crate::lock::pin_requests(spec);
+    let pinned = |engine: &crate::spec::EngineDecl| {
+        let name = crate::lock::names::engine(engine.kind);
+        let Some(request) = requests.iter().find(|r| r.name == name) else {
+            return false;
+        };
+        lockfile.is_some_and(|lock| {
+            lock.inputs
+                .iter()
+                .any(|i| i.name == name && i.original == request.original && i.locked.is_some())
+        })
+    };
     spec.engines
         .iter()
+        .filter(|engine| !pinned(engine))
         .filter_map(|engine| match known(engine.kind, &engine.version) {
             Known::Unknown { newest } => Some(format!(
-                "`engine {} version=\"{}\"`: {} has released no such version that perfpipe knows of (its list, to {newest}, is of {AS_OF}; `--runtime {}` would {} it all the same)",
+                "`engine {} version=\"{}\"`: {} has released no such version that perfpipe knows of (its list, to {newest}, is of {AS_OF}, and no lockfile pins its image: `perfpipe lock` asks the registry; `--runtime {}` would {} it all the same)",
                 engine.kind.name(),
                 engine.version,
                 engine.kind.display_name(),
@@ -151,6 +170,40 @@ pub fn unreleased_engines(spec: &Spec, runtime: Runtime) -> Vec<String> {
             Known::Released | Known::Unlisted => None,
         })
         .collect()
+}
+
+/// An input of the experiment that cannot be used; a dataset file that is
+/// missing or not a file is shown where the experiment names it.
+fn input_error(source: &SourceFile, declared: &Spec, e: inputs::Error) -> Error {
+    let (workload, path, label, help) = match &e {
+        inputs::Error::MissingDataset { workload, path } => (
+            workload,
+            path,
+            "no such file",
+            "the experiment's paths are relative to the project root (the directory holding `perfpipe.toml`, else `experiments/`), not to where perfpipe is typed; a `sharegpt` dataset may name a `sample=` file to use when the real one is absent",
+        ),
+        inputs::Error::NotAFile { workload, path, .. } => (
+            workload,
+            path,
+            "not a file",
+            "`path=` (and `sample=`) name the dataset's JSON file itself, from the project root",
+        ),
+        inputs::Error::Dataset { .. } => return Error::Dataset(e),
+        _ => return Error::Inputs(e),
+    };
+    // A point of a sweep (`chat@c=8`) is declared as its workload (`chat`).
+    let declared_as = declared
+        .workload(workload)
+        .map_or(workload.as_str(), |w| w.declared_name());
+    match spec::dataset_file_span(&source.text, declared_as, path) {
+        Some(span) => Error::Spec(Box::new(crate::spec::SpecErrors::new(
+            &source.name,
+            source.text.clone(),
+            vec![crate::spec::SpecDiagnostic::new(span, e.to_string(), label).with_help(help)],
+        ))),
+        None if matches!(e, inputs::Error::NotAFile { .. }) => Error::NotAFile(e),
+        None => Error::Inputs(e),
+    }
 }
 
 pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
@@ -178,9 +231,10 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         .runtime
         .or(declared.runtime)
         .unwrap_or(Runtime::Docker);
-    if let (LockMode::Run { locked: true, .. }, Some(first)) =
-        (&mode, unreleased_engines(&declared, runtime).first())
-    {
+    if let (LockMode::Run { locked: true, .. }, Some(first)) = (
+        &mode,
+        unreleased_engines(&declared, runtime, old.as_ref()).first(),
+    ) {
         return Err(Error::Usage {
             message: first.clone(),
             hint: "under `--locked` a version must be one the engine released: correct it, or run without `--locked`".into(),
@@ -203,11 +257,8 @@ pub fn load(common: &Selection, mode: LockMode) -> Result<Loaded, Error> {
         LockMode::Lock { .. } | LockMode::Run { locked: true, .. }
     );
     let mut hashes = inputs::HashCache::open(store.hash_cache_path(), !rehash);
-    let inputs = inputs::resolve(&spec, Path::new(""), &mut hashes).map_err(|e| match e {
-        inputs::Error::Dataset { .. } => Error::Dataset(e),
-        inputs::Error::NotAFile { .. } => Error::NotAFile(e),
-        e => Error::Inputs(e),
-    })?;
+    let inputs = inputs::resolve(&spec, Path::new(""), &mut hashes)
+        .map_err(|e| input_error(&source, &declared, e))?;
     // A command that only reads (`plan`, `report`, `store gc --dry-run`, …)
     // writes nothing, not even this cache; one that writes keeps it in its
     // store once that is marked.

@@ -167,66 +167,118 @@ pub fn stored_capped(
     Ok(out)
 }
 
-/// Without `--runtime` (and `--max-prompts`), which results of `loaded` a
-/// command about stored results (`report`, `explain`) shows: the runtime
-/// the store holds results under (see [`stored_runtime`]) and, when it holds
-/// only capped ones, their cap; said on stderr. `None`: those `selection`
-/// names. Two measured runtimes with results are for the user to choose.
+/// Without `--runtime` (and `--max-prompts`), which results of `loaded`
+/// `report` shows: see [`choose`]; said on stderr. `None`: those
+/// `selection` names.
 pub fn choose_stored(
     loaded: &Loaded,
     selection: &Selection,
     command: &str,
     shell: &dyn Shell,
 ) -> Result<Option<Selection>, Error> {
-    // `reporting`, `explaining`.
-    let doing = format!("{}ing", command.trim_end_matches('e'));
     if selection.runtime.is_some() {
         return Ok(None);
     }
-    let experiment = &selection.experiment;
     let with_results = runtimes_with_results(loaded, selection);
+    let choosing = Choosing {
+        of: "this experiment",
+        // `reporting`.
+        doing: &format!("{}ing", command.trim_end_matches('e')),
+        otherwise: &format!("{}ing runtime", command.trim_end_matches('e')),
+        command: format!("perfpipe {command} {}", selection.experiment.display()),
+        fallback: loaded.runtime,
+    };
+    let chosen = choose(&choosing, &with_results, selection.max_prompts, || {
+        stored_capped(loaded, selection)
+    })?;
+    say!(shell, "{}", chosen.said);
+    Ok(Some(Selection {
+        runtime: Some(chosen.runtime),
+        max_prompts: chosen.max_prompts,
+        ..selection.clone()
+    }))
+}
+
+/// How a command about stored results (`report`, `diff`) words what
+/// [`choose`] chose.
+pub struct Choosing<'a> {
+    /// Whose results: "this experiment", "these lockfiles' runs".
+    pub of: &'a str,
+    /// What the command does with those chosen: "reporting", "comparing".
+    pub doing: &'a str,
+    /// What it does when the store holds none: "reporting runtime",
+    /// "comparing their keys under runtime".
+    pub otherwise: &'a str,
+    /// The command as typed, to which the hint adds `--runtime R`.
+    pub command: String,
+    /// The runtime shown when the store holds no result.
+    pub fallback: Runtime,
+}
+
+/// What [`choose`] chose, and the line that says so (for stderr).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    pub runtime: Runtime,
+    pub max_prompts: Option<u32>,
+    pub said: String,
+}
+
+/// Without `--runtime`, which results a command about stored results
+/// shows, one rule for `report` and `diff`: the runtime the store holds
+/// results under (`with_results`, of the cap asked: see
+/// [`stored_runtime`]); else, without `--max-prompts` when it holds only
+/// capped results (`capped`: by runtime, the cap of the most and how many),
+/// those of the cap of the most; else `fallback`. Two measured runtimes
+/// with results are for the user to choose.
+pub fn choose(
+    choosing: &Choosing,
+    with_results: &[Runtime],
+    max_prompts: Option<u32>,
+    capped: impl FnOnce() -> Result<Vec<(Runtime, u32, usize)>, Error>,
+) -> Result<Chosen, Error> {
+    let Choosing { of, doing, .. } = choosing;
     let ambiguous = |runtimes: Vec<Runtime>| {
         let names: Vec<String> = runtimes.iter().map(|r| format!("`{}`", r.name())).collect();
         Error::Usage {
             message: format!(
-                "the store holds results of `{}` under both {}",
-                experiment.display(),
+                "the store holds results of {of} under both {}",
                 names.join(" and ")
             ),
             hint: format!(
-                "name the runtime to {command}: {}",
+                "name the runtime: {}",
                 runtimes
                     .iter()
-                    .map(|r| format!(
-                        "`perfpipe {command} {} --runtime {}`",
-                        experiment.display(),
-                        r.name()
-                    ))
+                    .map(|r| format!("`{} --runtime {}`", choosing.command, r.name()))
                     .collect::<Vec<_>>()
                     .join(" or ")
             ),
         }
     };
-    let chosen = |runtime: Runtime, max_prompts: Option<u32>| Selection {
-        runtime: Some(runtime),
-        max_prompts,
-        ..selection.clone()
-    };
-    match stored_runtime(&with_results) {
+    match stored_runtime(with_results) {
         StoredRuntime::One(runtime) => {
-            say!(
-                shell,
-                "perfpipe: {doing} the results under runtime `{}`, the one the store holds results of (`--runtime` chooses)",
-                runtime.name()
-            );
-            return Ok(Some(chosen(runtime, selection.max_prompts)));
+            let capped = max_prompts
+                .map(|cap| {
+                    format!(
+                        ", capped at {} (`--max-prompts {cap}`)",
+                        count(cap as usize, "prompt", "prompts")
+                    )
+                })
+                .unwrap_or_default();
+            return Ok(Chosen {
+                runtime,
+                max_prompts,
+                said: format!(
+                    "perfpipe: {doing} the results under runtime `{}`{capped}, the one the store holds results of (`--runtime` chooses)",
+                    runtime.name()
+                ),
+            });
         }
         StoredRuntime::Ambiguous(runtimes) => return Err(ambiguous(runtimes)),
         StoredRuntime::None => {}
     }
-    let capped = match selection.max_prompts {
+    let capped = match max_prompts {
         Some(_) => Vec::new(),
-        None => stored_capped(loaded, selection)?,
+        None => capped()?,
     };
     let runtimes: Vec<Runtime> = capped.iter().map(|c| c.0).collect();
     match stored_runtime(&runtimes) {
@@ -235,24 +287,27 @@ pub fn choose_stored(
                 .into_iter()
                 .find(|c| c.0 == runtime)
                 .expect("a runtime of `capped`");
-            say!(
-                shell,
-                "perfpipe: the store holds no full-size result of this experiment; {doing} the {} capped at {} under runtime `{}` (`--max-prompts {cap}`; `--runtime` and `--max-prompts` choose)",
-                count(stored, "run", "runs"),
-                count(cap as usize, "prompt", "prompts"),
-                runtime.name()
-            );
-            Ok(Some(chosen(runtime, Some(cap))))
+            Ok(Chosen {
+                runtime,
+                max_prompts: Some(cap),
+                said: format!(
+                    "perfpipe: the store holds no full-size result of {of}; {doing} the {} capped at {} under runtime `{}` (`--max-prompts {cap}`; `--runtime` and `--max-prompts` choose)",
+                    count(stored, "run", "runs"),
+                    count(cap as usize, "prompt", "prompts"),
+                    runtime.name()
+                ),
+            })
         }
         StoredRuntime::Ambiguous(runtimes) => Err(ambiguous(runtimes)),
-        StoredRuntime::None => {
-            say!(
-                shell,
-                "perfpipe: the store holds no result of this experiment under any runtime yet; {doing} runtime `{}`",
-                loaded.runtime.name()
-            );
-            Ok(None)
-        }
+        StoredRuntime::None => Ok(Chosen {
+            runtime: choosing.fallback,
+            max_prompts,
+            said: format!(
+                "perfpipe: the store holds no result of {of} under any runtime yet; {} `{}` (`--runtime` chooses)",
+                choosing.otherwise,
+                choosing.fallback.name()
+            ),
+        }),
     }
 }
 
@@ -297,5 +352,84 @@ mod tests {
             StoredRuntime::Ambiguous(vec![Docker, Local])
         );
         assert_eq!(stored_runtime(&[]), StoredRuntime::None);
+    }
+
+    fn diffing() -> Choosing<'static> {
+        Choosing {
+            of: "these lockfiles' runs",
+            doing: "comparing",
+            otherwise: "comparing their keys under runtime",
+            command: "perfpipe diff a.lock b.lock".into(),
+            fallback: Docker,
+        }
+    }
+
+    fn reporting() -> Choosing<'static> {
+        Choosing {
+            of: "this experiment",
+            doing: "reporting",
+            otherwise: "reporting runtime",
+            command: "perfpipe report x.kdl".into(),
+            fallback: Sim,
+        }
+    }
+
+    /// `report` and `diff` choose by one rule, each in its own words.
+    #[test]
+    fn report_and_diff_choose_the_stored_runtime_then_the_stored_cap_then_their_default() {
+        let no_caps = || Ok(Vec::new());
+        let chosen = choose(&diffing(), &[Sim], None, no_caps).unwrap();
+        assert_eq!((chosen.runtime, chosen.max_prompts), (Sim, None));
+        assert_eq!(
+            chosen.said,
+            "perfpipe: comparing the results under runtime `sim`, the one the store holds results of (`--runtime` chooses)"
+        );
+        let chosen = choose(&reporting(), &[Sim, Local], Some(3), no_caps).unwrap();
+        assert_eq!((chosen.runtime, chosen.max_prompts), (Local, Some(3)));
+        assert_eq!(
+            chosen.said,
+            "perfpipe: reporting the results under runtime `local`, capped at 3 prompts (`--max-prompts 3`), the one the store holds results of (`--runtime` chooses)"
+        );
+
+        // Only capped results: those of the cap of the most.
+        let capped = || Ok(vec![(Sim, 3, 2)]);
+        for (choosing, said) in [
+            (
+                diffing(),
+                "perfpipe: the store holds no full-size result of these lockfiles' runs; comparing the 2 runs capped at 3 prompts under runtime `sim` (`--max-prompts 3`; `--runtime` and `--max-prompts` choose)",
+            ),
+            (
+                reporting(),
+                "perfpipe: the store holds no full-size result of this experiment; reporting the 2 runs capped at 3 prompts under runtime `sim` (`--max-prompts 3`; `--runtime` and `--max-prompts` choose)",
+            ),
+        ] {
+            let chosen = choose(&choosing, &[], None, capped).unwrap();
+            assert_eq!((chosen.runtime, chosen.max_prompts), (Sim, Some(3)));
+            assert_eq!(chosen.said, said);
+        }
+        // A cap asked is not replaced by another.
+        let asked = choose(&diffing(), &[], Some(5), capped).unwrap();
+        assert_eq!((asked.runtime, asked.max_prompts), (Docker, Some(5)));
+
+        let nothing = choose(&diffing(), &[], None, no_caps).unwrap();
+        assert_eq!((nothing.runtime, nothing.max_prompts), (Docker, None));
+        assert_eq!(
+            nothing.said,
+            "perfpipe: the store holds no result of these lockfiles' runs under any runtime yet; comparing their keys under runtime `docker` (`--runtime` chooses)"
+        );
+
+        let Err(Error::Usage { message, hint }) =
+            choose(&diffing(), &[Docker, Local], None, no_caps)
+        else {
+            panic!("two measured runtimes are for the user to choose");
+        };
+        assert_eq!(
+            message,
+            "the store holds results of these lockfiles' runs under both `docker` and `local`"
+        );
+        assert_eq!(
+            hint,
+            "name the runtime: `perfpipe diff a.lock b.lock --runtime docker` or `perfpipe diff a.lock b.lock --runtime local`"
+        );
     }
 }

@@ -48,22 +48,61 @@ pub fn parse(source: &SourceFile) -> Result<Spec, SpecErrors> {
 /// [`decode`] on a thread whose stack is sized for `text` (see [`limits`]):
 /// kdl's parse, the decoder and the drop of kdl's tree all recurse.
 fn decode_on_own_stack(text: &str) -> Result<Spec, Vec<SpecDiagnostic>> {
-    let thread = std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("parse".into())
-            .stack_size(limits::stack_size(text))
-            .spawn_scoped(scope, || decode(text))
-            .map(|thread| thread.join())
-    });
-    match thread {
-        Ok(Ok(result)) => result,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(e) => Err(vec![SpecDiagnostic::new(
+    on_own_stack(text, || decode(text)).unwrap_or_else(|e| {
+        Err(vec![SpecDiagnostic::new(
             SourceSpan::from(0..0),
             format!("cannot start a thread to read the file: {e}"),
             "here",
-        )]),
+        )])
+    })
+}
+
+/// `work` on `text`'s KDL tree, on a thread whose stack is sized for it.
+fn on_own_stack<T: Send>(text: &str, work: impl FnOnce() -> T + Send) -> std::io::Result<T> {
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .name("parse".into())
+            .stack_size(limits::stack_size(text))
+            .spawn_scoped(scope, work)?;
+        Ok(thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    })
+}
+
+/// Where the experiment `text` (one that parses) names the file `path` as
+/// the dataset (`path=` or `sample=`) of workload `workload`: for a message
+/// about that file to point at it.
+pub fn dataset_file_span(text: &str, workload: &str, path: &str) -> Option<SourceSpan> {
+    fn find(nodes: &[KdlNode], workload: &str, path: &str) -> Option<SourceSpan> {
+        nodes.iter().find_map(|node| {
+            let named = node.name().value() == "workload"
+                && node
+                    .entries()
+                    .first()
+                    .is_some_and(|e| e.name().is_none() && e.value().as_string() == Some(workload));
+            let children = node.children().map(|d| d.nodes()).unwrap_or_default();
+            if !named {
+                return find(children, workload, path);
+            }
+            children
+                .iter()
+                .filter(|n| n.name().value() == "dataset")
+                .flat_map(|n| n.entries())
+                .find(|e| {
+                    e.name()
+                        .is_some_and(|n| matches!(n.value(), "path" | "sample"))
+                        && e.value().as_string() == Some(path)
+                })
+                .map(|e| e.span())
+        })
     }
+    on_own_stack(text, || {
+        let doc = KdlDocument::parse_v2(text).ok()?;
+        find(doc.nodes(), workload, path)
+    })
+    .ok()
+    .flatten()
 }
 
 fn decode(text: &str) -> Result<Spec, Vec<SpecDiagnostic>> {
