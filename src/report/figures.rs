@@ -2,7 +2,7 @@
 //! the throughput-per-GPU vs per-user frontier, and the TTFT and ITL
 //! distributions. Each says what its numbers are. (pure)
 
-use super::plot::{Panel, Plot, Series, SeriesStyle};
+use super::plot::{Panel, Plot, Scale, Series, SeriesStyle};
 use crate::analyze::curves::{
     Cdf, CurvePoint, Curves, Distribution, DistributionLine, LoadAxis, LoadCurve, LoadFamily,
     probe_load, step_label,
@@ -62,6 +62,7 @@ fn distribution(spec: &Spec, analysis: &Analysis, d: &Distribution) -> Figure {
             x_title: x_title.to_owned(),
             y_title: "fraction ≤ x".to_owned(),
             from_zero: true,
+            x_scale: Scale::Linear,
             series: d
                 .lines
                 .iter()
@@ -189,6 +190,7 @@ fn latency(spec: &Spec, family: &LoadFamily, set: MetricSet, note: Option<String
         x_title: "Total TPS, all replicas (tok/s)".to_owned(),
         y_title: format!("{title} (ms)"),
         from_zero: true,
+        x_scale: Scale::Linear,
         series: family
             .curves
             .iter()
@@ -276,6 +278,7 @@ fn frontier(spec: &Spec, family: &LoadFamily, note: Option<String>) -> Figure {
                 y_title: "Total TPS per GPU (tok/s)".to_owned(),
                 // Ranged from the points, which would crowd one corner of axes from 0.
                 from_zero: false,
+                x_scale: Scale::Linear,
                 series,
             }],
         },
@@ -336,6 +339,7 @@ fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Fig
     if lines.iter().all(|(_, p)| p.is_empty()) {
         return None;
     }
+    let x_scale = search_scale(first.from, first.to);
     let panel = |title: &str, y_title: &str, value: fn(&Probed) -> f64| {
         let mut series: Vec<Series> = lines
             .iter()
@@ -364,13 +368,19 @@ fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Fig
         Panel {
             title: title.to_owned(),
             x_title: format!(
-                "{} (searched {}..={})",
+                "{} (searched {}..={}{})",
                 first.axis.name(),
                 first.from,
-                first.to
+                first.to,
+                if x_scale == Scale::Log2 {
+                    ", log scale"
+                } else {
+                    ""
+                }
             ),
             y_title: y_title.to_owned(),
             from_zero: true,
+            x_scale,
             series,
         }
     };
@@ -404,6 +414,21 @@ fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Fig
             panels: vec![attainment, goodput],
         },
     })
+}
+
+/// How far apart a search's bounds may lie for its loads to be drawn on a
+/// linear axis.
+const LINEAR_SPAN: f64 = 8.0;
+
+/// A search's load axis: a log scale over a range of more than
+/// [`LINEAR_SPAN`]× (1..=256), where bisection probes ever closer loads near
+/// where passing ends and a linear axis would draw them in one corner.
+pub fn search_scale(from: f64, to: f64) -> Scale {
+    if from > 0.0 && to > from * LINEAR_SPAN {
+        Scale::Log2
+    } else {
+        Scale::Linear
+    }
 }
 
 /// What a point's load is, beside it: "c=4", "8/s", "∞".
