@@ -293,10 +293,12 @@ const DRIVER: &str = r#"
   document.querySelector("main").appendChild(pre);
   body.setAttribute("data-test-wraps", pre.scrollWidth <= pre.clientWidth ? "yes" : "no " + pre.scrollWidth + ">" + pre.clientWidth);
 
-  // Left so for the screenshot: the first chart in view, its second series
+  // Left so for the screenshot: the first chart moved to the page's top
+  // (a headless screenshot does not follow a scroll), its second series
   // hidden and a point's values shown.
   button.click();
-  hit.closest("figure").scrollIntoView();
+  var main = document.querySelector("main");
+  main.insertBefore(hit.closest("figure"), main.firstChild);
   hit.dispatchEvent(new MouseEvent("mouseenter"));
 })();
 "#;
