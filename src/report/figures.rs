@@ -10,6 +10,7 @@ use crate::analyze::curves::{
 use crate::analyze::search::SearchResult;
 use crate::analyze::{Analysis, Source};
 use crate::metrics::MetricSet;
+use crate::plan::search::Bracket;
 use crate::spec::Spec;
 
 /// A chart of the report, and the name its files and HTML element take.
@@ -308,7 +309,8 @@ type Probed = (f64, f64, f64);
 /// The result of the searches of `workload`: each configuration's SLO
 /// attainment and goodput against the load it probed (in load order, so no
 /// line turns back), the attainment the SLO asks for as a line across, and
-/// a ring at each configuration's largest passing load. None when no probe
+/// its bracket: a ring at each configuration's largest passing load, a cross
+/// at its smallest failing one. None when no probe
 /// has a result yet.
 fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Figure> {
     let searches: Vec<&SearchResult> = analysis
@@ -351,20 +353,39 @@ fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Fig
                 labels: points.iter().map(|p| probe_load(s, p.0)).collect(),
             })
             .collect();
-        let passing: Vec<(f64, f64)> = lines
-            .iter()
-            .filter_map(|(s, points)| {
-                let load = s.bracket.as_ref()?.largest_passing?;
-                let p = points.iter().find(|p| p.0 == load)?;
-                Some((p.0, value(p)))
-            })
-            .collect();
-        series.push(Series {
-            name: Some("largest passing load".to_owned()),
-            style: SeriesStyle::Rings,
-            labels: vec![String::new(); passing.len()],
-            points: passing,
-        });
+        // The bracket each search ends with, marked on its line.
+        let bracket = |end: fn(&Bracket) -> Option<f64>| -> Vec<(f64, f64)> {
+            lines
+                .iter()
+                .filter_map(|(s, points)| {
+                    let load = end(s.bracket.as_ref()?)?;
+                    let p = points.iter().find(|p| p.0 == load)?;
+                    Some((p.0, value(p)))
+                })
+                .collect()
+        };
+        for (name, style, end) in [
+            (
+                "largest passing load",
+                SeriesStyle::Rings,
+                (|b| b.largest_passing) as fn(&Bracket) -> Option<f64>,
+            ),
+            ("smallest failing load", SeriesStyle::Crosses, |b| {
+                b.smallest_failing
+            }),
+        ] {
+            let points = bracket(end);
+            // No ring where nothing passed, no cross where all did.
+            if points.is_empty() {
+                continue;
+            }
+            series.push(Series {
+                name: Some(name.to_owned()),
+                style,
+                labels: vec![String::new(); points.len()],
+                points,
+            });
+        }
         Panel {
             title: title.to_owned(),
             x_title: format!(

@@ -130,6 +130,8 @@ pub enum SeriesStyle {
     Emphasis,
     /// A dark ring round each point alone (a search's largest passing load).
     Rings,
+    /// A cross on each point alone (a search's smallest failing load).
+    Crosses,
     /// A limit the points are held to (an SLO), a line across the panel.
     Threshold,
 }
@@ -140,6 +142,7 @@ impl SeriesStyle {
             Self::Line(n) | Self::Markers(n) | Self::Curve(n) => PALETTE[n % PALETTE.len()],
             Self::Emphasis => RGBColor(0x22, 0x22, 0x22),
             Self::Rings => RGBColor(0x11, 0x11, 0x11),
+            Self::Crosses => RGBColor(0x44, 0x44, 0x44),
             Self::Threshold => RGBColor(0xb0, 0x00, 0x20),
         }
     }
@@ -495,7 +498,10 @@ fn draw_panel<DB: DrawingBackend>(
     order.sort_by_key(|(s, _, _)| {
         !matches!(
             s.style,
-            SeriesStyle::Emphasis | SeriesStyle::Rings | SeriesStyle::Threshold
+            SeriesStyle::Emphasis
+                | SeriesStyle::Rings
+                | SeriesStyle::Crosses
+                | SeriesStyle::Threshold
         )
     });
     for (series, key, labelled) in order {
@@ -529,6 +535,13 @@ fn draw_panel<DB: DrawingBackend>(
                     shown.clone(),
                     color.mix(0.35).stroke_width(6),
                 )))?;
+            }
+            SeriesStyle::Crosses => {
+                chart.draw_series(
+                    shown
+                        .iter()
+                        .map(|p| Cross::new(*p, 7, color.stroke_width(2))),
+                )?;
             }
             SeriesStyle::Rings => {
                 chart.draw_series(
