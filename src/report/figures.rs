@@ -2,7 +2,7 @@
 //! the throughput-per-GPU vs per-user frontier, and the TTFT and ITL
 //! distributions. Each says what its numbers are. (pure)
 
-use super::plot::{Panel, Plot, Series, SeriesStyle};
+use super::plot::{Panel, Plot, Scale, Series, SeriesStyle};
 use crate::analyze::curves::{
     Cdf, CurvePoint, Curves, Distribution, DistributionLine, LoadAxis, LoadCurve, LoadFamily,
     probe_load, step_label,
@@ -10,6 +10,7 @@ use crate::analyze::curves::{
 use crate::analyze::search::SearchResult;
 use crate::analyze::{Analysis, Source};
 use crate::metrics::MetricSet;
+use crate::plan::search::Bracket;
 use crate::spec::Spec;
 
 /// A chart of the report, and the name its files and HTML element take.
@@ -62,6 +63,7 @@ fn distribution(spec: &Spec, analysis: &Analysis, d: &Distribution) -> Figure {
             x_title: x_title.to_owned(),
             y_title: "fraction ≤ x".to_owned(),
             from_zero: true,
+            x_scale: Scale::Linear,
             series: d
                 .lines
                 .iter()
@@ -189,6 +191,7 @@ fn latency(spec: &Spec, family: &LoadFamily, set: MetricSet, note: Option<String
         x_title: "Total TPS, all replicas (tok/s)".to_owned(),
         y_title: format!("{title} (ms)"),
         from_zero: true,
+        x_scale: Scale::Linear,
         series: family
             .curves
             .iter()
@@ -276,6 +279,7 @@ fn frontier(spec: &Spec, family: &LoadFamily, note: Option<String>) -> Figure {
                 y_title: "Total TPS per GPU (tok/s)".to_owned(),
                 // Ranged from the points, which would crowd one corner of axes from 0.
                 from_zero: false,
+                x_scale: Scale::Linear,
                 series,
             }],
         },
@@ -305,7 +309,8 @@ type Probed = (f64, f64, f64);
 /// The result of the searches of `workload`: each configuration's SLO
 /// attainment and goodput against the load it probed (in load order, so no
 /// line turns back), the attainment the SLO asks for as a line across, and
-/// a ring at each configuration's largest passing load. None when no probe
+/// its bracket: a ring at each configuration's largest passing load, a cross
+/// at its smallest failing one. None when no probe
 /// has a result yet.
 fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Figure> {
     let searches: Vec<&SearchResult> = analysis
@@ -336,6 +341,7 @@ fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Fig
     if lines.iter().all(|(_, p)| p.is_empty()) {
         return None;
     }
+    let x_scale = search_scale(first.from, first.to);
     let panel = |title: &str, y_title: &str, value: fn(&Probed) -> f64| {
         let mut series: Vec<Series> = lines
             .iter()
@@ -347,30 +353,55 @@ fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Fig
                 labels: points.iter().map(|p| probe_load(s, p.0)).collect(),
             })
             .collect();
-        let passing: Vec<(f64, f64)> = lines
-            .iter()
-            .filter_map(|(s, points)| {
-                let load = s.bracket.as_ref()?.largest_passing?;
-                let p = points.iter().find(|p| p.0 == load)?;
-                Some((p.0, value(p)))
-            })
-            .collect();
-        series.push(Series {
-            name: Some("largest passing load".to_owned()),
-            style: SeriesStyle::Rings,
-            labels: vec![String::new(); passing.len()],
-            points: passing,
-        });
+        // The bracket each search ends with, marked on its line.
+        let bracket = |end: fn(&Bracket) -> Option<f64>| -> Vec<(f64, f64)> {
+            lines
+                .iter()
+                .filter_map(|(s, points)| {
+                    let load = end(s.bracket.as_ref()?)?;
+                    let p = points.iter().find(|p| p.0 == load)?;
+                    Some((p.0, value(p)))
+                })
+                .collect()
+        };
+        for (name, style, end) in [
+            (
+                "largest passing load",
+                SeriesStyle::Rings,
+                (|b| b.largest_passing) as fn(&Bracket) -> Option<f64>,
+            ),
+            ("smallest failing load", SeriesStyle::Crosses, |b| {
+                b.smallest_failing
+            }),
+        ] {
+            let points = bracket(end);
+            // No ring where nothing passed, no cross where all did.
+            if points.is_empty() {
+                continue;
+            }
+            series.push(Series {
+                name: Some(name.to_owned()),
+                style,
+                labels: vec![String::new(); points.len()],
+                points,
+            });
+        }
         Panel {
             title: title.to_owned(),
             x_title: format!(
-                "{} (searched {}..={})",
+                "{} (searched {}..={}{})",
                 first.axis.name(),
                 first.from,
-                first.to
+                first.to,
+                if x_scale == Scale::Log2 {
+                    ", log scale"
+                } else {
+                    ""
+                }
             ),
             y_title: y_title.to_owned(),
             from_zero: true,
+            x_scale,
             series,
         }
     };
@@ -404,6 +435,21 @@ fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Fig
             panels: vec![attainment, goodput],
         },
     })
+}
+
+/// How far apart a search's bounds may lie for its loads to be drawn on a
+/// linear axis.
+const LINEAR_SPAN: f64 = 8.0;
+
+/// A search's load axis: a log scale over a range of more than
+/// [`LINEAR_SPAN`]× (1..=256), where bisection probes ever closer loads near
+/// where passing ends and a linear axis would draw them in one corner.
+pub fn search_scale(from: f64, to: f64) -> Scale {
+    if from > 0.0 && to > from * LINEAR_SPAN {
+        Scale::Log2
+    } else {
+        Scale::Linear
+    }
 }
 
 /// What a point's load is, beside it: "c=4", "8/s", "∞".

@@ -36,6 +36,9 @@ const TITLE_MARGIN: f64 = 16.0;
 const PANEL_MARGIN: u32 = 12;
 /// The radius of the area a point answers the pointer in, in the SVG.
 const HIT_RADIUS: u32 = 7;
+/// A point's label: its font size, and where it starts from the point.
+const LABEL_SIZE: u32 = 11;
+const LABEL_OFFSET: (i32, i32) = (5, -4);
 
 /// Matplotlib's tab10: distinct, and readable by most colour-blind readers.
 const PALETTE: [RGBColor; 10] = [
@@ -69,7 +72,38 @@ pub struct Panel {
     /// Whether the axes start at 0 (amounts read against none); else they
     /// span the data (a scatter whose points would crowd one corner).
     pub from_zero: bool,
+    /// How the x axis places its values.
+    pub x_scale: Scale,
     pub series: Vec<Series>,
+}
+
+/// How an axis places its values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    Linear,
+    /// By their base-2 logarithm, ticked at powers of 2: loads that span
+    /// 1..=256, where a search's bisection crowds the few lowest.
+    Log2,
+}
+
+impl Scale {
+    /// Where `v` lies along the axis; NaN (not drawn) where the scale has no
+    /// place for it (0 or less on a log scale).
+    fn place(self, v: f64) -> f64 {
+        match self {
+            Self::Linear => v,
+            Self::Log2 if v > 0.0 => v.log2(),
+            Self::Log2 => f64::NAN,
+        }
+    }
+
+    /// The value at place `at` along the axis: what its tick reads.
+    fn value(self, at: f64) -> f64 {
+        match self {
+            Self::Linear => at,
+            Self::Log2 => at.exp2(),
+        }
+    }
 }
 
 /// One line or set of markers. Points that are not finite are not drawn.
@@ -96,6 +130,8 @@ pub enum SeriesStyle {
     Emphasis,
     /// A dark ring round each point alone (a search's largest passing load).
     Rings,
+    /// A cross on each point alone (a search's smallest failing load).
+    Crosses,
     /// A limit the points are held to (an SLO), a line across the panel.
     Threshold,
 }
@@ -106,6 +142,7 @@ impl SeriesStyle {
             Self::Line(n) | Self::Markers(n) | Self::Curve(n) => PALETTE[n % PALETTE.len()],
             Self::Emphasis => RGBColor(0x22, 0x22, 0x22),
             Self::Rings => RGBColor(0x11, 0x11, 0x11),
+            Self::Crosses => RGBColor(0x44, 0x44, 0x44),
             Self::Threshold => RGBColor(0xb0, 0x00, 0x20),
         }
     }
@@ -390,14 +427,27 @@ fn draw_panel<DB: DrawingBackend>(
     layer: Layer,
     hits: &mut Vec<Hit>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let scale = panel.x_scale;
+    // A point where the axes place it.
+    let place = |&(x, y): &(f64, f64)| (scale.place(x), y);
     let points = || {
         panel
             .series
             .iter()
-            .flat_map(|s| s.points.iter().filter(|p| finite(p)))
+            .flat_map(|s| s.points.iter().map(place).filter(finite))
     };
-    let x = axis_range(points().map(|p| p.0), panel.from_zero);
+    // A log axis spans its values: its 0 is a load of 1, not of none.
+    let x = axis_range(
+        points().map(|p| p.0),
+        panel.from_zero && scale == Scale::Linear,
+    );
     let y = axis_range(points().map(|p| p.1), panel.from_zero);
+    let x_ticks = match scale {
+        // Ticks far enough apart for numbers of six digits.
+        Scale::Linear => 6,
+        // A tick at each power of 2 the axis spans (plotters' ticks step by 1, 2 or 5).
+        Scale::Log2 => ((x.end - x.start).floor() as usize + 1).clamp(2, 10),
+    };
     let room = f64::from(area.dim_in_pixel().0) - 2.0 * f64::from(PANEL_MARGIN);
     let (caption, size) = chart::fit_text(&panel.title, CAPTION_SIZE, 11.0, room);
     // Every pass lays the panel out alike; only the frame's shows its caption.
@@ -422,33 +472,41 @@ fn draw_panel<DB: DrawingBackend>(
             .y_desc(panel.y_title.as_str())
             .axis_desc_style((FAMILY, 14))
             .label_style((FAMILY, 12))
-            // Ticks far enough apart for numbers of six digits.
-            .x_labels(6)
-            .x_label_formatter(&|v| chart::axis_number(v))
+            .x_labels(x_ticks)
+            .x_label_formatter(&|v| chart::axis_number(&scale.value(*v)))
             .y_label_formatter(&|v| chart::axis_number(v))
             .light_line_style(WHITE.mix(0.0))
             .bold_line_style(BLACK.mix(0.1))
             .draw()?;
     }
-    let label_style = TextStyle::from((FAMILY, 11).into_font())
+    let label_style = TextStyle::from((FAMILY, LABEL_SIZE).into_font())
         .color(&RGBColor(0x33, 0x33, 0x33))
         .pos(Pos::new(HPos::Left, VPos::Bottom));
+    let labelled = placed_labels(panel, |p| {
+        let placed = place(p);
+        finite(&placed).then(|| chart.backend_coord(&placed))
+    });
     // The emphasis and thresholds first, so the configurations' markers stay on top.
-    let mut order: Vec<(&Series, Option<usize>)> = panel
+    let mut order: Vec<(&Series, Option<usize>, &Vec<bool>)> = panel
         .series
         .iter()
         .zip(keys.iter().copied())
-        .filter(|(_, key)| layer.shows(*key))
+        .zip(&labelled)
+        .map(|((s, key), labelled)| (s, key, labelled))
+        .filter(|(_, key, _)| layer.shows(*key))
         .collect();
-    order.sort_by_key(|(s, _)| {
+    order.sort_by_key(|(s, _, _)| {
         !matches!(
             s.style,
-            SeriesStyle::Emphasis | SeriesStyle::Rings | SeriesStyle::Threshold
+            SeriesStyle::Emphasis
+                | SeriesStyle::Rings
+                | SeriesStyle::Crosses
+                | SeriesStyle::Threshold
         )
     });
-    for (series, key) in order {
+    for (series, key, labelled) in order {
         let color = series.style.color();
-        let shown: Vec<(f64, f64)> = series.points.iter().copied().filter(finite).collect();
+        let shown: Vec<(f64, f64)> = series.points.iter().map(place).filter(finite).collect();
         match series.style {
             SeriesStyle::Line(_) => {
                 chart.draw_series(shown.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
@@ -478,6 +536,13 @@ fn draw_panel<DB: DrawingBackend>(
                     color.mix(0.35).stroke_width(6),
                 )))?;
             }
+            SeriesStyle::Crosses => {
+                chart.draw_series(
+                    shown
+                        .iter()
+                        .map(|p| Cross::new(*p, 7, color.stroke_width(2))),
+                )?;
+            }
             SeriesStyle::Rings => {
                 chart.draw_series(
                     shown
@@ -492,25 +557,79 @@ fn draw_panel<DB: DrawingBackend>(
                 )))?;
             }
         }
-        let labelled = series.points.iter().zip(&series.labels);
         chart.draw_series(
-            labelled
-                .filter(|(p, l)| finite(p) && !l.is_empty())
-                .map(|(p, l)| {
-                    EmptyElement::at(*p) + Text::new(l.clone(), (5, -4), label_style.clone())
+            series
+                .points
+                .iter()
+                .zip(&series.labels)
+                .zip(labelled)
+                .filter(|(_, shown)| **shown)
+                .map(|((p, l), _)| {
+                    EmptyElement::at(place(p))
+                        + Text::new(l.clone(), LABEL_OFFSET, label_style.clone())
                 }),
         )?;
         // A distribution's hundred points answer as its line; a threshold as its label.
         if key.is_some() && !matches!(series.style, SeriesStyle::Curve(_)) {
-            for (i, p) in series.points.iter().enumerate().filter(|(_, p)| finite(p)) {
+            for (i, p) in series
+                .points
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| finite(&place(p)))
+            {
                 hits.push(Hit {
-                    at: chart.backend_coord(p),
+                    at: chart.backend_coord(&place(p)),
                     text: hit_text(series, panel, i, *p),
                 });
             }
         }
     }
     Ok(())
+}
+
+/// Which points' labels are drawn, per series: each but one that would
+/// overlap a label drawn before it (points at one place, a saturated load's,
+/// would print their labels over each other; the hover still tells them).
+/// Each series' last label goes first (a frontier names its configuration
+/// there), then the others from the last back. Decided from every series,
+/// so each pass of the SVG's layers draws the same labels.
+fn placed_labels(panel: &Panel, at: impl Fn(&(f64, f64)) -> Option<(i32, i32)>) -> Vec<Vec<bool>> {
+    let mut candidates: Vec<(bool, usize, usize)> = Vec::new();
+    for (s, series) in panel.series.iter().enumerate() {
+        let last = series.points.len().min(series.labels.len());
+        for i in (0..last).rev() {
+            candidates.push((i + 1 != last, s, i));
+        }
+    }
+    // Stable: the last labels first, each series in its order.
+    candidates.sort_by_key(|(later, _, _)| *later);
+    let mut placed: Vec<Vec<bool>> = panel
+        .series
+        .iter()
+        .map(|s| vec![false; s.labels.len()])
+        .collect();
+    let mut taken: Vec<[f64; 4]> = Vec::new();
+    for (_, s, i) in candidates {
+        let (point, label) = (&panel.series[s].points[i], &panel.series[s].labels[i]);
+        let Some((x, y)) = at(point).filter(|_| !label.is_empty()) else {
+            continue;
+        };
+        let left = f64::from(x + LABEL_OFFSET.0);
+        let bottom = f64::from(y + LABEL_OFFSET.1);
+        let box_ = [
+            left,
+            bottom - f64::from(LABEL_SIZE),
+            left + chart::text_width(label, f64::from(LABEL_SIZE)),
+            bottom,
+        ];
+        let overlaps =
+            |t: &[f64; 4]| t[0] < box_[2] && box_[0] < t[2] && t[1] < box_[3] && box_[1] < t[3];
+        if !taken.iter().any(overlaps) {
+            taken.push(box_);
+            placed[s][i] = true;
+        }
+    }
+    placed
 }
 
 /// What a point's hover says: its series and label, then its two values
@@ -539,6 +658,7 @@ mod tests {
             x_title: "Total TPS (tok/s)".to_owned(),
             y_title: "ms".to_owned(),
             from_zero: true,
+            x_scale: Scale::Linear,
             series: vec![
                 Series {
                     name: Some("tuned (vLLM 0.11.0)".to_owned()),
@@ -688,6 +808,96 @@ mod tests {
         let one = axis_range([50.0].into_iter(), false);
         assert!(one.start < 50.0 && one.end > 50.0);
         assert_eq!(axis_range(std::iter::empty(), false), 0.0..1.0);
+    }
+
+    /// A panel of one series through `points`, each labelled `c=<x>`.
+    fn labelled_panel(points: &[(f64, f64)], x_scale: Scale) -> Plot {
+        let mut plot = sample();
+        plot.panels.truncate(1);
+        plot.panels[0].x_scale = x_scale;
+        plot.panels[0].series = vec![Series {
+            name: Some("vllm".to_owned()),
+            style: SeriesStyle::Line(0),
+            points: points.to_vec(),
+            labels: points.iter().map(|(x, _)| format!("c={x}")).collect(),
+        }];
+        plot
+    }
+
+    #[test]
+    fn labels_that_would_overlap_are_drawn_once_the_last_first() {
+        // A saturated load: c=64, 128 and 256 at one place, c=1 far off.
+        let points = [
+            (100.0, 10.0),
+            (9000.0, 50.0),
+            (9001.0, 50.2),
+            (9002.0, 50.1),
+        ];
+        let plot = labelled_panel(&points, Scale::Linear);
+        let texts: Vec<String> = texts(&svg(&plot)).iter().map(|t| (*t).to_owned()).collect();
+        for (label, drawn) in [
+            ("c=100", true),
+            ("c=9000", false),
+            ("c=9001", false),
+            ("c=9002", true),
+        ] {
+            assert_eq!(
+                texts.contains(&label.to_owned()),
+                drawn,
+                "{label} in {texts:?}"
+            );
+        }
+        // Every point still answers the pointer with its own values.
+        assert_eq!(svg(&plot).matches("<circle class=\"hit\"").count(), 4);
+        let placed = placed_labels(&plot.panels[0], |(x, y)| {
+            Some(((x / 10.0) as i32, (-y * 10.0) as i32))
+        });
+        assert_eq!(placed, [vec![true, false, false, true]]);
+    }
+
+    #[test]
+    fn a_log2_axis_is_ticked_at_powers_of_two_and_hovers_with_the_load() {
+        let points = [
+            (1.0, 100.0),
+            (256.0, 12.0),
+            (8.0, 100.0),
+            (12.0, 56.0),
+            (0.0, 1.0),
+        ];
+        let plot = labelled_panel(&points, Scale::Log2);
+        let svg = svg(&plot);
+        let texts = texts(&svg);
+        for tick in ["1", "2", "4", "8", "16", "32", "64", "128", "256"] {
+            assert!(texts.contains(&tick), "no tick {tick} in {texts:?}");
+        }
+        // Half a power of 2 is no tick; a load of 0 has no place on a log axis.
+        assert!(!texts.iter().any(|t| t.starts_with("1.41")), "{texts:?}");
+        assert!(!texts.contains(&"c=0"));
+        assert_eq!(svg.matches("<circle class=\"hit\"").count(), 4);
+        assert!(
+            svg.contains("vllm · c=12\nTotal TPS (tok/s): 12.00\nms: 56.00"),
+            "{svg}"
+        );
+        // Placed by the logarithm: 8 lies as far right of 1 as 256 of 8.
+        let cx = |load: &str| -> f64 {
+            let hit = svg
+                .split("<circle class=\"hit\"")
+                .find(|h| h.contains(&format!("· c={load}\n")))
+                .unwrap();
+            hit.split("cx=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let (one, eight, top) = (cx("1"), cx("8"), cx("256"));
+        assert!(
+            ((eight - one) * 5.0 / 3.0 - (top - eight)).abs() <= 2.0,
+            "{one} {eight} {top}"
+        );
     }
 
     #[test]

@@ -141,6 +141,41 @@ fn dump_dom(browser: &Path, profile: &Path, proxy: &Proxy, page: &Path) -> Strin
     text
 }
 
+/// A screenshot of `page` in a window of `size` ("W,H") once its scripts
+/// ran, kept as `name` under the tests' directory for a reader to look at.
+fn screenshot(
+    browser: &Path,
+    profile: &Path,
+    proxy: &Proxy,
+    page: &Path,
+    name: &str,
+    size: &str,
+) -> PathBuf {
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join(name);
+    let _ = std::fs::remove_file(&shot);
+    let taken = browse(
+        browser,
+        profile,
+        proxy,
+        &[
+            &format!("--window-size={size}"),
+            "--virtual-time-budget=3000",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        page,
+    );
+    assert!(
+        taken.status.success(),
+        "{}",
+        String::from_utf8_lossy(&taken.stderr)
+    );
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    shot
+}
+
 /// Requests Chromium makes of its own whatever the page (its clock, its
 /// component updater, its sign-in), which its flags do not all turn off: the
 /// exact endpoints, so a page's fetch of any other Google host (fonts,
@@ -192,28 +227,14 @@ fn the_html_report_shows_its_sections_and_charts_in_a_browser_offline() {
         assert!(dom_text.contains(&figure), "no {figure}");
     }
 
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
-    std::fs::create_dir_all(&shots).unwrap();
-    let shot = shots.join("curves-report.png");
-    let _ = std::fs::remove_file(&shot);
-    let screenshot = browse(
+    let shot = screenshot(
         &browser,
         &env.path("chromium-profile"),
         &proxy,
-        &[
-            "--window-size=1366,3000",
-            "--virtual-time-budget=3000",
-            &format!("--screenshot={}", shot.display()),
-        ],
         &page,
+        "curves-report.png",
+        "1366,3000",
     );
-    assert!(
-        screenshot.status.success(),
-        "{}",
-        String::from_utf8_lossy(&screenshot.stderr)
-    );
-    let png = std::fs::read(&shot).expect("a screenshot");
-    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     eprintln!("screenshot of the HTML report: {}", shot.display());
 
     proxy.assert_page_fetched_nothing();
@@ -271,6 +292,14 @@ const DRIVER: &str = r#"
   pre.appendChild(code);
   document.querySelector("main").appendChild(pre);
   body.setAttribute("data-test-wraps", pre.scrollWidth <= pre.clientWidth ? "yes" : "no " + pre.scrollWidth + ">" + pre.clientWidth);
+
+  // Left so for the screenshot: the first chart moved to the page's top
+  // (a headless screenshot does not follow a scroll), its second series
+  // hidden and a point's values shown.
+  button.click();
+  var main = document.querySelector("main");
+  main.insertBefore(hit.closest("figure"), main.firstChild);
+  hit.dispatchEvent(new MouseEvent("mouseenter"));
 })();
 "#;
 
@@ -336,6 +365,20 @@ fn a_reader_hovers_a_point_hides_a_series_sorts_with_failures_last_and_reads_a_l
         "yes yes descending"
     );
     assert_eq!(body_attribute(&dom, "data-test-wraps"), "yes");
+
+    // The state the driver leaves, for a reader to look at.
+    let shot = screenshot(
+        &browser,
+        &env.path("chromium-profile"),
+        &proxy,
+        &env.path("driven.html"),
+        "curves-report-hovered.png",
+        "1366,900",
+    );
+    eprintln!(
+        "screenshot of a point hovered and a series hidden: {}",
+        shot.display()
+    );
     proxy.assert_page_fetched_nothing();
 }
 

@@ -153,4 +153,6 @@ fn a_search_gets_one_chart_of_its_result_and_one_of_its_distributions_not_one_pe
         "{svg}"
     );
     assert!(svg.contains("largest passing load"), "{svg}");
+    // Every load up to 8 passed: no smallest failing load to mark.
+    assert!(!svg.contains("smallest failing load"), "{svg}");
 }

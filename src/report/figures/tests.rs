@@ -270,5 +270,29 @@ fn a_search_is_drawn_as_its_metric_against_load_with_the_threshold_and_the_large
     // One chart of the search and one of its distributions; no probe is a
     // point of a load axis or a distribution of its own.
     assert_eq!(ids, ["search-chat", "cdf-chat"]);
+    // 1..=16: bisection's probes at 4, 5 and 6 drawn apart on a log axis.
+    assert!(
+        figures[0]
+            .plot
+            .panels
+            .iter()
+            .all(|p| p.x_scale == Scale::Log2)
+    );
+    assert!(
+        figures[1]
+            .plot
+            .panels
+            .iter()
+            .all(|p| p.x_scale == Scale::Linear)
+    );
     insta::assert_snapshot!(outline(&figures));
+}
+
+#[test]
+fn a_search_over_more_than_eightfold_loads_is_drawn_on_a_log_axis() {
+    assert_eq!(search_scale(1.0, 256.0), Scale::Log2);
+    assert_eq!(search_scale(0.5, 16.0), Scale::Log2);
+    assert_eq!(search_scale(1.0, 8.0), Scale::Linear);
+    assert_eq!(search_scale(4.0, 16.0), Scale::Linear);
+    assert_eq!(search_scale(0.0, 16.0), Scale::Linear);
 }

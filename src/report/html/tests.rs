@@ -209,8 +209,9 @@ const FIELDS: [Field; 7] = [
     Field::Page,
 ];
 
-/// The page of `experiment(field, hostile)`, with a chart labelled
-/// `hostile`; `None` when perfpipe refuses the experiment.
+/// The page of `experiment(field, hostile)`, with a bar chart and a figure
+/// (a point's hover, a series' button) labelled `hostile` throughout;
+/// `None` when perfpipe refuses the experiment.
 fn hostile_page(field: Field, hostile: &str) -> Option<String> {
     let spec = parse(&SourceFile {
         name: "page.kdl".into(),
@@ -237,9 +238,39 @@ fn hostile_page(field: Field, hostile: &str) -> Option<String> {
             svg: crate::report::chart::svg(&data),
             series: Vec::new(),
         }),
-        figures: Vec::new(),
+        figures: vec![hostile_figure(hostile)],
     };
     Some(html(&spec, &analysis, &charts))
+}
+
+/// A figure whose title, note, axes, series and point labels are `hostile`,
+/// as the report draws it: its SVG and its series' buttons.
+fn hostile_figure(hostile: &str) -> ChartFile {
+    use crate::report::plot::{self, Panel, Plot, Scale, Series, SeriesStyle};
+    let plot = Plot {
+        title: hostile.into(),
+        note: Some(hostile.into()),
+        panels: vec![Panel {
+            title: hostile.into(),
+            x_title: hostile.into(),
+            y_title: hostile.into(),
+            from_zero: true,
+            x_scale: Scale::Linear,
+            series: vec![Series {
+                name: Some(hostile.into()),
+                style: SeriesStyle::Line(0),
+                points: vec![(1.0, 2.0), (3.0, 4.0)],
+                labels: vec![hostile.into(), format!("{hostile} 2")],
+            }],
+        }],
+    };
+    ChartFile {
+        id: "figure".into(),
+        title: hostile.into(),
+        png: "page.figure.png".into(),
+        svg: plot::svg(&plot),
+        series: plot.series_names(),
+    }
 }
 
 /// The elements the page may hold, each with the attributes it may carry.
@@ -274,6 +305,8 @@ const ELEMENTS: &[(&str, &[&str])] = &[
     ("th", &["style"]),
     ("td", &["style"]),
     ("figure", &["id", "class"]),
+    ("figcaption", &[]),
+    ("button", &["type", "data-series", "aria-pressed", "title"]),
     // The charts' drawing.
     ("svg", SVG),
     ("rect", SVG),
@@ -283,11 +316,14 @@ const ELEMENTS: &[(&str, &[&str])] = &[
     ("path", SVG),
     ("circle", SVG),
     ("text", SVG),
+    // A series' group, which the script hides; a point's hover text.
+    ("g", &["class", "data-series"]),
 ];
 
 /// Attributes of a chart's drawing: geometry and paint, nothing that names
 /// or runs anything.
 const SVG: &[&str] = &[
+    "class",
     "xmlns",
     "width",
     "height",
@@ -339,7 +375,11 @@ fn value_allowed(name: &str, value: &str) -> bool {
                 ]
                 .contains(&value)
         }
-        "class" => ["table", "chart", "language-bash"].contains(&value),
+        "class" => ["table", "chart", "language-bash", "series", "hit"].contains(&value),
+        "data-series" => !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()),
+        "type" => value == "button",
+        "aria-pressed" => value == "true",
+        "title" => value == "hide or show this series",
         _ => true,
     }
 }
@@ -387,7 +427,7 @@ const HOSTILE: &str = "Tiny <span style=\"background-color:red;background-image:
      tabindex=\"0\" autofocus onfocus=\"alert(document.domain)\"> <script>alert(1)</script> \
      <img src=x onerror=alert(1)> [link](javascript:alert(1)) ![i](http://127.0.0.1:9/i.png) \
      <http://127.0.0.1:9/> ` | `<b>x</b>` ``` \n```\n<svg onload=alert(1)> \
-     <span style=\"background-color:lightgreen;\">";
+     <span style=\"background-color:lightgreen;\"></title></text></svg><script>alert(2)</script>";
 
 #[test]
 fn a_hostile_title_step_model_or_page_text_stays_text() {
