@@ -30,6 +30,7 @@ pub fn plan(args: &PlanArgs, io: &Io) -> Result<u8, Error> {
         loaded,
         plan,
         estimate,
+        later_probes,
         offers,
         saved_gpu_hours,
         launches: launch_materials,
@@ -67,8 +68,16 @@ pub fn plan(args: &PlanArgs, io: &Io) -> Result<u8, Error> {
                 "; {n} runs have no earlier result of their workload and count only their launch"
             ),
         };
+        // A search's later probes run on its configuration's launch.
+        let probes = match later_probes {
+            0 => String::new(),
+            n => format!(
+                "; the searches take up to {n} more {} on these launches, untimed",
+                crate::plural::noun(n, "probe", "probes")
+            ),
+        };
         outln!(
-            "estimate: {:.1} GPU-hours ({} at a typical start of {}, plus benchmark times of earlier results{untimed})",
+            "estimate: {:.1} GPU-hours ({} at a typical start of {}, plus benchmark times of earlier results{untimed}{probes})",
             estimate.gpu_hours,
             launches(estimate.launches),
             typical_starts(&estimate.starts),

@@ -19,6 +19,10 @@ pub struct Planned {
     pub loaded: Loaded,
     pub plan: Plan,
     pub estimate: Estimate,
+    /// The most probes the searches take after their next ones: the
+    /// estimate cannot time them (their loads are unknown), and they add no
+    /// launch (a search's probes share its configuration's).
+    pub later_probes: usize,
     /// Missing runs that trusted caches can supply.
     pub offers: std::collections::BTreeMap<crate::key::RunKey, crate::cache::Offer>,
     /// GPU-hours of the estimate that substituting them saves.
@@ -116,6 +120,7 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
         estimate.gpu_hours - left.gpu_hours
     };
     Ok(Planned {
+        later_probes: super::slo_search::later_probes(&loaded.searches),
         loaded,
         plan,
         estimate,

@@ -168,6 +168,13 @@ pub fn note(searches: &[SearchResult]) -> Option<String> {
     }
 }
 
+/// The most probes `searches` may take after the next one of each: runs no
+/// plan lists yet (which loads they probe depends on results), each on its
+/// configuration's launch.
+pub fn later_probes(searches: &[SearchResult]) -> usize {
+    searches.iter().map(|s| s.most_left.saturating_sub(1)).sum()
+}
+
 /// `run`'s executions: the missing runs of `first`, a configuration (step)
 /// at a time while a search still probes, so that its probes run one after
 /// another on one engine launch as the runs of a step do (`execute` keeps
@@ -210,11 +217,7 @@ pub fn run_probes<L>(
             }
             break;
         }
-        let probes_after: usize = searches(&last.0)
-            .iter()
-            .map(|s| s.most_left.saturating_sub(1))
-            .sum();
-        let at_most = tried.len() + untried.len() + probes_after;
+        let at_most = tried.len() + untried.len() + later_probes(searches(&last.0));
         let now = Plan {
             runs: (last.1.runs.iter())
                 .filter(|r| chosen.contains(&r.key))

@@ -32,7 +32,13 @@ fn analysis(env: &TestEnv, experiment: &str) -> Value {
 
 /// Each search's (step, largest passing, smallest failing, probes, cached).
 fn brackets(env: &TestEnv) -> Vec<(String, Value, Value, u64, u64)> {
-    analysis(env, "search.kdl")["searches"]
+    brackets_of(&analysis(env, "search.kdl"))
+}
+
+/// Each search's (step, largest passing, smallest failing, probes, cached)
+/// in `analysis`.
+fn brackets_of(analysis: &Value) -> Vec<(String, Value, Value, u64, u64)> {
+    analysis["searches"]
         .as_array()
         .unwrap()
         .iter()
@@ -73,11 +79,13 @@ fn the_search_finds_the_brute_force_bracket_with_fewer_probes_and_a_rerun_runs_n
 
     let again = run(&env, "search.kdl");
     assert_eq!(env.samples().len(), 5, "a second run runs nothing");
-    assert!(
-        stderr(&again).contains("perfpipe: 1 search of the largest load within an SLO; none needs another probe (the store holds every probe each takes)\n"),
-        "{}",
-        stderr(&again)
-    );
+    // What the rerun says before it runs, each a whole sentence.
+    let err = stderr(&again);
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("within an SLO"))
+        .collect();
+    insta::assert_snapshot!(said.join("\n"), @"perfpipe: 1 search of the largest load within an SLO; none needs another probe (the store holds every probe each takes)");
     assert!(
         stderr(&again).contains("ran 0 (failed: 0)"),
         "{}",
@@ -193,22 +201,65 @@ fn the_report_gives_the_bracket_per_configuration_best_first() {
     ");
 }
 
+/// Three configurations searched over the same workload (issue 38: a
+/// launch per probe, round-robin across configurations, before).
+fn three_configurations(env: &TestEnv) {
+    let kdl = env.read("search.kdl").replace(
+        "    step vllm engine=vllm gpus=1",
+        "    step vllm engine=vllm gpus=1
+    step seqs engine=vllm gpus=1 {
+        args \"--max-num-seqs\" \"64\"
+    }
+    step batched engine=vllm gpus=1 {
+        args \"--max-num-batched-tokens\" \"4096\"
+    }",
+    );
+    env.write("search.kdl", &kdl);
+}
+
+/// Each result's (launch id, position on it, the step's serve arguments),
+/// by launch and position.
+fn launches_of_results(env: &TestEnv) -> Vec<(String, u64, String)> {
+    let mut launches = Vec::new();
+    for (_, result) in env.results() {
+        let launch = &result["engine_launch"];
+        let argv: Vec<&str> = result["engine_command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        // What follows `--port N`: the step's own arguments.
+        let port = argv.iter().position(|a| *a == "--port").unwrap();
+        launches.push((
+            launch["id"].as_str().unwrap().to_owned(),
+            launch["position"].as_u64().unwrap(),
+            argv[port + 2..].join(" "),
+        ));
+    }
+    launches.sort();
+    launches
+}
+
 #[test]
 fn the_probes_of_a_configuration_run_on_one_engine_launch_one_after_another() {
     let env = search_study();
-    // Two configurations, each searched: 1 passes, 8 fails, then 4, 6, 5.
-    let kdl = env.read("search.kdl").replace(
-        "    step vllm engine=vllm gpus=1",
-        "    step vllm engine=vllm gpus=1\n    step seqs engine=vllm gpus=1 {\n        args \"--max-num-seqs\" \"64\"\n    }",
-    );
-    env.write("search.kdl", &kdl);
+    three_configurations(&env);
+    // `plan` counts a launch per configuration, and the later probes on them.
+    let plan = env.run(&["plan", "search.kdl", "--runtime", "docker"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    let text = stdout(&plan);
+    let estimate = text.lines().find(|l| l.starts_with("estimate:")).unwrap();
+    insta::assert_snapshot!(estimate, @"estimate: 0.2 GPU-hours (3 engine launches at a typical start of 5 min for vLLM, plus benchmark times of earlier results; 3 runs have no earlier result of their workload and count only their launch; the searches take up to 12 more probes on these launches, untimed)");
+
+    // Each configuration: 1 passes, 8 fails, then 4, 6, 5.
     let out = run(&env, "search.kdl");
     let err = stderr(&out);
-    assert!(err.contains("ran 10 (failed: 0)"), "{err}");
+    assert!(err.contains("ran 15 (failed: 0)"), "{err}");
     // One launch per configuration, not one per probe.
-    assert_eq!(err.matches("engine ready after").count(), 2, "{err}");
-    // Progress counts the probes of both searches together, each
-    // configuration's in a row: at most 2 × 5 (from, to, then up to three
+    assert_eq!(err.matches("engine ready after").count(), 3, "{err}");
+    // Progress counts the probes of every search together, each
+    // configuration's in a row: at most 3 × 5 (from, to, then up to three
     // bisections of 1..=8).
     let started: Vec<&str> = err
         .lines()
@@ -216,34 +267,116 @@ fn the_probes_of_a_configuration_run_on_one_engine_launch_one_after_another() {
         .map(|l| l.split(" (").next().unwrap())
         .collect();
     insta::assert_snapshot!(started.join("\n"), @r"
-    [1/≤10] `vllm` × `chat@c=1`
-    [2/≤10] `vllm` × `chat@c=8`
-    [3/≤10] `vllm` × `chat@c=4`
-    [4/≤10] `vllm` × `chat@c=6`
-    [5/≤10] `vllm` × `chat@c=5`
-    [6/≤10] `seqs` × `chat@c=1`
-    [7/≤10] `seqs` × `chat@c=8`
-    [8/≤10] `seqs` × `chat@c=4`
-    [9/≤10] `seqs` × `chat@c=6`
-    [10/10] `seqs` × `chat@c=5`
+    [1/≤15] `vllm` × `chat@c=1`
+    [2/≤15] `vllm` × `chat@c=8`
+    [3/≤15] `vllm` × `chat@c=4`
+    [4/≤15] `vllm` × `chat@c=6`
+    [5/≤15] `vllm` × `chat@c=5`
+    [6/≤15] `seqs` × `chat@c=1`
+    [7/≤15] `seqs` × `chat@c=8`
+    [8/≤15] `seqs` × `chat@c=4`
+    [9/≤15] `seqs` × `chat@c=6`
+    [10/≤15] `seqs` × `chat@c=5`
+    [11/≤15] `batched` × `chat@c=1`
+    [12/≤15] `batched` × `chat@c=8`
+    [13/≤15] `batched` × `chat@c=4`
+    [14/≤15] `batched` × `chat@c=6`
+    [15/15] `batched` × `chat@c=5`
     ");
     // Each result records its launch: the probes of a step share one, in order.
-    let mut launches: Vec<(String, u64)> = Vec::new();
-    for sample in env.samples() {
-        let (key, id) = sample.split_once('/').unwrap();
-        let path = format!("store/entries/{}/{key}/samples/{id}/result.json", &key[..2]);
-        let result: Value = serde_json::from_str(&env.read(&path)).unwrap();
-        let launch = &result["engine_launch"];
-        launches.push((
-            launch["id"].as_str().unwrap().to_owned(),
-            launch["position"].as_u64().unwrap(),
-        ));
-    }
-    launches.sort();
+    let launches = launches_of_results(&env);
     let ids: std::collections::BTreeSet<&str> = launches.iter().map(|l| l.0.as_str()).collect();
-    assert_eq!(ids.len(), 2, "{launches:?}");
+    assert_eq!(ids.len(), 3, "{launches:?}");
     let positions: Vec<u64> = launches.iter().map(|l| l.1).collect();
-    assert_eq!(positions, [1, 2, 3, 4, 5, 1, 2, 3, 4, 5], "{launches:?}");
+    assert_eq!(
+        positions,
+        [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5],
+        "{launches:?}"
+    );
+}
+
+/// An engine that dies in the middle of a search fails the probe it served
+/// (stored with its engine log, as a step's run would be: a load the
+/// engine dies under does not pass), and the search goes on on a new
+/// launch of its configuration, as a step's runs do.
+#[test]
+fn an_engine_that_dies_mid_search_fails_its_probe_and_the_next_probe_relaunches_it() {
+    let env = search_study();
+    three_configurations(&env);
+    // Requests long enough that the engine dies (0.5 s after it listens,
+    // its tokens 50 ms apart) in the first probe it serves, `c=8`: `c=1`
+    // is stored first by a workload declaring it, without the fault.
+    let kdl = env.read("search.kdl").replace("output=4", "output=40");
+    env.write("search.kdl", &kdl);
+    env.write(
+        "first.kdl",
+        &kdl.replace("search concurrency from=1 to=8", "concurrency 1"),
+    );
+    let on_box = |experiment: &str, fault: &str| {
+        crate::runtimes::gpu_box(
+            &env,
+            &["run", experiment, "--runtime", "local"],
+            &[SEARCH_TIMING, ("STANDIN_FAULT", fault)],
+        )
+        .output()
+        .unwrap()
+    };
+    let first = on_box("first.kdl", "");
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    std::fs::remove_file(env.path("standin.log")).unwrap();
+
+    let out = on_box("search.kdl", "die-once@--max-num-seqs");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // c=8 fails everywhere (on `seqs` as its engine died), then 4, 6, 5.
+    assert!(err.contains("ran 12 (failed: 1, unexpectedly)"), "{err}");
+    assert!(
+        err.contains("\n  `seqs` × `chat@c=8`: ") && !err.contains("earlier run"),
+        "the probe the engine died in, named as run now: {err}"
+    );
+    let json = env.run(&[
+        "report",
+        "search.kdl",
+        "--runtime",
+        "local",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let analysis = &serde_json::from_slice::<Value>(&json.stdout).unwrap()["analysis"];
+    assert_eq!(
+        brackets_of(analysis)
+            .iter()
+            .map(|b| (b.0.as_str(), b.1.clone(), b.2.clone()))
+            .collect::<Vec<_>>(),
+        [
+            ("vllm", 4.0.into(), 5.0.into()),
+            ("seqs", 4.0.into(), 5.0.into()),
+            ("batched", 4.0.into(), 5.0.into()),
+        ]
+    );
+    // `seqs` was launched again for its next probe; the others once each.
+    let log = env.read("standin.log");
+    let serves = |args: &str| {
+        log.lines()
+            .filter(|l| l.starts_with("vllm\t") && l.contains("\tserve\t"))
+            .filter(|l| l.contains(args))
+            .count()
+    };
+    assert_eq!(serves(""), 4, "{log}");
+    assert_eq!(serves("--max-num-seqs"), 2, "{log}");
+    // Its results: c=1 (the first run's), c=8 on the launch that died,
+    // then 4, 6, 5 in order on the next.
+    let launches = launches_of_results(&env);
+    let seqs: Vec<&(String, u64, String)> = launches
+        .iter()
+        .filter(|l| l.2 == "--max-num-seqs 64")
+        .collect();
+    let ids: std::collections::BTreeSet<&str> = seqs.iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(ids.len(), 3, "{launches:?}");
+    let mut positions: Vec<u64> = seqs.iter().map(|l| l.1).collect();
+    positions.sort_unstable();
+    assert_eq!(positions, [1, 1, 1, 2, 3], "{launches:?}");
 }
 
 /// A concurrency past the workload's prompts measures no more load: `plan`
@@ -262,4 +395,17 @@ fn a_concurrency_past_the_prompts_is_noted() {
     let text = crate::common::stdout(&plan);
     let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("note:")).collect();
     insta::assert_snapshot!(notes.join("\n"), @"note: workload `chat` reaches concurrency 256 but sends 8 prompts: no more than that are ever in flight, so a concurrency above 8 measures the same load (`prompts` sends more)");
+}
+
+/// `slo p99_ttft_ms=300` is refused at its place, pointing to the
+/// objective (`ttft_ms=`) and to `attainment=`, the search's percentile.
+#[test]
+fn a_percentile_in_an_slo_points_to_attainment() {
+    let env = search_study();
+    let kdl = env
+        .read("search.kdl")
+        .replace("slo ttft_ms=450", "slo p99_ttft_ms=300");
+    env.write("search.kdl", &kdl);
+    let plan = crate::common::exited(env.run(&["plan", "search.kdl"]), 2);
+    insta::assert_snapshot!(stderr(&plan));
 }

@@ -281,8 +281,12 @@ fn run_experiment(
     stopped?;
     super::slo_search::mark_ran(&mut loaded.searches, &ran);
 
-    // The runs this `run` ran, to tell its failures from stored ones.
-    let ran_keys: BTreeSet<String> = plan.missing().iter().map(|r| r.key.to_string()).collect();
+    // The runs this `run` ran, to tell its failures from stored ones: by
+    // what it executed, as a search's earlier probes are stored by now.
+    let ran_keys: BTreeSet<String> = (plan.runs.iter())
+        .filter(|r| ran.contains(&(r.step.clone(), r.workload.clone())))
+        .map(|r| r.key.to_string())
+        .collect();
     // The report is the whole experiment's, whichever steps `--step` ran.
     let whole = Selection {
         steps: Vec::new(),
