@@ -1,34 +1,38 @@
 #!/usr/bin/env bash
-# Measures the built-in load generator itself (issue "built-in load generator"):
+# Measures the built-in load generator itself (issue "built-in load generator").
+# Every case runs `perfpipe bench` and a bare hyper client
+# (examples/bare_client.rs, the same requests) one after the other against
+# the same server and prints both clients' output tok/s, their ratio, both
+# mean TTFTs and the difference; a summary of every case's line ends the run:
 #   1. ceiling: 256 and 1000 concurrent streams (ISL 128, OSL 1024,
 #      `/v1/completions`) against a neutral fast server (examples/fast_server.rs:
-#      one thread, one SSE chunk per token, zero delays), `perfpipe bench` and
-#      a bare hyper client (examples/bare_client.rs) one after the other against
-#      the same server; each case prints their output tok/s and the ratio;
-#      then 256 streams with each event an HTTP chunk of its own;
+#      one thread, one SSE chunk per token, zero delays), about 40 M output
+#      tokens a client (8 to 10 s at the 4 to 5 M tok/s both clients reach on
+#      a 2-core machine; the 10 M tokens of before took 2 s, which measured
+#      the ramp and the drain as much as the ceiling); memory: peak RSS at
+#      1000 streams for 12,000 requests (target < 200 MiB); then 256 streams
+#      with each event an HTTP chunk of its own, and against the simulated
+#      engine writing one event per write (its core the limit);
 #   2. accuracy: the same server holding TTFT at 200 ms and the gap between
 #      tokens at 20 ms (OSL 256, three waves of requests) at 64 and 512
-#      streams: each client's mean TTFT and the difference; again against a
-#      server that sleeps before every write and sends usage, `[DONE]` and
-#      the body's end each 20 ms after the write before (a client that let
-#      the next request go at `[DONE]` while its connection waited for the
-#      body's end would show it in waves 2 and 3); at 512 streams with
-#      perfpipe sent to `localhost` (a name looked up per connection would
-#      show in the first wave); then the simulated
-#      engine's stamping server (probe=1) at 512 streams, which splits the
-#      TTFT's error into the way there and the way back;
-#   3. memory: peak RSS of 12,000 requests at 1000 streams (target < 200 MiB);
-#   4. connections: at `--max-concurrency 64`, the most connections the server
-#      had established at once (one per stream: at most c);
-#   5. prompts: 12,000 random 128-token prompts built through a BPE tokenizer
+#      streams; again against a server that sleeps before every write and
+#      sends usage, `[DONE]` and the body's end each 20 ms after the write
+#      before (a client that let the next request go at `[DONE]` while its
+#      connection waited for the body's end would show it in waves 2 and 3);
+#      at 512 streams with perfpipe sent to `localhost` (a name looked up per
+#      connection would show in the first wave); then the simulated engine's
+#      stamping server (probe=1) at 512 cold streams, which splits
+#      perfpipe's TTFT error into the way there and the way back;
+#   3. connections: warm-ups leave 512 keep-alive connections (none opened
+#      in a TTFT), and at `--max-concurrency 64` the most connections the
+#      server had established at once (one per stream: at most c);
+#   4. prompts: 12,000 random 128-token prompts built through a BPE tokenizer
 #      on every core, cold (an empty prompt cache) then warm (target: cold
 #      under 1 s on 2 cores): the shipped test BPE, and a model's
 #      tokenizer.json if PERFPIPE_BENCH_TOKENIZER names one.
-# Every perfpipe case prints the time to build its prompts, the client's peak
-# RSS and the most connections the server side held at once (sampled with
-# `ss` every 20 ms). Server and client are pinned to a core each when
-# `taskset` exists; on a shared machine, repeat (PERFPIPE_BENCH_REPEAT=3 runs
-# each comparison three times, the clients alternating).
+# Server and client are pinned to a core each when `taskset` exists; on a
+# shared machine, repeat (PERFPIPE_BENCH_REPEAT=3 runs each comparison three
+# times, the clients alternating).
 # Usage: scripts/bench-harness.sh   (builds the `perf` profile first;
 #        PERFPIPE_BENCH_PROFILE=release builds and measures `--release`;
 #        PERFPIPE_BENCH_TOKENIZER=path/to/tokenizer.json adds that tokenizer)
@@ -73,41 +77,31 @@ peak_connections() { # peak_connections PORT PID
     echo "server-side connections: at most $peak established at once"
 }
 
-run() { # run NAME PORT ARGS...
-    echo "== $1"
-    "${pin[@]}" ${pin:+0} "$bin" bench --port "$2" --backend openai-chat --model bench-model --ignore-eos \
-        --percentile-metrics ttft,tpot,itl,e2el --save-result --result-dir "$out" \
-        --result-filename "$1.json" "${@:3}" >"$out/$1.log" 2>&1 &
-    local client=$!
-    peak_connections "$2" "$client"
-    wait "$client" || true
-    grep -E "ingested|prompts (built|read)|peak RSS|client delay|Successful|Failed|TTFT|TPOT|ITL \(|warning" "$out/$1.log" || true
-}
-
-bare() { # bare NAME PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN: the yardstick
-    echo "== $1 (bare hyper client)"
-    "${pin[@]}" ${pin:+0} "$bare" "$2" "$3" "$4" "$5" "$6" >"$out/$1.log" 2>&1 &
-    local client=$!
-    peak_connections "$2" "$client"
-    wait "$client" || true
-    cat "$out/$1.log"
-}
-
-# compare NAME PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN [HOST]: perfpipe
-# bench (to HOST, 127.0.0.1 by default) and the bare client (to 127.0.0.1)
-# against the same server, one after the other (PERFPIPE_BENCH_REPEAT
-# times); output tok/s, their ratio, mean TTFT and the difference, so that a
-# client slower or later than the yardstick shows here.
+# compare NAME PORT NUM_PROMPTS CONCURRENCY INPUT_LEN OUTPUT_LEN [HOST [ARGS...]]:
+# perfpipe bench (to HOST, 127.0.0.1 by default, with ARGS) and the bare
+# client (to 127.0.0.1) against the same server, one after the other
+# (PERFPIPE_BENCH_REPEAT times); output tok/s, their ratio, mean TTFT and
+# the difference, so that a client slower or later than the yardstick shows
+# here; with COUNT_CONNECTIONS=1, the most connections the server held for
+# each (sampled with `ss` every 20 ms, which takes CPU from the throughput
+# cases, so only where connections are the question).
 compare() {
-    local name=$1 port=$2 n=$3 c=$4 isl=$5 osl=$6 host=${7:-127.0.0.1} i
+    local name=$1 port=$2 n=$3 c=$4 isl=$5 osl=$6 host=${7:-127.0.0.1} i client
+    local extra=("${@:8}")
     for i in $(seq "$repeat"); do
         echo "== $name ($i of $repeat): perfpipe bench, then the bare client"
         "${pin[@]}" ${pin:+0} "$bin" bench --base-url "http://$host:$port" --endpoint /v1/completions \
             --backend openai --model bench-model --ignore-eos --percentile-metrics ttft,tpot,itl,e2el \
             --metric-percentiles 50,99 --num-prompts "$n" --max-concurrency "$c" --random-input-len "$isl" \
-            --random-output-len "$osl" --disable-tqdm >"$out/$name-$i.log" 2>&1 || true
-        "${pin[@]}" ${pin:+0} "$bare" "$port" "$n" "$c" "$isl" "$osl" 0 --completions >"$out/$name-$i-bare.log" 2>&1 || true
-        grep -E "peak RSS|Failed|warning" "$out/$name-$i.log" || true
+            --random-output-len "$osl" --disable-tqdm "${extra[@]}" >"$out/$name-$i.log" 2>&1 &
+        client=$!
+        [ -n "${COUNT_CONNECTIONS:-}" ] && echo "perfpipe: $(peak_connections "$port" "$client")"
+        wait "$client" || true
+        "${pin[@]}" ${pin:+0} "$bare" "$port" "$n" "$c" "$isl" "$osl" 0 --completions >"$out/$name-$i-bare.log" 2>&1 &
+        client=$!
+        [ -n "${COUNT_CONNECTIONS:-}" ] && echo "bare: $(peak_connections "$port" "$client")"
+        wait "$client" || true
+        grep -E "peak RSS|client delay|Failed|warning" "$out/$name-$i.log" || true
         cat "$out/$name-$i-bare.log"
         awk -v name="$name" '
             FNR == NR && /^Output token throughput/ { p_tps = $NF }
@@ -122,22 +116,22 @@ compare() {
                 if (p_tps == "" || b_tps == "" || b_tps == 0) { print name ": a client did not finish (see its log)"; exit }
                 printf "%s: perfpipe %.0f tok/s, bare %.0f tok/s: %.2fx; mean TTFT perfpipe %.2f ms, bare %.2f ms: %+.2f ms\n",
                     name, p_tps, b_tps, p_tps / b_tps, p_ttft, b_ttft, p_ttft - b_ttft
-            }' "$out/$name-$i.log" "$out/$name-$i-bare.log"
+            }' "$out/$name-$i.log" "$out/$name-$i-bare.log" | tee -a "$out/summary"
     done
 }
 
-# The ceiling: a server one core can keep far ahead of a client's.
+# The ceiling: a server one core can keep far ahead of a client's; about
+# 40 M output tokens a client, so that the ratio is the steady state's.
 serve_fast 18774 0 0
-compare ceiling-256 18774 2048 256 128 1024
-compare ceiling-1000 18774 2000 1000 128 1024
+compare ceiling-256 18774 40960 256 128 1024
+compare ceiling-1000 18774 40000 1000 128 1024
 # Memory: peak RSS at 1000 streams for 12,000 requests (target < 200 MiB).
-run memory-1000x12000 18774 --num-prompts 12000 --max-concurrency 1000 \
-    --random-input-len 128 --random-output-len 1024
+compare memory-1000x12000 18774 12000 1000 128 1024
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 # Each event an HTTP chunk of its own, as engines' servers frame them: a
 # frame per token through hyper, for both clients.
 serve_fast 18776 0 0 --chunk-per-event
-compare ceiling-256-chunk-per-event 18776 1024 256 128 1024
+compare ceiling-256-chunk-per-event 18776 4096 256 128 1024
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
 # Accuracy: the first token 200 ms after the request, 20 ms between tokens.
@@ -170,17 +164,20 @@ if [ -n "${PERFPIPE_BENCH_TOKENIZER:-}" ]; then
 fi
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
-# One event per write: the server core becomes the limit.
+# One event per write: the server core becomes the limit, for both clients.
 serve 18773 fixed:ttft_ms=0,itl_ms=0,coalesce=0
-run ceiling-256-one-event-per-write 18773 --num-prompts 512 --max-concurrency 256 --random-input-len 128 --random-output-len 1024
+compare ceiling-256-one-event-per-write 18773 1024 256 128 1024
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
 serve 18772 fixed:ttft_ms=200,itl_ms=20,probe=1
-run accuracy-512-cold 18772 --num-prompts 512 --random-input-len 128 --random-output-len 64
-bare accuracy-512-cold-bare 18772 512 512 128 64
-# Warm-up requests leave 512 keep-alive connections open: no connect in the TTFT.
-run accuracy-512-warm 18772 --num-prompts 512 --random-input-len 128 --random-output-len 64 --num-warmups 512
+# One wave of cold connections; perfpipe's line splits its delay.
+COUNT_CONNECTIONS=1 compare accuracy-512-cold 18772 512 512 128 64
+# Warm-up requests leave 512 keep-alive connections open: no connect in
+# perfpipe's TTFTs (the bare client's still have theirs).
+COUNT_CONNECTIONS=1 compare accuracy-512-warm 18772 512 512 128 64 127.0.0.1 --num-warmups 512
 # Each connection is back in the pool before its request ends: at most c open at once.
-run connections-64 18772 --num-prompts 1024 --max-concurrency 64 --random-input-len 128 --random-output-len 16
+COUNT_CONNECTIONS=1 compare connections-64 18772 1024 64 128 16
 kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+echo "== summary: perfpipe bench against the bare client, every case"
+cat "$out/summary"
 echo "results in $out"

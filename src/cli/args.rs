@@ -314,7 +314,7 @@ pub struct RuntimeOpt {
 pub struct CapArg {
     /// Cap every workload at N prompts, for a quick smoke test of a study.
     /// A capped workload is another workload: its runs have their own keys.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = prompt_count(1))]
     pub max_prompts: Option<u32>,
 }
 
@@ -564,7 +564,7 @@ pub struct DiffArgs {
     pub noise_floor: Vec<(String, f64)>,
     /// Compare the runs capped with `run --max-prompts N` (found through the
     /// experiment's file, in `experiments/` or here).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = prompt_count(1))]
     pub max_prompts: Option<u32>,
 }
 
@@ -697,8 +697,25 @@ fn timeout_secs() -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync 
 }
 
 /// A count of prompts or warm-ups: `min` to [`bounds::MAX_PROMPTS`].
-fn prompt_count(min: u32) -> clap::builder::RangedI64ValueParser<u32> {
-    clap::value_parser!(u32).range(i64::from(min)..=i64::from(bounds::MAX_PROMPTS))
+fn prompt_count(min: u32) -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync + 'static {
+    whole_number(min, bounds::MAX_PROMPTS)
+}
+
+/// A whole number in `min..=max`, refused with that bound whatever form it
+/// is written in: clap's integer parser said "invalid digit found in string"
+/// of `1e9` or `2.5`, which names no bound.
+fn whole_number(
+    min: u32,
+    max: u32,
+) -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        let refused = || format!("`{text}` is not a whole number in {min}..={max}");
+        let number = text.trim().parse::<f64>().map_err(|_| refused())?;
+        if number.fract() != 0.0 || !(f64::from(min)..=f64::from(max)).contains(&number) {
+            return Err(refused());
+        }
+        Ok(number as u32)
+    }
 }
 
 /// A number checked by one of `spec::bounds`' rules, as a clap parser.

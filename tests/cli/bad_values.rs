@@ -119,7 +119,8 @@ fn timeouts_past_a_week_are_refused() {
 }
 
 /// A number out of bounds says the bound, whatever its form: `1e9` was
-/// "invalid digit found in string", and `-5` got clap's tip "use '-- -5'".
+/// "invalid digit found in string", and `-5` got clap's tip "use '-- -5'"
+/// (then "-5 is not in 1..=4294967295", a bound no count has).
 #[test]
 fn a_count_or_timeout_out_of_bounds_says_the_bound() {
     let env = TestEnv::new();
@@ -127,10 +128,10 @@ fn a_count_or_timeout_out_of_bounds_says_the_bound() {
     let run = |extra: &[&str]| {
         let mut args = vec!["run", "e.kdl", "--runtime", "sim"];
         args.extend(extra);
-        words(&refused(&env, &args))
+        refused(&env, &args)
     };
     for value in ["1e9", "-5", "2.5"] {
-        let said = run(&["--startup-timeout", value]);
+        let said = words(&run(&["--startup-timeout", value]));
         assert!(
             said.contains(&format!(
                 "`{value}` is not a whole number of seconds in 1..=604800 (a week)"
@@ -138,9 +139,20 @@ fn a_count_or_timeout_out_of_bounds_says_the_bound() {
             "{said}"
         );
     }
-    let said = run(&["--max-prompts", "-5"]);
-    assert!(said.contains("-5 is not in 1..=4294967295"), "{said}");
-    assert!(!said.contains("'-- -5'"), "{said}");
+    perfpipe_snapshot!(
+        "bad_values_startup_timeout_1e9",
+        run(&["--startup-timeout", "1e9"])
+    );
+    for value in ["1e9", "2.5", "0"] {
+        let said = words(&run(&["--max-prompts", value]));
+        assert!(
+            said.contains(&format!("`{value}` is not a whole number in 1..=1000000")),
+            "{said}"
+        );
+    }
+    let out = run(&["--max-prompts", "-5"]);
+    assert!(!words(&out).contains("'-- -5'"), "{}", words(&out));
+    perfpipe_snapshot!("bad_values_max_prompts_negative", out);
 }
 
 #[test]

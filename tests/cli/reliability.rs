@@ -3,7 +3,7 @@
 //! on the stand-in GPU box of `runtimes.rs`.
 
 use std::path::Path;
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{
@@ -62,6 +62,17 @@ fn recorded_launch(env: &TestEnv) -> Option<(i32, Option<String>)> {
     None
 }
 
+/// Starts a perfpipe that the test kills: what it writes is not the test's
+/// to show (its progress, and the engine's errors as it dies, read like the
+/// test's own failures in `cargo test`'s output), so it goes nowhere.
+fn spawn_to_kill(mut perfpipe: Command) -> Child {
+    perfpipe
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// SIGKILLs perfpipe once its engine streams, as the OOM killer or `kill -9` would.
 fn kill_mid_benchmark(env: &TestEnv, mut perfpipe: Child) -> (i32, Option<String>) {
     wait_for("the engine to start", || recorded_launch(env).is_some());
@@ -78,7 +89,7 @@ fn a_container_left_by_a_killed_perfpipe_is_removed_by_the_next() {
     slow_study(&env, 1);
     let args = ["run", "slow.kdl", "--runtime", "docker", "--offline"];
     let slow = [("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=20")];
-    let perfpipe = gpu_box(&env, &args, &slow).spawn().unwrap();
+    let perfpipe = spawn_to_kill(gpu_box(&env, &args, &slow));
     let (_, container) = kill_mid_benchmark(&env, perfpipe);
     let container = container.expect("docker launches are recorded with their container");
 
@@ -126,7 +137,7 @@ fn a_perfpipe_waiting_for_a_killed_ones_gpu_stops_its_container_and_measures() {
         ("STANDIN_GPU_COUNT", "1"),
         ("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=20"),
     ];
-    let first = gpu_box(&env, &args, &slow).spawn().unwrap();
+    let first = spawn_to_kill(gpu_box(&env, &args, &slow));
     wait_for("the first engine to start", || {
         recorded_launch(&env).is_some()
     });
@@ -178,7 +189,7 @@ fn plan_lists_leftovers_and_a_run_with_nothing_to_do_stops_them() {
     // A second sample, killed while measured: its container is left.
     let more = [&args[..], &["--samples", "2"]].concat();
     let slow = [("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=20")];
-    let perfpipe = gpu_box(&env, &more, &slow).spawn().unwrap();
+    let perfpipe = spawn_to_kill(gpu_box(&env, &more, &slow));
     let (_, container) = kill_mid_benchmark(&env, perfpipe);
     let container = container.unwrap();
     let pid_file = env.path(&format!("standin.log.containers/{container}"));
@@ -244,7 +255,7 @@ fn workers_of_an_engine_whose_perfpipe_was_killed_are_stopped_by_the_next() {
         ("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=20"),
         ("STANDIN_FAULT", "worker@Qwen/Qwen3-14B"),
     ];
-    let perfpipe = gpu_box(&env, &args, &fault).spawn().unwrap();
+    let perfpipe = spawn_to_kill(gpu_box(&env, &args, &fault));
     let (engine, _) = kill_mid_benchmark(&env, perfpipe);
 
     // The engine died with perfpipe (parent-death signal); its worker did not.
@@ -357,6 +368,7 @@ fn a_run_waits_while_every_gpu_holds_a_foreign_process() {
         ("STANDIN_GPU_APPS", apps.to_str().unwrap()),
     ];
     let mut perfpipe = gpu_box(&env, &["run", "slow.kdl", "--runtime", "local"], &one_gpu)
+        .stdout(Stdio::null())
         .stderr(std::fs::File::create(&err_file).unwrap())
         .spawn()
         .unwrap();

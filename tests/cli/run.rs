@@ -258,8 +258,13 @@ fn a_signal_stops_the_engine_and_commits_nothing(signal: i32) {
 }}"#
         ),
     );
+    // Its output is the test's to read, not the terminal's: an interrupted
+    // run's messages read like failures in `cargo test`'s output.
+    let err_file = env.path("perfpipe.stderr");
     let mut child = env
         .cmd(&["run", "slow.kdl", "--runtime", "sim"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_file).unwrap())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -283,7 +288,8 @@ fn a_signal_stops_the_engine_and_commits_nothing(signal: i32) {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(status.code(), Some(130));
+    let err = std::fs::read_to_string(&err_file).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
     assert_eq!(
         live_processes(&tag),
         Vec::<u32>::new(),

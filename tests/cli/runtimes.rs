@@ -1076,6 +1076,7 @@ fn sigterm_stops_the_containers_of_every_launch_in_flight() {
             ("STANDIN_STOP_SECONDS", "1"),
         ],
     )
+    .stdout(std::process::Stdio::null())
     .stderr(std::process::Stdio::null())
     .spawn()
     .unwrap();
