@@ -8,7 +8,8 @@
 #      in a store of 100,000 results: the study's 10,000 and 9 more studies
 #      of 10,000 (committed by examples/fill_store.rs, not run): `plan`
 #      without and with its lockfile (target: 200 ms), and `report` (target:
-#      300 ms).
+#      300 ms), and the peak RSS of a no-op `run` that renders its report
+#      again (issue 36: `run` under 200 MB).
 # Everything happens in a temporary copy of the project; the repo is not touched.
 # Usage: scripts/bench-noop.sh [PERFPIPE_BINARY...]   (default: builds --release)
 #   Several binaries (say, before and after a change) are measured on the
@@ -52,16 +53,19 @@ median() { sort -n | sed -n "$(((reps + 1) / 2))p"; }
 # over $reps runs of `perfpipe ARGS`, in ms, after one run that must
 # succeed; with the target (0: none) and whether the median wall meets it.
 measure() {
-    local name=$1 target=$2 bin wall cpu median_wall verdict
+    local name=$1 target=$2 bin wall cpu rss median_wall verdict
     shift 2
     for bin in "${bins[@]}"; do
         "$bin" "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
-        wall=() cpu=()
+        wall=() cpu=() rss=()
         for _ in $(seq "$reps"); do
-            /usr/bin/time -f "%e %U %S" -o "$work/time" "$bin" "$@" >/dev/null 2>&1
-            read -r e u s <"$work/time"
+            # RERENDER=1: the report rendered again (its record removed).
+            if [ -n "${RERENDER:-}" ]; then rm -f reports/.*.inputs; fi
+            /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$bin" "$@" >/dev/null 2>&1
+            read -r e u s m <"$work/time"
             wall+=("$(echo "$e * 1000 / 1" | bc)")
             cpu+=("$(echo "($u + $s) * 1000 / 1" | bc)")
+            rss+=("$((m / 1024))")
         done
         median_wall=$(printf '%s\n' "${wall[@]}" | median)
         verdict=""
@@ -69,8 +73,9 @@ measure() {
             if [ "$median_wall" -le "$target" ]; then verdict="(target $target ms: met)"
             else verdict="(target $target ms: MISSED)"; fi
         fi
-        printf '%-24s %-28s wall %6d ms   cpu %6d ms   %s\n' "$name" "$(basename "$bin")" \
-            "$median_wall" "$(printf '%s\n' "${cpu[@]}" | median)" "$verdict"
+        printf '%-24s %-28s wall %6d ms   cpu %6d ms   peak RSS %4d MB   %s\n' "$name" \
+            "$(basename "$bin")" "$median_wall" "$(printf '%s\n' "${cpu[@]}" | median)" \
+            "$(printf '%s\n' "${rss[@]}" | median)" "$verdict"
     done
 }
 
@@ -125,6 +130,9 @@ measure "plan (no lockfile)" 200 plan experiments/synthetic-10k.kdl
 echo "(lockfile: $(wc -c <lockfiles/synthetic-10k.lock) bytes)"
 measure "plan (with lockfile)" 200 plan experiments/synthetic-10k.kdl
 measure "report" 300 report experiments/synthetic-10k.kdl
+# What `run` holds at its end (issue 36: under 200 MB): the no-op run of the
+# study, its report rendered again (markdown, charts and HTML page).
+RERENDER=1 measure "run (report rendered)" 0 run experiments/synthetic-10k.kdl
 for bin in "${bins[@]}"; do
     echo "($(basename "$bin") plan: $("$bin" plan experiments/synthetic-10k.kdl 2>/dev/null | grep -E '^[0-9]+ runs'))"
 done

@@ -35,6 +35,25 @@ pub fn sha256_hex_of_reader(mut reader: impl std::io::Read) -> std::io::Result<(
     Ok((hex::encode(hasher.finalize()), length))
 }
 
+/// A sha256 that text is formatted into (`write!`): a large `Debug`
+/// rendering (a report's whole analysis) is hashed as it is written, never
+/// held whole.
+#[derive(Default)]
+pub struct Sha256Writer(pub Sha256);
+
+impl fmt::Debug for Sha256Writer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Sha256Writer")
+    }
+}
+
+impl fmt::Write for Sha256Writer {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        self.0.update(text.as_bytes());
+        Ok(())
+    }
+}
+
 /// What a [`Digest`] names: a marker type, for its type's name and messages.
 pub trait Kind {
     /// The name of its type, as `Debug` shows it (`RunKey`).
@@ -132,5 +151,22 @@ impl<K: Kind> serde::de::Visitor<'_> for DigestVisitor<K> {
     fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Digest<K>, E> {
         Digest::parse(text)
             .ok_or_else(|| E::custom(format!("`{text}` is not a {} (64 lowercase hex)", K::WHAT)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_formatted_into_a_sha256_writer_hashes_as_the_whole_text() {
+        use std::fmt::Write as _;
+        let runs: Vec<(u32, f64)> = (0..1000).map(|i| (i, f64::from(i) / 7.0)).collect();
+        let mut writer = Sha256Writer::default();
+        write!(writer, "runs {runs:?}\nend").unwrap();
+        assert_eq!(
+            hex::encode(writer.0.finalize()),
+            sha256_hex(format!("runs {runs:?}\nend").as_bytes())
+        );
     }
 }

@@ -188,7 +188,7 @@ fn downstream(spec: &Spec) {
     let runs = crate::key::keyed_runs(spec, Runtime::Sim, &inputs);
     let plan = crate::plan::build(
         runs,
-        &crate::store::StoreIndex::default(),
+        &<crate::store::StoreIndex>::default(),
         crate::plan::PlanOptions {
             runtime: Runtime::Sim,
             samples: 1,

@@ -310,7 +310,7 @@ mod tests {
         };
         crate::plan::build(
             crate::key::keyed_runs(spec, runtime, inputs),
-            &StoreIndex::default(),
+            &<StoreIndex>::default(),
             options,
         )
     }

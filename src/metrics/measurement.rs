@@ -95,15 +95,7 @@ impl Measurement {
     /// Every number by its name under the client's definitions.
     pub fn metric_map(&self) -> BTreeMap<String, f64> {
         match self {
-            Self::Vllm(m) => {
-                let value = serde_json::to_value(m).expect("metrics are plain data");
-                value
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-                    .collect()
-            }
+            Self::Vllm(m) => m.metric_map(),
             Self::Guidellm(m) => m.metric_map(),
         }
     }

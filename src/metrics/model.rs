@@ -97,7 +97,54 @@ pub const METRIC_NAMES: &[&str] = &[
     "request_rate",
 ];
 
+/// The fields of [`ServingMetrics`] that hold a number (or may: the
+/// `Option`s), by their `--save-result` names: what [`ServingMetrics::get`]
+/// reads (a test checks they are all of its numbers, as serde writes them).
+const NUMBER_FIELDS: [&str; 29] = [
+    "completed",
+    "failed",
+    "duration",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "request_goodput",
+    "output_throughput",
+    "total_token_throughput",
+    "max_output_tokens_per_s",
+    "max_concurrent_requests",
+    "exact_max_output_tokens_per_s",
+    "exact_max_concurrent_requests",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "std_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "std_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "std_itl_ms",
+    "p99_itl_ms",
+    "mean_e2el_ms",
+    "median_e2el_ms",
+    "std_e2el_ms",
+    "p99_e2el_ms",
+];
+
 impl ServingMetrics {
+    /// Every number by its `--save-result` name: the fields, then the
+    /// further percentiles (one of which named as a field wins, as it does
+    /// in the JSON, where it comes last). Read field by field, not through
+    /// `serde_json::Value`: a report of 10,000 runs makes one per sample.
+    pub fn metric_map(&self) -> BTreeMap<String, f64> {
+        let fields = NUMBER_FIELDS
+            .iter()
+            .filter_map(|name| Some((name.to_string(), self.get(name)?)));
+        let percentiles = self.percentiles.iter().map(|(k, v)| (k.clone(), *v));
+        fields.chain(percentiles).collect()
+    }
+
     /// A metric by its `--save-result` name.
     pub fn get(&self, name: &str) -> Option<f64> {
         Some(match name {
@@ -138,6 +185,40 @@ impl ServingMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every number serde writes of `m`, by name: what `metric_map` gave
+    /// when it went through `serde_json::Value`.
+    fn numbers_as_serialized(m: &ServingMetrics) -> BTreeMap<String, f64> {
+        let value = serde_json::to_value(m).unwrap();
+        (value.as_object().unwrap().iter())
+            .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+            .collect()
+    }
+
+    #[test]
+    fn the_metric_map_holds_every_number_serde_writes_and_nothing_else() {
+        let mut json = serde_json::Map::new();
+        for (name, value) in NUMBER_FIELDS.iter().zip(1u32..) {
+            json.insert(name.to_string(), value.into());
+        }
+        json.insert("output_tokens_source".into(), "usage".into());
+        json.insert("p90_ttft_ms".into(), 1.5.into());
+        let full: ServingMetrics = serde_json::from_value(json.clone().into()).unwrap();
+        assert_eq!(full.metric_map(), numbers_as_serialized(&full));
+        assert_eq!(full.metric_map().len(), NUMBER_FIELDS.len() + 1);
+        // The optional numbers absent, and a percentile named as a field.
+        for name in [
+            "request_goodput",
+            "exact_max_output_tokens_per_s",
+            "exact_max_concurrent_requests",
+        ] {
+            json.remove(name);
+        }
+        let mut partial: ServingMetrics = serde_json::from_value(json.into()).unwrap();
+        partial.percentiles.insert("mean_ttft_ms".into(), 99.0);
+        assert_eq!(partial.metric_map(), numbers_as_serialized(&partial));
+        assert_eq!(partial.metric_map()["mean_ttft_ms"], 99.0);
+    }
 
     #[test]
     fn every_expectable_metric_can_be_read() {

@@ -11,7 +11,7 @@ use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::key::material_distance;
 use crate::launch::{LaunchKey, LaunchMaterial, LaunchOptions};
 use crate::plan::{self, Estimate, Plan};
-use crate::store::StoreIndex;
+use crate::store::{StoreIndex, StoredSample};
 
 /// What `plan` shows.
 #[derive(Debug)]
@@ -156,7 +156,12 @@ fn earlier_durations(loaded: &Loaded) -> Result<Vec<(Value, f64)>, Error> {
 
 /// Looks every run's key up in the store.
 pub fn build_plan(loaded: &Loaded, selection: &Selection) -> Result<Plan, Error> {
-    Ok(plan_and_index(loaded, selection)?.0)
+    // A status needs no sample's numbers: only their statuses are read.
+    let statuses = loaded
+        .store
+        .statuses(loaded.runs.iter().map(|r| (&r.key, r.canonical.as_str())))
+        .map_err(Error::Store)?;
+    Ok(plan_of(loaded, selection, &statuses))
 }
 
 /// The plan, and what the store held for its keys (its results, for a report).
@@ -165,14 +170,18 @@ pub fn plan_and_index(loaded: &Loaded, selection: &Selection) -> Result<(Plan, S
         .store
         .index(loaded.runs.iter().map(|r| (&r.key, r.canonical.as_str())))
         .map_err(Error::Store)?;
+    Ok((plan_of(loaded, selection, &index), index))
+}
+
+/// The plan of `selection`'s runs, by what `index` holds of their keys.
+fn plan_of<S: StoredSample>(loaded: &Loaded, selection: &Selection, index: &StoreIndex<S>) -> Plan {
     let runs = (loaded.runs.iter())
         .filter(|r| selection.wants_step(&r.step))
         .cloned()
         .collect();
-    let plan = plan::build(
+    plan::build(
         runs,
-        &index,
+        index,
         super::workspace::load::plan_options(selection, loaded.runtime),
-    );
-    Ok((plan, index))
+    )
 }

@@ -331,7 +331,7 @@ pub fn record_lockfile_runs(loaded: &Loaded, runtimes: &[Runtime]) -> Result<(),
         let runs = crate::key::keyed_runs(&loaded.uncapped, runtime, &loaded.inputs);
         let plan = plan::build(
             runs,
-            &StoreIndex::default(),
+            &<StoreIndex>::default(),
             PlanOptions {
                 runtime,
                 samples: 1,

@@ -43,7 +43,7 @@ pub struct Verdicts {
 pub fn verify(selection: &Selection, options: &VerifyOptions) -> Result<Verified, Error> {
     let loaded = load(selection, LockMode::Read)?;
     let (plan, index) = plan_and_index(&loaded, selection)?;
-    let records = analyze::from_store(&plan, &super::report::stored::load(&plan, &index)?);
+    let records = analyze::from_store(&plan, &super::report::stored::load(&plan, index)?);
     let tolerance = options
         .tolerance
         .unwrap_or(loaded.spec.report.tolerance_pct);

@@ -99,7 +99,7 @@ mod tests {
             samples: 2,
             retry_failed: false,
         };
-        let plan = build(runs, &StoreIndex::default(), options);
+        let plan = build(runs, &<StoreIndex>::default(), options);
         // Workload `a` took 360 s before; `b` was never run.
         let earlier = |r: &PlannedRun| (r.workload == "a").then_some(360.0);
         let e = estimate(&spec, &plan, false, &earlier);
@@ -123,7 +123,7 @@ mod tests {
                 .into_iter()
                 .filter(|r| r.step == "v")
                 .collect(),
-            &StoreIndex::default(),
+            &<StoreIndex>::default(),
             options,
         );
         let e = estimate(&spec, &vllm_only, false, &earlier);

@@ -10,7 +10,7 @@ pub use launches::launches;
 use crate::facts::Runtime;
 use crate::key::{KeyMaterial, KeyedRun, RunKey};
 use crate::metrics::slo::Slo;
-use crate::store::{Outcome, Sample, StoreIndex};
+use crate::store::{StoreIndex, StoredSample};
 
 /// Every run of an experiment, in declared order.
 #[derive(Debug, Clone)]
@@ -67,7 +67,11 @@ pub struct PlanOptions {
 }
 
 /// The plan: each run's status against what `index` holds for its key.
-pub fn build(runs: Vec<KeyedRun>, index: &StoreIndex, options: PlanOptions) -> Plan {
+pub fn build<S: StoredSample>(
+    runs: Vec<KeyedRun>,
+    index: &StoreIndex<S>,
+    options: PlanOptions,
+) -> Plan {
     let runs = runs
         .into_iter()
         .map(|r| PlannedRun {
@@ -85,12 +89,12 @@ pub fn build(runs: Vec<KeyedRun>, index: &StoreIndex, options: PlanOptions) -> P
 
 /// What a key's stored samples mean for a run: the one rule `plan` shows and
 /// the executor re-checks once it holds the key's lock.
-pub fn status(samples: &[Sample], options: PlanOptions) -> RunStatus {
-    let ok = samples.iter().filter(|s| s.metrics().is_some()).count();
-    let failure = samples.iter().rev().find_map(|s| match &s.result.outcome {
-        Outcome::Failure { error, .. } => Some(error.clone()),
-        Outcome::Success { .. } | Outcome::Imported { .. } => None,
-    });
+pub fn status<S: StoredSample>(samples: &[S], options: PlanOptions) -> RunStatus {
+    let ok = samples.iter().filter(|s| s.measured()).count();
+    let failure = samples
+        .iter()
+        .rev()
+        .find_map(|s| s.failure().map(str::to_owned));
     status_of(ok, failure, options)
 }
 

@@ -227,9 +227,125 @@ impl Sample {
     }
 }
 
+/// A sample as a reader of the store takes it: whole ([`Sample`]), or only
+/// what decides a run's status ([`SampleStatus`], all `plan` reads).
+pub trait StoredSample: Sized {
+    /// From the exact bytes of its `result.json`, as the index of results
+    /// holds them (sound as a result of `key` when recorded, and CRC-checked
+    /// since); `None` when they do not read as `key`'s.
+    fn from_indexed(id: String, dir: PathBuf, bytes: &[u8], key: &str) -> Option<Self>;
+    /// From a sample read from its entry's files.
+    fn from_sample(sample: Sample) -> Self;
+    /// Whether it holds measured (or simulated) numbers.
+    fn measured(&self) -> bool;
+    /// A failure's error.
+    fn failure(&self) -> Option<&str>;
+}
+
+impl StoredSample for Sample {
+    fn from_indexed(id: String, dir: PathBuf, bytes: &[u8], key: &str) -> Option<Self> {
+        let result = serde_json::from_slice::<RunResult>(bytes).ok()?;
+        (result.key == key).then_some(Self {
+            id,
+            dir,
+            result,
+            // A record of an entry with a signed sample says to read its files.
+            unsigned: true,
+        })
+    }
+
+    fn from_sample(sample: Sample) -> Self {
+        sample
+    }
+
+    fn measured(&self) -> bool {
+        self.metrics().is_some()
+    }
+
+    fn failure(&self) -> Option<&str> {
+        match &self.result.outcome {
+            Outcome::Failure { error, .. } => Some(error),
+            Outcome::Success { .. } | Outcome::Imported { .. } => None,
+        }
+    }
+}
+
+/// What decides a run's status of a sample: whether it holds numbers, and
+/// a failure's error. Read from the index of results without the numbers,
+/// provenance and commands (most of a `result.json`, and most of what
+/// reading one costs): `plan` of 10,000 stored runs reads only this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleStatus {
+    pub measured: bool,
+    pub failure: Option<String>,
+}
+
+/// The part of a stored `result.json` a [`SampleStatus`] reads; serde skips
+/// the rest without building it.
+#[derive(Deserialize)]
+struct StatusOnly<'a> {
+    #[serde(borrow)]
+    key: std::borrow::Cow<'a, str>,
+    outcome: OutcomeStatus,
+}
+
+#[derive(Deserialize)]
+struct OutcomeStatus {
+    status: Status,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Success,
+    Failure,
+    Imported,
+}
+
+impl StoredSample for SampleStatus {
+    fn from_indexed(_id: String, _dir: PathBuf, bytes: &[u8], key: &str) -> Option<Self> {
+        let read = serde_json::from_slice::<StatusOnly>(bytes).ok()?;
+        if read.key != key {
+            return None;
+        }
+        Some(match read.outcome.status {
+            Status::Success => Self {
+                measured: true,
+                failure: None,
+            },
+            Status::Failure => Self {
+                measured: false,
+                failure: Some(read.outcome.error?),
+            },
+            Status::Imported => Self {
+                measured: false,
+                failure: None,
+            },
+        })
+    }
+
+    fn from_sample(sample: Sample) -> Self {
+        Self {
+            measured: sample.measured(),
+            failure: sample.failure().map(str::to_owned),
+        }
+    }
+
+    fn measured(&self) -> bool {
+        self.measured
+    }
+
+    fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::RunKey;
     use crate::metrics::{Gaps, MetricOptions, RequestRecord, compute};
 
     fn metrics() -> ServingMetrics {
@@ -302,6 +418,34 @@ mod tests {
             // Read from a value as from text.
             let value = serde_json::Value::Object(object);
             assert_eq!(serde_json::from_value::<Outcome>(value).unwrap(), outcome);
+        }
+    }
+
+    #[test]
+    fn a_status_read_from_a_result_s_bytes_is_that_of_the_whole_result() {
+        let key = "ab".repeat(32);
+        for outcome in outcomes() {
+            let mut result = crate::store::testing::result(&RunKey::try_from(key.clone()).unwrap());
+            result.outcome = outcome;
+            let bytes = serde_json::to_vec_pretty(&result).unwrap();
+            let dir = PathBuf::from("samples/0001");
+            let whole = Sample::from_indexed("0001".into(), dir.clone(), &bytes, &key).unwrap();
+            let status = SampleStatus::from_indexed("0001".into(), dir, &bytes, &key).unwrap();
+            assert_eq!(
+                status,
+                SampleStatus::from_sample(whole.clone()),
+                "{result:?}"
+            );
+            assert_eq!(
+                (status.measured(), status.failure()),
+                (whole.measured(), whole.failure())
+            );
+            // Another key's result is neither.
+            let other = "cd".repeat(32);
+            assert!(Sample::from_indexed("0001".into(), "d".into(), &bytes, &other).is_none());
+            assert!(
+                SampleStatus::from_indexed("0001".into(), "d".into(), &bytes, &other).is_none()
+            );
         }
     }
 

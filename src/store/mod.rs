@@ -54,7 +54,7 @@ mod tmp;
 mod write;
 
 pub use check::{Damage, EntryDir, Finding, Verification};
-pub use entry::{FailureKind, Outcome, RunResult, Sample};
+pub use entry::{FailureKind, Outcome, RunResult, Sample, SampleStatus, StoredSample};
 pub use files::{EntryFiles, SampleFiles};
 pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 pub use import::Imported;
@@ -168,14 +168,23 @@ fn first_non_directory(path: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// What the store holds for the keys a plan asked about.
-#[derive(Debug, Clone, Default)]
-pub struct StoreIndex {
-    pub entries: BTreeMap<RunKey, Vec<Sample>>,
+/// What the store holds for the keys a plan asked about: each key's samples
+/// whole, or only their statuses ([`Store::statuses`]).
+#[derive(Debug, Clone)]
+pub struct StoreIndex<S = Sample> {
+    pub entries: BTreeMap<RunKey, Vec<S>>,
 }
 
-impl StoreIndex {
-    pub fn samples(&self, key: &RunKey) -> &[Sample] {
+impl<S> Default for StoreIndex<S> {
+    fn default() -> Self {
+        Self {
+            entries: BTreeMap::new(),
+        }
+    }
+}
+
+impl<S> StoreIndex<S> {
+    pub fn samples(&self, key: &RunKey) -> &[S] {
         self.entries.get(key).map(Vec::as_slice).unwrap_or(&[])
     }
 }
@@ -246,6 +255,15 @@ impl Store {
         self.index_with(runs.into_iter().map(|(key, text)| (key, Some(text))))
     }
 
+    /// [`Store::index`] reading only each sample's status: what `plan`
+    /// needs, without building every result's numbers.
+    pub fn statuses<'a>(
+        &self,
+        runs: impl IntoIterator<Item = (&'a RunKey, &'a str)>,
+    ) -> Result<StoreIndex<SampleStatus>, Error> {
+        self.index_with(runs.into_iter().map(|(key, text)| (key, Some(text))))
+    }
+
     /// [`Store::index`] of keys known without their canonical text (an
     /// entry read from its files has its `inputs.json` hashed again).
     pub fn index_keys<'a>(
@@ -255,10 +273,10 @@ impl Store {
         self.index_with(keys.into_iter().map(|key| (key, None)))
     }
 
-    fn index_with<'a>(
+    fn index_with<'a, S: StoredSample>(
         &self,
         runs: impl IntoIterator<Item = (&'a RunKey, Option<&'a str>)>,
-    ) -> Result<StoreIndex, Error> {
+    ) -> Result<StoreIndex<S>, Error> {
         let runs: Vec<(&RunKey, Option<&str>)> = runs.into_iter().collect();
         let index = self.results_index(runs.iter().map(|(key, _)| *key));
         let mut entries = BTreeMap::new();
@@ -287,7 +305,9 @@ impl Store {
                     if !sound {
                         continue;
                     }
-                    committed_samples(&entry, key)?
+                    (committed_samples(&entry, key)?.into_iter())
+                        .map(S::from_sample)
+                        .collect()
                 }
             };
             if !samples.is_empty() {

@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use super::check::{inspect_samples, read_result_bytes};
 use super::layout::{entry_dir, index_data_path, index_keys_path, index_lock_path};
 use super::signed::SIGNATURE_FILE;
-use super::{Error, RunResult, Sample, Store};
+use super::{Error, Sample, Store, StoredSample};
 use crate::inputs::Stamp;
 use crate::key::RunKey;
 
@@ -318,9 +318,9 @@ impl Record {
 
 /// What the index says of one key, after checking it against the files.
 #[derive(Debug)]
-pub(super) enum Lookup {
+pub(super) enum Lookup<S = Sample> {
     /// The entry's sound samples, oldest first.
-    Samples(Vec<Sample>),
+    Samples(Vec<S>),
     /// No `samples/` directory: the key has no sample (as its files say).
     NoSamples,
     /// The index cannot tell: read the entry.
@@ -403,13 +403,13 @@ impl ResultsIndex {
 
     /// The samples of `key` (entry at `entry`), when the index knows them
     /// and every stamp it took still matches the files.
-    pub(super) fn lookup(&self, entry: &Path, key: &RunKey) -> Lookup {
+    pub(super) fn lookup<S: StoredSample>(&self, entry: &Path, key: &RunKey) -> Lookup<S> {
         self.check(entry, key, true)
     }
 
     /// As [`lookup`](Self::lookup); `settled` false also gives the samples
     /// of an unsettled record (for `store verify` to compare, never to use).
-    fn check(&self, entry: &Path, key: &RunKey, settled_only: bool) -> Lookup {
+    fn check<S: StoredSample>(&self, entry: &Path, key: &RunKey, settled_only: bool) -> Lookup<S> {
         let samples_dir = match stamp(&entry.join("samples")) {
             Ok(stamp) => stamp,
             // As `check::sample_dirs` reads it: no samples.
@@ -439,17 +439,10 @@ impl ResultsIndex {
                 return Lookup::Unknown(Unknown::Changed);
             }
             unsettled |= !settled(&s.result, record.taken);
-            let result = match serde_json::from_slice::<RunResult>(&s.bytes) {
-                Ok(result) if result.key == key.as_str() => result,
-                _ => return Lookup::Unknown(Unknown::Unreadable),
-            };
-            samples.push(Sample {
-                id: s.id,
-                dir,
-                result,
-                // A record of an entry with a signed sample says to read its files.
-                unsigned: true,
-            });
+            match S::from_indexed(s.id, dir, &s.bytes, key.as_str()) {
+                Some(sample) => samples.push(sample),
+                None => return Lookup::Unknown(Unknown::Unreadable),
+            }
         }
         if unsettled && settled_only {
             return Lookup::Unknown(Unknown::Unsettled);
@@ -458,10 +451,27 @@ impl ResultsIndex {
     }
 }
 
-/// Test hook: abort (as `kill -9` would) in the middle of writing the
-/// records of an append, to test what a crash there leaves.
-fn abort_in_append() -> bool {
-    cfg!(debug_assertions) && std::env::var_os("PERFPIPE_TEST_ABORT_IN_INDEX_APPEND").is_some()
+/// Test hook (debug builds): with `PERFPIPE_TEST_PAUSE_IN_INDEX_APPEND`
+/// naming a file, writes half of an append's records, creates that file
+/// and waits there to be killed (`kill -9`), to test what a crash in the
+/// middle of an append leaves.
+fn pause_in_append(keys: &mut std::fs::File, records: &[u8]) -> std::io::Result<()> {
+    if !cfg!(debug_assertions) {
+        return Ok(());
+    }
+    let Some(marker) = std::env::var_os("PERFPIPE_TEST_PAUSE_IN_INDEX_APPEND") else {
+        return Ok(());
+    };
+    keys.write_all(&records[..records.len() / 2])?;
+    keys.sync_all()?;
+    fs_err::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(marker)?;
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
 }
 
 impl Store {
@@ -552,15 +562,17 @@ impl Store {
                     && (indexed.iter().zip(&files))
                         .all(|(a, b)| a.id == b.id && a.result == b.result)
             };
-            match index.lookup(&dir.path, key) {
+            match index.lookup::<Sample>(&dir.path, key) {
                 Lookup::Samples(indexed) if same(&indexed) => check.sound += 1,
                 Lookup::NoSamples if files.is_empty() => check.sound += 1,
                 Lookup::Samples(_) | Lookup::NoSamples => check.wrong.push(dir.path.clone()),
                 // Not used until it settles: sound when it says what the files do.
-                Lookup::Unknown(Unknown::Unsettled) => match index.check(&dir.path, key, false) {
-                    Lookup::Samples(indexed) if same(&indexed) => check.sound += 1,
-                    _ => check.stale += 1,
-                },
+                Lookup::Unknown(Unknown::Unsettled) => {
+                    match index.check::<Sample>(&dir.path, key, false) {
+                        Lookup::Samples(indexed) if same(&indexed) => check.sound += 1,
+                        _ => check.stale += 1,
+                    }
+                }
                 // Read from its files every time, as it should be; and an
                 // entry without a sound sample reads the same either way.
                 Lookup::Unknown(Unknown::ReadFiles) => check.sound += 1,
@@ -631,10 +643,7 @@ fn append(root: &Path, snapshots: &[Snapshot]) -> Result<(), Error> {
     }
     data.write_all(&payloads)?;
     keys.seek(SeekFrom::End(0))?;
-    if abort_in_append() {
-        keys.write_all(&records[..records.len() / 2])?;
-        std::process::abort();
-    }
+    pause_in_append(&mut keys, &records)?;
     keys.write_all(&records)?;
     let before = (len.saturating_sub(HEADER.len() as u64)) / RECORD as u64;
     if due_for_count(before, before + snapshots.len() as u64) {
@@ -749,6 +758,7 @@ fn open_index_file(path: &Path, write: bool) -> std::io::Result<std::fs::File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::RunResult;
     use crate::store::testing::{commit, mark, store};
 
     /// Appends `keys`' snapshots as if taken `secs` later: what a reader

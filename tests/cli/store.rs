@@ -880,26 +880,36 @@ fn verify_says_only_gc_removes_stray_directories() {
     assert!(!err.contains("redoes"), "{err}");
 }
 
-/// A perfpipe killed in the middle of appending to the index of results
-/// (a test hook aborts it there, as `kill -9` would) loses no result: the
-/// sample was committed first, the torn record is never used, `store
-/// verify` finds the index stale (not damaged) and `--repair` rewrites it.
+/// A perfpipe killed with `kill -9` in the middle of appending to the
+/// index of results (a test hook stops it there, half its record written,
+/// and says so) loses no result: the sample was committed first, the torn
+/// record is never used, `store verify` finds the index stale (not
+/// damaged) and `--repair` rewrites it.
 #[test]
 fn a_perfpipe_killed_while_appending_to_the_index_loses_no_result() {
     use std::os::unix::process::ExitStatusExt;
     let env = TestEnv::tiny();
     let sim = ["--runtime", "sim"];
-    let killed = env
+    let paused = env.path("paused-in-append");
+    let mut child = env
         .cmd(&["run", "tiny.kdl", sim[0], sim[1]])
-        .env("PERFPIPE_TEST_ABORT_IN_INDEX_APPEND", "1")
-        .output()
+        .env("PERFPIPE_TEST_PAUSE_IN_INDEX_APPEND", &paused)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
         .unwrap();
-    assert_eq!(
-        killed.status.signal(),
-        Some(libc::SIGABRT),
-        "{}",
-        stderr(&killed)
-    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !paused.exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "perfpipe ended before it appended to the index"
+        );
+        assert!(std::time::Instant::now() < deadline, "no append in 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    let killed = child.wait().unwrap();
+    assert_eq!(killed.signal(), Some(libc::SIGKILL));
     let committed = env.samples().len();
     assert!(committed >= 1, "the sample was committed before the append");
     let keys = std::fs::read(env.path("store/index/results.keys")).unwrap();

@@ -60,7 +60,7 @@ pub fn report(
         }
         let common = &common;
         let (plan, index) = plan_and_index(&loaded, common)?;
-        stored = stored::load(&plan, &index)?;
+        stored = stored::load(&plan, index)?;
         analyze::from_store(&plan, &stored)
     };
     let mut analysis = analyze(&loaded, records);
@@ -109,13 +109,15 @@ pub fn write_markdown(
     path: &Path,
     html: bool,
 ) -> Result<String, Error> {
-    let shown = format!(
-        "{:?}\n{analysis:?}\n{}\nhtml: {html}",
-        loaded.spec,
-        path.display()
-    );
     let journals = stored::charted_journal_paths(stored, &analysis.runs);
-    let digest = rendered::digest(&shown, &journals);
+    let digest = rendered::digest(
+        format_args!(
+            "{:?}\n{analysis:?}\n{}\nhtml: {html}",
+            loaded.spec,
+            path.display()
+        ),
+        &journals,
+    );
     if let Some(text) = rendered::unchanged(path, &digest) {
         return Ok(text);
     }

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use sha2::Digest as _;
+
+use crate::digest::Sha256Writer;
 
 use crate::ops::Error;
 use crate::ops::user_files::write_file;
@@ -45,15 +47,20 @@ impl Stamp {
 /// rendering and drawing code: a build of the same version counts as
 /// another), `shown` (what the report shows, as rendered by `Debug`) and
 /// each of `journals` by its stamp, as a journal's bytes are read only to draw.
-pub fn digest(shown: &str, journals: &[PathBuf]) -> String {
-    let mut hash = Sha256::new();
+/// `shown` is hashed as it is formatted: the `Debug` text of 10,000 runs'
+/// analysis is tens of MB, which `run`'s report would otherwise hold while
+/// it renders.
+pub fn digest(shown: std::fmt::Arguments<'_>, journals: &[PathBuf]) -> String {
+    use std::fmt::Write as _;
+    let mut hash = Sha256Writer::default();
     let exe = std::env::current_exe().ok().and_then(|p| Stamp::of(&p));
-    hash.update(format!("perfpipe {} {exe:?}\n", env!("CARGO_PKG_VERSION")));
-    hash.update(shown);
+    // Writing into a hash cannot fail.
+    let _ = writeln!(hash, "perfpipe {} {exe:?}", env!("CARGO_PKG_VERSION"));
+    let _ = hash.write_fmt(shown);
     for path in journals {
-        hash.update(format!("\n{} {:?}", path.display(), Stamp::of(path)));
+        let _ = write!(hash, "\n{} {:?}", path.display(), Stamp::of(path));
     }
-    hex::encode(hash.finalize())
+    hex::encode(hash.0.finalize())
 }
 
 /// Where the record of the report at `report` is.
@@ -114,18 +121,24 @@ mod tests {
         std::fs::write(&report, "# report\n").unwrap();
         std::fs::write(&chart, "png").unwrap();
         std::fs::write(&journal, "{}\n").unwrap();
-        let d = digest("analysis", std::slice::from_ref(&journal));
+        let d = digest(format_args!("analysis"), std::slice::from_ref(&journal));
         assert_eq!(unchanged(&report, &d), None, "nothing recorded yet");
         record(&report, std::slice::from_ref(&chart), &d).unwrap();
         assert_eq!(unchanged(&report, &d).as_deref(), Some("# report\n"));
         // Other inputs: rendered again.
         assert_eq!(
-            unchanged(&report, &digest("other", std::slice::from_ref(&journal))),
+            unchanged(
+                &report,
+                &digest(format_args!("other"), std::slice::from_ref(&journal))
+            ),
             None
         );
         // A journal that changed changes the digest.
         std::fs::write(&journal, "{}\n{}\n").unwrap();
-        assert_ne!(digest("analysis", std::slice::from_ref(&journal)), d);
+        assert_ne!(
+            digest(format_args!("analysis"), std::slice::from_ref(&journal)),
+            d
+        );
         // A chart removed (or rewritten) is drawn again.
         std::fs::remove_file(&chart).unwrap();
         assert_eq!(unchanged(&report, &d), None);

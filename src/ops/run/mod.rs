@@ -303,7 +303,7 @@ fn run_experiment(
         index = plan_and_index(&loaded, common)?.1;
     }
     let ran = ran_keys;
-    let mut stored = super::report::stored::load(&plan, &index)?;
+    let mut stored = super::report::stored::load(&plan, index)?;
     let records = crate::analyze::from_store(&plan, &stored);
     let now = |r: &crate::analyze::RunRecord| r.key.as_ref().is_some_and(|k| ran.contains(k));
     let expected = |r: &crate::analyze::RunRecord| {
