@@ -268,6 +268,9 @@ fn peaks(ok: &[&RequestRecord]) -> (f64, f64) {
         return (0.0, 0.0);
     };
     let t_end = ok.iter().map(|r| r.start + r.latency).fold(t0, f64::max);
+    // Starts are times since the benchmark began (never negative), so
+    // `t0 >= 0`: a count of `t_end + t0` buckets only adds empty ones at the
+    // end (cargo-mutants' `- with +` here cannot be told apart).
     let buckets = (t_end - t0).ceil() as usize + 1;
     let mut tokens = vec![0u64; buckets];
     let mut alive = vec![0u64; buckets];
@@ -278,6 +281,8 @@ fn peaks(ok: &[&RequestRecord]) -> (f64, f64) {
             }
         }
         let first = (r.start - t0) as usize;
+        // Never binds (no end is past `t_end`); a bound of `buckets + 1`
+        // (cargo-mutants) is the same function.
         let last = ((r.start + r.latency - t0) as usize).min(buckets - 1);
         for b in &mut alive[first..=last] {
             *b += 1;

@@ -152,7 +152,7 @@ fn a_login_the_registry_echoes_is_never_printed() {
         format!("alice:{PASSWORD}"),
     );
     let plan = ["plan", "tiny.kdl", "--runtime", "sim"];
-    let from_env = online(&bob, &plan);
+    let from_env = crate::common::exited(online(&bob, &plan), 0);
     assert!(
         words(&from_env).contains("login failed for alice:[redacted"),
         "{}",
@@ -171,7 +171,7 @@ fn a_login_the_registry_echoes_is_never_printed() {
         ),
     );
     // `REG_PW` is still set, but no longer named by the configuration.
-    let from_file = online(&bob, &plan);
+    let from_file = crate::common::exited(online(&bob, &plan), 0);
     assert!(
         words(&from_file).contains("login failed for alice:[redacted"),
         "{}",
