@@ -39,6 +39,29 @@ pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Whether the regular file at `path` holds exactly `bytes`: its length
+/// first, then its bytes a block at a time, so a large file is never held
+/// whole to be compared. Any error (no file, not a regular one) is a no.
+pub fn holds(path: &Path, bytes: &[u8]) -> bool {
+    let Ok(mut file) = open(path) else {
+        return false;
+    };
+    if file.metadata().map(|m| m.len()).ok() != Some(bytes.len() as u64) {
+        return false;
+    }
+    let mut block = vec![0u8; 64 << 10];
+    let mut rest = bytes;
+    loop {
+        match file.read(&mut block) {
+            Ok(0) => return rest.is_empty(),
+            Ok(n) if n <= rest.len() && block[..n] == rest[..n] => rest = &rest[n..],
+            Ok(_) => return false,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+}
+
 /// The regular file at `path`, opened for reading (symlinks followed); its
 /// type is checked before any byte is read, for a caller that streams it.
 pub fn open(path: &Path) -> io::Result<std::fs::File> {
@@ -80,6 +103,27 @@ pub fn describe(kind: std::fs::FileType) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_holds_its_bytes_and_nothing_shorter_longer_or_different() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("page.html");
+        // Longer than one block, so the comparison goes on past the first.
+        let text: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        crate::atomic_write::AtomicWrite::default()
+            .write(&path, &text)
+            .unwrap();
+        assert!(holds(&path, &text));
+        assert!(!holds(&path, &text[..text.len() - 1]), "shorter");
+        let mut longer = text.clone();
+        longer.push(0);
+        assert!(!holds(&path, &longer), "longer");
+        let mut changed = text.clone();
+        changed[150_000] ^= 1;
+        assert!(!holds(&path, &changed), "a byte past the first block");
+        assert!(!holds(&dir.path().join("none"), b""), "no file");
+        assert!(!holds(dir.path(), b""), "a directory");
+    }
 
     #[test]
     fn only_regular_files_are_read_and_nothing_blocks() {

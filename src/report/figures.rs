@@ -442,7 +442,7 @@ fn search_figure(spec: &Spec, analysis: &Analysis, workload: &str) -> Option<Fig
 const LINEAR_SPAN: f64 = 8.0;
 
 /// A search's load axis: a log scale over a range of more than
-/// [`LINEAR_SPAN`]× (1..=256), where bisection probes ever closer loads near
+/// `LINEAR_SPAN`× (1..=256), where bisection probes ever closer loads near
 /// where passing ends and a linear axis would draw them in one corner.
 pub fn search_scale(from: f64, to: f64) -> Scale {
     if from > 0.0 && to > from * LINEAR_SPAN {

@@ -25,18 +25,22 @@ const SCRIPT: &str = concat!(include_str!("html/sort.js"), include_str!("html/ch
 pub fn html(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
     let markdown = super::markdown(spec, analysis, charts);
     let title = spec.title.as_deref().unwrap_or(&spec.name);
-    let mut body = String::new();
-    pulldown_cmark::html::push_html(&mut body, page_events(&markdown, charts));
     let script = format!("\n{SCRIPT}");
-    format!(
+    // The page is written into one string as it is made: a report of many
+    // runs is megabytes of HTML, never held twice.
+    let mut page = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n{body}</main>\n\
-         <script>{script}</script>\n</body>\n</html>\n",
+         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n",
         content_security_policy(&script),
         escape(title)
-    )
+    );
+    pulldown_cmark::html::push_html(&mut page, page_events(&markdown, charts));
+    page.push_str(&format!(
+        "</main>\n<script>{script}</script>\n</body>\n</html>\n"
+    ));
+    page
 }
 
 /// What the page may load and run: nothing from anywhere (not even the

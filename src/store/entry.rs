@@ -75,7 +75,7 @@ mod outcome_de {
     use serde::de::{Error as _, MapAccess, Visitor};
     use serde::{Deserialize, Deserializer};
 
-    use super::{FailureKind, Outcome};
+    use super::{FailureKind, Outcome, Status};
     use crate::metrics::{Measurement, ServingMetrics};
 
     /// The fields of [`Outcome::Success`], as stored.
@@ -102,15 +102,6 @@ mod outcome_de {
         block: String,
         #[serde(default)]
         labels: BTreeMap<String, String>,
-    }
-
-    /// The `status` of a stored outcome.
-    #[derive(Deserialize)]
-    #[serde(rename_all = "snake_case")]
-    enum Status {
-        Success,
-        Failure,
-        Imported,
     }
 
     /// The buffered path: an object whose `status` is not first.
@@ -296,6 +287,7 @@ struct OutcomeStatus {
     error: Option<String>,
 }
 
+/// The `status` of a stored outcome.
 #[derive(Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Status {

@@ -1220,6 +1220,23 @@ fn an_engine_version_never_released_is_warned_by_plan_and_refused_under_locked()
     );
 }
 
+/// A one-run study of vLLM `version`, its image named in `host`'s registry.
+fn pins_study(host: &str, version: &str) -> String {
+    format!(
+        r#"experiment "pins" {{
+    hardware "nvidia-a100-sxm4-80gb" gpus=1
+    model "Qwen/Qwen3-14B" revision="{COMMIT}"
+    engine vllm version="{version}" image="{host}/vllm/vllm-openai:v{version}"
+    workload short {{
+        dataset random input=16 output=4 seed=1
+        prompts 8
+    }}
+    step vllm engine=vllm gpus=1
+}}
+"#
+    )
+}
+
 /// Online, the registry's tags say which versions an engine released: a
 /// tag it lacks (`v0.99.7`) is named with the tags nearest it, and a version
 /// newer than perfpipe's list (`0.33.0`) is warned of by `plan` only until
@@ -1236,21 +1253,7 @@ fn the_registrys_tags_decide_whether_an_engine_version_was_released() {
         rt.block_on(registry.push_image("vllm/vllm-openai", &token, Some(tag), "amd64", tag));
     }
     let env = TestEnv::new();
-    let study = |version: &str| {
-        format!(
-            r#"experiment "pins" {{
-    hardware "nvidia-a100-sxm4-80gb" gpus=1
-    model "Qwen/Qwen3-14B" revision="{COMMIT}"
-    engine vllm version="{version}" image="{host}/vllm/vllm-openai:v{version}"
-    workload short {{
-        dataset random input=16 output=4 seed=1
-        prompts 8
-    }}
-    step vllm engine=vllm gpus=1
-}}
-"#
-        )
-    };
+    let study = |version: &str| pins_study(&host, version);
     let lock = || {
         env.cmd(&["lock", "pins.kdl"])
             .env_remove("PERFPIPE_OFFLINE")
@@ -1303,21 +1306,7 @@ fn an_upgrade_locked_without_its_registry_says_the_pin_it_dropped_and_what_was_n
     let (digest, _) =
         rt.block_on(registry.push_image("vllm/vllm-openai", &token, Some("v0.11.0"), "amd64", "1"));
     let env = TestEnv::new();
-    let study = |version: &str| {
-        format!(
-            r#"experiment "pins" {{
-    hardware "nvidia-a100-sxm4-80gb" gpus=1
-    model "Qwen/Qwen3-14B" revision="{COMMIT}"
-    engine vllm version="{version}" image="{host}/vllm/vllm-openai:v{version}"
-    workload short {{
-        dataset random input=16 output=4 seed=1
-        prompts 8
-    }}
-    step vllm engine=vllm gpus=1
-}}
-"#
-        )
-    };
+    let study = |version: &str| pins_study(&host, version);
     let lock = |extra: &[&str]| {
         let mut args = vec!["lock", "pins.kdl"];
         args.extend(extra);

@@ -144,7 +144,7 @@ pub fn write_markdown(
 /// Writes `text` at `path` unless the file holds it already (a no-op run
 /// writes nothing).
 fn write_unchanged(path: &Path, text: &str) -> Result<(), Error> {
-    if crate::regular_file::read(path).ok().as_deref() != Some(text.as_bytes()) {
+    if !crate::regular_file::holds(path, text.as_bytes()) {
         write_text(path, text)?;
     }
     Ok(())
