@@ -23,7 +23,12 @@ const SCRIPT: &str = concat!(include_str!("html/sort.js"), include_str!("html/ch
 
 /// The report as one HTML file, the same sections as [`super::markdown`].
 pub fn html(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
-    let markdown = super::markdown(spec, analysis, charts);
+    html_page(spec, &super::markdown(spec, analysis, charts), charts)
+}
+
+/// [`html`] of the report's `markdown` already rendered with `charts`
+/// (a written report has it at hand: it is not rendered twice).
+pub fn html_page(spec: &Spec, markdown: &str, charts: &Charts) -> String {
     let title = spec.title.as_deref().unwrap_or(&spec.name);
     let script = format!("\n{SCRIPT}");
     // The page is written into one string as it is made: a report of many
@@ -36,7 +41,7 @@ pub fn html(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
         content_security_policy(&script),
         escape(title)
     );
-    pulldown_cmark::html::push_html(&mut page, page_events(&markdown, charts));
+    pulldown_cmark::html::push_html(&mut page, page_events(markdown, charts));
     page.push_str(&format!(
         "</main>\n<script>{script}</script>\n</body>\n</html>\n"
     ));

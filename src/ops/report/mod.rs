@@ -133,7 +133,7 @@ pub fn write_markdown(
         .flat_map(|png| [png.with_extension("svg"), png])
         .collect();
     if html {
-        let page = crate::report::html(&loaded.spec, analysis, &charts);
+        let page = crate::report::html_page(&loaded.spec, &text, &charts);
         write_unchanged(&path.with_extension("html"), &page)?;
         written.push(path.with_extension("html"));
     }
