@@ -504,8 +504,14 @@ mod tests {
     #[test]
     fn gpu_samples_and_throttling() {
         let csv = "0, 312.45, 1410, 67, 0x0000000000000000, 61234, 97\n1, 250.00, 1275, 71, 0x0000000000000040, 60000, 88\n2, [N/A], 1410, 60, 0x0000000000000001, 1, [N/A]\n3, 1.0, 1410, 60, 0x0000000000000000, 1\n";
-        let samples = parse_gpu_samples(csv);
+        let mut samples = parse_gpu_samples(csv);
         assert_eq!(samples.len(), 3, "a line of six columns is not a sample");
+        samples.push(GpuSample {
+            power_w: f64::NAN,
+            temperature_c: f64::NAN,
+            utilization_pct: f64::NAN,
+            ..samples[1].clone()
+        });
         let s = summarize(&Samples {
             gpu: samples.iter().collect(),
             ..Samples::default()
@@ -516,11 +522,100 @@ mod tests {
         );
         assert_eq!(s.max_temperature_c, Some(71.0));
         assert_eq!(s.mean_gpu_utilization_pct, Some(92.5));
+        assert_eq!(s.gpu_samples, 4);
         assert_eq!(
             s.throttling,
             ["0x0000000000000040"],
-            "idle is not throttling"
+            "idle is not throttling, and a mask seen twice is said once"
         );
+    }
+
+    #[test]
+    fn a_gpu_line_keeps_the_sample_timed_and_its_throttling_named() {
+        let csv = "0, 624.68, 1725, 58, 0x0000000000000004, 5069, 100\n1, [N/A], 1725, 58, 0x0000000000000000, 5069, 99\n";
+        let samples = parse_gpu_samples(csv);
+        let line = telemetry_line(3.0004, "gpu", &GpuLine::of(&samples[0]));
+        assert_eq!(
+            line,
+            concat!(
+                r#"{"t_s":3.0,"gpu":{"index":0,"power_w":624.68,"sm_clock_mhz":1725.0,"temperature_c":58.0,"#,
+                r#""throttle_reasons":"0x0000000000000004","memory_used_mib":5069.0,"utilization_pct":100.0,"#,
+                r#""throttle_reason_names":["SW power cap"]}}"#,
+                "\n"
+            )
+        );
+        assert_eq!(
+            read_gpu_line(&line),
+            Some(GpuReading {
+                t_s: 3.0,
+                index: 0,
+                power_w: Some(624.68),
+                utilization_pct: Some(100.0)
+            })
+        );
+        let unread = telemetry_line(4.0, "gpu", &GpuLine::of(&samples[1]));
+        assert!(unread.contains(r#""power_w":null"#), "{unread}");
+        assert_eq!(
+            read_gpu_line(&unread).map(|r| r.power_w),
+            Some(None),
+            "[N/A] is no number"
+        );
+        let process = telemetry_line(4.0, "process", &ProcessSample::default());
+        assert_eq!(read_gpu_line(&process), None);
+        assert_eq!(
+            read_gpu_line(r#"{"gpu":{"index":0,"power_w":1.0,"utilization_pct":2.0}}"#),
+            None,
+            "a line stored before lines were timed has no place in time"
+        );
+        assert_eq!(read_gpu_line(&line[..40]), None, "cut short");
+    }
+
+    #[test]
+    fn a_timeline_is_per_second_until_it_would_pass_its_points_then_coarser() {
+        let reading = |t_s: f64, index, power| GpuReading {
+            t_s,
+            index,
+            power_w: Some(power),
+            utilization_pct: Some(50.0 + f64::from(index)),
+        };
+        let mut short = GpuTimeline::default();
+        for t in 1..=15 {
+            short.add(&reading(f64::from(t) + 0.004, 0, 600.0));
+            short.add(&reading(f64::from(t) + 0.004, 1, 200.0));
+        }
+        assert_eq!(short.span_s(), 1.0);
+        let power = short.power_w();
+        assert_eq!(power.len(), 15, "a point a second");
+        assert!(
+            (power[0].0 - 1.004).abs() < 1e-9 && power[0].1 == 400.0,
+            "{power:?}"
+        );
+        assert_eq!(short.utilization_pct()[14].1, 50.5, "the mean of the GPUs");
+
+        // A day at a sample a second, 8 GPUs: at most TIMELINE_SPANS points.
+        let mut day = GpuTimeline::default();
+        for t in 0..86_400 {
+            for gpu in 0..8 {
+                day.add(&reading(
+                    f64::from(t),
+                    gpu,
+                    if t < 43_200 { 100.0 } else { 300.0 },
+                ));
+            }
+        }
+        let power = day.power_w();
+        assert!(power.len() <= TIMELINE_SPANS, "{}", power.len());
+        assert!(power.len() > TIMELINE_SPANS / 2, "{}", power.len());
+        assert_eq!(day.span_s(), 512.0);
+        assert_eq!((power[0].1, power.last().unwrap().1), (100.0, 300.0));
+        let mean: f64 = power.iter().map(|p| p.1).sum::<f64>() / power.len() as f64;
+        assert!((mean - 200.0).abs() < 5.0, "{mean}");
+        assert!(power.windows(2).all(|w| w[0].0 < w[1].0), "in time order");
+
+        let mut nothing = GpuTimeline::default();
+        nothing.add(&reading(f64::NAN, 0, 1.0));
+        nothing.add(&reading(-1.0, 0, 1.0));
+        assert!(nothing.is_empty());
     }
 
     #[test]
