@@ -62,8 +62,10 @@ pub fn start(
             out: std::io::BufWriter::new(log),
             start: Instant::now(),
         };
-        let mut samples = Samples::default();
-        samples.start = scrape(&client, &base_urls).await;
+        let mut samples = Samples {
+            start: scrape(&client, &base_urls).await,
+            ..Samples::default()
+        };
         if let Some(s) = &samples.start {
             log.write("engine_start", s)?;
         }
