@@ -24,7 +24,7 @@ pub fn of(loaded: &Loaded, analysis: &Analysis, stored: &mut Stored) -> Result<V
 }
 
 /// The GPU series of the runs the GPU charts show, each read from its
-/// latest measured sample that has one, a line at a time.
+/// latest measured sample that sampled GPUs, a line at a time.
 fn gpu_series(analysis: &Analysis, stored: &Stored, curves: &Curves) -> Result<GpuSeries, Error> {
     let mut series = GpuSeries::new();
     for (step, workload) in gpu_charted(curves) {
@@ -37,7 +37,10 @@ fn gpu_series(analysis: &Analysis, stored: &Stored, curves: &Curves) -> Result<G
             continue;
         };
         for s in crate::analyze::samples_of(stored, &key).iter().rev() {
-            if s.sample.metrics().is_none() {
+            let sampled_gpus =
+                (s.sample.result.telemetry.as_ref()).is_some_and(|t| t.gpu_samples > 0);
+            // `sim` and CPU runs have telemetry files without GPU lines: not read.
+            if s.sample.metrics().is_none() || !sampled_gpus {
                 continue;
             }
             let timeline = s.sample.gpu_timeline().map_err(Error::Store)?;
