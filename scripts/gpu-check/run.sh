@@ -5,7 +5,8 @@
 # the real nvidia-smi under a real GPU load. The engine is a stand-in
 # (scripts/gpu-check/vllm: the simulated vLLM, plus a PyTorch process in its
 # group loading the GPU it was given). Everything it learns lands in $OUT
-# (default /tmp/gpu-check-out). About 2 minutes; no cargo needed:
+# (default /tmp/gpu-check-out). About 2 minutes, at most 5 (each step has
+# a timeout); no cargo needed:
 #   PERFPIPE_BIN=/path/to/perfpipe scripts/gpu-check/run.sh
 # GPU_TYPE: the machine's GPU, as perfpipe names it (nvidia-h100-sxm5-80gb)
 # or as nvidia-smi does ("NVIDIA H100 80GB HBM3"); by default what
@@ -66,7 +67,7 @@ echo "== run while the foreign process holds the GPU (it ends in ~15 s)"
 # Each line: the unix time, then what nvidia-smi printed.
 (while sleep 1; do echo "$(date +%s.%N), $(nvidia-smi "${Q_TEL2[@]}")"; done) > "$O/tel.csv" 2>&1 &
 SAMPLER=$!
-PERFPIPE_SIM_LOAD_MS=12000 timeout 240 "$PP" run experiments/gpu-check.kdl; echo "rc=$? at $(date -u +%T)"
+PERFPIPE_SIM_LOAD_MS=12000 timeout 150 "$PP" run experiments/gpu-check.kdl; echo "rc=$? at $(date -u +%T)"
 kill $SAMPLER
 echo "== engine's view"; cat "$O/engine-calls.txt" "$O/engine-view.txt"
 echo "== results"
@@ -89,6 +90,6 @@ PY
 echo "== the GPU series (telemetry.jsonl) against the run's duration, the load and the GPU's power range"
 [ -n "$r" ] && cp "$(dirname "$r")/logs/telemetry.jsonl" "$O/telemetry.jsonl"
 python3 "$D/series_check.py" "$r" "$O/power-limits.csv" "$O/tel.csv"; echo "series check rc=$?"
-timeout 60 "$PP" report experiments/gpu-check.kdl >/dev/null; echo "report rc=$?"
+timeout 30 "$PP" report experiments/gpu-check.kdl >/dev/null; echo "report rc=$?"
 ls reports/ 2>/dev/null; cp reports/*.md reports/*.gpu-*.svg reports/*.gpu-*.png "$O/" 2>/dev/null
 echo "== done"; date -u
