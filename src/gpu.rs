@@ -88,4 +88,19 @@ mod tests {
         let names: Vec<&str> = super::CATALOG.iter().map(|g| g.name).collect();
         assert_eq!(names, super::NAMES);
     }
+
+    #[test]
+    fn the_gpu_check_script_knows_each_nvidia_type_by_what_nvidia_smi_calls_it() {
+        let script = include_str!("../scripts/gpu-check/run.sh");
+        for g in super::CATALOG
+            .iter()
+            .filter(|g| g.vendor == super::Vendor::Nvidia)
+        {
+            let case = format!("\"{}\") echo {} ;;", g.marketing_name, g.name);
+            assert!(
+                script.contains(&case),
+                "scripts/gpu-check/run.sh lacks `{case}`"
+            );
+        }
+    }
 }

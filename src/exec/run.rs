@@ -155,6 +155,9 @@ impl RunContext<'_> {
                 Vec::new()
             },
             engine.base_urls(),
+            pending
+                .create_log(crate::metrics::telemetry::TELEMETRY_FILE)
+                .map_err(crate::store::Error::Io)?,
         );
         let measured = match &self.spec.harness.kind {
             HarnessKind::Builtin => {
@@ -192,20 +195,8 @@ impl RunContext<'_> {
             }
             measured => measured,
         };
-        let samples = sampler.finish().await;
+        let samples = sampler.finish().await.map_err(crate::store::Error::Io)?;
         let summary = crate::metrics::telemetry::summarize(&samples);
-        fn line(kind: &str, sample: &impl serde::Serialize) -> String {
-            serde_json::json!({ kind: sample }).to_string() + "\n"
-        }
-        let lines: String = (samples.start.iter().map(|s| line("engine_start", s)))
-            .chain(samples.gpu.iter().map(|s| line("gpu", s)))
-            .chain(samples.process.iter().map(|s| line("process", s)))
-            .chain(samples.engine.iter().map(|s| line("engine", s)))
-            .chain(samples.end.iter().map(|s| line("engine_end", s)))
-            .collect();
-        pending
-            .write_log("telemetry.jsonl", &lines)
-            .map_err(crate::store::Error::Io)?;
         pending
             .write_log("engine.log", engine.log_bytes())
             .map_err(crate::store::Error::Io)?;

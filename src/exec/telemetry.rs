@@ -1,15 +1,20 @@
 //! Sampling while a run measures: the run's GPUs through `nvidia-smi` (real
 //! runtimes), a local engine's processes through `/proc`, and the engine's
 //! Prometheus `/metrics`, once a second while the load runs; the engine's
-//! counters and processes also at the start and at the end.
+//! counters and processes also at the start and at the end. Each reading
+//! is written to the sample's `telemetry.jsonl` as it is read, and only
+//! what the summary needs of the GPU samples is held.
 
-use std::time::Duration;
+use std::io::Write;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::external;
-use crate::metrics::telemetry::{self, EngineSample, ProcStat, ProcessSample, Samples};
+use crate::metrics::telemetry::{
+    self, EngineSample, GpuLine, ProcStat, ProcessSample, Samples, telemetry_line,
+};
 
 const PERIOD: Duration = Duration::from_secs(1);
 
@@ -21,27 +26,53 @@ const MAX_METRICS_BYTES: u64 = 16 << 20;
 /// A sampler running beside a benchmark.
 pub struct Sampler {
     stop: watch::Sender<bool>,
-    task: JoinHandle<Samples>,
+    task: JoinHandle<std::io::Result<Samples>>,
+}
+
+/// `telemetry.jsonl` as it is written: each line timed from the run's start.
+struct Log {
+    out: std::io::BufWriter<std::fs::File>,
+    start: Instant,
+}
+
+impl Log {
+    fn write(&mut self, kind: &str, sample: &impl serde::Serialize) -> std::io::Result<()> {
+        let t_s = self.start.elapsed().as_secs_f64();
+        self.out
+            .write_all(telemetry_line(t_s, kind, sample).as_bytes())
+    }
 }
 
 /// Starts sampling `gpus` (none under `sim` or on CPU hardware), the
 /// processes of `process_groups` (a local engine's) and each engine
-/// instance's `/metrics`. The first sample of gauges is taken a period after
-/// the start: one taken at the start sees an engine with nothing yet to do,
-/// and would be all a run shorter than a period reports.
+/// instance's `/metrics`, writing each reading to `log` (the sample's
+/// `telemetry.jsonl`) as it is read. The first sample of gauges is taken a
+/// period after the start: one taken at the start sees an engine with
+/// nothing yet to do, and would be all a run shorter than a period reports.
 pub fn start(
     client: reqwest::Client,
     gpus: Option<Vec<u32>>,
     process_groups: Vec<i32>,
     base_urls: Vec<String>,
+    log: std::fs::File,
 ) -> Sampler {
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(async move {
+        let mut log = Log {
+            out: std::io::BufWriter::new(log),
+            start: Instant::now(),
+        };
         let mut samples = Samples {
             start: scrape(&client, &base_urls).await,
             ..Samples::default()
         };
+        if let Some(s) = &samples.start {
+            log.write("engine_start", s)?;
+        }
         samples.process.extend(processes(&process_groups));
+        if let Some(p) = samples.process.last() {
+            log.write("process", p)?;
+        }
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(PERIOD) => {}
@@ -58,17 +89,32 @@ pub fn start(
                 if let Ok(out) =
                     external::output("nvidia-smi", &args, Duration::from_secs(10)).await
                 {
-                    samples
-                        .gpu
-                        .extend(telemetry::parse_gpu_samples(&out.stdout));
+                    for gpu in telemetry::parse_gpu_samples(&out.stdout) {
+                        log.write("gpu", &GpuLine::of(&gpu))?;
+                        samples.gpu.add(&gpu);
+                    }
                 }
             }
-            samples.engine.extend(scrape(&client, &base_urls).await);
-            samples.process.extend(processes(&process_groups));
+            if let Some(e) = scrape(&client, &base_urls).await {
+                log.write("engine", &e)?;
+                samples.engine.push(e);
+            }
+            if let Some(p) = processes(&process_groups) {
+                log.write("process", &p)?;
+                samples.process.push(p);
+            }
         }
         samples.end = scrape(&client, &base_urls).await;
-        samples.process.extend(processes(&process_groups));
-        samples
+        if let Some(e) = &samples.end {
+            log.write("engine_end", e)?;
+        }
+        if let Some(p) = processes(&process_groups) {
+            log.write("process", &p)?;
+            samples.process.push(p);
+        }
+        let file = log.out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok(samples)
     });
     Sampler { stop, task }
 }
@@ -141,8 +187,10 @@ async fn scrape(client: &reqwest::Client, base_urls: &[String]) -> Option<Engine
 }
 
 impl Sampler {
-    pub async fn finish(self) -> Samples {
+    /// Stops sampling; the samples read, or why `telemetry.jsonl` could
+    /// not be written.
+    pub async fn finish(self) -> std::io::Result<Samples> {
         let _ = self.stop.send(true);
-        self.task.await.unwrap_or_default()
+        self.task.await.unwrap_or_else(|_| Ok(Samples::default()))
     }
 }

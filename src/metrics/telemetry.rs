@@ -146,6 +146,174 @@ pub fn parse_gpu_samples(csv: &str) -> Vec<GpuSample> {
         .collect()
 }
 
+/// A sample's telemetry, under `logs/`: one JSON object a line, in the
+/// order they were read, each `{"t_s": <seconds since the run's start>,
+/// "<kind>": {...}}` (docs/metrics.md, "Telemetry").
+pub const TELEMETRY_FILE: &str = "telemetry.jsonl";
+
+/// One line of [`TELEMETRY_FILE`]: what was read (`kind`: `gpu`,
+/// `process`, `engine`, `engine_start`, `engine_end`), `t_s` seconds after
+/// the run's start (to the millisecond).
+pub fn telemetry_line(t_s: f64, kind: &str, sample: &impl Serialize) -> String {
+    let t_s = (t_s * 1000.0).round() / 1000.0;
+    let mut line = serde_json::json!({ "t_s": t_s, kind: sample }).to_string();
+    line.push('\n');
+    line
+}
+
+/// A GPU sample as [`TELEMETRY_FILE`] keeps it: as read, and its throttle
+/// mask in NVML's words.
+#[derive(Debug, Serialize)]
+pub struct GpuLine<'a> {
+    #[serde(flatten)]
+    pub sample: &'a GpuSample,
+    pub throttle_reason_names: Vec<String>,
+}
+
+impl<'a> GpuLine<'a> {
+    pub fn of(sample: &'a GpuSample) -> Self {
+        Self {
+            sample,
+            throttle_reason_names: throttle_reason_names(&sample.throttle_reasons),
+        }
+    }
+}
+
+/// What a chart reads of one GPU line of [`TELEMETRY_FILE`]; a value the
+/// GPU did not give (`[N/A]`, written `null`) is `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct GpuReading {
+    pub t_s: f64,
+    pub index: u32,
+    pub power_w: Option<f64>,
+    pub utilization_pct: Option<f64>,
+}
+
+/// The GPU reading of a [`TELEMETRY_FILE`] line; `None` for other kinds of
+/// line, for one cut short, and for the lines of samples stored before
+/// `t_s` was written (they have no time to plot).
+pub fn read_gpu_line(line: &str) -> Option<GpuReading> {
+    #[derive(Deserialize)]
+    struct Line {
+        t_s: f64,
+        gpu: Fields,
+    }
+    #[derive(Deserialize)]
+    struct Fields {
+        index: u32,
+        power_w: Option<f64>,
+        utilization_pct: Option<f64>,
+    }
+    // Most lines of a run on few GPUs are of other kinds: not parsed.
+    if !line.contains("\"gpu\"") {
+        return None;
+    }
+    let Line { t_s, gpu } = serde_json::from_str(line).ok()?;
+    Some(GpuReading {
+        t_s,
+        index: gpu.index,
+        power_w: gpu.power_w,
+        utilization_pct: gpu.utilization_pct,
+    })
+}
+
+/// The most spans of time a [`GpuTimeline`] keeps: a chart's worth of points.
+pub const TIMELINE_SPANS: usize = 240;
+
+/// One run's GPU series, averaged over its GPUs and over spans of time:
+/// a second each while the run is shorter than [`TIMELINE_SPANS`] seconds,
+/// twice as long each time it would need more, so that a day-long run is
+/// read line by line into at most that many points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuTimeline {
+    span_s: f64,
+    spans: Vec<Span>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Span {
+    t_s: Mean,
+    power_w: Mean,
+    utilization_pct: Mean,
+}
+
+impl Default for GpuTimeline {
+    fn default() -> Self {
+        Self {
+            span_s: 1.0,
+            spans: Vec::new(),
+        }
+    }
+}
+
+impl GpuTimeline {
+    pub fn add(&mut self, r: &GpuReading) {
+        if !(r.t_s.is_finite() && r.t_s >= 0.0) {
+            return;
+        }
+        let mut at = (r.t_s / self.span_s) as usize;
+        while at >= TIMELINE_SPANS {
+            self.coarsen();
+            at = (r.t_s / self.span_s) as usize;
+        }
+        if self.spans.len() <= at {
+            self.spans.resize(at + 1, Span::default());
+        }
+        let span = &mut self.spans[at];
+        span.t_s.add(r.t_s);
+        span.power_w.add(r.power_w.unwrap_or(f64::NAN));
+        span.utilization_pct
+            .add(r.utilization_pct.unwrap_or(f64::NAN));
+    }
+
+    /// Spans twice as long: each pair of spans merged.
+    fn coarsen(&mut self) {
+        self.span_s *= 2.0;
+        let merge = |a: Mean, b: Mean| Mean {
+            sum: a.sum + b.sum,
+            n: a.n + b.n,
+        };
+        self.spans = self
+            .spans
+            .chunks(2)
+            .map(|pair| {
+                let b = pair.get(1).copied().unwrap_or_default();
+                Span {
+                    t_s: merge(pair[0].t_s, b.t_s),
+                    power_w: merge(pair[0].power_w, b.power_w),
+                    utilization_pct: merge(pair[0].utilization_pct, b.utilization_pct),
+                }
+            })
+            .collect();
+    }
+
+    /// How long each span is, in seconds.
+    pub fn span_s(&self) -> f64 {
+        self.span_s
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.iter().all(|s| s.t_s.n == 0)
+    }
+
+    /// (mean time, mean power per GPU) of each span with a power read.
+    pub fn power_w(&self) -> Vec<(f64, f64)> {
+        self.points(|s| s.power_w)
+    }
+
+    /// (mean time, mean utilization) of each span with a utilization read.
+    pub fn utilization_pct(&self) -> Vec<(f64, f64)> {
+        self.points(|s| s.utilization_pct)
+    }
+
+    fn points(&self, value: fn(&Span) -> Mean) -> Vec<(f64, f64)> {
+        self.spans
+            .iter()
+            .filter_map(|s| Some((s.t_s.get()?, value(s).get()?)))
+            .collect()
+    }
+}
+
 /// The bits of `clocks_throttle_reasons.active`, as NVML names them
 /// (`nvmlClocksEventReason*`).
 const THROTTLE_REASONS: &[(u64, &str)] = &[
@@ -214,11 +382,73 @@ pub fn engine_sample(metrics: &BTreeMap<String, f64>) -> EngineSample {
     }
 }
 
+/// The GPU samples of a run as the summary needs them, added up as they
+/// are read: a day-long run on 8 GPUs reads 700,000 samples, which its
+/// `telemetry.jsonl` keeps and memory need not.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GpuTally {
+    pub samples: usize,
+    power_w: Mean,
+    utilization_pct: Mean,
+    max_temperature_c: Option<f64>,
+    /// Masks other than idle, sorted, each once.
+    throttling: std::collections::BTreeSet<String>,
+}
+
+/// A mean of the finite values added (`[N/A]` reads as NaN, which is not a zero).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Mean {
+    sum: f64,
+    n: usize,
+}
+
+impl Mean {
+    fn add(&mut self, v: f64) {
+        if v.is_finite() {
+            self.sum += v;
+            self.n += 1;
+        }
+    }
+
+    fn get(self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / self.n as f64)
+    }
+}
+
+impl GpuTally {
+    pub fn add(&mut self, s: &GpuSample) {
+        self.samples += 1;
+        self.power_w.add(s.power_w);
+        self.utilization_pct.add(s.utilization_pct);
+        if s.temperature_c.is_finite() {
+            self.max_temperature_c = Some(
+                self.max_temperature_c
+                    .map_or(s.temperature_c, |t| t.max(s.temperature_c)),
+            );
+        }
+        // 0x1 is "GPU idle", not a slowdown.
+        let mask = &s.throttle_reasons;
+        if u64::from_str_radix(mask.trim_start_matches("0x"), 16).is_ok_and(|bits| bits & !0x1 != 0)
+            && !self.throttling.contains(mask)
+        {
+            self.throttling.insert(mask.clone());
+        }
+    }
+}
+
+impl<'a> FromIterator<&'a GpuSample> for GpuTally {
+    fn from_iter<I: IntoIterator<Item = &'a GpuSample>>(samples: I) -> Self {
+        let mut tally = Self::default();
+        samples.into_iter().for_each(|s| tally.add(s));
+        tally
+    }
+}
+
 /// A run's samples: gauges read while the load ran, and the engine's
 /// counters also read at its start and end.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Samples {
-    pub gpu: Vec<GpuSample>,
+    pub gpu: GpuTally,
     /// The engine's processes, from the start of the run to its end.
     pub process: Vec<ProcessSample>,
     pub engine: Vec<EngineSample>,
@@ -238,17 +468,6 @@ pub fn summarize(samples: &Samples) -> TelemetrySummary {
     } = samples;
     let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let max = |v: Vec<f64>| v.into_iter().reduce(f64::max);
-    let finite = |v: f64| v.is_finite().then_some(v);
-    let mut throttling: Vec<String> = gpu
-        .iter()
-        .map(|s| s.throttle_reasons.clone())
-        .filter(|r| {
-            // 0x1 is "GPU idle", not a slowdown.
-            u64::from_str_radix(r.trim_start_matches("0x"), 16).is_ok_and(|bits| bits & !0x1 != 0)
-        })
-        .collect();
-    throttling.sort();
-    throttling.dedup();
     let preemptions = {
         let seen: Vec<f64> = (start.iter().chain(engine).chain(end))
             .filter_map(|e| e.preemptions_total)
@@ -259,15 +478,11 @@ pub fn summarize(samples: &Samples) -> TelemetrySummary {
         }
     };
     TelemetrySummary {
-        gpu_samples: gpu.len(),
-        mean_power_w: mean(gpu.iter().filter_map(|s| finite(s.power_w)).collect()),
-        mean_gpu_utilization_pct: mean(
-            gpu.iter()
-                .filter_map(|s| finite(s.utilization_pct))
-                .collect(),
-        ),
-        max_temperature_c: max(gpu.iter().filter_map(|s| finite(s.temperature_c)).collect()),
-        throttling,
+        gpu_samples: gpu.samples,
+        mean_power_w: gpu.power_w.get(),
+        mean_gpu_utilization_pct: gpu.utilization_pct.get(),
+        max_temperature_c: gpu.max_temperature_c,
+        throttling: gpu.throttling.iter().cloned().collect(),
         engine_samples: engine.len(),
         mean_kv_cache_usage: mean(engine.iter().filter_map(|e| e.kv_cache_usage).collect()),
         max_running: max(engine.iter().filter_map(|e| e.running).collect()),
@@ -289,10 +504,16 @@ mod tests {
     #[test]
     fn gpu_samples_and_throttling() {
         let csv = "0, 312.45, 1410, 67, 0x0000000000000000, 61234, 97\n1, 250.00, 1275, 71, 0x0000000000000040, 60000, 88\n2, [N/A], 1410, 60, 0x0000000000000001, 1, [N/A]\n3, 1.0, 1410, 60, 0x0000000000000000, 1\n";
-        let samples = parse_gpu_samples(csv);
+        let mut samples = parse_gpu_samples(csv);
         assert_eq!(samples.len(), 3, "a line of six columns is not a sample");
+        samples.push(GpuSample {
+            power_w: f64::NAN,
+            temperature_c: f64::NAN,
+            utilization_pct: f64::NAN,
+            ..samples[1].clone()
+        });
         let s = summarize(&Samples {
-            gpu: samples,
+            gpu: samples.iter().collect(),
             ..Samples::default()
         });
         assert!(
@@ -301,11 +522,100 @@ mod tests {
         );
         assert_eq!(s.max_temperature_c, Some(71.0));
         assert_eq!(s.mean_gpu_utilization_pct, Some(92.5));
+        assert_eq!(s.gpu_samples, 4);
         assert_eq!(
             s.throttling,
             ["0x0000000000000040"],
-            "idle is not throttling"
+            "idle is not throttling, and a mask seen twice is said once"
         );
+    }
+
+    #[test]
+    fn a_gpu_line_keeps_the_sample_timed_and_its_throttling_named() {
+        let csv = "0, 624.68, 1725, 58, 0x0000000000000004, 5069, 100\n1, [N/A], 1725, 58, 0x0000000000000000, 5069, 99\n";
+        let samples = parse_gpu_samples(csv);
+        let line = telemetry_line(3.0004, "gpu", &GpuLine::of(&samples[0]));
+        assert_eq!(
+            line,
+            concat!(
+                r#"{"t_s":3.0,"gpu":{"index":0,"power_w":624.68,"sm_clock_mhz":1725.0,"temperature_c":58.0,"#,
+                r#""throttle_reasons":"0x0000000000000004","memory_used_mib":5069.0,"utilization_pct":100.0,"#,
+                r#""throttle_reason_names":["SW power cap"]}}"#,
+                "\n"
+            )
+        );
+        assert_eq!(
+            read_gpu_line(&line),
+            Some(GpuReading {
+                t_s: 3.0,
+                index: 0,
+                power_w: Some(624.68),
+                utilization_pct: Some(100.0)
+            })
+        );
+        let unread = telemetry_line(4.0, "gpu", &GpuLine::of(&samples[1]));
+        assert!(unread.contains(r#""power_w":null"#), "{unread}");
+        assert_eq!(
+            read_gpu_line(&unread).map(|r| r.power_w),
+            Some(None),
+            "[N/A] is no number"
+        );
+        let process = telemetry_line(4.0, "process", &ProcessSample::default());
+        assert_eq!(read_gpu_line(&process), None);
+        assert_eq!(
+            read_gpu_line(r#"{"gpu":{"index":0,"power_w":1.0,"utilization_pct":2.0}}"#),
+            None,
+            "a line stored before lines were timed has no place in time"
+        );
+        assert_eq!(read_gpu_line(&line[..40]), None, "cut short");
+    }
+
+    #[test]
+    fn a_timeline_is_per_second_until_it_would_pass_its_points_then_coarser() {
+        let reading = |t_s: f64, index, power| GpuReading {
+            t_s,
+            index,
+            power_w: Some(power),
+            utilization_pct: Some(50.0 + f64::from(index)),
+        };
+        let mut short = GpuTimeline::default();
+        for t in 1..=15 {
+            short.add(&reading(f64::from(t) + 0.004, 0, 600.0));
+            short.add(&reading(f64::from(t) + 0.004, 1, 200.0));
+        }
+        assert_eq!(short.span_s(), 1.0);
+        let power = short.power_w();
+        assert_eq!(power.len(), 15, "a point a second");
+        assert!(
+            (power[0].0 - 1.004).abs() < 1e-9 && power[0].1 == 400.0,
+            "{power:?}"
+        );
+        assert_eq!(short.utilization_pct()[14].1, 50.5, "the mean of the GPUs");
+
+        // A day at a sample a second, 8 GPUs: at most TIMELINE_SPANS points.
+        let mut day = GpuTimeline::default();
+        for t in 0..86_400 {
+            for gpu in 0..8 {
+                day.add(&reading(
+                    f64::from(t),
+                    gpu,
+                    if t < 43_200 { 100.0 } else { 300.0 },
+                ));
+            }
+        }
+        let power = day.power_w();
+        assert!(power.len() <= TIMELINE_SPANS, "{}", power.len());
+        assert!(power.len() > TIMELINE_SPANS / 2, "{}", power.len());
+        assert_eq!(day.span_s(), 512.0);
+        assert_eq!((power[0].1, power.last().unwrap().1), (100.0, 300.0));
+        let mean: f64 = power.iter().map(|p| p.1).sum::<f64>() / power.len() as f64;
+        assert!((mean - 200.0).abs() < 5.0, "{mean}");
+        assert!(power.windows(2).all(|w| w[0].0 < w[1].0), "in time order");
+
+        let mut nothing = GpuTimeline::default();
+        nothing.add(&reading(f64::NAN, 0, 1.0));
+        nothing.add(&reading(-1.0, 0, 1.0));
+        assert!(nothing.is_empty());
     }
 
     #[test]
@@ -383,7 +693,7 @@ mod tests {
         assert_eq!(s.process_samples, 2);
         assert_eq!(s.engine_cpu_seconds, Some(6.5), "the run's increase");
         assert!(
-            s.gpu_samples == 0 && s.mean_power_w.is_none(),
+            s.gpu_samples == 0 && s.mean_power_w.is_none() && s.throttling.is_empty(),
             "no GPU numbers invented"
         );
     }

@@ -13,6 +13,9 @@ use crate::metrics::MetricSet;
 use crate::plan::search::Bracket;
 use crate::spec::Spec;
 
+mod gpu;
+pub use gpu::{GpuSeries, gpu_charted, gpu_figures};
+
 /// A chart of the report, and the name its files and HTML element take.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Figure {
@@ -510,15 +513,19 @@ fn note(spec: &Spec, analysis: &Analysis, workloads: &[String]) -> Option<String
     if runs().any(|r| r.source == Some(Source::Published) && r.key.is_none()) {
         notes.push("published numbers".to_owned());
     }
-    if let Some(cap) = analysis.scope.as_ref().and_then(|s| s.max_prompts) {
-        notes.push(format!(
-            "capped at {cap} prompts per workload (a smoke test)"
-        ));
-    }
+    notes.extend(cap_note(analysis));
     if spec.harness.kind.metric_set() == MetricSet::Guidellm {
         notes.push("guidellm's definitions: TPOT includes the TTFT".to_owned());
     }
     (!notes.is_empty()).then(|| notes.join(" · "))
+}
+
+/// That the runs were capped (`--max-prompts`), when they were.
+fn cap_note(analysis: &Analysis) -> Option<String> {
+    let cap = analysis.scope.as_ref()?.max_prompts?;
+    Some(format!(
+        "capped at {cap} prompts per workload (a smoke test)"
+    ))
 }
 
 /// A name with every character but ASCII letters, digits, `-` and `_` as `_`.

@@ -48,6 +48,7 @@ mod quarantine;
 mod results_index;
 mod root;
 mod signed;
+mod telemetry;
 #[cfg(test)]
 pub(crate) mod testing;
 mod tmp;

@@ -1135,3 +1135,89 @@ fn a_model_directory_this_machine_lacks_plans_with_a_note_and_run_refuses_it() {
     );
     assert!(env.samples().is_empty(), "nothing was measured");
 }
+
+#[test]
+fn a_runs_gpu_series_is_kept_a_line_per_sample_and_gpu_and_charted() {
+    let env = TestEnv::new();
+    env.write(
+        "series.kdl",
+        r#"experiment "series" {
+    hardware "nvidia-a100-sxm4-80gb" gpus=8
+    model "Qwen/Qwen3-14B"
+    engine vllm version="0.11.0"
+    workload short {
+        dataset random input=16 output=32 seed=1
+        prompts 3
+        concurrency 1
+    }
+    step two engine=vllm gpus=2
+}"#,
+    );
+    // 3 requests one at a time, 32 tokens 40 ms apart: the load lasts some
+    // 4 s, so telemetry samples the run's two GPUs several times.
+    let slow = [("PERFPIPE_SIM_TIMING", "fixed:ttft_ms=0,itl_ms=40")];
+    let out = on_gpu_box(&env, &["run", "series.kdl", "--runtime", "local"], &slow);
+    crate::common::exited(out, 0);
+    let (dir, result) = env.results().remove(0);
+    let samples = result["telemetry"]["gpu_samples"].as_u64().unwrap();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("logs/telemetry.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let times: Vec<f64> = lines.iter().map(|l| l["t_s"].as_f64().unwrap()).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "every line timed, in the order read: {times:?}"
+    );
+    let gpu: Vec<(f64, &serde_json::Value)> = lines
+        .iter()
+        .filter_map(|l| Some((l["t_s"].as_f64()?, l.get("gpu")?)))
+        .collect();
+    assert_eq!(
+        gpu.len() as u64,
+        samples,
+        "a line per sample the summary counted"
+    );
+    for index in [0, 1] {
+        let of: Vec<&(f64, &serde_json::Value)> =
+            gpu.iter().filter(|(_, g)| g["index"] == index).collect();
+        assert_eq!(
+            of.len() as u64 * 2,
+            samples,
+            "as many of GPU {index} as of the other"
+        );
+        // Each sample follows a period of a second: the n-th is n seconds in or later.
+        let last = of.last().unwrap().0;
+        assert!(
+            of.len() >= 2 && of.len() as f64 <= last.floor(),
+            "{} by {last} s",
+            of.len()
+        );
+    }
+    // What the stand-in prints: GPU 1 runs hot and is power-capped.
+    assert_eq!(
+        gpu[0].1,
+        &serde_json::json!({"index": 0, "power_w": 301.25, "sm_clock_mhz": 1410.0,
+            "temperature_c": 66.0, "throttle_reasons": "0x0000000000000000",
+            "memory_used_mib": 70123.0, "utilization_pct": 97.0, "throttle_reason_names": []})
+    );
+    assert_eq!(
+        gpu[1].1,
+        &serde_json::json!({"index": 1, "power_w": 398.5, "sm_clock_mhz": 1275.0,
+            "temperature_c": 84.0, "throttle_reasons": "0x0000000000000004",
+            "memory_used_mib": 70123.0, "utilization_pct": 88.0,
+            "throttle_reason_names": ["SW power cap"]})
+    );
+
+    // The report draws it, the mean of the two GPUs.
+    let report = std::fs::read_to_string(env.path("reports/series.md")).unwrap();
+    assert!(
+        report.contains("](series.gpu-short.png)"),
+        "the markdown links the chart: {report}"
+    );
+    let svg = std::fs::read_to_string(env.path("reports/series.gpu-short.svg")).unwrap();
+    assert!(svg.contains("GPU power and utilization over time"), "{svg}");
+    let html = std::fs::read_to_string(env.path("reports/series.html")).unwrap();
+    assert!(html.contains("GPU power and utilization over time"));
+}

@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
-use crate::analyze::curves;
+use crate::analyze::curves::{self, Curves};
 use crate::analyze::{Analysis, Stored};
 use crate::ops::user_files::write_file;
 use crate::ops::{Error, Loaded};
 use crate::report::ChartFile;
-use crate::report::figures::{Figure, figures};
+use crate::report::figures::{Figure, GpuSeries, figures, gpu_charted, gpu_figures};
 use crate::report::{chart, plot};
 
 /// The figures of `analysis`'s curves, reading the journals they show into
@@ -17,7 +17,40 @@ pub fn of(loaded: &Loaded, analysis: &Analysis, stored: &mut Stored) -> Result<V
     super::stored::read_charted_journals(stored, &analysis.runs)?;
     let journals = curves::journals(&analysis.runs, stored);
     let curves = curves::curves(&loaded.spec, &analysis.runs, &journals, &analysis.searches);
-    Ok(figures(&loaded.spec, analysis, &curves))
+    let mut out = figures(&loaded.spec, analysis, &curves);
+    let series = gpu_series(analysis, stored, &curves)?;
+    out.extend(gpu_figures(&loaded.spec, analysis, &curves, &series));
+    Ok(out)
+}
+
+/// The GPU series of the runs the GPU charts show, each read from its
+/// latest measured sample that sampled GPUs, a line at a time.
+fn gpu_series(analysis: &Analysis, stored: &Stored, curves: &Curves) -> Result<GpuSeries, Error> {
+    let mut series = GpuSeries::new();
+    for (step, workload) in gpu_charted(curves) {
+        let Some(key) = analysis
+            .runs
+            .iter()
+            .find(|r| r.step == step && r.workload == workload)
+            .and_then(curves::charted)
+        else {
+            continue;
+        };
+        for s in crate::analyze::samples_of(stored, &key).iter().rev() {
+            let sampled_gpus =
+                (s.sample.result.telemetry.as_ref()).is_some_and(|t| t.gpu_samples > 0);
+            // `sim` and CPU runs have telemetry files without GPU lines: not read.
+            if s.sample.metrics().is_none() || !sampled_gpus {
+                continue;
+            }
+            let timeline = s.sample.gpu_timeline().map_err(Error::Store)?;
+            if !timeline.is_empty() {
+                series.insert((step, workload), timeline);
+                break;
+            }
+        }
+    }
+    Ok(series)
 }
 
 /// Each figure as a chart; with `report`, drawn as `<stem>.<id>.png` and

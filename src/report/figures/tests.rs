@@ -296,3 +296,54 @@ fn a_search_over_more_than_eightfold_loads_is_drawn_on_a_log_axis() {
     assert_eq!(search_scale(4.0, 16.0), Scale::Linear);
     assert_eq!(search_scale(0.0, 16.0), Scale::Linear);
 }
+
+#[test]
+fn each_family_gets_a_gpu_chart_of_its_configurations_at_their_highest_load() {
+    use crate::metrics::telemetry::{GpuReading, GpuTimeline};
+    let spec = spec("", VLLM);
+    let mut analysis = analyze(&spec, from_expectations(&spec));
+    analysis.scope = Some(Scope {
+        runtime: "local".into(),
+        max_prompts: Some(10),
+    });
+    let curves = curves(&spec, &analysis.runs, &Journals::new(), &[]);
+    let charted = gpu_charted(&curves);
+    let pair = |s: &str, w: &str| (s.to_owned(), w.to_owned());
+    assert_eq!(
+        charted,
+        [
+            pair("vllm", "c4"),
+            pair("sglang", "c4"),
+            pair("vllm", "long prompt")
+        ],
+        "one run per configuration and family"
+    );
+    let timeline = |seconds: u32, power: f64| {
+        let mut t = GpuTimeline::default();
+        for s in 1..=seconds {
+            for index in 0..2 {
+                t.add(&GpuReading {
+                    t_s: f64::from(s),
+                    index,
+                    power_w: Some(power + f64::from(index) * 10.0),
+                    utilization_pct: Some(90.0),
+                });
+            }
+        }
+        t
+    };
+    let mut series = GpuSeries::new();
+    series.insert(pair("vllm", "c4"), timeline(4, 300.0));
+    // Longer than a chart's points: a point per 2 s.
+    series.insert(pair("vllm", "long prompt"), timeline(400, 500.0));
+    // sglang's has no series (stored before lines were timed): left out.
+    series.insert(pair("sglang", "c4"), GpuTimeline::default());
+    let figures = gpu_figures(&spec, &analysis, &curves, &series);
+    let ids: Vec<&str> = figures.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids, ["gpu-c1", "gpu-long_prompt"]);
+    assert!(
+        gpu_figures(&spec, &analysis, &curves, &GpuSeries::new()).is_empty(),
+        "no series, no chart"
+    );
+    insta::assert_snapshot!(outline(&figures));
+}
