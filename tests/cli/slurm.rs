@@ -1170,9 +1170,30 @@ mod run {
         let mut cmd = command(&env, &cluster, "slurm", &["--jobs", "2"]);
         cmd.env("PERFPIPE_SIM_LOAD_UNTIL", env.path("never"));
         let mut head = spawn(&mut cmd, &env.path("head.err"));
-        wait_until(Duration::from_secs(60), "a job runs", || {
-            !jobs(&cluster, "RUNNING").is_empty()
-        });
+        // Slurm calls a job RUNNING before its batch script starts; a job
+        // cancelled in that instant is signalled before anything of it
+        // runs, and is killed only `KillWait` (30 s) later. The head is
+        // interrupted once each of its jobs runs its command: none is
+        // pending (`--jobs 2` submits no more), and each running one's log
+        // says `realise` began (the script set its trap before).
+        let job_logs = env.path("store/logs/slurm");
+        let command_began = |id: u64| {
+            job_logs.is_dir()
+                && crate::common::files_under(&job_logs)
+                    .iter()
+                    .filter(|f| f.to_string_lossy().ends_with(&format!(".{id}.log")))
+                    .any(|f| read(f).contains("perfpipe: realising launch"))
+        };
+        wait_until(
+            Duration::from_secs(60),
+            "the jobs run their commands",
+            || {
+                let running = jobs(&cluster, "RUNNING");
+                jobs(&cluster, "PENDING,CONFIGURING").is_empty()
+                    && !running.is_empty()
+                    && running.iter().all(|(id, _)| command_began(*id))
+            },
+        );
         // SAFETY: signals our own child.
         unsafe { libc::kill(head.id() as i32, libc::SIGINT) };
         let status = exit_within(&mut head, Duration::from_secs(30), "the interrupted run");
