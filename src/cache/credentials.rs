@@ -1,7 +1,9 @@
 //! Per-cache credentials, from `[credentials."HOST"]` of the user's
 //! config.toml only (a project's file naming them is refused): a username
 //! with a password read from an environment variable or a file, or a bearer
-//! token read from a file. An `s3://` cache with no section for its host
+//! token read from a file; for an `s3://` cache, the username and password
+//! are an access key, with temporary credentials' session token read from
+//! a variable or a file. An `s3://` cache with no section for its host
 //! takes the access key every AWS tool reads from the environment
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`); a
 //! section wins. The secret itself is never written in a configuration
@@ -28,6 +30,11 @@ pub struct CredentialSource {
     pub password_file: Option<PathBuf>,
     /// The file holding a bearer token (its first line).
     pub token_file: Option<PathBuf>,
+    /// The environment variable holding an S3 session token (temporary
+    /// credentials: STS, SSO), signed with the access key.
+    pub session_token_env: Option<String>,
+    /// The file holding an S3 session token (its first line).
+    pub session_token_file: Option<PathBuf>,
 }
 
 /// A secret to show a cache.
@@ -104,27 +111,42 @@ pub fn for_location(
         }
         Ok(line)
     };
+    // A secret from the variable `env` names or the first line of `file`,
+    // whichever is given (`what`: the pair's common part); `None`: neither.
+    let one_of = |what: &str, env: &Option<String>, file: &Option<PathBuf>| match (env, file) {
+        (None, None) => Ok(None),
+        (Some(name), None) => std::env::var(name)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(Some)
+            .ok_or_else(|| bad(format!("`{name}` is not set"))),
+        (None, Some(file)) => first_line(file).map(Some),
+        (Some(_), Some(_)) => Err(bad(format!("give one of `{what}-env` and `{what}-file`"))),
+    };
+    let session_token_named =
+        source.session_token_env.is_some() || source.session_token_file.is_some();
+    if session_token_named && !matches!(location, Location::S3(_)) {
+        return Err(bad(
+            "`session-token-env` and `session-token-file` are an s3:// cache's temporary credentials; this cache does not sign with an access key".into(),
+        ));
+    }
     let credential = match source {
         CredentialSource {
             username: None,
             password_env: None,
             password_file: None,
             token_file: Some(file),
+            ..
         } => Credential::Bearer(first_line(file)?),
         CredentialSource {
             username: Some(username),
             password_env,
             password_file,
             token_file: None,
+            ..
         } => {
-            let password = match (password_env, password_file) {
-                (Some(name), None) => std::env::var(name)
-                    .ok()
-                    .filter(|v| !v.is_empty())
-                    .ok_or_else(|| bad(format!("`{name}` is not set")))?,
-                (None, Some(file)) => first_line(file)?,
-                _ => return Err(bad("give one of `password-env` and `password-file`".into())),
-            };
+            let password = one_of("password", password_env, password_file)?
+                .ok_or_else(|| bad("give one of `password-env` and `password-file`".into()))?;
             Credential::Basic {
                 username: username.clone(),
                 password,
@@ -148,12 +170,24 @@ pub fn for_location(
                 "`username`, the access key ID, holds characters other than visible ASCII".into(),
             ));
         }
-        (Location::S3(_), Credential::Basic { username, password }) => Credential::AccessKey {
-            id: username,
-            secret: password,
-            session_token: None,
-            origin: KeyOrigin::Config,
-        },
+        (Location::S3(_), Credential::Basic { username, password }) => {
+            let session_token = one_of(
+                "session-token",
+                &source.session_token_env,
+                &source.session_token_file,
+            )?;
+            if session_token.as_deref().is_some_and(|t| !is_header_text(t)) {
+                return Err(bad(
+                    "the session token holds characters other than visible ASCII".into(),
+                ));
+            }
+            Credential::AccessKey {
+                id: username,
+                secret: password,
+                session_token,
+                origin: KeyOrigin::Config,
+            }
+        }
         (_, credential) => credential,
     };
     credential.keep_out_of_messages(&host).map_err(bad)?;
@@ -236,12 +270,13 @@ impl Credential {
                 origin,
                 ..
             } => {
-                let name = match origin {
-                    KeyOrigin::Config => section.as_str(),
-                    KeyOrigin::Environment => SECRET_ACCESS_KEY_VAR,
+                // Named where the user wrote them: the section, or the variables.
+                let (secret_name, token_name) = match origin {
+                    KeyOrigin::Config => (section.as_str(), section.as_str()),
+                    KeyOrigin::Environment => (SECRET_ACCESS_KEY_VAR, SESSION_TOKEN_VAR),
                 };
-                std::iter::once((name, secret.clone()))
-                    .chain(session_token.iter().map(|t| (SESSION_TOKEN_VAR, t.clone())))
+                std::iter::once((secret_name, secret.clone()))
+                    .chain(session_token.iter().map(|t| (token_name, t.clone())))
                     .collect()
             }
         };
@@ -338,6 +373,75 @@ mod tests {
         );
         let e = for_location(&sources("abc"), &registry).unwrap_err();
         assert!(e.to_string().contains("refuses shorter ones"), "{e}");
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "a test's own secret files")]
+    fn a_sections_session_token_signs_with_its_access_key_for_an_s3_cache_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (secret, token) = (dir.path().join("secret"), dir.path().join("token"));
+        std::fs::write(&secret, "section-secret-4567\n").unwrap();
+        std::fs::write(&token, "section-session-token-4567\n").unwrap();
+        let section = |token_file: Option<PathBuf>, session_token_env: Option<String>| {
+            CredentialSources::from([(
+                "127.0.0.1:9000".to_owned(),
+                CredentialSource {
+                    username: Some("AKIDSECTION".into()),
+                    password_file: Some(secret.clone()),
+                    session_token_file: token_file,
+                    session_token_env,
+                    ..Default::default()
+                },
+            )])
+        };
+        let bucket = Location::parse("s3://team?endpoint=http://127.0.0.1:9000").unwrap();
+        let found = for_location(&section(Some(token.clone()), None), &bucket)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            found,
+            Credential::AccessKey {
+                id: "AKIDSECTION".into(),
+                secret: "section-secret-4567".into(),
+                session_token: Some("section-session-token-4567".into()),
+                origin: KeyOrigin::Config,
+            }
+        );
+        assert!(!format!("{found:?}").contains("section-s"), "{found:?}");
+        // Redacted under the section's name, where the user configured it.
+        let shown = crate::secrets::redact("echo section-session-token-4567");
+        assert_eq!(shown, "echo [redacted [credentials.\"127.0.0.1:9000\"]]");
+
+        let both = section(Some(token.clone()), Some("TEAM_STS".into()));
+        let e = for_location(&both, &bucket).unwrap_err().to_string();
+        assert!(
+            e.contains("give one of `session-token-env` and `session-token-file`"),
+            "{e}"
+        );
+        std::fs::write(&token, "two words\n").unwrap();
+        let e = for_location(&section(Some(token.clone()), None), &bucket)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("session token holds characters"), "{e}");
+        std::fs::write(&token, "abc\n").unwrap();
+        let e = for_location(&section(Some(token.clone()), None), &bucket)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("refuses shorter ones"), "{e}");
+        // Another kind of cache has no session token to sign with.
+        let web = CredentialSources::from([(
+            "cache.example".to_owned(),
+            CredentialSource {
+                username: Some("alice".into()),
+                password_file: Some(secret.clone()),
+                session_token_file: Some(token),
+                ..Default::default()
+            },
+        )]);
+        let e = for_location(&web, &Location::parse("https://cache.example/t").unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("an s3:// cache's temporary credentials"), "{e}");
     }
 
     #[test]

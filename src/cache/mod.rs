@@ -98,7 +98,7 @@ pub enum Error {
     },
     #[error("the credentials for `{host}` cannot be used: {why}")]
     #[diagnostic(help(
-        "under `[credentials.\"{host}\"]` in your config.toml: `username` with `password-env` (a variable's name) or `password-file`, or `token-file` alone (docs/result-cache.md)"
+        "under `[credentials.\"{host}\"]` in your config.toml: `username` with `password-env` (a variable's name) or `password-file`, or `token-file` alone; for an s3:// cache's temporary credentials, also `session-token-env` or `session-token-file` (docs/result-cache.md)"
     ))]
     Credentials { host: String, why: String },
     #[error(

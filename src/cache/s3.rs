@@ -415,9 +415,17 @@ pub fn denied_because(code: Option<&str>, from: Option<KeyOrigin>, host: &str) -
     let Some(from) = from else {
         return "it wants credentials, and none are configured for it".to_owned();
     };
-    let (id, secret) = match from {
-        KeyOrigin::Config => ("`username`", "`password-env` or `password-file`"),
-        KeyOrigin::Environment => ("`AWS_ACCESS_KEY_ID`", "`AWS_SECRET_ACCESS_KEY`"),
+    let (id, secret, token) = match from {
+        KeyOrigin::Config => (
+            "`username`",
+            "`password-env` or `password-file`",
+            "`session-token-env` or `session-token-file`",
+        ),
+        KeyOrigin::Environment => (
+            "`AWS_ACCESS_KEY_ID`",
+            "`AWS_SECRET_ACCESS_KEY`",
+            "`AWS_SESSION_TOKEN`",
+        ),
     };
     let said = match code {
         // AWS says the first; s3s-fs the second (AWS: an account without S3).
@@ -427,11 +435,16 @@ pub fn denied_because(code: Option<&str>, from: Option<KeyOrigin>, host: &str) -
         Some("SignatureDoesNotMatch") => format!(
             "the signature does not match: the secret access key ({secret}) is not this access key's, or the region is not the bucket's"
         ),
-        Some("InvalidToken" | "ExpiredToken" | "TokenRefreshRequired") => {
-            "the session token (`AWS_SESSION_TOKEN`) is not valid or has expired; get new temporary credentials".to_owned()
+        Some("InvalidToken" | "ExpiredToken" | "TokenRefreshRequired") => format!(
+            "the session token ({token}) is not valid or has expired; get new temporary credentials"
+        ),
+        Some("RequestTimeTooSkewed") => {
+            "this machine's clock is too far from the server's".to_owned()
         }
-        Some("RequestTimeTooSkewed") => "this machine's clock is too far from the server's".to_owned(),
-        _ => "the access key was accepted, but may not do this (the account's rights on the bucket)".to_owned(),
+        _ => {
+            "the access key was accepted, but may not do this (the account's rights on the bucket)"
+                .to_owned()
+        }
     };
     match from {
         KeyOrigin::Config => {
@@ -447,7 +460,7 @@ pub fn denied_because(code: Option<&str>, from: Option<KeyOrigin>, host: &str) -
 /// section, or the environment, and which wins.
 pub fn where_keys_go(host: &str, from: Option<KeyOrigin>) -> String {
     let section = format!(
-        "under `[credentials.\"{host}\"]` in your config.toml, `username` (the access key ID) with `password-env` (the variable holding the secret access key) or `password-file`"
+        "under `[credentials.\"{host}\"]` in your config.toml, `username` (the access key ID) with `password-env` (the variable holding the secret access key) or `password-file`, and for temporary credentials `session-token-env` or `session-token-file`"
     );
     let region = "`?region=` (else `AWS_REGION`, else `AWS_DEFAULT_REGION`) names the bucket's region (docs/result-cache.md)";
     match from {
@@ -770,6 +783,12 @@ mod tests {
                 .contains("no such access key ID (`username`)")
         );
         assert!(denied_because(Some("ExpiredToken"), env, "h:1").contains("`AWS_SESSION_TOKEN`"));
+        let expired = denied_because(Some("ExpiredToken"), config, "h:1");
+        assert!(
+            expired.contains("session token (`session-token-env` or `session-token-file`)")
+                && !expired.contains("AWS_SESSION_TOKEN"),
+            "{expired}"
+        );
         assert!(where_keys_go("h:1", env).starts_with("with no `[credentials.\"h:1\"]`"));
     }
 }

@@ -128,7 +128,7 @@ pub fn parse_user(path: &str, text: &str) -> Result<UserConfig, Box<ConfigError>
     parse(
         path,
         text,
-        "the user configuration takes `[cache]` (`substituters`, `push-to`, `secret-key-file`, `negative-ttl`), `[trust]` (`public-keys`) and `[credentials.\"HOST\"]` (`username` with `password-env` or `password-file`, or `token-file`) (docs/result-cache.md)",
+        "the user configuration takes `[cache]` (`substituters`, `push-to`, `secret-key-file`, `negative-ttl`), `[trust]` (`public-keys`) and `[credentials.\"HOST\"]` (`username` with `password-env` or `password-file` and, for S3, `session-token-env` or `session-token-file`; or `token-file`) (docs/result-cache.md)",
     )
 }
 

@@ -5,7 +5,7 @@
 //! wrong and where it is configured; a key is looked up with one request,
 //! whatever else the bucket holds. With no `[credentials."HOST"]`, the
 //! access key, session token, endpoint and region come from the `AWS_*`
-//! variables; a section wins over them.
+//! variables; a section wins over them, its own session token included.
 
 use std::process::Output;
 
@@ -320,10 +320,9 @@ fn the_aws_variables_supply_the_key_token_endpoint_and_region_of_a_bare_s3_url()
     let seen = proxy.seen();
     assert!(
         !seen.is_empty()
-            && seen
-                .iter()
-                .all(|s| s.signed_headers
-                    == "host;x-amz-content-sha256;x-amz-date;x-amz-security-token"),
+            && seen.iter().all(|s| s.signed_headers
+                == "host;x-amz-content-sha256;x-amz-date;x-amz-security-token"
+                && s.security_token.as_deref() == Some(SESSION_TOKEN)),
         "{seen:?}"
     );
 
@@ -421,6 +420,105 @@ fn a_credentials_section_wins_over_the_aws_variables_and_a_refusal_names_the_sou
             && err.contains("read from the environment"),
         "{err}"
     );
+}
+
+/// A section's session token (temporary credentials), distinct from the
+/// environment's `AWS_SESSION_TOKEN`.
+const SECTION_TOKEN: &str = "perfpipe-section-session-token-IQoJb3JpZ2lu/4567+=";
+
+/// The variable the section names for its session token (a name that does
+/// not say it holds a secret).
+const TOKEN_VAR: &str = "TEAM_BUCKET_STS";
+
+#[test]
+fn a_sections_session_token_reaches_the_server_signed_and_is_never_shown() {
+    let Some(server) = s3_server::shared() else {
+        return;
+    };
+    let proxy = CountingProxy::start(server);
+    let (alice, _public) = crate::cache::measured_with_key();
+    let location = location(&proxy.endpoint, &server.bucket());
+    let host = proxy.endpoint.trim_start_matches("http://");
+    let section = |token: &str| {
+        alice.write(
+            "config/perfpipe/config.toml",
+            &format!(
+                "[credentials.\"{host}\"]\nusername = \"{ACCESS_KEY}\"\npassword-env = \"{SECRET_VAR}\"\n{token}\n"
+            ),
+        );
+    };
+    let vars = |secret| {
+        [
+            (SECRET_VAR, secret),
+            (TOKEN_VAR, SECTION_TOKEN),
+            // The section's own token wins over the environment's.
+            ("AWS_SESSION_TOKEN", SESSION_TOKEN),
+        ]
+    };
+    section(&format!("session-token-env = \"{TOKEN_VAR}\""));
+    let push = online_with(
+        &alice,
+        &crate::cache::push_args(&location),
+        &vars(SECRET_KEY),
+    );
+    assert_eq!(push.status.code(), Some(0), "{}", stderr(&push));
+    assert!(
+        stderr(&push).contains("pushed 7 samples"),
+        "{}",
+        stderr(&push)
+    );
+    // Every request carried the section's token, signed, and the server
+    // verified the signature over it.
+    let seen = proxy.seen();
+    assert!(
+        !seen.is_empty()
+            && seen.iter().all(|s| s.signed_headers
+                == "host;x-amz-content-sha256;x-amz-date;x-amz-security-token"
+                && s.security_token.as_deref() == Some(SECTION_TOKEN)),
+        "{seen:?}"
+    );
+
+    // Read from a file, with a wrong secret: refused, the token not shown.
+    alice.write("sts-token", &format!("{SECTION_TOKEN}\n"));
+    let file = alice.path("sts-token");
+    section(&format!("session-token-file = \"{}\"", file.display()));
+    let wrong_secret = "not-the-secret-key-0123456789";
+    let refused = crate::common::exited(
+        online_with(
+            &alice,
+            &crate::cache::push_args(&location),
+            &vars(wrong_secret),
+        ),
+        2,
+    );
+    let err = words(&refused);
+    assert!(err.contains("SignatureDoesNotMatch"), "{err}");
+    assert!(
+        err.contains("`session-token-env` or `session-token-file`"),
+        "{err}"
+    );
+    assert_eq!(
+        proxy
+            .seen()
+            .last()
+            .and_then(|s| s.security_token.clone())
+            .as_deref(),
+        Some(SECTION_TOKEN)
+    );
+
+    // Nor in help, whatever the environment holds.
+    let helps: Vec<Output> = [&["--help"][..], &["cache", "push", "--help"]]
+        .iter()
+        .map(|args| online_with(&alice, args, &vars(SECRET_KEY)))
+        .collect();
+    for help in &helps {
+        assert_eq!(help.status.code(), Some(0), "{}", stderr(help));
+    }
+    let files: Vec<_> = crate::common::files_under(&alice.path("store"));
+    let outputs = [&[push, refused][..], &helps].concat();
+    for secret in [SECTION_TOKEN, SECRET_KEY, wrong_secret] {
+        assert_secret_absent(&files, &outputs, secret);
+    }
 }
 
 /// Two pushes of the same runs at the same moment, signed with two keys:

@@ -3,7 +3,101 @@
 
 use std::time::Duration;
 
-use crate::common::slurm::Cluster;
+use crate::common::live_processes;
+use crate::common::slurm::{self, Cluster};
+
+/// The ports a cluster's `slurm.conf` gives its daemons.
+fn ports(cluster: &Cluster) -> Vec<u16> {
+    std::fs::read_to_string(cluster.conf())
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|word| {
+            let port = word
+                .strip_prefix("SlurmctldPort=")
+                .or(word.strip_prefix("Port="))?;
+            port.parse().ok()
+        })
+        .collect()
+}
+
+/// The nodes a cluster's clients see.
+fn nodes_seen(cluster: &Cluster) -> Vec<String> {
+    let nodes = cluster.ask("sinfo", &["-h", "-N", "-o", "%N"]);
+    let mut nodes: Vec<String> = nodes.lines().map(str::to_owned).collect();
+    nodes.sort();
+    nodes
+}
+
+/// Clusters run side by side (tests in parallel, in one process or two):
+/// each has its own name, nodes, ports and directory, and its clients see
+/// only its nodes; dropping one leaves nothing of it and the other running.
+/// What a test process killed before its clusters' drop left (its `owner`
+/// ended) is removed by the next cluster started.
+#[test]
+fn clusters_side_by_side_share_no_name_port_or_state_and_leave_nothing() {
+    // As a killed test process leaves its cluster: the directory, its
+    // owner ended, and a process of the cluster (naming the directory in
+    // its environment, as every daemon and job does) still alive.
+    let left = std::env::temp_dir().join(format!(
+        "{}-left-by-{}",
+        slurm::DIR_PREFIX,
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&left).unwrap();
+    let mut left_running = std::process::Command::new("sleep")
+        .arg("600")
+        .env("SLURM_CONF", left.join("slurm.conf"))
+        .spawn()
+        .unwrap();
+    // The owner last: from then on any test's cluster may remove it all.
+    let mut ended = std::process::Command::new("true").spawn().unwrap();
+    ended.wait().unwrap();
+    std::fs::write(left.join(slurm::OWNER), format!("{} 1", ended.id())).unwrap();
+    let Some(a) = Cluster::start() else {
+        let _ = left_running.kill();
+        let _ = left_running.wait();
+        let _ = std::fs::remove_dir_all(&left);
+        return;
+    };
+    let needle = left.to_string_lossy().into_owned();
+    assert!(
+        live_processes(&needle).is_empty(),
+        "a leftover process lives"
+    );
+    assert!(!left.exists(), "{} is left", left.display());
+    let killed = left_running.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&killed),
+        Some(libc::SIGKILL)
+    );
+
+    let b = Cluster::start().expect("a second cluster");
+    assert_ne!(a.name(), b.name());
+    assert_ne!(a.dir(), b.dir());
+    let (a_nodes, b_nodes) = (a.nodes(), b.nodes());
+    assert!(
+        a_nodes.iter().all(|n| !b_nodes.contains(n)),
+        "{a_nodes:?} {b_nodes:?}"
+    );
+    let (a_ports, b_ports) = (ports(&a), ports(&b));
+    assert_eq!(a_ports.len(), 1 + slurm::NODES, "{a_ports:?}");
+    assert!(
+        a_ports.iter().all(|p| !b_ports.contains(p)),
+        "{a_ports:?} {b_ports:?}"
+    );
+    assert_eq!(nodes_seen(&a), a_nodes);
+    assert_eq!(nodes_seen(&b), b_nodes);
+
+    let a_dir = a.dir().to_owned();
+    drop(a);
+    let needle = a_dir.to_string_lossy().into_owned();
+    assert!(
+        live_processes(&needle).is_empty(),
+        "a process of a dropped cluster lives"
+    );
+    assert!(!a_dir.exists(), "{} is left", a_dir.display());
+    assert_eq!(nodes_seen(&b), b_nodes, "the other cluster runs on");
+}
 
 #[test]
 fn slurm_grants_disjoint_gpus_through_cuda_visible_devices() {
@@ -1076,9 +1170,30 @@ mod run {
         let mut cmd = command(&env, &cluster, "slurm", &["--jobs", "2"]);
         cmd.env("PERFPIPE_SIM_LOAD_UNTIL", env.path("never"));
         let mut head = spawn(&mut cmd, &env.path("head.err"));
-        wait_until(Duration::from_secs(60), "a job runs", || {
-            !jobs(&cluster, "RUNNING").is_empty()
-        });
+        // Slurm calls a job RUNNING before its batch script starts; a job
+        // cancelled in that instant is signalled before anything of it
+        // runs, and is killed only `KillWait` (30 s) later. The head is
+        // interrupted once each of its jobs runs its command: none is
+        // pending (`--jobs 2` submits no more), and each running one's log
+        // says `realise` began (the script set its trap before).
+        let job_logs = env.path("store/logs/slurm");
+        let command_began = |id: u64| {
+            job_logs.is_dir()
+                && crate::common::files_under(&job_logs)
+                    .iter()
+                    .filter(|f| f.to_string_lossy().ends_with(&format!(".{id}.log")))
+                    .any(|f| read(f).contains("perfpipe: realising launch"))
+        };
+        wait_until(
+            Duration::from_secs(60),
+            "the jobs run their commands",
+            || {
+                let running = jobs(&cluster, "RUNNING");
+                jobs(&cluster, "PENDING,CONFIGURING").is_empty()
+                    && !running.is_empty()
+                    && running.iter().all(|(id, _)| command_began(*id))
+            },
+        );
         // SAFETY: signals our own child.
         unsafe { libc::kill(head.id() as i32, libc::SIGINT) };
         let status = exit_within(&mut head, Duration::from_secs(30), "the interrupted run");

@@ -283,12 +283,35 @@ pub fn exited(output: Output, code: i32) -> Output {
     output
 }
 
+/// The names `PERFPIPE_TEST_SKIP` takes, each with what it skips, as the
+/// README lists them (`every_skip_name_is_in_the_readme`).
+pub const SKIP_NAMES: &[(&str, &str)] = &[
+    (
+        "slurm",
+        "the Slurm tests' two-node cluster (root, slurm-wlm, munge)",
+    ),
+    ("browser", "the HTML report loaded in headless Chromium"),
+    (
+        "unprivileged",
+        "tests where file permissions must bind, as `nobody` through `setpriv` when root",
+    ),
+    ("vllm", "vLLM's CPU build and guidellm 0.5.3"),
+    ("s3", "the `s3://` cache against s3s-fs"),
+    (
+        "python",
+        "`fetch` building a guidellm environment with `/usr/bin/python3`",
+    ),
+];
+
 /// A test that cannot run on this machine fails, unless `PERFPIPE_TEST_SKIP`
-/// (a comma-separated list: `slurm`, `browser`, `unprivileged`, `vllm`, `s3`) names it:
-/// a run that tests nothing never looks green by accident. Under `CI=true`
-/// nothing is skipped.
+/// (a comma-separated list of [`SKIP_NAMES`]) names it: a run that tests
+/// nothing never looks green by accident. Under `CI=true` nothing is skipped.
 #[track_caller]
 pub fn cannot_test(what: &str, why: &str) {
+    assert!(
+        SKIP_NAMES.iter().any(|(name, _)| *name == what),
+        "`{what}` is not a skip name of common::SKIP_NAMES (list it there and in the README)"
+    );
     let listed = std::env::var("PERFPIPE_TEST_SKIP").unwrap_or_default();
     let opted_out = listed.split(',').any(|name| name.trim() == what);
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
@@ -422,4 +445,20 @@ pub fn pid_alive(pid: u32) -> bool {
     stat.rsplit_once(") ")
         .and_then(|(_, rest)| rest.chars().next())
         .is_some_and(|state| state != 'Z')
+}
+
+/// The README's test section lists every skip name with what it skips, and
+/// its command line skips them all: a person running the tests can tell
+/// what each skip leaves untested.
+#[test]
+fn every_skip_name_is_in_the_readme() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let names: Vec<&str> = SKIP_NAMES.iter().map(|(name, _)| *name).collect();
+    let line = format!("PERFPIPE_TEST_SKIP={} cargo test --locked", names.join(","));
+    assert!(readme.contains(&line), "the README lacks `{line}`");
+    for (name, what) in SKIP_NAMES {
+        let item = format!("- `{name}`: {what}");
+        assert!(readme.contains(&item), "the README lacks `{item}`");
+    }
 }

@@ -128,6 +128,8 @@ pub struct Seen {
     pub target: String,
     /// The `SignedHeaders=` of its `Authorization` (`host;x-amz-date`), or empty.
     pub signed_headers: String,
+    /// Its `x-amz-security-token` (temporary credentials' session token).
+    pub security_token: Option<String>,
 }
 
 /// A proxy on its own loopback port that passes every request on to the
@@ -251,10 +253,15 @@ async fn pass_on(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
         .and_then(|v| v.split(',').next())
         .unwrap_or_default()
         .to_owned();
+    let security_token = parts
+        .headers
+        .get("x-amz-security-token")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     upstream.seen.lock().unwrap().push(Seen {
         method: parts.method.to_string(),
         target: target.clone(),
         signed_headers,
+        security_token,
     });
     let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::BAD_REQUEST.into_response();

@@ -7,12 +7,26 @@
 //! configuration is read or touched: every client gets `SLURM_CONF`.
 //! Torn down on drop, a failing test too.
 //!
+//! Clusters run side by side (tests in parallel, two test processes): each
+//! has a name of its own (`pp<pid>c<n>`: the test process and a count), its
+//! own directory (state, spool, munge socket, logs) and ports no other
+//! cluster of the process was given, taken below the kernel's ephemeral
+//! range, so that no client's connection takes one before its daemon binds
+//! it. A test process killed before its clusters' drop leaves their daemons
+//! to die with it (`PR_SET_PDEATHSIG`); the next cluster started removes
+//! what is left of them: the processes naming their directory, and the
+//! directory, proven a test cluster's by its `owner` file.
+//!
 //! It needs root (`mknod`, `slurmd`) and Debian's `slurm-wlm` and `munge`
 //! (`scripts/test-deps.sh`). A cluster that cannot start fails the test
 //! unless `PERFPIPE_TEST_SKIP=slurm` skips it (see `common::cannot_test`).
 
+use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// GPUs each node declares.
@@ -34,10 +48,23 @@ const BINARIES: &[&str] = &[
     "/usr/bin/sbatch",
 ];
 
+/// What a cluster's directory is named after (`pp-slurm…` in the
+/// temporary directory).
+pub const DIR_PREFIX: &str = "pp-slurm";
+
+/// The file in a cluster's directory naming the test process that made it
+/// (`PID START`, its start time in clock ticks after boot, so that a pid
+/// used again is not taken for it).
+pub const OWNER: &str = "owner";
+
+/// Clusters this test process started, for their names.
+static STARTED: AtomicU32 = AtomicU32::new(0);
+
 pub struct Cluster {
     dir: tempfile::TempDir,
     daemons: Vec<Child>,
-    /// The cluster's name, which its node names begin with.
+    /// The cluster's name, which its node names begin with: `pp<pid>c<n>`,
+    /// no other live cluster's.
     name: String,
 }
 
@@ -66,16 +93,37 @@ impl Cluster {
             super::cannot_test("slurm", &format!("no Slurm test cluster: {why}"));
             return None;
         }
+        remove_clusters_of_dead_tests();
+        let dir = tempfile::Builder::new()
+            .prefix(DIR_PREFIX)
+            .tempdir()
+            .expect("temp dir");
+        let me = std::process::id();
+        std::fs::write(
+            dir.path().join(OWNER),
+            format!(
+                "{me} {}",
+                start_time(me).expect("this process's start time")
+            ),
+        )
+        .unwrap();
         let mut cluster = Self {
-            dir: tempfile::Builder::new()
-                .prefix("pp-slurm")
-                .tempdir()
-                .expect("temp dir"),
+            dir,
             daemons: Vec::new(),
-            name: format!("pp{}", std::process::id() % 100_000),
+            name: format!("pp{me}c{}", STARTED.fetch_add(1, Ordering::Relaxed)),
         };
         cluster.boot();
         Some(cluster)
+    }
+
+    /// The cluster's name (`ClusterName`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its directory: state, spool, munge socket, logs.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -139,7 +187,9 @@ impl Cluster {
     /// waits until it answers.
     pub fn start_controller(&mut self) {
         let log = std::fs::File::create(self.path("log/slurmctld-again.out")).unwrap();
-        self.daemons[CONTROLLER] = Command::new("/usr/sbin/slurmctld")
+        let mut slurmctld = Command::new("/usr/sbin/slurmctld");
+        dies_with_its_test(&mut slurmctld);
+        self.daemons[CONTROLLER] = slurmctld
             .args(["-D", "-i"])
             .env("SLURM_CONF", self.conf())
             .stdin(Stdio::null())
@@ -188,17 +238,18 @@ impl Cluster {
         }
         let name = self.name.clone();
         let socket = dir.join("munge.sock");
-        let ctld_port = free_port();
+        let ports = free_ports(1 + NODES);
+        let ctld_port = ports[0];
         let host = hostname();
         let d = dir.display();
         // One line per node, each slurmd on a port of its own.
         let node_lines: String = nodes
             .iter()
             .zip(GPU_TYPES)
-            .map(|(node, kind)| {
+            .zip(&ports[1..])
+            .map(|((node, kind), port)| {
                 format!(
-                    "NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={} CPUs=16 RealMemory=16000 Gres=gpu:{kind}:{GPUS} Feature={kind} State=UNKNOWN\n",
-                    free_port()
+                    "NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs=16 RealMemory=16000 Gres=gpu:{kind}:{GPUS} Feature={kind} State=UNKNOWN\n"
                 )
             })
             .collect();
@@ -298,6 +349,7 @@ impl Cluster {
 
     fn daemon(&mut self, name: &str, cmd: &mut Command) {
         let log = std::fs::File::create(self.path(&format!("log/{name}.out"))).unwrap();
+        dies_with_its_test(cmd);
         let child = cmd
             .env("SLURM_CONF", self.conf())
             .stdin(Stdio::null())
@@ -338,25 +390,135 @@ impl Drop for Cluster {
             let _ = daemon.kill();
             let _ = daemon.wait();
         }
-        // A process may start another as they are killed: until none is left.
-        let needle = self.dir.path().to_string_lossy().into_owned();
-        for _ in 0..10 {
-            let left: Vec<u32> = super::live_processes(&needle)
-                .into_iter()
-                .filter(|pid| *pid != std::process::id())
-                .collect();
-            if left.is_empty() {
-                break;
+        kill_every_process_naming(self.dir.path());
+        // The directory goes with the `TempDir`, once nothing writes in it.
+    }
+}
+
+/// Kills every process whose command line or environment names `dir` (a
+/// cluster's daemons, its jobs' processes and what they started, each
+/// given `SLURM_CONF`), this one excepted.
+fn kill_every_process_naming(dir: &Path) {
+    // A process may start another as they are killed: until none is left.
+    let needle = dir.to_string_lossy().into_owned();
+    for _ in 0..10 {
+        let left: Vec<u32> = super::live_processes(&needle)
+            .into_iter()
+            .filter(|pid| *pid != std::process::id())
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        for pid in left {
+            // SAFETY: a plain syscall.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
             }
-            for pid in left {
-                // SAFETY: a plain syscall.
-                unsafe {
-                    libc::kill(pid as i32, libc::SIGKILL);
-                }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Makes the daemon `cmd` starts get SIGKILL when the thread that starts it
+/// (the test's, which drops the cluster) ends, as it does when the test
+/// process is killed, so that no daemon outlives its test.
+fn dies_with_its_test(cmd: &mut Command) {
+    // SAFETY: prctl is async-signal-safe, and nothing else runs between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
             }
-            std::thread::sleep(Duration::from_millis(20));
+            Ok(())
+        });
+    }
+}
+
+/// When process `pid` started, in clock ticks after boot (`/proc/PID/stat`'s
+/// 22nd field); `None` when there is no such process.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's `(name)`, which may hold spaces: state is field 3.
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// Whether the cluster directory `dir` is one a test process that has
+/// ended made: its `owner` names a process no longer alive (or a pid now
+/// another process's). A directory without a readable `owner` is not
+/// proven a test cluster's, and is left alone.
+fn owner_has_ended(dir: &Path) -> bool {
+    let Ok(owner) = std::fs::read_to_string(dir.join(OWNER)) else {
+        return false;
+    };
+    let Some((pid, started)) = owner.trim().split_once(' ') else {
+        return false;
+    };
+    let (Ok(pid), Ok(started)) = (pid.parse::<u32>(), started.parse::<u64>()) else {
+        return false;
+    };
+    !(super::pid_alive(pid) && start_time(pid) == Some(started))
+}
+
+/// Removes what the clusters of test processes that ended without dropping
+/// them (killed, aborted) left: their processes (jobs and their children,
+/// which outlive the daemons) and their directories.
+fn remove_clusters_of_dead_tests() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let ours = entry.file_name().to_string_lossy().starts_with(DIR_PREFIX)
+            && entry.file_type().is_ok_and(|t| t.is_dir());
+        if ours && owner_has_ended(&dir) {
+            kill_every_process_naming(&dir);
+            let _ = std::fs::remove_dir_all(&dir);
         }
     }
+}
+
+/// Ports handed to this process's clusters: none is given twice, though
+/// each is free again until its daemon binds it.
+static PORTS_GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+
+/// `n` loopback ports nothing listens on, none given to another cluster of
+/// this process, all below the kernel's ephemeral range (where `connect`
+/// takes its local ports and `bind` to port 0 its own), so that nothing but
+/// another explicit bind can take one before its daemon does.
+fn free_ports(n: usize) -> Vec<u16> {
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    // Ports from 10000 (above the usual services) up to the ephemeral range,
+    // from a starting point of this process's own.
+    let low = 10_000.min(ephemeral_start.saturating_sub(1024));
+    let span = u32::from(ephemeral_start - low);
+    let mut given = PORTS_GIVEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut next = std::process::id()
+        .wrapping_mul(7919)
+        .wrapping_add(given.len() as u32)
+        % span;
+    let mut ports = Vec::with_capacity(n);
+    for _ in 0..span {
+        let port = low + next as u16;
+        next = (next + 1) % span;
+        if given.contains(&port) {
+            continue;
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.insert(port);
+            ports.push(port);
+            if ports.len() == n {
+                return ports;
+            }
+        }
+    }
+    panic!("no {n} free loopback ports below {ephemeral_start}");
 }
 
 fn wait_for(limit: Duration, what: &str, ready: impl Fn() -> bool) {
@@ -365,14 +527,6 @@ fn wait_for(limit: Duration, what: &str, ready: impl Fn() -> bool) {
         assert!(Instant::now() < deadline, "{what} never appeared");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn hostname() -> String {
