@@ -64,6 +64,57 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     })
 }
 
+/// Writes the file that `write` makes at `path` as [`write_file`] does,
+/// unless the file there holds it already (a no-op `run` leaves a report as
+/// it was). What `write` makes goes to the temp file and is compared with
+/// the file a block at a time as it is made, so a large report is never
+/// held whole.
+pub fn write_unless_held(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    use std::io::Write;
+    let io = |source| Error::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut pending = USER_FILE.begin(path).map_err(io)?;
+    let mut held = crate::regular_file::Compare::new(path);
+    {
+        let mut both = std::io::BufWriter::with_capacity(
+            64 << 10,
+            Both {
+                file: pending.file(),
+                held: &mut held,
+            },
+        );
+        write(&mut both).map_err(io)?;
+        both.flush().map_err(io)?;
+    }
+    if !held.holds() {
+        pending.commit().map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Bytes written to a temp file and compared with the file in its place.
+struct Both<'a> {
+    file: &'a mut std::fs::File,
+    held: &'a mut crate::regular_file::Compare,
+}
+
+impl std::io::Write for Both<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.file.write_all(bytes)?;
+        self.held.write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Temp files `.perfpipe-<pid>-<random>` beside the file, so that those
 /// killed perfpipes leave do not linger beside a lockfile in `git status`.
 const USER_FILE: AtomicWrite = AtomicWrite::new()

@@ -30,23 +30,35 @@ pub fn html(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
 /// [`html`] of the report's `markdown` already rendered with `charts`
 /// (a written report has it at hand: it is not rendered twice).
 pub fn html_page(spec: &Spec, markdown: &str, charts: &Charts) -> String {
+    let mut page = Vec::new();
+    write_html_page(&mut page, spec, markdown, charts).expect("a Vec takes every byte");
+    String::from_utf8(page).expect("the page is made of strings")
+}
+
+/// Writes [`html_page`] to `out` as it is made, for a page too large to be
+/// held (a report of many runs is megabytes of HTML).
+pub fn write_html_page(
+    out: &mut dyn std::io::Write,
+    spec: &Spec,
+    markdown: &str,
+    charts: &Charts,
+) -> std::io::Result<()> {
     let title = spec.title.as_deref().unwrap_or(&spec.name);
     let script = format!("\n{SCRIPT}");
-    // The page is written into one string as it is made: a report of many
-    // runs is megabytes of HTML, never held twice.
-    let mut page = format!(
+    write!(
+        out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n",
         content_security_policy(&script),
         escape(title)
-    );
-    pulldown_cmark::html::push_html(&mut page, page_events(markdown, charts));
-    page.push_str(&format!(
+    )?;
+    pulldown_cmark::html::write_html_io(&mut *out, page_events(markdown, charts))?;
+    write!(
+        out,
         "</main>\n<script>{script}</script>\n</body>\n</html>\n"
-    ));
-    page
+    )
 }
 
 /// What the page may load and run: nothing from anywhere (not even the
