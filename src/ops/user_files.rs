@@ -121,3 +121,38 @@ const USER_FILE: AtomicWrite = AtomicWrite::new()
     .temp(Temp::Pid(".perfpipe-"))
     .mode(0o644)
     .synced();
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    #[test]
+    fn a_file_made_again_as_it_was_is_left_as_it_was_and_a_changed_one_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.html");
+        // Made in pieces, longer than a block: a page written as it is made.
+        let page = |last: u8| {
+            move |out: &mut dyn std::io::Write| {
+                for n in 0..100_000u32 {
+                    write!(out, "<tr><td>{n}</td></tr>")?;
+                }
+                out.write_all(&[last])
+            }
+        };
+        write_unless_held(&path, page(b'a')).unwrap();
+        let identity = || {
+            let m = std::fs::metadata(&path).unwrap();
+            (m.ino(), m.mtime(), m.mtime_nsec())
+        };
+        let written = identity();
+        write_unless_held(&path, page(b'a')).unwrap();
+        assert_eq!(identity(), written, "the same page was written again");
+        write_unless_held(&path, page(b'b')).unwrap();
+        assert_ne!(identity(), written);
+        assert_eq!(std::fs::read(&path).unwrap().last(), Some(&b'b'));
+        // No temp file is left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
