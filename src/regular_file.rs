@@ -39,26 +39,60 @@ pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Whether the regular file at `path` holds exactly `bytes`: its length
-/// first, then its bytes a block at a time, so a large file is never held
-/// whole to be compared. Any error (no file, not a regular one) is a no.
-pub fn holds(path: &Path, bytes: &[u8]) -> bool {
-    let Ok(mut file) = open(path) else {
-        return false;
-    };
-    if file.metadata().map(|m| m.len()).ok() != Some(bytes.len() as u64) {
-        return false;
-    }
-    let mut block = vec![0u8; 64 << 10];
-    let mut rest = bytes;
-    loop {
-        match file.read(&mut block) {
-            Ok(0) => return rest.is_empty(),
-            Ok(n) if n <= rest.len() && block[..n] == rest[..n] => rest = &rest[n..],
-            Ok(_) => return false,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return false,
+/// A sink that compares the bytes written to it with those of the regular
+/// file at a path, a block at a time as they come, so that neither is ever
+/// held whole; [`Compare::holds`] says whether they were the same.
+#[derive(Debug)]
+pub struct Compare {
+    /// The file, while all it held so far was what was written.
+    file: Option<std::fs::File>,
+    block: Vec<u8>,
+}
+
+impl Compare {
+    /// Compares with the file at `path`; with none (or not a regular
+    /// one), nothing written is the same.
+    pub fn new(path: &Path) -> Self {
+        Self {
+            file: open(path).ok(),
+            block: Vec::new(),
         }
+    }
+
+    /// Whether the file holds exactly what was written: no byte more.
+    pub fn holds(mut self) -> bool {
+        let Some(file) = &mut self.file else {
+            return false;
+        };
+        let mut byte = [0u8];
+        loop {
+            match file.read(&mut byte) {
+                Ok(n) => return n == 0,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+impl io::Write for Compare {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        const BLOCK: usize = 64 << 10;
+        if let Some(file) = &mut self.file {
+            self.block.resize(BLOCK.min(bytes.len()), 0);
+            for part in bytes.chunks(BLOCK) {
+                let held = &mut self.block[..part.len()];
+                if file.read_exact(held).is_err() || held != part {
+                    self.file = None;
+                    break;
+                }
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -102,7 +136,19 @@ pub fn describe(kind: std::fs::FileType) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::*;
+
+    /// Whether the file at `path` holds `bytes`, written to a [`Compare`]
+    /// in pieces of odd sizes.
+    fn holds(path: &Path, bytes: &[u8]) -> bool {
+        let mut compare = Compare::new(path);
+        for piece in bytes.chunks(70_001) {
+            compare.write_all(piece).unwrap();
+        }
+        compare.holds()
+    }
 
     #[test]
     fn a_file_holds_its_bytes_and_nothing_shorter_longer_or_different() {

@@ -64,9 +64,95 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     })
 }
 
+/// Writes the file that `write` makes at `path` as [`write_file`] does,
+/// unless the file there holds it already (a no-op `run` leaves a report as
+/// it was). What `write` makes goes to the temp file and is compared with
+/// the file a block at a time as it is made, so a large report is never
+/// held whole.
+pub fn write_unless_held(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    use std::io::Write;
+    let io = |source| Error::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut pending = USER_FILE.begin(path).map_err(io)?;
+    let mut held = crate::regular_file::Compare::new(path);
+    {
+        let mut both = std::io::BufWriter::with_capacity(
+            64 << 10,
+            Both {
+                file: pending.file(),
+                held: &mut held,
+            },
+        );
+        write(&mut both).map_err(io)?;
+        both.flush().map_err(io)?;
+    }
+    if !held.holds() {
+        pending.commit().map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Bytes written to a temp file and compared with the file in its place.
+struct Both<'a> {
+    file: &'a mut std::fs::File,
+    held: &'a mut crate::regular_file::Compare,
+}
+
+impl std::io::Write for Both<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.file.write_all(bytes)?;
+        self.held.write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Temp files `.perfpipe-<pid>-<random>` beside the file, so that those
 /// killed perfpipes leave do not linger beside a lockfile in `git status`.
 const USER_FILE: AtomicWrite = AtomicWrite::new()
     .temp(Temp::Pid(".perfpipe-"))
     .mode(0o644)
     .synced();
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    #[test]
+    fn a_file_made_again_as_it_was_is_left_as_it_was_and_a_changed_one_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.html");
+        // Made in pieces, longer than a block: a page written as it is made.
+        let page = |last: u8| {
+            move |out: &mut dyn std::io::Write| {
+                for n in 0..100_000u32 {
+                    write!(out, "<tr><td>{n}</td></tr>")?;
+                }
+                out.write_all(&[last])
+            }
+        };
+        write_unless_held(&path, page(b'a')).unwrap();
+        let identity = || {
+            let m = std::fs::metadata(&path).unwrap();
+            (m.ino(), m.mtime(), m.mtime_nsec())
+        };
+        let written = identity();
+        write_unless_held(&path, page(b'a')).unwrap();
+        assert_eq!(identity(), written, "the same page was written again");
+        write_unless_held(&path, page(b'b')).unwrap();
+        assert_ne!(identity(), written);
+        assert_eq!(std::fs::read(&path).unwrap().last(), Some(&b'b'));
+        // No temp file is left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

@@ -17,6 +17,6 @@ mod slo;
 
 pub use charts::{ChartFile, Charts};
 pub use csv::csv;
-pub use html::{html, html_page};
+pub use html::{html, write_html_page};
 pub use json::json;
 pub use markdown::markdown;

@@ -8,7 +8,7 @@ pub mod stored;
 use std::path::{Path, PathBuf};
 
 use super::plan::plan_and_index;
-use super::user_files::{write_file, write_text};
+use super::user_files::{write_file, write_unless_held};
 use super::workspace::stored_runtimes::choose_stored;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
 use crate::analyze::{self, Analysis, RunRecord, Scope, Stored};
@@ -123,7 +123,7 @@ pub fn write_markdown(
     }
     let charts = charts(loaded, analysis, stored, Some(path))?;
     let text = crate::report::markdown(&loaded.spec, analysis, &charts);
-    write_unchanged(path, &text)?;
+    write_unless_held(path, |out| out.write_all(text.as_bytes()))?;
     let mut written: Vec<PathBuf> = charts
         .conclusion
         .iter()
@@ -133,21 +133,15 @@ pub fn write_markdown(
         .flat_map(|png| [png.with_extension("svg"), png])
         .collect();
     if html {
-        let page = crate::report::html_page(&loaded.spec, &text, &charts);
-        write_unchanged(&path.with_extension("html"), &page)?;
+        // Written to its file as it is made: the page of a report of many
+        // runs is megabytes.
+        write_unless_held(&path.with_extension("html"), |out| {
+            crate::report::write_html_page(out, &loaded.spec, &text, &charts)
+        })?;
         written.push(path.with_extension("html"));
     }
     rendered::record(path, &written, &digest)?;
     Ok(text)
-}
-
-/// Writes `text` at `path` unless the file holds it already (a no-op run
-/// writes nothing).
-fn write_unchanged(path: &Path, text: &str) -> Result<(), Error> {
-    if !crate::regular_file::holds(path, text.as_bytes()) {
-        write_text(path, text)?;
-    }
-    Ok(())
 }
 
 /// Every chart of the report; with `report`, drawn beside it.

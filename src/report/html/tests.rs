@@ -213,6 +213,12 @@ const FIELDS: [Field; 7] = [
 /// (a point's hover, a series' button) labelled `hostile` throughout;
 /// `None` when perfpipe refuses the experiment.
 fn hostile_page(field: Field, hostile: &str) -> Option<String> {
+    let (spec, analysis, charts) = hostile_report(field, hostile)?;
+    Some(html(&spec, &analysis, &charts))
+}
+
+/// What [`hostile_page`] is made of.
+fn hostile_report(field: Field, hostile: &str) -> Option<(Spec, Analysis, Charts)> {
     let spec = parse(&SourceFile {
         name: "page.kdl".into(),
         text: experiment(field, hostile),
@@ -240,7 +246,7 @@ fn hostile_page(field: Field, hostile: &str) -> Option<String> {
         }),
         figures: vec![hostile_figure(hostile)],
     };
-    Some(html(&spec, &analysis, &charts))
+    Some((spec, analysis, charts))
 }
 
 /// A figure whose title, note, axes, series and point labels are `hostile`,
@@ -460,6 +466,21 @@ proptest::proptest! {
             let found = outside_the_allow_list(&html);
             proptest::prop_assert!(found.is_empty(), "{:?}: {:?}", field, found);
         }
+        // Parsed a piece at a time, the markdown makes what it makes whole.
+        if let Some((spec, analysis, charts)) = hostile_report(field, &hostile) {
+            let markdown = crate::report::markdown(&spec, &analysis, &charts);
+            proptest::prop_assert_eq!(
+                parsed_in_pieces(&markdown, &charts),
+                parsed_whole(&markdown, &charts)
+            );
+        }
+        // Outside text in a long table and lists too.
+        let spec = spec();
+        let markdown = crate::report::markdown(&spec, &many_runs(&spec, 300, &hostile), &Charts::default());
+        proptest::prop_assert_eq!(
+            parsed_in_pieces(&markdown, &Charts::default()),
+            parsed_whole(&markdown, &Charts::default())
+        );
     }
 }
 
@@ -481,31 +502,165 @@ fn headings_get_unique_readable_ids() {
     assert_eq!(slug("—"), "section");
 }
 
+/// The page's body made of `markdown` parsed whole, as it was made before
+/// it was parsed a piece at a time.
+fn parsed_whole(markdown: &str, charts: &Charts) -> String {
+    let whole = Piece {
+        text: Cow::Borrowed(markdown),
+        continues: false,
+        continued: false,
+    };
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, changed(std::iter::once(whole), charts));
+    html
+}
+
+/// The page's body made of `markdown` parsed a piece at a time.
+fn parsed_in_pieces(markdown: &str, charts: &Charts) -> String {
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, page_events(markdown, charts));
+    html
+}
+
+/// The most lines of `markdown` that one parser is given.
+fn most_lines_parsed_at_once(markdown: &str) -> usize {
+    let pieces = Pieces {
+        rest: markdown,
+        long: None,
+    };
+    pieces.map(|p| p.text.lines().count()).max().unwrap_or(0)
+}
+
 #[test]
-fn a_long_page_is_changed_an_event_at_a_time_reading_ahead_only_a_heading() {
-    // A report of many runs: a few headings, then a table of 5,000 rows.
-    let mut markdown =
-        String::from("# Runs of *a* study\n\n## Runs\n\n| step | value |\n|---|---|\n");
+fn a_long_page_is_parsed_a_piece_at_a_time_into_what_the_whole_makes() {
+    // A report of many runs: headings, a table of 5,000 rows and a list of
+    // 1,000 items, a code block with a blank line, a short table, a quote.
+    let mut markdown = String::from(
+        "# Runs of *a* study\n\n````bash\nvllm serve\n\n```\n````\n\n## Runs\n\n| step | value |\n|---|---:|\n",
+    );
     for row in 0..5_000 {
-        markdown.push_str(&format!("| s{row} | {row} |\n"));
+        markdown.push_str(&format!("| `s{row}` | {row} |\n"));
     }
-    markdown.push_str("\n## After `the` table\n\ntext\n");
+    markdown.push_str("\nFailed runs:\n\n");
+    for item in 0..1_000 {
+        markdown.push_str(&format!("- `s{item}`: \\<b\\> {item}\n"));
+    }
+    markdown.push_str(
+        "\n## After `the` table\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n> **Note.** text\n",
+    );
     let charts = Charts::default();
+    assert_eq!(most_lines_parsed_at_once(&markdown), LINES_AT_ONCE + 2);
     let mut events = page_events(&markdown, &charts);
     let (mut given, mut most_held) = (Vec::new(), 0);
     while let Some(event) = events.next() {
         given.push(event);
-        most_held = most_held.max(events.ahead.len() + events.ready.len());
+        most_held = most_held.max(events.ready.len());
     }
-    // A heading's events (start, text, emphasis, text, end) at most.
-    assert!(most_held <= 6, "{most_held} events held at once");
-    assert!(given.len() > 5_000 * 6, "{} events", given.len());
-    let ids: Vec<String> = given
-        .iter()
-        .filter_map(|e| match e {
-            Event::Start(Tag::Heading { id: Some(id), .. }) => Some(id.to_string()),
-            _ => None,
-        })
+    // A row is 12 events: never more than a piece's rows are held.
+    assert!(
+        most_held <= (LINES_AT_ONCE + 2) * 12,
+        "{most_held} events held at once"
+    );
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, given.into_iter());
+    assert_eq!(html, parsed_whole(&markdown, &charts));
+    // One table, one body: its rows sort together, in the markdown's order.
+    assert_eq!(html.matches("<tbody>").count(), 2);
+    assert_eq!(html.matches("<ul>").count(), 1);
+    let rows: Vec<&str> = html
+        .split("<tr><td><code>")
+        .skip(1)
+        .map(|r| &r[..r.find('<').unwrap()])
+        .collect();
+    let expected: Vec<String> = (0..5_000).map(|n| format!("s{n}")).collect();
+    assert_eq!(rows, expected);
+    assert_eq!(html.matches("&lt;b&gt;").count(), 1_000);
+    let ids: Vec<&str> = html
+        .split(" id=\"")
+        .skip(1)
+        .map(|r| &r[..r.find('"').unwrap()])
         .collect();
     assert_eq!(ids, ["runs-of-a-study", "runs", "after-the-table"]);
+}
+
+#[test]
+fn blocks_end_at_blank_lines_outside_code_blocks() {
+    let text = "# a\n\n```\nx\n\n``\n```\n\n\npara\nline\n\n~~~~\n\n~~~\n~~~~\n";
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let (block, after) = split_block(rest);
+        blocks.push(block);
+        rest = after;
+    }
+    assert_eq!(
+        blocks,
+        [
+            "# a\n\n",
+            "```\nx\n\n``\n```\n\n\n",
+            "para\nline\n\n",
+            "~~~~\n\n~~~\n~~~~\n"
+        ]
+    );
+    // A run of backticks followed by another is a code span, not a fence.
+    assert_eq!(opens("```a` b\n"), None);
+    assert_eq!(opens("    ```\n"), None);
+    assert_eq!(opens("```bash\n"), Some((b'`', 3)));
+}
+
+/// An analysis of `spec` with `n` runs, one in seven failed, every one of
+/// them substituted from a cache and warned about, their messages and
+/// signers' names `hostile`.
+fn many_runs(spec: &Spec, n: usize, hostile: &str) -> Analysis {
+    let mut analysis = analyze(spec, from_expectations(spec));
+    let template = analysis.runs[0].clone();
+    analysis.runs = (0..n)
+        .map(|i| {
+            let mut run = template.clone();
+            run.step = format!("step-{i}");
+            run.key = Some(format!("{i:0>64}"));
+            if i % 7 == 3 {
+                run.metrics.clear();
+                run.failure = Some(format!("{hostile} {i}"));
+            }
+            run.warnings = vec![format!("{hostile} warned {i}")];
+            run.signers = [(format!("{hostile} signer"), 1)].into();
+            run
+        })
+        .collect();
+    analysis
+}
+
+#[test]
+fn a_report_of_many_runs_keeps_its_rows_order_and_escaping() {
+    let spec = spec();
+    let analysis = many_runs(&spec, 1_000, HOSTILE);
+    let charts = Charts::default();
+    let markdown = crate::report::markdown(&spec, &analysis, &charts);
+    assert!(markdown.lines().count() > 3_000);
+    assert_eq!(most_lines_parsed_at_once(&markdown), LINES_AT_ONCE + 2);
+    let body = parsed_in_pieces(&markdown, &charts);
+    assert_eq!(body, parsed_whole(&markdown, &charts));
+    let page = html_page(&spec, &markdown, &charts);
+    assert_eq!(outside_the_allow_list(&page), Vec::<String>::new());
+    assert!(!page.contains("<img"), "outside text became markup");
+    // The runs table: one body, every run's row in the analysis's order.
+    let runs = &page[page.find("id=\"runs\"").unwrap()..];
+    let table = &runs[..runs.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tbody>").count(), 1);
+    let steps: Vec<&str> = table
+        .split("<tr><td><code>")
+        .skip(1)
+        .map(|r| &r[..r.find('<').unwrap()])
+        .collect();
+    let expected: Vec<String> = (0..1_000).map(|i| format!("step-{i}")).collect();
+    assert_eq!(steps, expected);
+    // Each failure's message, escaped, in one list after the table.
+    let failed = &runs[runs.find("Failed runs:").unwrap()..];
+    let failed = &failed[..failed.find("</ul>").unwrap()];
+    assert_eq!(failed.matches("<li>").count(), 1_000 / 7 + 1);
+    assert_eq!(
+        failed.matches("&lt;img src=x onerror=alert(1)&gt;").count(),
+        1_000 / 7 + 1
+    );
 }
