@@ -3,7 +3,7 @@
 # Every case runs `perfpipe bench` and a bare hyper client
 # (examples/bare_client.rs, the same requests) one after the other against
 # the same server and prints both clients' output tok/s, their ratio, both
-# mean TTFTs and the difference; a summary of every case's line ends the run:
+# mean and p99 TTFTs and the differences; a summary of every case's line ends the run:
 #   1. ceiling: 256 and 1000 concurrent streams (ISL 128, OSL 1024,
 #      `/v1/completions`) against a neutral fast server (examples/fast_server.rs:
 #      one thread, one SSE chunk per token, zero delays), about 40 M output
@@ -36,16 +36,45 @@
 # Usage: scripts/bench-harness.sh   (builds the `perf` profile first;
 #        PERFPIPE_BENCH_PROFILE=release builds and measures `--release`;
 #        PERFPIPE_BENCH_TOKENIZER=path/to/tokenizer.json adds that tokenizer)
+# On a machine without Rust: PERFPIPE_BENCH_BIN_DIR=DIR takes `perfpipe`,
+# `bare_client` and `fast_server` from DIR and builds nothing (copy them
+# from `$CARGO_TARGET_DIR/perf/` and `…/perf/examples/`, or `release`).
+# PERFPIPE_BENCH_ONLY=GROUP,… runs only those groups: ceiling (the three
+# ceiling cases and the simulated engine's), memory, accuracy (the ttft-*
+# cases), prompts, connections (the simulated engine's cold and warm
+# waves and connections-64). Besides the binaries it needs bash, awk, ss
+# (connections), and for prompts the repository's
+# tests/fixtures/tokenizer/tokenizer.json (PERFPIPE_BENCH_TEST_BPE names
+# another copy; without one, prompts is skipped); taskset when present. No
+# network, no Python. A full run takes about 6 minutes once built, a third
+# of it the ceilings at PERFPIPE_BENCH_REPEAT=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/perfpipe-target}"
 profile="${PERFPIPE_BENCH_PROFILE:-perf}"
-cargo build --locked --profile "$profile" -q --bin perfpipe --example bare_client --example fast_server
-dir="$CARGO_TARGET_DIR/$profile"
-[ "$profile" = dev ] && dir="$CARGO_TARGET_DIR/debug"
-bin="$dir/perfpipe"
-bare="$dir/examples/bare_client"
-fast="$dir/examples/fast_server"
+if [ -n "${PERFPIPE_BENCH_BIN_DIR:-}" ]; then
+    bin="$PERFPIPE_BENCH_BIN_DIR/perfpipe"
+    bare="$PERFPIPE_BENCH_BIN_DIR/bare_client"
+    fast="$PERFPIPE_BENCH_BIN_DIR/fast_server"
+else
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/perfpipe-target}"
+    cargo build --locked --profile "$profile" -q --bin perfpipe --example bare_client --example fast_server
+    dir="$CARGO_TARGET_DIR/$profile"
+    [ "$profile" = dev ] && dir="$CARGO_TARGET_DIR/debug"
+    bin="$dir/perfpipe"
+    bare="$dir/examples/bare_client"
+    fast="$dir/examples/fast_server"
+fi
+for exe in "$bin" "$bare" "$fast"; do
+    [ -x "$exe" ] || { echo "no executable $exe" >&2; exit 1; }
+done
+only=",${PERFPIPE_BENCH_ONLY:-ceiling,memory,accuracy,prompts,connections},"
+for group in ${PERFPIPE_BENCH_ONLY//,/ }; do
+    case "$group" in
+        ceiling | memory | accuracy | prompts | connections) ;;
+        *) echo "PERFPIPE_BENCH_ONLY: no group \`$group\` (ceiling, memory, accuracy, prompts, connections)" >&2; exit 2 ;;
+    esac
+done
+wanted() { [[ "$only" == *",$1,"* ]]; }
 repeat="${PERFPIPE_BENCH_REPEAT:-1}"
 out=$(mktemp -d)
 # One core for the server, one for the client (taskset execs, so $! is the server).
@@ -106,48 +135,55 @@ compare() {
         awk -v name="$name" '
             FNR == NR && /^Output token throughput/ { p_tps = $NF }
             FNR == NR && /^Mean TTFT/ { p_ttft = $NF }
+            FNR == NR && /^P99 TTFT/ { p_p99 = $NF }
             FNR != NR && /^bare client/ {
                 for (f = 1; f <= NF; f++) {
-                    if ($f == "output") b_tps = $(f - 1)
+                    if ($f == "output" && $(f + 1) == "tok/s;") b_tps = $(f - 1)
                     if ($f == "mean") b_ttft = $(f + 1)
+                    if ($f == "p99") b_p99 = $(f + 1)
                 }
             }
             END {
                 if (p_tps == "" || b_tps == "" || b_tps == 0) { print name ": a client did not finish (see its log)"; exit }
-                printf "%s: perfpipe %.0f tok/s, bare %.0f tok/s: %.2fx; mean TTFT perfpipe %.2f ms, bare %.2f ms: %+.2f ms\n",
-                    name, p_tps, b_tps, p_tps / b_tps, p_ttft, b_ttft, p_ttft - b_ttft
+                printf "%s: perfpipe %.0f tok/s, bare %.0f tok/s: %.2fx; TTFT perfpipe %.2f ms (p99 %.2f), bare %.2f ms (p99 %.2f): %+.2f ms (p99 %+.2f)\n",
+                    name, p_tps, b_tps, p_tps / b_tps, p_ttft, p_p99, b_ttft, b_p99, p_ttft - b_ttft, p_p99 - b_p99
             }' "$out/$name-$i.log" "$out/$name-$i-bare.log" | tee -a "$out/summary"
     done
 }
 
 # The ceiling: a server one core can keep far ahead of a client's; about
 # 40 M output tokens a client, so that the ratio is the steady state's.
-serve_fast 18774 0 0
-compare ceiling-256 18774 40960 256 128 1024
-compare ceiling-1000 18774 40000 1000 128 1024
-# Memory: peak RSS at 1000 streams for 12,000 requests (target < 200 MiB).
-compare memory-1000x12000 18774 12000 1000 128 1024
-kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
-# Each event an HTTP chunk of its own, as engines' servers frame them: a
-# frame per token through hyper, for both clients.
-serve_fast 18776 0 0 --chunk-per-event
-compare ceiling-256-chunk-per-event 18776 4096 256 128 1024
-kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+if wanted ceiling || wanted memory; then
+    serve_fast 18774 0 0
+    if wanted ceiling; then
+        compare ceiling-256 18774 40960 256 128 1024
+        compare ceiling-1000 18774 40000 1000 128 1024
+    fi
+    # Memory: peak RSS at 1000 streams for 12,000 requests (target < 200 MiB).
+    wanted memory && compare memory-1000x12000 18774 12000 1000 128 1024
+    kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+fi
+if wanted ceiling; then
+    # Each event an HTTP chunk of its own, as engines' servers frame them: a
+    # frame per token through hyper, for both clients.
+    serve_fast 18776 0 0 --chunk-per-event
+    compare ceiling-256-chunk-per-event 18776 4096 256 128 1024
+    kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+fi
 
-# Accuracy: the first token 200 ms after the request, 20 ms between tokens.
-serve_fast 18775 200 20
-compare ttft-64 18775 192 64 128 256
-compare ttft-512 18775 1536 512 128 256
-# By name: the name is looked up before the clock starts, not per connection.
-compare ttft-512-localhost 18775 1536 512 128 256 localhost
-kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
-serve_fast 18777 200 20 --sleep-each --tail-gap 20
-compare ttft-64-sleeping 18777 192 64 128 256
-compare ttft-512-sleeping 18777 1536 512 128 256
-kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
-
-# The server writes all events that are ready at once (64 KiB at most), as a busy server does.
-serve 18771 fixed:ttft_ms=0,itl_ms=0
+if wanted accuracy; then
+    # Accuracy: the first token 200 ms after the request, 20 ms between tokens.
+    serve_fast 18775 200 20
+    compare ttft-64 18775 192 64 128 256
+    compare ttft-512 18775 1536 512 128 256
+    # By name: the name is looked up before the clock starts, not per connection.
+    compare ttft-512-localhost 18775 1536 512 128 256 localhost
+    kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+    serve_fast 18777 200 20 --sleep-each --tail-gap 20
+    compare ttft-64-sleeping 18777 192 64 128 256
+    compare ttft-512-sleeping 18777 1536 512 128 256
+    kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+fi
 
 prompts() { # prompts NAME TOKENIZER: the client unpinned, so on every core
     for pass in cold warm; do
@@ -158,26 +194,37 @@ prompts() { # prompts NAME TOKENIZER: the client unpinned, so on every core
         grep -E "prompts (built|read)|error" "$out/$1-$pass.log" || true
     done
 }
-prompts prompts-12000x128-test-bpe tests/fixtures/tokenizer/tokenizer.json
-if [ -n "${PERFPIPE_BENCH_TOKENIZER:-}" ]; then
-    prompts prompts-12000x128-model "$PERFPIPE_BENCH_TOKENIZER"
+test_bpe="${PERFPIPE_BENCH_TEST_BPE:-tests/fixtures/tokenizer/tokenizer.json}"
+if wanted prompts && [ ! -f "$test_bpe" ]; then
+    echo "== prompts skipped: no $test_bpe (PERFPIPE_BENCH_TEST_BPE names the repository's test BPE)"
+elif wanted prompts; then
+    # The server writes all events that are ready at once (64 KiB at most), as a busy server does.
+    serve 18771 fixed:ttft_ms=0,itl_ms=0
+    prompts prompts-12000x128-test-bpe "$test_bpe"
+    if [ -n "${PERFPIPE_BENCH_TOKENIZER:-}" ]; then
+        prompts prompts-12000x128-model "$PERFPIPE_BENCH_TOKENIZER"
+    fi
+    kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 fi
-kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
 
-# One event per write: the server core becomes the limit, for both clients.
-serve 18773 fixed:ttft_ms=0,itl_ms=0,coalesce=0
-compare ceiling-256-one-event-per-write 18773 1024 256 128 1024
-kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+if wanted ceiling; then
+    # One event per write: the server core becomes the limit, for both clients.
+    serve 18773 fixed:ttft_ms=0,itl_ms=0,coalesce=0
+    compare ceiling-256-one-event-per-write 18773 1024 256 128 1024
+    kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+fi
 
-serve 18772 fixed:ttft_ms=200,itl_ms=20,probe=1
-# One wave of cold connections; perfpipe's line splits its delay.
-COUNT_CONNECTIONS=1 compare accuracy-512-cold 18772 512 512 128 64
-# Warm-up requests leave 512 keep-alive connections open: no connect in
-# perfpipe's TTFTs (the bare client's still have theirs).
-COUNT_CONNECTIONS=1 compare accuracy-512-warm 18772 512 512 128 64 127.0.0.1 --num-warmups 512
-# Each connection is back in the pool before its request ends: at most c open at once.
-COUNT_CONNECTIONS=1 compare connections-64 18772 1024 64 128 16
-kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+if wanted connections; then
+    serve 18772 fixed:ttft_ms=200,itl_ms=20,probe=1
+    # One wave of cold connections; perfpipe's line splits its delay.
+    COUNT_CONNECTIONS=1 compare accuracy-512-cold 18772 512 512 128 64
+    # Warm-up requests leave 512 keep-alive connections open: no connect in
+    # perfpipe's TTFTs (the bare client's still have theirs).
+    COUNT_CONNECTIONS=1 compare accuracy-512-warm 18772 512 512 128 64 127.0.0.1 --num-warmups 512
+    # Each connection is back in the pool before its request ends: at most c open at once.
+    COUNT_CONNECTIONS=1 compare connections-64 18772 1024 64 128 16
+    kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+fi
 echo "== summary: perfpipe bench against the bare client, every case"
-cat "$out/summary"
+cat "$out/summary" 2>/dev/null || true
 echo "results in $out"
