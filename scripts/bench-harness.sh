@@ -60,8 +60,12 @@
 # (connections), and for prompts the repository's
 # tests/fixtures/tokenizer/tokenizer.json (PERFPIPE_BENCH_TEST_BPE names
 # another copy; without one, prompts is skipped); taskset when present. No
-# network, no Python. A full run takes about 6 minutes once built, a third
-# of it the ceilings at PERFPIPE_BENCH_REPEAT=1.
+# network, no Python. A full run takes about 6 minutes once built at
+# PERFPIPE_BENCH_REPEAT=1 (the accuracy cases near 3 of them, their time
+# the servers' fixed delays: three waves of 5.3 s a client; the ceilings
+# about 1.5, less on a faster core), and three times that at REPEAT=3
+# (ceiling, memory and accuracy took 11.3 minutes on the shared 2-core
+# machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${PERFPIPE_BENCH_PROFILE:-perf}"
