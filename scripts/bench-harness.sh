@@ -85,8 +85,9 @@ fi
 for exe in "$bin" "$bare" "$fast"; do
     [ -x "$exe" ] || { echo "no executable $exe" >&2; exit 1; }
 done
-only=",${PERFPIPE_BENCH_ONLY:-ceiling,memory,accuracy,prompts,connections},"
-for group in ${PERFPIPE_BENCH_ONLY//,/ }; do
+groups="${PERFPIPE_BENCH_ONLY:-ceiling,memory,accuracy,prompts,connections}"
+only=",$groups,"
+for group in ${groups//,/ }; do
     case "$group" in
         ceiling | memory | accuracy | prompts | connections) ;;
         *) echo "PERFPIPE_BENCH_ONLY: no group \`$group\` (ceiling, memory, accuracy, prompts, connections)" >&2; exit 2 ;;
