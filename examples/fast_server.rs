@@ -31,7 +31,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// The most bytes a write carries when many tokens are due at once.
@@ -109,7 +109,10 @@ fn parse(mut args: impl Iterator<Item = String>) -> Option<(u16, Timing)> {
 }
 
 async fn serve(port: u16, timing: Timing) -> std::io::Result<()> {
-    let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+    // uvicorn's backlog, as the simulated engine's: 512 cold connections at
+    // once overflowed tokio's 128, and each dropped SYN's retry came a
+    // second later, inside a TTFT.
+    let listener = perfpipe::engine::sim::listen("127.0.0.1", port).await?;
     loop {
         let (stream, _) = listener.accept().await?;
         stream.set_nodelay(true)?;

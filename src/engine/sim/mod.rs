@@ -151,7 +151,7 @@ pub fn main(argv: &[String]) -> i32 {
             eoutln!("{error}");
             return 1;
         }
-        let listener = match tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await {
+        let listener = match listen(&config.host, config.port).await {
             // As uvicorn does: without it, Nagle holds a token's chunk until
             // the client acknowledges the headers (a 40 ms delayed ACK).
             Ok(l) => axum::serve::ListenerExt::tap_io(l, |tcp| {
@@ -201,8 +201,74 @@ pub fn main(argv: &[String]) -> i32 {
     })
 }
 
+/// The queue of connections a listener holds before they are accepted, as
+/// uvicorn's (`--backlog`, 2048) under vLLM and SGLang: a wave of 512 cold
+/// connections overflowed tokio's 128 and the dropped SYNs were sent again
+/// a second later, inside those requests' TTFTs (capped by the kernel's
+/// `net.core.somaxconn`).
+pub const LISTEN_BACKLOG: u32 = 2048;
+
+/// Listens on the first address `host` names, with [`LISTEN_BACKLOG`]
+/// (tokio's `TcpListener::bind` has no backlog to set); the
+/// benchmark's fast server (`examples/fast_server.rs`) listens through it too.
+pub async fn listen(host: &str, port: u16) -> std::io::Result<tokio::net::TcpListener> {
+    let mut last = None;
+    for address in tokio::net::lookup_host((host, port)).await? {
+        let socket = match address {
+            std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        // As std and tokio bind: a port in TIME_WAIT is free again.
+        socket.set_reuseaddr(true)?;
+        match socket
+            .bind(address)
+            .and_then(|()| socket.listen(LISTEN_BACKLOG))
+        {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("`{host}` names no address"),
+        )
+    }))
+}
+
 #[cfg(test)]
 mod tests {
+    /// A wave of 520 connections, none accepted yet, all established: with
+    /// tokio's backlog of 128 the SYNs past the queue were dropped, and in
+    /// a benchmark each connect waited a second for its retry.
+    #[test]
+    fn a_wave_of_connections_waits_in_the_listen_queue_not_in_syn_retries() {
+        const WAVE: usize = 520;
+        let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok());
+        if somaxconn.is_some_and(|max| max < WAVE) {
+            return; // the kernel caps every backlog below the wave
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = runtime.block_on(super::listen("127.0.0.1", 0)).unwrap();
+        let address = listener.local_addr().unwrap();
+        // Nothing accepts: past a full queue every SYN, and every retry of
+        // it, is dropped, and the connect never ends. The bound is how long
+        // to wait for never, not a speed.
+        let never = std::time::Duration::from_secs(5);
+        let connected: Vec<_> = (0..WAVE)
+            .map(|n| {
+                std::net::TcpStream::connect_timeout(&address, never)
+                    .unwrap_or_else(|e| panic!("connection {n} of {WAVE}: {e}"))
+            })
+            .collect();
+        assert_eq!(connected.len(), WAVE);
+    }
+
     #[test]
     fn a_timing_no_duration_holds_is_refused_not_a_panic() {
         assert!(super::parse_fixed_timing("fixed:ttft_ms=1,itl_ms=1").is_some());
