@@ -106,18 +106,24 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
     let offers = caches
         .map(|c| super::substitute::offers(c, &loaded.store, &plan, shell))
         .unwrap_or_default();
-    let after = super::substitute::after_substitution(&plan, &offers, &loaded.store);
-    let offers = super::substitute::substitutable(&after, offers);
-    let saved_gpu_hours = if offers.is_empty() {
-        0.0
+    // Nothing offered: the plan after substitution is the plan (not copied).
+    let (offers, saved_gpu_hours) = if offers.is_empty() {
+        (offers, 0.0)
     } else {
-        let left = plan::estimate(
-            &loaded.spec,
-            &after,
-            selection.fresh_engine,
-            &earlier_seconds,
-        );
-        estimate.gpu_hours - left.gpu_hours
+        let after = super::substitute::after_substitution(&plan, &offers, &loaded.store);
+        let offers = super::substitute::substitutable(&after, offers);
+        let saved = if offers.is_empty() {
+            0.0
+        } else {
+            let left = plan::estimate(
+                &loaded.spec,
+                &after,
+                selection.fresh_engine,
+                &earlier_seconds,
+            );
+            estimate.gpu_hours - left.gpu_hours
+        };
+        (offers, saved)
     };
     Ok(Planned {
         later_probes: super::slo_search::later_probes(&loaded.searches),

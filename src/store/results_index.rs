@@ -45,6 +45,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::check::{inspect_samples, read_result_bytes};
+use super::entry_stat::EntryStats;
 use super::layout::{entry_dir, index_data_path, index_keys_path, index_lock_path};
 use super::signed::SIGNATURE_FILE;
 use super::{Error, Sample, Store, StoredSample};
@@ -297,23 +298,30 @@ impl Record {
         data.read_exact_at(&mut payload, self.offset).ok()?;
         (crc32fast::hash(&payload) == self.crc).then_some(payload)
     }
+}
 
-    /// The samples of its payload (`None` when it is not the one recorded).
-    fn samples(&self, data: &std::fs::File) -> Option<Vec<SnapSample>> {
-        let payload = self.payload(data)?;
-        let mut b = payload.as_slice();
-        let n = u32::from_le_bytes(take(&mut b)?);
-        let mut out = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            let id_len = u32::from_le_bytes(take(&mut b)?) as usize;
-            let id = String::from_utf8(take_slice(&mut b, id_len)?.to_vec()).ok()?;
-            let result = take_stamp(&mut b)?;
-            let len = u32::from_le_bytes(take(&mut b)?) as usize;
-            let bytes = take_slice(&mut b, len)?.to_vec();
-            out.push(SnapSample { id, result, bytes });
-        }
-        b.is_empty().then_some(out)
+/// One sample as a payload holds it, borrowed from the payload.
+struct SnappedSample<'a> {
+    id: &'a str,
+    result: Stamp,
+    bytes: &'a [u8],
+}
+
+/// The samples of a payload (`None` when it does not parse: it is not the
+/// one recorded).
+fn parse_samples(payload: &[u8]) -> Option<Vec<SnappedSample<'_>>> {
+    let mut b = payload;
+    let n = u32::from_le_bytes(take(&mut b)?);
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let id_len = u32::from_le_bytes(take(&mut b)?) as usize;
+        let id = std::str::from_utf8(take_slice(&mut b, id_len)?).ok()?;
+        let result = take_stamp(&mut b)?;
+        let len = u32::from_le_bytes(take(&mut b)?) as usize;
+        let bytes = take_slice(&mut b, len)?;
+        out.push(SnappedSample { id, result, bytes });
     }
+    b.is_empty().then_some(out)
 }
 
 /// What the index says of one key, after checking it against the files.
@@ -401,17 +409,22 @@ impl ResultsIndex {
         }
     }
 
-    /// The samples of `key` (entry at `entry`), when the index knows them
-    /// and every stamp it took still matches the files.
-    pub(super) fn lookup<S: StoredSample>(&self, entry: &Path, key: &RunKey) -> Lookup<S> {
-        self.check(entry, key, true)
+    /// The samples of `key`, when the index knows them and every stamp it
+    /// took still matches the files (`stats` takes them: see [`EntryStats`]).
+    pub(super) fn lookup<S: StoredSample>(&self, stats: &EntryStats, key: &RunKey) -> Lookup<S> {
+        self.check(stats, key, true)
     }
 
     /// As [`lookup`](Self::lookup); `settled` false also gives the samples
     /// of an unsettled record (for `store verify` to compare, never to use).
-    fn check<S: StoredSample>(&self, entry: &Path, key: &RunKey, settled_only: bool) -> Lookup<S> {
-        let samples_dir = match stamp(&entry.join("samples")) {
-            Ok(stamp) => stamp,
+    fn check<S: StoredSample>(
+        &self,
+        stats: &EntryStats,
+        key: &RunKey,
+        settled_only: bool,
+    ) -> Lookup<S> {
+        let samples_dir = match stats.stat(key, &["samples"]) {
+            Ok(stat) => stat.stamp(),
             // As `check::sample_dirs` reads it: no samples.
             Err(e) if e.kind() == ErrorKind::NotFound => return Lookup::NoSamples,
             Err(_) => return Lookup::Unknown(Unknown::Changed),
@@ -423,23 +436,36 @@ impl ResultsIndex {
             return Lookup::Unknown(Unknown::ReadFiles);
         }
         let unchanged = record.samples_dir == samples_dir
-            && stamp(&entry.join("inputs.json")).is_ok_and(|s| s == record.inputs);
+            && (stats.stat(key, &["inputs.json"])).is_ok_and(|s| s.stamp() == record.inputs);
         if !unchanged {
             return Lookup::Unknown(Unknown::Changed);
         }
-        let Some(snapped) = record.samples(data) else {
+        let Some(payload) = record.payload(data) else {
+            return Lookup::Unknown(Unknown::Unreadable);
+        };
+        let Some(snapped) = parse_samples(&payload) else {
             return Lookup::Unknown(Unknown::Unreadable);
         };
         let mut unsettled =
             !settled(&record.samples_dir, record.taken) || !settled(&record.inputs, record.taken);
         let mut samples = Vec::with_capacity(snapped.len());
+        let samples_path = std::cell::OnceCell::new();
         for s in snapped {
-            let dir = entry.join("samples").join(&s.id);
-            if !stamp(&dir.join("result.json")).is_ok_and(|now| now == s.result) {
+            // Never a path out of the entry, whatever the payload says.
+            if !super::layout::is_sample_id(s.id) {
+                return Lookup::Unknown(Unknown::Unreadable);
+            }
+            let now = stats.stat(key, &["samples", s.id, "result.json"]);
+            if !now.is_ok_and(|now| now.stamp() == s.result) {
                 return Lookup::Unknown(Unknown::Changed);
             }
             unsettled |= !settled(&s.result, record.taken);
-            match S::from_indexed(s.id, dir, &s.bytes, key.as_str()) {
+            let samples_path = || {
+                samples_path
+                    .get_or_init(|| entry_dir(stats.root(), key).join("samples"))
+                    .as_path()
+            };
+            match S::from_indexed(s.id, samples_path, s.bytes, key.as_str()) {
                 Some(sample) => samples.push(sample),
                 None => return Lookup::Unknown(Unknown::Unreadable),
             }
@@ -553,6 +579,7 @@ impl Store {
     /// `store verify --repair` records them again).
     pub fn verify_index(&self) -> Result<IndexCheck, Error> {
         let index = ResultsIndex::read(&self.root, |_| true);
+        let stats = EntryStats::new(&self.root);
         let mut check = IndexCheck::default();
         for dir in self.entry_dirs()? {
             let Some(key) = &dir.key else { continue };
@@ -562,13 +589,13 @@ impl Store {
                     && (indexed.iter().zip(&files))
                         .all(|(a, b)| a.id == b.id && a.result == b.result)
             };
-            match index.lookup::<Sample>(&dir.path, key) {
+            match index.lookup::<Sample>(&stats, key) {
                 Lookup::Samples(indexed) if same(&indexed) => check.sound += 1,
                 Lookup::NoSamples if files.is_empty() => check.sound += 1,
                 Lookup::Samples(_) | Lookup::NoSamples => check.wrong.push(dir.path.clone()),
                 // Not used until it settles: sound when it says what the files do.
                 Lookup::Unknown(Unknown::Unsettled) => {
-                    match index.check::<Sample>(&dir.path, key, false) {
+                    match index.check::<Sample>(&stats, key, false) {
                         Lookup::Samples(indexed) if same(&indexed) => check.sound += 1,
                         _ => check.stale += 1,
                     }
@@ -779,7 +806,7 @@ mod tests {
     fn lookup(store: &Store, key: &RunKey) -> Lookup {
         store
             .results_index([key])
-            .lookup(&entry_dir(store.root(), key), key)
+            .lookup(&EntryStats::new(store.root()), key)
     }
 
     /// The ids and results `samples` hold, to compare.
