@@ -138,25 +138,23 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
 }
 
 /// Every stored configuration (its key material) with the mean benchmark
-/// seconds of its successful samples.
+/// seconds of its successful samples, read through the index of results.
 fn earlier_durations(loaded: &Loaded) -> Result<Vec<(Value, f64)>, Error> {
     let mut out = Vec::new();
-    for (key, text) in loaded.store.entries().map_err(Error::Store)? {
-        let Ok(material) = serde_json::from_str::<Value>(&text) else {
-            continue;
-        };
-        let seconds: Vec<f64> = loaded
-            .store
-            .samples(&key)
-            .map_err(Error::Store)?
+    let each = |_: &crate::key::RunKey, text: &str, samples: Vec<crate::store::Sample>| {
+        let seconds: Vec<f64> = samples
             .iter()
             .filter(|s| s.metrics().is_some())
             .filter_map(|s| s.metric_map()?.get("duration").copied())
             .collect();
-        if !seconds.is_empty() {
+        if seconds.is_empty() {
+            return;
+        }
+        if let Ok(material) = serde_json::from_str::<Value>(text) {
             out.push((material, seconds.iter().sum::<f64>() / seconds.len() as f64));
         }
-    }
+    };
+    loaded.store.each_entry(each).map_err(Error::Store)?;
     Ok(out)
 }
 

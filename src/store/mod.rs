@@ -285,27 +285,70 @@ impl Store {
         let runs: Vec<(&RunKey, Option<&str>)> = runs.into_iter().collect();
         let index = self.results_index(runs.iter().map(|(key, _)| *key));
         let stats = entry_stat::EntryStats::new(&self.root);
-        // Each key costs ~3 `stat`s, a payload and a parse, independent of
-        // the others: 10,000 of them take most of a `plan` or `report`.
-        let read = |i: usize| {
-            let (key, canonical) = runs[i];
-            self.read_samples::<S>(&index, &stats, key, canonical)
-        };
-        let workers = crate::parallel::workers_for(runs.len(), PARALLEL_FROM);
-        let read = crate::parallel::in_parallel(runs.len(), workers, &read);
-        let mut entries = BTreeMap::new();
         let mut unknown = Vec::new();
-        for ((key, _), read) in runs.iter().zip(read) {
-            let (samples, known) = read?;
-            if !known {
-                unknown.push(*key);
-            }
+        let read = self.read_many::<S>(&index, &stats, &runs, &mut unknown)?;
+        let mut entries = BTreeMap::new();
+        for ((key, _), samples) in runs.iter().zip(read) {
             if !samples.is_empty() {
                 entries.insert((*key).clone(), samples);
             }
         }
         self.refresh_index(&unknown);
         Ok(StoreIndex { entries })
+    }
+
+    /// Every sound entry's key material with its samples, read as
+    /// [`Store::index`] reads them (through the index of results), handed to
+    /// `each` a few thousand entries at a time: the samples of 100,000
+    /// entries are not held at once. What `plan` estimates missing runs from.
+    pub fn each_entry(
+        &self,
+        mut each: impl FnMut(&RunKey, &str, Vec<Sample>),
+    ) -> Result<(), Error> {
+        const BATCH: usize = 4096;
+        let entries = self.entries()?;
+        let index = self.results_index(entries.iter().map(|(key, _)| key));
+        let stats = entry_stat::EntryStats::new(&self.root);
+        let mut unknown = Vec::new();
+        for batch in entries.chunks(BATCH) {
+            let runs: Vec<(&RunKey, Option<&str>)> = (batch.iter())
+                .map(|(key, text)| (key, Some(text.as_str())))
+                .collect();
+            let read = self.read_many::<Sample>(&index, &stats, &runs, &mut unknown)?;
+            for ((key, text), samples) in batch.iter().zip(read) {
+                each(key, text, samples);
+            }
+        }
+        self.refresh_index(&unknown);
+        Ok(())
+    }
+
+    /// The samples of each of `runs`, in order, read on every core (each
+    /// key costs ~3 `stat`s, a payload and a parse, independent of the
+    /// others: 10,000 of them took most of a `plan` or `report`); the keys
+    /// the index did not know are added to `unknown`.
+    fn read_many<'r, S: StoredSample + Send>(
+        &self,
+        index: &results_index::ResultsIndex,
+        stats: &entry_stat::EntryStats,
+        runs: &[(&'r RunKey, Option<&str>)],
+        unknown: &mut Vec<&'r RunKey>,
+    ) -> Result<Vec<Vec<S>>, Error> {
+        let read = |i: usize| {
+            let (key, canonical) = runs[i];
+            self.read_samples::<S>(index, stats, key, canonical)
+        };
+        let workers = crate::parallel::workers_for(runs.len(), PARALLEL_FROM);
+        let read = crate::parallel::in_parallel(runs.len(), workers, &read);
+        let mut out = Vec::with_capacity(runs.len());
+        for ((key, _), read) in runs.iter().zip(read) {
+            let (samples, known) = read?;
+            if !known {
+                unknown.push(*key);
+            }
+            out.push(samples);
+        }
+        Ok(out)
     }
 
     /// The samples of `key` (the canonical text it hashes, when known), from
@@ -349,19 +392,24 @@ impl Store {
     /// Every sound entry's key with its key material (the `inputs.json`
     /// text); damaged entries are left out.
     pub fn entries(&self) -> Result<Vec<(RunKey, String)>, Error> {
-        let mut out = Vec::new();
-        for dir in self.entry_dirs()? {
-            let Some(key) = dir.key else { continue };
-            let Ok(bytes) = crate::regular_file::read(&dir.path.join("inputs.json")) else {
-                continue;
-            };
+        let dirs: Vec<(RunKey, PathBuf)> = (self.entry_dirs()?.into_iter())
+            .filter_map(|dir| Some((dir.key?, dir.path)))
+            .collect();
+        // A read and a sha256 each, on every core: 100,000 in a large store.
+        let read = |i: usize| {
+            let (key, path) = &dirs[i];
+            let bytes = crate::regular_file::read(&path.join("inputs.json")).ok()?;
             // Bytes that hash to the key are the canonical text it was made from.
-            if RunKey::of_bytes(&bytes) == key
-                && let Ok(material) = String::from_utf8(bytes)
-            {
-                out.push((key, material));
+            if RunKey::of_bytes(&bytes) != *key {
+                return None;
             }
-        }
+            String::from_utf8(bytes).ok()
+        };
+        let workers = crate::parallel::workers_for(dirs.len(), PARALLEL_FROM);
+        let materials = crate::parallel::in_parallel(dirs.len(), workers, &read);
+        let mut out: Vec<(RunKey, String)> = (dirs.into_iter().zip(materials))
+            .filter_map(|((key, _), material)| Some((key, material?)))
+            .collect();
         out.sort();
         Ok(out)
     }

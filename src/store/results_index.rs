@@ -572,6 +572,32 @@ impl Store {
         Ok(snapshots.len())
     }
 
+    /// Rewrites the index without the records of keys whose entry is gone
+    /// (`store gc` removed it), under its lock; how many it dropped. Such a
+    /// record is never used (its key reads as having no samples), but no
+    /// later record supersedes it, so compaction would keep it and its
+    /// payload for good.
+    pub fn prune_index(&self) -> Result<usize, Error> {
+        if std::fs::symlink_metadata(index_keys_path(&self.root)).is_err() {
+            return Ok(0);
+        }
+        self.writable()?;
+        let _lock = IndexLock::take(&self.root)?;
+        let Some((live, _)) = live_records(&self.root)? else {
+            return Ok(0);
+        };
+        let stats = EntryStats::new(&self.root);
+        let before = live.len();
+        let kept: Records = (live.into_iter())
+            .filter(|(key, _)| has_entry(&stats, key))
+            .collect();
+        let dropped = before - kept.len();
+        if dropped > 0 {
+            rewrite(&self.root, kept)?;
+        }
+        Ok(dropped)
+    }
+
     /// Compares the index with the entries, as `store verify` does: which
     /// entries it would give other samples than their files (wrong: never
     /// after a crash, only after an edit no stamp shows) and how many it
@@ -607,6 +633,9 @@ impl Store {
                 Lookup::Unknown(_) => check.stale += 1,
             }
         }
+        check.removed = (index.records.keys())
+            .filter(|key| !has_entry(&stats, key))
+            .count();
         Ok(check)
     }
 }
@@ -620,6 +649,9 @@ pub struct IndexCheck {
     pub stale: usize,
     /// Entries it would give otherwise than their files: damage.
     pub wrong: Vec<PathBuf>,
+    /// Keys it holds records of whose entries are gone (never used: such a
+    /// key has no samples; `store gc` drops them, `--repair` too).
+    pub removed: usize,
 }
 
 /// `locks/index.lock`, held while the index is appended to or rewritten.
@@ -724,12 +756,7 @@ fn live_records(root: &Path) -> Result<Option<(Records, usize)>, Error> {
 }
 
 /// Rewrites the index without its superseded records when they outnumber
-/// the live ones (the caller holds the index lock); whether it did. Each
-/// live record is kept as it is, its payload copied (one whose CRC fails is
-/// dropped: it read as unknown, as no record does); the payloads are
-/// written first, then the records, each file renamed whole into place. A
-/// reader that read the old records and opens the new payloads finds their
-/// CRCs wrong and reads the entries' files: stale, never wrong.
+/// the live ones (the caller holds the index lock); whether it did.
 fn compact_if_mostly_superseded(root: &Path) -> Result<bool, Error> {
     let Some((live, total)) = live_records(root)? else {
         return Ok(false);
@@ -737,6 +764,17 @@ fn compact_if_mostly_superseded(root: &Path) -> Result<bool, Error> {
     if total - live.len() <= live.len() {
         return Ok(false);
     }
+    rewrite(root, live)?;
+    Ok(true)
+}
+
+/// Rewrites the index with only the records `live` (the caller holds the
+/// index lock), each kept as it is, its payload copied (one whose CRC fails
+/// is dropped: it read as unknown, as no record does); the payloads are
+/// written first, then the records, each file renamed whole into place. A
+/// reader that read the old records and opens the new payloads finds their
+/// CRCs wrong and reads the entries' files: stale, never wrong.
+fn rewrite(root: &Path, live: Records) -> Result<(), Error> {
     let old_data = open_index_file(&index_data_path(root), false)?;
     // Readable by all, as the entries are (a team shares a store).
     let write = crate::atomic_write::AtomicWrite::new().mode(0o644);
@@ -756,7 +794,20 @@ fn compact_if_mostly_superseded(root: &Path) -> Result<bool, Error> {
     drop(payloads);
     data.commit()?;
     write.write(&index_keys_path(root), &keys)?;
-    Ok(true)
+    Ok(())
+}
+
+/// The run key whose raw bytes a record starts with.
+fn key_of_raw(raw: &[u8; 32]) -> Option<RunKey> {
+    RunKey::parse(&hex::encode(raw))
+}
+
+/// Whether `key` has an entry directory (an error other than its absence
+/// says yes: its record is kept).
+fn has_entry(stats: &EntryStats, key: &[u8; 32]) -> bool {
+    key_of_raw(key).is_some_and(
+        |key| !matches!(stats.stat(&key, &[]), Err(e) if e.kind() == ErrorKind::NotFound),
+    )
 }
 
 /// Opens a file of the index for reading, and with `write` for writing
@@ -1005,6 +1056,71 @@ mod tests {
         }
         let check = store.verify_index().unwrap();
         assert_eq!((check.sound, check.stale, check.wrong.len()), (2, 0, 0));
+    }
+
+    #[test]
+    fn every_entry_is_read_through_the_index() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, r#"{"h":1}"#);
+        let (other, _) = commit(&store, r#"{"h":2}"#);
+        // A record the files do not show (as `store verify` would call
+        // wrong): what a reader gives is the index's, not the files'.
+        let entry = entry_dir(store.root(), &key);
+        let mut snapshot = Snapshot::take(&entry, &key).unwrap().unwrap();
+        snapshot.taken += 3_000_000_000;
+        let mut indexed = crate::store::testing::result(&key);
+        indexed.engine_command = vec!["from the index".into()];
+        snapshot.samples[0].bytes = serde_json::to_vec(&indexed).unwrap();
+        {
+            let _lock = IndexLock::take(store.root()).unwrap();
+            append(store.root(), &[snapshot]).unwrap();
+        }
+        let mut read = Vec::new();
+        store
+            .each_entry(|k, text, samples| read.push((k.clone(), text.to_owned(), samples)))
+            .unwrap();
+        assert_eq!(read.len(), 2);
+        let (_, text, samples) = read.iter().find(|(k, ..)| *k == key).unwrap();
+        assert_eq!(*text, r#"{"h":1}"#);
+        assert_eq!(samples[0].result.engine_command, ["from the index"]);
+        let (_, _, samples) = read.iter().find(|(k, ..)| *k == other).unwrap();
+        assert_eq!(summary(samples), summary(&store.samples(&other).unwrap()));
+    }
+
+    #[test]
+    fn pruning_after_gc_drops_the_records_of_removed_entries() {
+        let (_root, store) = store();
+        let (kept, _) = commit(&store, r#"{"g":1}"#);
+        commit(&store, r#"{"g":2}"#);
+        let reached = [kept.clone()].into();
+        for item in store.garbage(&reached).unwrap() {
+            assert_eq!(store.remove(&item).unwrap(), crate::store::Removal::Removed);
+        }
+        let check = store.verify_index().unwrap();
+        assert_eq!(check.removed, 1, "its record outlives the entry");
+        assert_eq!(store.prune_index().unwrap(), 1);
+        let check = store.verify_index().unwrap();
+        assert_eq!(
+            (check.sound, check.stale, check.removed, check.wrong.len()),
+            (1, 0, 0, 0)
+        );
+        let keys = fs_err::metadata(index_keys_path(store.root())).unwrap();
+        assert_eq!(
+            keys.len(),
+            (HEADER.len() + RECORD) as u64,
+            "one record left"
+        );
+        let snapshot = Snapshot::take(&entry_dir(store.root(), &kept), &kept)
+            .unwrap()
+            .unwrap();
+        let data = fs_err::metadata(index_data_path(store.root())).unwrap();
+        assert_eq!(
+            data.len(),
+            snapshot.payload().len() as u64,
+            "and its payload"
+        );
+        assert!(matches!(lookup(&store, &kept), Lookup::Samples(_)));
+        assert_eq!(store.prune_index().unwrap(), 0, "nothing more to drop");
     }
 
     #[test]
