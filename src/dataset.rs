@@ -140,7 +140,7 @@ fn random_on(
             .collect();
         fit(&tokenizer, ids, target(i), FIT_TRIES, None)
     };
-    in_parallel(count, workers, &first_pass)
+    crate::parallel::in_parallel(count, workers, &first_pass)
         .into_iter()
         .enumerate()
         .map(|(i, fitted)| {
@@ -251,24 +251,6 @@ fn fit(
         }
         tries_left -= 1;
     }
-}
-
-/// `build(0..n)` in order, on up to `workers` threads.
-fn in_parallel<T: Send>(n: usize, workers: usize, build: &(dyn Fn(usize) -> T + Sync)) -> Vec<T> {
-    let per_worker = n.div_ceil(workers.max(1)).max(1);
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = (0..n)
-            .step_by(per_worker)
-            .map(|from| {
-                let to = (from + per_worker).min(n);
-                scope.spawn(move || (from..to).map(build).collect::<Vec<T>>())
-            })
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|part| part.join().expect("building a prompt does not panic"))
-            .collect()
-    })
 }
 
 #[derive(Deserialize)]

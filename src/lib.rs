@@ -43,7 +43,8 @@
 //!             (the one KDL string writer), pyenv (a Python package's
 //!             version from its metadata), oci (the one
 //!             client of the OCI distribution API: references, media
-//!             types, the token handshake)
+//!             types, the token handshake), parallel (items
+//!             worked on over threads)
 //! ```
 //!
 //! `fuzz` (proptest over the KDL front end and the importer) is built for
@@ -84,6 +85,7 @@ pub mod numpy_random;
 pub mod oci;
 pub mod ops;
 pub mod page;
+pub mod parallel;
 pub mod plan;
 pub mod plural;
 pub mod progress;

@@ -36,6 +36,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "external",
             "tokenizer",
             "oci",
+            "parallel",
         ],
     ),
     ("facts", &["facts", "cpu", "metrics", "dataset"]),

@@ -83,6 +83,8 @@ pub fn plan(args: &PlanArgs, io: &Io) -> Result<u8, Error> {
             typical_starts(&estimate.starts),
         );
     }
+    super::left_to_exit(plan);
+    super::left_to_exit_loaded(loaded);
     Ok(exit_code::OK)
 }
 

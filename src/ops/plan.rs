@@ -106,18 +106,24 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
     let offers = caches
         .map(|c| super::substitute::offers(c, &loaded.store, &plan, shell))
         .unwrap_or_default();
-    let after = super::substitute::after_substitution(&plan, &offers, &loaded.store);
-    let offers = super::substitute::substitutable(&after, offers);
-    let saved_gpu_hours = if offers.is_empty() {
-        0.0
+    // Nothing offered: the plan after substitution is the plan (not copied).
+    let (offers, saved_gpu_hours) = if offers.is_empty() {
+        (offers, 0.0)
     } else {
-        let left = plan::estimate(
-            &loaded.spec,
-            &after,
-            selection.fresh_engine,
-            &earlier_seconds,
-        );
-        estimate.gpu_hours - left.gpu_hours
+        let after = super::substitute::after_substitution(&plan, &offers, &loaded.store);
+        let offers = super::substitute::substitutable(&after, offers);
+        let saved = if offers.is_empty() {
+            0.0
+        } else {
+            let left = plan::estimate(
+                &loaded.spec,
+                &after,
+                selection.fresh_engine,
+                &earlier_seconds,
+            );
+            estimate.gpu_hours - left.gpu_hours
+        };
+        (offers, saved)
     };
     Ok(Planned {
         later_probes: super::slo_search::later_probes(&loaded.searches),
@@ -132,25 +138,23 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
 }
 
 /// Every stored configuration (its key material) with the mean benchmark
-/// seconds of its successful samples.
+/// seconds of its successful samples, read through the index of results.
 fn earlier_durations(loaded: &Loaded) -> Result<Vec<(Value, f64)>, Error> {
     let mut out = Vec::new();
-    for (key, text) in loaded.store.entries().map_err(Error::Store)? {
-        let Ok(material) = serde_json::from_str::<Value>(&text) else {
-            continue;
-        };
-        let seconds: Vec<f64> = loaded
-            .store
-            .samples(&key)
-            .map_err(Error::Store)?
+    let each = |_: &crate::key::RunKey, text: &str, samples: Vec<crate::store::Sample>| {
+        let seconds: Vec<f64> = samples
             .iter()
             .filter(|s| s.metrics().is_some())
             .filter_map(|s| s.metric_map()?.get("duration").copied())
             .collect();
-        if !seconds.is_empty() {
+        if seconds.is_empty() {
+            return;
+        }
+        if let Ok(material) = serde_json::from_str::<Value>(text) {
             out.push((material, seconds.iter().sum::<f64>() / seconds.len() as f64));
         }
-    }
+    };
+    loaded.store.each_entry(each).map_err(Error::Store)?;
     Ok(out)
 }
 

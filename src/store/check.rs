@@ -5,6 +5,7 @@ use std::fmt;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use super::entry_stat::EntryStats;
 use super::layout::{entries_dir, is_sample_id, parse_sample_id, shard};
 use super::{Error, RunResult, Store};
 use crate::key::RunKey;
@@ -397,17 +398,16 @@ pub(super) fn is_damaged_sample(path: &Path, key: &RunKey) -> Result<bool, Error
 /// a presence test asks of), two for one whose `samples/` holds a directory
 /// (its link count says so: each subdirectory's `..` is a link to it; a
 /// file system that does not count them says 1), a listing only otherwise.
-pub(super) fn has_sample_dirs(entry: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    if !std::fs::symlink_metadata(entry).is_ok_and(|m| m.is_dir()) {
+pub(super) fn has_sample_dirs(stats: &EntryStats, key: &RunKey) -> bool {
+    if !stats.stat(key, &[]).is_ok_and(|s| s.is_dir()) {
         return false;
     }
-    let dir = entry.join("samples");
-    match std::fs::symlink_metadata(&dir) {
+    match stats.stat(key, &["samples"]) {
         Err(_) => false,
-        Ok(m) if !m.is_dir() => true,
-        Ok(m) if m.nlink() > 2 => true,
-        Ok(_) => std::fs::read_dir(&dir).is_ok_and(|mut d| d.any(|c| c.is_ok())),
+        Ok(s) if !s.is_dir() => true,
+        Ok(s) if s.links() > 2 => true,
+        Ok(_) => std::fs::read_dir(super::layout::samples_dir(stats.root(), key))
+            .is_ok_and(|mut d| d.any(|c| c.is_ok())),
     }
 }
 
@@ -497,11 +497,18 @@ mod tests {
                 true,
             ),
         ];
+        let stats = EntryStats::new(root.path());
         for (i, (what, make, has)) in shapes.into_iter().enumerate() {
-            let entry = root.path().join(format!("entry-{i}"));
+            let key = RunKey::of_canonical(&i.to_string());
+            let entry = entry_dir(root.path(), &key);
+            fs_err::create_dir_all(entry.parent().unwrap()).unwrap();
             make(&entry, &elsewhere);
             let listed = sample_dirs(&entry).is_ok_and(|d| !d.is_empty());
-            assert_eq!((listed, has_sample_dirs(&entry)), (has, has), "{what}");
+            assert_eq!(
+                (listed, has_sample_dirs(&stats, &key)),
+                (has, has),
+                "{what}"
+            );
         }
     }
 

@@ -1,6 +1,6 @@
 //! What one sample of a run holds (`result.json`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -221,10 +221,16 @@ impl Sample {
 /// A sample as a reader of the store takes it: whole ([`Sample`]), or only
 /// what decides a run's status ([`SampleStatus`], all `plan` reads).
 pub trait StoredSample: Sized {
-    /// From the exact bytes of its `result.json`, as the index of results
-    /// holds them (sound as a result of `key` when recorded, and CRC-checked
-    /// since); `None` when they do not read as `key`'s.
-    fn from_indexed(id: String, dir: PathBuf, bytes: &[u8], key: &str) -> Option<Self>;
+    /// Sample `id` from the exact bytes of its `result.json`, as the index
+    /// of results holds them (sound as a result of `key` when recorded, and
+    /// CRC-checked since); `None` when they do not read as `key`'s.
+    /// `samples_dir` gives its entry's `samples/`, for those that keep it.
+    fn from_indexed<'p>(
+        id: &str,
+        samples_dir: impl FnOnce() -> &'p Path,
+        bytes: &[u8],
+        key: &str,
+    ) -> Option<Self>;
     /// From a sample read from its entry's files.
     fn from_sample(sample: Sample) -> Self;
     /// Whether it holds measured (or simulated) numbers.
@@ -234,11 +240,16 @@ pub trait StoredSample: Sized {
 }
 
 impl StoredSample for Sample {
-    fn from_indexed(id: String, dir: PathBuf, bytes: &[u8], key: &str) -> Option<Self> {
+    fn from_indexed<'p>(
+        id: &str,
+        samples_dir: impl FnOnce() -> &'p Path,
+        bytes: &[u8],
+        key: &str,
+    ) -> Option<Self> {
         let result = serde_json::from_slice::<RunResult>(bytes).ok()?;
-        (result.key == key).then_some(Self {
-            id,
-            dir,
+        (result.key == key).then(|| Self {
+            id: id.to_owned(),
+            dir: samples_dir().join(id),
             result,
             // A record of an entry with a signed sample says to read its files.
             unsigned: true,
@@ -297,7 +308,12 @@ enum Status {
 }
 
 impl StoredSample for SampleStatus {
-    fn from_indexed(_id: String, _dir: PathBuf, bytes: &[u8], key: &str) -> Option<Self> {
+    fn from_indexed<'p>(
+        _id: &str,
+        _samples_dir: impl FnOnce() -> &'p Path,
+        bytes: &[u8],
+        key: &str,
+    ) -> Option<Self> {
         let read = serde_json::from_slice::<StatusOnly>(bytes).ok()?;
         if read.key != key {
             return None;
@@ -420,9 +436,10 @@ mod tests {
             let mut result = crate::store::testing::result(&RunKey::try_from(key.clone()).unwrap());
             result.outcome = outcome;
             let bytes = serde_json::to_vec_pretty(&result).unwrap();
-            let dir = PathBuf::from("samples/0001");
-            let whole = Sample::from_indexed("0001".into(), dir.clone(), &bytes, &key).unwrap();
-            let status = SampleStatus::from_indexed("0001".into(), dir, &bytes, &key).unwrap();
+            let dir = Path::new("samples");
+            let whole = Sample::from_indexed("0001", || dir, &bytes, &key).unwrap();
+            assert_eq!(whole.dir, Path::new("samples/0001"));
+            let status = SampleStatus::from_indexed("0001", || dir, &bytes, &key).unwrap();
             assert_eq!(
                 status,
                 SampleStatus::from_sample(whole.clone()),
@@ -434,10 +451,8 @@ mod tests {
             );
             // Another key's result is neither.
             let other = "cd".repeat(32);
-            assert!(Sample::from_indexed("0001".into(), "d".into(), &bytes, &other).is_none());
-            assert!(
-                SampleStatus::from_indexed("0001".into(), "d".into(), &bytes, &other).is_none()
-            );
+            assert!(Sample::from_indexed("0001", || dir, &bytes, &other).is_none());
+            assert!(SampleStatus::from_indexed("0001", || dir, &bytes, &other).is_none());
         }
     }
 

@@ -37,6 +37,7 @@
 
 mod check;
 mod entry;
+mod entry_stat;
 mod files;
 mod gc;
 mod import;
@@ -169,6 +170,10 @@ fn first_non_directory(path: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// Keys read together from this many on are read on every core the
+/// process may use (fewer take less than starting the threads).
+const PARALLEL_FROM: usize = 256;
+
 /// What the store holds for the keys a plan asked about: each key's samples
 /// whole, or only their statuses ([`Store::statuses`]).
 #[derive(Debug, Clone)]
@@ -274,67 +279,138 @@ impl Store {
         self.index_with(keys.into_iter().map(|key| (key, None)))
     }
 
-    fn index_with<'a, S: StoredSample>(
+    fn index_with<'a, S: StoredSample + Send>(
         &self,
         runs: impl IntoIterator<Item = (&'a RunKey, Option<&'a str>)>,
     ) -> Result<StoreIndex<S>, Error> {
         let runs: Vec<(&RunKey, Option<&str>)> = runs.into_iter().collect();
         let index = self.results_index(runs.iter().map(|(key, _)| *key));
-        let mut entries = BTreeMap::new();
+        let stats = entry_stat::EntryStats::new(&self.root);
         let mut unknown = Vec::new();
-        for (key, canonical) in runs {
-            let entry = layout::entry_dir(&self.root, key);
-            let samples = match index.lookup(&entry, key) {
-                results_index::Lookup::Samples(samples) => samples,
-                results_index::Lookup::NoSamples => continue,
-                results_index::Lookup::Unknown(why) => {
-                    // An entry with damage or a signed sample is read
-                    // every time: recording it again would not change that.
-                    if why != results_index::Unknown::ReadFiles {
-                        unknown.push(key);
-                    }
-                    let sound = match canonical {
-                        // Bytes equal to the text the key hashes hash to
-                        // the key: the same check as `samples`, without hashing.
-                        Some(canonical) => {
-                            debug_assert_eq!(RunKey::of_canonical(canonical), *key);
-                            crate::regular_file::read(&entry.join("inputs.json"))
-                                .is_ok_and(|bytes| bytes == canonical.as_bytes())
-                        }
-                        None => check::check_inputs(&entry, key).is_none(),
-                    };
-                    if !sound {
-                        continue;
-                    }
-                    (committed_samples(&entry, key)?.into_iter())
-                        .map(S::from_sample)
-                        .collect()
-                }
-            };
+        let read = self.read_many::<S>(&index, &stats, &runs, &mut unknown)?;
+        let mut entries = BTreeMap::new();
+        for ((key, _), samples) in runs.iter().zip(read) {
             if !samples.is_empty() {
-                entries.insert(key.clone(), samples);
+                entries.insert((*key).clone(), samples);
             }
         }
         self.refresh_index(&unknown);
         Ok(StoreIndex { entries })
     }
 
+    /// Every sound entry's key material with its samples, read as
+    /// [`Store::index`] reads them (through the index of results), handed to
+    /// `each` a few thousand entries at a time: the samples of 100,000
+    /// entries are not held at once. What `plan` estimates missing runs from.
+    pub fn each_entry(
+        &self,
+        mut each: impl FnMut(&RunKey, &str, Vec<Sample>),
+    ) -> Result<(), Error> {
+        const BATCH: usize = 4096;
+        let entries = self.entries()?;
+        let index = self.results_index(entries.iter().map(|(key, _)| key));
+        let stats = entry_stat::EntryStats::new(&self.root);
+        let mut unknown = Vec::new();
+        for batch in entries.chunks(BATCH) {
+            let runs: Vec<(&RunKey, Option<&str>)> = (batch.iter())
+                .map(|(key, text)| (key, Some(text.as_str())))
+                .collect();
+            let read = self.read_many::<Sample>(&index, &stats, &runs, &mut unknown)?;
+            for ((key, text), samples) in batch.iter().zip(read) {
+                each(key, text, samples);
+            }
+        }
+        self.refresh_index(&unknown);
+        Ok(())
+    }
+
+    /// The samples of each of `runs`, in order, read on every core (each
+    /// key costs ~3 `stat`s, a payload and a parse, independent of the
+    /// others: 10,000 of them took most of a `plan` or `report`); the keys
+    /// the index did not know are added to `unknown`.
+    fn read_many<'r, S: StoredSample + Send>(
+        &self,
+        index: &results_index::ResultsIndex,
+        stats: &entry_stat::EntryStats,
+        runs: &[(&'r RunKey, Option<&str>)],
+        unknown: &mut Vec<&'r RunKey>,
+    ) -> Result<Vec<Vec<S>>, Error> {
+        let read = |i: usize| {
+            let (key, canonical) = runs[i];
+            self.read_samples::<S>(index, stats, key, canonical)
+        };
+        let workers = crate::parallel::workers_for(runs.len(), PARALLEL_FROM);
+        let read = crate::parallel::in_parallel(runs.len(), workers, &read);
+        let mut out = Vec::with_capacity(runs.len());
+        for ((key, _), read) in runs.iter().zip(read) {
+            let (samples, known) = read?;
+            if !known {
+                unknown.push(*key);
+            }
+            out.push(samples);
+        }
+        Ok(out)
+    }
+
+    /// The samples of `key` (the canonical text it hashes, when known), from
+    /// `index` when it knows them as they are, else from the entry's files;
+    /// and whether the index knew them (false: it is to record them again).
+    fn read_samples<S: StoredSample>(
+        &self,
+        index: &results_index::ResultsIndex,
+        stats: &entry_stat::EntryStats,
+        key: &RunKey,
+        canonical: Option<&str>,
+    ) -> Result<(Vec<S>, bool), Error> {
+        let why = match index.lookup(stats, key) {
+            results_index::Lookup::Samples(samples) => return Ok((samples, true)),
+            results_index::Lookup::NoSamples => return Ok((Vec::new(), true)),
+            results_index::Lookup::Unknown(why) => why,
+        };
+        // An entry with damage or a signed sample is read every time:
+        // recording it again would not change that.
+        let known = why == results_index::Unknown::ReadFiles;
+        let entry = layout::entry_dir(&self.root, key);
+        let sound = match canonical {
+            // Bytes equal to the text the key hashes hash to the key: the
+            // same check as `samples`, without hashing.
+            Some(canonical) => {
+                debug_assert_eq!(RunKey::of_canonical(canonical), *key);
+                crate::regular_file::read(&entry.join("inputs.json"))
+                    .is_ok_and(|bytes| bytes == canonical.as_bytes())
+            }
+            None => check::check_inputs(&entry, key).is_none(),
+        };
+        if !sound {
+            return Ok((Vec::new(), known));
+        }
+        let samples = (committed_samples(&entry, key)?.into_iter())
+            .map(S::from_sample)
+            .collect();
+        Ok((samples, known))
+    }
+
     /// Every sound entry's key with its key material (the `inputs.json`
     /// text); damaged entries are left out.
     pub fn entries(&self) -> Result<Vec<(RunKey, String)>, Error> {
-        let mut out = Vec::new();
-        for dir in self.entry_dirs()? {
-            let Some(key) = dir.key else { continue };
-            let Ok(bytes) = crate::regular_file::read(&dir.path.join("inputs.json")) else {
-                continue;
-            };
+        let dirs: Vec<(RunKey, PathBuf)> = (self.entry_dirs()?.into_iter())
+            .filter_map(|dir| Some((dir.key?, dir.path)))
+            .collect();
+        // A read and a sha256 each, on every core: 100,000 in a large store.
+        let read = |i: usize| {
+            let (key, path) = &dirs[i];
+            let bytes = crate::regular_file::read(&path.join("inputs.json")).ok()?;
             // Bytes that hash to the key are the canonical text it was made from.
-            if RunKey::of_bytes(&bytes) == key
-                && let Ok(material) = String::from_utf8(bytes)
-            {
-                out.push((key, material));
+            if RunKey::of_bytes(&bytes) != *key {
+                return None;
             }
-        }
+            String::from_utf8(bytes).ok()
+        };
+        let workers = crate::parallel::workers_for(dirs.len(), PARALLEL_FROM);
+        let materials = crate::parallel::in_parallel(dirs.len(), workers, &read);
+        let mut out: Vec<(RunKey, String)> = (dirs.into_iter().zip(materials))
+            .filter_map(|((key, _), material)| Some((key, material?)))
+            .collect();
         out.sort();
         Ok(out)
     }
@@ -367,7 +443,16 @@ impl Store {
     /// Whether `key`'s entry has any sample: a quick presence test that
     /// checks nothing (`index` and `samples` check what they read).
     pub fn has_samples(&self, key: &RunKey) -> bool {
-        check::has_sample_dirs(&layout::entry_dir(&self.root, key))
+        self.presence().has_samples(key)
+    }
+
+    /// Presence tests of many keys ([`Store::has_samples`] each), cheaper
+    /// together: each shard's directory is opened once and every path walked
+    /// from it (see `entry_stat`).
+    pub fn presence(&self) -> Presence {
+        Presence {
+            stats: entry_stat::EntryStats::new(&self.root),
+        }
     }
 
     pub fn samples(&self, key: &RunKey) -> Result<Vec<Sample>, Error> {
@@ -376,6 +461,18 @@ impl Store {
             return Ok(Vec::new());
         }
         committed_samples(&entry, key)
+    }
+}
+
+/// Presence tests of a batch of keys: see [`Store::presence`].
+pub struct Presence {
+    stats: entry_stat::EntryStats,
+}
+
+impl Presence {
+    /// Whether `key`'s entry has any sample, as [`Store::has_samples`].
+    pub fn has_samples(&self, key: &RunKey) -> bool {
+        check::has_sample_dirs(&self.stats, key)
     }
 }
 

@@ -45,6 +45,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::check::{inspect_samples, read_result_bytes};
+use super::entry_stat::EntryStats;
 use super::layout::{entry_dir, index_data_path, index_keys_path, index_lock_path};
 use super::signed::SIGNATURE_FILE;
 use super::{Error, Sample, Store, StoredSample};
@@ -297,23 +298,30 @@ impl Record {
         data.read_exact_at(&mut payload, self.offset).ok()?;
         (crc32fast::hash(&payload) == self.crc).then_some(payload)
     }
+}
 
-    /// The samples of its payload (`None` when it is not the one recorded).
-    fn samples(&self, data: &std::fs::File) -> Option<Vec<SnapSample>> {
-        let payload = self.payload(data)?;
-        let mut b = payload.as_slice();
-        let n = u32::from_le_bytes(take(&mut b)?);
-        let mut out = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            let id_len = u32::from_le_bytes(take(&mut b)?) as usize;
-            let id = String::from_utf8(take_slice(&mut b, id_len)?.to_vec()).ok()?;
-            let result = take_stamp(&mut b)?;
-            let len = u32::from_le_bytes(take(&mut b)?) as usize;
-            let bytes = take_slice(&mut b, len)?.to_vec();
-            out.push(SnapSample { id, result, bytes });
-        }
-        b.is_empty().then_some(out)
+/// One sample as a payload holds it, borrowed from the payload.
+struct SnappedSample<'a> {
+    id: &'a str,
+    result: Stamp,
+    bytes: &'a [u8],
+}
+
+/// The samples of a payload (`None` when it does not parse: it is not the
+/// one recorded).
+fn parse_samples(payload: &[u8]) -> Option<Vec<SnappedSample<'_>>> {
+    let mut b = payload;
+    let n = u32::from_le_bytes(take(&mut b)?);
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let id_len = u32::from_le_bytes(take(&mut b)?) as usize;
+        let id = std::str::from_utf8(take_slice(&mut b, id_len)?).ok()?;
+        let result = take_stamp(&mut b)?;
+        let len = u32::from_le_bytes(take(&mut b)?) as usize;
+        let bytes = take_slice(&mut b, len)?;
+        out.push(SnappedSample { id, result, bytes });
     }
+    b.is_empty().then_some(out)
 }
 
 /// What the index says of one key, after checking it against the files.
@@ -401,17 +409,22 @@ impl ResultsIndex {
         }
     }
 
-    /// The samples of `key` (entry at `entry`), when the index knows them
-    /// and every stamp it took still matches the files.
-    pub(super) fn lookup<S: StoredSample>(&self, entry: &Path, key: &RunKey) -> Lookup<S> {
-        self.check(entry, key, true)
+    /// The samples of `key`, when the index knows them and every stamp it
+    /// took still matches the files (`stats` takes them: see [`EntryStats`]).
+    pub(super) fn lookup<S: StoredSample>(&self, stats: &EntryStats, key: &RunKey) -> Lookup<S> {
+        self.check(stats, key, true)
     }
 
     /// As [`lookup`](Self::lookup); `settled` false also gives the samples
     /// of an unsettled record (for `store verify` to compare, never to use).
-    fn check<S: StoredSample>(&self, entry: &Path, key: &RunKey, settled_only: bool) -> Lookup<S> {
-        let samples_dir = match stamp(&entry.join("samples")) {
-            Ok(stamp) => stamp,
+    fn check<S: StoredSample>(
+        &self,
+        stats: &EntryStats,
+        key: &RunKey,
+        settled_only: bool,
+    ) -> Lookup<S> {
+        let samples_dir = match stats.stat(key, &["samples"]) {
+            Ok(stat) => stat.stamp(),
             // As `check::sample_dirs` reads it: no samples.
             Err(e) if e.kind() == ErrorKind::NotFound => return Lookup::NoSamples,
             Err(_) => return Lookup::Unknown(Unknown::Changed),
@@ -423,23 +436,36 @@ impl ResultsIndex {
             return Lookup::Unknown(Unknown::ReadFiles);
         }
         let unchanged = record.samples_dir == samples_dir
-            && stamp(&entry.join("inputs.json")).is_ok_and(|s| s == record.inputs);
+            && (stats.stat(key, &["inputs.json"])).is_ok_and(|s| s.stamp() == record.inputs);
         if !unchanged {
             return Lookup::Unknown(Unknown::Changed);
         }
-        let Some(snapped) = record.samples(data) else {
+        let Some(payload) = record.payload(data) else {
+            return Lookup::Unknown(Unknown::Unreadable);
+        };
+        let Some(snapped) = parse_samples(&payload) else {
             return Lookup::Unknown(Unknown::Unreadable);
         };
         let mut unsettled =
             !settled(&record.samples_dir, record.taken) || !settled(&record.inputs, record.taken);
         let mut samples = Vec::with_capacity(snapped.len());
+        let samples_path = std::cell::OnceCell::new();
         for s in snapped {
-            let dir = entry.join("samples").join(&s.id);
-            if !stamp(&dir.join("result.json")).is_ok_and(|now| now == s.result) {
+            // Never a path out of the entry, whatever the payload says.
+            if !super::layout::is_sample_id(s.id) {
+                return Lookup::Unknown(Unknown::Unreadable);
+            }
+            let now = stats.stat(key, &["samples", s.id, "result.json"]);
+            if !now.is_ok_and(|now| now.stamp() == s.result) {
                 return Lookup::Unknown(Unknown::Changed);
             }
             unsettled |= !settled(&s.result, record.taken);
-            match S::from_indexed(s.id, dir, &s.bytes, key.as_str()) {
+            let samples_path = || {
+                samples_path
+                    .get_or_init(|| entry_dir(stats.root(), key).join("samples"))
+                    .as_path()
+            };
+            match S::from_indexed(s.id, samples_path, s.bytes, key.as_str()) {
                 Some(sample) => samples.push(sample),
                 None => return Lookup::Unknown(Unknown::Unreadable),
             }
@@ -546,6 +572,32 @@ impl Store {
         Ok(snapshots.len())
     }
 
+    /// Rewrites the index without the records of keys whose entry is gone
+    /// (`store gc` removed it), under its lock; how many it dropped. Such a
+    /// record is never used (its key reads as having no samples), but no
+    /// later record supersedes it, so compaction would keep it and its
+    /// payload for good.
+    pub fn prune_index(&self) -> Result<usize, Error> {
+        if std::fs::symlink_metadata(index_keys_path(&self.root)).is_err() {
+            return Ok(0);
+        }
+        self.writable()?;
+        let _lock = IndexLock::take(&self.root)?;
+        let Some((live, _)) = live_records(&self.root)? else {
+            return Ok(0);
+        };
+        let stats = EntryStats::new(&self.root);
+        let before = live.len();
+        let kept: Records = (live.into_iter())
+            .filter(|(key, _)| has_entry(&stats, key))
+            .collect();
+        let dropped = before - kept.len();
+        if dropped > 0 {
+            rewrite(&self.root, kept)?;
+        }
+        Ok(dropped)
+    }
+
     /// Compares the index with the entries, as `store verify` does: which
     /// entries it would give other samples than their files (wrong: never
     /// after a crash, only after an edit no stamp shows) and how many it
@@ -553,6 +605,7 @@ impl Store {
     /// `store verify --repair` records them again).
     pub fn verify_index(&self) -> Result<IndexCheck, Error> {
         let index = ResultsIndex::read(&self.root, |_| true);
+        let stats = EntryStats::new(&self.root);
         let mut check = IndexCheck::default();
         for dir in self.entry_dirs()? {
             let Some(key) = &dir.key else { continue };
@@ -562,13 +615,13 @@ impl Store {
                     && (indexed.iter().zip(&files))
                         .all(|(a, b)| a.id == b.id && a.result == b.result)
             };
-            match index.lookup::<Sample>(&dir.path, key) {
+            match index.lookup::<Sample>(&stats, key) {
                 Lookup::Samples(indexed) if same(&indexed) => check.sound += 1,
                 Lookup::NoSamples if files.is_empty() => check.sound += 1,
                 Lookup::Samples(_) | Lookup::NoSamples => check.wrong.push(dir.path.clone()),
                 // Not used until it settles: sound when it says what the files do.
                 Lookup::Unknown(Unknown::Unsettled) => {
-                    match index.check::<Sample>(&dir.path, key, false) {
+                    match index.check::<Sample>(&stats, key, false) {
                         Lookup::Samples(indexed) if same(&indexed) => check.sound += 1,
                         _ => check.stale += 1,
                     }
@@ -580,6 +633,9 @@ impl Store {
                 Lookup::Unknown(_) => check.stale += 1,
             }
         }
+        check.removed = (index.records.keys())
+            .filter(|key| !has_entry(&stats, key))
+            .count();
         Ok(check)
     }
 }
@@ -593,6 +649,9 @@ pub struct IndexCheck {
     pub stale: usize,
     /// Entries it would give otherwise than their files: damage.
     pub wrong: Vec<PathBuf>,
+    /// Keys it holds records of whose entries are gone (never used: such a
+    /// key has no samples; `store gc` drops them, `--repair` too).
+    pub removed: usize,
 }
 
 /// `locks/index.lock`, held while the index is appended to or rewritten.
@@ -697,12 +756,7 @@ fn live_records(root: &Path) -> Result<Option<(Records, usize)>, Error> {
 }
 
 /// Rewrites the index without its superseded records when they outnumber
-/// the live ones (the caller holds the index lock); whether it did. Each
-/// live record is kept as it is, its payload copied (one whose CRC fails is
-/// dropped: it read as unknown, as no record does); the payloads are
-/// written first, then the records, each file renamed whole into place. A
-/// reader that read the old records and opens the new payloads finds their
-/// CRCs wrong and reads the entries' files: stale, never wrong.
+/// the live ones (the caller holds the index lock); whether it did.
 fn compact_if_mostly_superseded(root: &Path) -> Result<bool, Error> {
     let Some((live, total)) = live_records(root)? else {
         return Ok(false);
@@ -710,6 +764,17 @@ fn compact_if_mostly_superseded(root: &Path) -> Result<bool, Error> {
     if total - live.len() <= live.len() {
         return Ok(false);
     }
+    rewrite(root, live)?;
+    Ok(true)
+}
+
+/// Rewrites the index with only the records `live` (the caller holds the
+/// index lock), each kept as it is, its payload copied (one whose CRC fails
+/// is dropped: it read as unknown, as no record does); the payloads are
+/// written first, then the records, each file renamed whole into place. A
+/// reader that read the old records and opens the new payloads finds their
+/// CRCs wrong and reads the entries' files: stale, never wrong.
+fn rewrite(root: &Path, live: Records) -> Result<(), Error> {
     let old_data = open_index_file(&index_data_path(root), false)?;
     // Readable by all, as the entries are (a team shares a store).
     let write = crate::atomic_write::AtomicWrite::new().mode(0o644);
@@ -729,7 +794,20 @@ fn compact_if_mostly_superseded(root: &Path) -> Result<bool, Error> {
     drop(payloads);
     data.commit()?;
     write.write(&index_keys_path(root), &keys)?;
-    Ok(true)
+    Ok(())
+}
+
+/// The run key whose raw bytes a record starts with.
+fn key_of_raw(raw: &[u8; 32]) -> Option<RunKey> {
+    RunKey::parse(&hex::encode(raw))
+}
+
+/// Whether `key` has an entry directory (an error other than its absence
+/// says yes: its record is kept).
+fn has_entry(stats: &EntryStats, key: &[u8; 32]) -> bool {
+    key_of_raw(key).is_some_and(
+        |key| !matches!(stats.stat(&key, &[]), Err(e) if e.kind() == ErrorKind::NotFound),
+    )
 }
 
 /// Opens a file of the index for reading, and with `write` for writing
@@ -779,7 +857,7 @@ mod tests {
     fn lookup(store: &Store, key: &RunKey) -> Lookup {
         store
             .results_index([key])
-            .lookup(&entry_dir(store.root(), key), key)
+            .lookup(&EntryStats::new(store.root()), key)
     }
 
     /// The ids and results `samples` hold, to compare.
@@ -978,6 +1056,71 @@ mod tests {
         }
         let check = store.verify_index().unwrap();
         assert_eq!((check.sound, check.stale, check.wrong.len()), (2, 0, 0));
+    }
+
+    #[test]
+    fn every_entry_is_read_through_the_index() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, r#"{"h":1}"#);
+        let (other, _) = commit(&store, r#"{"h":2}"#);
+        // A record the files do not show (as `store verify` would call
+        // wrong): what a reader gives is the index's, not the files'.
+        let entry = entry_dir(store.root(), &key);
+        let mut snapshot = Snapshot::take(&entry, &key).unwrap().unwrap();
+        snapshot.taken += 3_000_000_000;
+        let mut indexed = crate::store::testing::result(&key);
+        indexed.engine_command = vec!["from the index".into()];
+        snapshot.samples[0].bytes = serde_json::to_vec(&indexed).unwrap();
+        {
+            let _lock = IndexLock::take(store.root()).unwrap();
+            append(store.root(), &[snapshot]).unwrap();
+        }
+        let mut read = Vec::new();
+        store
+            .each_entry(|k, text, samples| read.push((k.clone(), text.to_owned(), samples)))
+            .unwrap();
+        assert_eq!(read.len(), 2);
+        let (_, text, samples) = read.iter().find(|(k, ..)| *k == key).unwrap();
+        assert_eq!(*text, r#"{"h":1}"#);
+        assert_eq!(samples[0].result.engine_command, ["from the index"]);
+        let (_, _, samples) = read.iter().find(|(k, ..)| *k == other).unwrap();
+        assert_eq!(summary(samples), summary(&store.samples(&other).unwrap()));
+    }
+
+    #[test]
+    fn pruning_after_gc_drops_the_records_of_removed_entries() {
+        let (_root, store) = store();
+        let (kept, _) = commit(&store, r#"{"g":1}"#);
+        commit(&store, r#"{"g":2}"#);
+        let reached = [kept.clone()].into();
+        for item in store.garbage(&reached).unwrap() {
+            assert_eq!(store.remove(&item).unwrap(), crate::store::Removal::Removed);
+        }
+        let check = store.verify_index().unwrap();
+        assert_eq!(check.removed, 1, "its record outlives the entry");
+        assert_eq!(store.prune_index().unwrap(), 1);
+        let check = store.verify_index().unwrap();
+        assert_eq!(
+            (check.sound, check.stale, check.removed, check.wrong.len()),
+            (1, 0, 0, 0)
+        );
+        let keys = fs_err::metadata(index_keys_path(store.root())).unwrap();
+        assert_eq!(
+            keys.len(),
+            (HEADER.len() + RECORD) as u64,
+            "one record left"
+        );
+        let snapshot = Snapshot::take(&entry_dir(store.root(), &kept), &kept)
+            .unwrap()
+            .unwrap();
+        let data = fs_err::metadata(index_data_path(store.root())).unwrap();
+        assert_eq!(
+            data.len(),
+            snapshot.payload().len() as u64,
+            "and its payload"
+        );
+        assert!(matches!(lookup(&store, &kept), Lookup::Samples(_)));
+        assert_eq!(store.prune_index().unwrap(), 0, "nothing more to drop");
     }
 
     #[test]

@@ -347,6 +347,12 @@ fn gc_removes_what_no_experiment_or_lockfile_reaches_and_says_why() {
     let verify = env.run(&["store", "verify"]);
     assert_eq!(verify.status.code(), Some(0));
     assert_eq!(stdout(&verify), "");
+    // gc left the index of results no record of the entry it removed.
+    assert!(
+        !stderr(&verify).contains("index of results"),
+        "{}",
+        stderr(&verify)
+    );
 
     let again = env.run(&["store", "gc"]);
     assert!(

@@ -102,6 +102,8 @@ pub fn gc(
     }
     if !options.dry_run {
         store.remove_idle_locks().map_err(Error::Store)?;
+        // The index of results keeps no record of an entry that went.
+        store.prune_index().map_err(Error::Store)?;
     }
     let materials = if options.dry_run {
         store.entries().map_err(Error::Store)?.into_iter().collect()

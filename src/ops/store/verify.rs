@@ -188,6 +188,12 @@ impl StoreCheck {
                 count(index.stale, "entry", "entries")
             ));
         }
+        if index.removed > 0 {
+            out.push(format!(
+                "perfpipe: the index of results holds records of {} no longer in the store (never used; `perfpipe store gc` or `perfpipe store verify --repair` drops them)",
+                count(index.removed, "entry", "entries")
+            ));
+        }
         if !index.wrong.is_empty() {
             out.push(format!(
                 "perfpipe: the index of results gives other samples than the files for {} (a file edited in place); `perfpipe store verify --repair` rewrites it from the entries",

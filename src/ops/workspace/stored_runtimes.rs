@@ -38,11 +38,12 @@ pub fn keys_under(loaded: &Loaded, selection: &Selection, runtime: Runtime) -> V
 /// How many of `loaded`'s runs the store holds under each runtime that has
 /// some (a presence test per key).
 pub fn stored_runs(loaded: &Loaded, selection: &Selection) -> Vec<(Runtime, usize)> {
+    let present = loaded.store.presence();
     [Runtime::Docker, Runtime::Local, Runtime::Sim]
         .into_iter()
         .map(|runtime| {
             let keys = keys_under(loaded, selection, runtime);
-            let stored = keys.iter().filter(|k| loaded.store.has_samples(k)).count();
+            let stored = keys.iter().filter(|k| present.has_samples(k)).count();
             (runtime, stored)
         })
         .filter(|(_, stored)| *stored > 0)
@@ -52,11 +53,12 @@ pub fn stored_runs(loaded: &Loaded, selection: &Selection) -> Vec<(Runtime, usiz
 /// The runtimes under which the store holds some of `loaded`'s runs: a
 /// presence test per key, up to the first one held.
 pub fn runtimes_with_results(loaded: &Loaded, selection: &Selection) -> Vec<Runtime> {
+    let present = loaded.store.presence();
     [Runtime::Docker, Runtime::Local, Runtime::Sim]
         .into_iter()
         .filter(|&runtime| {
             let keys = keys_under(loaded, selection, runtime);
-            keys.iter().any(|k| loaded.store.has_samples(k))
+            keys.iter().any(|k| present.has_samples(k))
         })
         .collect()
 }
@@ -67,7 +69,8 @@ pub fn runtimes_with_results(loaded: &Loaded, selection: &Selection) -> Vec<Runt
 /// holds no full-size run of the experiment at all but capped ones, says
 /// that and how to see them.
 pub fn say_if_elsewhere(loaded: &Loaded, selection: &Selection, command: &str, shell: &dyn Shell) {
-    if loaded.runs.iter().any(|r| loaded.store.has_samples(&r.key)) {
+    let present = loaded.store.presence();
+    if loaded.runs.iter().any(|r| present.has_samples(&r.key)) {
         return;
     }
     let experiment = selection.experiment.display();
@@ -115,6 +118,7 @@ pub fn stored_caps(
     declared: &BTreeSet<u32>,
 ) -> Result<BTreeMap<u32, usize>, crate::store::Error> {
     let mut caps = BTreeMap::new();
+    let present = store.presence();
     for (key, text) in store.entries()? {
         let Ok(material) = serde_json::from_str::<serde_json::Value>(&text) else {
             continue;
@@ -126,7 +130,7 @@ pub fn stored_caps(
             .iter()
             .filter(|&&d| d > prompts)
             .any(|&d| keys.contains(&crate::key::key_with_prompts(&material, d)));
-        if caps_one && store.has_samples(&key) {
+        if caps_one && present.has_samples(&key) {
             *caps.entry(prompts).or_insert(0) += 1;
         }
     }
