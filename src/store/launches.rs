@@ -64,7 +64,7 @@ impl Store {
     pub fn launch_files(&self) -> Result<Vec<LaunchFile>, Error> {
         let mut out = Vec::new();
         for (key, path) in self.launches()? {
-            let bytes = match crate::regular_file::read(&path) {
+            let bytes = match crate::regular_file::read_beneath(&self.root, &path) {
                 Ok(bytes) => bytes,
                 // Removed meanwhile (by `store gc`).
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -123,7 +123,7 @@ impl Store {
     /// `None` when it does. A missing input is an error (`NotFound`).
     pub fn check_input(&self, sha256: &str) -> Result<Option<Damage>, Error> {
         let path = self.input_path(sha256);
-        let mut file = match crate::regular_file::open(&path) {
+        let mut file = match crate::regular_file::open_beneath(&self.root, &path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let named = format!("{}: {e}", path.display());
@@ -148,7 +148,8 @@ impl Store {
         let canonical = material.canonical();
         let key = LaunchKey::of_bytes(canonical.as_bytes());
         let path = self.launch_path(&key);
-        let whole = crate::regular_file::read(&path).is_ok_and(|b| b == canonical.as_bytes());
+        let whole = crate::regular_file::read_beneath(&self.root, &path)
+            .is_ok_and(|b| b == canonical.as_bytes());
         if whole {
             asked_for(&path);
         } else {
@@ -165,7 +166,8 @@ impl Store {
     /// (changed since it was hashed) is refused.
     pub fn put_input(&self, sha256: &str, file: &Path) -> Result<(), Error> {
         let path = self.input_path(sha256);
-        if path.is_file() {
+        // Not followed: a link there is not the store's input.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
             asked_for(&path);
             return Ok(());
         }
@@ -237,7 +239,7 @@ fn paths_in(dir: &Path) -> Result<Vec<PathBuf>, Error> {
 }
 
 fn written(path: &Path) -> u64 {
-    fs_err::metadata(path)
+    fs_err::symlink_metadata(path)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -248,7 +250,13 @@ fn written(path: &Path) -> u64 {
 /// so that `store gc` keeps it as young: a queued job may be about to read
 /// it. Best effort: on a store another user owns, the time stays.
 fn asked_for(path: &Path) {
-    if let Ok(file) = std::fs::File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NOFOLLOW: a link's target is not the store's to touch.
+    let opened = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    if let Ok(file) = opened {
         let now = std::time::Duration::from_nanos(crate::clock::file_time_ns() as u64);
         let _ = file.set_modified(std::time::UNIX_EPOCH + now);
     }

@@ -56,7 +56,7 @@ mod write;
 
 pub use check::{Damage, EntryDir, Finding, Verification};
 pub use entry::{FailureKind, Outcome, RunResult, Sample, SampleStatus, StoredSample};
-pub use files::{EntryFiles, SampleFiles};
+pub use files::{EntryFiles, SampleFiles, open as open_entry_file};
 pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 pub use import::Imported;
 pub use launch_gc::LaunchGarbage;
@@ -298,7 +298,7 @@ impl Store {
                         // the key: the same check as `samples`, without hashing.
                         Some(canonical) => {
                             debug_assert_eq!(RunKey::of_canonical(canonical), *key);
-                            crate::regular_file::read(&entry.join("inputs.json"))
+                            files::read(&entry.join("inputs.json"))
                                 .is_ok_and(|bytes| bytes == canonical.as_bytes())
                         }
                         None => check::check_inputs(&entry, key).is_none(),
@@ -325,7 +325,7 @@ impl Store {
         let mut out = Vec::new();
         for dir in self.entry_dirs()? {
             let Some(key) = dir.key else { continue };
-            let Ok(bytes) = crate::regular_file::read(&dir.path.join("inputs.json")) else {
+            let Ok(bytes) = files::read(&dir.path.join("inputs.json")) else {
                 continue;
             };
             // Bytes that hash to the key are the canonical text it was made from.
