@@ -303,6 +303,66 @@ mod tests {
         );
     }
 
+    /// `drv/<key>.json` (written for `material`) and an input, each made
+    /// a link to an outside copy of itself (which read through the link
+    /// would look sound), an old file: both are damage, and writing them
+    /// again replaces the link, never reading nor touching its target.
+    fn a_link_in_drv_or_inputs_is_damage_and_its_target_untouched(
+        store: &Store,
+        material: &LaunchMaterial,
+        launch: &Path,
+    ) {
+        let outside = store.root().parent().unwrap().join("outside");
+        fs_err::create_dir_all(&outside).unwrap();
+        let data = outside.join("data.json");
+        overwrite(&data, b"[]");
+        let sha = crate::digest::sha256_hex(b"[]");
+        store.put_input(&sha, &data).unwrap();
+        let input = store.input_path(&sha);
+        let mut targets = Vec::new();
+        for (path, name) in [(launch, "launch.json"), (input.as_path(), "input")] {
+            let target = outside.join(name);
+            overwrite(&target, &fs_err::read(path).unwrap());
+            let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+            fs_err::File::open(&target)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+            fs_err::remove_file(path).unwrap();
+            std::os::unix::fs::symlink(&target, path).unwrap();
+            targets.push((target.clone(), fs_err::read(&target).unwrap(), old));
+        }
+        let found: Vec<_> = store
+            .verify()
+            .unwrap()
+            .findings
+            .into_iter()
+            .map(|f| (f.path, f.damage.to_string()))
+            .collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        for ((path, damage), at) in found.iter().zip([launch, input.as_path()]) {
+            assert_eq!(path, at);
+            assert!(
+                damage.contains("is a symbolic link, never followed"),
+                "{damage}"
+            );
+        }
+        store.put_launch(material).unwrap();
+        store.put_input(&sha, &data).unwrap();
+        for path in [launch, input.as_path()] {
+            assert!(
+                fs_err::symlink_metadata(path).unwrap().is_file(),
+                "{path:?}"
+            );
+        }
+        assert_eq!(store.verify().unwrap().findings, []);
+        for (target, bytes, old) in targets {
+            assert_eq!(fs_err::read(&target).unwrap(), bytes);
+            let modified = fs_err::metadata(&target).unwrap().modified().unwrap();
+            assert_eq!(modified, old, "{target:?} was touched");
+        }
+    }
+
     fn mkfifo(path: &Path) {
         let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.
@@ -379,6 +439,7 @@ mod tests {
         };
         let key = store.put_launch(&material).unwrap();
         let path = store.launch_path(&key);
+        a_link_in_drv_or_inputs_is_damage_and_its_target_untouched(&store, &material, &path);
         let [file] = &store.launch_files().unwrap()[..] else {
             panic!("one launch")
         };

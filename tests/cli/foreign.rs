@@ -452,3 +452,23 @@ fn a_link_in_a_sample_is_damage_and_what_it_points_to_never_read() {
     assert_eq!(snapshot(&outside), outside_before);
     ran(&env, &["store", "verify"]);
 }
+
+#[test]
+fn realise_of_launch_material_that_is_a_link_in_the_store_is_refused() {
+    let env = TestEnv::tiny();
+    ran(&env, &with(&["plan", "tiny.kdl", "--write-launches"], SIM));
+    let material = crate::common::files_under(&env.path("store/drv")).remove(0);
+    let key = material.file_stem().unwrap().to_str().unwrap().to_owned();
+    // A copy outside, as sound as the file it replaces.
+    let outside = env.path("outside.json");
+    std::fs::copy(&material, &outside).unwrap();
+    std::fs::remove_file(&material).unwrap();
+    std::os::unix::fs::symlink(&outside, &material).unwrap();
+    let out = env.run_within(60, &["realise", &key]);
+    assert_eq!(out.status.code(), Some(2), "{}", render(&out));
+    assert!(
+        words(&out).contains("is a symbolic link, never followed"),
+        "{}",
+        render(&out)
+    );
+}
