@@ -397,8 +397,9 @@ pub(super) fn is_damaged_sample(path: &Path, key: &RunKey) -> Result<bool, Error
 /// A link the sample at `path` is or holds (in it, or in its `logs/`), as
 /// damage: a file of a sample is never read through a link, and a sample
 /// whose file is one is not the sample that was measured or signed.
-/// Listed, never followed (`read_dir` lists `path` itself when it is a
-/// directory, and each child's type is its own).
+/// Nothing is followed: `path` is checked to be no link before it is
+/// listed, each child's type is its own (a link lists as a link), and
+/// `logs/` is listed only when it is no link itself.
 fn find_link(path: &Path) -> Result<(), Damage> {
     let is_link = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
     if is_link(path) {
