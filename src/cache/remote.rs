@@ -816,7 +816,7 @@ fn body_of(source: &Source) -> reqwest::Body {
                 |(path, file)| async move {
                     let mut file = match file {
                         Some(file) => file,
-                        None => crate::regular_file::open(&path)?,
+                        None => crate::store::open_entry_file(&path)?,
                     };
                     let mut chunk = vec![0u8; CHUNK_BYTES];
                     let n = file.read(&mut chunk)?;
@@ -845,7 +845,7 @@ fn copy_into_dir(source: &Source, path: &Path, hex: &str) -> std::io::Result<()>
         match source {
             Source::Bytes(bytes) => sink.write_all(bytes)?,
             Source::File(from) => {
-                std::io::copy(&mut crate::regular_file::open(from)?, &mut sink)?;
+                std::io::copy(&mut crate::store::open_entry_file(from)?, &mut sink)?;
             }
         }
         sink.finish()

@@ -90,10 +90,12 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
         Some(prefix) => Some(by_prefix(prefix, store)?),
         None => LaunchKey::parse(what),
     };
-    let (key, path) = match full {
+    // The store's material is read without following a link in the store;
+    // a file the user names, as any input the user names.
+    let (key, path, in_store) = match full {
         Some(key) if !as_path.exists() => {
             let path = store.launch_path(&key);
-            (key, path)
+            (key, path, Some(store.root()))
         }
         _ => {
             let stem = as_path
@@ -109,15 +111,19 @@ pub fn read(what: &str, store: &Store) -> Result<Material, Error> {
                     ),
                     hint: "`perfpipe plan --write-launches` and `perfpipe run` write each launch's material to `<store>/drv/<launch key>.json`; name that file or its key".into(),
                 })?;
-            (key, as_path.to_owned())
+            (key, as_path.to_owned(), None)
         }
     };
     // A FIFO, a link to a device or a huge file never blocks or fills memory.
-    let bytes = crate::regular_file::read_at_most(&path, MAX_MATERIAL_BYTES).map_err(|source| {
-        Error::ReadMaterial {
-            path: path.display().to_string(),
-            source,
-        }
+    let opened = match in_store {
+        Some(root) => crate::regular_file::open_beneath(root, &path),
+        None => crate::regular_file::open(&path),
+    };
+    let bytes =
+        opened.and_then(|file| crate::regular_file::read_opened_at_most(file, MAX_MATERIAL_BYTES));
+    let bytes = bytes.map_err(|source| Error::ReadMaterial {
+        path: path.display().to_string(),
+        source,
     })?;
     let actual = LaunchKey::of_bytes(&bytes);
     if actual != key {

@@ -9,7 +9,6 @@ use super::entry_stat::EntryStats;
 use super::layout::{entries_dir, is_sample_id, parse_sample_id, shard};
 use super::{Error, RunResult, Store};
 use crate::key::RunKey;
-use crate::regular_file;
 
 /// One thing wrong in `entries/`, or in the launch material and inputs
 /// beside them (`drv/`, `inputs/sha256/`). Nothing damaged is ever used.
@@ -31,6 +30,10 @@ pub enum Damage {
     ResultOtherKey(String),
     /// Under `samples/`, something that is not a sample directory.
     NotASample,
+    /// A sample that is, or holds, a symbolic link (this file of it; empty
+    /// when the sample's directory is the link): never followed, even to a
+    /// file inside the store.
+    Link(String),
     /// `signature.json` of a substituted sample does not cover its files.
     SignatureBroken(String),
     /// A sample with the statement of an earlier one (this id): the same
@@ -49,8 +52,9 @@ pub enum Damage {
 
 impl Damage {
     /// The file the damage is in, when it is in one.
-    pub fn file(&self) -> Option<&'static str> {
+    pub fn file(&self) -> Option<&str> {
         match self {
+            Self::Link(file) => (!file.is_empty()).then_some(file.as_str()),
             Self::InputsMissing | Self::InputsUnreadable(_) | Self::InputsMismatch(_) => {
                 Some("inputs.json")
             }
@@ -128,6 +132,9 @@ impl fmt::Display for Damage {
                 "is a result of `{key}`, not of the entry's key; the sample is not used"
             ),
             Self::NotASample => f.write_str("not a sample; nothing reads it"),
+            Self::Link(_) => f.write_str(
+                "a symbolic link, never followed: perfpipe reads only the store's own files; the sample is not used",
+            ),
             Self::SignatureBroken(why) => {
                 write!(
                     f,
@@ -286,7 +293,7 @@ impl Store {
 
 /// Whether `entry/inputs.json` is exactly the key material `key` hashes.
 pub(super) fn check_inputs(entry: &Path, key: &RunKey) -> Option<Damage> {
-    match regular_file::read(&entry.join("inputs.json")) {
+    match super::files::read(&entry.join("inputs.json")) {
         Ok(bytes) => {
             let hash = RunKey::of_bytes(&bytes);
             (hash != *key).then_some(Damage::InputsMismatch(hash))
@@ -298,7 +305,7 @@ pub(super) fn check_inputs(entry: &Path, key: &RunKey) -> Option<Damage> {
 
 /// A sample's result, or why it cannot be used as `key`'s.
 pub(super) fn read_result(sample: &Path, key: &RunKey) -> Result<RunResult, Damage> {
-    let text = match regular_file::read_to_string(&sample.join("result.json")) {
+    let text = match super::files::read_to_string(&sample.join("result.json")) {
         Ok(text) => text,
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(Damage::ResultMissing),
         Err(e) => return Err(Damage::ResultUnreadable(e.to_string())),
@@ -336,10 +343,12 @@ pub(super) fn inspect_samples(entry: &Path, key: &RunKey) -> Result<Vec<Inspecte
     let mut statements = Vec::new();
     for (name, path) in sample_dirs(entry)? {
         let read = if is_sample_id(&name) {
-            read_result(&path, key).and_then(|result| {
-                let signed = super::signed::check_signature(&path, key)?;
-                Ok((result, signed.map(|s| s.statement)))
-            })
+            find_link(&path)
+                .and_then(|()| read_result(&path, key))
+                .and_then(|result| {
+                    let signed = super::signed::check_signature(&path, key)?;
+                    Ok((result, signed.map(|s| s.statement)))
+                })
         } else {
             Err(Damage::NotASample)
         };
@@ -384,6 +393,36 @@ pub(super) fn is_damaged_sample(path: &Path, key: &RunKey) -> Result<bool, Error
     Ok(inspect_samples(entry, key)?
         .iter()
         .any(|sample| sample.path == path && sample.state.is_err()))
+}
+
+/// A link the sample at `path` is or holds (in it, or in its `logs/`), as
+/// damage: a file of a sample is never read through a link, and a sample
+/// whose file is one is not the sample that was measured or signed.
+/// Nothing is followed: `path` is checked to be no link before it is
+/// listed, each child's type is its own (a link lists as a link), and
+/// `logs/` is listed only when it is no link itself.
+fn find_link(path: &Path) -> Result<(), Damage> {
+    let is_link = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+    if is_link(path) {
+        return Err(Damage::Link(String::new()));
+    }
+    let links = |dir: &Path, prefix: &str| -> Result<(), Damage> {
+        let Ok(children) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        // The first by name, whatever order the directory lists them in.
+        let first = children
+            .filter_map(Result::ok)
+            .filter(|child| child.file_type().is_ok_and(|t| t.is_symlink()))
+            .map(|child| child.file_name().to_string_lossy().into_owned())
+            .min();
+        match first {
+            Some(name) => Err(Damage::Link(format!("{prefix}{name}"))),
+            None => Ok(()),
+        }
+    };
+    links(path, "")?;
+    links(&path.join("logs"), "logs/")
 }
 
 /// `(name, path)` of everything under `entry/samples/`, samples first in the
@@ -510,6 +549,55 @@ mod tests {
                 "{what}"
             );
         }
+    }
+
+    #[test]
+    fn a_sample_that_is_or_holds_a_link_is_damage_even_to_a_file_of_the_store() {
+        let (_root, store) = store();
+        let (key, _) = commit(&store, "{}");
+        for _ in 0..4 {
+            commit(&store, "{}");
+        }
+        let samples = samples_dir(store.root(), &key);
+        let link = |to: &str, at: &str| {
+            let at = samples.join(at);
+            crate::store::tmp::remove_all(&at).unwrap();
+            std::os::unix::fs::symlink(to, at).unwrap();
+        };
+        // Each points to a sound sample's file of the same entry, which
+        // read through the link would make the sample look sound.
+        link("../0001/result.json", "0002/result.json");
+        link("../../0001/logs/engine.log", "0003/logs/engine.log");
+        link("../0001/logs", "0004/logs");
+        link("0001", "0005");
+        let found = store.verify().unwrap();
+        let report: Vec<String> = found
+            .findings
+            .iter()
+            .map(|f| format!("{}: {}", relative(&store, [&f.path])[0], f.damage))
+            .collect();
+        let entry = format!("entries/{}/{key}/samples", &key.as_str()[..2]);
+        let said = |at: &str| {
+            format!(
+                "{entry}/{at}: a symbolic link, never followed: perfpipe reads only the store's own files; the sample is not used"
+            )
+        };
+        assert_eq!(
+            report,
+            [
+                said("0002/result.json"),
+                said("0003/logs/engine.log"),
+                said("0004/logs"),
+                said("0005"),
+            ]
+        );
+        let used: Vec<String> = store
+            .samples(&key)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(used, ["0001"]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A run's files in the store, for people and scripts to read (`perfpipe
-//! store path`, and the failures `run` reports).
+//! store path`, and the failures `run` reports), and how perfpipe reads
+//! them: [`open`], which never follows a link below the store's root.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Error, Sample, Store, layout};
 use crate::key::RunKey;
@@ -33,6 +34,35 @@ impl Store {
             samples: samples.iter().map(sample_files).collect::<Result<_, _>>()?,
         }))
     }
+}
+
+/// The regular file at `path`, a file of an entry (`inputs.json`, a
+/// sample's `result.json`, `signature.json`, `logs/*`), opened for reading
+/// without following a link anywhere below the store's root: perfpipe never
+/// follows a link out of its store, and a link inside it is damage (see
+/// `check::find_link`), never read through. A link is an `InvalidInput`
+/// error naming it.
+pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
+    crate::regular_file::open_beneath(root_of(path)?, path)
+}
+
+/// The bytes of the file of an entry at `path`, as [`open`] opens it.
+pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
+    crate::regular_file::read_beneath(root_of(path)?, path)
+}
+
+/// The text (UTF-8) of the file of an entry at `path`, as [`open`] opens it.
+pub fn read_to_string(path: &Path) -> std::io::Result<String> {
+    crate::regular_file::read_beneath_to_string(root_of(path)?, path)
+}
+
+fn root_of(path: &Path) -> std::io::Result<&Path> {
+    layout::root_of_entry_path(path).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("`{}` is not in a store's entry", path.display()),
+        )
+    })
 }
 
 fn sample_files(sample: &Sample) -> Result<SampleFiles, Error> {

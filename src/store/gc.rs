@@ -121,7 +121,7 @@ impl Store {
             }
             let samples = sample_dirs(&dir.path)?;
             if !reached.contains(&key) {
-                let material = crate::regular_file::read_to_string(&dir.path.join("inputs.json"))?;
+                let material = super::files::read_to_string(&dir.path.join("inputs.json"))?;
                 let committed = last_commit(&dir.path, &samples);
                 let samples = samples.iter().filter(|(id, _)| is_sample_id(id)).count();
                 let kind = GarbageKind::Unreached {

@@ -20,7 +20,7 @@ impl Sample {
     /// has no journal (imports, external harnesses). A line that does not
     /// parse (the last one of a killed process, cut short) is skipped.
     pub fn journal(&self) -> Result<Vec<RequestRecord>, Error> {
-        let bytes = match crate::regular_file::read(&self.journal_path()) {
+        let bytes = match super::files::read(&self.journal_path()) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e.into()),

@@ -64,7 +64,7 @@ impl Store {
     pub fn launch_files(&self) -> Result<Vec<LaunchFile>, Error> {
         let mut out = Vec::new();
         for (key, path) in self.launches()? {
-            let bytes = match crate::regular_file::read(&path) {
+            let bytes = match crate::regular_file::read_beneath(&self.root, &path) {
                 Ok(bytes) => bytes,
                 // Removed meanwhile (by `store gc`).
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -123,7 +123,7 @@ impl Store {
     /// `None` when it does. A missing input is an error (`NotFound`).
     pub fn check_input(&self, sha256: &str) -> Result<Option<Damage>, Error> {
         let path = self.input_path(sha256);
-        let mut file = match crate::regular_file::open(&path) {
+        let mut file = match crate::regular_file::open_beneath(&self.root, &path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let named = format!("{}: {e}", path.display());
@@ -148,7 +148,8 @@ impl Store {
         let canonical = material.canonical();
         let key = LaunchKey::of_bytes(canonical.as_bytes());
         let path = self.launch_path(&key);
-        let whole = crate::regular_file::read(&path).is_ok_and(|b| b == canonical.as_bytes());
+        let whole = crate::regular_file::read_beneath(&self.root, &path)
+            .is_ok_and(|b| b == canonical.as_bytes());
         if whole {
             asked_for(&path);
         } else {
@@ -165,7 +166,8 @@ impl Store {
     /// (changed since it was hashed) is refused.
     pub fn put_input(&self, sha256: &str, file: &Path) -> Result<(), Error> {
         let path = self.input_path(sha256);
-        if path.is_file() {
+        // Not followed: a link there is not the store's input.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
             asked_for(&path);
             return Ok(());
         }
@@ -237,7 +239,7 @@ fn paths_in(dir: &Path) -> Result<Vec<PathBuf>, Error> {
 }
 
 fn written(path: &Path) -> u64 {
-    fs_err::metadata(path)
+    fs_err::symlink_metadata(path)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -248,7 +250,13 @@ fn written(path: &Path) -> u64 {
 /// so that `store gc` keeps it as young: a queued job may be about to read
 /// it. Best effort: on a store another user owns, the time stays.
 fn asked_for(path: &Path) {
-    if let Ok(file) = std::fs::File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NOFOLLOW: a link's target is not the store's to touch.
+    let opened = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    if let Ok(file) = opened {
         let now = std::time::Duration::from_nanos(crate::clock::file_time_ns() as u64);
         let _ = file.set_modified(std::time::UNIX_EPOCH + now);
     }
@@ -293,6 +301,66 @@ mod tests {
             store.check_input(&sha).unwrap(),
             Some(Damage::InputMismatch(actual))
         );
+    }
+
+    /// `drv/<key>.json` (written for `material`) and an input, each made
+    /// a link to an outside copy of itself (which read through the link
+    /// would look sound), an old file: both are damage, and writing them
+    /// again replaces the link, never reading nor touching its target.
+    fn a_link_in_drv_or_inputs_is_damage_and_its_target_untouched(
+        store: &Store,
+        material: &LaunchMaterial,
+        launch: &Path,
+    ) {
+        let outside = store.root().parent().unwrap().join("outside");
+        fs_err::create_dir_all(&outside).unwrap();
+        let data = outside.join("data.json");
+        overwrite(&data, b"[]");
+        let sha = crate::digest::sha256_hex(b"[]");
+        store.put_input(&sha, &data).unwrap();
+        let input = store.input_path(&sha);
+        let mut targets = Vec::new();
+        for (path, name) in [(launch, "launch.json"), (input.as_path(), "input")] {
+            let target = outside.join(name);
+            overwrite(&target, &fs_err::read(path).unwrap());
+            let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+            fs_err::File::open(&target)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+            fs_err::remove_file(path).unwrap();
+            std::os::unix::fs::symlink(&target, path).unwrap();
+            targets.push((target.clone(), fs_err::read(&target).unwrap(), old));
+        }
+        let found: Vec<_> = store
+            .verify()
+            .unwrap()
+            .findings
+            .into_iter()
+            .map(|f| (f.path, f.damage.to_string()))
+            .collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        for ((path, damage), at) in found.iter().zip([launch, input.as_path()]) {
+            assert_eq!(path, at);
+            assert!(
+                damage.contains("is a symbolic link, never followed"),
+                "{damage}"
+            );
+        }
+        store.put_launch(material).unwrap();
+        store.put_input(&sha, &data).unwrap();
+        for path in [launch, input.as_path()] {
+            assert!(
+                fs_err::symlink_metadata(path).unwrap().is_file(),
+                "{path:?}"
+            );
+        }
+        assert_eq!(store.verify().unwrap().findings, []);
+        for (target, bytes, old) in targets {
+            assert_eq!(fs_err::read(&target).unwrap(), bytes);
+            let modified = fs_err::metadata(&target).unwrap().modified().unwrap();
+            assert_eq!(modified, old, "{target:?} was touched");
+        }
     }
 
     fn mkfifo(path: &Path) {
@@ -371,6 +439,7 @@ mod tests {
         };
         let key = store.put_launch(&material).unwrap();
         let path = store.launch_path(&key);
+        a_link_in_drv_or_inputs_is_damage_and_its_target_untouched(&store, &material, &path);
         let [file] = &store.launch_files().unwrap()[..] else {
             panic!("one launch")
         };

@@ -17,6 +17,24 @@ pub fn entry_dir(root: &Path, key: &RunKey) -> PathBuf {
     entries_dir(root).join(shard(key)).join(key.as_str())
 }
 
+/// The root of the store that `path`, a path in an entry
+/// (`<root>/entries/<shard>/<key>/…`, the entry itself included), is in:
+/// the entry is the lowest component named by a key, under its shard,
+/// under `entries` (nothing inside an entry is named so).
+pub fn root_of_entry_path(path: &Path) -> Option<&Path> {
+    fn name(path: Option<&Path>) -> Option<&str> {
+        path?.file_name()?.to_str()
+    }
+    let entry = path.ancestors().find(|dir| {
+        let shard_dir = dir.parent();
+        name(Some(dir))
+            .and_then(RunKey::parse)
+            .is_some_and(|key| name(shard_dir) == Some(shard(&key)))
+            && name(shard_dir.and_then(Path::parent)) == Some("entries")
+    })?;
+    entry.ancestors().nth(3)
+}
+
 pub fn samples_dir(root: &Path, key: &RunKey) -> PathBuf {
     entry_dir(root, key).join("samples")
 }
@@ -98,6 +116,25 @@ pub fn sample_id(n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_root_of_a_path_in_an_entry_is_above_its_entries_dir() {
+        let key = RunKey::of_canonical("{}");
+        for root in ["store", "/a/b", "", "/x/entries/y"] {
+            let root = Path::new(root);
+            let entry = entry_dir(root, &key);
+            for path in [
+                entry.clone(),
+                entry.join("inputs.json"),
+                samples_dir(root, &key).join("0001/logs/engine.log"),
+            ] {
+                assert_eq!(root_of_entry_path(&path), Some(root), "{path:?}");
+            }
+        }
+        assert_eq!(root_of_entry_path(Path::new("store/drv/x.json")), None);
+        let wrong_shard = Path::new("store/entries/zz").join(key.as_str());
+        assert_eq!(root_of_entry_path(&wrong_shard.join("inputs.json")), None);
+    }
 
     #[test]
     fn sample_ids_are_canonical_decimals_of_any_width() {

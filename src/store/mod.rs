@@ -57,7 +57,7 @@ mod write;
 
 pub use check::{Damage, EntryDir, Finding, Verification};
 pub use entry::{FailureKind, Outcome, RunResult, Sample, SampleStatus, StoredSample};
-pub use files::{EntryFiles, SampleFiles};
+pub use files::{EntryFiles, SampleFiles, open as open_entry_file};
 pub use gc::{Garbage, GarbageKind, KEEP_YOUNGER_THAN, Removal};
 pub use import::Imported;
 pub use launch_gc::LaunchGarbage;
@@ -376,7 +376,7 @@ impl Store {
             // same check as `samples`, without hashing.
             Some(canonical) => {
                 debug_assert_eq!(RunKey::of_canonical(canonical), *key);
-                crate::regular_file::read(&entry.join("inputs.json"))
+                files::read(&entry.join("inputs.json"))
                     .is_ok_and(|bytes| bytes == canonical.as_bytes())
             }
             None => check::check_inputs(&entry, key).is_none(),
@@ -399,7 +399,7 @@ impl Store {
         // A read and a sha256 each, on every core: 100,000 in a large store.
         let read = |i: usize| {
             let (key, path) = &dirs[i];
-            let bytes = crate::regular_file::read(&path.join("inputs.json")).ok()?;
+            let bytes = files::read(&path.join("inputs.json")).ok()?;
             // Bytes that hash to the key are the canonical text it was made from.
             if RunKey::of_bytes(&bytes) != *key {
                 return None;

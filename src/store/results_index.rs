@@ -179,7 +179,7 @@ impl Snapshot {
             }
             let path = sample.path.join("result.json");
             let read = stamp(&path).and_then(|stamp| {
-                let bytes = crate::regular_file::read(&path)?;
+                let bytes = super::files::read(&path)?;
                 Ok((stamp, bytes))
             });
             match read {

@@ -117,13 +117,13 @@ impl Sample {
 }
 
 fn read_signed(dir: &Path) -> Option<Signed> {
-    let bytes = crate::regular_file::read(&dir.join(SIGNATURE_FILE)).ok()?;
+    let bytes = super::files::read(&dir.join(SIGNATURE_FILE)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
 /// The files of the sample in `dir` by digest: logs hashed as a stream.
 pub(super) fn read_digests(dir: &Path, key: &RunKey) -> std::io::Result<StoredFiles> {
-    let result = crate::regular_file::read(&dir.join("result.json"))?;
+    let result = super::files::read(&dir.join("result.json"))?;
     let mut logs = Vec::new();
     match fs_err::read_dir(dir.join("logs")) {
         Ok(entries) => {
@@ -131,7 +131,7 @@ pub(super) fn read_digests(dir: &Path, key: &RunKey) -> std::io::Result<StoredFi
                 let entry = entry?;
                 if entry.file_type()?.is_file() {
                     let path = entry.path();
-                    let file = crate::regular_file::open(&path)?;
+                    let file = super::files::open(&path)?;
                     let (digest, size) = crate::digest::sha256_hex_of_reader(file)?;
                     logs.push(StoredLog {
                         name: entry.file_name().to_string_lossy().into_owned(),
@@ -158,7 +158,7 @@ pub(super) fn read_digests(dir: &Path, key: &RunKey) -> std::io::Result<StoredFi
 /// damage otherwise. A sample without `signature.json` is not signed.
 pub(super) fn check_signature(dir: &Path, key: &RunKey) -> Result<Option<Signed>, Damage> {
     let path = dir.join(SIGNATURE_FILE);
-    let bytes = match crate::regular_file::read(&path) {
+    let bytes = match super::files::read(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Damage::SignatureBroken(e.to_string())),

@@ -22,7 +22,7 @@ impl Sample {
     /// GPU lines were timed).
     pub fn gpu_timeline(&self) -> Result<GpuTimeline, Error> {
         let mut timeline = GpuTimeline::default();
-        let file = match crate::regular_file::open(&self.telemetry_path()) {
+        let file = match super::files::open(&self.telemetry_path()) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(timeline),
             Err(e) => return Err(e.into()),

@@ -296,3 +296,179 @@ fn a_killed_pushs_temp_file_is_removed_by_the_next_push_and_nothing_else() {
         .collect();
     assert_eq!(temps, Vec::<PathBuf>::new(), "a push leaves no temp file");
 }
+
+/// A copy of the directory `from` at `to` (files and directories only).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for child in std::fs::read_dir(from).unwrap() {
+        let child = child.unwrap();
+        let target = to.join(child.file_name());
+        if child.file_type().unwrap().is_dir() {
+            copy_dir(&child.path(), &target);
+        } else {
+            std::fs::copy(child.path(), &target).unwrap();
+        }
+    }
+}
+
+/// What the planted links point to holds this: were a command to read
+/// through a link, it would show, or push it.
+const OUTSIDE: &str = "OUTSIDE-THE-STORE";
+
+#[test]
+fn a_link_in_a_sample_is_damage_and_what_it_points_to_never_read() {
+    let env = TestEnv::tiny();
+    ran(&env, &with(&["run", "tiny.kdl"], SIM));
+    let mut samples: Vec<PathBuf> = crate::common::files_under(&env.path("store/entries"))
+        .into_iter()
+        .filter(|p| p.ends_with("samples/0001/result.json"))
+        .map(|p| p.parent().unwrap().to_owned())
+        .collect();
+    samples.sort();
+    let outside = env.path("outside");
+    let link = |to: &Path, at: &Path| std::os::unix::fs::symlink(to, at).unwrap();
+    let remove = |path: &Path| match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).unwrap(),
+        Ok(_) => std::fs::remove_file(path).unwrap(),
+        Err(_) => {}
+    };
+    // Each link points to a copy of what it replaces, so that read through
+    // it, each sample would look sound; the copied logs hold OUTSIDE. The
+    // last points to a FIFO, which a read would block on (kept out of
+    // `outside`, which the test reads).
+    let planted = [
+        "result.json",
+        "logs/telemetry.jsonl",
+        "logs",
+        "", // the sample's directory
+        "logs/requests.jsonl",
+    ];
+    assert!(samples.len() >= planted.len(), "{samples:?}");
+    for (i, (sample, file)) in samples.iter().zip(planted).enumerate() {
+        let at = if file.is_empty() {
+            sample.clone()
+        } else {
+            sample.join(file)
+        };
+        let copy = outside.join(i.to_string());
+        let to = match file {
+            "logs/requests.jsonl" => {
+                let fifo = env.path("fifo");
+                std::fs::create_dir_all(&fifo).unwrap();
+                mkfifo(&fifo.join("requests.jsonl"));
+                fifo.join("requests.jsonl")
+            }
+            "logs/telemetry.jsonl" => {
+                std::fs::create_dir_all(&copy).unwrap();
+                std::fs::write(copy.join("telemetry.jsonl"), format!("{OUTSIDE}\n")).unwrap();
+                copy.join("telemetry.jsonl")
+            }
+            "result.json" => {
+                std::fs::create_dir_all(&copy).unwrap();
+                std::fs::copy(&at, copy.join("result.json")).unwrap();
+                copy.join("result.json")
+            }
+            _ => {
+                copy_dir(&at, &copy);
+                let logs = match copy.join("logs") {
+                    logs if logs.is_dir() => logs,
+                    _ => copy.clone(),
+                };
+                std::fs::write(logs.join("engine.log"), OUTSIDE).unwrap();
+                copy
+            }
+        };
+        remove(&at);
+        link(&to, &at);
+    }
+    let outside_before = snapshot(&outside);
+    let relative = |path: &Path| {
+        path.strip_prefix(env.path(""))
+            .unwrap()
+            .display()
+            .to_string()
+    };
+
+    // `store verify` names each link as damage.
+    let verify = env.run_within(60, &["store", "verify"]);
+    assert_eq!(verify.status.code(), Some(4), "{}", render(&verify));
+    for (sample, file) in samples.iter().zip(planted) {
+        let at = if file.is_empty() {
+            sample.clone()
+        } else {
+            sample.join(file)
+        };
+        let said = format!("{}: a symbolic link, never followed", relative(&at));
+        assert!(
+            stdout(&verify).contains(&said),
+            "{said}\n{}",
+            render(&verify)
+        );
+    }
+    // `report` reads none of their files (the index of results, recorded
+    // by the run before the links were planted, still gives the samples
+    // whose `result.json` is unchanged: reading their logs fails).
+    let report = env.run_within(60, &with(&["report", "tiny.kdl"], SIM));
+    assert!(!render(&report).contains(OUTSIDE), "{}", render(&report));
+    // With the index rewritten from the entries, `plan` counts them
+    // missing, not done.
+    env.run_within(60, &["store", "verify", "--repair"]);
+    let plan = env.run_within(60, &with(&["plan", "tiny.kdl"], SIM));
+    assert_eq!(plan.status.code(), Some(0), "{}", render(&plan));
+    assert!(stdout(&plan).contains(", 5 missing;"), "{}", render(&plan));
+    let report = env.run_within(60, &with(&["report", "tiny.kdl"], SIM));
+    assert!(!render(&report).contains(OUTSIDE), "{}", render(&report));
+    // `cache push` pushes none of them.
+    ran(&env, &["cache", "keygen", "alice", "--dir", "keys"]);
+    let push = env.run_within(
+        60,
+        &[
+            "cache",
+            "push",
+            "--all",
+            "--to",
+            "pushed",
+            "--secret-key",
+            "keys/alice.secret",
+        ],
+    );
+    assert_eq!(push.status.code(), Some(0), "{}", render(&push));
+    for file in crate::common::files_under(&env.path("pushed")) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(OUTSIDE),
+            "{} was pushed from outside the store",
+            file.display()
+        );
+    }
+    // A run measures them again, moving the links (not what they point
+    // to) to quarantine.
+    ran(&env, &with(&["run", "tiny.kdl"], SIM));
+    let quarantined: Vec<_> = snapshot(&env.path("store/quarantine"))
+        .into_iter()
+        .filter(|(_, what)| what.starts_with("link"))
+        .collect();
+    assert_eq!(quarantined.len(), planted.len(), "{quarantined:?}");
+    assert_eq!(snapshot(&outside), outside_before);
+    ran(&env, &["store", "verify"]);
+}
+
+#[test]
+fn realise_of_launch_material_that_is_a_link_in_the_store_is_refused() {
+    let env = TestEnv::tiny();
+    ran(&env, &with(&["plan", "tiny.kdl", "--write-launches"], SIM));
+    let material = crate::common::files_under(&env.path("store/drv")).remove(0);
+    let key = material.file_stem().unwrap().to_str().unwrap().to_owned();
+    // A copy outside, as sound as the file it replaces.
+    let outside = env.path("outside.json");
+    std::fs::copy(&material, &outside).unwrap();
+    std::fs::remove_file(&material).unwrap();
+    std::os::unix::fs::symlink(&outside, &material).unwrap();
+    let out = env.run_within(60, &["realise", &key]);
+    assert_eq!(out.status.code(), Some(2), "{}", render(&out));
+    assert!(
+        words(&out).contains("is a symbolic link, never followed"),
+        "{}",
+        render(&out)
+    );
+}
