@@ -254,13 +254,14 @@ pub(super) fn progress(spec: &Spec, display: &mut Display, event: &ExecEvent) {
         ExecEvent::WaitingForGpus {
             needed, foreign, ..
         } => {
+            let gpus = crate::plural::count(*needed as usize, "free GPU", "free GPUs");
             if foreign.is_empty() {
                 display.line(&format!(
-                    "      waiting for {needed} free GPUs (another perfpipe holds them)"
+                    "      waiting for {gpus} (another perfpipe holds them)"
                 ));
             } else {
                 display.line(&format!(
-                    "      waiting for {needed} free GPUs; not using GPUs that hold processes perfpipe did not start:"
+                    "      waiting for {gpus}; not using GPUs that hold processes perfpipe did not start:"
                 ));
                 for (index, process) in *foreign {
                     display.line(&format!("        GPU {index}: {process}"));

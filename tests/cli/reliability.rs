@@ -386,7 +386,7 @@ fn a_run_waits_while_every_gpu_holds_a_foreign_process() {
     let err = std::fs::read_to_string(&err_file).unwrap();
     assert!(status.success(), "{err}");
     assert!(
-        err.contains("waiting for 1 free GPUs; not using GPUs that hold processes perfpipe did not start:\n        GPU 0: pid 999 `python3` (81000 MiB)"),
+        err.contains("waiting for 1 free GPU; not using GPUs that hold processes perfpipe did not start:\n        GPU 0: pid 999 `python3` (81000 MiB)"),
         "{err}"
     );
     // The engine's start-up is timed from its launch, not from the wait.
