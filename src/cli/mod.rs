@@ -112,8 +112,6 @@ pub fn main() -> u8 {
     }
 }
 
-/// The exit code a command that fails with `err` ends with: the one place
-/// a kind of failure becomes a number (`src/exit_code.rs`).
 /// Leaves a command's large values unfreed once it has printed them: the
 /// process exits right after and its memory goes back whole, where freeing
 /// 10,000 runs' allocations one by one took a tenth of a `plan`. Only for
@@ -141,6 +139,8 @@ fn left_to_exit_loaded(loaded: Loaded) {
     drop((store, inputs));
 }
 
+/// The exit code a command that fails with `err` ends with: the one place
+/// a kind of failure becomes a number (`src/exit_code.rs`).
 pub(crate) fn exit_code_of(err: &Error) -> u8 {
     match err.kind() {
         ErrorKind::Usage => exit_code::USAGE,
