@@ -161,6 +161,7 @@ pub async fn send(
     let max_events = bounds::max_events(u64::from(req.output_len));
     let mut body = BodyDataStream::new(response.into_body());
     let mut parser = SseParser::default();
+    let mut chunks = chunk::Reader::default();
     let mut alive = Instant::now();
     let mut received = 0_u64;
     let mut since_event = 0_u64;
@@ -230,7 +231,8 @@ pub async fn send(
                 )));
                 return;
             }
-            match chunk::classify(data) {
+            let (read, token_text) = chunks.read(data);
+            match read {
                 Some(Chunk::Done) => outcome = Some(Ok(())),
                 Some(Chunk::Choices { completion_tokens }) => {
                     if completion_tokens.is_some() {
@@ -243,7 +245,7 @@ pub async fn send(
                         record.itl.push(now - last);
                     }
                     record.output_tokens = completion_tokens.unwrap_or(record.output_tokens);
-                    text.extend(chunk::text(data));
+                    text.extend(token_text);
                     last = now;
                 }
                 Some(Chunk::Usage { completion_tokens }) => {
