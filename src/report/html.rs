@@ -35,8 +35,8 @@ pub fn html_page(spec: &Spec, markdown: &str, charts: &Charts) -> String {
     String::from_utf8(page).expect("the page is made of strings")
 }
 
-/// Writes [`html_page`] to `out` as it is made, for a page too large to be
-/// held (a report of many runs is megabytes of HTML).
+/// Writes the HTML page (`html_page`) to `out` as it is made, for a page
+/// too large to be held (a report of many runs is megabytes of HTML).
 pub fn write_html_page(
     out: &mut dyn std::io::Write,
     spec: &Spec,
