@@ -295,6 +295,7 @@ fn stored_choice(
             .collect()
     };
     // With `--max-prompts`, the runtimes of its capped results; else of full-size ones.
+    let present = store.presence();
     let with_results: Vec<Runtime> = match (args.max_prompts, experiment) {
         (Some(cap), Some(file)) => caps(file)?
             .into_iter()
@@ -304,7 +305,7 @@ fn stored_choice(
         (Some(_), None) => Vec::new(),
         (None, _) => runtimes
             .into_iter()
-            .filter(|r| keys(*r).iter().any(|k| store.has_samples(k)))
+            .filter(|r| keys(*r).iter().any(|k| present.has_samples(k)))
             .collect(),
     };
     let command = format!(
