@@ -93,10 +93,13 @@ struct Nearest {
     configurations: Vec<(Vec<u32>, f64)>,
 }
 
+/// A configuration's fields (path, value as text) and its seconds.
+type Configuration = (Vec<(String, String)>, f64);
+
 /// Collects earlier configurations (key material and seconds), in order.
 #[derive(Debug, Default)]
 pub struct EarlierBuilder {
-    by_workload: HashMap<String, Vec<(Vec<(String, String)>, f64)>>,
+    by_workload: HashMap<String, Vec<Configuration>>,
 }
 
 /// What a configuration's workload is matched by: its key material's
@@ -134,7 +137,7 @@ impl EarlierDurations {
 }
 
 impl Nearest {
-    fn of(configurations: Vec<(Vec<(String, String)>, f64)>) -> Self {
+    fn of(configurations: Vec<Configuration>) -> Self {
         let fields: Vec<HashMap<&str, &str>> = (configurations.iter())
             .map(|(fields, _)| {
                 fields
