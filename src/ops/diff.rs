@@ -285,14 +285,9 @@ fn stored_choice(
     type Caps = Vec<(Runtime, BTreeMap<u32, usize>)>;
     let caps = |file: &Path| -> Result<Caps, Error> {
         let declared = declared_prompts(file)?;
-        runtimes
-            .into_iter()
-            .map(|runtime| {
-                stored_caps(store, &keys(runtime), &declared)
-                    .map(|caps| (runtime, caps))
-                    .map_err(Error::Store)
-            })
-            .collect()
+        let keys: Vec<_> = runtimes.into_iter().map(&keys).collect();
+        let caps = stored_caps(store, &keys, &declared).map_err(Error::Store)?;
+        Ok(runtimes.into_iter().zip(caps).collect())
     };
     // With `--max-prompts`, the runtimes of its capped results; else of full-size ones.
     let present = store.presence();
