@@ -47,6 +47,16 @@ pub fn material_distance(a: &Value, b: &Value) -> usize {
     material_changes(a, b).len()
 }
 
+/// The leaf fields [`material_changes`] compares, as (path, value as
+/// text), each path once (its first value, the one `material_changes` reads).
+pub fn material_fields(material: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    flatten("", material, &mut out);
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|(path, _)| seen.insert(path.clone()));
+    out
+}
+
 fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
     match value {
         Value::Object(map) => {

@@ -10,7 +10,7 @@ use crate::digest::Digest;
 
 pub use canonical::to_canonical_json;
 pub use cap::{key_with_prompts, num_prompts};
-pub use diff::{FieldChange, material_changes, material_distance};
+pub use diff::{FieldChange, material_changes, material_distance, material_fields};
 pub use material::*;
 pub use runs::{KeyedRun, keyed_runs};
 

@@ -285,16 +285,12 @@ fn stored_choice(
     type Caps = Vec<(Runtime, BTreeMap<u32, usize>)>;
     let caps = |file: &Path| -> Result<Caps, Error> {
         let declared = declared_prompts(file)?;
-        runtimes
-            .into_iter()
-            .map(|runtime| {
-                stored_caps(store, &keys(runtime), &declared)
-                    .map(|caps| (runtime, caps))
-                    .map_err(Error::Store)
-            })
-            .collect()
+        let keys: Vec<_> = runtimes.into_iter().map(&keys).collect();
+        let caps = stored_caps(store, &keys, &declared).map_err(Error::Store)?;
+        Ok(runtimes.into_iter().zip(caps).collect())
     };
     // With `--max-prompts`, the runtimes of its capped results; else of full-size ones.
+    let present = store.presence();
     let with_results: Vec<Runtime> = match (args.max_prompts, experiment) {
         (Some(cap), Some(file)) => caps(file)?
             .into_iter()
@@ -304,7 +300,7 @@ fn stored_choice(
         (Some(_), None) => Vec::new(),
         (None, _) => runtimes
             .into_iter()
-            .filter(|r| keys(*r).iter().any(|k| store.has_samples(k)))
+            .filter(|r| keys(*r).iter().any(|k| present.has_samples(k)))
             .collect(),
     };
     let command = format!(

@@ -4,11 +4,12 @@
 //! to the store (for `perfpipe realise`).
 
 use serde_json::Value;
+use std::collections::HashSet;
 use std::time::Duration;
 
 use super::realise::write_launches;
 use super::{Error, Loaded, LockMode, Selection, Shell, load};
-use crate::key::material_distance;
+use crate::key::to_canonical_json;
 use crate::launch::{LaunchKey, LaunchMaterial, LaunchOptions};
 use crate::plan::{self, Estimate, Plan};
 use crate::store::{StoreIndex, StoredSample};
@@ -81,21 +82,12 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
             .collect()
     };
     // Read only when some run is missing: a cached plan estimates nothing.
-    let earlier = if plan.missing().is_empty() {
-        Vec::new()
-    } else {
-        earlier_durations(&loaded)?
-    };
+    let earlier = earlier_durations(&loaded, &plan.missing())?;
     let earlier_seconds = |run: &plan::PlannedRun| {
         if earlier.is_empty() {
             return None;
         }
-        let material = serde_json::to_value(&run.material).ok()?;
-        earlier
-            .iter()
-            .filter(|(m, _)| m["workload"] == material["workload"])
-            .min_by_key(|(m, _)| material_distance(m, &material))
-            .map(|(_, seconds)| *seconds)
+        earlier.seconds(&serde_json::to_value(&run.material).ok()?)
     };
     let estimate = plan::estimate(
         &loaded.spec,
@@ -137,10 +129,26 @@ pub fn plan(options: &PlanOptions, shell: &dyn Shell) -> Result<Planned, Error> 
     })
 }
 
-/// Every stored configuration (its key material) with the mean benchmark
-/// seconds of its successful samples, read through the index of results.
-fn earlier_durations(loaded: &Loaded) -> Result<Vec<(Value, f64)>, Error> {
-    let mut out = Vec::new();
+/// The stored configurations of the workloads of `missing` (their key
+/// material) with the mean benchmark seconds of their successful samples,
+/// read through the index of results; the samples of other workloads'
+/// entries are not read.
+fn earlier_durations(
+    loaded: &Loaded,
+    missing: &[&plan::PlannedRun],
+) -> Result<plan::EarlierDurations, Error> {
+    let workloads: HashSet<String> = (missing.iter())
+        .filter_map(|run| serde_json::to_value(&run.material).ok())
+        .map(|material| plan::workload_of(&material))
+        .collect();
+    let mut earlier = plan::EarlierBuilder::default();
+    if workloads.is_empty() {
+        return Ok(earlier.build());
+    }
+    let wanted = |text: &str| {
+        serde_json::from_str::<WorkloadOnly>(text)
+            .is_ok_and(|m| workloads.contains(&to_canonical_json(&m.workload)))
+    };
     let each = |_: &crate::key::RunKey, text: &str, samples: Vec<crate::store::Sample>| {
         let seconds: Vec<f64> = samples
             .iter()
@@ -151,11 +159,24 @@ fn earlier_durations(loaded: &Loaded) -> Result<Vec<(Value, f64)>, Error> {
             return;
         }
         if let Ok(material) = serde_json::from_str::<Value>(text) {
-            out.push((material, seconds.iter().sum::<f64>() / seconds.len() as f64));
+            earlier.add(
+                &material,
+                seconds.iter().sum::<f64>() / seconds.len() as f64,
+            );
         }
     };
-    loaded.store.each_entry(each).map_err(Error::Store)?;
-    Ok(out)
+    loaded
+        .store
+        .each_entry(wanted, each)
+        .map_err(Error::Store)?;
+    Ok(earlier.build())
+}
+
+/// A key material's workload alone (its other fields skipped unparsed).
+#[derive(serde::Deserialize)]
+struct WorkloadOnly {
+    #[serde(default)]
+    workload: Value,
 }
 
 /// Looks every run's key up in the store.

@@ -4,7 +4,9 @@ mod estimate;
 mod launches;
 pub mod search;
 
-pub use estimate::{Estimate, estimate, typical_start};
+pub use estimate::{
+    EarlierBuilder, EarlierDurations, Estimate, estimate, typical_start, workload_of,
+};
 pub use launches::launches;
 
 use crate::facts::Runtime;

@@ -1077,7 +1077,10 @@ mod tests {
         }
         let mut read = Vec::new();
         store
-            .each_entry(|k, text, samples| read.push((k.clone(), text.to_owned(), samples)))
+            .each_entry(
+                |_| true,
+                |k, text, samples| read.push((k.clone(), text.to_owned(), samples)),
+            )
             .unwrap();
         assert_eq!(read.len(), 2);
         let (_, text, samples) = read.iter().find(|(k, ..)| *k == key).unwrap();

@@ -59,9 +59,10 @@ pub fn run_older(
     }
     let runtime = loaded.runtime;
     let keys: Vec<&RunKey> = old.runs.iter().filter_map(|r| r.key(runtime)).collect();
+    let present = loaded.store.presence();
     let missing: BTreeSet<RunKey> = keys
         .iter()
-        .filter(|k| !loaded.store.has_samples(k))
+        .filter(|k| !present.has_samples(k))
         .map(|k| (*k).clone())
         .collect();
     let stored = keys.len() - missing.len();
@@ -138,11 +139,12 @@ pub fn runnable_from_material(
     lock: &crate::lock::Lockfile,
     runtime: crate::facts::Runtime,
 ) -> bool {
+    let present = store.presence();
     let missing: BTreeSet<RunKey> = lock
         .runs
         .iter()
         .filter_map(|r| r.key(runtime))
-        .filter(|k| !store.has_samples(k))
+        .filter(|k| !present.has_samples(k))
         .cloned()
         .collect();
     realise::recorded(store, &missing).is_ok_and(|(_, unrecorded)| unrecorded.is_empty())

@@ -109,15 +109,17 @@ pub fn say_if_elsewhere(loaded: &Loaded, selection: &Selection, command: &str, s
     }
 }
 
-/// Of `keys` (full-size runs), how many the store holds capped results of,
-/// by cap: a stored entry whose key material, with a workload's declared
-/// prompts (`declared`) in place of its fewer ones, is the key of one of `keys`.
+/// Of each of `keys` (sets of full-size runs, one per runtime), how many
+/// the store holds capped results of, by cap: a stored entry whose key
+/// material, with a workload's declared prompts (`declared`) in place of its
+/// fewer ones, is the key of one of the set. One pass over the entries for
+/// every set (each pass reads every entry's `inputs.json`).
 pub fn stored_caps(
     store: &Store,
-    keys: &BTreeSet<RunKey>,
+    keys: &[BTreeSet<RunKey>],
     declared: &BTreeSet<u32>,
-) -> Result<BTreeMap<u32, usize>, crate::store::Error> {
-    let mut caps = BTreeMap::new();
+) -> Result<Vec<BTreeMap<u32, usize>>, crate::store::Error> {
+    let mut caps = vec![BTreeMap::new(); keys.len()];
     let present = store.presence();
     for (key, text) in store.entries()? {
         let Ok(material) = serde_json::from_str::<serde_json::Value>(&text) else {
@@ -126,12 +128,20 @@ pub fn stored_caps(
         let Some(prompts) = crate::key::num_prompts(&material) else {
             continue;
         };
-        let caps_one = declared
-            .iter()
+        let full_size: Vec<RunKey> = (declared.iter())
             .filter(|&&d| d > prompts)
-            .any(|&d| keys.contains(&crate::key::key_with_prompts(&material, d)));
-        if caps_one && present.has_samples(&key) {
-            *caps.entry(prompts).or_insert(0) += 1;
+            .map(|&d| crate::key::key_with_prompts(&material, d))
+            .collect();
+        if full_size.is_empty() {
+            continue;
+        }
+        let mut held = None;
+        for (keys, caps) in keys.iter().zip(&mut caps) {
+            if full_size.iter().any(|k| keys.contains(k))
+                && *held.get_or_insert_with(|| present.has_samples(&key))
+            {
+                *caps.entry(prompts).or_insert(0) += 1;
+            }
         }
     }
     Ok(caps)
@@ -160,15 +170,14 @@ pub fn stored_capped(
         .iter()
         .map(|w| w.prompts)
         .collect();
-    let mut out = Vec::new();
-    for runtime in [Runtime::Docker, Runtime::Local, Runtime::Sim] {
-        let keys: BTreeSet<RunKey> = keys_under(loaded, &uncapped, runtime).into_iter().collect();
-        let caps = stored_caps(&loaded.store, &keys, &declared).map_err(Error::Store)?;
-        if let Some((cap, n)) = best_cap(&caps) {
-            out.push((runtime, cap, n));
-        }
-    }
-    Ok(out)
+    let runtimes = [Runtime::Docker, Runtime::Local, Runtime::Sim];
+    let keys: Vec<BTreeSet<RunKey>> = (runtimes.iter())
+        .map(|&runtime| keys_under(loaded, &uncapped, runtime).into_iter().collect())
+        .collect();
+    let caps = stored_caps(&loaded.store, &keys, &declared).map_err(Error::Store)?;
+    Ok((runtimes.into_iter().zip(caps))
+        .filter_map(|(runtime, caps)| best_cap(&caps).map(|(cap, n)| (runtime, cap, n)))
+        .collect())
 }
 
 /// Without `--runtime` (and `--max-prompts`), which results of `loaded`
