@@ -27,9 +27,10 @@ pub fn html(spec: &Spec, analysis: &Analysis, charts: &Charts) -> String {
     html_page(spec, &super::markdown(spec, analysis, charts), charts)
 }
 
-/// [`html`] of the report's `markdown` already rendered with `charts`
-/// (a written report has it at hand: it is not rendered twice).
-pub fn html_page(spec: &Spec, markdown: &str, charts: &Charts) -> String {
+/// [`html`] of the report's `markdown` already rendered with `charts`,
+/// held whole (a written report's page goes to its file through
+/// [`write_html_page`] instead).
+fn html_page(spec: &Spec, markdown: &str, charts: &Charts) -> String {
     let mut page = Vec::new();
     write_html_page(&mut page, spec, markdown, charts).expect("a Vec takes every byte");
     String::from_utf8(page).expect("the page is made of strings")
